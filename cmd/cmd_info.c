@@ -1,0 +1,375 @@
+/* jfsops info: a volume's format, counts and fragmentation, read-only. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/err.h"
+#include "common/jfs/jfs.h"
+#include "common/meta/meta.h"
+
+static const char info_usage[] =
+	"usage: jfsops info META-URL [--json]\n"
+	"\n"
+	"Show a volume's format record (name, UUID, storage, bucket, block size,\n"
+	"compression, trash days) and what its metadata holds: files, directories,\n"
+	"chunks, slice records, distinct slices, pending removed files, pending and\n"
+	"delayed slices, and a histogram of records per chunk. Reads metadata only;\n"
+	"streams every chunk with bounded memory (SCAN / SQL cursor).\n"
+	"\n"
+	"Options:\n"
+	"      --json       one JSON object on stdout instead of the table\n"
+	"  -h, --help       show this help\n"
+	"\n"
+	"Examples:\n"
+	"  jfsops info sqlite3:///var/jfs/meta.db\n"
+	"  jfsops info redis://127.0.0.1:6379/1 --json | jq .hist\n";
+
+/* Histogram buckets of records per chunk: 1, 2, 3-4, 5-8, ..., >1024. */
+#define NBUCKETS 12
+
+struct info {
+	uint64_t files, dirs, symlinks, other_inodes, file_bytes;
+	uint64_t chunks, records, slice_records, hole_records, hidden_bytes;
+	uint64_t max_records;
+	uint64_t hist[NBUCKETS];
+	uint64_t explicit_refs, extra_refs, pending_slices;
+	uint64_t pending_files, pending_file_bytes;
+	uint64_t delayed_entries, delayed_slices;
+	uint64_t sessions, sustained;
+	int64_t next_chunk, next_inode, used_space, total_inodes;
+	int corrupt_chunks;
+};
+
+static int bucket_of(size_t n)
+{
+	int b = 0;
+	size_t lim = 1;
+
+	while (n > lim && b < NBUCKETS - 1) {
+		lim <<= 1;
+		b++;
+	}
+	return b;
+}
+
+static void bucket_label(int b, char *buf, size_t cap)
+{
+	if (b == 0)
+		snprintf(buf, cap, "1");
+	else if (b == 1)
+		snprintf(buf, cap, "2");
+	else if (b == NBUCKETS - 1)
+		snprintf(buf, cap, ">%u", 1u << (b - 1));
+	else
+		snprintf(buf, cap, "%u-%u", (1u << (b - 1)) + 1, 1u << b);
+}
+
+static int on_inode(uint64_t ino, const struct jo_attr *a, void *payload)
+{
+	struct info *in = payload;
+
+	(void)ino;
+	switch (a->type) {
+	case JO_TYPE_FILE:
+		in->files++;
+		in->file_bytes += a->length;
+		break;
+	case JO_TYPE_DIR: in->dirs++; break;
+	case JO_TYPE_SYMLINK: in->symlinks++; break;
+	default: in->other_inodes++; break;
+	}
+	return 0;
+}
+
+static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *payload)
+{
+	struct info *in = payload;
+	struct jo_slice *recs = NULL, *segs = NULL;
+	size_t n = 0, nseg = 0;
+	uint64_t written = 0, visible = 0;
+
+	(void)ino;
+	(void)indx;
+	if (jo_slices_decode(raw, len, &recs, &n, NULL)) {
+		in->corrupt_chunks++;
+		return 0;
+	}
+	if (n == 0)
+		return 0;
+	in->chunks++;
+	in->records += n;
+	if (n > in->max_records)
+		in->max_records = n;
+	in->hist[bucket_of(n)]++;
+	for (size_t i = 0; i < n; i++) {
+		if (recs[i].id) {
+			in->slice_records++;
+			written += recs[i].len;
+		} else {
+			in->hole_records++;
+		}
+	}
+	if (jo_chunk_visible(recs, n, &segs, &nseg) == 0) {
+		for (size_t i = 0; i < nseg; i++)
+			if (segs[i].id)
+				visible += segs[i].len;
+		if (written > visible)
+			in->hidden_bytes += written - visible;
+	}
+	free(recs);
+	free(segs);
+	return 0;
+}
+
+static int on_ref(uint64_t id, uint32_t size, int64_t refs, void *payload)
+{
+	struct info *in = payload;
+
+	(void)id;
+	(void)size;
+	in->explicit_refs++;
+	if (refs <= 0)
+		in->pending_slices++;
+	else
+		in->extra_refs += (uint64_t)(refs - 1);
+	return 0;
+}
+
+static int on_delfile(uint64_t ino, uint64_t length, int64_t at, void *payload)
+{
+	struct info *in = payload;
+
+	(void)ino;
+	(void)at;
+	in->pending_files++;
+	in->pending_file_bytes += length;
+	return 0;
+}
+
+static int on_delslices(uint64_t id, int64_t at, const uint8_t *recs, size_t len, void *payload)
+{
+	struct info *in = payload;
+
+	(void)id;
+	(void)at;
+	(void)recs;
+	in->delayed_entries++;
+	in->delayed_slices += len / JO_DELSLICE_REC_LEN;
+	return 0;
+}
+
+static int on_session(uint64_t sid, int64_t expire, const char *info, void *payload)
+{
+	(void)sid;
+	(void)expire;
+	(void)info;
+	((struct info *)payload)->sessions++;
+	return 0;
+}
+
+static int on_sustained(uint64_t sid, uint64_t ino, void *payload)
+{
+	(void)sid;
+	(void)ino;
+	((struct info *)payload)->sustained++;
+	return 0;
+}
+
+static int gather(struct jo_meta *m, struct info *in, struct jo_err *err)
+{
+	int rc;
+
+	if ((rc = jo_meta_scan_inodes(m, on_inode, in, err)) ||
+	    (rc = jo_meta_scan_chunks(m, on_chunk, in, err)) ||
+	    (rc = jo_meta_scan_slice_refs(m, on_ref, in, err)) ||
+	    (rc = jo_meta_scan_delfiles(m, on_delfile, in, err)) ||
+	    (rc = jo_meta_scan_delslices(m, on_delslices, in, err)) ||
+	    (rc = jo_meta_scan_sessions(m, on_session, in, err)) ||
+	    (rc = jo_meta_scan_sustained(m, on_sustained, in, err)) ||
+	    (rc = jo_meta_get_counter(m, "nextChunk", &in->next_chunk, err)) ||
+	    (rc = jo_meta_get_counter(m, "nextInode", &in->next_inode, err)) ||
+	    (rc = jo_meta_get_counter(m, "usedSpace", &in->used_space, err)) ||
+	    (rc = jo_meta_get_counter(m, "totalInodes", &in->total_inodes, err)))
+		return rc;
+	return 0;
+}
+
+/*
+ * Distinct live slices without a set of ids: every id with refs >= 1 is
+ * referenced refs times (records + delayed entries), so the sum of all
+ * references minus the surplus of the explicit counts is the id count.
+ */
+static uint64_t distinct_slices(const struct info *in)
+{
+	uint64_t total = in->slice_records + in->delayed_slices;
+
+	return total > in->extra_refs ? total - in->extra_refs : 0;
+}
+
+static void human_size(uint64_t v, char *buf, size_t cap)
+{
+	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+	double d = (double)v;
+	int u = 0;
+
+	while (d >= 1024 && u < 6) {
+		d /= 1024;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, cap, "%" PRIu64 " B", v);
+	else
+		snprintf(buf, cap, "%.2f %s", d, units[u]);
+}
+
+static int print_json(const struct jo_format *f, const struct info *in)
+{
+	json_t *o = json_object(), *h = json_object();
+	char label[32];
+	int rc;
+
+	for (int b = 0; b < NBUCKETS; b++) {
+		if (!in->hist[b])
+			continue;
+		bucket_label(b, label, sizeof(label));
+		json_object_set_new(h, label, json_integer((json_int_t)in->hist[b]));
+	}
+	json_object_set_new(o, "type", json_string("info"));
+	json_object_set_new(o, "name", json_string(f->name));
+	json_object_set_new(o, "uuid", json_string(f->uuid ? f->uuid : ""));
+	json_object_set_new(o, "storage", json_string(f->storage ? f->storage : ""));
+	json_object_set_new(o, "bucket", json_string(f->bucket ? f->bucket : ""));
+	json_object_set_new(o, "block_size", json_integer((json_int_t)f->block_size_kib * 1024));
+	json_object_set_new(o, "compression", json_string(f->compression ? f->compression : "none"));
+	json_object_set_new(o, "trash_days", json_integer(f->trash_days));
+	json_object_set_new(o, "hash_prefix", json_boolean(f->hash_prefix));
+	json_object_set_new(o, "shards", json_integer(f->shards));
+	json_object_set_new(o, "encrypted", json_boolean(f->has_encrypt_key));
+	json_object_set_new(o, "files", json_integer((json_int_t)in->files));
+	json_object_set_new(o, "dirs", json_integer((json_int_t)in->dirs));
+	json_object_set_new(o, "symlinks", json_integer((json_int_t)in->symlinks));
+	json_object_set_new(o, "file_bytes", json_integer((json_int_t)in->file_bytes));
+	json_object_set_new(o, "chunks", json_integer((json_int_t)in->chunks));
+	json_object_set_new(o, "records", json_integer((json_int_t)in->records));
+	json_object_set_new(o, "slice_records", json_integer((json_int_t)in->slice_records));
+	json_object_set_new(o, "hole_records", json_integer((json_int_t)in->hole_records));
+	json_object_set_new(o, "slices", json_integer((json_int_t)distinct_slices(in)));
+	json_object_set_new(o, "hidden_bytes", json_integer((json_int_t)in->hidden_bytes));
+	json_object_set_new(o, "max_records_per_chunk", json_integer((json_int_t)in->max_records));
+	json_object_set_new(o, "pending_files", json_integer((json_int_t)in->pending_files));
+	json_object_set_new(o, "pending_file_bytes", json_integer((json_int_t)in->pending_file_bytes));
+	json_object_set_new(o, "pending_slices", json_integer((json_int_t)in->pending_slices));
+	json_object_set_new(o, "delayed_entries", json_integer((json_int_t)in->delayed_entries));
+	json_object_set_new(o, "delayed_slices", json_integer((json_int_t)in->delayed_slices));
+	json_object_set_new(o, "sessions", json_integer((json_int_t)in->sessions));
+	json_object_set_new(o, "sustained_inodes", json_integer((json_int_t)in->sustained));
+	json_object_set_new(o, "next_slice_id", json_integer(in->next_chunk));
+	json_object_set_new(o, "next_inode", json_integer(in->next_inode));
+	json_object_set_new(o, "used_space", json_integer(in->used_space));
+	json_object_set_new(o, "total_inodes", json_integer(in->total_inodes));
+	json_object_set_new(o, "corrupt_chunks", json_integer(in->corrupt_chunks));
+	json_object_set_new(o, "hist", h);
+	rc = json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+	fputc('\n', stdout);
+	json_decref(o);
+	return rc ? JO_EXIT_FAIL : 0;
+}
+
+static void print_human(const struct jo_format *f, const struct info *in)
+{
+	char a[32], b[32], label[32];
+
+	human_size((uint64_t)f->block_size_kib * 1024, a, sizeof(a));
+	printf("name:            %s\n", f->name);
+	printf("uuid:            %s\n", f->uuid ? f->uuid : "");
+	printf("storage:         %s %s\n", f->storage, f->bucket);
+	if (f->shards > 1)
+		printf("shards:          %d\n", f->shards);
+	printf("block size:      %s\n", a);
+	printf("compression:     %s\n", f->compression ? f->compression : "none");
+	printf("hash prefix:     %s\n", f->hash_prefix ? "yes" : "no");
+	printf("trash days:      %d\n", f->trash_days);
+	printf("encryption:      %s\n", f->has_encrypt_key ? "on (block reads unsupported)" : "off");
+	human_size(in->file_bytes, a, sizeof(a));
+	printf("files:           %" PRIu64 " (%s), %" PRIu64 " dirs, %" PRIu64 " symlinks\n",
+	       in->files, a, in->dirs, in->symlinks);
+	printf("chunks:          %" PRIu64 "\n", in->chunks);
+	human_size(in->hidden_bytes, a, sizeof(a));
+	printf("slice records:   %" PRIu64 " (+%" PRIu64 " holes), %s hidden by overwrites\n",
+	       in->slice_records, in->hole_records, a);
+	printf("slices:          %" PRIu64 "\n", distinct_slices(in));
+	human_size(in->pending_file_bytes, b, sizeof(b));
+	printf("pending files:   %" PRIu64 " (%s)\n", in->pending_files, b);
+	printf("pending slices:  %" PRIu64 "\n", in->pending_slices);
+	printf("delayed slices:  %" PRIu64 " in %" PRIu64 " entries\n", in->delayed_slices,
+	       in->delayed_entries);
+	printf("sessions:        %" PRIu64 " (%" PRIu64 " open unlinked inodes)\n", in->sessions,
+	       in->sustained);
+	printf("next slice id:   %" PRId64 "\n", in->next_chunk);
+	if (in->corrupt_chunks)
+		printf("corrupt chunks:  %d\n", in->corrupt_chunks);
+	printf("records per chunk:\n");
+	for (int k = 0; k < NBUCKETS; k++) {
+		if (!in->hist[k])
+			continue;
+		bucket_label(k, label, sizeof(label));
+		printf("  %-10s %" PRIu64 "\n", label, in->hist[k]);
+	}
+}
+
+int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct cmd_vol_args va = { 0 };
+	struct jo_meta *m = NULL;
+	struct jo_format fmt = { 0 };
+	struct jo_err err = { 0 };
+	struct info in = { 0 };
+	char *url;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j': ctx->json = true; break;
+		case 'h': fputs(info_usage, stdout); return 0;
+		default: return cmd_usage_error(ctx, "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return cmd_usage_error(ctx, "expected one META-URL");
+	/* info needs no object store: open the metadata only */
+	url = strdup(argv[optind]);
+	if (!url)
+		return JO_EXIT_FAIL;
+	cmd_scrub_url_password(argv[optind]);
+	rc = jo_meta_open(&m, url, &err);
+	if (!rc)
+		rc = jo_meta_load_format(m, &fmt, &err);
+	if (!rc)
+		rc = gather(m, &in, &err);
+	if (rc) {
+		rc = cmd_fail(ctx, &err);
+		goto out;
+	}
+	if (ctx->json)
+		rc = print_json(&fmt, &in);
+	else
+		print_human(&fmt, &in);
+out:
+	jo_format_release(&fmt);
+	jo_meta_close(m);
+	free(url);
+	cmd_vol_args_release(&va);
+	return rc;
+}

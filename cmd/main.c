@@ -1,0 +1,193 @@
+/*
+ * main.c: the jfsops entry point, the command table and dispatch.
+ *
+ * `jfsops CMD ARGS...` or, through an installed link, `jfsops-CMD ARGS...`
+ * (dispatch on argv[0], busybox/git style). To add a command: write
+ * cmd_<name>() with the jo_cmd_fn signature, add a row below, add its flags
+ * to completions/ (a test checks they match `jfsops CMD --help`).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "common/cancel.h"
+#include "common/log.h"
+
+enum cmd_flags {
+	CMD_META = 1 << 0,      /* takes a META-URL */
+	CMD_MUTATES = 1 << 1,   /* may change the volume (dry-run by default) */
+	CMD_LONG = 1 << 2,      /* long-running: installs shutdown handlers */
+};
+
+struct cmd_entry {
+	const char *name;
+	jo_cmd_fn fn;
+	const char *summary;
+	unsigned flags;
+};
+
+static const struct cmd_entry commands[] = {
+	{ "info", cmd_info, "show a volume's format, counts and fragmentation", CMD_META },
+	{ "cat", cmd_cat, "print a file's bytes, read from metadata and objects (no mount)", CMD_META | CMD_LONG },
+#ifdef JO_HAVE_LEAKCHECK
+	{ "leakcheck", cmd_leakcheck, "find objects no metadata references, and references with no object", CMD_META | CMD_MUTATES | CMD_LONG },
+#endif
+#ifdef JO_HAVE_SYNC
+	{ "sync", cmd_sync, "incremental, resumable copy between object stores or directories", CMD_MUTATES | CMD_LONG },
+#endif
+#ifdef JO_HAVE_LANCE
+	{ "lance", cmd_lance, "print the byte ranges a scan of selected Lance columns reads", 0 },
+#endif
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const struct cmd_entry *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (!strcmp(commands[i].name, name))
+			return &commands[i];
+	return NULL;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: jfsops [--version] [--help] [--log-level LEVEL] <command> [<args>]\n"
+		"\n"
+		"Batch data-lifecycle tools for JuiceFS volumes and object stores.\n"
+		"Every volume command takes the META-URL that `juicefs` takes, e.g.\n"
+		"redis://127.0.0.1:6379/1 or sqlite3:///var/jfs/meta.db.\n"
+		"\n"
+		"Commands:\n");
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
+	fprintf(f,
+		"\n"
+		"Global options:\n"
+		"  -h, --help             show this help; `jfsops help CMD` for a command\n"
+		"  -V, --version          print the version\n"
+		"      --log-level LEVEL  error|warn|info|debug (default warn; env JFSOPS_LOG_LEVEL)\n"
+		"      --list-commands    print the command names, one per line\n"
+		"\n"
+		"Exit codes: 0 ok, 1 found something (leaks, differences), 2 usage,\n"
+		"3 failed, 4 partly failed, 5 unreachable, 6 credentials rejected,\n"
+		"7 not a JuiceFS volume or corrupt data, 8 not found, 9 unsupported,\n"
+		"10 lost a lease/compare-and-swap, 130/143 interrupted.\n");
+}
+
+/* Flush and check stdout: a full disk or a closed pipe is an error, not silence. */
+static int finish_stdout(int rc)
+{
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (errno == EPIPE)
+			return rc;
+		fprintf(stderr, "jfsops: error writing to stdout: %s\n", strerror(errno));
+		return rc ? rc : JO_EXIT_FAIL;
+	}
+	return rc;
+}
+
+static int run(const struct cmd_entry *c, int argc, char **argv)
+{
+	struct jo_ctx ctx = { .prog = "jfsops", .cmd = c->name };
+	char prefix[64];
+	int rc;
+
+	ctx.tty = isatty(STDERR_FILENO);
+	snprintf(prefix, sizeof(prefix), "jfsops %s", c->name);
+	jo_log_setup(prefix, jo_log_get_level());
+	optind = 0;  /* reset getopt for the command's own parsing */
+	rc = c->fn(argc, argv, &ctx);
+	rc = finish_stdout(rc);
+	if (rc == 0 && jo_cancelled())
+		rc = 128 + jo_cancelled();
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	const char *base = strrchr(argv[0], '/');
+	const char *env = getenv("JFSOPS_LOG_LEVEL");
+	const struct cmd_entry *c;
+	int i;
+
+	base = base ? base + 1 : argv[0];
+	jo_cancel_install();
+	jo_log_setup("jfsops", JO_LOG_WARN);
+	if (env && jo_log_parse_level(env) >= 0)
+		jo_log_setup(NULL, (enum jo_log_level)jo_log_parse_level(env));
+
+	/* jfsops-gc ARGS == jfsops gc ARGS */
+	if (!strncmp(base, "jfsops-", 7)) {
+		c = find_command(base + 7);
+		if (!c) {
+			fprintf(stderr, "jfsops: '%s' is not a jfsops command\n", base + 7);
+			return JO_EXIT_USAGE;
+		}
+		argv[0] = (char *)c->name;
+		return run(c, argc, argv);
+	}
+
+	for (i = 1; i < argc && argv[i][0] == '-'; i++) {
+		const char *a = argv[i];
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage(stdout);
+			return finish_stdout(0);
+		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
+			printf("jfsops %s\n", JO_VERSION);
+			return finish_stdout(0);
+		} else if (!strcmp(a, "--list-commands")) {
+			for (size_t k = 0; k < NCOMMANDS; k++)
+				printf("%s\n", commands[k].name);
+			return finish_stdout(0);
+		} else if (!strcmp(a, "--log-level") || !strncmp(a, "--log-level=", 12)) {
+			const char *v = a[11] == '=' ? a + 12 : (i + 1 < argc ? argv[++i] : "");
+			int lvl = jo_log_parse_level(v);
+
+			if (lvl < 0) {
+				fprintf(stderr, "jfsops: unknown log level '%s' (error|warn|info|debug)\n", v);
+				return JO_EXIT_USAGE;
+			}
+			jo_log_setup(NULL, (enum jo_log_level)lvl);
+		} else {
+			fprintf(stderr, "jfsops: unknown option '%s' (see 'jfsops --help')\n", a);
+			return JO_EXIT_USAGE;
+		}
+	}
+	if (i >= argc) {
+		usage(stderr);
+		return JO_EXIT_USAGE;
+	}
+	if (!strcmp(argv[i], "help")) {
+		if (i + 1 >= argc) {
+			usage(stdout);
+			return finish_stdout(0);
+		}
+		c = find_command(argv[i + 1]);
+		if (!c) {
+			fprintf(stderr, "jfsops: '%s' is not a jfsops command (see 'jfsops --help')\n", argv[i + 1]);
+			return JO_EXIT_USAGE;
+		}
+		{
+			char *hargv[] = { (char *)c->name, (char *)"--help", NULL };
+
+			return run(c, 2, hargv);
+		}
+	}
+	if (!strcmp(argv[i], "version")) {
+		printf("jfsops %s\n", JO_VERSION);
+		return finish_stdout(0);
+	}
+	c = find_command(argv[i]);
+	if (!c) {
+		fprintf(stderr, "jfsops: '%s' is not a jfsops command (see 'jfsops --help')\n", argv[i]);
+		return JO_EXIT_USAGE;
+	}
+	return run(c, argc - i, argv + i);
+}

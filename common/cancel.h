@@ -1,0 +1,19 @@
+/*
+ * cancel.h: the process-wide cancellation flag (the only other global).
+ * Signal handlers only set it; loops poll jo_cancelled() between items and
+ * library calls then return JO_ECANCELED. A second SIGINT exits at once.
+ */
+#ifndef JO_CANCEL_H
+#define JO_CANCEL_H
+
+/* Install SIGINT/SIGTERM handlers that set the flag; ignore SIGPIPE. */
+void jo_cancel_install(void);
+/* Non-zero once a signal arrived: the signal number. */
+int jo_cancelled(void);
+/* Set the flag by hand (tests, fatal worker errors). */
+void jo_cancel_request(int signo);
+/* Run fn at cancellation or normal exit (temp-file cleanup). At most 32. */
+int jo_cancel_atexit(void (*fn)(void *), void *payload);
+void jo_cancel_atexit_remove(void (*fn)(void *), void *payload);
+
+#endif

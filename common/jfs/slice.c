@@ -1,0 +1,185 @@
+/* Slice records and overlap resolution (spec §3.5, §3.6). */
+#include "common/jfs/jfs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+static uint32_t be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static uint64_t be64(const uint8_t *p)
+{
+	return (uint64_t)be32(p) << 32 | be32(p + 4);
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+void jo_slice_decode(const uint8_t rec[24], struct jo_slice *out)
+{
+	out->pos = be32(rec);
+	out->id = be64(rec + 4);
+	out->size = be32(rec + 12);
+	out->off = be32(rec + 16);
+	out->len = be32(rec + 20);
+}
+
+void jo_slice_encode(const struct jo_slice *s, uint8_t rec[24])
+{
+	put32(rec, s->pos);
+	put32(rec + 4, (uint32_t)(s->id >> 32));
+	put32(rec + 8, (uint32_t)s->id);
+	put32(rec + 12, s->size);
+	put32(rec + 16, s->off);
+	put32(rec + 20, s->len);
+}
+
+int jo_slices_decode(const uint8_t *raw, size_t len, struct jo_slice **out,
+		     size_t *n, struct jo_err *err)
+{
+	struct jo_slice *v;
+	size_t cnt = len / JO_SLICE_REC_LEN;
+
+	*out = NULL;
+	*n = 0;
+	if (len % JO_SLICE_REC_LEN)
+		return jo_err_set(err, JO_EPROTO,
+				  "corrupt chunk value: %zu bytes is not a multiple of 24", len);
+	if (!cnt)
+		return 0;
+	v = calloc(cnt, sizeof(*v));
+	if (!v)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < cnt; i++)
+		jo_slice_decode(raw + i * JO_SLICE_REC_LEN, &v[i]);
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+/* A growable array of segments. */
+struct segv {
+	struct jo_slice *v;
+	size_t n, cap;
+};
+
+static int segv_push(struct segv *s, const struct jo_slice *x)
+{
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 16;
+		struct jo_slice *nv = realloc(s->v, ncap * sizeof(*nv));
+
+		if (!nv)
+			return JO_ENOMEM;
+		s->v = nv;
+		s->cap = ncap;
+	}
+	s->v[s->n++] = *x;
+	return 0;
+}
+
+/*
+ * Each record overwrites [pos, pos+len) of what is visible so far: segments
+ * that straddle an edge are cut, the piece to the right of a cut starts
+ * later inside its slice (off grows by the cut distance).
+ */
+int jo_chunk_visible(const struct jo_slice *recs, size_t n, struct jo_slice **out,
+		     size_t *nout)
+{
+	struct segv cur = { 0 }, next = { 0 }, tmp;
+	uint64_t end = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < n; i++) {
+		const struct jo_slice *r = &recs[i];
+		uint64_t rs = r->pos, re = (uint64_t)r->pos + r->len;
+		bool placed = false;
+
+		if (r->len == 0)
+			continue;
+		next.n = 0;
+		for (size_t j = 0; j < cur.n && !rc; j++) {
+			struct jo_slice s = cur.v[j];
+			uint64_t ss = s.pos, se = (uint64_t)s.pos + s.len;
+
+			if (se <= rs) {
+				rc = segv_push(&next, &s);
+				continue;
+			}
+			if (ss >= re) {
+				if (!placed) {
+					rc = segv_push(&next, r);
+					placed = true;
+				}
+				if (!rc)
+					rc = segv_push(&next, &s);
+				continue;
+			}
+			if (ss < rs) {
+				struct jo_slice left = s;
+
+				left.len = (uint32_t)(rs - ss);
+				rc = segv_push(&next, &left);
+			}
+			if (!placed && !rc) {
+				rc = segv_push(&next, r);
+				placed = true;
+			}
+			if (se > re && !rc) {
+				struct jo_slice right = s;
+
+				right.pos = (uint32_t)re;
+				right.off = s.off + (uint32_t)(re - ss);
+				right.len = (uint32_t)(se - re);
+				rc = segv_push(&next, &right);
+			}
+		}
+		if (!placed && !rc)
+			rc = segv_push(&next, r);
+		if (rc)
+			goto out;
+		tmp = cur;
+		cur = next;
+		next = tmp;
+		if (re > end)
+			end = re;
+	}
+
+	/* Fill gaps with holes so segments tile [0, end). */
+	next.n = 0;
+	{
+		uint64_t at = 0;
+
+		for (size_t j = 0; j < cur.n && !rc; j++) {
+			if (cur.v[j].pos > at) {
+				struct jo_slice hole = { .pos = (uint32_t)at,
+							 .len = (uint32_t)(cur.v[j].pos - at) };
+
+				rc = segv_push(&next, &hole);
+			}
+			if (!rc)
+				rc = segv_push(&next, &cur.v[j]);
+			at = (uint64_t)cur.v[j].pos + cur.v[j].len;
+		}
+	}
+	if (rc)
+		goto out;
+	*out = next.v;
+	*nout = next.n;
+	next.v = NULL;
+out:
+	free(cur.v);
+	free(next.v);
+	return rc;
+}

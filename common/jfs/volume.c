@@ -1,0 +1,291 @@
+/* A JuiceFS volume: metadata + object store, and reading file bytes (spec §8.2). */
+#include "common/jfs/jfs.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/object/object.h"
+
+int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_err *err)
+{
+	struct jo_obj_opts oo = JO_OBJ_OPTS_INIT;
+	struct jo_vol *v;
+	int rc;
+
+	*out = NULL;
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = jo_meta_open(&v->meta, opts->meta_url, err);
+	if (rc)
+		goto fail;
+	rc = jo_meta_load_format(v->meta, &v->fmt, err);
+	if (rc)
+		goto fail;
+	v->block_size = (uint32_t)v->fmt.block_size_kib * 1024u;
+	if (v->fmt.block_size_kib <= 0 || v->block_size > (64u << 20)) {
+		rc = jo_err_set(err, JO_EPROTO, "format record has a bad BlockSize %d",
+				v->fmt.block_size_kib);
+		goto fail;
+	}
+	v->compress = jo_compress_parse(v->fmt.compression);
+	if (v->compress < 0) {
+		rc = jo_err_set(err, JO_EUNSUPPORTED, "volume uses unsupported compression '%s'",
+				v->fmt.compression);
+		goto fail;
+	}
+	oo.storage = v->fmt.storage;
+	oo.bucket = opts->bucket ? opts->bucket : v->fmt.bucket;
+	oo.access_key = opts->access_key ? opts->access_key : v->fmt.access_key;
+	oo.secret_key = opts->secret_key ? opts->secret_key : v->fmt.secret_key;
+	oo.session_token = opts->session_token ? opts->session_token : v->fmt.session_token;
+	oo.region = opts->region;
+	oo.insecure = opts->insecure;
+	oo.shards = v->fmt.shards;
+	if (opts->max_conns > 0)
+		oo.max_conns = opts->max_conns;
+	rc = jo_obj_open(&v->obj, &oo, err);
+	if (rc) {
+		jo_err_wrap(err, "object store of volume '%s'", v->fmt.name);
+		goto fail;
+	}
+	*out = v;
+	return 0;
+fail:
+	jo_vol_close(v);
+	return rc;
+}
+
+void jo_vol_close(struct jo_vol *v)
+{
+	if (!v)
+		return;
+	jo_obj_close(v->obj);
+	jo_meta_close(v->meta);
+	jo_format_release(&v->fmt);
+	free(v);
+}
+
+int jo_vol_block_key(const struct jo_vol *v, char *buf, size_t cap, uint64_t id,
+		     uint32_t indx, uint32_t bsize)
+{
+	return jo_block_key(buf, cap, v->fmt.name, v->fmt.hash_prefix, id, indx, bsize);
+}
+
+/* Reader state: the last decoded block is kept, reads are mostly sequential. */
+struct reader {
+	struct jo_vol *v;
+	jo_vol_write_cb cb;
+	void *payload;
+	uint8_t *block;      /* decoded block buffer (block_size bytes) */
+	uint64_t cached_id;
+	uint32_t cached_indx;
+	bool cached;
+	uint8_t *zeros;
+};
+
+static int emit_zeros(struct reader *r, uint64_t n)
+{
+	while (n) {
+		size_t k = n < 65536 ? (size_t)n : 65536;
+		int rc = r->cb(r->zeros, k, r->payload);
+
+		if (rc)
+			return rc;
+		n -= k;
+	}
+	return 0;
+}
+
+struct bufsink {
+	uint8_t *dst;
+	size_t cap, len;
+};
+
+static int bufsink_write(const void *data, size_t len, void *payload)
+{
+	struct bufsink *b = payload;
+
+	if (len > b->cap - b->len)
+		return JO_EPROTO;
+	memcpy(b->dst + b->len, data, len);
+	b->len += len;
+	return 0;
+}
+
+/* Fetch block indx of slice (id, size) whole, decoded, into r->block. */
+static int load_block(struct reader *r, uint64_t id, uint32_t size, uint32_t indx,
+		      struct jo_err *err)
+{
+	struct jo_vol *v = r->v;
+	uint32_t bsize = jo_block_len(size, v->block_size, indx);
+	char key[512];
+	uint8_t *raw = NULL;
+	size_t rawlen = 0;
+	int rc;
+
+	if (r->cached && r->cached_id == id && r->cached_indx == indx)
+		return 0;
+	r->cached = false;
+	jo_vol_block_key(v, key, sizeof(key), id, indx, bsize);
+	if (v->compress == JO_COMPRESS_NONE) {
+		struct bufsink b = { r->block, bsize, 0 };
+		struct jo_obj_get_opts go = { .offset = 0, .length = -1 };
+
+		rc = jo_obj_get(v->obj, key, &go, bufsink_write, &b, err);
+		if (rc == JO_EPROTO && b.len == bsize)
+			return jo_err_set(err, JO_EPROTO, "block '%s' is longer than its key says", key);
+		if (rc)
+			return rc == JO_ENOTFOUND ? jo_err_set(err, rc, "block '%s' is missing", key)
+						  : jo_err_wrap(err, "read block '%s'", key);
+		if (b.len != bsize)
+			return jo_err_set(err, JO_EPROTO, "block '%s' has %zu bytes, expected %u",
+					  key, b.len, bsize);
+	} else {
+		/* compressed blocks hold at most a little more than bsize */
+		rc = jo_obj_get_buf(v->obj, key, 0, -1, (size_t)bsize + bsize / 8 + 65536,
+				    &raw, &rawlen, err);
+		if (rc)
+			return rc == JO_ENOTFOUND ? jo_err_set(err, rc, "block '%s' is missing", key)
+						  : jo_err_wrap(err, "read block '%s'", key);
+		rc = jo_block_decode(v->compress, raw, rawlen, r->block, bsize, err);
+		free(raw);
+		if (rc)
+			return jo_err_wrap(err, "block '%s'", key);
+	}
+	r->cached = true;
+	r->cached_id = id;
+	r->cached_indx = indx;
+	return 0;
+}
+
+/* Emit slice bytes [from, to) of slice (id, size). */
+static int emit_slice(struct reader *r, uint64_t id, uint32_t size, uint64_t from,
+		      uint64_t to, struct jo_err *err)
+{
+	uint32_t bs = r->v->block_size;
+
+	if (to > size)
+		return jo_err_set(err, JO_EPROTO,
+				  "slice %llu: record reaches byte %llu past its size %u",
+				  (unsigned long long)id, (unsigned long long)to, size);
+	while (from < to) {
+		uint32_t indx = (uint32_t)(from / bs);
+		uint64_t bstart = (uint64_t)indx * bs;
+		uint64_t bend = bstart + jo_block_len(size, bs, indx);
+		uint64_t e = to < bend ? to : bend;
+		int rc;
+
+		if (jo_cancelled())
+			return jo_err_set(err, JO_ECANCELED, "interrupted");
+		rc = load_block(r, id, size, indx, err);
+		if (rc)
+			return rc;
+		rc = r->cb(r->block + (from - bstart), (size_t)(e - from), r->payload);
+		if (rc)
+			return jo_err_set(err, rc, "write failed");
+		from = e;
+	}
+	return 0;
+}
+
+static int read_chunk_range(struct reader *r, uint64_t ino, uint32_t indx, uint64_t lo,
+			    uint64_t hi, struct jo_err *err)
+{
+	uint8_t *raw = NULL;
+	size_t rawlen = 0, nrec = 0, nseg = 0;
+	struct jo_slice *recs = NULL, *segs = NULL;
+	uint64_t at = lo;
+	int rc;
+
+	rc = jo_meta_read_chunk(r->v->meta, ino, indx, &raw, &rawlen, err);
+	if (rc)
+		return rc;
+	rc = jo_slices_decode(raw, rawlen, &recs, &nrec, err);
+	if (rc) {
+		jo_err_wrap(err, "inode %llu chunk %u", (unsigned long long)ino, indx);
+		goto out;
+	}
+	rc = jo_chunk_visible(recs, nrec, &segs, &nseg);
+	if (rc) {
+		jo_err_set(err, rc, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nseg && at < hi; i++) {
+		const struct jo_slice *s = &segs[i];
+		uint64_t ss = s->pos, se = (uint64_t)s->pos + s->len;
+		uint64_t b, e;
+
+		if (se <= at)
+			continue;
+		if (ss >= hi)
+			break;
+		b = at > ss ? at : ss;
+		e = hi < se ? hi : se;
+		if (b > at) {
+			rc = emit_zeros(r, b - at);
+			if (rc)
+				goto out;
+		}
+		if (s->id == 0)
+			rc = emit_zeros(r, e - b);
+		else
+			rc = emit_slice(r, s->id, s->size, s->off + (b - ss), s->off + (e - ss), err);
+		if (rc)
+			goto out;
+		at = e;
+	}
+	if (at < hi)
+		rc = emit_zeros(r, hi - at);
+out:
+	free(raw);
+	free(recs);
+	free(segs);
+	return rc;
+}
+
+int jo_vol_read(struct jo_vol *v, uint64_t ino, uint64_t off, uint64_t len,
+		jo_vol_write_cb cb, void *payload, struct jo_err *err)
+{
+	struct reader r = { .v = v, .cb = cb, .payload = payload };
+	struct jo_attr attr;
+	uint64_t end;
+	int rc;
+
+	if (v->fmt.has_encrypt_key)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "volume '%s' encrypts its data (%s): reading encrypted blocks is not supported",
+				  v->fmt.name, v->fmt.encrypt_algo && *v->fmt.encrypt_algo ?
+				  v->fmt.encrypt_algo : "aes256gcm-rsa");
+	rc = jo_meta_getattr(v->meta, ino, &attr, err);
+	if (rc)
+		return rc;
+	if (attr.type != JO_TYPE_FILE)
+		return jo_err_set(err, JO_EINVAL, "inode %llu is not a regular file",
+				  (unsigned long long)ino);
+	if (off >= attr.length)
+		return 0;
+	end = len > attr.length - off ? attr.length : off + len;
+	r.block = malloc(v->block_size);
+	r.zeros = calloc(1, 65536);
+	if (!r.block || !r.zeros) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	while (off < end) {
+		uint32_t indx = (uint32_t)(off >> JO_CHUNK_BITS);
+		uint64_t base = (uint64_t)indx << JO_CHUNK_BITS;
+		uint64_t hi = end - base < JO_CHUNK_SIZE ? end - base : JO_CHUNK_SIZE;
+
+		rc = read_chunk_range(&r, ino, indx, off - base, hi, err);
+		if (rc)
+			goto out;
+		off = base + hi;
+	}
+out:
+	free(r.block);
+	free(r.zeros);
+	return rc;
+}

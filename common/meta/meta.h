@@ -1,0 +1,212 @@
+/*
+ * meta.h: the engine-neutral JuiceFS metadata client.
+ *
+ * A struct jo_meta is one connection to a volume's metadata engine, opened from
+ * a META-URL spelled exactly as `juicefs` takes it:
+ *   redis://[[user]:pass@]host[:port][/db]     (also rediss://, unix sockets
+ *                                               as unix:///path/redis.sock[?db=N])
+ *   sqlite3://relative/path.db | sqlite3:///abs/path.db[?table_prefix=X]
+ * Backends (redis via hiredis, sqlite3) sit behind a vtable in meta_internal.h;
+ * a new engine is a new file, not an `if` in every caller.
+ *
+ * Threading: a handle is NOT thread-safe. Use jo_meta_dup() to get another
+ * connection for another thread.
+ *
+ * All values are returned in engine-neutral units: times in unix seconds (SQL
+ * microseconds are converted), reference counts as the real count (Redis
+ * stores count-1; the backend adds 1; an absent Redis field is count 1),
+ * counters as "next free id" (Redis stores the last id handed out).
+ *
+ * Errors: JO_EINVAL (malformed URL), JO_ECONNECT (unreachable), JO_EAUTH (bad
+ * password), JO_ENOTJFS (no format record), JO_EUNSUPPORTED (cluster/sentinel,
+ * MetaVersion > 1, ...), JO_EPROTO (corrupt record), JO_ENOTFOUND, JO_EIO.
+ * Messages never contain the password.
+ */
+#ifndef JO_META_H
+#define JO_META_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct jo_err;
+struct jo_meta;
+
+#define JO_ROOT_INODE 1ULL
+#define JO_TRASH_INODE 0x7FFFFFFF10000000ULL
+#define JO_CHUNK_BITS 26
+#define JO_CHUNK_SIZE (1ULL << JO_CHUNK_BITS)
+#define JO_SLICE_REC_LEN 24
+#define JO_DELSLICE_REC_LEN 12
+
+/* Inode types, as stored (attr type field and dir-entry type byte). */
+enum jo_itype {
+	JO_TYPE_FILE = 1, JO_TYPE_DIR = 2, JO_TYPE_SYMLINK = 3, JO_TYPE_FIFO = 4,
+	JO_TYPE_BLKDEV = 5, JO_TYPE_CHRDEV = 6, JO_TYPE_SOCKET = 7,
+};
+
+/* The volume's format record ("setting"), parsed. Strings are owned. */
+struct jo_format {
+	char *name;
+	char *uuid;
+	char *storage;       /* lower-cased: "file", "s3", "minio", ... */
+	char *bucket;        /* as stored; may contain %d when shards > 1 */
+	char *access_key;
+	char *secret_key;    /* decrypted when KeyEncrypted; never log it */
+	char *session_token; /* decrypted when KeyEncrypted */
+	char *compression;   /* lower-cased: "none" when absent/empty */
+	char *encrypt_algo;
+	bool has_encrypt_key;/* data encryption on: we refuse to read blocks */
+	bool hash_prefix;
+	bool key_encrypted;
+	bool changelog;      /* v1.4+ ChangeLog: mutators must refuse */
+	int block_size_kib;  /* BlockSize, KiB */
+	int shards;          /* 0 or 1 = single bucket */
+	int trash_days;
+	int meta_version;
+	char *raw_json;      /* the record as stored */
+};
+void jo_format_release(struct jo_format *f);
+
+/* File attributes (subset of the 72-byte Redis attr / jfs_node row). */
+struct jo_attr {
+	uint8_t type;        /* enum jo_itype */
+	uint8_t flags;
+	uint16_t mode;       /* permission bits only */
+	uint32_t uid, gid, nlink, rdev;
+	int64_t atime, mtime, ctime;     /* unix seconds */
+	uint32_t atimensec, mtimensec, ctimensec;
+	uint64_t length;
+	uint64_t parent;
+};
+
+/* Open a META-URL. On failure *out is NULL and err says why. */
+int jo_meta_open(struct jo_meta **out, const char *url, struct jo_err *err);
+/* Options for jo_meta_open_with(). Zero-initialise; NULL means defaults. */
+struct jo_meta_open_opts {
+	/* When non-NULL, overrides the password in the URL (cmd/ passes
+	 * $REDIS_PASSWORD / $META_PASSWORD here; common/ never reads env). */
+	const char *password;
+};
+int jo_meta_open_with(struct jo_meta **out, const char *url,
+		      const struct jo_meta_open_opts *opts, struct jo_err *err);
+
+/*
+ * Parse a format JSON record (no I/O): unknown fields are ignored, secrets
+ * are decrypted when KeyEncrypted (AES-128-GCM, key MD5(UUID); sm4gcm is
+ * JO_EUNSUPPORTED). JO_EPROTO when the JSON or a secret is malformed.
+ * Does not reject MetaVersion > 1 (jo_meta_load_format does).
+ */
+int jo_format_parse(const char *json, struct jo_format *out, struct jo_err *err);
+
+/* Decode a Redis binary attr (i{ino} value), leniently by length (>= 63
+ * bytes needed; parent read when >= 8 more bytes remain). JO_EPROTO if short. */
+int jo_meta_decode_attr(const uint8_t *buf, size_t len, struct jo_attr *out,
+			struct jo_err *err);
+
+/* A second, independent connection to the same engine (for another thread). */
+int jo_meta_dup(struct jo_meta *m, struct jo_meta **out, struct jo_err *err);
+void jo_meta_close(struct jo_meta *m);
+
+/* "redis" or "sqlite3". Borrowed, static. */
+const char *jo_meta_engine(const struct jo_meta *m);
+/* The URL with the password replaced by "****". Borrowed, lives with m. */
+const char *jo_meta_url_redacted(const struct jo_meta *m);
+
+/*
+ * Read and parse the format record. JO_ENOTJFS when the database holds none
+ * (not a JuiceFS volume), JO_EUNSUPPORTED when MetaVersion > 1.
+ * out is filled on success; release with jo_format_release().
+ */
+int jo_meta_load_format(struct jo_meta *m, struct jo_format *out, struct jo_err *err);
+
+/* Look up `name` in directory `parent`. JO_ENOTFOUND when absent. */
+int jo_meta_lookup(struct jo_meta *m, uint64_t parent, const char *name,
+		   uint64_t *ino_out, uint8_t *type_out, struct jo_err *err);
+/* Resolve an absolute or root-relative path ("/a/b", "a/b", "/") to an inode. */
+int jo_meta_resolve(struct jo_meta *m, const char *path, uint64_t *ino_out,
+		    struct jo_err *err);
+/* Attributes of an inode. JO_ENOTFOUND when the inode does not exist. */
+int jo_meta_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out,
+		    struct jo_err *err);
+
+/* Directory entries of `dir`. Callback returning non-zero stops and is returned. */
+typedef int (*jo_meta_dirent_cb)(const char *name, size_t name_len, uint64_t ino,
+				 uint8_t type, void *payload);
+int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb,
+		    void *payload, struct jo_err *err);
+
+/*
+ * The raw records of chunk (ino, indx): a malloc'd buffer of 24-byte records
+ * in list order (*out NULL and *len 0 when the chunk does not exist; that is
+ * not an error). JO_EPROTO when a Redis element is not 24 bytes long.
+ */
+int jo_meta_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx,
+		       uint8_t **out, size_t *len, struct jo_err *err);
+/* The chunk indexes that exist for inode ino, ascending (malloc'd array). */
+int jo_meta_list_chunks(struct jo_meta *m, uint64_t ino, uint32_t **out,
+			size_t *n, struct jo_err *err);
+
+/*
+ * Stream every chunk of the volume (including chunks of inodes that no longer
+ * exist) with bounded memory: Redis SCAN MATCH c*_* + LRANGE per key, SQL a
+ * cursor over jfs_chunk. Order unspecified. raw is borrowed for the call.
+ */
+typedef int (*jo_meta_chunk_cb)(uint64_t ino, uint32_t indx, const uint8_t *raw,
+				size_t len, void *payload);
+int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
+			struct jo_err *err);
+
+/* Every inode with its attributes (Redis SCAN i*, SQL jfs_node). */
+typedef int (*jo_meta_inode_cb)(uint64_t ino, const struct jo_attr *attr, void *payload);
+int jo_meta_scan_inodes(struct jo_meta *m, jo_meta_inode_cb cb, void *payload,
+			struct jo_err *err);
+
+/*
+ * Reference counts. jo_meta_get_slice_ref: the real count of slice (id,size)
+ * (Redis: absent field -> 1 and *explicit false; SQL: absent row -> 0 and
+ * *explicit false). jo_meta_scan_slice_refs streams every explicit entry
+ * (Redis sliceRef hash via HSCAN, SQL jfs_chunk_ref) with its real count.
+ */
+int jo_meta_get_slice_ref(struct jo_meta *m, uint64_t id, uint32_t size,
+			  int64_t *refs_out, bool *explicit_out, struct jo_err *err);
+typedef int (*jo_meta_ref_cb)(uint64_t id, uint32_t size, int64_t refs, void *payload);
+int jo_meta_scan_slice_refs(struct jo_meta *m, jo_meta_ref_cb cb, void *payload,
+			    struct jo_err *err);
+
+/* Pending removed files (delfiles / jfs_delfile). expire = unix s of deletion. */
+typedef int (*jo_meta_delfile_cb)(uint64_t ino, uint64_t length, int64_t deleted_at,
+				  void *payload);
+int jo_meta_scan_delfiles(struct jo_meta *m, jo_meta_delfile_cb cb, void *payload,
+			  struct jo_err *err);
+
+/* Delayed slices (delSlices / jfs_delslices): recs = 12-byte [u64 id][u32 size]. */
+typedef int (*jo_meta_delslices_cb)(uint64_t new_id, int64_t deleted_at,
+				    const uint8_t *recs, size_t len, void *payload);
+int jo_meta_scan_delslices(struct jo_meta *m, jo_meta_delslices_cb cb, void *payload,
+			   struct jo_err *err);
+
+/* Sessions and their sustained (open-but-unlinked) inodes. */
+typedef int (*jo_meta_session_cb)(uint64_t sid, int64_t expire, const char *info_json,
+				  void *payload);
+int jo_meta_scan_sessions(struct jo_meta *m, jo_meta_session_cb cb, void *payload,
+			  struct jo_err *err);
+typedef int (*jo_meta_sustained_cb)(uint64_t sid, uint64_t ino, void *payload);
+int jo_meta_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+			   struct jo_err *err);
+/* Detached nodes (detachedNodes / jfs_detached_node). */
+typedef int (*jo_meta_detached_cb)(uint64_t ino, int64_t added, void *payload);
+int jo_meta_scan_detached(struct jo_meta *m, jo_meta_detached_cb cb, void *payload,
+			  struct jo_err *err);
+
+/*
+ * Counters by their engine-neutral name: "nextInode", "nextChunk",
+ * "nextSession", "nextTrash", "usedSpace", "totalInodes", and the
+ * lastCleanup* / nextCleanupSlices timestamps. For nextInode/nextChunk the
+ * value is normalised to the NEXT FREE id on both engines (Redis + 1).
+ * An absent counter reads as its engine's initial value.
+ */
+int jo_meta_get_counter(struct jo_meta *m, const char *name, int64_t *out,
+			struct jo_err *err);
+
+#endif

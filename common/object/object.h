@@ -1,0 +1,207 @@
+/*
+ * object.h: the engine-neutral object-store client.
+ *
+ * Backends: "file" (a local directory, as JuiceFS's file storage lays it out),
+ * "s3"/"minio" (any S3-compatible endpoint over libcurl, SigV4 by OpenSSL),
+ * and a sharding wrapper (JuiceFS --shards: N buckets, FNV-1a-32 of the full
+ * key). A backend is a vtable in object_internal.h; callers never see curl.
+ *
+ * Keys are full keys inside the bucket (e.g. "myvol/chunks/0/0/1_0_4194304");
+ * the client adds no prefix of its own.
+ *
+ * Threading: a struct jo_obj IS safe to use from many threads at once; it keeps
+ * a pool of connections (up to opts.max_conns) and reuses them.
+ *
+ * Retries: transient failures (5xx, SlowDown, 429, timeouts, connection resets)
+ * are retried inside the client with exponential backoff and full jitter, up
+ * to opts.retries times. Nothing above retries again.
+ *
+ * Errors: JO_ENOTFOUND (404 NoSuchKey), JO_EAUTH (403 / SignatureDoesNotMatch /
+ * InvalidAccessKeyId), JO_ECONNECT (unreachable, TLS), JO_ESTATE (NoSuchBucket),
+ * JO_EPROTO (malformed reply), JO_ECONFLICT (412 PreconditionFailed),
+ * JO_ETIMEOUT, JO_ECANCELED, JO_EIO. The message carries the S3 error Code, the
+ * key and the endpoint, never the secret.
+ */
+#ifndef JO_OBJECT_H
+#define JO_OBJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct jo_err;
+struct jo_obj;
+
+struct jo_obj_opts {
+	const char *storage;      /* "file", "s3", "minio" */
+	/*
+	 * Bucket as JuiceFS spells it. file: a directory path ("/var/jfs/").
+	 * s3/minio: "http(s)://host[:port]/bucket", "https://bucket.s3.region.amazonaws.com", ...
+	 */
+	const char *bucket;
+	const char *access_key;   /* NULL: anonymous (unsigned) */
+	const char *secret_key;
+	const char *session_token;
+	const char *region;       /* NULL: from the endpoint, else "us-east-1" */
+	int addressing;           /* 0 auto, 1 path style, 2 virtual-host style */
+	bool insecure;            /* do not verify TLS certificates */
+	bool list_v1;             /* use ListObjects V1 (endpoints without V2) */
+	int max_conns;            /* connection pool size (default 64) */
+	int retries;              /* transient-failure retries (default 5) */
+	int timeout_ms;           /* per-request stall timeout (default 60000) */
+	int shards;               /* >1: bucket is a printf pattern with %d */
+};
+#define JO_OBJ_OPTS_INIT { .max_conns = 64, .retries = 5, .timeout_ms = 60000 }
+
+/* Metadata of one object (or a common prefix in a delimited listing). */
+struct jo_obj_info {
+	const char *key;          /* borrowed for the callback */
+	uint64_t size;
+	int64_t mtime;            /* unix seconds (Last-Modified / file mtime) */
+	int32_t mtime_nsec;
+	char etag[72];            /* without quotes; "" when unknown */
+	const char *content_type; /* head/get only; NULL otherwise */
+	bool is_prefix;           /* a CommonPrefix from a delimited listing */
+};
+
+int jo_obj_open(struct jo_obj **out, const struct jo_obj_opts *opts, struct jo_err *err);
+void jo_obj_close(struct jo_obj *o);
+/* A human description without secrets: "s3://127.0.0.1:8333/bucket". Borrowed. */
+const char *jo_obj_describe(const struct jo_obj *o);
+
+/* Sink for streamed bodies; return non-zero to abort (the code is returned). */
+typedef int (*jo_obj_write_cb)(const void *data, size_t len, void *payload);
+
+struct jo_obj_get_opts {
+	uint64_t offset;          /* first byte */
+	int64_t length;           /* -1: to the end */
+	const char *if_match;     /* ETag the object must still have, or NULL */
+	/*
+	 * NULL, or filled after the reply headers: size (of the whole object),
+	 * etag, mtime; key points at the key argument, content_type is NULL.
+	 */
+	struct jo_obj_info *info;
+};
+
+/*
+ * GET a whole object or a byte range, streamed to cb. A ranged GET past the
+ * end returns the bytes that exist. go may be NULL (whole object); go->info
+ * (may be NULL) gets size/etag/mtime.
+ */
+int jo_obj_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
+	       jo_obj_write_cb cb, void *payload, struct jo_err *err);
+/* Convenience: GET into a malloc'd buffer of at most max bytes (JO_EPROTO if larger). */
+int jo_obj_get_buf(struct jo_obj *o, const char *key, uint64_t offset, int64_t length,
+		   size_t max, uint8_t **out, size_t *len_out, struct jo_err *err);
+
+struct jo_obj_put_opts {
+	const char *content_type;           /* NULL: application/octet-stream */
+	/*
+	 * User metadata: name,value,...,NULL. Names without "x-amz-meta-",
+	 * lower-case ASCII; values printable ASCII. s3 sends x-amz-meta-<name>;
+	 * the file backend ignores metadata.
+	 */
+	const char *const *meta;
+	bool content_md5;                   /* compute and send Content-MD5 */
+};
+/* PUT a whole object (s3: one request; file: temp file + rename). po may be NULL. */
+int jo_obj_put(struct jo_obj *o, const char *key, const void *data, size_t len,
+	       const struct jo_obj_put_opts *po, struct jo_err *err);
+
+/* HEAD. JO_ENOTFOUND when missing. info->key points at `key`. */
+int jo_obj_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,
+		struct jo_err *err);
+
+/*
+ * HEAD returning user metadata too. *meta_out (caller-owned, free with
+ * jo_obj_meta_free) is a NULL-terminated array name,value,...,NULL with names
+ * lower-cased and without "x-amz-meta-" (file backend: empty array).
+ * info->content_type points into *meta_out's allocation (valid until freed).
+ */
+int jo_obj_head_meta(struct jo_obj *o, const char *key, struct jo_obj_info *info,
+		     char ***meta_out, struct jo_err *err);
+void jo_obj_meta_free(char **meta);
+/* Value of user metadata `name` in a jo_obj_head_meta array, or NULL. Borrowed. */
+const char *jo_obj_meta_get(char *const *meta, const char *name);
+
+/*
+ * Server-side copy inside the store (s3: CopyObject with x-amz-copy-source;
+ * file: copy via a temp file + rename). src_bucket NULL: the same bucket;
+ * otherwise a bucket name on the same endpoint (s3 only). meta NULL keeps the
+ * source's metadata (COPY directive); non-NULL replaces it (REPLACE). Objects
+ * larger than 5 GiB need multipart copy, which is not offered: JO_EINVAL.
+ * A 200 reply with an <Error> body is an error.
+ */
+struct jo_obj_copy_opts {
+	const char *src_bucket;
+	const char *const *meta;       /* NULL: COPY; else REPLACE with these */
+	const char *content_type;      /* with REPLACE */
+	const char *if_match;          /* x-amz-copy-source-if-match, or NULL */
+};
+int jo_obj_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
+		const struct jo_obj_copy_opts *co, struct jo_err *err);
+
+/*
+ * Multipart upload. Parts are numbered 1..10000; on S3 every part except the
+ * last must be >= 5 MiB. upload_id is caller-owned (free()). The file backend
+ * keeps parts as hidden temp files next to the key (".jfs.*.tmp.*", which
+ * listings skip) and concatenates them on complete.
+ */
+struct jo_obj_part {
+	int number;
+	char etag[72];            /* without quotes */
+	uint64_t size;            /* list_parts only; ignored by complete */
+};
+int jo_obj_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
+		      char **upload_id_out, struct jo_err *err);
+/* etag_out (72 bytes) gets the part's ETag, needed for complete. */
+int jo_obj_mpu_put_part(struct jo_obj *o, const char *key, const char *upload_id,
+			int part_number, const void *data, size_t len, char *etag_out,
+			struct jo_err *err);
+/* parts in ascending number order. */
+int jo_obj_mpu_complete(struct jo_obj *o, const char *key, const char *upload_id,
+			const struct jo_obj_part *parts, size_t n, struct jo_err *err);
+/* Abort; an unknown upload is success. */
+int jo_obj_mpu_abort(struct jo_obj *o, const char *key, const char *upload_id,
+		     struct jo_err *err);
+/* Stream the parts uploaded so far (paginated). cb non-zero stops; returned. */
+typedef int (*jo_obj_part_cb)(const struct jo_obj_part *part, void *payload);
+int jo_obj_mpu_list_parts(struct jo_obj *o, const char *key, const char *upload_id,
+			  jo_obj_part_cb cb, void *payload, struct jo_err *err);
+
+/* DELETE one key. A missing key is success (S3 semantics). */
+int jo_obj_delete(struct jo_obj *o, const char *key, struct jo_err *err);
+
+/*
+ * Delete many keys: S3 DeleteObjects in requests of up to 1000 keys (file:
+ * unlink each). results[i] gets 0 or a JO_E* code per key (not-found counts
+ * as 0). The return value is 0 when the requests themselves succeeded, even
+ * if some keys failed; check results.
+ */
+int jo_obj_delete_batch(struct jo_obj *o, const char *const *keys, size_t n,
+			int *results, struct jo_err *err);
+
+/*
+ * List keys under prefix, in the order the store returns them (S3: byte
+ * order on AWS; see sync-anchors for stores that differ), starting after
+ * start_after (NULL: from the beginning), paginated and streamed: memory
+ * stays bounded by one page. delimiter NULL/"" lists recursively; "/" also
+ * reports common prefixes (is_prefix). The file backend lists in S3 byte
+ * order and skips its own temp files (".jfs.*.tmp.*"). Callback returning
+ * non-zero stops the listing and that value is returned.
+ */
+typedef int (*jo_obj_list_cb)(const struct jo_obj_info *info, void *payload);
+int jo_obj_list(struct jo_obj *o, const char *prefix, const char *start_after,
+		const char *delimiter, jo_obj_list_cb cb, void *payload,
+		struct jo_err *err);
+
+/* Create the bucket (file: the directory). Existing is success. */
+int jo_obj_create_bucket(struct jo_obj *o, struct jo_err *err);
+
+/* Request counters since open (for summaries and benchmarks). */
+struct jo_obj_stats {
+	uint64_t requests, retries, errors, bytes_in, bytes_out;
+};
+void jo_obj_get_stats(struct jo_obj *o, struct jo_obj_stats *out);
+
+#endif

