@@ -30,6 +30,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_compact(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_lance(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx);
+int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx);
 
 /*
  * Print "jfsops CMD: <msg>" for err on stderr and return the exit code that

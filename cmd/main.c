@@ -34,11 +34,21 @@ struct cmd_entry {
 static const struct cmd_entry commands[] = {
 	{ "info", cmd_info, "show a volume's format, counts and fragmentation", CMD_META },
 	{ "cat", cmd_cat, "print a file's bytes, read from metadata and objects (no mount)", CMD_META | CMD_LONG },
+	{ "doctor", cmd_doctor, "check metadata, object store, credentials, clock and client jobs", CMD_META },
 #ifdef JO_HAVE_LEAKCHECK
 	{ "leakcheck", cmd_leakcheck, "find objects no metadata references, and references with no object", CMD_META | CMD_MUTATES | CMD_LONG },
 #endif
 #ifdef JO_HAVE_SYNC
 	{ "sync", cmd_sync, "incremental, resumable copy between object stores or directories", CMD_MUTATES | CMD_LONG },
+#endif
+#ifdef JO_HAVE_COMPACT
+	{ "compact", cmd_compact, "rewrite fragmented chunks as one slice each, as JuiceFS compacts", CMD_META | CMD_MUTATES | CMD_LONG },
+#endif
+#ifdef JO_HAVE_GC
+	{ "gc", cmd_gc, "distributed garbage collection: plan, lease-based workers, refcount-decided deletes", CMD_META | CMD_MUTATES | CMD_LONG },
+#endif
+#ifdef JO_HAVE_WARMUP
+	{ "warmup", cmd_warmup, "warm exactly the blocks that hold given file byte ranges", CMD_META | CMD_LONG },
 #endif
 #ifdef JO_HAVE_LANCE
 	{ "lance", cmd_lance, "print the byte ranges a scan of selected Lance columns reads", 0 },

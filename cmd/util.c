@@ -88,21 +88,13 @@ int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
 	return 0;
 }
 
-int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
-		    struct jo_vol **out)
+int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct jo_vol **out,
+			  struct jo_err *err)
 {
 	struct jo_vol_opts vo = { 0 };
-	struct jo_err err = { 0 };
 	const char *env;
-	int rc;
 
-	a->url_copy = strdup(meta_url);
-	if (!a->url_copy) {
-		jo_err_set(&err, JO_ENOMEM, "out of memory");
-		return cmd_fail(ctx, &err);
-	}
-	cmd_scrub_url_password(meta_url);
-	vo.meta_url = a->url_copy;
+	vo.meta_url = meta_url;
 	vo.bucket = a->bucket ? a->bucket : getenv("JFSOPS_BUCKET");
 	vo.access_key = a->access_key ? a->access_key : getenv("JFSOPS_ACCESS_KEY");
 	vo.secret_key = a->secret_key ? a->secret_key : getenv("JFSOPS_SECRET_KEY");
@@ -110,8 +102,21 @@ int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta
 	vo.region = getenv("JFSOPS_REGION");
 	env = getenv("JFSOPS_INSECURE");
 	vo.insecure = a->insecure || (env && *env && strcmp(env, "0"));
-	rc = jo_vol_open(out, &vo, &err);
-	if (rc)
+	return jo_vol_open(out, &vo, err);
+}
+
+int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
+		    struct jo_vol **out)
+{
+	struct jo_err err = { 0 };
+
+	a->url_copy = strdup(meta_url);
+	if (!a->url_copy) {
+		jo_err_set(&err, JO_ENOMEM, "out of memory");
+		return cmd_fail(ctx, &err);
+	}
+	cmd_scrub_url_password(meta_url);
+	if (cmd_open_volume_quiet(a, a->url_copy, out, &err))
 		return cmd_fail(ctx, &err);
 	return 0;
 }

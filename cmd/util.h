@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 struct jo_ctx;
+struct jo_err;
 struct jo_vol;
 
 /* getopt_long codes of the storage-override flags every volume command takes. */
@@ -47,6 +48,9 @@ int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg);
 int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
 		    struct jo_vol **out);
 void cmd_vol_args_release(struct cmd_vol_args *a);
+/* The same, without printing: the error is left in err. meta_url is not scrubbed. */
+int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct jo_vol **out,
+			  struct jo_err *err);
 
 void cmd_scrub_arg(char *arg);
 void cmd_scrub_url_password(char *url);

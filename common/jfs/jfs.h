@@ -107,6 +107,7 @@ struct jo_vol {
 	struct jo_format fmt;
 	uint32_t block_size;     /* bytes */
 	int compress;            /* enum jo_compress */
+	bool is_clone;           /* shares obj and fmt with its parent */
 };
 
 /*
@@ -116,6 +117,13 @@ struct jo_vol {
  */
 int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_err *err);
 void jo_vol_close(struct jo_vol *v);
+/*
+ * A handle for another thread: its own metadata connection, the parent's
+ * object client (thread-safe) and format. Close clones before the parent.
+ */
+int jo_vol_clone(struct jo_vol *v, struct jo_vol **out, struct jo_err *err);
+/* Re-read the format record (TrashDays and friends may change under us). */
+int jo_vol_reload_format(struct jo_vol *v, struct jo_err *err);
 /* The key of a block of this volume. */
 int jo_vol_block_key(const struct jo_vol *v, char *buf, size_t cap, uint64_t id,
 		     uint32_t indx, uint32_t bsize);
@@ -129,5 +137,35 @@ int jo_vol_block_key(const struct jo_vol *v, char *buf, size_t cap, uint64_t id,
 typedef int (*jo_vol_write_cb)(const void *data, size_t len, void *payload);
 int jo_vol_read(struct jo_vol *v, uint64_t ino, uint64_t off, uint64_t len,
 		jo_vol_write_cb cb, void *payload, struct jo_err *err);
+
+/*
+ * Read bytes [off, off+len) of slice (id, size) itself (not of a file),
+ * streamed to cb. Used by compaction to copy the visible parts of old slices.
+ */
+int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off,
+		      uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err);
+
+/*
+ * Produce the bytes of a new slice: fill dst (len bytes) with slice bytes
+ * [off, off+len). Return 0 or a JO_E* code (with err set).
+ */
+typedef int (*jo_vol_source_cb)(uint8_t *dst, uint32_t off, uint32_t len, void *payload,
+				struct jo_err *err);
+/*
+ * Write slice `id` of `size` bytes: one object per block, encoded with the
+ * volume's compression, keyed as JuiceFS keys them. `src` is asked for each
+ * block's bytes in order. On any failure the blocks already uploaded are
+ * deleted again (best effort) and the error is returned.
+ */
+int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_source_cb src,
+		       void *payload, struct jo_err *err);
+
+/*
+ * Delete every block object of slice (id, size). A missing block counts as
+ * deleted. *deleted_out (may be NULL) gets the number of keys removed or
+ * already absent; a per-key failure returns JO_EIO with the first failing key.
+ */
+int jo_vol_delete_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t *deleted_out,
+			struct jo_err *err);
 
 #endif

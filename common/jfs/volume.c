@@ -62,10 +62,47 @@ void jo_vol_close(struct jo_vol *v)
 {
 	if (!v)
 		return;
-	jo_obj_close(v->obj);
 	jo_meta_close(v->meta);
-	jo_format_release(&v->fmt);
+	if (!v->is_clone) {
+		jo_obj_close(v->obj);
+		jo_format_release(&v->fmt);
+	}
 	free(v);
+}
+
+int jo_vol_clone(struct jo_vol *v, struct jo_vol **out, struct jo_err *err)
+{
+	struct jo_vol *c;
+	int rc;
+
+	*out = NULL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*c = *v;
+	c->is_clone = true;
+	c->meta = NULL;
+	rc = jo_meta_dup(v->meta, &c->meta, err);
+	if (rc) {
+		free(c);
+		return rc;
+	}
+	*out = c;
+	return 0;
+}
+
+int jo_vol_reload_format(struct jo_vol *v, struct jo_err *err)
+{
+	struct jo_format f = { 0 };
+	int rc = jo_meta_load_format(v->meta, &f, err);
+
+	if (rc)
+		return rc;
+	/* only the mutable settings change; layout fields are immutable */
+	v->fmt.trash_days = f.trash_days;
+	v->fmt.changelog = f.changelog;
+	jo_format_release(&f);
+	return 0;
 }
 
 int jo_vol_block_key(const struct jo_vol *v, char *buf, size_t cap, uint64_t id,
@@ -287,5 +324,116 @@ int jo_vol_read(struct jo_vol *v, uint64_t ino, uint64_t off, uint64_t len,
 out:
 	free(r.block);
 	free(r.zeros);
+	return rc;
+}
+
+int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off,
+		      uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err)
+{
+	struct reader r = { .v = v, .cb = cb, .payload = payload };
+	int rc;
+
+	if (v->fmt.has_encrypt_key)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "volume '%s' encrypts its data: not supported", v->fmt.name);
+	r.block = malloc(v->block_size);
+	if (!r.block)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = emit_slice(&r, id, size, off, (uint64_t)off + len, err);
+	free(r.block);
+	return rc;
+}
+
+int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_source_cb src,
+		       void *payload, struct jo_err *err)
+{
+	uint32_t bs = v->block_size, nb = jo_slice_nblocks(size, bs), done = 0;
+	uint8_t *buf;
+	int rc = 0;
+
+	if (v->fmt.has_encrypt_key)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "volume '%s' encrypts its data: not supported", v->fmt.name);
+	buf = malloc(bs);
+	if (!buf)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < nb && !rc; i++) {
+		uint32_t blen = jo_block_len(size, bs, i);
+		uint8_t *enc = NULL;
+		size_t enclen = 0;
+		char key[512];
+
+		if (jo_cancelled()) {
+			rc = jo_err_set(err, JO_ECANCELED, "interrupted");
+			break;
+		}
+		rc = src(buf, i * bs, blen, payload, err);
+		if (!rc)
+			rc = jo_block_encode(v->compress, buf, blen, &enc, &enclen, err);
+		if (!rc) {
+			jo_vol_block_key(v, key, sizeof(key), id, i, blen);
+			rc = jo_obj_put(v->obj, key, enc, enclen, NULL, err);
+			if (rc)
+				jo_err_wrap(err, "write block '%s'", key);
+		}
+		free(enc);
+		if (!rc)
+			done++;
+	}
+	free(buf);
+	if (rc && done) {
+		/* do not leave a half-written slice behind; leakcheck reports any survivor */
+		struct jo_err derr = { 0 };
+
+		(void)jo_vol_delete_slice(v, id, size, NULL, &derr);
+	}
+	return rc;
+}
+
+int jo_vol_delete_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t *deleted_out,
+			struct jo_err *err)
+{
+	uint32_t nb = jo_slice_nblocks(size, v->block_size), ok = 0;
+	char **keys;
+	int *results;
+	int rc = 0;
+
+	if (deleted_out)
+		*deleted_out = 0;
+	if (!nb)
+		return 0;
+	keys = calloc(nb, sizeof(*keys));
+	results = calloc(nb, sizeof(*results));
+	if (!keys || !results) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nb; i++) {
+		keys[i] = malloc(512);
+		if (!keys[i]) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			goto out;
+		}
+		jo_vol_block_key(v, keys[i], 512, id, i, jo_block_len(size, v->block_size, i));
+	}
+	rc = jo_obj_delete_batch(v->obj, (const char *const *)keys, nb, results, err);
+	if (rc)
+		goto out;
+	for (uint32_t i = 0; i < nb; i++) {
+		if (results[i] == 0 || results[i] == JO_ENOTFOUND) {
+			ok++;
+		} else if (!rc) {
+			rc = jo_err_set(err, results[i], "delete block '%s' failed (%s)", keys[i],
+					jo_err_name(results[i]));
+		}
+	}
+	if (deleted_out)
+		*deleted_out = ok;
+out:
+	if (keys)
+		for (uint32_t i = 0; i < nb; i++)
+			free(keys[i]);
+	free(keys);
+	free(results);
 	return rc;
 }

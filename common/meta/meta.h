@@ -148,6 +148,16 @@ int jo_meta_list_chunks(struct jo_meta *m, uint64_t ino, uint32_t **out,
 			size_t *n, struct jo_err *err);
 
 /*
+ * The chunk indexes that exist among those covering [0, length) of inode ino
+ * (indexes < ceil(length / 64 MiB)), ascending. Use this for reading a file:
+ * on Redis it costs one pipelined EXISTS per index, while
+ * jo_meta_list_chunks must SCAN the whole keyspace (Redis keeps no per-inode
+ * chunk index) and is meant for deletion/leak paths that need every chunk.
+ */
+int jo_meta_list_chunks_len(struct jo_meta *m, uint64_t ino, uint64_t length,
+			    uint32_t **out, size_t *n, struct jo_err *err);
+
+/*
  * Stream every chunk of the volume (including chunks of inodes that no longer
  * exist) with bounded memory: Redis SCAN MATCH c*_* + LRANGE per key, SQL a
  * cursor over jfs_chunk. Order unspecified. raw is borrowed for the call.

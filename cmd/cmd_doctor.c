@@ -1,0 +1,335 @@
+/*
+ * jfsops doctor: check that a volume can be worked on, one line per check,
+ * each with a hint that says how to fix what failed.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/err.h"
+#include "common/jfs/jfs.h"
+#include "common/meta/meta.h"
+#include "common/object/object.h"
+
+static const char doctor_usage[] =
+	"usage: jfsops doctor META-URL [--json]\n"
+	"\n"
+	"Check, one line each, that jfsops can work on a volume: the metadata engine\n"
+	"is reachable and holds a JuiceFS volume; its format version, compression\n"
+	"and encryption are supported; the object store is reachable with the stored\n"
+	"(or given) credentials - a probe object is listed, written, read back and\n"
+	"deleted under NAME/jfsops-doctor/; the local clock agrees with the object\n"
+	"store's; and whether live clients run background jobs (then gc workers\n"
+	"overlap with their hourly cleanups: mount them with --no-bgjob).\n"
+	"Exit 0 when every check passed, else the code of the first failure.\n"
+	"\n"
+	"Options:\n"
+	"      --json       one JSON line per check, then a summary\n"
+	"  -h, --help       show this help\n"
+	CMD_VOL_HELP
+	"\n"
+	"Examples:\n"
+	"  jfsops doctor redis://:secret@10.0.0.5:6379/1\n"
+	"  JFSOPS_SECRET_KEY=... jfsops doctor sqlite3:///var/jfs/meta.db --json\n";
+
+enum verdict { OK, WARN, FAIL };
+
+struct doc {
+	struct jo_ctx *ctx;
+	int first_fail;  /* exit code of the first failure */
+	int fails, warns;
+};
+
+static void report(struct doc *d, const char *check, enum verdict v, int code,
+		   const char *detail, const char *hint)
+{
+	static const char *tags[] = { "ok", "warn", "FAIL" };
+
+	if (v == FAIL) {
+		d->fails++;
+		if (!d->first_fail)
+			d->first_fail = code ? jo_exit_from_err(code) : JO_EXIT_FAIL;
+	} else if (v == WARN) {
+		d->warns++;
+	}
+	if (d->ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:s,s:s}", "type", "check", "check", check,
+				      "result", tags[v], "detail", detail);
+
+		if (hint && v != OK)
+			json_object_set_new(o, "hint", json_string(hint));
+		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		fputc('\n', stdout);
+		json_decref(o);
+		return;
+	}
+	printf("%-5s %-14s %s", tags[v], check, detail);
+	if (hint && v != OK)
+		printf("\n      hint: %s", hint);
+	putchar('\n');
+}
+
+static const char *meta_hint(int code, const char *engine)
+{
+	bool redis = engine && !strcmp(engine, "redis");
+
+	switch (code) {
+	case JO_EINVAL:
+		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1 or sqlite3:///abs/path.db";
+	case JO_ECONNECT:
+	case JO_ETIMEOUT:
+		return "is the server running and reachable from here? check host, port and firewall";
+	case JO_EAUTH:
+		return redis ? "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD"
+			     : "credentials were refused";
+	case JO_ENOTJFS:
+		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
+	case JO_EUNSUPPORTED:
+		return "jfsops supports standalone Redis and SQLite volumes with MetaVersion <= 1";
+	case JO_ENOTFOUND:
+		return "the database file does not exist: check the path";
+	}
+	return NULL;
+}
+
+static const char *obj_hint(int code, const char *msg)
+{
+	if (msg && strstr(msg, "RequestTimeTooSkewed"))
+		return "this machine's clock differs from the object store's by more than 15 minutes: fix NTP";
+	switch (code) {
+	case JO_EAUTH:
+		return "the access key or secret key is wrong (stored in the volume's format, or given by --access-key/JFSOPS_SECRET_KEY)";
+	case JO_ECONNECT:
+	case JO_ETIMEOUT:
+		return "the endpoint is unreachable: check the bucket URL (--bucket), DNS, port, TLS (--insecure for self-signed)";
+	case JO_ESTATE:
+	case JO_ENOTFOUND:
+		return "the bucket does not exist: create it, or point --bucket at the right one";
+	case JO_EINVAL:
+		return "the bucket URL cannot be parsed";
+	}
+	return "see the error above";
+}
+
+/* Stop a listing at its first entry: reaching the store is what we check. */
+static int first_entry(const struct jo_obj_info *info, void *payload)
+{
+	(void)info;
+	(*(int *)payload)++;
+	return 1;
+}
+
+/* The object store: list, put, get, delete of a probe; skew from its mtime. */
+static void check_object_store(struct doc *d, struct jo_vol *v)
+{
+	struct jo_err err = { 0 };
+	char key[256], detail[768], body[64];
+	uint8_t *got = NULL;
+	size_t gotlen = 0;
+	struct jo_obj_info info = { 0 };
+	time_t before, after;
+	int rc;
+
+	int seen = 0;
+
+	snprintf(key, sizeof(key), "%s/", v->fmt.name);
+	rc = jo_obj_list(v->obj, key, NULL, "/", first_entry, &seen, &err);
+	if (rc == 1)
+		rc = 0;
+	if (rc) {
+		report(d, "object-list", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+		return;
+	}
+	snprintf(detail, sizeof(detail), "listed %s under %s", jo_obj_describe(v->obj), key);
+	report(d, "object-list", OK, 0, detail, NULL);
+
+	snprintf(key, sizeof(key), "%s/jfsops-doctor/probe-%ld-%d", v->fmt.name, (long)time(NULL),
+		 (int)getpid());
+	snprintf(body, sizeof(body), "jfsops doctor probe %ld\n", (long)time(NULL));
+	before = time(NULL);
+	rc = jo_obj_put(v->obj, key, body, strlen(body), NULL, &err);
+	if (rc) {
+		report(d, "object-write", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+		return;
+	}
+	rc = jo_obj_get_buf(v->obj, key, 0, -1, 4096, &got, &gotlen, &err);
+	if (rc || gotlen != strlen(body) || memcmp(got, body, gotlen)) {
+		report(d, "object-read", FAIL, rc ? rc : JO_EPROTO,
+		       rc ? err.msg : "the probe read back different bytes", obj_hint(rc, err.msg));
+		free(got);
+		(void)jo_obj_delete(v->obj, key, &err);
+		return;
+	}
+	free(got);
+	rc = jo_obj_head(v->obj, key, &info, &err);
+	after = time(NULL);
+	if (rc) {
+		report(d, "object-head", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+	} else {
+		/* Last-Modified has one-second resolution: allow the request time too */
+		long skew = 0;
+
+		if (info.mtime < before - 1)
+			skew = (long)(before - info.mtime);
+		else if (info.mtime > after + 1)
+			skew = (long)(info.mtime - after);
+		snprintf(detail, sizeof(detail), "probe object's time differs from the local clock by %lds", skew);
+		report(d, "clock-skew", skew > 600 ? FAIL : skew > 30 ? WARN : OK, JO_ETIMEOUT, detail,
+		       "fix NTP on this host or the object store: SigV4 fails past 15 minutes and gc/leakcheck age windows shift");
+	}
+	rc = jo_obj_delete(v->obj, key, &err);
+	if (rc) {
+		report(d, "object-delete", FAIL, rc, err.msg,
+		       "the credentials may lack delete permission; gc and leakcheck --delete-from need it");
+		return;
+	}
+	snprintf(detail, sizeof(detail), "wrote, read and deleted %s", key);
+	report(d, "object-rw", OK, 0, detail, NULL);
+}
+
+struct bg {
+	uint64_t live, stale;
+	time_t now;
+};
+
+static int on_session(uint64_t sid, int64_t expire, const char *info, void *payload)
+{
+	struct bg *b = payload;
+
+	(void)sid;
+	(void)info;
+	if (expire >= b->now)
+		b->live++;
+	else
+		b->stale++;
+	return 0;
+}
+
+static void check_bgjobs(struct doc *d, struct jo_meta *m)
+{
+	static const char *jobs[] = { "lastCleanupFiles", "lastCleanupTrash", "nextCleanupSlices" };
+	struct bg b = { .now = time(NULL) };
+	struct jo_err err = { 0 };
+	char detail[512], recent[256] = "";
+	int rc, nrecent = 0;
+
+	rc = jo_meta_scan_sessions(m, on_session, &b, &err);
+	if (rc) {
+		report(d, "client-bgjobs", FAIL, rc, err.msg, NULL);
+		return;
+	}
+	for (size_t i = 0; i < 3; i++) {
+		int64_t t = 0;
+
+		if (jo_meta_get_counter(m, jobs[i], &t, &err) == 0 && t > 0 &&
+		    b.now - t < 2 * 3600) {
+			size_t l = strlen(recent);
+
+			snprintf(recent + l, sizeof(recent) - l, "%s%s %llds ago", nrecent ? ", " : "",
+				 jobs[i], (long long)(b.now - t));
+			nrecent++;
+		}
+	}
+	snprintf(detail, sizeof(detail), "%" PRIu64 " live sessions, %" PRIu64 " stale%s%s",
+		 b.live, b.stale, nrecent ? "; client cleanups ran recently: " : "; no client cleanup in the last 2h",
+		 recent);
+	report(d, "client-bgjobs", nrecent ? WARN : OK, 0, detail,
+	       "live clients run the hourly cleanups too: mount with --no-bgjob where jfsops gc workers run (both are safe together, but work overlaps)");
+}
+
+int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		CMD_VOL_LONGOPTS,
+		{ 0 }
+	};
+	struct cmd_vol_args va = { 0 };
+	struct doc d = { .ctx = ctx };
+	struct jo_meta *m = NULL;
+	struct jo_format f = { 0 };
+	struct jo_vol *v = NULL;
+	struct jo_err err = { 0 };
+	char detail[768], *url;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (cmd_vol_opt(&va, c, optarg))
+			continue;
+		switch (c) {
+		case 'j': ctx->json = true; break;
+		case 'h': fputs(doctor_usage, stdout); return 0;
+		default: return cmd_usage_error(ctx, "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return cmd_usage_error(ctx, "expected one META-URL");
+	url = strdup(argv[optind]);
+	if (!url)
+		return JO_EXIT_FAIL;
+	cmd_scrub_url_password(argv[optind]);
+
+	rc = jo_meta_open(&m, url, &err);
+	if (!rc)
+		rc = jo_meta_load_format(m, &f, &err);
+	if (rc) {
+		report(&d, "metadata", FAIL, rc, err.msg, meta_hint(rc, m ? jo_meta_engine(m) :
+			!strncmp(url, "redis", 5) ? "redis" : "sqlite3"));
+		goto done;
+	}
+	snprintf(detail, sizeof(detail), "%s %s holds volume '%s' (uuid %s)", jo_meta_engine(m),
+		 jo_meta_url_redacted(m), f.name, f.uuid ? f.uuid : "?");
+	report(&d, "metadata", OK, 0, detail, NULL);
+	snprintf(detail, sizeof(detail), "MetaVersion %d", f.meta_version);
+	report(&d, "format-version", f.meta_version <= 1 ? OK : FAIL, JO_EUNSUPPORTED, detail,
+	       "this volume was formatted by a newer JuiceFS than jfsops understands");
+	snprintf(detail, sizeof(detail), "compression %s", f.compression ? f.compression : "none");
+	report(&d, "compression", jo_compress_parse(f.compression) >= 0 ? OK : FAIL, JO_EUNSUPPORTED,
+	       detail, "jfsops reads none, lz4 and zstd blocks");
+	if (f.has_encrypt_key) {
+		snprintf(detail, sizeof(detail), "data is encrypted (%s): jfsops cat/compact/warmup cannot read blocks; gc and leakcheck work",
+			 f.encrypt_algo && *f.encrypt_algo ? f.encrypt_algo : "aes256gcm-rsa");
+		report(&d, "encryption", FAIL, JO_EUNSUPPORTED, detail,
+		       "use the juicefs client for reads of encrypted volumes");
+	} else {
+		report(&d, "encryption", OK, 0, "data is not encrypted", NULL);
+	}
+	if (f.changelog)
+		report(&d, "changelog", WARN, 0, "the volume keeps a change log: jfsops gc/compact refuse to mutate it",
+		       "turn the change log off, or use juicefs's own gc");
+	check_bgjobs(&d, m);
+
+	/* the object store as the format (or the overrides) name it */
+	rc = cmd_open_volume_quiet(&va, url, &v, &err);
+	if (rc) {
+		report(&d, "object-store", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+		goto done;
+	}
+	check_object_store(&d, v);
+done:
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:i,s:i}", "type", "summary", "failed", d.fails, "warnings", d.warns);
+
+		json_dumpf(o, stdout, JSON_COMPACT);
+		fputc('\n', stdout);
+		json_decref(o);
+	} else {
+		printf("%d failed, %d warnings\n", d.fails, d.warns);
+	}
+	jo_vol_close(v);
+	jo_format_release(&f);
+	jo_meta_close(m);
+	free(url);
+	cmd_vol_args_release(&va);
+	return d.fails ? d.first_fail : 0;
+}

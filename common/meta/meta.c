@@ -1,0 +1,833 @@
+/*
+ * meta.c: META-URL parsing, the backend dispatcher, format JSON parsing and
+ * path resolution shared by every engine.
+ */
+#include "common/meta/meta_internal.h"
+
+#include "common/err.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- URL */
+
+int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 20)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..n) into a new string; NULL on bad escape (errno EINVAL) or OOM. */
+static char *pct_decode(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	size_t j = 0;
+
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int h, l;
+			if (i + 2 >= n) {
+				free(p);
+				errno = EINVAL;
+				return NULL;
+			}
+			h = hexval((unsigned char)s[i + 1]);
+			l = hexval((unsigned char)s[i + 2]);
+			if (h < 0 || l < 0) {
+				free(p);
+				errno = EINVAL;
+				return NULL;
+			}
+			p[j++] = (char)(h * 16 + l);
+			i += 2;
+		} else {
+			p[j++] = s[i];
+		}
+	}
+	p[j] = '\0';
+	return p;
+}
+
+void jo_meta_url_release(struct jo_meta_url *u)
+{
+	if (!u)
+		return;
+	free(u->engine);
+	free(u->user);
+	free(u->password);
+	free(u->host);
+	free(u->path);
+	free(u->table_prefix);
+	free(u->redacted);
+	memset(u, 0, sizeof(*u));
+}
+
+/* Find query parameter `key` in q (without '?'); returns its value span. */
+static bool query_get(const char *q, const char *key, const char **val, size_t *vlen)
+{
+	size_t klen = strlen(key);
+
+	while (q && *q) {
+		const char *amp = strchr(q, '&');
+		size_t n = amp ? (size_t)(amp - q) : strlen(q);
+		if (n > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
+			*val = q + klen + 1;
+			*vlen = n - klen - 1;
+			return true;
+		}
+		q = amp ? amp + 1 : NULL;
+	}
+	return false;
+}
+
+static int parse_sqlite(struct jo_meta_url *u, const char *rest, struct jo_err *err)
+{
+	const char *q = strchr(rest, '?');
+	size_t plen = q ? (size_t)(q - rest) : strlen(rest);
+	const char *val;
+	size_t vlen;
+
+	if (plen == 0)
+		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL has no database path");
+	u->path = pct_decode(rest, plen);
+	if (!u->path)
+		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL: bad percent escape in path");
+	if (q && query_get(q + 1, "table_prefix", &val, &vlen) && vlen > 0) {
+		u->table_prefix = malloc(vlen + 6);
+		if (!u->table_prefix)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		snprintf(u->table_prefix, vlen + 6, "jfs_%.*s_", (int)vlen, val);
+		for (size_t i = 4; i < 4 + vlen; i++) {
+			char c = u->table_prefix[i];
+			if (!isalnum((unsigned char)c) && c != '_')
+				return jo_err_set(err, JO_EINVAL,
+						  "sqlite3 META-URL: bad table_prefix");
+		}
+	} else {
+		u->table_prefix = strdup("jfs_");
+		if (!u->table_prefix)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* rest = everything after "redis://" / "rediss://". pw_start/pw_len: the
+ * password span inside the original URL (for redaction). */
+static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_start,
+		       size_t *pw_len, struct jo_err *err)
+{
+	const char *end = rest + strlen(rest);
+	const char *q = strchr(rest, '?');
+	const char *at, *hp, *hend, *slash;
+
+	if (q)
+		end = q;
+	/* Userinfo ends at the last '@' before the query (passwords may hold '/'). */
+	at = NULL;
+	for (const char *p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	hp = rest;
+	if (at) {
+		const char *colon = memchr(rest, ':', (size_t)(at - rest));
+		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+		if (ulen > 0) {
+			u->user = pct_decode(rest, ulen);
+			if (!u->user)
+				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad percent escape in user");
+		}
+		if (colon) {
+			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			if (!u->password)
+				return jo_err_set(err, JO_EINVAL,
+						  "redis META-URL: bad percent escape in password");
+			*pw_start = colon + 1;
+			*pw_len = (size_t)(at - colon - 1);
+		}
+		hp = at + 1;
+	}
+	slash = memchr(hp, '/', (size_t)(end - hp));
+	hend = slash ? slash : end;
+	if (memchr(hp, ',', (size_t)(hend - hp)))
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "redis cluster and sentinel META-URLs (several hosts) are not supported");
+	if (hend == hp)
+		return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
+	u->port = 6379;
+	if (*hp == '[') {
+		const char *rb = memchr(hp, ']', (size_t)(hend - hp));
+		if (!rb || rb == hp + 1)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
+		u->host = dup_n(hp + 1, (size_t)(rb - hp - 1));
+		hp = rb + 1;
+		if (hp < hend && *hp != ':')
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
+	} else {
+		const char *colon = memchr(hp, ':', (size_t)(hend - hp));
+		const char *he = colon ? colon : hend;
+		if (he == hp)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
+		for (const char *p = hp; p < he; p++)
+			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad host name");
+		u->host = dup_n(hp, (size_t)(he - hp));
+		hp = he;
+	}
+	if (!u->host)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (hp < hend) { /* ":port" */
+		uint64_t port;
+		if (jo_meta_parse_u64(hp + 1, (size_t)(hend - hp - 1), &port) != 0 || port == 0 ||
+		    port > 65535)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad port");
+		u->port = (int)port;
+	}
+	u->db = 0;
+	if (slash && slash + 1 < end) {
+		uint64_t db;
+		if (jo_meta_parse_u64(slash + 1, (size_t)(end - slash - 1), &db) != 0 || db > 100000)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
+		u->db = (int)db;
+	}
+	return 0;
+}
+
+static int parse_unix(struct jo_meta_url *u, const char *rest, const char **pw_start,
+		      size_t *pw_len, struct jo_err *err)
+{
+	const char *q = strchr(rest, '?');
+	const char *end = q ? q : rest + strlen(rest);
+	const char *at = NULL, *val;
+	size_t vlen;
+
+	for (const char *p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at) {
+		const char *colon = memchr(rest, ':', (size_t)(at - rest));
+		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+		if (ulen > 0 && !(u->user = pct_decode(rest, ulen)))
+			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
+		if (colon) {
+			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			if (!u->password)
+				return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
+			*pw_start = colon + 1;
+			*pw_len = (size_t)(at - colon - 1);
+		}
+		rest = at + 1;
+	}
+	if (rest >= end || *rest != '/')
+		return jo_err_set(err, JO_EINVAL, "unix META-URL needs an absolute socket path");
+	u->path = dup_n(rest, (size_t)(end - rest));
+	if (!u->path)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	u->db = 0;
+	if (q && query_get(q + 1, "db", &val, &vlen)) {
+		uint64_t db;
+		if (jo_meta_parse_u64(val, vlen, &db) != 0 || db > 100000)
+			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad database number");
+		u->db = (int)db;
+	}
+	return 0;
+}
+
+int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err)
+{
+	const char *sep, *pw_start = NULL;
+	size_t pw_len = 0, slen;
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	if (!url || !(sep = strstr(url, "://")))
+		return jo_err_set(err, JO_EINVAL, "META-URL must look like engine://...");
+	slen = (size_t)(sep - url);
+	if (slen == 5 && strncmp(url, "redis", 5) == 0) {
+		u->engine = strdup("redis");
+		rc = parse_redis(u, sep + 3, &pw_start, &pw_len, err);
+	} else if (slen == 6 && strncmp(url, "rediss", 6) == 0) {
+		u->engine = strdup("redis");
+		u->tls = true;
+		rc = parse_redis(u, sep + 3, &pw_start, &pw_len, err);
+	} else if (slen == 4 && strncmp(url, "unix", 4) == 0) {
+		u->engine = strdup("redis");
+		u->unix_socket = true;
+		rc = parse_unix(u, sep + 3, &pw_start, &pw_len, err);
+	} else if (slen == 7 && strncmp(url, "sqlite3", 7) == 0) {
+		u->engine = strdup("sqlite3");
+		rc = parse_sqlite(u, sep + 3, err);
+	} else if (slen == 0) {
+		rc = jo_err_set(err, JO_EINVAL, "META-URL has no engine name");
+	} else {
+		rc = jo_err_set(err, JO_EUNSUPPORTED,
+				"metadata engine \"%.*s\" is not supported (redis, sqlite3 only)",
+				(int)(slen > 32 ? 32 : slen), url);
+	}
+	if (rc == 0 && !u->engine)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (rc == 0) {
+		size_t n = strlen(url) + 8;
+		u->redacted = malloc(n);
+		if (!u->redacted) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		} else if (pw_start) {
+			snprintf(u->redacted, n, "%.*s****%s", (int)(pw_start - url), url,
+				 pw_start + pw_len);
+		} else {
+			memcpy(u->redacted, url, strlen(url) + 1);
+		}
+	}
+	if (rc != 0)
+		jo_meta_url_release(u);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- attr */
+
+int jo_meta_decode_attr(const uint8_t *b, size_t len, struct jo_attr *a, struct jo_err *err)
+{
+	uint16_t tm;
+
+	memset(a, 0, sizeof(*a));
+	if (len < 63)
+		return jo_err_set(err, JO_EPROTO, "attr record is %zu bytes, need at least 63", len);
+	a->flags = b[0];
+	tm = (uint16_t)((b[1] << 8) | b[2]);
+	a->type = (uint8_t)(tm >> 12);
+	a->mode = tm & 07777;
+	a->uid = jo_be32(b + 3);
+	a->gid = jo_be32(b + 7);
+	a->atime = (int64_t)jo_be64(b + 11);
+	a->atimensec = jo_be32(b + 19);
+	a->mtime = (int64_t)jo_be64(b + 23);
+	a->mtimensec = jo_be32(b + 31);
+	a->ctime = (int64_t)jo_be64(b + 35);
+	a->ctimensec = jo_be32(b + 43);
+	a->nlink = jo_be32(b + 47);
+	a->length = jo_be64(b + 51);
+	a->rdev = jo_be32(b + 59);
+	if (len >= 71)
+		a->parent = jo_be64(b + 63);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- format */
+
+void jo_format_release(struct jo_format *f)
+{
+	if (!f)
+		return;
+	free(f->name);
+	free(f->uuid);
+	free(f->storage);
+	free(f->bucket);
+	free(f->access_key);
+	if (f->secret_key) {
+		memset(f->secret_key, 0, strlen(f->secret_key));
+		free(f->secret_key);
+	}
+	if (f->session_token) {
+		memset(f->session_token, 0, strlen(f->session_token));
+		free(f->session_token);
+	}
+	free(f->compression);
+	free(f->encrypt_algo);
+	if (f->raw_json) {
+		memset(f->raw_json, 0, strlen(f->raw_json));
+		free(f->raw_json);
+	}
+	memset(f, 0, sizeof(*f));
+}
+
+static char *jstr(json_t *o, const char *key, const char *dflt)
+{
+	json_t *v = json_object_get(o, key);
+	const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+
+	if (!s || !*s)
+		s = dflt;
+	return s ? strdup(s) : NULL;
+}
+
+static bool jbool(json_t *o, const char *key)
+{
+	return json_is_true(json_object_get(o, key));
+}
+
+static int jint(json_t *o, const char *key)
+{
+	json_t *v = json_object_get(o, key);
+
+	return json_is_integer(v) ? (int)json_integer_value(v) : 0;
+}
+
+static void lower(char *s)
+{
+	for (; s && *s; s++)
+		*s = (char)tolower((unsigned char)*s);
+}
+
+/* Decrypt one KeyEncrypted secret in place of *sp (§1.3). */
+static int decrypt_secret(char **sp, const char *uuid, const char *what, struct jo_err *err)
+{
+	const char *in = *sp;
+	size_t inlen = strlen(in), pad = 0;
+	unsigned char key[16];
+	unsigned int klen = 0;
+	unsigned char *raw = NULL, *plain = NULL;
+	EVP_CIPHER_CTX *ctx = NULL;
+	int rawlen, outl = 0, finl = 0, rc = 0;
+
+	if (inlen % 4 != 0 || inlen == 0)
+		return jo_err_set(err, JO_EPROTO, "format: encrypted %s is not base64", what);
+	if (in[inlen - 1] == '=')
+		pad++;
+	if (inlen >= 2 && in[inlen - 2] == '=')
+		pad++;
+	raw = malloc(inlen / 4 * 3 + 1);
+	if (!raw)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rawlen = EVP_DecodeBlock(raw, (const unsigned char *)in, (int)inlen);
+	if (rawlen < 0) {
+		rc = jo_err_set(err, JO_EPROTO, "format: encrypted %s is not base64", what);
+		goto out;
+	}
+	rawlen -= (int)pad;
+	if (rawlen < 12 + 16) {
+		rc = jo_err_set(err, JO_EPROTO, "format: encrypted %s is too short", what);
+		goto out;
+	}
+	if (EVP_Digest(uuid, strlen(uuid), key, &klen, EVP_md5(), NULL) != 1 || klen != 16) {
+		rc = jo_err_set(err, JO_EIO, "format: MD5 unavailable");
+		goto out;
+	}
+	plain = malloc((size_t)rawlen + 1);
+	ctx = EVP_CIPHER_CTX_new();
+	if (!plain || !ctx) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), NULL, NULL, NULL) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, 12, NULL) != 1 ||
+	    EVP_DecryptInit_ex(ctx, NULL, NULL, key, raw) != 1 ||
+	    EVP_DecryptUpdate(ctx, plain, &outl, raw + 12, rawlen - 12 - 16) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, 16, raw + rawlen - 16) != 1 ||
+	    EVP_DecryptFinal_ex(ctx, plain + outl, &finl) != 1) {
+		rc = jo_err_set(err, JO_EPROTO,
+				"format: cannot decrypt %s (authentication failed; wrong UUID?)", what);
+		goto out;
+	}
+	plain[outl + finl] = '\0';
+	memset(*sp, 0, inlen);
+	free(*sp);
+	*sp = (char *)plain;
+	plain = NULL;
+out:
+	if (ctx)
+		EVP_CIPHER_CTX_free(ctx);
+	if (plain) {
+		memset(plain, 0, (size_t)rawlen + 1);
+		free(plain);
+	}
+	free(raw);
+	memset(key, 0, sizeof(key));
+	return rc;
+}
+
+int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
+{
+	json_error_t jerr;
+	json_t *o;
+	int rc = 0;
+
+	memset(f, 0, sizeof(*f));
+	o = json_loads(json, 0, &jerr);
+	if (!o)
+		return jo_err_set(err, JO_EPROTO, "format record is not JSON: %s (line %d)", jerr.text,
+				  jerr.line);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return jo_err_set(err, JO_EPROTO, "format record is not a JSON object");
+	}
+	f->name = jstr(o, "Name", NULL);
+	f->uuid = jstr(o, "UUID", NULL);
+	f->storage = jstr(o, "Storage", "file");
+	f->bucket = jstr(o, "Bucket", "");
+	f->access_key = jstr(o, "AccessKey", NULL);
+	f->secret_key = jstr(o, "SecretKey", NULL);
+	f->session_token = jstr(o, "SessionToken", NULL);
+	f->compression = jstr(o, "Compression", "none");
+	f->encrypt_algo = jstr(o, "EncryptAlgo", NULL);
+	f->raw_json = strdup(json);
+	{
+		json_t *ek = json_object_get(o, "EncryptKey");
+		f->has_encrypt_key = json_is_string(ek) && json_string_length(ek) > 0;
+	}
+	f->hash_prefix = jbool(o, "HashPrefix");
+	f->key_encrypted = jbool(o, "KeyEncrypted");
+	f->changelog = jbool(o, "ChangeLog");
+	f->block_size_kib = jint(o, "BlockSize");
+	f->shards = jint(o, "Shards");
+	f->trash_days = jint(o, "TrashDays");
+	f->meta_version = jint(o, "MetaVersion");
+	json_decref(o);
+	lower(f->storage);
+	lower(f->compression);
+	if (!f->storage || !f->bucket || !f->compression || !f->raw_json) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!f->name || !f->uuid) {
+		rc = jo_err_set(err, JO_EPROTO, "format record has no Name or UUID");
+		goto fail;
+	}
+	if (f->block_size_kib <= 0)
+		f->block_size_kib = 4096;
+	if (f->key_encrypted && (f->secret_key || f->session_token)) {
+		if (f->encrypt_algo && strcmp(f->encrypt_algo, "sm4gcm") == 0) {
+			rc = jo_err_set(err, JO_EUNSUPPORTED,
+					"format: secrets encrypted with sm4gcm are not supported");
+			goto fail;
+		}
+		if (f->secret_key &&
+		    (rc = decrypt_secret(&f->secret_key, f->uuid, "SecretKey", err)) != 0)
+			goto fail;
+		if (f->session_token &&
+		    (rc = decrypt_secret(&f->session_token, f->uuid, "SessionToken", err)) != 0)
+			goto fail;
+	}
+	return 0;
+fail:
+	jo_format_release(f);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- dispatch */
+
+static const struct jo_meta_ops *ops_for(const char *engine)
+{
+	if (strcmp(engine, "redis") == 0)
+		return &jo_meta_redis_ops;
+	return &jo_meta_sqlite_ops;
+}
+
+static int open_parsed(struct jo_meta **out, struct jo_meta_url *u, struct jo_err *err)
+{
+	struct jo_meta *m = calloc(1, sizeof(*m));
+	int rc;
+
+	if (!m) {
+		jo_meta_url_release(u);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	m->url = *u;
+	m->ops = ops_for(u->engine);
+	rc = m->ops->open(m, err);
+	if (rc != 0) {
+		jo_meta_url_release(&m->url);
+		free(m);
+		return rc;
+	}
+	*out = m;
+	return 0;
+}
+
+int jo_meta_open_with(struct jo_meta **out, const char *url,
+		      const struct jo_meta_open_opts *opts, struct jo_err *err)
+{
+	struct jo_meta_url u;
+	int rc;
+
+	*out = NULL;
+	rc = jo_meta_url_parse(&u, url, err);
+	if (rc != 0)
+		return rc;
+	if (opts && opts->password) {
+		free(u.password);
+		u.password = strdup(opts->password);
+		if (!u.password) {
+			jo_meta_url_release(&u);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+	}
+	return open_parsed(out, &u, err);
+}
+
+int jo_meta_open(struct jo_meta **out, const char *url, struct jo_err *err)
+{
+	return jo_meta_open_with(out, url, NULL, err);
+}
+
+static char *sdup(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int jo_meta_dup(struct jo_meta *m, struct jo_meta **out, struct jo_err *err)
+{
+	struct jo_meta_url u = m->url;
+
+	*out = NULL;
+	u.engine = sdup(m->url.engine);
+	u.user = sdup(m->url.user);
+	u.password = sdup(m->url.password);
+	u.host = sdup(m->url.host);
+	u.path = sdup(m->url.path);
+	u.table_prefix = sdup(m->url.table_prefix);
+	u.redacted = sdup(m->url.redacted);
+	if (!u.engine || !u.redacted || (m->url.user && !u.user) ||
+	    (m->url.password && !u.password) || (m->url.host && !u.host) ||
+	    (m->url.path && !u.path) || (m->url.table_prefix && !u.table_prefix)) {
+		jo_meta_url_release(&u);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return open_parsed(out, &u, err);
+}
+
+void jo_meta_close(struct jo_meta *m)
+{
+	if (!m)
+		return;
+	m->ops->close(m);
+	if (m->url.password)
+		memset(m->url.password, 0, strlen(m->url.password));
+	jo_meta_url_release(&m->url);
+	free(m);
+}
+
+const char *jo_meta_engine(const struct jo_meta *m)
+{
+	return m->ops->engine;
+}
+
+const char *jo_meta_url_redacted(const struct jo_meta *m)
+{
+	return m->url.redacted;
+}
+
+int jo_meta_load_format(struct jo_meta *m, struct jo_format *out, struct jo_err *err)
+{
+	char *json = NULL;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = m->ops->get_setting(m, &json, err);
+	if (rc != 0)
+		return rc;
+	rc = jo_format_parse(json, out, err);
+	memset(json, 0, strlen(json));
+	free(json);
+	if (rc != 0)
+		return rc;
+	if (out->meta_version > 1) {
+		int v = out->meta_version;
+		jo_format_release(out);
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "volume MetaVersion %d is newer than supported (1)", v);
+	}
+	return 0;
+}
+
+int jo_meta_lookup(struct jo_meta *m, uint64_t parent, const char *name, uint64_t *ino_out,
+		   uint8_t *type_out, struct jo_err *err)
+{
+	uint64_t ino = 0;
+	uint8_t type = 0;
+	int rc = m->ops->lookup(m, parent, name, &ino, &type, err);
+
+	if (rc == 0) {
+		if (ino_out)
+			*ino_out = ino;
+		if (type_out)
+			*type_out = type;
+	}
+	return rc;
+}
+
+int jo_meta_resolve(struct jo_meta *m, const char *path, uint64_t *ino_out, struct jo_err *err)
+{
+	uint64_t cur = JO_ROOT_INODE;
+	const char *p = path;
+	char name[256];
+
+	while (*p) {
+		const char *e;
+		size_t n;
+		uint8_t type;
+		int rc;
+
+		while (*p == '/')
+			p++;
+		if (!*p)
+			break;
+		e = strchr(p, '/');
+		n = e ? (size_t)(e - p) : strlen(p);
+		if (n >= sizeof(name))
+			return jo_err_set(err, JO_ENOTFOUND, "path component too long in \"%s\"", path);
+		memcpy(name, p, n);
+		name[n] = '\0';
+		p += n;
+		if (strcmp(name, ".") == 0)
+			continue;
+		if (strcmp(name, "..") == 0)
+			return jo_err_set(err, JO_EINVAL, "\"..\" is not allowed in paths (\"%s\")", path);
+		rc = m->ops->lookup(m, cur, name, &cur, &type, err);
+		if (rc == JO_ENOTFOUND)
+			return jo_err_set(err, JO_ENOTFOUND, "no such file or directory: \"%s\"", path);
+		if (rc != 0)
+			return rc;
+		if (*p && type != JO_TYPE_DIR)
+			return jo_err_set(err, JO_ENOTFOUND, "not a directory in path \"%s\"", path);
+	}
+	*ino_out = cur;
+	return 0;
+}
+
+int jo_meta_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err)
+{
+	return m->ops->getattr(m, ino, out, err);
+}
+
+int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void *payload,
+		    struct jo_err *err)
+{
+	return m->ops->readdir(m, dir, cb, payload, err);
+}
+
+int jo_meta_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t **out,
+		       size_t *len, struct jo_err *err)
+{
+	*out = NULL;
+	*len = 0;
+	return m->ops->read_chunk(m, ino, indx, out, len, err);
+}
+
+int jo_meta_list_chunks(struct jo_meta *m, uint64_t ino, uint32_t **out, size_t *n,
+			struct jo_err *err)
+{
+	*out = NULL;
+	*n = 0;
+	return m->ops->list_chunks(m, ino, out, n, err);
+}
+
+int jo_meta_list_chunks_len(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
+			    size_t *n, struct jo_err *err)
+{
+	uint64_t nidx = (length + JO_CHUNK_SIZE - 1) >> JO_CHUNK_BITS;
+
+	*out = NULL;
+	*n = 0;
+	if (nidx == 0)
+		return 0;
+	if (nidx > UINT32_MAX)
+		return jo_err_set(err, JO_EINVAL, "file length %llu is too large",
+				  (unsigned long long)length);
+	return m->ops->list_chunks_below(m, ino, (uint32_t)nidx, out, n, err);
+}
+
+int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
+{
+	return m->ops->scan_chunks(m, cb, payload, err);
+}
+
+int jo_meta_scan_inodes(struct jo_meta *m, jo_meta_inode_cb cb, void *payload, struct jo_err *err)
+{
+	return m->ops->scan_inodes(m, cb, payload, err);
+}
+
+int jo_meta_get_slice_ref(struct jo_meta *m, uint64_t id, uint32_t size, int64_t *refs_out,
+			  bool *explicit_out, struct jo_err *err)
+{
+	int64_t refs = 0;
+	bool ex = false;
+	int rc = m->ops->get_slice_ref(m, id, size, &refs, &ex, err);
+
+	if (rc == 0) {
+		if (refs_out)
+			*refs_out = refs;
+		if (explicit_out)
+			*explicit_out = ex;
+	}
+	return rc;
+}
+
+int jo_meta_scan_slice_refs(struct jo_meta *m, jo_meta_ref_cb cb, void *payload,
+			    struct jo_err *err)
+{
+	return m->ops->scan_slice_refs(m, cb, payload, err);
+}
+
+int jo_meta_scan_delfiles(struct jo_meta *m, jo_meta_delfile_cb cb, void *payload,
+			  struct jo_err *err)
+{
+	return m->ops->scan_delfiles(m, cb, payload, err);
+}
+
+int jo_meta_scan_delslices(struct jo_meta *m, jo_meta_delslices_cb cb, void *payload,
+			   struct jo_err *err)
+{
+	return m->ops->scan_delslices(m, cb, payload, err);
+}
+
+int jo_meta_scan_sessions(struct jo_meta *m, jo_meta_session_cb cb, void *payload,
+			  struct jo_err *err)
+{
+	return m->ops->scan_sessions(m, cb, payload, err);
+}
+
+int jo_meta_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+			   struct jo_err *err)
+{
+	return m->ops->scan_sustained(m, cb, payload, err);
+}
+
+int jo_meta_scan_detached(struct jo_meta *m, jo_meta_detached_cb cb, void *payload,
+			  struct jo_err *err)
+{
+	return m->ops->scan_detached(m, cb, payload, err);
+}
+
+int jo_meta_get_counter(struct jo_meta *m, const char *name, int64_t *out, struct jo_err *err)
+{
+	return m->ops->get_counter(m, name, out, err);
+}

@@ -1,0 +1,194 @@
+/*
+ * meta_mut.h: the mutations jfsops makes to a live JuiceFS volume's metadata,
+ * each done exactly as JuiceFS itself does it (same transactions, same keys,
+ * same order, same reference-count rules; spec juicefs-format.md §3.7-3.9,
+ * §4.5-4.6, §5.2-5.5), plus jfsops's own task/lease records, which live in the
+ * same engine under names JuiceFS never touches:
+ *   Redis:  jfsops:{ns}:queue (zset id -> lease expiry ms, 0 = unclaimed),
+ *           jfsops:{ns}:task:{id} (hash kind/items/owner/expire/attempts),
+ *           jfsops:{ns}:items (hash item -> task id), jfsops:{ns}:next
+ *   SQLite: jfsops_[X_]{ns}_task, jfsops_[X_]{ns}_item (X from table_prefix)
+ *
+ * Every function takes a struct jo_meta opened with jo_meta_open(); like the
+ * handle, these calls are not thread-safe (one handle per thread). Redis
+ * optimistic transactions (WATCH/MULTI/EXEC) are retried up to 50 times, as
+ * JuiceFS does; SQLite read-modify-writes run in one BEGIN IMMEDIATE
+ * transaction, retried while the database is busy.
+ *
+ * Volumes whose format has ChangeLog true are not handled here: callers must
+ * refuse them (JuiceFS expects a change-log entry in every transaction).
+ *
+ * Errors: JO_EIO, JO_ECONNECT, JO_EPROTO (corrupt record: nothing changed),
+ * JO_ECONFLICT (a transaction kept failing, or a lease is not ours),
+ * JO_ENOTFOUND (no claimable task), JO_EINVAL, JO_ENOMEM.
+ */
+#ifndef JO_META_MUT_H
+#define JO_META_MUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct jo_err;
+struct jo_meta;
+
+/* A slice by its identity as reference counts see it. */
+struct jo_sref {
+	uint64_t id;
+	uint32_t size;
+};
+
+/*
+ * deleteChunk(ino, indx), §5.2 / §4.6. Redis: WATCH c{ino}_{indx}; LRANGE;
+ * MULTI { DEL; HINCRBY sliceRef k{id}_{size} -1 per record with id > 0 }.
+ * SQLite: one transaction { read the row; refs += -count per slice id;
+ * DELETE the row }, then re-read every slice's refs. *freed (malloc'd, may
+ * be NULL when *nfreed is 0) gets the slices whose count now says "delete"
+ * (Redis HINCRBY result < 0, SQL refs <= 0), in record order, possibly with
+ * duplicates. An absent chunk is success with nothing freed. A corrupt chunk
+ * (Redis element not 24 bytes, SQL blob not a multiple of 24) is JO_EPROTO
+ * and nothing is changed (JuiceFS would drop it and leak its slices).
+ */
+int jo_mut_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx,
+			struct jo_sref **freed, size_t *nfreed, struct jo_err *err);
+
+/*
+ * The chunk indexes file-data deletion visits for a removed file, in
+ * ascending order: Redis: indx with indx*64MiB < length whose list is
+ * non-empty (LLEN); SQLite: every jfs_chunk row of the inode.
+ */
+int jo_mut_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length,
+		       uint32_t **out, size_t *n, struct jo_err *err);
+
+/* Is "{ino}:{length}" still in delfiles (SQL: a jfs_delfile row for ino)? */
+int jo_mut_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length,
+			  bool *out, struct jo_err *err);
+/* Finish file-data deletion: ZREM delfiles "{ino}:{length}" / DELETE FROM
+ * jfs_delfile WHERE inode=ino. */
+int jo_mut_remove_delfile(struct jo_meta *m, uint64_t ino, uint64_t length,
+			  struct jo_err *err);
+
+/*
+ * Clean one delayed-slice entry (§3.9, §4.6) if it is older than edge
+ * (deleted_at < edge, unix s): Redis: WATCH delSlices; HGET
+ * "{new_id}_{ts}"; MULTI { HINCRBY -1 per 12-byte record; HDEL }. SQLite:
+ * one transaction { re-read the row; refs=refs-1 WHERE chunkid AND size per
+ * record; DELETE the row }, then re-read refs. *freed as for delete_chunk.
+ * An absent entry (already cleaned) is success with nothing freed; an entry
+ * not older than edge is left alone (*freed empty, *kept true).
+ */
+int jo_mut_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, int64_t edge,
+			    struct jo_sref **freed, size_t *nfreed, bool *kept,
+			    struct jo_err *err);
+
+/*
+ * Does the slice's reference count say "delete"? Redis: the sliceRef field
+ * exists and is negative; SQL: the jfs_chunk_ref row exists with refs <= 0.
+ * Checked right before its blocks are deleted.
+ */
+int jo_mut_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool *out,
+			   struct jo_err *err);
+/* After a deletable slice's blocks are gone: HDEL sliceRef k{id}_{size} /
+ * DELETE FROM jfs_chunk_ref WHERE chunkid=id (as doDeleteSlice). */
+int jo_mut_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err);
+
+/* Does inode ino exist (Redis EXISTS i{ino}; SQL a jfs_node row)? */
+int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err);
+/* Is ino a detached node (detachedNodes / jfs_detached_node)? */
+int jo_mut_is_detached(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err);
+
+/*
+ * Redis only (SQL deletes every chunk row of a file and has no such leak):
+ * stream the chunk keys c{ino}_{indx} whose inode key i{ino} does not exist
+ * (SCAN + pipelined EXISTS, bounded memory). JO_EUNSUPPORTED on SQLite.
+ */
+typedef int (*jo_mut_chunk_cb)(uint64_t ino, uint32_t indx, void *payload);
+int jo_mut_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *payload,
+			      struct jo_err *err);
+
+/* ---- task records and leases (used through common/lease.h) ---- */
+
+/* A claimed or listed task. items: '\n'-separated item strings (owned). */
+struct jo_mut_task {
+	int64_t id;
+	char kind[32];
+	char *items;
+	char owner[128];
+	int64_t expire_ms;   /* lease expiry, engine clock, unix ms; 0 unclaimed */
+	int64_t attempts;    /* how many times it was claimed */
+};
+void jo_mut_task_release_mem(struct jo_mut_task *t);
+
+/* Namespaces are 1..16 chars of [a-z0-9]; owners 1..100 printable chars. */
+
+/* Create the task tables if missing (SQLite; Redis: no-op). */
+int jo_mut_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
+/*
+ * Record a task with the items that no other pending task holds yet (atomic:
+ * one Lua script / one transaction). *task_id is 0 and *added 0 when every
+ * item was already planned. Items: no '\n', at most 200 bytes each.
+ */
+int jo_mut_task_add(struct jo_meta *m, const char *ns, const char *kind,
+		    const char *const *items, size_t n, int64_t *task_id, size_t *added,
+		    struct jo_err *err);
+/*
+ * Claim one task whose lease is free or expired (atomic), owner := owner,
+ * expiry := now + lease_ms on the engine's clock. JO_ENOTFOUND when none.
+ * out->items etc. are filled; release with jo_mut_task_release_mem().
+ */
+int jo_mut_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
+		      struct jo_mut_task *out, struct jo_err *err);
+/* Extend our lease to now + lease_ms. JO_ECONFLICT if the task is not ours
+ * (taken over, completed or gone); *expire_ms (may be NULL) gets the expiry. */
+int jo_mut_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+		      int64_t lease_ms, int64_t *expire_ms, struct jo_err *err);
+/* Give the task back unfinished (claimable at once). JO_ECONFLICT if not ours. */
+int jo_mut_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+			struct jo_err *err);
+/* Finished: delete the task and its item marks. JO_ECONFLICT if not ours. */
+int jo_mut_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+			 struct jo_err *err);
+/* Counts: all tasks, tasks under an unexpired lease. */
+int jo_mut_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
+		      struct jo_err *err);
+/* Stream every task (read-only; for dry runs and status). */
+typedef int (*jo_mut_task_cb)(const struct jo_mut_task *t, void *payload);
+int jo_mut_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
+		     struct jo_err *err);
+/* Remove every task record of ns (tests, `gc --reset-tasks`). */
+int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
+
+/* Engine-private dispatch targets (mut_redis.c / mut_sqlite.c). */
+struct jo_mut_ops {
+	int (*delete_chunk)(struct jo_meta *, uint64_t, uint32_t, struct jo_sref **, size_t *,
+			    struct jo_err *);
+	int (*file_chunks)(struct jo_meta *, uint64_t, uint64_t, uint32_t **, size_t *,
+			   struct jo_err *);
+	int (*delfile_exists)(struct jo_meta *, uint64_t, uint64_t, bool *, struct jo_err *);
+	int (*remove_delfile)(struct jo_meta *, uint64_t, uint64_t, struct jo_err *);
+	int (*cleanup_delslice)(struct jo_meta *, uint64_t, int64_t, int64_t, struct jo_sref **,
+				size_t *, bool *, struct jo_err *);
+	int (*slice_deletable)(struct jo_meta *, uint64_t, uint32_t, bool *, struct jo_err *);
+	int (*forget_slice)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
+	int (*inode_exists)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
+	int (*is_detached)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
+	int (*scan_orphan_chunks)(struct jo_meta *, jo_mut_chunk_cb, void *, struct jo_err *);
+	int (*task_init)(struct jo_meta *, const char *, struct jo_err *);
+	int (*task_add)(struct jo_meta *, const char *, const char *, const char *const *, size_t,
+			int64_t *, size_t *, struct jo_err *);
+	int (*task_claim)(struct jo_meta *, const char *, const char *, int64_t,
+			  struct jo_mut_task *, struct jo_err *);
+	int (*task_renew)(struct jo_meta *, const char *, int64_t, const char *, int64_t,
+			  int64_t *, struct jo_err *);
+	int (*task_release)(struct jo_meta *, const char *, int64_t, const char *,
+			    struct jo_err *);
+	int (*task_complete)(struct jo_meta *, const char *, int64_t, const char *,
+			     struct jo_err *);
+	int (*task_count)(struct jo_meta *, const char *, int64_t *, int64_t *, struct jo_err *);
+	int (*task_scan)(struct jo_meta *, const char *, jo_mut_task_cb, void *, struct jo_err *);
+	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
+};
+extern const struct jo_mut_ops jo_mut_redis_ops;
+extern const struct jo_mut_ops jo_mut_sqlite_ops;
+
+#endif

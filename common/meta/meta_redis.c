@@ -1,0 +1,1084 @@
+/*
+ * meta_redis.c: the Redis backend (standalone Redis via hiredis, §3 of the
+ * format spec). Keys are unprefixed (cluster mode is refused). Every scan is
+ * a cursor (SCAN/HSCAN/ZSCAN with COUNT), never KEYS; per-page lookups are
+ * pipelined.
+ */
+#include "common/meta/meta_internal.h"
+
+#include "common/err.h"
+
+#include <hiredis/hiredis.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#define SCAN_COUNT "1000"
+
+struct rd {
+	redisContext *c;
+};
+
+static redisContext *RC(struct jo_meta *m)
+{
+	return ((struct rd *)m->be)->c;
+}
+
+static int reply_error(struct jo_meta *m, const redisReply *r, struct jo_err *err, const char *what)
+{
+	int code = JO_EIO;
+
+	if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
+		code = JO_EAUTH;
+	return jo_err_set(err, code, "redis %s: %s: %.200s", m->url.redacted, what, r->str);
+}
+
+static int conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
+{
+	redisContext *c = RC(m);
+	int code = (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) ? JO_ECONNECT : JO_EIO;
+
+	return jo_err_set(err, code, "redis %s: %s: %s", m->url.redacted, what,
+			  c->errstr[0] ? c->errstr : "connection lost");
+}
+
+/* Run a command; NULL on failure (err set, *rc the code). Error replies fail. */
+static redisReply *rcmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...)
+{
+	va_list ap;
+	redisReply *r;
+
+	va_start(ap, fmt);
+	r = redisvCommand(RC(m), fmt, ap);
+	va_end(ap);
+	if (!r) {
+		*rc = conn_error(m, err, fmt);
+		return NULL;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		*rc = reply_error(m, r, err, fmt);
+		freeReplyObject(r);
+		return NULL;
+	}
+	*rc = 0;
+	return r;
+}
+
+/* Fetch one pipelined reply (error replies are returned too, caller checks). */
+static int rget(struct jo_meta *m, redisReply **out, struct jo_err *err)
+{
+	void *r = NULL;
+
+	if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
+		*out = NULL;
+		return conn_error(m, err, "pipelined reply");
+	}
+	*out = r;
+	if ((*out)->type == REDIS_REPLY_ERROR) {
+		int rc = reply_error(m, *out, err, "pipelined command");
+		freeReplyObject(*out);
+		*out = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+/* Drain n pending pipelined replies after an error, to keep the link in sync. */
+static void rdrain(struct jo_meta *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		void *r = NULL;
+		if (redisGetReply(RC(m), &r) != REDIS_OK)
+			return;
+		freeReplyObject(r);
+	}
+}
+
+static int r_open(struct jo_meta *m, struct jo_err *err)
+{
+	struct timeval ctv = { 5, 0 }, ttv = { 60, 0 };
+	struct rd *d;
+	redisReply *r;
+	int rc;
+
+	if (m->url.tls)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "rediss:// (TLS) is not supported by this build (hiredis without TLS): %s",
+				  m->url.redacted);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	m->be = d;
+	if (m->url.unix_socket)
+		d->c = redisConnectUnixWithTimeout(m->url.path, ctv);
+	else
+		d->c = redisConnectWithTimeout(m->url.host, m->url.port, ctv);
+	if (!d->c) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (d->c->err) {
+		rc = jo_err_set(err, JO_ECONNECT, "cannot connect to redis %s: %s", m->url.redacted,
+				d->c->errstr);
+		goto fail;
+	}
+	redisSetTimeout(d->c, ttv);
+	if (m->url.password) {
+		if (m->url.user)
+			r = redisCommand(d->c, "AUTH %s %s", m->url.user, m->url.password);
+		else
+			r = redisCommand(d->c, "AUTH %s", m->url.password);
+		if (!r) {
+			rc = conn_error(m, err, "AUTH");
+			goto fail;
+		}
+		if (r->type == REDIS_REPLY_ERROR) {
+			rc = jo_err_set(err, JO_EAUTH, "redis %s: authentication failed: %.200s",
+					m->url.redacted, r->str);
+			freeReplyObject(r);
+			goto fail;
+		}
+		freeReplyObject(r);
+	}
+	r = rcmd(m, err, &rc, "SELECT %d", m->url.db);
+	if (!r)
+		goto fail;
+	freeReplyObject(r);
+	/* Cluster nodes prefix every key: refuse them. INFO may be denied by an
+	 * ACL; that only skips the check. */
+	r = redisCommand(d->c, "INFO cluster");
+	if (!r) {
+		rc = conn_error(m, err, "INFO");
+		goto fail;
+	}
+	if (r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_enabled:1")) {
+		freeReplyObject(r);
+		rc = jo_err_set(err, JO_EUNSUPPORTED, "redis %s is a cluster node: cluster mode is "
+				"not supported", m->url.redacted);
+		goto fail;
+	}
+	freeReplyObject(r);
+	r = rcmd(m, err, &rc, "EXISTS setting");
+	if (!r)
+		goto fail;
+	if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
+		freeReplyObject(r);
+		rc = jo_err_set(err, JO_ENOTJFS, "redis %s has no \"setting\" key: not a JuiceFS volume",
+				m->url.redacted);
+		goto fail;
+	}
+	freeReplyObject(r);
+	return 0;
+fail:
+	if (d->c)
+		redisFree(d->c);
+	free(d);
+	m->be = NULL;
+	return rc;
+}
+
+static void r_close(struct jo_meta *m)
+{
+	struct rd *d = m->be;
+
+	if (!d)
+		return;
+	redisFree(d->c);
+	free(d);
+	m->be = NULL;
+}
+
+static int r_get_setting(struct jo_meta *m, char **json, struct jo_err *err)
+{
+	int rc;
+	redisReply *r = rcmd(m, err, &rc, "GET setting");
+
+	if (!r)
+		return rc;
+	if (r->type != REDIS_REPLY_STRING) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_ENOTJFS, "redis %s has no \"setting\" key: not a JuiceFS "
+				  "volume", m->url.redacted);
+	}
+	*json = malloc(r->len + 1);
+	if (!*json) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	memcpy(*json, r->str, r->len);
+	(*json)[r->len] = '\0';
+	memset(r->str, 0, r->len);
+	freeReplyObject(r);
+	return 0;
+}
+
+static int r_lookup(struct jo_meta *m, uint64_t parent, const char *name, uint64_t *ino,
+		    uint8_t *type, struct jo_err *err)
+{
+	int rc;
+	redisReply *r = rcmd(m, err, &rc, "HGET d%llu %b", (unsigned long long)parent, name,
+			     strlen(name));
+
+	if (!r)
+		return rc;
+	if (r->type != REDIS_REPLY_STRING) {
+		rc = jo_err_set(err, JO_ENOTFOUND, "no entry \"%s\" in directory %llu", name,
+				(unsigned long long)parent);
+	} else if (r->len < 9) {
+		rc = jo_err_set(err, JO_EPROTO, "dir entry \"%s\" in %llu is %zu bytes, need 9", name,
+				(unsigned long long)parent, r->len);
+	} else {
+		*type = (uint8_t)r->str[0];
+		*ino = jo_be64((const uint8_t *)r->str + 1);
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+static int r_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err)
+{
+	int rc;
+	redisReply *r = rcmd(m, err, &rc, "GET i%llu", (unsigned long long)ino);
+
+	if (!r)
+		return rc;
+	if (r->type != REDIS_REPLY_STRING)
+		rc = jo_err_set(err, JO_ENOTFOUND, "inode %llu does not exist",
+				(unsigned long long)ino);
+	else if ((rc = jo_meta_decode_attr((const uint8_t *)r->str, r->len, out, err)) != 0)
+		jo_err_wrap(err, "inode %llu", (unsigned long long)ino);
+	freeReplyObject(r);
+	return rc;
+}
+
+/* Parse "<prefix><u64>_<u32>" strictly. */
+static int parse_two(const char *s, size_t n, char prefix, uint64_t *a, uint64_t *b)
+{
+	const char *us;
+
+	if (n < 4 || s[0] != prefix)
+		return -1;
+	us = memchr(s + 1, '_', n - 1);
+	if (!us)
+		return -1;
+	if (jo_meta_parse_u64(s + 1, (size_t)(us - s - 1), a) != 0)
+		return -1;
+	return jo_meta_parse_u64(us + 1, (size_t)(s + n - us - 1), b);
+}
+
+/*
+ * Generic cursor loop: cmd is "SCAN", "HSCAN key", "ZSCAN key" or "SSCAN key";
+ * page(elements, n) handles one page. Returns 0 or the first non-zero result.
+ */
+typedef int (*page_fn)(struct jo_meta *m, redisReply **el, size_t n, void *ctx, struct jo_err *err);
+
+static int r_scan(struct jo_meta *m, const char *verb, const char *key, const char *match,
+		  page_fn page, void *ctx, struct jo_err *err)
+{
+	char cursor[32] = "0";
+	int rc = 0;
+
+	do {
+		const char *argv[8];
+		size_t lens[8];
+		int argc = 0;
+		redisReply *r;
+
+		argv[argc++] = verb;
+		if (key)
+			argv[argc++] = key;
+		argv[argc++] = cursor;
+		if (match) {
+			argv[argc++] = "MATCH";
+			argv[argc++] = match;
+		}
+		argv[argc++] = "COUNT";
+		argv[argc++] = SCAN_COUNT;
+		for (int i = 0; i < argc; i++)
+			lens[i] = strlen(argv[i]);
+		r = redisCommandArgv(RC(m), argc, argv, lens);
+		if (!r)
+			return conn_error(m, err, verb);
+		if (r->type == REDIS_REPLY_ERROR) {
+			rc = reply_error(m, r, err, verb);
+			freeReplyObject(r);
+			return rc;
+		}
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY || r->element[0]->len >= sizeof(cursor)) {
+			freeReplyObject(r);
+			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected %s reply",
+					  m->url.redacted, verb);
+		}
+		memcpy(cursor, r->element[0]->str, r->element[0]->len);
+		cursor[r->element[0]->len] = '\0';
+		if (r->element[1]->elements > 0)
+			rc = page(m, r->element[1]->element, r->element[1]->elements, ctx, err);
+		freeReplyObject(r);
+	} while (rc == 0 && strcmp(cursor, "0") != 0);
+	return rc;
+}
+
+static int r_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t **out,
+			size_t *len, struct jo_err *err)
+{
+	int rc;
+	redisReply *r = rcmd(m, err, &rc, "LRANGE c%llu_%u 0 -1", (unsigned long long)ino, indx);
+	uint8_t *buf;
+
+	if (!r)
+		return rc;
+	if (r->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_EPROTO, "redis: chunk c%llu_%u is not a list",
+				  (unsigned long long)ino, indx);
+	}
+	if (r->elements == 0) {
+		freeReplyObject(r);
+		return 0;
+	}
+	buf = malloc(r->elements * JO_SLICE_REC_LEN);
+	if (!buf) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < r->elements; i++) {
+		redisReply *e = r->element[i];
+		if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN) {
+			rc = jo_err_set(err, JO_EPROTO, "chunk c%llu_%u: element %zu is %zu bytes, not 24",
+					(unsigned long long)ino, indx, i, e->len);
+			free(buf);
+			freeReplyObject(r);
+			return rc;
+		}
+		memcpy(buf + i * JO_SLICE_REC_LEN, e->str, JO_SLICE_REC_LEN);
+	}
+	*out = buf;
+	*len = r->elements * JO_SLICE_REC_LEN;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* ---- list_chunks: SCAN MATCH c{ino}_* (Redis keeps no per-inode index) */
+
+struct list_ctx {
+	uint64_t ino;
+	uint32_t *v;
+	size_t n, cap;
+};
+
+static int list_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct list_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino, indx;
+		if (el[i]->type != REDIS_REPLY_STRING ||
+		    parse_two(el[i]->str, el[i]->len, 'c', &ino, &indx) != 0 || ino != c->ino ||
+		    indx > UINT32_MAX)
+			continue;
+		if (c->n == c->cap) {
+			uint32_t *v;
+			c->cap = c->cap ? c->cap * 2 : 16;
+			v = realloc(c->v, c->cap * sizeof(*v));
+			if (!v)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			c->v = v;
+		}
+		c->v[c->n++] = (uint32_t)indx;
+	}
+	return 0;
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int r_list_chunks(struct jo_meta *m, uint64_t ino, uint32_t **out, size_t *n,
+			 struct jo_err *err)
+{
+	struct list_ctx c = { ino, NULL, 0, 0 };
+	char match[48];
+	int rc;
+
+	snprintf(match, sizeof(match), "c%llu_*", (unsigned long long)ino);
+	rc = r_scan(m, "SCAN", NULL, match, list_page, &c, err);
+	if (rc != 0) {
+		free(c.v);
+		return rc;
+	}
+	if (c.n > 1) {
+		size_t k = 1;
+		qsort(c.v, c.n, sizeof(*c.v), cmp_u32);
+		for (size_t i = 1; i < c.n; i++) /* SCAN may return a key twice */
+			if (c.v[i] != c.v[k - 1])
+				c.v[k++] = c.v[i];
+		c.n = k;
+	}
+	*out = c.v;
+	*n = c.n;
+	return 0;
+}
+
+/* ---- list_chunks_below: pipelined EXISTS c{ino}_{i}, batches of 1000 */
+
+static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, uint32_t **out,
+			       size_t *n, struct jo_err *err)
+{
+	uint32_t *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc = 0;
+
+	for (uint32_t base = 0; base < nidx && rc == 0; base += 1000) {
+		uint32_t k = nidx - base < 1000 ? nidx - base : 1000, got;
+		for (uint32_t i = 0; i < k; i++) {
+			if (redisAppendCommand(RC(m), "EXISTS c%llu_%u", (unsigned long long)ino,
+					       base + i) != REDIS_OK) {
+				rdrain(m, i);
+				free(v);
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			}
+		}
+		for (got = 0; got < k && rc == 0;) {
+			redisReply *r;
+			uint32_t cur;
+			rc = rget(m, &r, err);
+			cur = got++;
+			if (rc != 0)
+				break;
+			if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
+				if (cnt == cap) {
+					uint32_t *nv;
+					cap = cap ? cap * 2 : 16;
+					nv = realloc(v, cap * sizeof(*v));
+					if (!nv) {
+						rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+						freeReplyObject(r);
+						break;
+					}
+					v = nv;
+				}
+				v[cnt++] = base + cur;
+			}
+			freeReplyObject(r);
+		}
+		if (got < k)
+			rdrain(m, k - got);
+	}
+	if (rc != 0) {
+		free(v);
+		return rc;
+	}
+	*out = v;
+	*n = cnt;
+	return 0;
+}
+
+/* ---- scan_chunks: SCAN MATCH c*_* + pipelined LRANGE per page */
+
+struct chunks_ctx {
+	jo_meta_chunk_cb cb;
+	void *payload;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t *ino;
+	uint32_t *indx;
+	size_t kcap;
+};
+
+static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct chunks_ctx *c = p;
+	size_t k = 0, got = 0;
+	int rc = 0;
+
+	if (n > c->kcap) {
+		uint64_t *a = realloc(c->ino, n * sizeof(*a));
+		uint32_t *b;
+		if (!a)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		c->ino = a;
+		b = realloc(c->indx, n * sizeof(*b));
+		if (!b)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		c->indx = b;
+		c->kcap = n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino, indx;
+		if (el[i]->type != REDIS_REPLY_STRING ||
+		    parse_two(el[i]->str, el[i]->len, 'c', &ino, &indx) != 0 || indx > UINT32_MAX)
+			continue;
+		if (redisAppendCommand(RC(m), "LRANGE %b 0 -1", el[i]->str, el[i]->len) != REDIS_OK) {
+			rdrain(m, k);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		c->ino[k] = ino;
+		c->indx[k] = (uint32_t)indx;
+		k++;
+	}
+	for (got = 0; got < k && rc == 0;) {
+		redisReply *r;
+		size_t len, cur;
+		rc = rget(m, &r, err);
+		cur = got++;
+		if (rc != 0)
+			break;
+		if (r->type != REDIS_REPLY_ARRAY) { /* not a list: not ours */
+			freeReplyObject(r);
+			continue;
+		}
+		len = r->elements * JO_SLICE_REC_LEN;
+		if (len > c->cap) {
+			uint8_t *b = realloc(c->buf, len);
+			if (!b) {
+				freeReplyObject(r);
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				break;
+			}
+			c->buf = b;
+			c->cap = len;
+		}
+		for (size_t j = 0; j < r->elements; j++) {
+			redisReply *e = r->element[j];
+			if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN) {
+				rc = jo_err_set(err, JO_EPROTO,
+						"chunk c%llu_%u: element %zu is %zu bytes, not 24",
+						(unsigned long long)c->ino[cur], c->indx[cur], j, e->len);
+				break;
+			}
+			memcpy(c->buf + j * JO_SLICE_REC_LEN, e->str, JO_SLICE_REC_LEN);
+		}
+		freeReplyObject(r);
+		/* A key that vanished between SCAN and LRANGE is an empty list: skip it. */
+		if (rc == 0 && len > 0)
+			rc = c->cb(c->ino[cur], c->indx[cur], c->buf, len, c->payload);
+	}
+	if (got < k)
+		rdrain(m, k - got);
+	return rc;
+}
+
+static int r_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
+			 struct jo_err *err)
+{
+	struct chunks_ctx c = { cb, payload, NULL, 0, NULL, NULL, 0 };
+	int rc = r_scan(m, "SCAN", NULL, "c*_*", chunks_page, &c, err);
+
+	free(c.buf);
+	free(c.ino);
+	free(c.indx);
+	return rc;
+}
+
+/* ---- scan_inodes: SCAN MATCH i* + pipelined GET */
+
+struct inodes_ctx {
+	jo_meta_inode_cb cb;
+	void *payload;
+	uint64_t *ino;
+	size_t kcap;
+};
+
+static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct inodes_ctx *c = p;
+	size_t k = 0, got;
+	int rc = 0;
+
+	if (n > c->kcap) {
+		uint64_t *a = realloc(c->ino, n * sizeof(*a));
+		if (!a)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		c->ino = a;
+		c->kcap = n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino;
+		if (el[i]->type != REDIS_REPLY_STRING || el[i]->len < 2 || el[i]->str[0] != 'i' ||
+		    jo_meta_parse_u64(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
+			continue;
+		if (redisAppendCommand(RC(m), "GET %b", el[i]->str, el[i]->len) != REDIS_OK) {
+			rdrain(m, k);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		c->ino[k++] = ino;
+	}
+	for (got = 0; got < k && rc == 0;) {
+		redisReply *r;
+		struct jo_attr a;
+		size_t cur;
+		rc = rget(m, &r, err);
+		cur = got++;
+		if (rc != 0)
+			break;
+		if (r->type == REDIS_REPLY_STRING) {
+			rc = jo_meta_decode_attr((const uint8_t *)r->str, r->len, &a, err);
+			if (rc != 0)
+				jo_err_wrap(err, "inode %llu", (unsigned long long)c->ino[cur]);
+			else
+				rc = c->cb(c->ino[cur], &a, c->payload);
+		}
+		freeReplyObject(r);
+	}
+	if (got < k)
+		rdrain(m, k - got);
+	return rc;
+}
+
+static int r_scan_inodes(struct jo_meta *m, jo_meta_inode_cb cb, void *payload,
+			 struct jo_err *err)
+{
+	struct inodes_ctx c = { cb, payload, NULL, 0 };
+	int rc = r_scan(m, "SCAN", NULL, "i*", inodes_page, &c, err);
+
+	free(c.ino);
+	return rc;
+}
+
+/* ---- readdir: HSCAN d{dir} */
+
+struct dir_ctx {
+	jo_meta_dirent_cb cb;
+	void *payload;
+	uint64_t dir;
+};
+
+static int dir_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct dir_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		redisReply *k = el[i], *v = el[i + 1];
+		int rc;
+		if (v->type != REDIS_REPLY_STRING || v->len < 9)
+			return jo_err_set(err, JO_EPROTO, "dir %llu: entry value is not 9 bytes",
+					  (unsigned long long)c->dir);
+		rc = c->cb(k->str, k->len, jo_be64((const uint8_t *)v->str + 1), (uint8_t)v->str[0],
+			   c->payload);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int r_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void *payload,
+		     struct jo_err *err)
+{
+	struct dir_ctx c = { cb, payload, dir };
+	char key[32];
+
+	snprintf(key, sizeof(key), "d%llu", (unsigned long long)dir);
+	return r_scan(m, "HSCAN", key, NULL, dir_page, &c, err);
+}
+
+/* ---- slice refs */
+
+static int r_get_slice_ref(struct jo_meta *m, uint64_t id, uint32_t size, int64_t *refs,
+			   bool *ex, struct jo_err *err)
+{
+	int rc;
+	redisReply *r = rcmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
+
+	if (!r)
+		return rc;
+	if (r->type == REDIS_REPLY_STRING) {
+		char *end;
+		char tmp[32];
+		long long v;
+		size_t n = r->len < sizeof(tmp) - 1 ? r->len : sizeof(tmp) - 1;
+		memcpy(tmp, r->str, n);
+		tmp[n] = '\0';
+		v = strtoll(tmp, &end, 10);
+		if (n == 0 || *end) {
+			rc = jo_err_set(err, JO_EPROTO, "sliceRef k%llu_%u is not an integer",
+					(unsigned long long)id, size);
+		} else {
+			*refs = v + 1;
+			*ex = true;
+		}
+	} else {
+		*refs = 1;
+		*ex = false;
+	}
+	freeReplyObject(r);
+	return rc;
+}
+
+static int parse_i64(const char *s, size_t n, int64_t *out)
+{
+	uint64_t v;
+	bool neg = n > 0 && s[0] == '-';
+
+	if (jo_meta_parse_u64(s + neg, n - neg, &v) != 0 || v > (uint64_t)INT64_MAX)
+		return -1;
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return 0;
+}
+
+/* A zset score as integer seconds ("1732893301" or "1.7e9"). */
+static int64_t parse_score(const redisReply *r)
+{
+	char tmp[64];
+	size_t n = r->len < sizeof(tmp) - 1 ? r->len : sizeof(tmp) - 1;
+
+	memcpy(tmp, r->str, n);
+	tmp[n] = '\0';
+	return (int64_t)strtod(tmp, NULL);
+}
+
+struct ref_ctx {
+	jo_meta_ref_cb cb;
+	void *payload;
+};
+
+static int ref_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct ref_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		uint64_t id, size;
+		int64_t v;
+		int rc;
+		if (parse_two(el[i]->str, el[i]->len, 'k', &id, &size) != 0 || size > UINT32_MAX)
+			continue; /* not a k{id}_{size} field */
+		if (parse_i64(el[i + 1]->str, el[i + 1]->len, &v) != 0)
+			return jo_err_set(err, JO_EPROTO, "sliceRef %.*s: value is not an integer",
+					  (int)el[i]->len, el[i]->str);
+		rc = c->cb(id, (uint32_t)size, v + 1, c->payload);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int r_scan_slice_refs(struct jo_meta *m, jo_meta_ref_cb cb, void *payload,
+			     struct jo_err *err)
+{
+	struct ref_ctx c = { cb, payload };
+
+	return r_scan(m, "HSCAN", "sliceRef", NULL, ref_page, &c, err);
+}
+
+/* ---- delfiles: ZSCAN delfiles, member "{ino}:{len}" */
+
+struct delf_ctx {
+	jo_meta_delfile_cb cb;
+	void *payload;
+};
+
+static int delf_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct delf_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		const char *s = el[i]->str;
+		size_t len = el[i]->len;
+		const char *c1 = memchr(s, ':', len), *c2 = NULL;
+		uint64_t ino, flen = 1ULL << 30; /* legacy "ino" only: assume 1 GiB */
+		int rc;
+		if (c1)
+			c2 = memchr(c1 + 1, ':', (size_t)(s + len - c1 - 1));
+		if (jo_meta_parse_u64(s, c1 ? (size_t)(c1 - s) : len, &ino) != 0)
+			return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
+					  (int)(len > 64 ? 64 : len), s);
+		if (c1 && !c2 && jo_meta_parse_u64(c1 + 1, (size_t)(s + len - c1 - 1), &flen) != 0)
+			return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
+					  (int)(len > 64 ? 64 : len), s);
+		if (c2 && jo_meta_parse_u64(c2 + 1, (size_t)(s + len - c2 - 1), &flen) != 0)
+			return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
+					  (int)(len > 64 ? 64 : len), s);
+		rc = c->cb(ino, flen, parse_score(el[i + 1]), c->payload);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int r_scan_delfiles(struct jo_meta *m, jo_meta_delfile_cb cb, void *payload,
+			   struct jo_err *err)
+{
+	struct delf_ctx c = { cb, payload };
+
+	return r_scan(m, "ZSCAN", "delfiles", NULL, delf_page, &c, err);
+}
+
+/* ---- delSlices: HSCAN, field "{newId}_{ts}" */
+
+struct dels_ctx {
+	jo_meta_delslices_cb cb;
+	void *payload;
+};
+
+static int dels_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct dels_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		const char *s = el[i]->str;
+		const char *us = memchr(s, '_', el[i]->len);
+		uint64_t id, ts;
+		int rc;
+		if (!us || jo_meta_parse_u64(s, (size_t)(us - s), &id) != 0 ||
+		    jo_meta_parse_u64(us + 1, (size_t)(s + el[i]->len - us - 1), &ts) != 0)
+			return jo_err_set(err, JO_EPROTO, "delSlices: bad field \"%.*s\"",
+					  (int)(el[i]->len > 64 ? 64 : el[i]->len), s);
+		if (el[i + 1]->len % JO_DELSLICE_REC_LEN != 0)
+			return jo_err_set(err, JO_EPROTO, "delSlices %.*s: %zu bytes, not a multiple "
+					  "of 12", (int)el[i]->len, s, el[i + 1]->len);
+		rc = c->cb(id, (int64_t)ts, (const uint8_t *)el[i + 1]->str, el[i + 1]->len,
+			   c->payload);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int r_scan_delslices(struct jo_meta *m, jo_meta_delslices_cb cb, void *payload,
+			    struct jo_err *err)
+{
+	struct dels_ctx c = { cb, payload };
+
+	return r_scan(m, "HSCAN", "delSlices", NULL, dels_page, &c, err);
+}
+
+/* ---- sessions: ZSCAN allSessions + pipelined HGET sessionInfos */
+
+struct sess_ctx {
+	jo_meta_session_cb cb;
+	void *payload;
+	uint64_t *sid;
+	int64_t *exp;
+	size_t kcap;
+};
+
+static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct sess_ctx *c = p;
+	size_t k = 0, got;
+	int rc = 0;
+
+	if (n > c->kcap) {
+		uint64_t *a = realloc(c->sid, n * sizeof(*a));
+		int64_t *b;
+		if (!a)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		c->sid = a;
+		b = realloc(c->exp, n * sizeof(*b));
+		if (!b)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		c->exp = b;
+		c->kcap = n;
+	}
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		uint64_t sid;
+		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
+			continue;
+		if (redisAppendCommand(RC(m), "HGET sessionInfos %b", el[i]->str, el[i]->len) !=
+		    REDIS_OK) {
+			rdrain(m, k);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		c->sid[k] = sid;
+		c->exp[k] = parse_score(el[i + 1]);
+		k++;
+	}
+	for (got = 0; got < k && rc == 0;) {
+		redisReply *r;
+		size_t cur;
+		rc = rget(m, &r, err);
+		cur = got++;
+		if (rc != 0)
+			break;
+		rc = c->cb(c->sid[cur], c->exp[cur], r->type == REDIS_REPLY_STRING ? r->str : "",
+			   c->payload);
+		freeReplyObject(r);
+	}
+	if (got < k)
+		rdrain(m, k - got);
+	return rc;
+}
+
+static int r_scan_sessions(struct jo_meta *m, jo_meta_session_cb cb, void *payload,
+			   struct jo_err *err)
+{
+	struct sess_ctx c = { cb, payload, NULL, NULL, 0 };
+	int rc = r_scan(m, "ZSCAN", "allSessions", NULL, sess_page, &c, err);
+
+	free(c.sid);
+	free(c.exp);
+	return rc;
+}
+
+/* ---- sustained: SCAN MATCH session* then SSCAN each session{sid} */
+
+struct sus_ctx {
+	jo_meta_sustained_cb cb;
+	void *payload;
+	uint64_t sid;
+	uint64_t *sids;
+	size_t n, cap;
+};
+
+static int sus_members(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct sus_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t ino;
+		int rc;
+		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &ino) != 0)
+			return jo_err_set(err, JO_EPROTO, "session%llu: bad member",
+					  (unsigned long long)c->sid);
+		rc = c->cb(c->sid, ino, c->payload);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int sus_keys(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct sus_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t sid;
+		if (el[i]->len <= 7 || memcmp(el[i]->str, "session", 7) != 0 ||
+		    jo_meta_parse_u64(el[i]->str + 7, el[i]->len - 7, &sid) != 0)
+			continue;
+		if (c->n == c->cap) {
+			uint64_t *v;
+			c->cap = c->cap ? c->cap * 2 : 16;
+			v = realloc(c->sids, c->cap * sizeof(*v));
+			if (!v)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			c->sids = v;
+		}
+		c->sids[c->n++] = sid;
+	}
+	return 0;
+}
+
+static int r_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+			    struct jo_err *err)
+{
+	struct sus_ctx c = { cb, payload, 0, NULL, 0, 0 };
+	int rc = r_scan(m, "SCAN", NULL, "session*", sus_keys, &c, err);
+
+	/* The number of sessions is small; their member sets are streamed. */
+	for (size_t i = 0; rc == 0 && i < c.n; i++) {
+		char key[40];
+		bool dup = false;
+		for (size_t j = 0; j < i; j++)
+			dup = dup || c.sids[j] == c.sids[i];
+		if (dup)
+			continue;
+		c.sid = c.sids[i];
+		snprintf(key, sizeof(key), "session%llu", (unsigned long long)c.sid);
+		rc = r_scan(m, "SSCAN", key, NULL, sus_members, &c, err);
+	}
+	free(c.sids);
+	return rc;
+}
+
+/* ---- detachedNodes: ZSCAN */
+
+struct det_ctx {
+	jo_meta_detached_cb cb;
+	void *payload;
+};
+
+static int det_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct det_ctx *c = p;
+
+	(void)m;
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		uint64_t ino;
+		int rc;
+		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &ino) != 0)
+			return jo_err_set(err, JO_EPROTO, "detachedNodes: bad member");
+		rc = c->cb(ino, parse_score(el[i + 1]), c->payload);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int r_scan_detached(struct jo_meta *m, jo_meta_detached_cb cb, void *payload,
+			   struct jo_err *err)
+{
+	struct det_ctx c = { cb, payload };
+
+	return r_scan(m, "ZSCAN", "detachedNodes", NULL, det_page, &c, err);
+}
+
+/* ---- counters */
+
+static int r_get_counter(struct jo_meta *m, const char *name, int64_t *out, struct jo_err *err)
+{
+	const char *key = name;
+	int64_t add = 0, v = 0;
+	redisReply *r;
+	int rc;
+
+	if (strcmp(name, "nextInode") == 0) {
+		key = "nextinode";
+		add = 1;
+	} else if (strcmp(name, "nextChunk") == 0) {
+		key = "nextchunk";
+		add = 1;
+	} else if (strcmp(name, "nextSession") == 0) {
+		key = "nextsession";
+	}
+	r = rcmd(m, err, &rc, "GET %s", key);
+	if (!r)
+		return rc;
+	if (r->type == REDIS_REPLY_STRING && parse_i64(r->str, r->len, &v) != 0)
+		rc = jo_err_set(err, JO_EPROTO, "counter %s is not an integer", key);
+	freeReplyObject(r);
+	if (rc == 0)
+		*out = v + add;
+	return rc;
+}
+
+const struct jo_meta_ops jo_meta_redis_ops = {
+	.engine = "redis",
+	.open = r_open,
+	.close = r_close,
+	.get_setting = r_get_setting,
+	.lookup = r_lookup,
+	.getattr = r_getattr,
+	.readdir = r_readdir,
+	.read_chunk = r_read_chunk,
+	.list_chunks = r_list_chunks,
+	.list_chunks_below = r_list_chunks_below,
+	.scan_chunks = r_scan_chunks,
+	.scan_inodes = r_scan_inodes,
+	.get_slice_ref = r_get_slice_ref,
+	.scan_slice_refs = r_scan_slice_refs,
+	.scan_delfiles = r_scan_delfiles,
+	.scan_delslices = r_scan_delslices,
+	.scan_sessions = r_scan_sessions,
+	.scan_sustained = r_scan_sustained,
+	.scan_detached = r_scan_detached,
+	.get_counter = r_get_counter,
+};
+
+struct redisContext *jo_meta_redis_conn(struct jo_meta *m)
+{
+	return m && m->ops == &jo_meta_redis_ops ? RC(m) : NULL;
+}

@@ -1,0 +1,214 @@
+/* mut.c: engine dispatch and argument checks for meta_mut.h. */
+#include "common/meta/meta_mut.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/meta/meta.h"
+
+static const struct jo_mut_ops *ops(struct jo_meta *m)
+{
+	const char *e = jo_meta_engine(m);
+
+	if (!strcmp(e, "redis"))
+		return &jo_mut_redis_ops;
+	if (!strcmp(e, "sqlite3"))
+		return &jo_mut_sqlite_ops;
+	return NULL;
+}
+
+#define OPS_OR_FAIL(m, err) \
+	const struct jo_mut_ops *o = ops(m); \
+	if (!o) \
+		return jo_err_set(err, JO_EUNSUPPORTED, "metadata engine %s cannot be mutated", \
+				  jo_meta_engine(m))
+
+static int check_ns(const char *ns, struct jo_err *err)
+{
+	size_t n = ns ? strlen(ns) : 0;
+
+	if (n == 0 || n > 16)
+		return jo_err_set(err, JO_EINVAL, "task namespace must be 1-16 characters");
+	for (size_t i = 0; i < n; i++)
+		if (!((ns[i] >= 'a' && ns[i] <= 'z') || (ns[i] >= '0' && ns[i] <= '9')))
+			return jo_err_set(err, JO_EINVAL, "task namespace '%s': only [a-z0-9]", ns);
+	return 0;
+}
+
+static int check_owner(const char *owner, struct jo_err *err)
+{
+	size_t n = owner ? strlen(owner) : 0;
+
+	if (n == 0 || n > 100)
+		return jo_err_set(err, JO_EINVAL, "lease owner must be 1-100 characters");
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)owner[i] < 0x21 || (unsigned char)owner[i] > 0x7e)
+			return jo_err_set(err, JO_EINVAL, "lease owner '%s': printable ASCII only", owner);
+	return 0;
+}
+
+void jo_mut_task_release_mem(struct jo_mut_task *t)
+{
+	if (!t)
+		return;
+	free(t->items);
+	t->items = NULL;
+}
+
+int jo_mut_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
+			size_t *nfreed, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->delete_chunk(m, ino, indx, freed, nfreed, err);
+}
+
+int jo_mut_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
+		       size_t *n, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->file_chunks(m, ino, length, out, n, err);
+}
+
+int jo_mut_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length, bool *out,
+			  struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->delfile_exists(m, ino, length, out, err);
+}
+
+int jo_mut_remove_delfile(struct jo_meta *m, uint64_t ino, uint64_t length, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->remove_delfile(m, ino, length, err);
+}
+
+int jo_mut_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, int64_t edge,
+			    struct jo_sref **freed, size_t *nfreed, bool *kept, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->cleanup_delslice(m, new_id, ts, edge, freed, nfreed, kept, err);
+}
+
+int jo_mut_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool *out,
+			   struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->slice_deletable(m, id, size, out, err);
+}
+
+int jo_mut_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->forget_slice(m, id, size, err);
+}
+
+int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->inode_exists(m, ino, out, err);
+}
+
+int jo_mut_is_detached(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->is_detached(m, ino, out, err);
+}
+
+int jo_mut_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *payload,
+			      struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	return o->scan_orphan_chunks(m, cb, payload, err);
+}
+
+int jo_mut_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_ns(ns, err))
+		return err->code;
+	return o->task_init(m, ns, err);
+}
+
+int jo_mut_task_add(struct jo_meta *m, const char *ns, const char *kind,
+		    const char *const *items, size_t n, int64_t *task_id, size_t *added,
+		    struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	*task_id = 0;
+	*added = 0;
+	if (check_ns(ns, err))
+		return err->code;
+	if (!kind || !*kind || strlen(kind) >= 32 || strchr(kind, '\n'))
+		return jo_err_set(err, JO_EINVAL, "bad task kind");
+	for (size_t i = 0; i < n; i++)
+		if (!items[i][0] || strlen(items[i]) > 200 || strchr(items[i], '\n'))
+			return jo_err_set(err, JO_EINVAL, "bad task item '%.40s'", items[i]);
+	return o->task_add(m, ns, kind, items, n, task_id, added, err);
+}
+
+int jo_mut_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
+		      struct jo_mut_task *out, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	memset(out, 0, sizeof(*out));
+	if (check_ns(ns, err) || check_owner(owner, err))
+		return err->code;
+	if (lease_ms < 100)
+		return jo_err_set(err, JO_EINVAL, "lease of %lld ms is too short", (long long)lease_ms);
+	return o->task_claim(m, ns, owner, lease_ms, out, err);
+}
+
+int jo_mut_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+		      int64_t lease_ms, int64_t *expire_ms, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_ns(ns, err) || check_owner(owner, err))
+		return err->code;
+	return o->task_renew(m, ns, id, owner, lease_ms, expire_ms, err);
+}
+
+int jo_mut_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+			struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_ns(ns, err) || check_owner(owner, err))
+		return err->code;
+	return o->task_release(m, ns, id, owner, err);
+}
+
+int jo_mut_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+			 struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_ns(ns, err) || check_owner(owner, err))
+		return err->code;
+	return o->task_complete(m, ns, id, owner, err);
+}
+
+int jo_mut_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
+		      struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	*total = *leased = 0;
+	if (check_ns(ns, err))
+		return err->code;
+	return o->task_count(m, ns, total, leased, err);
+}
+
+int jo_mut_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
+		     struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_ns(ns, err))
+		return err->code;
+	return o->task_scan(m, ns, cb, payload, err);
+}
+
+int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_ns(ns, err))
+		return err->code;
+	return o->task_clear(m, ns, err);
+}

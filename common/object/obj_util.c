@@ -1,0 +1,234 @@
+/* obj_util.c: buffers, URL/XML coding and time parsing for the backends. */
+#include "common/object/object_internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+
+void jo_obj_buf_init(struct jo_obj_buf *b, size_t max)
+{
+	memset(b, 0, sizeof(*b));
+	b->max = max;
+}
+
+void jo_obj_buf_release(struct jo_obj_buf *b)
+{
+	free(b->p);
+	b->p = NULL;
+	b->len = b->cap = 0;
+	b->failed = false;
+}
+
+void jo_obj_buf_reset(struct jo_obj_buf *b)
+{
+	b->len = 0;
+	if (b->p)
+		b->p[0] = '\0';
+	b->failed = false;
+}
+
+int jo_obj_buf_add(struct jo_obj_buf *b, const void *data, size_t n)
+{
+	if (b->failed)
+		return JO_ENOMEM;
+	if (b->max && b->len + n > b->max) {
+		b->failed = true;
+		return JO_EPROTO;
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = b->cap ? b->cap : 256;
+		char *np;
+
+		while (nc < b->len + n + 1)
+			nc *= 2;
+		np = realloc(b->p, nc);
+		if (!np) {
+			b->failed = true;
+			return JO_ENOMEM;
+		}
+		b->p = np;
+		b->cap = nc;
+	}
+	if (n)
+		memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return 0;
+}
+
+int jo_obj_buf_adds(struct jo_obj_buf *b, const char *s)
+{
+	return jo_obj_buf_add(b, s, strlen(s));
+}
+
+int jo_obj_buf_addf(struct jo_obj_buf *b, const char *fmt, ...)
+{
+	char small[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		b->failed = true;
+		return JO_EIO;
+	}
+	if ((size_t)n < sizeof(small))
+		return jo_obj_buf_add(b, small, (size_t)n);
+	{
+		char *big = malloc((size_t)n + 1);
+		int rc;
+
+		if (!big) {
+			b->failed = true;
+			return JO_ENOMEM;
+		}
+		va_start(ap, fmt);
+		vsnprintf(big, (size_t)n + 1, fmt, ap);
+		va_end(ap);
+		rc = jo_obj_buf_add(b, big, (size_t)n);
+		free(big);
+		return rc;
+	}
+}
+
+static bool unreserved(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       c == '-' || c == '_' || c == '.' || c == '~';
+}
+
+int jo_obj_uri_encode(struct jo_obj_buf *b, const char *s, bool keep_slash)
+{
+	static const char digits[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (unreserved(*p) || (keep_slash && *p == '/')) {
+			jo_obj_buf_add(b, p, 1);
+		} else {
+			char e[3] = { '%', digits[*p >> 4], digits[*p & 15] };
+
+			jo_obj_buf_add(b, e, 3);
+		}
+	}
+	return b->failed ? JO_ENOMEM : 0;
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+char *jo_obj_url_decode(const char *s, bool plus_space)
+{
+	size_t n = strlen(s);
+	char *out = malloc(n + 1), *w = out;
+
+	if (!out)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int hi, lo;
+
+			if (i + 2 >= n) {
+				free(out);
+				return NULL;
+			}
+			hi = hexval(s[i + 1]);
+			lo = hi < 0 ? -1 : hexval(s[i + 2]);
+			if (hi < 0 || lo < 0) {
+				free(out);
+				return NULL;
+			}
+			*w++ = (char)(hi * 16 + lo);
+			i += 2;
+		} else if (s[i] == '+' && plus_space) {
+			*w++ = ' ';
+		} else {
+			*w++ = s[i];
+		}
+	}
+	*w = '\0';
+	return out;
+}
+
+int jo_obj_xml_escape(struct jo_obj_buf *b, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '&': jo_obj_buf_adds(b, "&amp;"); break;
+		case '<': jo_obj_buf_adds(b, "&lt;"); break;
+		case '>': jo_obj_buf_adds(b, "&gt;"); break;
+		case '"': jo_obj_buf_adds(b, "&quot;"); break;
+		case '\'': jo_obj_buf_adds(b, "&apos;"); break;
+		case '\r': jo_obj_buf_adds(b, "&#13;"); break;
+		default: jo_obj_buf_add(b, s, 1); break;
+		}
+	}
+	return b->failed ? JO_ENOMEM : 0;
+}
+
+static int digits(const char *s, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
+{
+	struct tm tm;
+	int y, mo, d, h, mi, se;
+	int32_t ns = 0;
+	const char *p;
+
+	if (strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+	    s[16] != ':')
+		return -1;
+	if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) ||
+	    digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) || digits(s + 17, 2, &se))
+		return -1;
+	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
+		return -1;
+	p = s + 19;
+	if (*p == '.') {
+		int32_t scale = 100000000;
+
+		p++;
+		if (*p < '0' || *p > '9')
+			return -1;
+		for (; *p >= '0' && *p <= '9'; p++) {
+			ns += (int32_t)(*p - '0') * scale;
+			scale /= 10;
+		}
+	}
+	if (strcmp(p, "Z") != 0)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = se;
+	*sec = (int64_t)timegm(&tm);
+	*nsec = ns;
+	return 0;
+}

@@ -1,0 +1,159 @@
+/*
+ * object_internal.h: the backend vtable behind struct jo_obj, and helpers
+ * shared by the backends (string buffer, URL coding, S3 XML parsers).
+ * Not for use outside common/object and its unit tests.
+ */
+#ifndef JO_OBJECT_INTERNAL_H
+#define JO_OBJECT_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/object/object.h"
+
+struct jo_err;
+
+/* Every operation gets validated arguments from object.c; err is cleared. */
+struct jo_obj_ops {
+	int (*get)(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
+		   jo_obj_write_cb cb, void *payload, struct jo_err *err);
+	int (*put)(struct jo_obj *o, const char *key, const void *data, size_t len,
+		   const struct jo_obj_put_opts *po, struct jo_err *err);
+	/* meta_out NULL: plain HEAD. */
+	int (*head)(struct jo_obj *o, const char *key, struct jo_obj_info *info,
+		    char ***meta_out, struct jo_err *err);
+	int (*del)(struct jo_obj *o, const char *key, struct jo_err *err);
+	int (*delete_batch)(struct jo_obj *o, const char *const *keys, size_t n,
+			    int *results, struct jo_err *err);
+	int (*list)(struct jo_obj *o, const char *prefix, const char *start_after,
+		    const char *delimiter, jo_obj_list_cb cb, void *payload,
+		    struct jo_err *err);
+	int (*create_bucket)(struct jo_obj *o, struct jo_err *err);
+	int (*copy)(struct jo_obj *o, const char *src_key, const char *dst_key,
+		    const struct jo_obj_copy_opts *co, struct jo_err *err);
+	int (*mpu_create)(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
+			  char **upload_id_out, struct jo_err *err);
+	int (*mpu_put_part)(struct jo_obj *o, const char *key, const char *upload_id,
+			    int part_number, const void *data, size_t len, char *etag_out,
+			    struct jo_err *err);
+	int (*mpu_complete)(struct jo_obj *o, const char *key, const char *upload_id,
+			    const struct jo_obj_part *parts, size_t n, struct jo_err *err);
+	int (*mpu_abort)(struct jo_obj *o, const char *key, const char *upload_id,
+			 struct jo_err *err);
+	int (*mpu_list_parts)(struct jo_obj *o, const char *key, const char *upload_id,
+			      jo_obj_part_cb cb, void *payload, struct jo_err *err);
+	void (*close)(struct jo_obj *o);
+};
+
+struct jo_obj_counters {
+	atomic_uint_fast64_t requests, retries, errors, bytes_in, bytes_out;
+};
+
+struct jo_obj {
+	const struct jo_obj_ops *ops;
+	void *impl;
+	/* Points at own_ctr, or at the sharding parent's counters. */
+	struct jo_obj_counters *ctr;
+	struct jo_obj_counters own_ctr;
+	char desc[600];
+};
+
+/* Backend constructors: fill o->ops, o->impl, o->desc. */
+int jo_obj_file_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_err *err);
+int jo_obj_s3_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_err *err);
+int jo_obj_shard_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_err *err);
+
+/* FNV-1a 32-bit of a string (JuiceFS shard selection). */
+uint32_t jo_obj_fnv1a32(const char *s);
+
+/* ---- growable byte buffer with a hard limit ---- */
+struct jo_obj_buf {
+	char *p;           /* NUL-terminated when non-NULL */
+	size_t len, cap;
+	size_t max;        /* 0: unlimited */
+	bool failed;       /* an append failed (OOM or over max) */
+};
+void jo_obj_buf_init(struct jo_obj_buf *b, size_t max);
+void jo_obj_buf_release(struct jo_obj_buf *b);
+void jo_obj_buf_reset(struct jo_obj_buf *b);
+int jo_obj_buf_add(struct jo_obj_buf *b, const void *data, size_t n);
+int jo_obj_buf_adds(struct jo_obj_buf *b, const char *s);
+int jo_obj_buf_addf(struct jo_obj_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* SigV4 URI encoding of a byte string (unreserved A-Za-z0-9-_.~ kept). */
+int jo_obj_uri_encode(struct jo_obj_buf *b, const char *s, bool keep_slash);
+/* Decode %XX (and '+' as space when plus_space); malloc'd, NULL on bad input. */
+char *jo_obj_url_decode(const char *s, bool plus_space);
+/* XML-escape into b. */
+int jo_obj_xml_escape(struct jo_obj_buf *b, const char *s);
+
+/* ---- S3 XML replies (obj_xml.c, expat) ---- */
+struct jo_s3_entry {
+	char *key;
+	uint64_t size;
+	int64_t mtime;
+	int32_t mtime_nsec;
+	char etag[72];
+	bool is_prefix;
+};
+
+struct jo_s3_list_page {
+	struct jo_s3_entry *entries;  /* Contents and CommonPrefixes merged, by key */
+	size_t n, cap;
+	bool truncated;
+	char *next_token;             /* V2 NextContinuationToken */
+	char *next_marker;            /* V1 NextMarker (decoded) */
+};
+/* Parse ListBucketResult (V1 or V2); keys URL-decoded when EncodingType=url. */
+int jo_s3xml_parse_list(const char *xml, size_t len, struct jo_s3_list_page *out,
+			struct jo_err *err);
+void jo_s3_list_page_release(struct jo_s3_list_page *p);
+
+/* Parse DeleteResult: cb for each <Deleted> (code NULL) and <Error>. */
+typedef int (*jo_s3_delete_cb)(const char *key, const char *code, const char *message,
+			       void *payload);
+int jo_s3xml_parse_delete(const char *xml, size_t len, jo_s3_delete_cb cb, void *payload,
+			  struct jo_err *err);
+
+/*
+ * If the body is an <Error> document: copy Code/Message (truncated) and
+ * return 1; 0 when it is another well-formed document; JO_EPROTO if malformed.
+ */
+int jo_s3xml_parse_error(const char *xml, size_t len, char *code, size_t code_size,
+			 char *message, size_t message_size);
+
+/* Text of the first element `name` below the root (e.g. "UploadId"); malloc'd. */
+int jo_s3xml_find(const char *xml, size_t len, const char *root, const char *name,
+		  char **out, struct jo_err *err);
+
+/* ListPartsResult. */
+struct jo_s3_parts_page {
+	struct jo_obj_part *parts;
+	size_t n, cap;
+	bool truncated;
+	int next_marker;
+};
+int jo_s3xml_parse_parts(const char *xml, size_t len, struct jo_s3_parts_page *out,
+			 struct jo_err *err);
+
+/* ISO 8601 "2009-10-12T17:50:30.000Z" -> unix seconds + nsec; -1 when bad. */
+int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec);
+
+/* ---- bucket strings (obj_s3.c) ---- */
+struct jo_s3_loc {
+	bool https;
+	char host[256];       /* endpoint host[:port], without the bucket label */
+	char bucket[256];
+	char region[64];
+	bool vhost;           /* virtual-hosted addressing */
+	bool insecure;        /* tls-insecure-skip-verify=true */
+	bool disable_checksum;
+};
+/* storage "s3" or "minio"; opts fields region/addressing/insecure override. */
+int jo_s3_parse_bucket(const char *storage, const char *bucket, const struct jo_obj_opts *opts,
+		       struct jo_s3_loc *out, struct jo_err *err);
+
+#endif

@@ -1,0 +1,279 @@
+/* Compaction of one chunk (spec §6). */
+#include "gc/compact.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "common/log.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_compact.h"
+
+static bool same_record(const struct jo_slice *a, const struct jo_slice *b)
+{
+	return a->pos == b->pos && a->id == b->id && a->size == b->size &&
+	       a->off == b->off && a->len == b->len;
+}
+
+/* Segments of recs, without leading and trailing holes (JuiceFS compactChunk). */
+static int trimmed_segments(const struct jo_slice *recs, size_t n, struct compact_pick *p)
+{
+	struct jo_slice *segs = NULL;
+	size_t ns = 0, first = 0;
+	uint64_t size = 0;
+	int rc;
+
+	p->segs = NULL;
+	p->nsegs = 0;
+	p->pos = 0;
+	p->size = 0;
+	rc = jo_chunk_visible(recs, n, &segs, &ns);
+	if (rc)
+		return rc;
+	while (ns - first > 1) {
+		if (segs[first].id == 0) {
+			p->pos += segs[first].len;
+			first++;
+		} else if (segs[ns - 1].id == 0) {
+			ns--;
+		} else {
+			break;
+		}
+	}
+	if (ns - first == 1 && segs[first].id == 0)
+		segs[first].len = 1;   /* an all-hole chunk becomes a 1-byte zero slice */
+	for (size_t i = first; i < ns; i++)
+		size += segs[i].len;
+	if (first)
+		memmove(segs, segs + first, (ns - first) * sizeof(*segs));
+	p->segs = segs;
+	p->nsegs = ns - first;
+	p->size = (uint32_t)size;
+	return 0;
+}
+
+size_t compact_skip_some(const struct jo_slice *recs, size_t n)
+{
+	size_t skipped = 0;
+
+	while (skipped < n) {
+		const struct jo_slice *first = &recs[skipped];
+		struct compact_pick p;
+		bool stop;
+
+		if (trimmed_segments(recs + skipped, n - skipped, &p))
+			break;
+		stop = first->len < (1u << 20) || (uint64_t)first->len * 5 < p.size ||
+		       p.size == 0 || p.nsegs == 0 ||
+		       !(p.pos == first->pos && p.segs[0].id == first->id &&
+			 p.segs[0].off == first->off && p.segs[0].len == first->len);
+		free(p.segs);
+		if (stop)
+			break;
+		for (size_t i = skipped + 1; i < n; i++)
+			if (same_record(&recs[i], first))
+				return skipped;
+		skipped++;
+	}
+	return skipped;
+}
+
+int compact_pick(const struct jo_slice *recs, size_t n, struct compact_pick *pick)
+{
+	int rc;
+
+	memset(pick, 0, sizeof(*pick));
+	if (n > COMPACT_MAX_RECORDS)
+		n = COMPACT_MAX_RECORDS;
+	pick->skipped = compact_skip_some(recs, n);
+	pick->ncompacted = n - pick->skipped;
+	rc = trimmed_segments(recs + pick->skipped, pick->ncompacted, pick);
+	if (rc)
+		return rc;
+	/* JuiceFS panics here; we refuse the chunk instead */
+	for (size_t i = 0; i < pick->skipped && pick->size; i++) {
+		uint64_t s = recs[i].pos, e = s + recs[i].len;
+
+		if ((uint64_t)pick->pos + pick->size > s && e > pick->pos)
+			return JO_EPROTO;
+	}
+	return 0;
+}
+
+void compact_pick_release(struct compact_pick *pick)
+{
+	free(pick->segs);
+	pick->segs = NULL;
+}
+
+/* Produces the new slice's bytes from the visible segments. */
+struct source {
+	struct jo_vol *v;
+	const struct jo_slice *segs;
+	size_t nsegs;
+	uint64_t bytes_read;
+	uint8_t *dst;
+	size_t filled;
+};
+
+static int copy_out(const void *data, size_t len, void *payload)
+{
+	struct source *s = payload;
+
+	memcpy(s->dst + s->filled, data, len);
+	s->filled += len;
+	return 0;
+}
+
+static int source_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload,
+		       struct jo_err *err)
+{
+	struct source *s = payload;
+	uint64_t at = 0, end = (uint64_t)off + len;
+
+	s->dst = dst;
+	s->filled = 0;
+	for (size_t i = 0; i < s->nsegs && at < end; i++) {
+		const struct jo_slice *g = &s->segs[i];
+		uint64_t gs = at, ge = at + g->len;
+		uint64_t b = off > gs ? off : gs, e = end < ge ? end : ge;
+		int rc;
+
+		at = ge;
+		if (e <= b)
+			continue;
+		if (g->id == 0) {
+			memset(dst + s->filled, 0, (size_t)(e - b));
+			s->filled += (size_t)(e - b);
+			continue;
+		}
+		rc = jo_vol_read_slice(s->v, g->id, g->size, g->off + (uint32_t)(b - gs),
+				       (uint32_t)(e - b), copy_out, s, err);
+		if (rc)
+			return rc;
+		s->bytes_read += e - b;
+	}
+	if (s->filled != len)
+		return jo_err_set(err, JO_EPROTO, "compaction source ended early (%zu of %u bytes)",
+				  s->filled, len);
+	return 0;
+}
+
+/* Remove the blocks of a slice nobody references any more, then its ref. */
+static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, struct compact_result *res,
+		      struct jo_err *err)
+{
+	uint32_t n = 0;
+	int rc = jo_vol_delete_slice(v, id, size, &n, err);
+
+	res->blocks_deleted += n;
+	if (rc)
+		return rc;
+	return jo_meta_slice_forget(v->meta, id, size, err);
+}
+
+int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *worker,
+		  struct jo_audit *audit, struct compact_result *res, struct jo_err *err)
+{
+	uint8_t *raw = NULL;
+	size_t rawlen = 0, n = 0, nfreed = 0;
+	struct jo_slice *recs = NULL;
+	struct jo_slice_id *freed = NULL;
+	struct compact_pick pick = { 0 };
+	struct jo_compact_commit cc = { 0 };
+	struct source src = { 0 };
+	uint64_t id = 0;
+	int rc;
+
+	(void)worker;
+	(void)audit;
+	memset(res, 0, sizeof(*res));
+	rc = jo_meta_read_chunk(v->meta, ino, indx, &raw, &rawlen, err);
+	if (rc)
+		return rc;
+	rc = jo_slices_decode(raw, rawlen, &recs, &n, err);
+	if (rc)
+		goto out;
+	res->records_before = n;
+	if (n > COMPACT_MAX_RECORDS)
+		n = COMPACT_MAX_RECORDS;
+	rc = compact_pick(recs, n, &pick);
+	if (rc) {
+		rc = jo_err_set(err, rc == JO_EPROTO ? JO_EPROTO : rc,
+				"inode %llu chunk %u: kept records overlap the compacted range",
+				(unsigned long long)ino, indx);
+		goto out;
+	}
+	if (pick.ncompacted < 2 || pick.size == 0) {
+		res->outcome = COMPACT_NOTHING;
+		res->records_after = res->records_before;
+		goto out;
+	}
+	rc = jo_meta_alloc_slice_ids(v->meta, 1, &id, err);
+	if (rc)
+		goto out;
+	src.v = v;
+	src.segs = pick.segs;
+	src.nsegs = pick.nsegs;
+	rc = jo_vol_write_slice(v, id, pick.size, source_fill, &src, err);
+	res->bytes_read = src.bytes_read;
+	if (rc) {
+		jo_err_wrap(err, "inode %llu chunk %u: write slice %llu",
+			    (unsigned long long)ino, indx, (unsigned long long)id);
+		goto out;
+	}
+	res->bytes_written = pick.size;
+	res->new_id = id;
+	res->new_size = pick.size;
+
+	cc.ino = ino;
+	cc.indx = indx;
+	cc.origin = raw;
+	cc.norigin = n;
+	cc.skipped = pick.skipped;
+	cc.pos = pick.pos;
+	cc.new_id = id;
+	cc.size = pick.size;
+	cc.trash_days = v->fmt.trash_days;
+	cc.now = (int64_t)time(NULL);
+	rc = jo_meta_compact_commit(v->meta, &cc, &freed, &nfreed, err);
+	if (rc == JO_ECONFLICT) {
+		struct jo_err e2 = { 0 };
+
+		/* the chunk changed: our slice is garbage. Mark it pending first so
+		 * a crash now leaves a slice gc can see, then remove it. */
+		res->outcome = COMPACT_CONFLICT;
+		rc = jo_meta_slice_abandon(v->meta, id, pick.size, &e2);
+		if (!rc)
+			rc = drop_slice(v, id, pick.size, res, &e2);
+		if (rc) {
+			*err = e2;
+			goto out;
+		}
+		res->records_after = res->records_before;
+		goto out;
+	}
+	if (rc) {
+		jo_err_wrap(err, "inode %llu chunk %u: commit", (unsigned long long)ino, indx);
+		goto out;
+	}
+	res->outcome = COMPACT_DONE;
+	res->records_after = res->records_before - n + pick.skipped + 1;
+	for (size_t i = 0; i < nfreed; i++) {
+		struct jo_err e2 = { 0 };
+
+		if (drop_slice(v, freed[i].id, freed[i].size, res, &e2)) {
+			/* the ref stays <= 0: gc finishes it */
+			jo_warn("slice %llu stays pending: %s", (unsigned long long)freed[i].id, e2.msg);
+			continue;
+		}
+		res->slices_freed++;
+	}
+out:
+	compact_pick_release(&pick);
+	free(freed);
+	free(recs);
+	free(raw);
+	return rc;
+}

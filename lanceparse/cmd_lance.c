@@ -1,0 +1,475 @@
+/* jfsops lance: byte ranges a scan of selected Lance columns reads. */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/err.h"
+#include "lanceparse/lance.h"
+#include "common/jfs/jfs.h"
+#include "common/object/object.h"
+
+static const char lance_usage[] =
+	"usage: jfsops lance DATASET --columns a,b.c [--version V] [--format jsonl|csv|juicefs]\n"
+	"                    [--align BYTES] [--prefix P] [--merge-gap BYTES] [--blobs]\n"
+	"                    [--tail-block BYTES]\n"
+	"       jfsops lance DATASET --list-versions\n"
+	"       jfsops lance DATASET --schema [--version V]\n"
+	"\n"
+	"Read a Lance dataset's manifest for one version and print the byte ranges\n"
+	"of its files that a scan of the selected columns reads: the manifest, the\n"
+	"deletion files, and in every data file holding a selected column that\n"
+	"column's pages plus the metadata a reader must read (footer, offset tables,\n"
+	"column metadata). Ranges are merged and sorted per file; file names are\n"
+	"relative to the dataset. Legacy (0.1/0.2) and 2.0-2.3 data files, both\n"
+	"manifest naming schemes. Nothing is written.\n"
+	"\n"
+	"DATASET is a local directory, META-URL:/path inside a JuiceFS volume (read\n"
+	"through the metadata engine and object store, no mount), or\n"
+	"s3://bucket/prefix (endpoint and keys from JFSOPS_S3_ENDPOINT,\n"
+	"JFSOPS_ACCESS_KEY, JFSOPS_SECRET_KEY, JFSOPS_REGION).\n"
+	"\n"
+	"Options:\n"
+	"  -c, --columns LIST       comma-separated columns; a top-level name selects\n"
+	"                           the column with all its children, a dotted path\n"
+	"                           (st.x) one nested field (required for ranges)\n"
+	"  -v, --version V          dataset version (default: the latest)\n"
+	"  -f, --format FMT         jsonl, csv or juicefs (default: csv, or jsonl\n"
+	"                           with the global --json): csv is 'file,offset,length';\n"
+	"                           juicefs is the 'path [start-end;...]' list that\n"
+	"                           'juicefs warmup -f' reads (end exclusive)\n"
+	"  -a, --align BYTES        round ranges out to multiples of BYTES and merge\n"
+	"                           (e.g. 4M, the volume's block size; default: none)\n"
+	"  -p, --prefix P           path prefix for --format juicefs (default: DATASET\n"
+	"                           when it is a local directory), e.g. the dataset's\n"
+	"                           path under a JuiceFS mount\n"
+	"      --merge-gap BYTES    merge ranges of a file less than BYTES apart\n"
+	"                           (default: 64, the padding between Lance buffers,\n"
+	"                           which newer Lance readers read through)\n"
+	"      --blobs              also list blob payloads (a scan of a blob column\n"
+	"                           reads only the blob descriptions)\n"
+	"      --tail-block BYTES   size of the reader's first read at the end of each\n"
+	"                           data file (default: 4096, what Lance does on a\n"
+	"                           local file system; 64K on object stores)\n"
+	"      --endpoint URL       S3 endpoint for s3:// datasets (env JFSOPS_S3_ENDPOINT;\n"
+	"                           default AWS), keys from JFSOPS_ACCESS_KEY/SECRET_KEY\n"
+	"      --list-versions      print the dataset's versions and exit\n"
+	"      --schema             print the schema (field id, parent, type) and exit\n"
+	"  -h, --help               show this help\n"
+	CMD_VOL_HELP
+	"\n"
+	"Exit codes: 0 ok, 2 usage, 7 corrupt manifest or data file, 8 missing\n"
+	"dataset, version or column, 9 unsupported location.\n"
+	"\n"
+	"Examples:\n"
+	"  jfsops lance /data/train.lance --columns image,label --format juicefs \\\n"
+	"      --prefix /mnt/jfs/train.lance > warm.txt && juicefs warmup -f warm.txt\n"
+	"  jfsops lance sqlite3:///var/jfs/meta.db:/train.lance --version 12 \\\n"
+	"      --columns emb --align 4M --format jsonl | jfsops warmup sqlite3:///var/jfs/meta.db --ranges -\n";
+
+enum { FMT_CSV, FMT_JSONL, FMT_JUICEFS };
+enum { OPT_LIST = 0x2000, OPT_SCHEMA, OPT_BLOBS, OPT_TAIL, OPT_ENDPOINT, OPT_GAP };
+
+struct lance_args {
+	const char *dataset;
+	char *columns;
+	uint64_t version;
+	int format;
+	uint64_t align;
+	const char *prefix;
+	bool blobs;
+	uint64_t tail_block;
+	uint64_t gap;
+	bool list_versions;
+	bool schema;
+};
+
+static int emit_json(json_t *o)
+{
+	int rc = 0;
+
+	if (!o)
+		return JO_ENOMEM;
+	if (json_dumpf(o, stdout, JSON_COMPACT) < 0 || fputc('\n', stdout) == EOF)
+		rc = JO_EIO;
+	json_decref(o);
+	return rc;
+}
+
+static void csv_path(const char *p)
+{
+	if (strpbrk(p, ",\"\n")) {
+		fputc('"', stdout);
+		for (; *p; p++) {
+			if (*p == '"')
+				fputc('"', stdout);
+			fputc(*p, stdout);
+		}
+		fputc('"', stdout);
+	} else {
+		fputs(p, stdout);
+	}
+}
+
+static int print_versions(struct lance_io *io, const struct lance_args *a, struct jo_err *err)
+{
+	struct lance_version *vs;
+	size_t n;
+	int rc;
+
+	if ((rc = lance_versions_list(io, &vs, &n, err)) < 0)
+		return rc;
+	if (a->format != FMT_JSONL)
+		puts("version,naming,file");
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		const char *naming = vs[i].detached ? "detached" : vs[i].v2_name ? "v2" : "v1";
+		if (a->format == FMT_JSONL)
+			rc = emit_json(json_pack("{s:s,s:I,s:s,s:s}", "type", "version", "version",
+						 (json_int_t)vs[i].version, "naming", naming, "file",
+						 vs[i].name));
+		else
+			printf("%" PRIu64 ",%s,_versions/%s\n", vs[i].version, naming, vs[i].name);
+	}
+	free(vs);
+	return rc < 0 ? jo_err_set(err, rc, "cannot write output") : 0;
+}
+
+static void field_path(const struct lance_manifest *m, size_t i, char *buf, size_t cap)
+{
+	const struct lance_field *f = &m->fields[i];
+	long p = f->parent_id >= 0 ? lance_field_index(m, f->parent_id) : -1;
+	size_t n;
+
+	buf[0] = '\0';
+	if (p >= 0 && (size_t)p != i) {
+		field_path(m, (size_t)p, buf, cap);
+		n = strlen(buf);
+		snprintf(buf + n, cap - n, ".%s", f->name);
+	} else {
+		snprintf(buf, cap, "%s", f->name);
+	}
+}
+
+static int print_schema(const struct lance_manifest *m, const struct lance_args *a,
+			struct jo_err *err)
+{
+	char path[1024];
+	int rc = 0;
+
+	if (a->format != FMT_JSONL)
+		puts("id,parent_id,path,type,flags");
+	for (size_t i = 0; i < m->nfields && rc == 0; i++) {
+		const struct lance_field *f = &m->fields[i];
+		char flags[64];
+		snprintf(flags, sizeof(flags), "%s%s%s%s", f->nullable ? "nullable " : "",
+			 f->blob_v1 ? "blob " : "", f->blob_v2 ? "blob-v2 " : "",
+			 f->packed ? "packed " : "");
+		if (flags[0])
+			flags[strlen(flags) - 1] = '\0';
+		field_path(m, i, path, sizeof(path));
+		if (a->format == FMT_JSONL) {
+			rc = emit_json(json_pack("{s:s,s:i,s:i,s:s,s:s,s:s}", "type", "field", "id",
+						 (int)f->id, "parent_id", (int)f->parent_id, "path",
+						 path, "logical_type", f->logical_type, "flags", flags));
+		} else {
+			printf("%d,%d,", (int)f->id, (int)f->parent_id);
+			csv_path(path);
+			printf(",%s,%s\n", f->logical_type, flags);
+		}
+	}
+	return rc < 0 ? jo_err_set(err, rc, "cannot write output") : 0;
+}
+
+static int print_ranges(const struct lance_rangeset *s, const struct lance_args *a,
+			const char *prefix, struct jo_err *err)
+{
+	int rc = 0;
+
+	if (a->format == FMT_CSV)
+		puts("file,offset,length");
+	for (size_t i = 0; i < s->n && rc == 0;) {
+		const struct lance_range *r = &s->r[i];
+		const char *file = s->files[r->file];
+		if (a->format == FMT_JUICEFS) {
+			size_t j = i;
+			if (prefix && *prefix)
+				printf("%s%s", prefix, prefix[strlen(prefix) - 1] == '/' ? "" : "/");
+			printf("%s [", file);
+			for (; j < s->n && s->r[j].file == r->file; j++)
+				printf("%s%" PRIu64 "-%" PRIu64, j > i ? ";" : "", s->r[j].off,
+				       s->r[j].off + s->r[j].len);
+			puts("]");
+			i = j;
+			continue;
+		}
+		if (a->format == FMT_JSONL) {
+			rc = emit_json(json_pack("{s:s,s:s,s:I,s:I,s:s}", "type", "range", "file", file,
+						 "offset", (json_int_t)r->off, "length",
+						 (json_int_t)r->len, "kind",
+						 r->kind & LANCE_RK_DATA ? "data" : "meta"));
+		} else {
+			csv_path(file);
+			printf(",%" PRIu64 ",%" PRIu64 "\n", r->off, r->len);
+		}
+		i++;
+	}
+	return rc < 0 ? jo_err_set(err, rc, "cannot write output") : 0;
+}
+
+static int run_ranges(struct lance_io *io, const struct lance_manifest *m,
+		      const struct lance_args *a, const struct jo_ctx *ctx, struct jo_err *err)
+{
+	struct lance_scan_opts so = { .blob_payloads = a->blobs, .tail_block = a->tail_block };
+	struct lance_rangeset s;
+	size_t *sel = NULL, nsel = 0, cap = 0;
+	char *save = NULL, *tok;
+	uint64_t total = 0;
+	int rc = 0;
+
+	lance_rangeset_init(&s);
+	for (tok = strtok_r(a->columns, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t idx;
+		while (*tok == ' ')
+			tok++;
+		if (!*tok)
+			continue;
+		if ((rc = lance_field_resolve(m, tok, &idx, err)) < 0) {
+			jo_err_wrap(err, "version %" PRIu64, m->version);
+			goto out;
+		}
+		if (nsel == cap) {
+			cap = cap ? cap * 2 : 8;
+			size_t *p = realloc(sel, cap * sizeof(*p));
+			if (!p) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				goto out;
+			}
+			sel = p;
+		}
+		sel[nsel++] = idx;
+	}
+	if (nsel == 0) {
+		rc = jo_err_set(err, JO_EINVAL, "--columns names no column");
+		goto out;
+	}
+	if ((rc = lance_scan_ranges(io, m, sel, nsel, &so, &s, err)) < 0)
+		goto out;
+	lance_rangeset_finish(&s, a->align, a->gap);
+	const char *prefix = a->prefix;
+	if (!prefix && !strstr(a->dataset, "://"))
+		prefix = a->dataset;
+	if ((rc = print_ranges(&s, a, prefix, err)) < 0)
+		goto out;
+	for (size_t i = 0; i < s.n; i++)
+		total += s.r[i].len;
+	if (a->format == FMT_JSONL)
+		rc = emit_json(json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "type", "summary", "version",
+					 (json_int_t)m->version, "fragments", (json_int_t)m->nfrags,
+					 "files", (json_int_t)s.nfiles, "ranges", (json_int_t)s.n,
+					 "bytes", (json_int_t)total));
+	if (rc < 0) {
+		rc = jo_err_set(err, rc, "cannot write output");
+		goto out;
+	}
+	if (!ctx->quiet)
+		fprintf(stderr, "%s %s: version %" PRIu64 ": %zu fragments, %zu files, %zu ranges, %" PRIu64
+			" bytes\n", ctx->prog, ctx->cmd, m->version, m->nfrags, s.nfiles, s.n, total);
+out:
+	free(sel);
+	lance_rangeset_release(&s);
+	return rc;
+}
+
+/*
+ * s3://bucket/prefix: the endpoint comes from --endpoint or JFSOPS_S3_ENDPOINT
+ * (default AWS), credentials from JFSOPS_ACCESS_KEY / JFSOPS_SECRET_KEY
+ * (anonymous when unset), the region from JFSOPS_REGION.
+ */
+static int open_s3(struct jo_obj **obj, struct lance_io **io, const char *url,
+		   const char *endpoint, struct jo_err *err)
+{
+	struct jo_obj_opts oo = JO_OBJ_OPTS_INIT;
+	const char *rest = url + 5, *slash = strchr(rest, '/');
+	size_t blen = slash ? (size_t)(slash - rest) : strlen(rest);
+	char bucket[1024];
+	int rc;
+
+	if (blen == 0)
+		return jo_err_set(err, JO_EINVAL, "'%s': no bucket", url);
+	if (!endpoint)
+		endpoint = getenv("JFSOPS_S3_ENDPOINT");
+	if (endpoint)
+		snprintf(bucket, sizeof(bucket), "%s%s%.*s", endpoint,
+			 endpoint[strlen(endpoint) - 1] == '/' ? "" : "/", (int)blen, rest);
+	else
+		snprintf(bucket, sizeof(bucket), "https://%.*s.s3.amazonaws.com", (int)blen, rest);
+	oo.storage = "s3";
+	oo.bucket = bucket;
+	oo.access_key = getenv("JFSOPS_ACCESS_KEY");
+	oo.secret_key = getenv("JFSOPS_SECRET_KEY");
+	oo.region = getenv("JFSOPS_REGION");
+	oo.max_conns = 4;
+	if ((rc = jo_obj_open(obj, &oo, err)) < 0)
+		return rc;
+	return lance_io_open_obj(io, *obj, slash ? slash + 1 : "", err);
+}
+
+#define USAGE(...)                                        \
+	do {                                              \
+		rc = cmd_usage_error(ctx, __VA_ARGS__);   \
+		goto out;                                 \
+	} while (0)
+
+int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
+{
+	static const struct option opts[] = {
+		{ "columns", required_argument, NULL, 'c' },
+		{ "version", required_argument, NULL, 'v' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "align", required_argument, NULL, 'a' },
+		{ "prefix", required_argument, NULL, 'p' },
+		{ "blobs", no_argument, NULL, OPT_BLOBS },
+		{ "tail-block", required_argument, NULL, OPT_TAIL },
+		{ "merge-gap", required_argument, NULL, OPT_GAP },
+		{ "list-versions", no_argument, NULL, OPT_LIST },
+		{ "schema", no_argument, NULL, OPT_SCHEMA },
+		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		{ "help", no_argument, NULL, 'h' },
+		CMD_VOL_LONGOPTS,
+		{ 0 }
+	};
+	struct lance_args a = { .format = ctx->json ? FMT_JSONL : FMT_CSV, .tail_block = 4096, .gap = 4096 };
+	struct cmd_vol_args va = { 0 };
+	struct jo_vol *vol = NULL;
+	struct jo_obj *obj = NULL;
+	const char *endpoint = NULL;
+	char *meta_url = NULL;
+	struct lance_io *io = NULL;
+	struct lance_manifest *m = NULL;
+	struct jo_err err = { 0 };
+	char *end;
+	int c, rc = 0;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "c:v:f:a:p:h", opts, NULL)) != -1) {
+		if (cmd_vol_opt(&va, c, optarg))
+			continue;
+		switch (c) {
+		case OPT_ENDPOINT:
+			endpoint = optarg;
+			break;
+		case 'c':
+			a.columns = optarg;
+			break;
+		case 'v':
+			a.version = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-' || a.version == 0)
+				USAGE("bad --version '%s' (a positive number)", optarg);
+			break;
+		case 'f':
+			if (strcmp(optarg, "csv") == 0)
+				a.format = FMT_CSV;
+			else if (strcmp(optarg, "jsonl") == 0 || strcmp(optarg, "json") == 0)
+				a.format = FMT_JSONL;
+			else if (strcmp(optarg, "juicefs") == 0)
+				a.format = FMT_JUICEFS;
+			else
+				USAGE("bad --format '%s' (jsonl, csv or juicefs)",
+						       optarg);
+			break;
+		case 'a':
+			if (cmd_parse_size(optarg, &a.align) < 0)
+				USAGE("bad --align '%s'", optarg);
+			break;
+		case 'p':
+			a.prefix = optarg;
+			break;
+		case OPT_BLOBS:
+			a.blobs = true;
+			break;
+		case OPT_TAIL:
+			if (cmd_parse_size(optarg, &a.tail_block) < 0)
+				USAGE("bad --tail-block '%s'", optarg);
+			break;
+		case OPT_GAP:
+			if (cmd_parse_size(optarg, &a.gap) < 0)
+				USAGE("bad --merge-gap '%s'", optarg);
+			break;
+		case OPT_LIST:
+			a.list_versions = true;
+			break;
+		case OPT_SCHEMA:
+			a.schema = true;
+			break;
+		case 'h':
+			fputs(lance_usage, stdout);
+			rc = JO_EXIT_OK;
+			goto out;
+		default:
+			USAGE("unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		USAGE(argc - optind < 1 ? "expected DATASET" : "too many arguments");
+	a.dataset = argv[optind];
+	if (!a.list_versions && !a.schema && !a.columns)
+		USAGE("--columns is required (or --list-versions, --schema)");
+	if (a.list_versions && a.schema)
+		USAGE("--list-versions and --schema exclude each other");
+	if (a.format == FMT_JUICEFS && (a.list_versions || a.schema))
+		USAGE("--format juicefs only applies to ranges");
+
+	if (strncmp(a.dataset, "s3://", 5) == 0) {
+		if ((rc = open_s3(&obj, &io, a.dataset, endpoint, &err)) < 0)
+			goto fail;
+	} else if (strstr(a.dataset, "://")) {
+		const char *sep = strstr(a.dataset, "://") + 3, *p, *split = NULL;
+		/* META-URL:/path: the last ":/" after the scheme separates the two. */
+		for (p = strstr(sep, ":/"); p; p = strstr(p + 1, ":/"))
+			split = p;
+		if (!split)
+			USAGE("'%s': expected META-URL:/path or s3://bucket/prefix",
+					       a.dataset);
+		if (!(meta_url = strndup(a.dataset, (size_t)(split - a.dataset)))) {
+			rc = jo_err_set(&err, JO_ENOMEM, "out of memory");
+			goto fail;
+		}
+		if ((rc = cmd_open_volume(ctx, &va, meta_url, &vol)) != 0)
+			goto out;
+		if ((rc = lance_io_open_jfs(&io, vol, split + 1, &err)) < 0)
+			goto fail;
+	} else if ((rc = lance_io_open(&io, a.dataset, &err)) < 0) {
+		goto fail;
+	}
+	if (a.list_versions) {
+		rc = print_versions(io, &a, &err);
+	} else {
+		rc = lance_manifest_load(io, a.version, &m, &err);
+		if (rc == 0)
+			rc = a.schema ? print_schema(m, &a, &err) : run_ranges(io, m, &a, ctx, &err);
+	}
+	if (rc < 0)
+		goto fail;
+	if (fflush(stdout) != 0) {
+		rc = jo_err_set(&err, JO_EIO, "cannot write output");
+		goto fail;
+	}
+	rc = JO_EXIT_OK;
+	goto out;
+fail:
+	rc = cmd_fail(ctx, &err);
+out:
+	lance_manifest_free(m);
+	lance_io_close(io);
+	jo_vol_close(vol);
+	jo_obj_close(obj);
+	cmd_vol_args_release(&va);
+	free(meta_url);
+	return rc;
+}

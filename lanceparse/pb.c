@@ -1,0 +1,186 @@
+/* pb.c: a small protobuf wire-format decoder (spec §4). */
+#include "lanceparse/lance.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+
+int lance_pb_varint(struct lance_pb *r, uint64_t *out, struct jo_err *err)
+{
+	uint64_t v = 0;
+	unsigned shift = 0;
+
+	for (int i = 0; i < 10; i++) {
+		if (r->p >= r->end)
+			return jo_err_set(err, JO_EPROTO, "protobuf: truncated varint");
+		uint8_t b = *r->p++;
+		/* The 10th byte may only carry the top bit of a 64-bit value. */
+		if (i == 9 && b > 1)
+			return jo_err_set(err, JO_EPROTO, "protobuf: varint overflows 64 bits");
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*out = v;
+			return 0;
+		}
+		shift += 7;
+	}
+	return jo_err_set(err, JO_EPROTO, "protobuf: varint longer than 10 bytes");
+}
+
+int lance_pb_next(struct lance_pb *r, struct lance_pb_field *f, struct jo_err *err)
+{
+	uint64_t key, v;
+	int rc;
+
+	if (r->p >= r->end)
+		return 0;
+	if ((rc = lance_pb_varint(r, &key, err)) < 0)
+		return rc;
+	if ((key >> 3) == 0 || (key >> 3) > 0x1fffffff)
+		return jo_err_set(err, JO_EPROTO, "protobuf: invalid field number %llu",
+				  (unsigned long long)(key >> 3));
+	memset(f, 0, sizeof(*f));
+	f->num = (uint32_t)(key >> 3);
+	f->wt = (int)(key & 7);
+	switch (f->wt) {
+	case LANCE_PB_VARINT:
+		return (rc = lance_pb_varint(r, &f->u, err)) < 0 ? rc : 1;
+	case LANCE_PB_I64:
+		if (r->end - r->p < 8)
+			return jo_err_set(err, JO_EPROTO, "protobuf: truncated fixed64 field %u", f->num);
+		for (int i = 7; i >= 0; i--)
+			f->u = (f->u << 8) | r->p[i];
+		r->p += 8;
+		return 1;
+	case LANCE_PB_I32:
+		if (r->end - r->p < 4)
+			return jo_err_set(err, JO_EPROTO, "protobuf: truncated fixed32 field %u", f->num);
+		for (int i = 3; i >= 0; i--)
+			f->u = (f->u << 8) | r->p[i];
+		r->p += 4;
+		return 1;
+	case LANCE_PB_LEN:
+		if ((rc = lance_pb_varint(r, &v, err)) < 0)
+			return rc;
+		if (v > (uint64_t)(r->end - r->p))
+			return jo_err_set(err, JO_EPROTO,
+					  "protobuf: field %u length %llu exceeds message", f->num,
+					  (unsigned long long)v);
+		f->data = r->p;
+		f->len = (size_t)v;
+		r->p += v;
+		return 1;
+	default:
+		return jo_err_set(err, JO_EPROTO, "protobuf: unsupported wire type %d (field %u)",
+				  f->wt, f->num);
+	}
+}
+
+static int grow(void **arr, size_t *cap, size_t need, size_t elsize)
+{
+	size_t nc;
+	void *p;
+
+	if (need <= *cap)
+		return 0;
+	nc = *cap ? *cap : 8;
+	while (nc < need) {
+		if (nc > ((size_t)-1) / 2 / elsize)
+			return JO_ENOMEM;
+		nc *= 2;
+	}
+	p = realloc(*arr, nc * elsize);
+	if (!p)
+		return JO_ENOMEM;
+	*arr = p;
+	*cap = nc;
+	return 0;
+}
+
+/* Collect the values of a repeated varint field as u64. */
+static int repeated(const struct lance_pb_field *f, uint64_t **vals, size_t *n,
+		    struct jo_err *err)
+{
+	size_t cap = 0;
+	uint64_t v;
+	int rc;
+
+	*vals = NULL;
+	*n = 0;
+	if (f->wt == LANCE_PB_VARINT) {
+		if (!(*vals = malloc(sizeof(uint64_t))))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		(*vals)[0] = f->u;
+		*n = 1;
+		return 0;
+	}
+	if (f->wt != LANCE_PB_LEN)
+		return jo_err_set(err, JO_EPROTO, "protobuf: field %u: wire type %d for a repeated integer",
+				  f->num, f->wt);
+	struct lance_pb r;
+	lance_pb_init(&r, f->data, f->len);
+	while (r.p < r.end) {
+		if ((rc = lance_pb_varint(&r, &v, err)) < 0) {
+			free(*vals);
+			*vals = NULL;
+			*n = 0;
+			return rc;
+		}
+		if (grow((void **)vals, &cap, *n + 1, sizeof(uint64_t)) < 0) {
+			free(*vals);
+			*vals = NULL;
+			*n = 0;
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		(*vals)[(*n)++] = v;
+	}
+	return 0;
+}
+
+int lance_pb_repeated_u64(const struct lance_pb_field *f, uint64_t **arr, size_t *n,
+			  struct jo_err *err)
+{
+	uint64_t *vals;
+	size_t nv;
+	int rc;
+
+	if ((rc = repeated(f, &vals, &nv, err)) < 0)
+		return rc;
+	if (nv == 0)
+		return 0;
+	uint64_t *p = realloc(*arr, (*n + nv) * sizeof(uint64_t));
+	if (!p) {
+		free(vals);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	memcpy(p + *n, vals, nv * sizeof(uint64_t));
+	*arr = p;
+	*n += nv;
+	free(vals);
+	return 0;
+}
+
+int lance_pb_repeated_i32(const struct lance_pb_field *f, int32_t **arr, size_t *n,
+			  struct jo_err *err)
+{
+	uint64_t *vals;
+	size_t nv;
+	int rc;
+
+	if ((rc = repeated(f, &vals, &nv, err)) < 0)
+		return rc;
+	if (nv == 0)
+		return 0;
+	int32_t *p = realloc(*arr, (*n + nv) * sizeof(int32_t));
+	if (!p) {
+		free(vals);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < nv; i++)
+		p[*n + i] = lance_pb_i32(vals[i]);
+	*arr = p;
+	*n += nv;
+	free(vals);
+	return 0;
+}

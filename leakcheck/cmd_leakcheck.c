@@ -1,0 +1,561 @@
+/* jfsops leakcheck: objects no metadata references, and references with no object. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/extsort.h"
+#include "common/jfs/jfs.h"
+#include "common/meta/meta.h"
+#include "leakcheck/leak.h"
+
+static const char leakcheck_usage[] =
+	"usage: jfsops leakcheck META-URL [--out FILE] [--json] [options]\n"
+	"       jfsops leakcheck META-URL --delete-from FILE [--quarantine PATH] [--audit FILE]\n"
+	"       jfsops leakcheck META-URL --restore PATH\n"
+	"\n"
+	"Find block objects under NAME/chunks/ that no metadata references (leaked),\n"
+	"and referenced blocks that have no object (missing), with bounded memory:\n"
+	"both sides are sorted externally and merged in one pass. Read-only by\n"
+	"default. References are scanned first (chunk lists, including those of\n"
+	"removed files and of inodes that no longer exist; refcounts <= 0; every\n"
+	"delayed slice regardless of trash days), then the objects are listed.\n"
+	"An object is skipped (never a candidate) if it is younger than --min-age\n"
+	"or its slice id is at or above the slice-id counter read before the scan.\n"
+	"\n"
+	"Check options:\n"
+	"      --out FILE          write candidates as JSON lines (type leaked, missing,\n"
+	"                          skipped, foreign; key, slice, size, last_modified,\n"
+	"                          reason); published only when the run completes\n"
+	"      --json              summary (and, without --out, candidates) as JSON\n"
+	"                          lines on stdout\n"
+	"      --min-age DUR       safety window (default 1h; s/m/h/d suffixes)\n"
+	"      --list-threads N    concurrent listers (default 32)\n"
+	"      --mem-limit SIZE    memory budget of the two sorts (default 256M)\n"
+	"      --tmp-dir DIR       where sorted runs go (default $TMPDIR or /tmp)\n"
+	"\n"
+	"Deletion (phase two, from a report of this volume):\n"
+	"      --delete-from FILE  re-check each 'leaked' line of FILE against a fresh\n"
+	"                          metadata scan, the counter and the object's age\n"
+	"                          (HEAD), then delete it in batches\n"
+	"      --quarantine PATH   first save every object to the tar.zst archive PATH\n"
+	"                          (published, fsync'd, before anything is deleted)\n"
+	"      --audit FILE        append one JSON line per candidate: time, key,\n"
+	"                          reason, result\n"
+	"      --delete-rate N     at most N deletions per second (default unlimited)\n"
+	"      --dry-run           re-check only, delete nothing\n"
+	"      --restore PATH      put every object of a quarantine archive back\n"
+	"  -h, --help              show this help\n"
+	CMD_VOL_HELP
+	"\n"
+	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
+	"4 some deletions failed, 130/143 interrupted.\n"
+	"\n"
+	"Examples:\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --delete-from leaks.jsonl \\\n"
+	"      --quarantine leaks.tar.zst --audit audit.jsonl\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --restore leaks.tar.zst\n";
+
+enum {
+	OPT_OUT = 0x2000, OPT_JSON, OPT_MIN_AGE, OPT_LIST_THREADS, OPT_MEM, OPT_TMP,
+	OPT_DELETE_FROM, OPT_QUARANTINE, OPT_AUDIT, OPT_RATE, OPT_DRY_RUN, OPT_RESTORE,
+};
+
+struct lc_opts {
+	const char *out;
+	bool json;
+	int64_t min_age;
+	int threads;
+	uint64_t mem;
+	const char *tmp;
+	const char *delete_from;
+	const char *quarantine;
+	const char *audit;
+	double rate;
+	bool dry_run;
+	const char *restore;
+};
+
+struct lc_run {
+	struct jo_ctx *ctx;
+	const struct lc_opts *o;
+	struct jo_vol *vol;
+	FILE *out;                /* candidates sink (tmp file or stdout) */
+	bool out_json;
+	bool progress_shown;
+	int werr;                 /* errno of a failed write */
+};
+
+static int parse_duration(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+	int64_t mul = 1;
+
+	if (!s || !*s || *s == '-')
+		return -1;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (*end) {
+		switch (*end) {
+		case 's': mul = 1; break;
+		case 'm': mul = 60; break;
+		case 'h': mul = 3600; break;
+		case 'd': mul = 86400; break;
+		default: return -1;
+		}
+		if (end[1])
+			return -1;
+	}
+	if (v > INT64_MAX / mul)
+		return -1;
+	*out = (int64_t)v * mul;
+	return 0;
+}
+
+static void fmt_time(int64_t t, char *buf, size_t cap)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	gmtime_r(&tt, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t peak_rss(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru) != 0)
+		return 0;
+	return (uint64_t)ru.ru_maxrss * 1024;
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t cap)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	if (i == 0)
+		snprintf(buf, cap, "%llu B", (unsigned long long)b);
+	else
+		snprintf(buf, cap, "%.2f %s", v, u[i]);
+}
+
+static void clear_progress(struct lc_run *r)
+{
+	if (r->progress_shown) {
+		fputs("\r\033[K", stderr);
+		r->progress_shown = false;
+	}
+}
+
+static void on_progress(uint64_t listed, uint64_t done, uint64_t prefixes, void *payload)
+{
+	struct lc_run *r = payload;
+
+	if (!r->ctx->tty || r->ctx->quiet)
+		return;
+	fprintf(stderr, "\r\033[Kleakcheck: listed %llu objects, %llu/%llu prefixes",
+		(unsigned long long)listed, (unsigned long long)done, (unsigned long long)prefixes);
+	r->progress_shown = true;
+}
+
+/* One candidate line: JSON (jansson) or a tab-separated human line. */
+static int write_item(const struct leak_item *it, void *payload)
+{
+	struct lc_run *r = payload;
+	char key[1200], ts[32];
+	const char *k = it->key;
+
+	if (!k) {
+		if (jo_vol_block_key(r->vol, key, sizeof(key), it->id, it->indx, it->bsize) < 0)
+			return JO_EINVAL;
+		k = key;
+	}
+	if (r->out_json) {
+		json_t *j = json_pack("{s:s, s:s, s:I, s:i, s:i, s:I, s:s}",
+				      "type", leak_kind_name(it->kind), "key", k,
+				      "slice", (json_int_t)it->id, "index", (int)it->indx,
+				      "block_size", (int)it->bsize, "size", (json_int_t)it->size,
+				      "reason", it->reason);
+		char *s;
+
+		if (!j)
+			return JO_ENOMEM;
+		if (it->kind != LEAK_MISSING) {
+			fmt_time(it->mtime, ts, sizeof(ts));
+			json_object_set_new(j, "last_modified", json_string(ts));
+			json_object_set_new(j, "mtime", json_integer(it->mtime));
+		}
+		s = json_dumps(j, JSON_COMPACT);
+		json_decref(j);
+		if (!s)
+			return JO_ENOMEM;
+		if (fprintf(r->out, "%s\n", s) < 0)
+			r->werr = errno ? errno : EIO;
+		free(s);
+	} else {
+		if (fprintf(r->out, "%s\t%s\t%llu\t%s\n", leak_kind_name(it->kind), k,
+			    (unsigned long long)it->size, it->reason) < 0)
+			r->werr = errno ? errno : EIO;
+	}
+	return r->werr ? JO_EIO : 0;
+}
+
+static void print_summary(struct lc_run *r, const struct leak_counts *c,
+			  const struct leak_ref_stats *rs, const struct leak_list_stats *ls,
+			  uint64_t next_chunk, double elapsed, const struct jo_xsort_stats *xr,
+			  const struct jo_xsort_stats *xo)
+{
+	char b[LEAK_NKINDS][32], tot[32], rss[32];
+	uint64_t foreign = ls->foreign;
+
+	for (int k = 0; k < LEAK_NKINDS; k++)
+		human_bytes(c->bytes[k], b[k], sizeof(b[k]));
+	human_bytes(c->object_bytes, tot, sizeof(tot));
+	human_bytes(peak_rss(), rss, sizeof(rss));
+	if (!r->ctx->quiet || c->n[LEAK_LEAKED] || c->n[LEAK_MISSING]) {
+		fprintf(stderr,
+			"%s %s: %llu block objects (%s) against %llu referenced slices in %.1f s\n"
+			"  valid %llu (%s), pending delete %llu (%s), compacted %llu (%s), "
+			"removed files %llu (%s)\n"
+			"  leaked %llu (%s), missing %llu (%s), skipped %llu (%s), foreign %llu\n"
+			"  slice counter %llu; peak RSS %s; sort runs %llu+%llu\n",
+			r->ctx->prog, r->ctx->cmd,
+			(unsigned long long)c->objects, tot, (unsigned long long)c->slices, elapsed,
+			(unsigned long long)c->n[LEAK_VALID], b[LEAK_VALID],
+			(unsigned long long)c->n[LEAK_PENDING], b[LEAK_PENDING],
+			(unsigned long long)c->n[LEAK_COMPACTED], b[LEAK_COMPACTED],
+			(unsigned long long)c->n[LEAK_DELFILE], b[LEAK_DELFILE],
+			(unsigned long long)c->n[LEAK_LEAKED], b[LEAK_LEAKED],
+			(unsigned long long)c->n[LEAK_MISSING], b[LEAK_MISSING],
+			(unsigned long long)c->n[LEAK_SKIPPED], b[LEAK_SKIPPED],
+			(unsigned long long)foreign, (unsigned long long)next_chunk, rss,
+			(unsigned long long)xr->runs, (unsigned long long)xo->runs);
+		if (c->skipped_new_slice)
+			fprintf(stderr, "  (%llu skipped because their slice id is not below the counter)\n",
+				(unsigned long long)c->skipped_new_slice);
+	}
+	if (r->o->json) {
+		json_t *j = json_object();
+		char *s;
+
+		json_object_set_new(j, "type", json_string("summary"));
+		json_object_set_new(j, "complete", json_true());
+		json_object_set_new(j, "objects", json_integer((json_int_t)c->objects));
+		json_object_set_new(j, "object_bytes", json_integer((json_int_t)c->object_bytes));
+		for (int k = 0; k < LEAK_NKINDS; k++) {
+			char name[48];
+			uint64_t n = k == LEAK_FOREIGN ? foreign : c->n[k];
+
+			json_object_set_new(j, leak_kind_name(k), json_integer((json_int_t)n));
+			snprintf(name, sizeof(name), "%s_bytes", leak_kind_name(k));
+			if (k != LEAK_FOREIGN)
+				json_object_set_new(j, name, json_integer((json_int_t)c->bytes[k]));
+		}
+		json_object_set_new(j, "skipped_new_slice", json_integer((json_int_t)c->skipped_new_slice));
+		json_object_set_new(j, "slices", json_integer((json_int_t)c->slices));
+		json_object_set_new(j, "chunk_records", json_integer((json_int_t)rs->records));
+		json_object_set_new(j, "listed", json_integer((json_int_t)ls->listed));
+		json_object_set_new(j, "next_chunk", json_integer((json_int_t)next_chunk));
+		json_object_set_new(j, "elapsed_s", json_real(elapsed));
+		json_object_set_new(j, "peak_rss_bytes", json_integer((json_int_t)peak_rss()));
+		json_object_set_new(j, "sort_runs", json_integer((json_int_t)(xr->runs + xo->runs)));
+		s = json_dumps(j, JSON_COMPACT);
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		json_decref(j);
+		fflush(stdout);
+	}
+}
+
+static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
+{
+	const struct lc_opts *o = r->o;
+	struct jo_vol *v = r->vol;
+	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+	struct jo_xsort *xrefs = NULL, *xobjs = NULL;
+	struct leak_ref_stats rs = { 0 };
+	struct leak_list_stats ls = { 0 };
+	struct leak_counts counts = { 0 };
+	struct jo_xsort_stats sr = { 0 }, so = { 0 };
+	int64_t next_chunk = 0;
+	char *tmp_out = NULL;
+	double t0 = now_s();
+	int64_t start = (int64_t)time(NULL);
+	int rc;
+
+	/* counter first: anything allocated after this point is in flight */
+	rc = jo_meta_get_counter(v->meta, "nextChunk", &next_chunk, err);
+	if (rc) {
+		jo_err_wrap(err, "read nextChunk");
+		goto out;
+	}
+	xo.mem_limit = (size_t)(o->mem / 2);
+	xo.tmp_dir = o->tmp;
+	xo.threads = 2;
+	rc = jo_xsort_new(&xrefs, &xo, err);
+	if (!rc)
+		rc = jo_xsort_new(&xobjs, &xo, err);
+	if (rc)
+		goto out;
+
+	if (o->out) {
+		size_t len = strlen(o->out) + 16;
+
+		tmp_out = malloc(len);
+		if (!tmp_out) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			goto out;
+		}
+		snprintf(tmp_out, len, "%s.tmp", o->out);
+		r->out = fopen(tmp_out, "w");
+		if (!r->out) {
+			rc = jo_err_set(err, JO_EIO, "cannot write '%s': %s", tmp_out, strerror(errno));
+			goto out;
+		}
+		r->out_json = true;
+	} else {
+		r->out = stdout;
+		r->out_json = o->json;
+	}
+
+	if (r->ctx->tty && !r->ctx->quiet) {
+		fputs("leakcheck: scanning metadata references...", stderr);
+		r->progress_shown = true;
+	}
+	rc = leak_refs_scan(v->meta, xrefs, &rs, err);
+	if (!rc)
+		rc = jo_xsort_finish(xrefs, err);
+	if (rc)
+		goto out;
+	clear_progress(r);
+
+	struct leak_list_opts lo = {
+		.volname = v->fmt.name, .hash_prefix = v->fmt.hash_prefix,
+		.block_size = v->block_size, .threads = o->threads,
+		.foreign_cb = write_item, .payload = r, .progress = on_progress,
+	};
+
+	rc = leak_list_objects(v->obj, &lo, xobjs, &ls, err);
+	clear_progress(r);
+	if (rc) {
+		jo_err_wrap(err, "object listing failed, no report written");
+		goto out;
+	}
+	rc = jo_xsort_finish(xobjs, err);
+	if (rc)
+		goto out;
+
+	struct leak_merge_opts mo = {
+		.block_size = v->block_size, .next_chunk = (uint64_t)next_chunk,
+		.cutoff = start - o->min_age, .cb = write_item, .payload = r,
+	};
+
+	rc = leak_merge(&mo, leak_xsort_next, xrefs, leak_xsort_next, xobjs, &counts, err);
+	if (rc)
+		goto out;
+	if (r->werr || fflush(r->out) != 0) {
+		rc = jo_err_set(err, JO_EIO, "write candidates: %s", strerror(r->werr ? r->werr : errno));
+		goto out;
+	}
+	if (tmp_out) {
+		FILE *f = r->out;
+
+		r->out = NULL;
+		if (fsync(fileno(f)) != 0 || fclose(f) != 0) {
+			rc = jo_err_set(err, JO_EIO, "write '%s': %s", tmp_out, strerror(errno));
+			goto out;
+		}
+		if (rename(tmp_out, o->out) != 0) {
+			rc = jo_err_set(err, JO_EIO, "rename '%s': %s", tmp_out, strerror(errno));
+			goto out;
+		}
+		free(tmp_out);
+		tmp_out = NULL;
+	}
+	jo_xsort_get_stats(xrefs, &sr);
+	jo_xsort_get_stats(xobjs, &so);
+	print_summary(r, &counts, &rs, &ls, (uint64_t)next_chunk, now_s() - t0, &sr, &so);
+	*exit_out = counts.n[LEAK_LEAKED] || counts.n[LEAK_MISSING] ? JO_EXIT_FOUND : JO_EXIT_OK;
+out:
+	clear_progress(r);
+	if (r->out && r->out != stdout)
+		fclose(r->out);
+	r->out = NULL;
+	if (tmp_out) {
+		(void)unlink(tmp_out); /* an incomplete report must not look complete */
+		free(tmp_out);
+	}
+	jo_xsort_free(xrefs);
+	jo_xsort_free(xobjs);
+	return rc;
+}
+
+static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
+{
+	const struct lc_opts *o = r->o;
+	struct leak_delete_opts d = {
+		.from = o->delete_from, .quarantine = o->quarantine, .audit = o->audit,
+		.min_age = o->min_age, .rate = o->rate, .batch = 1000, .dry_run = o->dry_run,
+	};
+	struct leak_delete_stats st = { 0 };
+	char b[32];
+	int rc = leak_delete(r->vol, &d, &st, err);
+
+	if (rc)
+		return rc;
+	human_bytes(st.deleted_bytes, b, sizeof(b));
+	fprintf(stderr, "%s %s: %llu candidates: %llu deleted (%s), %llu kept, %llu failed, "
+		"%llu quarantined\n", r->ctx->prog, r->ctx->cmd,
+		(unsigned long long)st.candidates, (unsigned long long)st.deleted, b,
+		(unsigned long long)st.kept, (unsigned long long)st.failed,
+		(unsigned long long)st.quarantined);
+	if (o->json) {
+		json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "type", "summary",
+				      "candidates", (json_int_t)st.candidates,
+				      "deleted", (json_int_t)st.deleted,
+				      "deleted_bytes", (json_int_t)st.deleted_bytes,
+				      "kept", (json_int_t)st.kept, "failed", (json_int_t)st.failed,
+				      "quarantined", (json_int_t)st.quarantined, "dry_run", o->dry_run);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		json_decref(j);
+	}
+	*exit_out = st.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	return 0;
+}
+
+int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
+{
+	static const struct option opts[] = {
+		{ "out", required_argument, NULL, OPT_OUT },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
+		{ "list-threads", required_argument, NULL, OPT_LIST_THREADS },
+		{ "mem-limit", required_argument, NULL, OPT_MEM },
+		{ "tmp-dir", required_argument, NULL, OPT_TMP },
+		{ "delete-from", required_argument, NULL, OPT_DELETE_FROM },
+		{ "quarantine", required_argument, NULL, OPT_QUARANTINE },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "delete-rate", required_argument, NULL, OPT_RATE },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "restore", required_argument, NULL, OPT_RESTORE },
+		{ "help", no_argument, NULL, 'h' },
+		CMD_VOL_LONGOPTS,
+		{ 0 }
+	};
+	struct lc_opts o = { .min_age = 3600, .threads = 32, .mem = 256u << 20 };
+	struct cmd_vol_args va = { 0 };
+	struct lc_run r = { .ctx = ctx, .o = &o };
+	struct jo_err err = { 0 };
+	int c, rc, code = JO_EXIT_OK;
+	char *end;
+
+	o.json = ctx->json;
+	o.tmp = getenv("TMPDIR");
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		if (cmd_vol_opt(&va, c, optarg))
+			continue;
+		switch (c) {
+		case OPT_OUT: o.out = optarg; break;
+		case OPT_JSON: o.json = true; break;
+		case OPT_MIN_AGE:
+			if (parse_duration(optarg, &o.min_age))
+				return cmd_usage_error(ctx, "bad --min-age '%s'", optarg);
+			break;
+		case OPT_LIST_THREADS: {
+			long n = strtol(optarg, &end, 10);
+
+			if (*end || n < 1 || n > 1024)
+				return cmd_usage_error(ctx, "bad --list-threads '%s' (1..1024)", optarg);
+			o.threads = (int)n;
+			break;
+		}
+		case OPT_MEM:
+			if (cmd_parse_size(optarg, &o.mem) || o.mem < (4u << 20))
+				return cmd_usage_error(ctx, "bad --mem-limit '%s' (at least 4M)", optarg);
+			break;
+		case OPT_TMP: o.tmp = optarg; break;
+		case OPT_DELETE_FROM: o.delete_from = optarg; break;
+		case OPT_QUARANTINE: o.quarantine = optarg; break;
+		case OPT_AUDIT: o.audit = optarg; break;
+		case OPT_RATE:
+			o.rate = strtod(optarg, &end);
+			if (*end || o.rate < 0)
+				return cmd_usage_error(ctx, "bad --delete-rate '%s'", optarg);
+			break;
+		case OPT_DRY_RUN: o.dry_run = true; break;
+		case OPT_RESTORE: o.restore = optarg; break;
+		case 'h':
+			fputs(leakcheck_usage, stdout);
+			return JO_EXIT_OK;
+		default:
+			return cmd_usage_error(ctx, "unknown option (see --help)");
+		}
+	}
+	if (argc - optind != 1)
+		return cmd_usage_error(ctx, "expected one META-URL");
+	if (o.delete_from && o.restore)
+		return cmd_usage_error(ctx, "--delete-from and --restore exclude each other");
+	if ((o.quarantine || o.audit || o.rate > 0 || o.dry_run) && !o.delete_from)
+		return cmd_usage_error(ctx, "--quarantine, --audit, --delete-rate and --dry-run "
+				       "go with --delete-from");
+	if (o.out && (o.delete_from || o.restore))
+		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
+
+	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
+	if (rc)
+		goto out;
+	if (o.restore) {
+		uint64_t n = 0;
+
+		rc = leak_restore(r.vol, o.restore, &n, &err);
+		fprintf(stderr, "%s %s: restored %llu objects from '%s'\n", ctx->prog, ctx->cmd,
+			(unsigned long long)n, o.restore);
+	} else if (o.delete_from) {
+		rc = run_delete(&r, &err, &code);
+	} else {
+		rc = run_check(&r, &err, &code);
+	}
+	if (rc)
+		rc = cmd_fail(ctx, &err);
+	else
+		rc = code;
+out:
+	jo_vol_close(r.vol);
+	cmd_vol_args_release(&va);
+	return rc;
+}

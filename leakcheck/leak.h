@@ -1,0 +1,175 @@
+/*
+ * leak.h: internals of `jfsops leakcheck` (leak_* names).
+ *
+ * The check lists both sides of a volume, sorts each with common/extsort
+ * under a memory budget and merges the two sorted streams in one pass:
+ *
+ *   reference side  one 16-byte record per (slice id, slice size, class) the
+ *                   metadata references (leak_refs_scan), sorted by id, size;
+ *                   the merge expands each referenced slice into the block
+ *                   keys it owns (spec juicefs-format.md §2.1)
+ *   object side     one 32-byte record per block object under NAME/chunks/
+ *                   (leak_list_objects), sorted by (id, block index, bsize)
+ *
+ * Keys are big-endian so that byte order is numeric order and the sorter's
+ * default comparison applies.
+ */
+#ifndef JO_LEAK_H
+#define JO_LEAK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct jo_err;
+struct jo_meta;
+struct jo_obj;
+struct jo_vol;
+struct jo_xsort;
+
+/* Why the metadata holds on to a slice; lower value wins when several apply. */
+enum leak_ref_class {
+	LEAK_REF_USED = 1,      /* a record in a chunk list of a live inode */
+	LEAK_REF_DELFILE = 2,   /* chunk list of a removed-but-not-collected file */
+	LEAK_REF_TRASH = 3,     /* delayed slice (delSlices), any age */
+	LEAK_REF_PENDING = 4,   /* refcount <= 0: deletion pending */
+};
+
+#define LEAK_REF_REC_LEN 16
+#define LEAK_OBJ_REC_LEN 32
+
+void leak_ref_encode(uint8_t out[LEAK_REF_REC_LEN], uint64_t id, uint32_t size, int cls);
+void leak_ref_decode(const uint8_t in[LEAK_REF_REC_LEN], uint64_t *id, uint32_t *size, int *cls);
+void leak_obj_encode(uint8_t out[LEAK_OBJ_REC_LEN], uint64_t id, uint32_t indx, uint32_t bsize,
+		     uint64_t objsize, int64_t mtime);
+void leak_obj_decode(const uint8_t in[LEAK_OBJ_REC_LEN], uint64_t *id, uint32_t *indx,
+		     uint32_t *bsize, uint64_t *objsize, int64_t *mtime);
+
+/* What the merge says about one block. */
+enum leak_kind {
+	LEAK_VALID = 0,      /* object of a chunk-list slice */
+	LEAK_DELFILE,        /* object of a removed file not yet collected */
+	LEAK_COMPACTED,      /* object of a delayed (trash) slice */
+	LEAK_PENDING,        /* object of a slice whose deletion is pending */
+	LEAK_LEAKED,         /* object no reference owns (or the size rule fails) */
+	LEAK_MISSING,        /* a referenced block with no object */
+	LEAK_SKIPPED,        /* would be leaked, but too new to judge */
+	LEAK_FOREIGN,        /* under chunks/ but not a block key of this volume */
+	LEAK_NKINDS
+};
+const char *leak_kind_name(int kind);
+
+struct leak_item {
+	int kind;               /* enum leak_kind */
+	const char *reason;     /* static string: "unreferenced", "size_mismatch", ... */
+	uint64_t id;
+	uint32_t indx;
+	uint32_t bsize;         /* block length from the key (uncompressed) */
+	uint64_t size;          /* stored object size; missing: expected block length */
+	int64_t mtime;          /* unix seconds; 0 for missing */
+	const char *key;        /* foreign objects only (else NULL: build it) */
+};
+typedef int (*leak_item_cb)(const struct leak_item *it, void *payload);
+
+/* A record source: returns 1 with a record, 0 at the end, <0 on error. */
+typedef int (*leak_next_fn)(void *src, const void **rec, size_t *len, struct jo_err *err);
+/* Adapter: a finished struct jo_xsort as a leak_next_fn source. */
+int leak_xsort_next(void *xsort, const void **rec, size_t *len, struct jo_err *err);
+
+struct leak_counts {
+	uint64_t n[LEAK_NKINDS];
+	uint64_t bytes[LEAK_NKINDS];
+	uint64_t objects, object_bytes;   /* every block object merged */
+	uint64_t slices;                  /* distinct referenced slice ids */
+	uint64_t skipped_new_slice;       /* skipped because id >= counter */
+};
+
+struct leak_merge_opts {
+	uint32_t block_size;    /* the volume's BlockSize, bytes */
+	uint64_t next_chunk;    /* slice-id counter read before listing */
+	int64_t cutoff;         /* objects with mtime > cutoff are too new */
+	leak_item_cb cb;        /* called for LEAKED, MISSING, SKIPPED */
+	void *payload;
+};
+
+/*
+ * Merge the sorted reference and object streams. Counts go to *counts
+ * (zeroed first). JO_EPROTO when a stream is out of order or a record has
+ * the wrong length; a non-zero callback return stops and is returned.
+ */
+int leak_merge(const struct leak_merge_opts *o, leak_next_fn refs_next, void *refs_src,
+	       leak_next_fn objs_next, void *objs_src, struct leak_counts *counts,
+	       struct jo_err *err);
+
+/* ---- reference side ---- */
+
+struct leak_ref_stats {
+	uint64_t chunks, records, pending, delslices, delfiles, sustained;
+};
+/*
+ * Stream every reference of the volume into xs (not finished): all chunk
+ * records id>0 (classed DELFILE for inodes in delfiles or held by sessions),
+ * refcounts <= 0 (PENDING) and every delSlices record (TRASH), regardless of
+ * TrashDays.
+ */
+int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_ref_stats *st,
+		   struct jo_err *err);
+
+/*
+ * The targeted re-check before deletion: the references of just these slice
+ * ids (sorted, unique), found by a fresh scan of the same sources. *hits is
+ * malloc'd (NULL when none).
+ */
+struct leak_ref_hit {
+	uint64_t id;
+	uint32_t size;
+	int cls;
+};
+int leak_refs_lookup(struct jo_meta *m, const uint64_t *ids, size_t n,
+		     struct leak_ref_hit **hits, size_t *nhits, struct jo_err *err);
+
+/* ---- object side ---- */
+
+struct leak_list_opts {
+	const char *volname;
+	bool hash_prefix;
+	uint32_t block_size;
+	int threads;                  /* concurrent listers (default 32) */
+	leak_item_cb foreign_cb;      /* objects that are no block key (any thread, serialised) */
+	void *payload;
+	/* progress: called from the calling thread about once a second */
+	void (*progress)(uint64_t listed, uint64_t prefixes_done, uint64_t prefixes, void *payload);
+};
+struct leak_list_stats {
+	uint64_t listed, blocks, foreign, prefixes;
+};
+/*
+ * List every object under NAME/chunks/ with opts->threads listers, split by
+ * the layout's own prefixes (two id-derived levels without hash prefix, the
+ * 256 hash directories with it), and add one record per block to xs.
+ * Any listing error fails the whole call (with the prefix in the message).
+ */
+int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct jo_xsort *xs,
+		      struct leak_list_stats *st, struct jo_err *err);
+
+/* ---- deletion (two-phase) and restore ---- */
+
+struct leak_delete_opts {
+	const char *from;             /* candidates file (JSON lines from --out) */
+	const char *quarantine;       /* tar.zst archive to write first, or NULL */
+	const char *audit;            /* audit JSON lines, or NULL */
+	int64_t min_age;              /* seconds an object must be old at deletion */
+	double rate;                  /* objects per second, 0 = unlimited */
+	size_t batch;                 /* keys per DeleteObjects (<= 1000) */
+	bool dry_run;                 /* re-check and report, delete nothing */
+};
+struct leak_delete_stats {
+	uint64_t candidates, deleted, deleted_bytes, kept, failed, quarantined;
+};
+int leak_delete(struct jo_vol *v, const struct leak_delete_opts *o, struct leak_delete_stats *st,
+		struct jo_err *err);
+
+/* Put every object of a quarantine archive back. */
+int leak_restore(struct jo_vol *v, const char *archive, uint64_t *restored, struct jo_err *err);
+
+#endif

@@ -1,0 +1,520 @@
+/* jfsops sync: incremental, resumable copy between object stores or directories. */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/object/object.h"
+#include "sync/sync.h"
+
+static const char sync_usage[] =
+	"usage: jfsops sync [OPTIONS] SRC DST\n"
+	"\n"
+	"Make DST hold the same objects as SRC: list both sides (many key ranges at\n"
+	"once), merge the two sorted listings in one pass, copy what differs, and\n"
+	"optionally delete what DST has in excess. A rerun with nothing changed\n"
+	"only lists. A state file remembers every copy (and multipart progress), so\n"
+	"an interrupted run can be continued with --resume.\n"
+	"\n"
+	"SRC and DST:\n"
+	"  s3://[PROFILE@]BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=1&list_v1=1&unordered=1]\n"
+	"  DIR or file:///DIR          a local directory\n"
+	"  The prefix is a directory: s3://b/data syncs the keys under \"data/\".\n"
+	"  The prefix cannot contain a '?' (it starts the settings):\n"
+	"    endpoint   http(s)://host:port (default AWS https://s3.REGION.amazonaws.com)\n"
+	"    path_style 1 = path-style addressing (MinIO, SeaweedFS, rclone serve s3)\n"
+	"    list_v1    1 = ListObjects V1 (stores without a working V2)\n"
+	"    unordered  1 = the store does not list in byte order (SeaweedFS lists\n"
+	"               directory by directory): sort its listing on local disk.\n"
+	"               Without it an order break is detected, remembered in the\n"
+	"               state file, and the run re-lists that side sorted.\n"
+	"  Credentials never go in the URL. Per side, highest first: the flags\n"
+	"  below, the profile, env JFSOPS_SRC_ACCESS_KEY/JFSOPS_SRC_SECRET_KEY (and\n"
+	"  JFSOPS_SRC_ENDPOINT/_REGION; DST likewise), then AWS_ACCESS_KEY_ID/\n"
+	"  AWS_SECRET_ACCESS_KEY. Profiles: an INI file (--config FILE, default\n"
+	"  ~/.config/jfsops/config) with sections [profile NAME] and keys endpoint,\n"
+	"  region, access_key, secret_key, path_style, list_v1, unordered. A file\n"
+	"  holding a secret must not be readable by group or others (chmod 600).\n"
+	"\n"
+	"Comparison (from the listings and the state file; never a HEAD per object):\n"
+	"  default            copy when missing or sizes differ; else skip when the\n"
+	"                     state file recorded this copy and the source is\n"
+	"                     unchanged (size, mtime, ETag); without a record, skip\n"
+	"                     when DST's mtime is not older than SRC's\n"
+	"      --size-only    copy when missing or sizes differ\n"
+	"      --checksum     compare MD5s: a plain (single-part) ETag, or the MD5 the\n"
+	"                     state file recorded; multipart ETags are not MD5s, and\n"
+	"                     when one side has no comparable MD5 the default rule\n"
+	"                     decides instead\n"
+	"      --update       copy only when SRC's mtime is newer than DST's\n"
+	"      --ignore-existing  never touch an object DST already has\n"
+	"      --existing     only update objects DST already has\n"
+	"\n"
+	"Copying:\n"
+	"      --transfers N        objects in flight (default 16)\n"
+	"      --list-threads N     key-range listers per side (default 4)\n"
+	"      --part-size SIZE     multipart part size (default 16M, min 5M)\n"
+	"      --multipart-threshold SIZE  objects this large use multipart (default 64M)\n"
+	"      --part-concurrency N parts of one object in flight (default 4)\n"
+	"      --no-server-side     never use CopyObject (default: used when both sides\n"
+	"                           are on the same endpoint with the same access key)\n"
+	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
+	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes)\n"
+	"      --retries N          per-request retries in the object client (default 5)\n"
+	"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
+	"  seconds), x-amz-meta-jfsops-src-etag (the source ETag) and, for copies in\n"
+	"  one request, x-amz-meta-jfsops-md5 (MD5 computed while copying), next to\n"
+	"  the source's Content-Type and user metadata. Every source read carries\n"
+	"  If-Match with the listed ETag: an object changing mid-copy fails (and is\n"
+	"  retried by the next run) instead of arriving torn. Single requests send\n"
+	"  Content-MD5; each multipart part's ETag is checked against its MD5 and\n"
+	"  the assembled size is checked with a HEAD.\n"
+	"\n"
+	"Deleting:\n"
+	"      --delete-dst         delete DST objects absent from SRC, after the copy\n"
+	"                           pass, and only when no copy failed, both listings\n"
+	"                           completed and SRC listed at least one object\n"
+	"      --max-delete N       refuse all deletions when more than N are due\n"
+	"\n"
+	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
+	"neither copied nor deleted):\n"
+	"      --include PATTERN, --exclude PATTERN, --filter '+ PATTERN'|'- PATTERN'\n"
+	"      --filter-from FILE   lines '+ PATTERN', '- PATTERN', '#' comments, '!' clears\n"
+	"  '*' matches within one path segment, '**' across '/', '?' one character,\n"
+	"  '[a-z]' a class, '{a,b}' alternatives, '\\' escapes. A leading '/' anchors\n"
+	"  at the start of the key, otherwise the pattern may match any tail starting\n"
+	"  after a '/'. A trailing '/' means everything below that directory.\n"
+	"  Rules apply in command-line order and the first match decides (rclone\n"
+	"  groups them by flag type instead). With any include rule, a key no rule\n"
+	"  matches is excluded; otherwise it is included.\n"
+	"\n"
+	"State and output:\n"
+	"      --state FILE         state file (default ~/.cache/jfsops/sync-<hash>.db,\n"
+	"                           one per SRC/DST pair)\n"
+	"      --no-state           keep no state (compare by listings only)\n"
+	"      --resume             continue multipart uploads of an interrupted run\n"
+	"                           (parts verified with ListParts); without it they\n"
+	"                           are aborted and restarted\n"
+	"  -n, --dry-run            change nothing; print each planned copy/delete on\n"
+	"                           stdout ('copy KEY (reason)', JSON lines with --json)\n"
+	"      --json               final summary as one JSON object on stdout\n"
+	"  -v, --verbose            one line per action on stderr\n"
+	"  -q, --quiet              no progress line\n"
+	"      --sort-mem SIZE      memory for sorting an unordered listing (default 256M)\n"
+	"      --tmp-dir DIR        where sort runs spill (default /tmp)\n"
+	"      --config FILE        profile file\n"
+	"Per side (X = src or dst):\n"
+	"      --X-endpoint URL --X-region R --X-access-key K --X-secret-key S\n"
+	"      --X-path-style --X-list-v1 --X-unordered\n"
+	"  (prefer the environment for secrets: ps shows command lines)\n"
+	"\n"
+	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
+	"--max-delete); 2 usage; 3 failure; 5 unreachable; 6 credentials rejected;\n"
+	"8 bucket or directory missing; 130/143 interrupted.\n"
+	"\n"
+	"Examples:\n"
+	"  JFSOPS_SRC_ACCESS_KEY=... JFSOPS_SRC_SECRET_KEY=... \\\n"
+	"  JFSOPS_DST_ACCESS_KEY=... JFSOPS_DST_SECRET_KEY=... \\\n"
+	"    jfsops sync 's3://data/train?endpoint=http://10.0.0.5:9000&path_style=1' \\\n"
+	"                s3://backup/train --delete-dst --max-delete 1000\n"
+	"  jfsops sync /srv/export/ s3://prod@archive/export --dry-run\n";
+
+enum {
+	O_TRANSFERS = 0x2000, O_LIST_THREADS, O_PART_SIZE, O_MP_THRESHOLD, O_PART_CONC,
+	O_NO_SS, O_NO_META, O_BWLIMIT, O_RETRIES, O_SIZE_ONLY, O_CHECKSUM, O_UPDATE,
+	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
+	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
+	O_TMP_DIR, O_CONFIG,
+	O_SIDE = 0x2100,  /* + side*16 + field */
+};
+enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int default_state_path(const struct jo_sync_side *a, const struct jo_sync_side *b,
+			      char *out, size_t n)
+{
+	unsigned char d[32];
+	unsigned int dl = 32;
+	char buf[1300];
+	snprintf(buf, sizeof(buf), "%s\n%s", a->desc, b->desc);
+	EVP_Digest(buf, strlen(buf), d, &dl, EVP_sha256(), NULL);
+	const char *xdg = getenv("XDG_CACHE_HOME"), *home = getenv("HOME");
+	char dir[1024];
+	if (xdg && *xdg)
+		snprintf(dir, sizeof(dir), "%s/jfsops", xdg);
+	else
+		snprintf(dir, sizeof(dir), "%s/.cache/jfsops", home && *home ? home : "/tmp");
+	/* mkdir -p */
+	for (char *p = dir + 1; *p; p++) {
+		if (*p == '/') {
+			*p = 0;
+			mkdir(dir, 0700);
+			*p = '/';
+		}
+	}
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return -1;
+	snprintf(out, n, "%s/sync-", dir);
+	size_t l = strlen(out);
+	for (int i = 0; i < 8 && l + 2 < n; i++, l += 2)
+		snprintf(out + l, n - l, "%02x", d[i]);
+	snprintf(out + l, n - l, ".db");
+	return 0;
+}
+
+static void print_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+			  const struct jo_sync_opts *o, const struct jo_sync_summary *s, bool json,
+			  int exit_code)
+{
+	fprintf(stderr,
+		"jfsops sync: listed %" PRIu64 " src / %" PRIu64 " dst, %s %" PRIu64 " (%" PRIu64
+		" bytes), skipped %" PRIu64 ", excluded %" PRIu64 ", extra %" PRIu64 ", %s %" PRIu64
+		", failed %" PRIu64 ", %.1fs\n",
+		s->src_listed, s->dst_listed, o->dry_run ? "would copy" : "copied",
+		o->dry_run ? s->would_copy : s->copied,
+		o->dry_run ? s->would_copy_bytes : s->copied_bytes, s->skipped, s->excluded, s->extra,
+		o->dry_run ? "would delete" : "deleted", o->dry_run ? s->would_delete : s->deleted,
+		s->failed, s->seconds);
+	if (s->delete_refused)
+		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
+			s->delete_refused_why);
+	if (!json)
+		return;
+	json_t *j = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+			      "s:I,s:b,s:s,s:i,s:f,s:i}",
+			      "src", src->desc, "dst", dst->desc, "dry_run", o->dry_run,
+			      "listed_src", (json_int_t)s->src_listed,
+			      "listed_dst", (json_int_t)s->dst_listed,
+			      "copied", (json_int_t)s->copied, "copied_bytes", (json_int_t)s->copied_bytes,
+			      "server_side", (json_int_t)s->server_side,
+			      "multipart", (json_int_t)s->multipart,
+			      "skipped", (json_int_t)s->skipped, "excluded", (json_int_t)s->excluded,
+			      "extra", (json_int_t)s->extra, "deleted", (json_int_t)s->deleted,
+			      "failed", (json_int_t)s->failed, "would_copy", (json_int_t)s->would_copy,
+			      "would_copy_bytes", (json_int_t)s->would_copy_bytes,
+			      "would_delete", (json_int_t)s->would_delete,
+			      "delete_refused", s->delete_refused,
+			      "delete_refused_why", s->delete_refused_why,
+			      "order_restarts", s->order_restarts, "seconds", s->seconds,
+			      "exit", exit_code);
+	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (txt)
+		printf("%s\n", txt);
+	free(txt);
+	json_decref(j);
+}
+
+int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
+{
+#define SIDE_OPTS(name, side)                                                                   \
+	{ name "-endpoint", required_argument, NULL, O_SIDE + side * 16 + F_ENDPOINT },          \
+	{ name "-region", required_argument, NULL, O_SIDE + side * 16 + F_REGION },              \
+	{ name "-access-key", required_argument, NULL, O_SIDE + side * 16 + F_AK },              \
+	{ name "-secret-key", required_argument, NULL, O_SIDE + side * 16 + F_SK },              \
+	{ name "-path-style", no_argument, NULL, O_SIDE + side * 16 + F_PATH_STYLE },            \
+	{ name "-list-v1", no_argument, NULL, O_SIDE + side * 16 + F_LIST_V1 },                  \
+	{ name "-unordered", no_argument, NULL, O_SIDE + side * 16 + F_UNORDERED }
+	static const struct option lopts[] = {
+		{ "transfers", required_argument, NULL, O_TRANSFERS },
+		{ "list-threads", required_argument, NULL, O_LIST_THREADS },
+		{ "part-size", required_argument, NULL, O_PART_SIZE },
+		{ "multipart-threshold", required_argument, NULL, O_MP_THRESHOLD },
+		{ "part-concurrency", required_argument, NULL, O_PART_CONC },
+		{ "no-server-side", no_argument, NULL, O_NO_SS },
+		{ "no-metadata", no_argument, NULL, O_NO_META },
+		{ "bwlimit", required_argument, NULL, O_BWLIMIT },
+		{ "retries", required_argument, NULL, O_RETRIES },
+		{ "size-only", no_argument, NULL, O_SIZE_ONLY },
+		{ "checksum", no_argument, NULL, O_CHECKSUM },
+		{ "update", no_argument, NULL, O_UPDATE },
+		{ "ignore-existing", no_argument, NULL, O_IGN_EXISTING },
+		{ "existing", no_argument, NULL, O_EXISTING },
+		{ "delete-dst", no_argument, NULL, O_DELETE_DST },
+		{ "max-delete", required_argument, NULL, O_MAX_DELETE },
+		{ "include", required_argument, NULL, O_INCLUDE },
+		{ "exclude", required_argument, NULL, O_EXCLUDE },
+		{ "filter", required_argument, NULL, O_FILTER },
+		{ "filter-from", required_argument, NULL, O_FILTER_FROM },
+		{ "state", required_argument, NULL, O_STATE },
+		{ "no-state", no_argument, NULL, O_NO_STATE },
+		{ "resume", no_argument, NULL, O_RESUME },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "sort-mem", required_argument, NULL, O_SORT_MEM },
+		{ "tmp-dir", required_argument, NULL, O_TMP_DIR },
+		{ "config", required_argument, NULL, O_CONFIG },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		SIDE_OPTS("src", 0),
+		SIDE_OPTS("dst", 1),
+		{ 0 }
+	};
+#undef SIDE_OPTS
+	struct jo_sync_opts o = {
+		.transfers = 16, .list_threads = 4, .part_concurrency = 4,
+		.part_size = 16u << 20, .multipart_threshold = 64u << 20, .max_delete = -1,
+		.server_side = true, .sort_mem = 256u << 20,
+	};
+	struct jo_sync_side_flags fl[2] = { JO_SYNC_SIDE_FLAGS_INIT, JO_SYNC_SIDE_FLAGS_INIT };
+	struct jo_sync_side sides[2];
+	memset(sides, 0, sizeof(sides));
+	struct jo_sync_filter *filter = NULL;
+	const char *state_path = NULL, *config = NULL;
+	bool no_state = false, json = ctx->json;
+	long retries = -1;
+	uint64_t bwlimit = 0;
+	struct jo_obj *so = NULL, *dobj = NULL;
+	struct jo_sync_state *st = NULL;
+	struct jo_err err = { 0 };
+	struct jo_sync_summary sum;
+	int c, rc = 0;
+	long v;
+	int64_t sz;
+
+	memset(&sum, 0, sizeof(sum));
+	if (jo_sync_filter_new(&filter))
+		return cmd_usage_error(ctx, "out of memory");
+	while ((c = getopt_long(argc, argv, "nvqh", lopts, NULL)) != -1) {
+		if (c >= O_SIDE && c < O_SIDE + 32) {
+			int side = (c - O_SIDE) / 16, f = (c - O_SIDE) % 16;
+			struct jo_sync_side_flags *x = &fl[side];
+			switch (f) {
+			case F_ENDPOINT: x->endpoint = optarg; break;
+			case F_REGION: x->region = optarg; break;
+			case F_AK: x->access_key = optarg; break;
+			case F_SK: {
+				/* Keep a copy, then hide the secret from ps. */
+				char *cp = strdup(optarg);
+				if (!cp) {
+					rc = cmd_usage_error(ctx, "out of memory");
+					goto out;
+				}
+				cmd_scrub_arg(optarg);
+				free((char *)x->secret_key);
+				x->secret_key = cp;
+				break;
+			}
+			case F_PATH_STYLE: x->path_style = 1; break;
+			case F_LIST_V1: x->list_v1 = 1; break;
+			case F_UNORDERED: x->unordered = 1; break;
+			}
+			continue;
+		}
+		switch (c) {
+		case O_TRANSFERS:
+			if (parse_int(optarg, 1, 1024, &v)) {
+				rc = cmd_usage_error(ctx, "bad --transfers '%s' (1..1024)", optarg);
+				goto out;
+			}
+			o.transfers = (int)v;
+			break;
+		case O_LIST_THREADS:
+			if (parse_int(optarg, 1, 256, &v)) {
+				rc = cmd_usage_error(ctx, "bad --list-threads '%s' (1..256)", optarg);
+				goto out;
+			}
+			o.list_threads = (int)v;
+			break;
+		case O_PART_CONC:
+			if (parse_int(optarg, 1, 64, &v)) {
+				rc = cmd_usage_error(ctx, "bad --part-concurrency '%s' (1..64)", optarg);
+				goto out;
+			}
+			o.part_concurrency = (int)v;
+			break;
+		case O_PART_SIZE:
+			sz = jo_sync_parse_size(optarg);
+			if (sz < (5 << 20) || sz > (5ll << 30)) {
+				rc = cmd_usage_error(ctx, "bad --part-size '%s' (5M..5G)", optarg);
+				goto out;
+			}
+			o.part_size = (uint64_t)sz;
+			break;
+		case O_MP_THRESHOLD:
+			sz = jo_sync_parse_size(optarg);
+			if (sz < (5 << 20) || sz > (5ll << 30)) {
+				rc = cmd_usage_error(ctx, "bad --multipart-threshold '%s' (5M..5G)", optarg);
+				goto out;
+			}
+			o.multipart_threshold = (uint64_t)sz;
+			break;
+		case O_NO_SS: o.server_side = false; break;
+		case O_NO_META: o.no_metadata = true; break;
+		case O_BWLIMIT:
+			sz = jo_sync_parse_size(optarg);
+			if (sz <= 0) {
+				rc = cmd_usage_error(ctx, "bad --bwlimit '%s' (bytes/s, K/M/G suffixes)", optarg);
+				goto out;
+			}
+			bwlimit = (uint64_t)sz;
+			break;
+		case O_RETRIES:
+			if (parse_int(optarg, 0, 100, &retries)) {
+				rc = cmd_usage_error(ctx, "bad --retries '%s' (0..100)", optarg);
+				goto out;
+			}
+			break;
+		case O_SIZE_ONLY: o.cmp.mode = JO_SYNC_CMP_SIZE; break;
+		case O_CHECKSUM: o.cmp.mode = JO_SYNC_CMP_CHECKSUM; break;
+		case O_UPDATE: o.cmp.update = true; break;
+		case O_IGN_EXISTING: o.cmp.ignore_existing = true; break;
+		case O_EXISTING: o.cmp.existing = true; break;
+		case O_DELETE_DST: o.delete_dst = true; break;
+		case O_MAX_DELETE:
+			if (parse_int(optarg, 0, 2000000000L, &v)) {
+				rc = cmd_usage_error(ctx, "bad --max-delete '%s'", optarg);
+				goto out;
+			}
+			o.max_delete = v;
+			break;
+		case O_INCLUDE:
+		case O_EXCLUDE:
+			if (jo_sync_filter_add(filter, c == O_INCLUDE ? '+' : '-', optarg, &err)) {
+				rc = cmd_usage_error(ctx, "%s", err.msg);
+				goto out;
+			}
+			break;
+		case O_FILTER:
+			if ((optarg[0] != '+' && optarg[0] != '-') || optarg[1] != ' ' ||
+			    jo_sync_filter_add(filter, optarg[0], optarg + 2, &err)) {
+				rc = cmd_usage_error(ctx, "bad --filter '%s' (want '+ PATTERN' or '- PATTERN')%s%s",
+						     optarg, err.msg[0] ? ": " : "", err.msg);
+				goto out;
+			}
+			break;
+		case O_FILTER_FROM:
+			if (jo_sync_filter_load(filter, optarg, &err)) {
+				rc = cmd_usage_error(ctx, "%s", err.msg);
+				goto out;
+			}
+			break;
+		case O_STATE: state_path = optarg; break;
+		case O_NO_STATE: no_state = true; break;
+		case O_RESUME: o.resume = true; break;
+		case O_JSON: json = true; break;
+		case O_SORT_MEM:
+			sz = jo_sync_parse_size(optarg);
+			if (sz < (1 << 20)) {
+				rc = cmd_usage_error(ctx, "bad --sort-mem '%s' (>= 1M)", optarg);
+				goto out;
+			}
+			o.sort_mem = (size_t)sz;
+			break;
+		case O_TMP_DIR: o.tmp_dir = optarg; break;
+		case O_CONFIG: config = optarg; break;
+		case 'n': o.dry_run = true; break;
+		case 'v':
+			o.verbose = true;
+			if (jo_log_get_level() < JO_LOG_INFO)
+				jo_log_setup(NULL, JO_LOG_INFO);
+			break;
+		case 'q': ctx->quiet = true; break;
+		case 'h':
+			fputs(sync_usage, stdout);
+			goto out;
+		default:
+			rc = cmd_usage_error(ctx, "unknown option (see 'jfsops sync --help')");
+			goto out;
+		}
+	}
+	if (argc - optind != 2) {
+		rc = cmd_usage_error(ctx, "expected SRC and DST (see 'jfsops sync --help')");
+		goto out;
+	}
+	if (o.cmp.existing && o.cmp.ignore_existing) {
+		rc = cmd_usage_error(ctx, "--existing and --ignore-existing exclude each other");
+		goto out;
+	}
+	if (o.resume && no_state) {
+		rc = cmd_usage_error(ctx, "--resume needs the state file");
+		goto out;
+	}
+	if (o.multipart_threshold < o.part_size)
+		o.multipart_threshold = o.part_size;
+	for (int i = 0; i < 2; i++) {
+		if (jo_sync_side_parse(&sides[i], argv[optind + i], i ? "dst" : "src", &fl[i], config,
+				       &err)) {
+			rc = err.code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err.msg)
+						   : cmd_fail(ctx, &err);
+			goto out;
+		}
+	}
+	if (!strcmp(sides[0].desc, sides[1].desc)) {
+		rc = cmd_usage_error(ctx, "SRC and DST are the same place");
+		goto out;
+	}
+	if (!no_state) {
+		char def[2048];
+		if (!state_path) {
+			if (default_state_path(&sides[0], &sides[1], def, sizeof(def))) {
+				jo_err_set(&err, JO_EIO, "cannot create the state directory for %s: %s", def,
+					   strerror(errno));
+				rc = cmd_fail(ctx, &err);
+				goto out;
+			}
+			state_path = def;
+		}
+		if (jo_sync_state_open(&st, state_path, o.dry_run, &err)) {
+			rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+		if (o.verbose)
+			jo_warn("state file %s", state_path);
+	}
+	int conns = o.transfers * o.part_concurrency + o.list_threads + 4;
+	if (jo_sync_side_open(&sides[0], conns, (int)retries, &so, &err) ||
+	    jo_sync_side_open(&sides[1], conns, (int)retries, &dobj, &err)) {
+		rc = cmd_fail(ctx, &err);
+		goto out;
+	}
+	if (sides[1].local && !o.dry_run && jo_obj_create_bucket(dobj, &err)) {
+		rc = cmd_fail(ctx, &err);
+		goto out;
+	}
+	o.filter = filter;
+	o.state = st;
+	o.bw = jo_sync_bw_new(bwlimit);
+	o.progress = ctx->tty && !ctx->quiet;
+	o.json = json;
+	int r = jo_sync_run(&sides[0], so, &sides[1], dobj, &o, &sum, &err);
+	jo_sync_bw_free(o.bw);
+	if (r) {
+		rc = cmd_fail(ctx, &err);
+		print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
+		goto out;
+	}
+	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
+out:
+	jo_obj_close(so);
+	jo_obj_close(dobj);
+	jo_sync_state_close(st);
+	jo_sync_filter_free(filter);
+	for (int i = 0; i < 2; i++) {
+		free((char *)fl[i].secret_key);
+		jo_sync_side_free(&sides[i]);
+	}
+	return rc;
+}

@@ -1,0 +1,1074 @@
+/*
+ * engine.c: the sync run: merge-join of the two ordered listings, the
+ * copy-or-skip decision, a pool of transfer workers, the delete pass and the
+ * counters.
+ *
+ * Destination user metadata written on every copy (documented in --help):
+ *   x-amz-meta-mtime            source mtime, unix seconds (rclone reads it too)
+ *   x-amz-meta-jfsops-md5       hex MD5 of the content (single-request copies)
+ *   x-amz-meta-jfsops-src-etag  the source's listed ETag (all copies)
+ * plus the source's Content-Type and user metadata (one HEAD of the source
+ * per copied object, none per compared object; --no-metadata skips it).
+ *
+ * Safety: every GET of a source carries If-Match with the listed ETag, so a
+ * source changing mid-copy fails that object (412) instead of producing a
+ * torn copy. Deletes (--delete-dst) run only after the copy pass finished
+ * with no failure, both listings completed, the source listed at least one
+ * object and the number of victims is within --max-delete.
+ */
+#include "sync/sync.h"
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/log.h"
+#include "common/object/object.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PARTS 10000
+#define MIN_PART (5u << 20)
+#define COPY_MAX (5ull << 30)    /* CopyObject limit */
+
+struct task {
+	char *rel;
+	struct jo_sync_ent src;
+	bool has_dst;
+	struct jo_sync_ent dst;
+	struct task *next;
+};
+
+struct eng {
+	const struct jo_sync_side *src, *dst;
+	struct jo_obj *so, *dobj;
+	const struct jo_sync_opts *o;
+	struct jo_sync_summary *sum;
+	bool server_side;
+
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct task *qhead, *qtail;
+	size_t qlen, outstanding;  /* queued + running */
+	bool closing;
+	/* memory budget for transfer buffers */
+	uint64_t mem_avail, mem_inuse;
+	/* progress */
+	double t0;
+	bool progress_stop;
+	pthread_t progress_th;
+	struct jo_sync_stream *ls, *ld;
+	FILE *extras;               /* length-prefixed relative keys */
+	uint64_t nextras;
+};
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void hex(const unsigned char *d, size_t n, char *out)
+{
+	static const char x[] = "0123456789abcdef";
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = x[d[i] >> 4];
+		out[2 * i + 1] = x[d[i] & 15];
+	}
+	out[2 * n] = 0;
+}
+
+static void md5_of(const void *data, size_t len, unsigned char out[16])
+{
+	unsigned int n = 16;
+	EVP_Digest(data, len, out, &n, EVP_md5(), NULL);
+}
+
+static char *join_key(const char *prefix, const char *rel)
+{
+	size_t a = strlen(prefix), b = strlen(rel);
+	char *k = malloc(a + b + 1);
+	if (k) {
+		memcpy(k, prefix, a);
+		memcpy(k + a, rel, b + 1);
+	}
+	return k;
+}
+
+/* ---- memory budget ------------------------------------------------------- */
+
+static void mem_acquire(struct eng *e, uint64_t n)
+{
+	pthread_mutex_lock(&e->mu);
+	/* One oversized request may run alone. */
+	while (e->mem_inuse > 0 && e->mem_inuse + n > e->mem_avail)
+		pthread_cond_wait(&e->cv, &e->mu);
+	e->mem_inuse += n;
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void mem_release(struct eng *e, uint64_t n)
+{
+	pthread_mutex_lock(&e->mu);
+	e->mem_inuse -= n;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- output -------------------------------------------------------------- */
+
+static void plan_line(struct eng *e, const char *action, const char *rel, uint64_t size,
+		      const char *why)
+{
+	if (!e->o->json) {
+		flockfile(stdout);
+		printf("%s %s (%s)\n", action, rel, why ? why : "");
+		funlockfile(stdout);
+		return;
+	}
+	json_t *j = json_pack("{s:s,s:s,s:I,s:s}", "action", action, "key", rel, "size",
+			      (json_int_t)size, "reason", why ? why : "");
+	char *s = j ? json_dumps(j, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
+	flockfile(stdout);
+	if (s)
+		printf("%s\n", s);
+	funlockfile(stdout);
+	free(s);
+	json_decref(j);
+}
+
+/* ---- copy ---------------------------------------------------------------- */
+
+struct buf {
+	unsigned char *p;
+	size_t len, cap;
+	struct jo_sync_bw *bw;
+};
+
+static int buf_cb(const void *data, size_t len, void *payload)
+{
+	struct buf *b = payload;
+	if (len > b->cap - b->len)
+		return JO_EPROTO;  /* more bytes than listed */
+	jo_sync_bw_take(b->bw, len);
+	memcpy(b->p + b->len, data, len);
+	b->len += len;
+	return 0;
+}
+
+/* User metadata for the destination: the source's plus our fingerprint. */
+struct meta {
+	const char *kv[130];
+	size_t n;
+	char mtime[32];
+	char md5[33];
+	char etag[72];
+};
+
+static void meta_build(struct meta *m, char **srcmeta, int64_t mtime, const char *md5,
+		       const char *src_etag)
+{
+	m->n = 0;
+	for (size_t i = 0; srcmeta && srcmeta[i] && srcmeta[i + 1] && m->n < 120; i += 2) {
+		const char *n = srcmeta[i];
+		if (!strcmp(n, "mtime") || !strcmp(n, "jfsops-md5") || !strcmp(n, "jfsops-src-etag"))
+			continue;
+		if (!strcmp(n, "content-type"))
+			continue;
+		m->kv[m->n++] = n;
+		m->kv[m->n++] = srcmeta[i + 1];
+	}
+	snprintf(m->mtime, sizeof(m->mtime), "%" PRId64, mtime);
+	m->kv[m->n++] = "mtime";
+	m->kv[m->n++] = m->mtime;
+	if (md5 && md5[0]) {
+		snprintf(m->md5, sizeof(m->md5), "%s", md5);
+		m->kv[m->n++] = "jfsops-md5";
+		m->kv[m->n++] = m->md5;
+	}
+	if (src_etag && src_etag[0]) {
+		snprintf(m->etag, sizeof(m->etag), "%s", src_etag);
+		m->kv[m->n++] = "jfsops-src-etag";
+		m->kv[m->n++] = m->etag;
+	}
+	m->kv[m->n] = NULL;
+}
+
+static const char *src_if_match(const struct jo_sync_ent *src)
+{
+	return src->etag[0] ? src->etag : NULL;
+}
+
+/* HEAD the source for content type and user metadata; check it is unchanged. */
+static int src_head(struct eng *e, const char *skey, const struct jo_sync_ent *src,
+		    char ***meta, const char **ctype, struct jo_err *err)
+{
+	*meta = NULL;
+	*ctype = NULL;
+	if (e->src->local || e->o->no_metadata)
+		return 0;
+	struct jo_obj_info info;
+	int rc = jo_obj_head_meta(e->so, skey, &info, meta, err);
+	if (rc)
+		return rc;
+	if (info.size != src->size ||
+	    (src->etag[0] && info.etag[0] && strcasecmp(info.etag, src->etag) != 0))
+		return jo_err_set(err, JO_ECONFLICT, "source \"%s\" changed during sync", skey);
+	*ctype = info.content_type;
+	return 0;
+}
+
+static int copy_small(struct eng *e, const char *skey, const char *dkey, const struct task *t,
+		      struct jo_sync_row *row, struct jo_err *err)
+{
+	char **smeta = NULL;
+	const char *ctype = NULL;
+	int rc = src_head(e, skey, &t->src, &smeta, &ctype, err);
+	if (rc)
+		return rc;
+	uint64_t size = t->src.size;
+	mem_acquire(e, size);
+	struct buf b = { .cap = (size_t)size, .bw = e->o->bw };
+	b.p = malloc(size ? (size_t)size : 1);
+	if (!b.p) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory for %" PRIu64 " bytes", size);
+		goto out;
+	}
+	struct jo_obj_get_opts go = { .offset = 0, .length = -1, .if_match = src_if_match(&t->src) };
+	rc = jo_obj_get(e->so, skey, &go, buf_cb, &b, err);
+	if (rc == JO_EPROTO && b.len == b.cap && size > 0) {
+		rc = jo_err_set(err, JO_ECONFLICT, "source \"%s\" is larger than listed", skey);
+		goto out;
+	}
+	if (rc)
+		goto out;
+	if (b.len != size) {
+		rc = jo_err_set(err, JO_ECONFLICT, "source \"%s\": read %zu bytes, listed %" PRIu64,
+				skey, b.len, size);
+		goto out;
+	}
+	unsigned char d[16];
+	md5_of(b.p, b.len, d);
+	hex(d, 16, row->md5);
+	if (jo_sync_etag_is_md5(t->src.etag) && strcasecmp(t->src.etag, row->md5) != 0) {
+		rc = jo_err_set(err, JO_ECONFLICT, "source \"%s\": content MD5 %s differs from its ETag %s",
+				skey, row->md5, t->src.etag);
+		goto out;
+	}
+	struct meta m;
+	meta_build(&m, smeta, t->src.mtime, row->md5, t->src.etag);
+	struct jo_obj_put_opts po = { .content_type = ctype, .meta = m.kv, .content_md5 = true };
+	rc = jo_obj_put(e->dobj, dkey, b.p, b.len, &po, err);
+	if (rc)
+		goto out;
+	row->dst_size = size;
+	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", row->md5);
+out:
+	free(b.p);
+	mem_release(e, size);
+	jo_obj_meta_free(smeta);
+	return rc;
+}
+
+/* ---- multipart ----------------------------------------------------------- */
+
+struct mp {
+	struct eng *e;
+	const char *skey, *dkey, *rel;
+	const struct task *t;
+	const char *upload_id;
+	uint64_t part_size;
+	int nparts;
+	unsigned char (*md5s)[16];
+	struct jo_obj_part *parts;   /* [nparts], number 0 = not done */
+	int next;                    /* next part to claim (0-based) */
+	int rc;
+	struct jo_err err;
+	pthread_mutex_t mu;
+};
+
+static int part_one(struct mp *m, int i, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	uint64_t off = (uint64_t)i * m->part_size;
+	uint64_t len = m->t->src.size - off < m->part_size ? m->t->src.size - off : m->part_size;
+	mem_acquire(e, len);
+	struct buf b = { .cap = (size_t)len, .bw = e->o->bw };
+	b.p = malloc((size_t)len);
+	int rc;
+	if (!b.p) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	struct jo_obj_get_opts go = { .offset = off, .length = (int64_t)len,
+				      .if_match = src_if_match(&m->t->src) };
+	rc = jo_obj_get(e->so, m->skey, &go, buf_cb, &b, err);
+	if (!rc && b.len != len)
+		rc = jo_err_set(err, JO_ECONFLICT, "source \"%s\": short read of part %d", m->skey,
+				i + 1);
+	if (rc)
+		goto out;
+	unsigned char d[16];
+	char dh[33], etag[72] = "";
+	md5_of(b.p, b.len, d);
+	hex(d, 16, dh);
+	rc = jo_obj_mpu_put_part(e->dobj, m->dkey, m->upload_id, i + 1, b.p, b.len, etag, err);
+	if (rc)
+		goto out;
+	if (jo_sync_etag_is_md5(etag) && strcasecmp(etag, dh) != 0) {
+		rc = jo_err_set(err, JO_EIO, "\"%s\" part %d: stored ETag %s, sent MD5 %s", m->dkey,
+				i + 1, etag, dh);
+		goto out;
+	}
+	rc = jo_sync_state_part_put(e->o->state, m->rel, i + 1, etag, len, err);
+	if (rc)
+		goto out;
+	pthread_mutex_lock(&m->mu);
+	memcpy(m->md5s[i], d, 16);
+	m->parts[i].number = i + 1;
+	snprintf(m->parts[i].etag, sizeof(m->parts[i].etag), "%s", etag);
+	m->parts[i].size = len;
+	pthread_mutex_unlock(&m->mu);
+out:
+	free(b.p);
+	mem_release(e, len);
+	return rc;
+}
+
+static void *part_worker(void *p)
+{
+	struct mp *m = p;
+	for (;;) {
+		pthread_mutex_lock(&m->mu);
+		while (m->next < m->nparts && m->parts[m->next].number)
+			m->next++;
+		int i = m->rc || jo_cancelled() ? m->nparts : m->next++;
+		pthread_mutex_unlock(&m->mu);
+		if (i >= m->nparts)
+			return NULL;
+		struct jo_err err = { 0 };
+		int rc = part_one(m, i, &err);
+		if (rc) {
+			pthread_mutex_lock(&m->mu);
+			if (!m->rc) {
+				m->rc = rc;
+				m->err = err;
+			}
+			pthread_mutex_unlock(&m->mu);
+			return NULL;
+		}
+	}
+}
+
+struct found_parts {
+	struct mp *m;
+	int n;
+};
+
+/* Server's ListParts: keep the parts the state also recorded with the same ETag. */
+static int listed_part_cb(const struct jo_obj_part *part, void *p)
+{
+	struct found_parts *fp = p;
+	struct mp *m = fp->m;
+	if (part->number < 1 || part->number > m->nparts)
+		return 0;
+	struct jo_obj_part *slot = &m->parts[part->number - 1];
+	if (slot->number == -1 && strcasecmp(slot->etag, part->etag) == 0) {
+		slot->number = part->number;
+		fp->n++;
+	}
+	return 0;
+}
+
+static int state_part_cb(int number, const char *etag, uint64_t size, void *p)
+{
+	struct mp *m = p;
+	if (number < 1 || number > m->nparts)
+		return 0;
+	uint64_t off = (uint64_t)(number - 1) * m->part_size;
+	uint64_t want = m->t->src.size - off < m->part_size ? m->t->src.size - off : m->part_size;
+	if (size != want || !jo_sync_etag_is_md5(etag))
+		return 0;
+	struct jo_obj_part *slot = &m->parts[number - 1];
+	slot->number = -1;  /* candidate until ListParts confirms */
+	snprintf(slot->etag, sizeof(slot->etag), "%s", etag);
+	slot->size = size;
+	/* Part ETag = MD5 of the part on AWS-style stores (checked at upload). */
+	for (int i = 0; i < 16; i++) {
+		unsigned v;
+		sscanf(etag + 2 * i, "%2x", &v);
+		m->md5s[number - 1][i] = (unsigned char)v;
+	}
+	return 0;
+}
+
+static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
+			  const struct task *t, struct jo_sync_row *row, bool *multipart,
+			  struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	uint64_t size = t->src.size;
+	uint64_t ps = o->part_size < MIN_PART ? MIN_PART : o->part_size;
+	if ((size + ps - 1) / ps > MAX_PARTS) {
+		ps = (size + MAX_PARTS - 1) / MAX_PARTS;
+		ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
+	}
+	struct mp m = { .e = e, .skey = skey, .dkey = dkey, .rel = t->rel, .t = t, .part_size = ps };
+	m.nparts = (int)((size + ps - 1) / ps);
+	pthread_mutex_init(&m.mu, NULL);
+	m.md5s = calloc((size_t)m.nparts, 16);
+	m.parts = calloc((size_t)m.nparts, sizeof(*m.parts));
+	char *upload_id = NULL;
+	char **smeta = NULL;
+	const char *ctype = NULL;
+	int rc = 0;
+	*multipart = true;
+	if (!m.md5s || !m.parts) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	/* An upload recorded by an earlier run. */
+	struct jo_sync_mpu rec;
+	if (jo_sync_state_mpu_get(o->state, t->rel, &rec, err) == 0) {
+		bool same = o->resume && rec.part_size == ps && rec.src_size == size &&
+			    rec.src_mtime == t->src.mtime && !strcmp(rec.src_etag, t->src.etag);
+		if (same) {
+			rc = jo_sync_state_parts(o->state, t->rel, state_part_cb, &m, err);
+			if (rc)
+				goto out;
+			struct found_parts fp = { .m = &m };
+			struct jo_err lerr = { 0 };
+			int lrc = jo_obj_mpu_list_parts(e->dobj, dkey, rec.upload_id, listed_part_cb, &fp,
+							&lerr);
+			if (lrc == 0) {
+				upload_id = strdup(rec.upload_id);
+				if (!upload_id) {
+					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+					goto out;
+				}
+				if (o->verbose)
+					jo_warn("resuming upload of \"%s\": %d of %d parts already there",
+						t->rel, fp.n, m.nparts);
+			}
+			for (int i = 0; i < m.nparts; i++)
+				if (m.parts[i].number == -1 || !upload_id)
+					memset(&m.parts[i], 0, sizeof(m.parts[i]));
+		}
+		if (!upload_id) {
+			struct jo_err aerr = { 0 };
+			jo_obj_mpu_abort(e->dobj, dkey, rec.upload_id, &aerr);
+			jo_sync_state_mpu_del(o->state, t->rel, &aerr);
+		}
+	}
+	if (!upload_id) {
+		rc = src_head(e, skey, &t->src, &smeta, &ctype, err);
+		if (rc)
+			goto out;
+		struct meta mt;
+		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag);
+		struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
+		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
+		if (rc)
+			goto out;
+		struct jo_sync_mpu nm = { .part_size = ps, .src_size = size, .src_mtime = t->src.mtime };
+		snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", upload_id);
+		snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
+		rc = jo_sync_state_mpu_put(o->state, t->rel, &nm, err);
+		if (rc)
+			goto out;
+	}
+	m.upload_id = upload_id;
+	int pc = o->part_concurrency < 1 ? 1 : o->part_concurrency;
+	if (pc > m.nparts)
+		pc = m.nparts;
+	pthread_t th[64];
+	int nth = 0;
+	for (int i = 1; i < pc && nth < 64; i++)
+		if (pthread_create(&th[nth], NULL, part_worker, &m) == 0)
+			nth++;
+	part_worker(&m);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	if (m.rc) {
+		*err = m.err;
+		rc = m.rc;
+		if (rc == JO_ECONFLICT) {
+			/* The source changed: this upload can never be completed. */
+			struct jo_err aerr = { 0 };
+			jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+			jo_sync_state_mpu_del(o->state, t->rel, &aerr);
+		}
+		goto out;
+	}
+	if (jo_cancelled()) {
+		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
+		goto out;
+	}
+	rc = jo_obj_mpu_complete(e->dobj, dkey, upload_id, m.parts, (size_t)m.nparts, err);
+	if (rc)
+		goto out;
+	/* Verify the size of what the store assembled. */
+	struct jo_obj_info info;
+	rc = jo_obj_head(e->dobj, dkey, &info, err);
+	if (rc)
+		goto out;
+	if (info.size != size) {
+		rc = jo_err_set(err, JO_EIO, "\"%s\": assembled %" PRIu64 " bytes, expected %" PRIu64,
+				dkey, info.size, size);
+		goto out;
+	}
+	jo_sync_state_mpu_del(o->state, t->rel, err);
+	row->dst_size = size;
+	/* Remember the ETag the store reported (AWS-style "md5-N" or a plain MD5). */
+	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", info.etag);
+	if (!row->dst_etag[0]) {
+		unsigned char d[16];
+		md5_of(m.md5s, (size_t)m.nparts * 16, d);
+		char h[33];
+		hex(d, 16, h);
+		snprintf(row->dst_etag, sizeof(row->dst_etag), "%s-%d", h, m.nparts);
+	}
+	if (jo_sync_etag_is_md5(t->src.etag))
+		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
+out:
+	free(upload_id);
+	free(m.md5s);
+	free(m.parts);
+	jo_obj_meta_free(smeta);
+	pthread_mutex_destroy(&m.mu);
+	return rc;
+}
+
+static int copy_server_side(struct eng *e, const char *skey, const char *dkey,
+			    const struct task *t, struct jo_sync_row *row, struct jo_err *err)
+{
+	struct jo_obj_copy_opts co = { .src_bucket = e->src->bucket, .meta = NULL,
+				       .if_match = src_if_match(&t->src) };
+	int rc = jo_obj_copy(e->dobj, skey, dkey, &co, err);
+	if (rc)
+		return rc;
+	row->dst_size = t->src.size;
+	if (jo_sync_etag_is_md5(t->src.etag)) {
+		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
+		snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", t->src.etag);
+	}
+	return 0;
+}
+
+static int copy_one(struct eng *e, const struct task *t, bool *ss, bool *mp, struct jo_err *err)
+{
+	char *skey = join_key(e->src->prefix, t->rel), *dkey = join_key(e->dst->prefix, t->rel);
+	int rc;
+	struct jo_sync_row row = { .found = true, .src_size = t->src.size,
+				   .src_mtime = t->src.mtime, .copied_at = (int64_t)time(NULL) };
+	snprintf(row.src_etag, sizeof(row.src_etag), "%s", t->src.etag);
+	*ss = *mp = false;
+	if (!skey || !dkey) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (e->server_side && t->src.size <= COPY_MAX) {
+		*ss = true;
+		rc = copy_server_side(e, skey, dkey, t, &row, err);
+	} else if (t->src.size >= e->o->multipart_threshold && t->src.size > 0) {
+		rc = copy_multipart(e, skey, dkey, t, &row, mp, err);
+	} else {
+		rc = copy_small(e, skey, dkey, t, &row, err);
+	}
+	if (!rc)
+		rc = jo_sync_state_put(e->o->state, t->rel, &row, err);
+out:
+	free(skey);
+	free(dkey);
+	return rc;
+}
+
+/* ---- workers ------------------------------------------------------------- */
+
+static void task_free(struct task *t)
+{
+	if (!t)
+		return;
+	free(t->rel);
+	free(t);
+}
+
+static void *worker_main(void *p)
+{
+	struct eng *e = p;
+	for (;;) {
+		pthread_mutex_lock(&e->mu);
+		while (!e->qhead && !e->closing)
+			pthread_cond_wait(&e->cv, &e->mu);
+		struct task *t = e->qhead;
+		if (!t) {
+			pthread_mutex_unlock(&e->mu);
+			return NULL;
+		}
+		e->qhead = t->next;
+		if (!e->qhead)
+			e->qtail = NULL;
+		e->qlen--;
+		pthread_cond_broadcast(&e->cv);
+		pthread_mutex_unlock(&e->mu);
+
+		struct jo_err err = { 0 };
+		bool ss = false, mp = false;
+		int rc = jo_cancelled() ? jo_err_set(&err, JO_ECANCELED, "cancelled")
+					: copy_one(e, t, &ss, &mp, &err);
+		if (rc && rc != JO_ECANCELED)
+			jo_warn("copy \"%s\" failed: %s", t->rel, err.msg);
+		else if (!rc && e->o->verbose)
+			jo_info("copied \"%s\" (%" PRIu64 " bytes)%s", t->rel, t->src.size,
+				ss ? " server-side" : mp ? " multipart" : "");
+		pthread_mutex_lock(&e->mu);
+		if (rc) {
+			e->sum->failed++;
+		} else {
+			e->sum->copied++;
+			e->sum->copied_bytes += t->src.size;
+			e->sum->server_side += ss;
+			e->sum->multipart += mp;
+		}
+		e->outstanding--;
+		pthread_cond_broadcast(&e->cv);
+		pthread_mutex_unlock(&e->mu);
+		task_free(t);
+	}
+}
+
+static void enqueue(struct eng *e, struct task *t)
+{
+	pthread_mutex_lock(&e->mu);
+	size_t cap = (size_t)e->o->transfers * 4 + 16;
+	while (e->qlen >= cap)
+		pthread_cond_wait(&e->cv, &e->mu);
+	if (e->qtail)
+		e->qtail->next = t;
+	else
+		e->qhead = t;
+	e->qtail = t;
+	e->qlen++;
+	e->outstanding++;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+}
+
+static void drain(struct eng *e)
+{
+	pthread_mutex_lock(&e->mu);
+	while (e->outstanding)
+		pthread_cond_wait(&e->cv, &e->mu);
+	pthread_mutex_unlock(&e->mu);
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+static void human(double v, char *out, size_t n)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int i = 0;
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+static void *progress_main(void *p)
+{
+	struct eng *e = p;
+	for (;;) {
+		struct timespec ts = { 0, 250 * 1000 * 1000 };
+		for (int i = 0; i < 4; i++) {
+			pthread_mutex_lock(&e->mu);
+			bool stop = e->progress_stop;
+			pthread_mutex_unlock(&e->mu);
+			if (stop) {
+				fprintf(stderr, "\r\033[K");
+				return NULL;
+			}
+			nanosleep(&ts, NULL);
+		}
+		pthread_mutex_lock(&e->mu);
+		uint64_t ls = e->ls ? jo_sync_stream_listed(e->ls) : e->sum->src_listed;
+		uint64_t ld = e->ld ? jo_sync_stream_listed(e->ld) : e->sum->dst_listed;
+		uint64_t c = e->sum->copied, cb = e->sum->copied_bytes, f = e->sum->failed;
+		uint64_t q = e->outstanding, sk = e->sum->skipped;
+		pthread_mutex_unlock(&e->mu);
+		double el = now_s() - e->t0;
+		char b1[32], b2[32];
+		human((double)cb, b1, sizeof(b1));
+		human(el > 0 ? (double)cb / el : 0, b2, sizeof(b2));
+		fprintf(stderr, "\r\033[Klisted %" PRIu64 "/%" PRIu64 "  copied %" PRIu64 " (%s, %s/s)"
+			"  skipped %" PRIu64 "  queued %" PRIu64 "  failed %" PRIu64 "  %.0fs",
+			ls, ld, c, b1, b2, sk, q, f, el);
+	}
+}
+
+/* ---- merge --------------------------------------------------------------- */
+
+static int keycmp(const char *a, const char *b)
+{
+	return strcmp(a, b);  /* byte order: strcmp compares as unsigned char */
+}
+
+static int add_extra(struct eng *e, const char *rel, struct jo_err *err)
+{
+	if (!e->extras)
+		return 0;
+	uint32_t n = (uint32_t)strlen(rel);
+	if (fwrite(&n, 4, 1, e->extras) != 1 || fwrite(rel, 1, n, e->extras) != n)
+		return jo_err_set(err, JO_EIO, "temp file for deletions: %s", strerror(errno));
+	e->nextras++;
+	return 0;
+}
+
+static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
+			 const char *why, struct jo_err *err)
+{
+	if (e->o->dry_run) {
+		e->sum->would_copy++;
+		e->sum->would_copy_bytes += s->size;
+		plan_line(e, "copy", s->key, s->size, why);
+		return 0;
+	}
+	struct task *t = calloc(1, sizeof(*t));
+	if (!t || !(t->rel = strdup(s->key))) {
+		free(t);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	t->src = *s;
+	t->src.key = t->rel;
+	if (d) {
+		t->has_dst = true;
+		t->dst = *d;
+		t->dst.key = NULL;
+	}
+	if (e->o->verbose)
+		jo_info("copy \"%s\" (%s)", s->key, why);
+	enqueue(e, t);
+	return 0;
+}
+
+/* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
+static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, char *which_side,
+		      struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	struct jo_sync_stream_opts sos = { .threads = o->list_threads, .sort = sort_src,
+					   .sort_mem = o->sort_mem, .tmp_dir = o->tmp_dir };
+	struct jo_sync_stream_opts sod = sos;
+	sod.sort = sort_dst;
+	struct jo_sync_stream *ls = NULL, *ld = NULL;
+	int rc = jo_sync_stream_start(&ls, e->so, e->src->prefix, &sos, err);
+	if (!rc)
+		rc = jo_sync_stream_start(&ld, e->dobj, e->dst->prefix, &sod, err);
+	if (rc) {
+		jo_sync_stream_free(ls);
+		return rc;
+	}
+	pthread_mutex_lock(&e->mu);
+	e->ls = ls;
+	e->ld = ld;
+	pthread_mutex_unlock(&e->mu);
+
+	struct jo_sync_ent a = { 0 }, b = { 0 };
+	struct jo_err eb = { 0 };
+	int ra = jo_sync_stream_next(ls, &a, err);
+	int rb = jo_sync_stream_next(ld, &b, &eb);
+	uint64_t nsrc = 0, ndst = 0, skipped = 0, excluded = 0;
+	while (!jo_cancelled()) {
+		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
+			break;
+		if (ra == 0 && rb == 0)
+			break;
+		int c = ra == 0 ? 1 : rb == 0 ? -1 : keycmp(a.key, b.key);
+		const struct jo_sync_ent *s = c <= 0 ? &a : NULL, *d = c >= 0 ? &b : NULL;
+		const char *rel = s ? s->key : d->key;
+		if (s)
+			nsrc++;
+		if (d)
+			ndst++;
+		if (!jo_sync_filter_pass(o->filter, rel)) {
+			excluded++;
+		} else if (s) {
+			struct jo_sync_row row;
+			rc = jo_sync_state_get(o->state, rel, &row, err);
+			if (rc)
+				break;
+			const char *why = NULL;
+			if (jo_sync_decide(&o->cmp, s, d, &row, &why) == JO_SYNC_COPY) {
+				rc = dispatch_copy(e, s, d, why, err);
+				if (rc)
+					break;
+			} else {
+				skipped++;
+			}
+		} else if (o->delete_dst) {
+			rc = add_extra(e, rel, err);
+			if (rc)
+				break;
+		} else {
+			e->sum->extra++;
+		}
+		if (s)
+			ra = jo_sync_stream_next(ls, &a, err);
+		if (d)
+			rb = jo_sync_stream_next(ld, &b, &eb);
+		if (((nsrc + ndst) & 1023) == 0) {
+			pthread_mutex_lock(&e->mu);
+			e->sum->skipped = skipped;
+			pthread_mutex_unlock(&e->mu);
+		}
+	}
+	if (!rc && jo_cancelled())
+		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
+	if (!rc && (ra == JO_SYNC_EORDER || rb == JO_SYNC_EORDER)) {
+		*which_side = ra == JO_SYNC_EORDER ? 's' : 'd';
+		if (rb == JO_SYNC_EORDER && ra != JO_SYNC_EORDER)
+			*err = eb;
+		rc = JO_SYNC_EORDER;
+	} else if (!rc && ra < 0) {
+		rc = ra;
+		jo_err_wrap(err, "listing %s", e->src->desc);
+	} else if (!rc && rb < 0) {
+		*err = eb;
+		rc = rb;
+		jo_err_wrap(err, "listing %s", e->dst->desc);
+	}
+	pthread_mutex_lock(&e->mu);
+	e->ls = e->ld = NULL;
+	e->sum->src_listed = nsrc;
+	e->sum->dst_listed = ndst;
+	e->sum->skipped = skipped;
+	e->sum->excluded = excluded;
+	pthread_mutex_unlock(&e->mu);
+	jo_sync_stream_free(ls);
+	jo_sync_stream_free(ld);
+	return rc;
+}
+
+/* ---- deletes ------------------------------------------------------------- */
+
+static int delete_pass(struct eng *e, struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	struct jo_sync_summary *sum = e->sum;
+	sum->extra = e->nextras;
+	if (!e->nextras)
+		return 0;
+	const char *why = NULL;
+	char buf[200];
+	if (sum->failed)
+		why = "some copies failed";
+	else if (sum->src_listed == 0)
+		why = "the source listed no objects";
+	else if (o->max_delete >= 0 && e->nextras > (uint64_t)o->max_delete) {
+		snprintf(buf, sizeof(buf), "%" PRIu64 " deletions exceed --max-delete %" PRId64,
+			 e->nextras, o->max_delete);
+		why = buf;
+	}
+	if (why) {
+		sum->delete_refused = true;
+		snprintf(sum->delete_refused_why, sizeof(sum->delete_refused_why), "%s", why);
+		return 0;
+	}
+	if (fflush(e->extras) || fseek(e->extras, 0, SEEK_SET))
+		return jo_err_set(err, JO_EIO, "temp file for deletions: %s", strerror(errno));
+	enum { BATCH = 1000 };
+	char *keys[BATCH];
+	int results[BATCH];
+	int rc = 0;
+	for (;;) {
+		size_t n = 0;
+		uint32_t len;
+		while (n < BATCH && fread(&len, 4, 1, e->extras) == 1) {
+			char *rel = malloc((size_t)len + 1);
+			if (!rel || fread(rel, 1, len, e->extras) != len) {
+				free(rel);
+				rc = jo_err_set(err, JO_EIO, "temp file for deletions: short read");
+				break;
+			}
+			rel[len] = 0;
+			if (o->dry_run) {
+				plan_line(e, "delete", rel, 0, "extra");
+				sum->would_delete++;
+				free(rel);
+				continue;
+			}
+			keys[n] = join_key(e->dst->prefix, rel);
+			free(rel);
+			if (!keys[n]) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				break;
+			}
+			n++;
+		}
+		if (n && !rc && !jo_cancelled()) {
+			struct jo_err derr = { 0 };
+			int drc = jo_obj_delete_batch(e->dobj, (const char *const *)keys, n, results, &derr);
+			for (size_t i = 0; i < n; i++) {
+				int r = drc ? drc : results[i];
+				if (r) {
+					sum->failed++;
+					jo_warn("delete \"%s\" failed: %s", keys[i],
+						drc ? derr.msg : jo_err_name(r));
+				} else {
+					sum->deleted++;
+					if (o->verbose)
+						jo_info("deleted \"%s\"", keys[i]);
+				}
+			}
+		}
+		for (size_t i = 0; i < n; i++)
+			free(keys[i]);
+		if (rc || n < BATCH || jo_cancelled())
+			break;
+	}
+	if (!rc && jo_cancelled())
+		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
+	return rc;
+}
+
+/* ---- run ----------------------------------------------------------------- */
+
+static int abort_stale_cb(const char *key, const struct jo_sync_mpu *m, void *p)
+{
+	struct eng *e = p;
+	char *dkey = join_key(e->dst->prefix, key);
+	if (!dkey)
+		return JO_ENOMEM;
+	struct jo_err err = { 0 };
+	jo_obj_mpu_abort(e->dobj, dkey, m->upload_id, &err);
+	jo_sync_state_mpu_del(e->o->state, key, &err);
+	free(dkey);
+	return 0;
+}
+
+int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
+		const struct jo_sync_side *dst, struct jo_obj *dobj,
+		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
+		struct jo_err *err)
+{
+	memset(sum, 0, sizeof(*sum));
+	struct eng e = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = opts, .sum = sum };
+	pthread_mutex_init(&e.mu, NULL);
+	pthread_cond_init(&e.cv, NULL);
+	e.t0 = now_s();
+	e.server_side = opts->server_side && !src->local && !dst->local &&
+			!strcmp(src->endpoint, dst->endpoint) &&
+			!strcmp(src->access_key ? src->access_key : "", dst->access_key ? dst->access_key : "");
+	uint64_t budget = (uint64_t)opts->transfers * (opts->multipart_threshold < (16u << 20)
+						       ? opts->multipart_threshold : (16u << 20));
+	uint64_t pbudget = (uint64_t)opts->part_concurrency * opts->part_size * 2;
+	e.mem_avail = budget > pbudget ? budget : pbudget;
+	if (e.mem_avail < (64u << 20))
+		e.mem_avail = 64u << 20;
+
+	int rc = 0;
+	int nw = opts->transfers < 1 ? 1 : opts->transfers;
+	pthread_t *workers = calloc((size_t)nw, sizeof(*workers));
+	int started = 0;
+	if (!workers)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	/* Uploads left by an earlier run that --resume will not continue. */
+	if (!opts->resume && !opts->dry_run && opts->state)
+		jo_sync_state_mpu_each(opts->state, abort_stale_cb, &e, err);
+	if (!opts->dry_run) {
+		for (; started < nw; started++)
+			if (pthread_create(&workers[started], NULL, worker_main, &e) != 0)
+				break;
+		if (!started) {
+			free(workers);
+			return jo_err_set(err, JO_EIO, "cannot start transfer threads");
+		}
+	}
+	if (opts->progress)
+		pthread_create(&e.progress_th, NULL, progress_main, &e);
+
+	bool sort_src = opts->src_sort || src->unordered, sort_dst = opts->dst_sort || dst->unordered;
+	char kvk[700];
+	char *v = NULL;
+	snprintf(kvk, sizeof(kvk), "unordered:%s", src->desc);
+	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
+		sort_src = true;
+	free(v);
+	v = NULL;
+	snprintf(kvk, sizeof(kvk), "unordered:%s", dst->desc);
+	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
+		sort_dst = true;
+	free(v);
+
+	for (int attempt = 0;; attempt++) {
+		if (e.extras)
+			fclose(e.extras);
+		e.extras = NULL;
+		e.nextras = 0;
+		sum->extra = 0;
+		sum->would_copy = sum->would_copy_bytes = 0;
+		if (opts->delete_dst) {
+			e.extras = tmpfile();
+			if (!e.extras) {
+				rc = jo_err_set(err, JO_EIO, "cannot create a temp file: %s", strerror(errno));
+				break;
+			}
+		}
+		char side = 0;
+		rc = merge_pass(&e, sort_src, sort_dst, &side, err);
+		drain(&e);
+		if (rc != JO_SYNC_EORDER)
+			break;
+		const struct jo_sync_side *bad = side == 's' ? src : dst;
+		if (attempt >= 2 || (side == 's' ? sort_src : sort_dst)) {
+			rc = jo_err_wrap(err, "%s", bad->desc);
+			break;
+		}
+		jo_warn("%s does not list keys in byte order (%s); listing it again through an "
+			"external sort", bad->desc, err->msg);
+		jo_err_clear(err);
+		snprintf(kvk, sizeof(kvk), "unordered:%s", bad->desc);
+		jo_sync_state_setkv(opts->state, kvk, "1", err);
+		if (side == 's')
+			sort_src = true;
+		else
+			sort_dst = true;
+		sum->order_restarts++;
+	}
+	pthread_mutex_lock(&e.mu);
+	e.closing = true;
+	pthread_cond_broadcast(&e.cv);
+	pthread_mutex_unlock(&e.mu);
+	for (int i = 0; i < started; i++)
+		pthread_join(workers[i], NULL);
+	free(workers);
+	if (!rc && opts->delete_dst)
+		rc = delete_pass(&e, err);
+	else if (rc && e.nextras) {
+		sum->extra = e.nextras;
+		sum->delete_refused = true;
+		snprintf(sum->delete_refused_why, sizeof(sum->delete_refused_why),
+			 "the run did not complete");
+	}
+	if (opts->progress) {
+		pthread_mutex_lock(&e.mu);
+		e.progress_stop = true;
+		pthread_mutex_unlock(&e.mu);
+		pthread_join(e.progress_th, NULL);
+	}
+	if (e.extras)
+		fclose(e.extras);
+	sum->seconds = now_s() - e.t0;
+	pthread_mutex_destroy(&e.mu);
+	pthread_cond_destroy(&e.cv);
+	return rc;
+}

@@ -1,0 +1,407 @@
+/*
+ * filter.c: include/exclude rules in the style of rclone.
+ *
+ * Semantics (also printed by `jfsops sync --help`):
+ *   - Patterns match the key relative to the side's prefix ("a/b/c.txt").
+ *   - `*` matches any run of characters except `/`; `**` matches anything
+ *     including `/`; `?` one character except `/`; `[abc]`, `[a-z]`, `[!a]`
+ *     one character from a class; `{x,y}` alternatives; `\` escapes.
+ *   - A pattern starting with `/` is anchored at the start of the key;
+ *     otherwise it matches the whole key or any tail of it that starts right
+ *     after a `/` ("*.jpg" matches "a/b.jpg"; "b/c.jpg" matches "a/b/c.jpg").
+ *   - A pattern ending in `/` matches everything under that directory.
+ *   - Rules are tried in command-line order (--filter-from files expand in
+ *     place); the first rule that matches decides. When no rule matches, the
+ *     key is included unless some include rule exists (then it is excluded,
+ *     like rclone's implied trailing "- **").
+ * Difference from rclone: rclone groups rules by flag type; we keep the order
+ * in which they were given.
+ */
+#include "sync/sync.h"
+
+#include "common/err.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rule {
+	char kind;          /* '+' or '-' */
+	bool anchored;
+	char **pats;        /* brace-expanded alternatives */
+	size_t npats;
+};
+
+struct jo_sync_filter {
+	struct rule *rules;
+	size_t n, cap;
+	bool any_include;
+};
+
+int jo_sync_filter_new(struct jo_sync_filter **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : JO_ENOMEM;
+}
+
+static void rule_free(struct rule *r)
+{
+	for (size_t i = 0; i < r->npats; i++)
+		free(r->pats[i]);
+	free(r->pats);
+}
+
+void jo_sync_filter_free(struct jo_sync_filter *f)
+{
+	if (!f)
+		return;
+	for (size_t i = 0; i < f->n; i++)
+		rule_free(&f->rules[i]);
+	free(f->rules);
+	free(f);
+}
+
+/* ---- glob ---------------------------------------------------------------- */
+
+static size_t utf8_len(const char *s)
+{
+	unsigned char c = (unsigned char)*s;
+	size_t n = 1;
+	if (c >= 0xc0) {
+		while (n < 4 && ((unsigned char)s[n] & 0xc0) == 0x80)
+			n++;
+	}
+	return n;
+}
+
+/* Match one character class at *pp against byte c; advances *pp past ']'. */
+static int class_match(const char **pp, unsigned char c)
+{
+	const char *p = *pp + 1;
+	bool neg = false, hit = false;
+	if (*p == '!' || *p == '^') {
+		neg = true;
+		p++;
+	}
+	bool first = true;
+	while (*p && (*p != ']' || first)) {
+		unsigned char lo = (unsigned char)*p, hi;
+		if (*p == '\\' && p[1])
+			lo = (unsigned char)*++p;
+		p++;
+		hi = lo;
+		if (*p == '-' && p[1] && p[1] != ']') {
+			p++;
+			if (*p == '\\' && p[1])
+				p++;
+			hi = (unsigned char)*p++;
+		}
+		if (c >= lo && c <= hi)
+			hit = true;
+		first = false;
+	}
+	if (*p != ']')
+		return -1; /* unterminated */
+	*pp = p + 1;
+	return hit != neg;
+}
+
+static bool gm(const char *p, const char *s)
+{
+	for (;;) {
+		if (!*p)
+			return !*s;
+		if (p[0] == '*' && p[1] == '*') {
+			while (*p == '*')
+				p++;
+			if (!*p)
+				return true;
+			for (const char *t = s;; t++) {
+				if (gm(p, t))
+					return true;
+				if (!*t)
+					return false;
+			}
+		}
+		if (*p == '*') {
+			p++;
+			if (!*p)
+				return !strchr(s, '/');
+			for (const char *t = s;; t++) {
+				if (gm(p, t))
+					return true;
+				if (!*t || *t == '/')
+					return false;
+			}
+		}
+		if (*p == '?') {
+			if (!*s || *s == '/')
+				return false;
+			s += utf8_len(s);
+			p++;
+			continue;
+		}
+		if (*p == '[') {
+			if (!*s || *s == '/')
+				return false;
+			int r = class_match(&p, (unsigned char)*s);
+			if (r <= 0)
+				return false;
+			s++;
+			continue;
+		}
+		if (*p == '\\' && p[1])
+			p++;
+		if (*p != *s)
+			return false;
+		p++;
+		s++;
+	}
+}
+
+/* Anchored or tail match of one expanded pattern. */
+static bool pat_match(const char *pat, bool anchored, const char *key)
+{
+	if (gm(pat, key))
+		return true;
+	if (anchored)
+		return false;
+	for (const char *t = strchr(key, '/'); t; t = strchr(t + 1, '/'))
+		if (gm(pat, t + 1))
+			return true;
+	return false;
+}
+
+bool jo_sync_glob_match(const char *pattern, const char *rel_key)
+{
+	bool anchored = pattern[0] == '/';
+	return pat_match(anchored ? pattern + 1 : pattern, anchored, rel_key);
+}
+
+/* ---- brace expansion ----------------------------------------------------- */
+
+#define MAX_ALTS 1024
+
+static int push_pat(struct rule *r, char *s)
+{
+	if (r->npats >= MAX_ALTS) {
+		free(s);
+		return JO_EINVAL;
+	}
+	char **np = realloc(r->pats, (r->npats + 1) * sizeof(*np));
+	if (!np) {
+		free(s);
+		return JO_ENOMEM;
+	}
+	r->pats = np;
+	r->pats[r->npats++] = s;
+	return 0;
+}
+
+static int expand(struct rule *r, const char *pat)
+{
+	const char *open = NULL;
+	for (const char *p = pat; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p == '{') {
+			open = p;
+			break;
+		}
+	}
+	if (!open) {
+		char *d = strdup(pat);
+		return d ? push_pat(r, d) : JO_ENOMEM;
+	}
+	/* Find the matching close brace and the top-level commas. */
+	int depth = 0;
+	const char *close = NULL;
+	for (const char *p = open; *p; p++) {
+		if (*p == '\\' && p[1]) {
+			p++;
+			continue;
+		}
+		if (*p == '{')
+			depth++;
+		else if (*p == '}' && --depth == 0) {
+			close = p;
+			break;
+		}
+	}
+	if (!close)
+		return JO_EINVAL;
+	size_t pre = (size_t)(open - pat), post = strlen(close + 1);
+	const char *a = open + 1;
+	depth = 0;
+	for (const char *p = open + 1; p <= close; p++) {
+		if (*p == '\\' && p[1] && p < close) {
+			p++;
+			continue;
+		}
+		if (*p == '{')
+			depth++;
+		else if (*p == '}' && p != close)
+			depth--;
+		if ((*p == ',' && depth == 0) || p == close) {
+			size_t alen = (size_t)(p - a);
+			char *s = malloc(pre + alen + post + 1);
+			if (!s)
+				return JO_ENOMEM;
+			memcpy(s, pat, pre);
+			memcpy(s + pre, a, alen);
+			memcpy(s + pre + alen, close + 1, post + 1);
+			int rc = expand(r, s);
+			free(s);
+			if (rc)
+				return rc;
+			a = p + 1;
+		}
+	}
+	return 0;
+}
+
+int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
+		       struct jo_err *err)
+{
+	if ((kind != '+' && kind != '-') || !pattern || !*pattern)
+		return jo_err_set(err, JO_EINVAL, "empty filter pattern");
+	struct rule r = { .kind = kind };
+	const char *p = pattern;
+	if (*p == '/') {
+		r.anchored = true;
+		p++;
+	}
+	size_t n = strlen(p);
+	char *pat = malloc(n + 3);
+	if (!pat)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	memcpy(pat, p, n + 1);
+	if (n > 0 && pat[n - 1] == '/')
+		memcpy(pat + n, "**", 3);
+	/* Check classes are terminated. */
+	for (const char *q = pat; *q; q++) {
+		if (*q == '\\' && q[1]) {
+			q++;
+			continue;
+		}
+		if (*q == '[') {
+			const char *t = q;
+			if (class_match(&t, 0) < 0) {
+				free(pat);
+				return jo_err_set(err, JO_EINVAL, "filter pattern \"%s\": unterminated [",
+						  pattern);
+			}
+			q = t - 1;
+		}
+	}
+	int rc = expand(&r, pat);
+	free(pat);
+	if (rc) {
+		rule_free(&r);
+		return jo_err_set(err, rc, "filter pattern \"%s\": %s", pattern,
+				  rc == JO_ENOMEM ? "out of memory" : "bad or too many {} alternatives");
+	}
+	if (f->n == f->cap) {
+		size_t nc = f->cap ? f->cap * 2 : 8;
+		struct rule *nr = realloc(f->rules, nc * sizeof(*nr));
+		if (!nr) {
+			rule_free(&r);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		f->rules = nr;
+		f->cap = nc;
+	}
+	f->rules[f->n++] = r;
+	if (kind == '+')
+		f->any_include = true;
+	return 0;
+}
+
+int jo_sync_filter_load(struct jo_sync_filter *f, const char *path, struct jo_err *err)
+{
+	FILE *fp = fopen(path, "r");
+	if (!fp)
+		return jo_err_set(err, JO_EINVAL, "filter file \"%s\": %s", path, strerror(errno));
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+	int lineno = 0, rc = 0;
+	while ((len = getline(&line, &cap, fp)) >= 0) {
+		lineno++;
+		while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+			line[--len] = 0;
+		char *s = line;
+		while (*s == ' ' || *s == '\t')
+			s++;
+		if (!*s || *s == '#' || *s == ';')
+			continue;
+		if (s[0] == '!' && !s[1]) {
+			for (size_t i = 0; i < f->n; i++)
+				rule_free(&f->rules[i]);
+			f->n = 0;
+			f->any_include = false;
+			continue;
+		}
+		if ((s[0] != '+' && s[0] != '-') || s[1] != ' ' || !s[2]) {
+			rc = jo_err_set(err, JO_EINVAL,
+					"filter file \"%s\" line %d: expected \"+ PATTERN\" or \"- PATTERN\"",
+					path, lineno);
+			break;
+		}
+		rc = jo_sync_filter_add(f, s[0], s + 2, err);
+		if (rc) {
+			jo_err_wrap(err, "filter file \"%s\" line %d", path, lineno);
+			break;
+		}
+	}
+	free(line);
+	fclose(fp);
+	return rc;
+}
+
+bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key)
+{
+	if (!f)
+		return true;
+	for (size_t i = 0; i < f->n; i++) {
+		const struct rule *r = &f->rules[i];
+		for (size_t j = 0; j < r->npats; j++)
+			if (pat_match(r->pats[j], r->anchored, rel_key))
+				return r->kind == '+';
+	}
+	return !f->any_include;
+}
+
+int64_t jo_sync_parse_size(const char *s)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || v < 0)
+		return -1;
+	double m = 1;
+	switch (*end) {
+	case 0: break;
+	case 'b': case 'B': m = 1; end++; break;
+	case 'k': case 'K': m = 1024.0; end++; break;
+	case 'm': case 'M': m = 1024.0 * 1024; end++; break;
+	case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
+	case 't': case 'T': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
+	default: return -1;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end)
+		return -1;
+	double r = v * m;
+	if (r > 9.0e18)
+		return -1;
+	return (int64_t)r;
+}

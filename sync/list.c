@@ -1,0 +1,600 @@
+/*
+ * list.c: one side's listing as a single stream in byte order.
+ *
+ * Ordered mode: the key space under the prefix is cut into ranges by key,
+ * not by directory, so flat keyspaces parallelise too. A few probes find the
+ * longest stem S shared by all keys and the spread of the byte that follows
+ * it; each range [S+b_i, S+b_(i+1)) gets its own lister thread (ListObjects
+ * with start-after) feeding a bounded queue; the consumer drains the queues
+ * in range order. Every key handed out is checked against the previous one:
+ * a store that breaks byte order yields JO_SYNC_EORDER, never a silently
+ * wrong merge. A lister also checks the seam: it reads on past its range's
+ * end for the rest of a page, so a directory-first store is caught there too.
+ *
+ * Sort mode (stores known not to list in byte order, or after an order
+ * break): one lister feeds common/extsort (bounded memory, spills to disk)
+ * and the sorted records are streamed out.
+ *
+ * Probing assumes UTF-8 keys: "\xf4\x8f\xbf\xbf" (U+10FFFF) sorts after any
+ * other character, so S+c+U+10FFFF used as start-after skips exactly the
+ * keys below S+(c+1). Listers drop keys below their range anyway, so a store
+ * that ignores start-after costs time but not correctness.
+ */
+#include "sync/sync.h"
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/extsort.h"
+#include "common/object/object.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QCAP 4096
+#define MAXCP "\xf4\x8f\xbf\xbf"
+#define SEAM_EXTRA 1000
+
+struct qent {
+	char *key;
+	uint64_t size;
+	int64_t mtime;
+	char etag[72];
+};
+
+struct range {
+	struct jo_sync_stream *s;
+	char *lo, *hi;           /* full keys; NULL = open */
+	char *start_after;
+	pthread_t th;
+	bool started;
+	/* queue */
+	struct qent q[QCAP];
+	size_t head, count;
+	bool done;
+	int rc;
+	struct jo_err err;
+	/* lister-local */
+	char *prev;              /* last full key seen (order check) */
+	int past_hi;             /* keys read after the range's end */
+};
+
+struct jo_sync_stream {
+	struct jo_obj *o;
+	char *prefix;
+	size_t plen;
+	struct jo_sync_stream_opts opts;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool stop;
+	/* planning */
+	pthread_t planner;
+	bool planned;            /* ranges[] is ready */
+	int plan_rc;
+	struct jo_err plan_err;
+	struct range **ranges;
+	int nranges;
+	int cur;
+	/* sort mode */
+	struct jo_xsort *xs;
+	/* consumer */
+	char *last;              /* previous relative key handed out */
+	struct qent curent;
+	uint64_t listed;
+};
+
+static void qent_free(struct qent *e)
+{
+	free(e->key);
+	e->key = NULL;
+}
+
+/* ---- probing ------------------------------------------------------------- */
+
+struct probe {
+	const char *after;
+	char *key;
+};
+
+static int probe_cb(const struct jo_obj_info *info, void *p)
+{
+	struct probe *pr = p;
+	if (info->is_prefix)
+		return 0;
+	pr->key = strdup(info->key);
+	return 1;
+}
+
+/* First key after `after` (NULL: none). Sets *ignored when the store returned
+ * a key not above `after` (it does not honour start-after). */
+static int first_after(struct jo_sync_stream *s, const char *after, char **out, bool *ignored,
+		       struct jo_err *err)
+{
+	struct probe pr = { .after = after };
+	*out = NULL;
+	int rc = jo_obj_list(s->o, s->prefix, after, NULL, probe_cb, &pr, err);
+	if (rc < 0) {
+		free(pr.key);
+		return rc;
+	}
+	if (pr.key && after && strcmp(pr.key, after) <= 0) {
+		*ignored = true;
+		free(pr.key);
+		return 0;
+	}
+	*out = pr.key;
+	return 0;
+}
+
+static char *cat3(const char *a, size_t alen, const char *b, size_t blen, const char *c)
+{
+	size_t clen = c ? strlen(c) : 0;
+	char *r = malloc(alen + blen + clen + 1);
+	if (!r)
+		return NULL;
+	memcpy(r, a, alen);
+	memcpy(r + alen, b, blen);
+	if (clen)
+		memcpy(r + alen + blen, c, clen);
+	r[alen + blen + clen] = 0;
+	return r;
+}
+
+/* Is there a key under the prefix whose byte after stem[0..len) is >= b? */
+static int exists_from(struct jo_sync_stream *s, const char *stem, size_t len, int b,
+		       bool *yes, bool *ignored, struct jo_err *err)
+{
+	char c = (char)(b - 1);
+	char *after = (b - 1 >= 1) ? cat3(stem, len, &c, 1, MAXCP) : cat3(stem, len, "", 0, NULL);
+	if (!after)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	char *k = NULL;
+	int rc = first_after(s, after, &k, ignored, err);
+	free(after);
+	*yes = k != NULL && strncmp(k, stem, len) == 0 && strlen(k) > len &&
+	       (unsigned char)k[len] >= (unsigned)b;
+	/* A key that does not share the stem would also exist after it. */
+	if (k && strncmp(k, stem, len) != 0)
+		*yes = true;
+	free(k);
+	return rc;
+}
+
+static int add_range(struct jo_sync_stream *s, char *lo, char *hi, char *sa)
+{
+	struct range *r = calloc(1, sizeof(*r));
+	struct range **nr = realloc(s->ranges, (size_t)(s->nranges + 1) * sizeof(*nr));
+	if (!r || !nr) {
+		free(r);
+		if (nr)
+			s->ranges = nr;
+		free(lo);
+		free(hi);
+		free(sa);
+		return JO_ENOMEM;
+	}
+	s->ranges = nr;
+	r->s = s;
+	r->lo = lo;
+	r->hi = hi;
+	r->start_after = sa;
+	s->ranges[s->nranges++] = r;
+	return 0;
+}
+
+/* Cut the key space into at most opts.threads ranges. */
+static int plan_ranges(struct jo_sync_stream *s, struct jo_err *err)
+{
+	int n = s->opts.threads;
+	if (n <= 1 || s->opts.sort)
+		return add_range(s, NULL, NULL, NULL);
+	bool ignored = false;
+	char *first = NULL;
+	int rc = first_after(s, NULL, &first, &ignored, err);
+	if (rc < 0)
+		return rc;
+	if (!first)
+		return add_range(s, NULL, NULL, NULL);
+	/* Longest stem of `first` shared by every key (binary search). */
+	size_t lo = s->plen, hi = strlen(first);
+	while (lo < hi && !ignored) {
+		size_t mid = (lo + hi + 1) / 2;
+		while (mid > lo && ((unsigned char)first[mid] & 0xc0) == 0x80)
+			mid--;
+		if (mid == lo) {
+			break;
+		}
+		char *after = cat3(first, mid, MAXCP, 4, NULL);
+		if (!after) {
+			free(first);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		char *k = NULL;
+		rc = first_after(s, after, &k, &ignored, err);
+		free(after);
+		if (rc < 0) {
+			free(first);
+			return rc;
+		}
+		if (k)
+			hi = mid - 1;  /* some key leaves the stem first[0..mid) */
+		else
+			lo = mid;
+		free(k);
+	}
+	size_t slen = lo;
+	int b_lo = slen < strlen(first) ? (unsigned char)first[slen] : 1;
+	/* Largest next byte (ASCII only; anything above goes to the last range). */
+	int a = b_lo, z = 0x7f;
+	if (!ignored) {
+		while (a < z) {
+			int mid = (a + z + 1) / 2;
+			bool yes = false;
+			rc = exists_from(s, first, slen, mid, &yes, &ignored, err);
+			if (rc < 0) {
+				free(first);
+				return rc;
+			}
+			if (ignored)
+				break;
+			if (yes)
+				a = mid;
+			else
+				z = mid - 1;
+		}
+	}
+	int b_hi = a;
+	int spread = b_hi - b_lo + 1;
+	if (ignored || spread < 2) {
+		free(first);
+		return add_range(s, NULL, NULL, NULL);
+	}
+	int m = n < spread ? n : spread;
+	int prevb = -1;
+	for (int i = 0; i < m && !rc; i++) {
+		int b = i == 0 ? -1 : b_lo + (int)(((long)i * spread + m - 1) / m);
+		int nb = i == m - 1 ? -1 : b_lo + (int)(((long)(i + 1) * spread + m - 1) / m);
+		char cb = (char)b, cnb = (char)nb, cpb = (char)(b - 1);
+		char *rlo = b < 0 ? NULL : cat3(first, slen, &cb, 1, NULL);
+		char *rhi = nb < 0 ? NULL : cat3(first, slen, &cnb, 1, NULL);
+		char *sa = NULL;
+		if (b > 0)
+			sa = b - 1 >= 1 ? cat3(first, slen, &cpb, 1, MAXCP) : cat3(first, slen, "", 0, NULL);
+		if ((b >= 0 && !rlo) || (nb >= 0 && !rhi) || (b > 0 && !sa)) {
+			free(rlo);
+			free(rhi);
+			free(sa);
+			rc = JO_ENOMEM;
+			break;
+		}
+		rc = add_range(s, rlo, rhi, sa);
+		prevb = b;
+	}
+	(void)prevb;
+	free(first);
+	if (rc)
+		return jo_err_set(err, rc, "out of memory");
+	return 0;
+}
+
+/* ---- listers ------------------------------------------------------------- */
+
+static int push(struct range *r, const struct jo_obj_info *info)
+{
+	struct jo_sync_stream *s = r->s;
+	struct qent e = { .size = info->size, .mtime = info->mtime };
+	snprintf(e.etag, sizeof(e.etag), "%s", info->etag);
+	e.key = strdup(info->key);
+	if (!e.key)
+		return JO_ENOMEM;
+	pthread_mutex_lock(&s->mu);
+	while (r->count == QCAP && !s->stop)
+		pthread_cond_wait(&s->cv, &s->mu);
+	if (s->stop) {
+		pthread_mutex_unlock(&s->mu);
+		free(e.key);
+		return JO_ECANCELED;
+	}
+	r->q[(r->head + r->count) % QCAP] = e;
+	r->count++;
+	s->listed++;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+static int list_cb(const struct jo_obj_info *info, void *p)
+{
+	struct range *r = p;
+	if (info->is_prefix)
+		return 0;
+	if (jo_cancelled())
+		return JO_ECANCELED;
+	if (r->prev && strcmp(info->key, r->prev) <= 0)
+		return JO_SYNC_EORDER;
+	char *np = strdup(info->key);
+	if (!np)
+		return JO_ENOMEM;
+	free(r->prev);
+	r->prev = np;
+	if (r->past_hi) {
+		/* Seam check: keep reading a little to catch order breaks. */
+		if (++r->past_hi > SEAM_EXTRA)
+			return 1;
+		return 0;
+	}
+	if (r->lo && strcmp(info->key, r->lo) < 0)
+		return 0;
+	if (r->hi && strcmp(info->key, r->hi) >= 0) {
+		r->past_hi = 1;
+		return 0;
+	}
+	return push(r, info);
+}
+
+/* Sort mode: everything into the external sort. Record = key NUL size mtime etag. */
+static int sort_cb(const struct jo_obj_info *info, void *p)
+{
+	struct range *r = p;
+	if (info->is_prefix)
+		return 0;
+	if (jo_cancelled() || __atomic_load_n(&r->s->stop, __ATOMIC_RELAXED))
+		return JO_ECANCELED;
+	size_t kl = strlen(info->key), el = strlen(info->etag);
+	size_t len = kl + 1 + 16 + el;
+	char stackbuf[2048];
+	char *rec = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+	if (!rec)
+		return JO_ENOMEM;
+	memcpy(rec, info->key, kl + 1);
+	memcpy(rec + kl + 1, &info->size, 8);
+	memcpy(rec + kl + 9, &info->mtime, 8);
+	memcpy(rec + kl + 17, info->etag, el);
+	int rc = jo_xsort_add(r->s->xs, rec, len, &r->err);
+	if (rec != stackbuf)
+		free(rec);
+	if (!rc) {
+		pthread_mutex_lock(&r->s->mu);
+		r->s->listed++;
+		pthread_mutex_unlock(&r->s->mu);
+	}
+	return rc;
+}
+
+static void *lister_main(void *p)
+{
+	struct range *r = p;
+	struct jo_sync_stream *s = r->s;
+	int rc;
+	if (s->opts.sort) {
+		rc = jo_obj_list(s->o, s->prefix, NULL, NULL, sort_cb, r, &r->err);
+		if (!rc)
+			rc = jo_xsort_finish(s->xs, &r->err);
+	} else {
+		rc = jo_obj_list(s->o, s->prefix, r->start_after, NULL, list_cb, r, &r->err);
+		if (rc == 1)
+			rc = 0;
+	}
+	if (rc == JO_SYNC_EORDER)
+		jo_err_set(&r->err, JO_EPROTO, "keys listed out of byte order near \"%s\"",
+			   r->prev ? r->prev : "");
+	pthread_mutex_lock(&s->mu);
+	r->rc = rc;
+	r->done = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static void *planner_main(void *p)
+{
+	struct jo_sync_stream *s = p;
+	int rc = plan_ranges(s, &s->plan_err);
+	if (!rc && s->opts.sort) {
+		struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+		if (s->opts.sort_mem)
+			xo.mem_limit = s->opts.sort_mem;
+		xo.tmp_dir = s->opts.tmp_dir;
+		rc = jo_xsort_new(&s->xs, &xo, &s->plan_err);
+	}
+	for (int i = 0; !rc && i < s->nranges; i++) {
+		if (pthread_create(&s->ranges[i]->th, NULL, lister_main, s->ranges[i]) != 0) {
+			rc = jo_err_set(&s->plan_err, JO_EIO, "cannot start a lister thread");
+			break;
+		}
+		s->ranges[i]->started = true;
+	}
+	pthread_mutex_lock(&s->mu);
+	s->plan_rc = rc;
+	s->planned = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+int jo_sync_stream_start(struct jo_sync_stream **out, struct jo_obj *o, const char *prefix,
+			 const struct jo_sync_stream_opts *so, struct jo_err *err)
+{
+	*out = NULL;
+	struct jo_sync_stream *s = calloc(1, sizeof(*s));
+	if (!s)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	s->o = o;
+	s->prefix = strdup(prefix ? prefix : "");
+	if (!s->prefix) {
+		free(s);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	s->plen = strlen(s->prefix);
+	s->opts = *so;
+	if (s->opts.threads < 1)
+		s->opts.threads = 1;
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	if (pthread_create(&s->planner, NULL, planner_main, s) != 0) {
+		free(s->prefix);
+		free(s);
+		return jo_err_set(err, JO_EIO, "cannot start the listing thread");
+	}
+	*out = s;
+	return 0;
+}
+
+static int check_order(struct jo_sync_stream *s, const char *rel, struct jo_err *err)
+{
+	if (s->last && strcmp(rel, s->last) <= 0) {
+		jo_err_set(err, JO_EPROTO, "keys listed out of byte order: \"%s\" after \"%s\"", rel,
+			   s->last);
+		return JO_SYNC_EORDER;
+	}
+	char *n = strdup(rel);
+	if (!n)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	free(s->last);
+	s->last = n;
+	return 0;
+}
+
+static const char *strip(struct jo_sync_stream *s, const char *key)
+{
+	return strncmp(key, s->prefix, s->plen) == 0 ? key + s->plen : key;
+}
+
+static int next_sorted(struct jo_sync_stream *s, struct jo_sync_ent *ent, struct jo_err *err)
+{
+	struct range *r = s->ranges[0];
+	pthread_mutex_lock(&s->mu);
+	while (!r->done)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	if (r->rc < 0) {
+		*err = r->err;
+		return r->rc;
+	}
+	for (;;) {
+		const void *rec;
+		size_t len;
+		int rc = jo_xsort_next(s->xs, &rec, &len, err);
+		if (rc <= 0)
+			return rc;
+		const char *k = rec;
+		size_t kl = strnlen(k, len);
+		if (kl + 17 > len)
+			return jo_err_set(err, JO_EPROTO, "corrupt sort record");
+		const char *rel = strip(s, k);
+		if (s->last && strcmp(rel, s->last) == 0)
+			continue; /* the store listed a key twice */
+		rc = check_order(s, rel, err);
+		if (rc)
+			return rc;
+		ent->key = s->last;
+		memcpy(&ent->size, k + kl + 1, 8);
+		memcpy(&ent->mtime, k + kl + 9, 8);
+		size_t el = len - kl - 17;
+		if (el >= sizeof(ent->etag))
+			el = sizeof(ent->etag) - 1;
+		memcpy(ent->etag, k + kl + 17, el);
+		ent->etag[el] = 0;
+		return 1;
+	}
+}
+
+int jo_sync_stream_next(struct jo_sync_stream *s, struct jo_sync_ent *ent, struct jo_err *err)
+{
+	pthread_mutex_lock(&s->mu);
+	while (!s->planned)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	if (s->plan_rc < 0) {
+		*err = s->plan_err;
+		return s->plan_rc;
+	}
+	if (jo_cancelled())
+		return jo_err_set(err, JO_ECANCELED, "cancelled");
+	if (s->opts.sort)
+		return next_sorted(s, ent, err);
+	qent_free(&s->curent);
+	for (;;) {
+		if (s->cur >= s->nranges)
+			return 0;
+		struct range *r = s->ranges[s->cur];
+		pthread_mutex_lock(&s->mu);
+		while (r->count == 0 && !r->done)
+			pthread_cond_wait(&s->cv, &s->mu);
+		if (r->count == 0) {
+			pthread_mutex_unlock(&s->mu);
+			if (r->rc == JO_SYNC_EORDER) {
+				*err = r->err;
+				return JO_SYNC_EORDER;
+			}
+			if (r->rc < 0) {
+				*err = r->err;
+				return r->rc;
+			}
+			s->cur++;
+			continue;
+		}
+		s->curent = r->q[r->head];
+		r->head = (r->head + 1) % QCAP;
+		r->count--;
+		pthread_cond_broadcast(&s->cv);
+		pthread_mutex_unlock(&s->mu);
+		int rc = check_order(s, strip(s, s->curent.key), err);
+		if (rc)
+			return rc;
+		ent->key = s->last;
+		ent->size = s->curent.size;
+		ent->mtime = s->curent.mtime;
+		memcpy(ent->etag, s->curent.etag, sizeof(ent->etag));
+		return 1;
+	}
+}
+
+void jo_sync_stream_free(struct jo_sync_stream *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	__atomic_store_n(&s->stop, true, __ATOMIC_RELAXED);
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->planner, NULL);
+	for (int i = 0; i < s->nranges; i++) {
+		struct range *r = s->ranges[i];
+		if (r->started)
+			pthread_join(r->th, NULL);
+		while (r->count) {
+			qent_free(&r->q[r->head]);
+			r->head = (r->head + 1) % QCAP;
+			r->count--;
+		}
+		free(r->lo);
+		free(r->hi);
+		free(r->start_after);
+		free(r->prev);
+		free(r);
+	}
+	free(s->ranges);
+	jo_xsort_free(s->xs);
+	qent_free(&s->curent);
+	free(s->last);
+	free(s->prefix);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	free(s);
+}
+
+int jo_sync_stream_ranges(const struct jo_sync_stream *s)
+{
+	return s->nranges;
+}
+
+uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s)
+{
+	struct jo_sync_stream *m = (struct jo_sync_stream *)s;
+	pthread_mutex_lock(&m->mu);
+	uint64_t n = m->listed;
+	pthread_mutex_unlock(&m->mu);
+	return n;
+}

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# jfsops leakcheck on a redis + s3 (SeaweedFS) volume with 3 shards, trash off.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export JO_PORT_BASE=${JO_PORT_BASE:-9400}
+. "$here/../lib/services.sh"
+. "$here/lib/leakcheck.sh"
+jo_setup
+start_redis "${LK_REDIS_PORT:-6403}"
+start_seaweed "${LK_WEED_BASE:-9420}"
+for i in 0 1 2; do s3_mkbucket "lksh-$i"; done
+META="redis://127.0.0.1:$JO_REDIS_PORT/4"
+jfs_format "$META" "$JO_S3_ENDPOINT/lksh-%d" lksh --shards 3 --trash-days 0
+lk_run_variant "$META" "s3:lksh-%d:3"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# jfsops leakcheck on a sqlite3 + file volume: 1 MiB blocks, trash off.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export JO_PORT_BASE=${JO_PORT_BASE:-9400}
+. "$here/../lib/services.sh"
+. "$here/lib/leakcheck.sh"
+jo_setup
+META="sqlite3://$JO_T/meta.db"
+jfs_format "$META" "$JO_T/objs" lkvol --block-size 1M --trash-days 0
+lk_run_variant "$META" "file:$JO_T/objs"

@@ -1,0 +1,423 @@
+# shellcheck shell=bash
+# tests/lib/services.sh: start and stop the real peer services of the jfsops
+# test bed on loopback (Redis, SeaweedFS S3, rclone serve s3, JuiceFS mounts).
+#
+# Source it from a bash test script (set -euo pipefail friendly):
+#   . "$(dirname "$0")/../lib/services.sh"
+#   jo_setup                        # temp dir $JO_T + EXIT trap that stops all
+#   start_redis $((JO_PORT_BASE+0))
+#   start_seaweed $((JO_PORT_BASE+10))
+#   s3_mkbucket jfs1
+#   jfs_format "redis://127.0.0.1:$JO_REDIS_PORT/1" "$JO_S3_ENDPOINT/jfs1" vol1
+#   jfs_mount "redis://127.0.0.1:$JO_REDIS_PORT/1" "$JO_T/mnt"
+#
+# Every service takes explicit ports. A port that is already in use, or a
+# service that does not answer in time, makes the function print a message
+# (with the service's log tail) and exit the script non-zero: nothing is
+# skipped silently. Processes are stopped by pid, never by name.
+
+JO_REPO=${JO_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+JO_PORT_BASE=${JO_PORT_BASE:-7000}
+
+JO_MOUNTS=()       # mount points to unmount
+JO_KILL_PIDS=()    # foreground servers (weed, rclone) to SIGTERM
+JO_REDIS_PIDS=()   # redis-server pidfiles
+JO_SOCK_PORTS=()   # ports of seaweedfs unix sockets in /tmp
+JO_NEXT_METRICS=0  # next juicefs metrics port offset
+declare -A JO_MOUNT_KEY=() # mount point -> its --cache-dir (identifies its processes)
+
+jo_die() {
+	echo "FATAL: $*" >&2
+	exit 1
+}
+
+jo_log() {
+	echo "[$(date +%H:%M:%S)] $*" >&2
+}
+
+# jo_port_busy PORT: true when something listens on 127.0.0.1:PORT.
+jo_port_busy() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+jo_need_free_port() {
+	local p
+	for p in "$@"; do
+		if jo_port_busy "$p"; then
+			jo_die "port 127.0.0.1:$p is already in use (pick another JO_PORT_BASE)"
+		fi
+	done
+}
+
+# jo_tail FILE: the last lines of a log, for failure messages.
+jo_tail() {
+	if [ -f "$1" ]; then
+		echo "---- last lines of $1 ----" >&2
+		tail -n "${2:-30}" "$1" >&2 || true
+		echo "----" >&2
+	fi
+}
+
+jo_setup() {
+	JO_T=$(mktemp -d "${TMPDIR:-/tmp}/jo-test.XXXXXX")
+	export JO_T
+	JO_BIN=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
+	JO_VENV=${JO_VENV:-$JO_REPO/.venv}
+	JUICEFS=${JUICEFS:-$JO_VENV/bin/juicefs}
+	WEED=${WEED:-$JO_VENV/bin/weed}
+	RCLONE=${RCLONE:-$JO_VENV/bin/rclone}
+	export JO_BIN JO_VENV JUICEFS WEED RCLONE JO_PORT_BASE JO_REPO
+	local t
+	for t in "$JUICEFS" "$WEED" "$RCLONE"; do
+		[ -x "$t" ] || jo_die "$t is missing: run bash tests/install.sh"
+	done
+	trap jo_cleanup EXIT
+	trap 'exit 130' INT
+	trap 'exit 143' TERM
+}
+
+jo_cleanup() {
+	local rc=$? mp pid pf i p
+	set +e
+	# 1. JuiceFS mounts (before their metadata and object servers go away)
+	for ((i = ${#JO_MOUNTS[@]} - 1; i >= 0; i--)); do
+		mp=${JO_MOUNTS[i]}
+		[ -n "$mp" ] || continue
+		jo_umount_quiet "$mp"
+	done
+	JO_MOUNTS=()
+	# 2. S3 servers by pid
+	for pid in "${JO_KILL_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${JO_KILL_PIDS[@]}"; do
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	JO_KILL_PIDS=()
+	# 3. Redis servers by pid (from their pidfiles)
+	for pf in "${JO_REDIS_PIDS[@]}"; do
+		pid=$(cat "$pf" 2>/dev/null) || continue
+		[ -n "$pid" ] || continue
+		kill -TERM "$pid" 2>/dev/null
+		for i in $(seq 1 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$pid" 2>/dev/null
+	done
+	JO_REDIS_PIDS=()
+	# 4. data, 5. seaweedfs sockets of our ports
+	if [ -n "${JO_T:-}" ] && [ -d "$JO_T" ]; then
+		if [ -n "${JO_KEEP:-}" ]; then
+			echo "JO_KEEP set: keeping $JO_T" >&2
+		else
+			rm -rf "$JO_T"
+		fi
+	fi
+	for p in "${JO_SOCK_PORTS[@]}"; do
+		rm -f "/tmp/seaweedfs-master-grpc-$p.sock" "/tmp/seaweedfs-volume-grpc-$p.sock" \
+			"/tmp/seaweedfs-filer-grpc-$p.sock" "/tmp/seaweedfs-s3-grpc-$p.sock" \
+			"/tmp/seaweedfs-filer-$p.sock" "/tmp/seaweedfs-s3-$p.sock"
+	done
+	JO_SOCK_PORTS=()
+	return $rc
+}
+
+# ---------------------------------------------------------------- Redis
+
+# start_redis PORT [extra redis-server args, e.g. --requirepass PW]
+start_redis() {
+	local port=$1
+	shift
+	[ -n "${JO_T:-}" ] || jo_die "start_redis: call jo_setup first"
+	jo_need_free_port "$port"
+	local dir=$JO_T/redis-$port
+	mkdir -p "$dir"
+	redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize yes --dir "$dir" --logfile "$dir/redis.log" \
+		--pidfile "$dir/redis.pid" "$@" >/dev/null ||
+		{ jo_tail "$dir/redis.log"; jo_die "redis-server on port $port did not start"; }
+	JO_REDIS_PIDS+=("$dir/redis.pid")
+	local i auth=()
+	local a prev=
+	for a in "$@"; do
+		[ "$prev" = --requirepass ] && auth=(-a "$a" --no-auth-warning)
+		prev=$a
+	done
+	for i in $(seq 1 100); do
+		if [ "$(redis-cli -h 127.0.0.1 -p "$port" "${auth[@]}" ping 2>/dev/null)" = PONG ]; then
+			# make sure it is our server (pidfile written) and not someone else's
+			[ -s "$dir/redis.pid" ] && kill -0 "$(cat "$dir/redis.pid")" 2>/dev/null ||
+				jo_die "redis on port $port answers but is not ours"
+			JO_REDIS_PORT=$port
+			export JO_REDIS_PORT
+			return 0
+		fi
+		sleep 0.1
+	done
+	jo_tail "$dir/redis.log"
+	jo_die "redis-server on 127.0.0.1:$port did not answer PING within 10 s"
+}
+
+# ---------------------------------------------------------------- S3
+
+# jo_s3_curl ENDPOINT AK SK [curl args...] URLPATH: a SigV4-signed request.
+jo_s3_curl() {
+	local ep=$1 ak=$2 sk=$3
+	shift 3
+	curl -sS --max-time 20 --aws-sigv4 "aws:amz:us-east-1:s3" --user "$ak:$sk" "$@"
+}
+
+# jo_wait_s3 NAME LOG ENDPOINT AK SK: wait for an S3 server: any HTTP answer,
+# then a signed ListBuckets that succeeds (60 s in all).
+jo_wait_s3() {
+	local name=$1 log=$2 ep=$3 ak=$4 sk=$5 pid=$6 i code
+	for i in $(seq 1 600); do
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$log" 40; jo_die "$name exited during start-up"; }
+		code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 2 \
+			--aws-sigv4 "aws:amz:us-east-1:s3" --user "$ak:$sk" "$ep/" 2>/dev/null) || true
+		[ "$code" = 200 ] && return 0
+		sleep 0.1
+	done
+	jo_tail "$log" 40
+	jo_die "$name at $ep did not accept a signed request within 60 s (last HTTP status '$code')"
+}
+
+# start_seaweed BASEPORT [AK SK]: weed server with master BASE, volume BASE+1,
+# filer BASE+2, s3 BASE+3 (gRPC ports +10000).
+start_seaweed() {
+	local base=$1 ak=${2:-testak} sk=${3:-testsk}
+	[ -n "${JO_T:-}" ] || jo_die "start_seaweed: call jo_setup first"
+	local mp=$base vp=$((base + 1)) fp=$((base + 2)) sp=$((base + 3))
+	jo_need_free_port $mp $vp $fp $sp $((mp + 10000)) $((vp + 10000)) $((fp + 10000)) $((sp + 10000))
+	local d=$JO_T/seaweed-$base
+	mkdir -p "$d/data" "$d/log"
+	cat >"$d/s3.json" <<EOF
+{"identities":[{"name":"jotest","credentials":[{"accessKey":"$ak","secretKey":"$sk"}],
+ "actions":["Admin","Read","List","Tagging","Write"]}]}
+EOF
+	JO_SOCK_PORTS+=($mp $vp $fp $sp $((mp + 10000)) $((vp + 10000)) $((fp + 10000)) $((sp + 10000)))
+	WEED_MASTER_VOLUME_GROWTH_COPY_1=1 \
+		"$WEED" -logdir="$d/log" server -dir="$d/data" -ip=127.0.0.1 -ip.bind=127.0.0.1 \
+		-master.port=$mp -master.port.grpc=$((mp + 10000)) \
+		-volume.port=$vp -volume.port.grpc=$((vp + 10000)) \
+		-filer.port=$fp -filer.port.grpc=$((fp + 10000)) \
+		-s3 -s3.port=$sp -s3.port.grpc=$((sp + 10000)) -s3.port.iceberg=0 -s3.port.lance=0 \
+		-s3.config="$d/s3.json" \
+		-master.volumeSizeLimitMB="${JO_WEED_VOLUME_MB:-64}" -volume.max="${JO_WEED_VOLUME_MAX:-200}" \
+		-master.telemetry=false -metricsPort=0 \
+		>"$d/weed.out" 2>&1 &
+	local pid=$!
+	JO_KILL_PIDS+=("$pid")
+	local ep=http://127.0.0.1:$sp i
+	for i in $(seq 1 600); do
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$d/weed.out" 40; jo_die "weed server exited during start-up"; }
+		curl -sf -o /dev/null --max-time 2 "$ep/healthz" 2>/dev/null && break
+		sleep 0.1
+	done
+	jo_wait_s3 "SeaweedFS S3" "$d/weed.out" "$ep" "$ak" "$sk" "$pid"
+	JO_S3_ENDPOINT=$ep
+	JO_S3_AK=$ak
+	JO_S3_SK=$sk
+	JO_SEAWEED_PID=$pid
+	JO_SEAWEED_LOG=$d/weed.out
+	export JO_S3_ENDPOINT JO_S3_AK JO_S3_SK JO_SEAWEED_PID JO_SEAWEED_LOG
+}
+
+# start_rclone_s3 PORT [AK SK]: rclone serve s3 on its own root directory.
+start_rclone_s3() {
+	local port=$1 ak=${2:-rcak} sk=${3:-rcsk}
+	[ -n "${JO_T:-}" ] || jo_die "start_rclone_s3: call jo_setup first"
+	jo_need_free_port "$port"
+	local d=$JO_T/rclone-$port
+	mkdir -p "$d/root"
+	"$RCLONE" serve s3 --config /dev/null --addr "127.0.0.1:$port" --auth-key "$ak,$sk" \
+		"$d/root" >"$d/rclone.out" 2>&1 &
+	local pid=$!
+	JO_KILL_PIDS+=("$pid")
+	JO_RS3_ENDPOINT=http://127.0.0.1:$port
+	jo_wait_s3 "rclone serve s3" "$d/rclone.out" "$JO_RS3_ENDPOINT" "$ak" "$sk" "$pid"
+	JO_RS3_AK=$ak
+	JO_RS3_SK=$sk
+	JO_RS3_ROOT=$d/root
+	export JO_RS3_ENDPOINT JO_RS3_AK JO_RS3_SK JO_RS3_ROOT
+}
+
+# s3_mkbucket NAME [ENDPOINT AK SK]: create a bucket (default: the SeaweedFS one).
+s3_mkbucket() {
+	local b=$1 ep=${2:-${JO_S3_ENDPOINT:-}} ak=${3:-${JO_S3_AK:-}} sk=${4:-${JO_S3_SK:-}}
+	[ -n "$ep" ] || jo_die "s3_mkbucket: no endpoint (start_seaweed first)"
+	local out code
+	out=$(jo_s3_curl "$ep" "$ak" "$sk" -X PUT -H 'Content-Length: 0' \
+		-w '\n%{http_code}' "$ep/$b") || jo_die "s3_mkbucket $b: request to $ep failed"
+	code=${out##*$'\n'}
+	case $code in
+	200) return 0 ;;
+	409) case $out in *BucketAlreadyOwnedByYou* | *BucketAlreadyExists*) return 0 ;; esac ;;
+	esac
+	jo_die "s3_mkbucket $b at $ep: HTTP $code: ${out%$'\n'*}"
+}
+
+# s3_list_keys BUCKET [ENDPOINT AK SK]: all keys of a bucket, one a line
+# (ListObjectsV2, paginated).
+s3_list_keys() {
+	local b=$1 ep=${2:-${JO_S3_ENDPOINT:-}} ak=${3:-${JO_S3_AK:-}} sk=${4:-${JO_S3_SK:-}}
+	"$JO_VENV/bin/python" "$JO_REPO/tests/tools/s3util.py" list "$ep" "$ak" "$sk" "$b"
+}
+
+# ---------------------------------------------------------------- JuiceFS
+
+# jfs_format META BUCKET NAME [juicefs format flags...]
+# BUCKET is a directory (storage file) or http://HOST:PORT/bucket (storage s3;
+# the keys default to the SeaweedFS ones unless --access-key is given).
+jfs_format() {
+	local meta=$1 bucket=$2 name=$3
+	shift 3
+	local args=() a keys=0
+	for a in "$@"; do
+		case $a in --access-key | --access-key=* | --secret-key | --secret-key=*) keys=1 ;; esac
+	done
+	case $bucket in
+	http://* | https://*)
+		args=(--storage s3 --bucket "$bucket")
+		[ $keys = 1 ] || args+=(--access-key "${JO_S3_AK:-}" --secret-key "${JO_S3_SK:-}")
+		;;
+	*)
+		mkdir -p "$bucket"
+		args=(--storage file --bucket "$bucket")
+		;;
+	esac
+	local log=$JO_T/format-$name.log
+	if ! "$JUICEFS" format --no-agent "${args[@]}" "$@" "$meta" "$name" >"$log" 2>&1; then
+		jo_tail "$log"
+		jo_die "juicefs format $name failed"
+	fi
+}
+
+# jfs_mount META MP [extra juicefs mount flags]
+jfs_mount() {
+	local meta=$1 mp=$2
+	shift 2
+	[ -n "${JO_T:-}" ] || jo_die "jfs_mount: call jo_setup first"
+	local n=${#JO_MOUNTS[@]}
+	local port
+	while :; do
+		[ $JO_NEXT_METRICS -le 20 ] || jo_die "jfs_mount: out of metrics ports"
+		port=$((JO_PORT_BASE + 30 + JO_NEXT_METRICS))
+		JO_NEXT_METRICS=$((JO_NEXT_METRICS + 1))
+		jo_port_busy "$port" || break
+	done
+	mkdir -p "$mp" "$JO_T/jfscache-$n"
+	local log=$JO_T/mount-$n.log
+	if ! "$JUICEFS" mount -d --no-agent --no-usage-report --backup-meta 0 \
+		--cache-dir "$JO_T/jfscache-$n" --cache-size "${JO_CACHE_MB:-1024}" \
+		--metrics "127.0.0.1:$port" --log "$log" "$@" "$meta" "$mp" >"$log.out" 2>&1; then
+		jo_tail "$log.out"
+		jo_tail "$log"
+		jo_die "juicefs mount $mp failed"
+	fi
+	JO_MOUNTS+=("$mp")
+	JO_MOUNT_KEY[$mp]=$JO_T/jfscache-$n
+	mountpoint -q "$mp" || { jo_tail "$log"; jo_die "juicefs mount: $mp is not a mount point"; }
+}
+
+jo_umount_quiet() {
+	local mp=$1 i
+	mountpoint -q "$mp" 2>/dev/null || return 0
+	"$JUICEFS" umount "$mp" >/dev/null 2>&1 || "$JUICEFS" umount -f "$mp" >/dev/null 2>&1 ||
+		umount -l "$mp" >/dev/null 2>&1
+	for i in $(seq 1 100); do
+		mountpoint -q "$mp" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	umount -l "$mp" >/dev/null 2>&1
+	return 0
+}
+
+# jfs_umount MP: unmount (flushing) and forget the mount.
+jfs_umount() {
+	local mp=$1 i
+	if mountpoint -q "$mp"; then
+		"$JUICEFS" umount --flush "$mp" >/dev/null 2>&1 || jo_umount_quiet "$mp"
+	fi
+	for i in $(seq 1 100); do
+		mountpoint -q "$mp" || break
+		sleep 0.1
+	done
+	mountpoint -q "$mp" && jo_die "jfs_umount: $mp is still mounted"
+	for i in "${!JO_MOUNTS[@]}"; do
+		[ "${JO_MOUNTS[i]}" = "$mp" ] && JO_MOUNTS[i]=
+	done
+	# give the worker a moment to close its session
+	sleep 0.5
+	return 0
+}
+
+# jfs_sync_in SRCDIR META [DSTPATH]: juicefs sync SRCDIR/ jfs://META/DSTPATH/
+jfs_sync_in() {
+	local src=${1%/} meta=$2 dst=${3:-}
+	dst=${dst#/}
+	[ -z "$dst" ] || dst=${dst%/}/
+	local port
+	while :; do
+		[ $JO_NEXT_METRICS -le 20 ] || JO_NEXT_METRICS=0
+		port=$((JO_PORT_BASE + 30 + JO_NEXT_METRICS))
+		JO_NEXT_METRICS=$((JO_NEXT_METRICS + 1))
+		jo_port_busy "$port" || break
+	done
+	local log=$JO_T/sync-$RANDOM.log
+	if ! JO_SYNC_META=$meta "$JUICEFS" sync --no-agent --metrics "127.0.0.1:$port" \
+		"$src/" "jfs://JO_SYNC_META/$dst" >"$log" 2>&1; then
+		jo_tail "$log"
+		jo_die "juicefs sync $src -> jfs://$dst failed"
+	fi
+}
+
+# jfs_dump META OUT: juicefs dump to a JSON file.
+jfs_dump() {
+	local meta=$1 out=$2
+	local log=$JO_T/dump-$RANDOM.log
+	if ! "$JUICEFS" dump --no-agent "$meta" "$out" >"$log" 2>&1; then
+		jo_tail "$log"
+		jo_die "juicefs dump failed"
+	fi
+}
+
+# jfs_mount_pids MP: pids of the juicefs processes (supervisor and worker)
+# serving our mount point MP. juicefs rewrites its process title (arguments
+# joined by spaces, cut to the original length), so the match is on the
+# unique --cache-dir that jfs_mount gave this mount.
+jfs_mount_pids() {
+	local mp=$1 d cmd key
+	key=${JO_MOUNT_KEY[$mp]:-}
+	[ -n "$key" ] || return 0
+	for d in /proc/[0-9]*; do
+		cmd=$( { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null) || continue
+		case $cmd in *juicefs*" mount "*"--cache-dir $key "*) echo "${d#/proc/}" ;; esac
+	done
+}
+
+# jfs_crash MP: SIGKILL the juicefs processes of mount MP (as a crash would),
+# then detach the dead mount point. Work in flight (such as the background
+# deletion of removed files) is left unfinished in the metadata.
+# Pass the pids (from jfs_mount_pids, taken beforehand) to kill without delay.
+jfs_crash() {
+	local mp=$1 pids i
+	shift
+	pids=${*:-$(jfs_mount_pids "$mp")}
+	[ -n "$pids" ] || jo_die "jfs_crash: no juicefs process serves $mp"
+	# shellcheck disable=SC2086
+	kill -STOP $pids 2>/dev/null || true
+	# shellcheck disable=SC2086
+	kill -KILL $pids 2>/dev/null || true
+	umount -l "$mp" 2>/dev/null || true
+	for i in "${!JO_MOUNTS[@]}"; do
+		[ "${JO_MOUNTS[i]}" = "$mp" ] && JO_MOUNTS[i]=
+	done
+	sleep 0.2
+}

@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Count what a `juicefs dump` JSON shows, in the terms of `jfsops info --json`.
+
+usage: dumpcount.py DUMP.json [META-URL]
+
+From the dump (FSTree + Trash, inodes counted once even when hard-linked):
+  files          regular-file inodes (live tree and trash)
+  dirs           directory inodes of the live tree, root included (trash dirs
+                 are counted apart in trash_dirs)
+  chunks         chunk records with at least one slice record, over all files
+  slice_records  slice records in those chunks (hole records with id 0 too)
+  slices         distinct non-zero slice ids referenced by those records
+  pending_files  entries of DelFiles
+  hist           {"<records in a chunk>": number of chunks}
+A dump does not carry delayed slices nor the chunks still held by pending
+(removed, not yet cleaned) files; when META-URL (sqlite3:// or redis://) is
+given they are read from the database directly:
+  delayed_slices  12-byte records in delSlices / jfs_delslices
+  delayed_entries entries (rows / hash fields) of delSlices / jfs_delslices
+  pending_chunks / pending_slice_records / pending_slices: the chunk records
+                  of pending files (not included in the counts above)
+Prints one JSON object.
+"""
+import json
+import socket
+import sqlite3
+import sys
+import urllib.parse
+
+
+def walk(node, st, live):
+    a = node.get("attr", {})
+    ino = a.get("inode")
+    typ = a.get("type")
+    if typ == "directory":
+        if ino not in st["seen_dirs"]:
+            st["seen_dirs"].add(ino)
+            st["dirs" if live else "trash_dirs"] += 1
+    elif typ == "regular":
+        if ino not in st["seen"]:
+            st["seen"].add(ino)
+            st["files"] += 1
+            for c in node.get("chunks") or []:
+                sl = c.get("slices") or []
+                if not sl:
+                    continue
+                st["chunks"] += 1
+                st["slice_records"] += len(sl)
+                st["hist"][str(len(sl))] = st["hist"].get(str(len(sl)), 0) + 1
+                for s in sl:
+                    sid = s.get("id", s.get("chunkid", 0))
+                    if sid:
+                        st["ids"].add(sid)
+    for child in (node.get("entries") or {}).values():
+        walk(child, st, live)
+
+
+class Resp:
+    def __init__(self, host, port, db, password=None, user=None):
+        self.s = socket.create_connection((host, port), timeout=10)
+        self.f = self.s.makefile("rb")
+        if password:
+            self.cmd(*(["AUTH", user, password] if user else ["AUTH", password]))
+        self.cmd("SELECT", str(db))
+
+    def cmd(self, *args):
+        out = b"*%d\r\n" % len(args)
+        for a in args:
+            a = a if isinstance(a, bytes) else str(a).encode()
+            out += b"$%d\r\n%s\r\n" % (len(a), a)
+        self.s.sendall(out)
+        return self.read()
+
+    def read(self):
+        line = self.f.readline()
+        t, rest = line[:1], line[1:-2]
+        if t == b"+":
+            return rest
+        if t == b"-":
+            raise RuntimeError(rest.decode())
+        if t == b":":
+            return int(rest)
+        if t == b"$":
+            n = int(rest)
+            if n < 0:
+                return None
+            data = self.f.read(n + 2)
+            return data[:-2]
+        if t == b"*":
+            n = int(rest)
+            return None if n < 0 else [self.read() for _ in range(n)]
+        raise RuntimeError("bad RESP reply %r" % line)
+
+
+def chunk_stats(blobs, reclen, id_off):
+    chunks = recs = 0
+    ids = set()
+    for b in blobs:
+        n = len(b) // reclen
+        if n == 0:
+            continue
+        chunks += 1
+        recs += n
+        for i in range(n):
+            r = b[i * reclen:(i + 1) * reclen]
+            sid = int.from_bytes(r[id_off:id_off + 8], "big")
+            if sid:
+                ids.add(sid)
+    return chunks, recs, ids
+
+
+def from_db(url, pending_inodes):
+    u = urllib.parse.urlsplit(url)
+    res = {}
+    if u.scheme == "sqlite3":
+        path = url[len("sqlite3://"):].split("?")[0]
+        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
+        db.text_factory = bytes
+        rows = db.execute("SELECT slices FROM jfs_delslices").fetchall()
+        res["delayed_entries"] = len(rows)
+        res["delayed_slices"] = sum(len(r[0]) // 12 for r in rows)
+        blobs = []
+        for ino in pending_inodes:
+            blobs += [r[0] for r in db.execute("SELECT slices FROM jfs_chunk WHERE inode=?", (ino,))]
+        # sqlite chunk records: [pos u32][id u64][size u32][off u32][len u32]
+        c, r, ids = chunk_stats(blobs, 24, 4)
+    elif u.scheme in ("redis", "rediss"):
+        db = int((u.path or "/0").strip("/") or 0)
+        conn = Resp(u.hostname or "127.0.0.1", u.port or 6379, db,
+                 urllib.parse.unquote(u.password) if u.password else None,
+                 urllib.parse.unquote(u.username) if u.username else None)
+        h = conn.cmd("HGETALL", "delSlices") or []
+        vals = h[1::2]
+        res["delayed_entries"] = len(vals)
+        res["delayed_slices"] = sum(len(v) // 12 for v in vals)
+        blobs = []
+        for ino in pending_inodes:
+            cur = b"0"
+            while True:
+                cur, keys = conn.cmd("SCAN", cur, "MATCH", "c%d_*" % ino, "COUNT", "1000")
+                for k in keys:
+                    blobs.append(b"".join(conn.cmd("LRANGE", k, "0", "-1") or []))
+                if cur == b"0":
+                    break
+        c, r, ids = chunk_stats(blobs, 24, 4)
+    else:
+        sys.exit("dumpcount: unsupported META-URL scheme %s" % u.scheme)
+    res.update(pending_chunks=c, pending_slice_records=r, pending_slices=len(ids))
+    return res
+
+
+def main(a):
+    if not a:
+        sys.exit(__doc__)
+    with open(a[0]) as f:
+        d = json.load(f)
+    st = {"files": 0, "dirs": 0, "trash_dirs": 0, "chunks": 0, "slice_records": 0,
+          "hist": {}, "ids": set(), "seen": set(), "seen_dirs": set()}
+    walk(d.get("FSTree") or {}, st, True)
+    walk(d.get("Trash") or {}, st, False)
+    s = d.get("Setting") or {}
+    out = {
+        "name": s.get("Name"), "uuid": s.get("UUID"), "storage": s.get("Storage"),
+        "bucket": s.get("Bucket"), "block_size": (s.get("BlockSize") or 0) * 1024,
+        "compression": s.get("Compression") or "none", "trash_days": s.get("TrashDays", 0),
+        "files": st["files"], "dirs": st["dirs"], "trash_dirs": st["trash_dirs"],
+        "chunks": st["chunks"], "slices": len(st["ids"]), "slice_records": st["slice_records"],
+        "pending_files": len(d.get("DelFiles") or []), "hist": st["hist"],
+    }
+    if len(a) > 1:
+        out.update(from_db(a[1], [x["inode"] for x in d.get("DelFiles") or []]))
+    print(json.dumps(out, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

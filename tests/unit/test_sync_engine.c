@@ -1,0 +1,777 @@
+/*
+ * test_sync_engine.c: listing streams and whole sync runs against an
+ * in-memory object store plugged in through the object client's backend
+ * vtable. The fake can list in byte order, ignore start-after (as rclone
+ * serve s3 does for keys that do not exist) or list directory by directory
+ * (as SeaweedFS does), and counts requests.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/object/object.h"
+#include "common/object/object_internal.h"
+#include "sync/sync.h"
+
+/* ---- the fake store ------------------------------------------------------ */
+
+struct mobj {
+	char *key;
+	unsigned char *data;
+	size_t len;
+	char etag[72];
+	int64_t mtime;
+	char ctype[64];
+};
+
+struct mpart {
+	char upload[32];
+	char key[1100];
+	int number;
+	unsigned char *data;
+	size_t len;
+};
+
+struct mem {
+	pthread_mutex_t mu;
+	struct mobj *o;
+	size_t n, cap;
+	struct mpart *parts;
+	size_t nparts;
+	int uploads;
+	bool ignore_start_after;
+	bool dir_first;
+	int page;              /* keys per "page" (just counts requests) */
+	int lists, gets, puts, heads, deletes;
+	int fail_get_key_count; /* fail GETs of keys containing "FAIL" */
+};
+
+static void md5hex(const void *d, size_t n, char *out)
+{
+	unsigned char m[16];
+	unsigned int l = 16;
+	EVP_Digest(d, n, m, &l, EVP_md5(), NULL);
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", m[i]);
+}
+
+/* SeaweedFS-like order: '/' below every other byte. */
+static int dircmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
+		if (x == y) {
+			if (!x)
+				return 0;
+			continue;
+		}
+		if (x == '/')
+			return y ? -1 : 1;
+		if (y == '/')
+			return x ? 1 : -1;
+		return x < y ? -1 : 1;
+	}
+}
+
+static struct mem *M(struct jo_obj *o)
+{
+	return o->impl;
+}
+
+static ssize_t find(struct mem *m, const char *key)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (!strcmp(m->o[i].key, key))
+			return (ssize_t)i;
+	return -1;
+}
+
+static void mem_set(struct mem *m, const char *key, const void *data, size_t len, int64_t mtime)
+{
+	ssize_t i = find(m, key);
+	if (i < 0) {
+		if (m->n == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 64;
+			m->o = realloc(m->o, m->cap * sizeof(*m->o));
+		}
+		i = (ssize_t)m->n++;
+		memset(&m->o[i], 0, sizeof(m->o[i]));
+		m->o[i].key = strdup(key);
+	}
+	free(m->o[i].data);
+	m->o[i].data = malloc(len ? len : 1);
+	memcpy(m->o[i].data, data, len);
+	m->o[i].len = len;
+	m->o[i].mtime = mtime;
+	md5hex(data, len, m->o[i].etag);
+}
+
+static int f_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
+		 jo_obj_write_cb cb, void *payload, struct jo_err *err)
+{
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	m->gets++;
+	ssize_t i = find(m, key);
+	if (i < 0) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
+	}
+	if (strstr(key, "FAIL")) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_EIO, "injected failure for %s", key);
+	}
+	if (go->if_match && strcmp(go->if_match, m->o[i].etag)) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_ECONFLICT, "precondition failed %s", key);
+	}
+	size_t off = go->offset, len = m->o[i].len;
+	size_t n = off >= len ? 0 : len - off;
+	if (go->length >= 0 && (size_t)go->length < n)
+		n = (size_t)go->length;
+	unsigned char *copy = malloc(n ? n : 1);
+	memcpy(copy, m->o[i].data + (off < len ? off : len), n);
+	if (go->info) {
+		go->info->size = len;
+		snprintf(go->info->etag, sizeof(go->info->etag), "%s", m->o[i].etag);
+	}
+	pthread_mutex_unlock(&m->mu);
+	int rc = n ? cb(copy, n, payload) : 0;
+	free(copy);
+	return rc;
+}
+
+static int f_put(struct jo_obj *o, const char *key, const void *data, size_t len,
+		 const struct jo_obj_put_opts *po, struct jo_err *err)
+{
+	(void)err;
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	m->puts++;
+	mem_set(m, key, data, len, (int64_t)time(NULL));
+	ssize_t i = find(m, key);
+	snprintf(m->o[i].ctype, sizeof(m->o[i].ctype), "%s",
+		 po && po->content_type ? po->content_type : "");
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+static int f_head(struct jo_obj *o, const char *key, struct jo_obj_info *info, char ***meta_out,
+		  struct jo_err *err)
+{
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	m->heads++;
+	ssize_t i = find(m, key);
+	if (i < 0) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
+	}
+	info->size = m->o[i].len;
+	info->mtime = m->o[i].mtime;
+	snprintf(info->etag, sizeof(info->etag), "%s", m->o[i].etag);
+	pthread_mutex_unlock(&m->mu);
+	if (meta_out)
+		*meta_out = calloc(2, sizeof(char *));
+	return 0;
+}
+
+static int f_del(struct jo_obj *o, const char *key, struct jo_err *err)
+{
+	(void)err;
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	m->deletes++;
+	ssize_t i = find(m, key);
+	if (i >= 0) {
+		free(m->o[i].key);
+		free(m->o[i].data);
+		m->o[i] = m->o[--m->n];
+	}
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+static int f_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
+			  struct jo_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		results[i] = f_del(o, keys[i], err);
+	return 0;
+}
+
+static struct mem *sort_ctx;
+static int cmp_idx(const void *a, const void *b)
+{
+	const struct mobj *x = &sort_ctx->o[*(const size_t *)a], *y = &sort_ctx->o[*(const size_t *)b];
+	return sort_ctx->dir_first ? dircmp(x->key, y->key) : strcmp(x->key, y->key);
+}
+
+static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static int f_list(struct jo_obj *o, const char *prefix, const char *start_after,
+		  const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+{
+	(void)delimiter;
+	(void)err;
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	m->lists++;
+	size_t n = m->n;
+	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
+	for (size_t i = 0; i < n; i++)
+		idx[i] = i;
+	pthread_mutex_lock(&sort_mu);
+	sort_ctx = m;
+	qsort(idx, n, sizeof(*idx), cmp_idx);
+	pthread_mutex_unlock(&sort_mu);
+	/* Snapshot the entries so callbacks run without the lock. */
+	struct jo_obj_info *inf = calloc(n ? n : 1, sizeof(*inf));
+	char **keys = calloc(n ? n : 1, sizeof(char *));
+	size_t k = 0;
+	size_t plen = strlen(prefix);
+	bool ign = m->ignore_start_after;
+	for (size_t j = 0; j < n; j++) {
+		const struct mobj *ob = &m->o[idx[j]];
+		if (strncmp(ob->key, prefix, plen))
+			continue;
+		if (start_after && !ign &&
+		    (m->dir_first ? dircmp(ob->key, start_after) : strcmp(ob->key, start_after)) <= 0)
+			continue;
+		keys[k] = strdup(ob->key);
+		inf[k].size = ob->len;
+		inf[k].mtime = ob->mtime;
+		snprintf(inf[k].etag, sizeof(inf[k].etag), "%s", ob->etag);
+		k++;
+	}
+	int page = m->page ? m->page : 1000;
+	m->lists += (int)(k / (size_t)page);
+	pthread_mutex_unlock(&m->mu);
+	int rc = 0;
+	for (size_t j = 0; j < k; j++) {
+		inf[j].key = keys[j];
+		if (!rc)
+			rc = cb(&inf[j], payload);
+		free(keys[j]);
+	}
+	free(keys);
+	free(inf);
+	free(idx);
+	return rc;
+}
+
+static int f_create_bucket(struct jo_obj *o, struct jo_err *err)
+{
+	(void)o;
+	(void)err;
+	return 0;
+}
+
+static int f_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
+			char **upload_id_out, struct jo_err *err)
+{
+	(void)key;
+	(void)po;
+	(void)err;
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	char buf[32];
+	snprintf(buf, sizeof(buf), "up%d", ++m->uploads);
+	pthread_mutex_unlock(&m->mu);
+	*upload_id_out = strdup(buf);
+	return 0;
+}
+
+static int f_mpu_put_part(struct jo_obj *o, const char *key, const char *upload_id, int number,
+			  const void *data, size_t len, char *etag_out, struct jo_err *err)
+{
+	(void)err;
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	m->puts++;
+	m->parts = realloc(m->parts, (m->nparts + 1) * sizeof(*m->parts));
+	struct mpart *p = &m->parts[m->nparts++];
+	snprintf(p->upload, sizeof(p->upload), "%s", upload_id);
+	snprintf(p->key, sizeof(p->key), "%s", key);
+	p->number = number;
+	p->data = malloc(len);
+	memcpy(p->data, data, len);
+	p->len = len;
+	md5hex(data, len, etag_out);
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+static int f_mpu_complete(struct jo_obj *o, const char *key, const char *upload_id,
+			  const struct jo_obj_part *parts, size_t n, struct jo_err *err)
+{
+	struct mem *m = M(o);
+	pthread_mutex_lock(&m->mu);
+	size_t total = 0;
+	unsigned char *buf = NULL;
+	for (size_t i = 0; i < n; i++) {
+		struct mpart *found = NULL;
+		for (size_t j = 0; j < m->nparts; j++)
+			if (!strcmp(m->parts[j].upload, upload_id) && m->parts[j].number == parts[i].number)
+				found = &m->parts[j];
+		if (!found || (int)i + 1 != parts[i].number) {
+			pthread_mutex_unlock(&m->mu);
+			free(buf);
+			return jo_err_set(err, JO_EPROTO, "InvalidPart");
+		}
+		buf = realloc(buf, total + found->len + 1);
+		memcpy(buf + total, found->data, found->len);
+		total += found->len;
+	}
+	mem_set(m, key, buf, total, (int64_t)time(NULL));
+	pthread_mutex_unlock(&m->mu);
+	free(buf);
+	return 0;
+}
+
+static int f_mpu_abort(struct jo_obj *o, const char *key, const char *upload_id, struct jo_err *err)
+{
+	(void)o;
+	(void)key;
+	(void)upload_id;
+	(void)err;
+	return 0;
+}
+
+static int f_mpu_list_parts(struct jo_obj *o, const char *key, const char *upload_id,
+			    jo_obj_part_cb cb, void *payload, struct jo_err *err)
+{
+	(void)key;
+	(void)err;
+	struct mem *m = M(o);
+	for (size_t j = 0; j < m->nparts; j++) {
+		if (strcmp(m->parts[j].upload, upload_id))
+			continue;
+		struct jo_obj_part p = { .number = m->parts[j].number, .size = m->parts[j].len };
+		md5hex(m->parts[j].data, m->parts[j].len, p.etag);
+		cb(&p, payload);
+	}
+	return 0;
+}
+
+static void f_close(struct jo_obj *o)
+{
+	struct mem *m = M(o);
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->o[i].key);
+		free(m->o[i].data);
+	}
+	for (size_t i = 0; i < m->nparts; i++)
+		free(m->parts[i].data);
+	free(m->parts);
+	free(m->o);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+static int f_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
+		  const struct jo_obj_copy_opts *co, struct jo_err *err)
+{
+	(void)o; (void)src_key; (void)dst_key; (void)co;
+	return jo_err_set(err, JO_EUNSUPPORTED, "no copy in the fake");
+}
+
+static const struct jo_obj_ops fake_ops = {
+	.get = f_get, .put = f_put, .head = f_head, .del = f_del, .delete_batch = f_delete_batch,
+	.list = f_list, .create_bucket = f_create_bucket, .copy = f_copy,
+	.mpu_create = f_mpu_create, .mpu_put_part = f_mpu_put_part,
+	.mpu_complete = f_mpu_complete, .mpu_abort = f_mpu_abort,
+	.mpu_list_parts = f_mpu_list_parts, .close = f_close,
+};
+
+static struct jo_obj *fake_new(void)
+{
+	struct jo_obj *o = calloc(1, sizeof(*o));
+	struct mem *m = calloc(1, sizeof(*m));
+	pthread_mutex_init(&m->mu, NULL);
+	o->ops = &fake_ops;
+	o->impl = m;
+	o->ctr = &o->own_ctr;
+	snprintf(o->desc, sizeof(o->desc), "fake");
+	return o;
+}
+
+static void put_str(struct jo_obj *o, const char *key, const char *s, int64_t mtime)
+{
+	mem_set(M(o), key, s, strlen(s), mtime);
+}
+
+/* ---- stream tests -------------------------------------------------------- */
+
+static int collect(struct jo_obj *o, const char *prefix, const struct jo_sync_stream_opts *so,
+		   char ***keys_out, int *ranges)
+{
+	struct jo_sync_stream *s = NULL;
+	struct jo_err err = { 0 };
+	assert_int_equal(jo_sync_stream_start(&s, o, prefix, so, &err), 0);
+	struct jo_sync_ent e;
+	int n = 0, rc;
+	char **keys = NULL;
+	while ((rc = jo_sync_stream_next(s, &e, &err)) == 1) {
+		keys = realloc(keys, (size_t)(n + 1) * sizeof(*keys));
+		keys[n++] = strdup(e.key);
+	}
+	if (ranges)
+		*ranges = jo_sync_stream_ranges(s);
+	jo_sync_stream_free(s);
+	*keys_out = keys;
+	return rc == 0 ? n : rc;
+}
+
+static void free_keys(char **k, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(k[i]);
+	free(k);
+}
+
+static void fill_flat(struct jo_obj *o, const char *prefix, int n)
+{
+	char key[256];
+	for (int i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "%sobj-%06d", prefix, i * 7 % n);
+		put_str(o, key, "x", 1000);
+	}
+	/* Some keys elsewhere that must not appear. */
+	put_str(o, "other/a", "y", 1000);
+	put_str(o, "zz", "y", 1000);
+}
+
+static void test_stream_ranges_flat(void **state)
+{
+	(void)state;
+	struct jo_obj *o = fake_new();
+	fill_flat(o, "p/", 3000);
+	struct jo_sync_stream_opts so = { .threads = 4 };
+	char **k;
+	int ranges = 0;
+	int n = collect(o, "p/", &so, &k, &ranges);
+	assert_int_equal(n, 3000);
+	assert_true(ranges >= 2);  /* the flat keyspace was split */
+	for (int i = 0; i < n; i++) {
+		char want[32];
+		snprintf(want, sizeof(want), "obj-%06d", i);
+		assert_string_equal(k[i], want);
+	}
+	free_keys(k, n);
+	jo_obj_close(o);
+}
+
+static void test_stream_ignores_start_after(void **state)
+{
+	(void)state;
+	struct jo_obj *o = fake_new();
+	M(o)->ignore_start_after = true;
+	fill_flat(o, "p/", 500);
+	struct jo_sync_stream_opts so = { .threads = 8 };
+	char **k;
+	int n = collect(o, "p/", &so, &k, NULL);
+	assert_int_equal(n, 500);
+	for (int i = 1; i < n; i++)
+		assert_true(strcmp(k[i - 1], k[i]) < 0);
+	free_keys(k, n);
+	jo_obj_close(o);
+}
+
+static void add_dir_shapes(struct jo_obj *o)
+{
+	/* In SeaweedFS order "a/x" comes before "a.txt" and "a-b". */
+	put_str(o, "d/a/x", "1", 1000);
+	put_str(o, "d/a/y", "2", 1000);
+	put_str(o, "d/a.txt", "3", 1000);
+	put_str(o, "d/a-b", "4", 1000);
+	put_str(o, "d/b", "5", 1000);
+}
+
+static void test_stream_detects_disorder(void **state)
+{
+	(void)state;
+	struct jo_obj *o = fake_new();
+	M(o)->dir_first = true;
+	add_dir_shapes(o);
+	struct jo_sync_stream_opts so = { .threads = 1 };
+	char **k;
+	int n = collect(o, "d/", &so, &k, NULL);
+	assert_int_equal(n, JO_SYNC_EORDER);
+	free_keys(k, 0);
+	/* Sort mode yields byte order. */
+	so.sort = true;
+	so.sort_mem = 1 << 20;
+	n = collect(o, "d/", &so, &k, NULL);
+	assert_int_equal(n, 5);
+	assert_string_equal(k[0], "a-b");
+	assert_string_equal(k[1], "a.txt");
+	assert_string_equal(k[2], "a/x");
+	assert_string_equal(k[3], "a/y");
+	assert_string_equal(k[4], "b");
+	free_keys(k, n);
+	jo_obj_close(o);
+}
+
+static void test_stream_empty(void **state)
+{
+	(void)state;
+	struct jo_obj *o = fake_new();
+	put_str(o, "elsewhere", "1", 1);
+	struct jo_sync_stream_opts so = { .threads = 4 };
+	char **k;
+	assert_int_equal(collect(o, "p/", &so, &k, NULL), 0);
+	free(k);
+	jo_obj_close(o);
+}
+
+/* ---- engine tests -------------------------------------------------------- */
+
+static void mkside(struct jo_sync_side *s, const char *ep, const char *prefix)
+{
+	memset(s, 0, sizeof(*s));
+	s->endpoint = strdup(ep);
+	s->bucket = strdup("b");
+	s->prefix = strdup(prefix);
+	snprintf(s->desc, sizeof(s->desc), "%s/b/%s", ep, prefix);
+}
+
+static struct jo_sync_opts base_opts(void)
+{
+	struct jo_sync_opts o = { .transfers = 4, .list_threads = 3, .part_concurrency = 2,
+				  .part_size = 5u << 20, .multipart_threshold = 6u << 20,
+				  .max_delete = -1, .sort_mem = 1 << 20 };
+	return o;
+}
+
+static int run(struct jo_obj *a, struct jo_obj *b, const struct jo_sync_opts *o,
+	       struct jo_sync_summary *sum)
+{
+	struct jo_sync_side sa, sb;
+	mkside(&sa, "mem://a", "src/");
+	mkside(&sb, "mem://b", "dst/");
+	struct jo_err err = { 0 };
+	int rc = jo_sync_run(&sa, a, &sb, b, o, sum, &err);
+	if (rc)
+		print_message("run: %s\n", err.msg);
+	jo_sync_side_free(&sa);
+	jo_sync_side_free(&sb);
+	return rc;
+}
+
+static const char *get_data(struct jo_obj *o, const char *key, size_t *len)
+{
+	ssize_t i = find(M(o), key);
+	if (i < 0)
+		return NULL;
+	*len = M(o)->o[i].len;
+	return (const char *)M(o)->o[i].data;
+}
+
+static void test_engine_sync_rerun_delete(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/jo-sync-test-XXXXXX";
+	int fd = mkstemp(tmpl);
+	assert_true(fd >= 0);
+	close(fd);
+	struct jo_sync_state *st = NULL;
+	struct jo_err err = { 0 };
+	assert_int_equal(jo_sync_state_open(&st, tmpl, false, &err), 0);
+
+	struct jo_obj *a = fake_new(), *b = fake_new();
+	char key[1100];
+	for (int i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "src/k%04d", i);
+		put_str(a, key, key, 1000 + i);
+	}
+	put_str(a, "src/empty", "", 1000);
+	/* A 1000-byte key and odd characters. */
+	memset(key, 'L', sizeof(key));
+	memcpy(key, "src/", 4);
+	key[1000] = 0;
+	put_str(a, key, "long", 1000);
+	put_str(a, "src/sp ace/ü+%?.txt", "odd", 1000);
+	/* Multipart-sized object (12 MiB > 6 MiB threshold). */
+	size_t big = 12u << 20;
+	char *bigdata = malloc(big);
+	for (size_t i = 0; i < big; i++)
+		bigdata[i] = (char)(i * 31 + 7);
+	mem_set(M(a), "src/big", bigdata, big, 1000);
+	/* Extras in dst. */
+	put_str(b, "dst/extra1", "e", 5000);
+	put_str(b, "dst/zz/extra2", "e", 5000);
+	/* dst has k0001 with a different size: must be replaced. */
+	put_str(b, "dst/k0001", "different", 5000);
+
+	struct jo_sync_opts o = base_opts();
+	o.state = st;
+	struct jo_sync_summary sum;
+
+	/* Dry run: nothing changes. */
+	o.dry_run = true;
+	o.delete_dst = true;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.would_copy, 204);
+	assert_int_equal(sum.would_delete, 2);
+	assert_int_equal(M(b)->n, 3);
+	assert_int_equal(M(b)->puts, 0);
+
+	/* Real run with --delete-dst. */
+	o.dry_run = false;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.failed, 0);
+	assert_int_equal(sum.copied, 204);
+	assert_int_equal(sum.multipart, 1);
+	assert_int_equal(sum.deleted, 2);
+	assert_int_equal(M(b)->n, 204);
+	size_t len;
+	const char *d = get_data(b, "dst/big", &len);
+	assert_non_null(d);
+	assert_int_equal(len, big);
+	assert_memory_equal(d, bigdata, big);
+	d = get_data(b, "dst/k0001", &len);
+	assert_int_equal(len, 9);
+	assert_memory_equal(d, "src/k0001", 9);
+	assert_non_null(get_data(b, "dst/sp ace/ü+%?.txt", &len));
+
+	/* Rerun: nothing copied, no GET at all. */
+	int gets = M(a)->gets;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.copied, 0);
+	assert_int_equal(sum.skipped, 204);
+	assert_int_equal(M(a)->gets, gets);
+
+	/* Change one source object (same size, newer mtime, new content). */
+	put_str(a, "src/k0005", "src/K0005", 9999);
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.copied, 1);
+	d = get_data(b, "dst/k0005", &len);
+	assert_memory_equal(d, "src/K0005", 9);
+
+	/* Brakes: a failing copy blocks deletes; --max-delete blocks them too. */
+	put_str(b, "dst/extra3", "e", 5000);
+	put_str(a, "src/FAIL", "boom", 1000);
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.failed, 1);
+	assert_int_equal(sum.deleted, 0);
+	assert_true(sum.delete_refused);
+	assert_non_null(get_data(b, "dst/extra3", &len));
+	f_del(a, "src/FAIL", &err);
+	o.max_delete = 0;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_true(sum.delete_refused);
+	assert_non_null(get_data(b, "dst/extra3", &len));
+	o.max_delete = 1;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_false(sum.delete_refused);
+	assert_int_equal(sum.deleted, 1);
+
+	/* Empty source: never delete. */
+	struct jo_obj *empty = fake_new();
+	o.max_delete = -1;
+	assert_int_equal(run(empty, b, &o, &sum), 0);
+	assert_true(sum.delete_refused);
+	assert_int_equal(sum.deleted, 0);
+	assert_int_equal(M(b)->n, 204);
+
+	free(bigdata);
+	jo_obj_close(a);
+	jo_obj_close(b);
+	jo_obj_close(empty);
+	jo_sync_state_close(st);
+	unlink(tmpl);
+	char wal[200];
+	snprintf(wal, sizeof(wal), "%s-wal", tmpl);
+	unlink(wal);
+	snprintf(wal, sizeof(wal), "%s-shm", tmpl);
+	unlink(wal);
+}
+
+static void test_engine_unordered_source(void **state)
+{
+	(void)state;
+	struct jo_obj *a = fake_new(), *b = fake_new();
+	M(a)->dir_first = true;
+	put_str(a, "src/a/x", "1", 1000);
+	put_str(a, "src/a/y", "2", 1000);
+	put_str(a, "src/a.txt", "3", 1000);
+	put_str(a, "src/a-b", "4", 1000);
+	/* dst already has a/x: with a broken merge it would look extra. */
+	put_str(b, "dst/a/x", "1", 5000);
+	struct jo_sync_opts o = base_opts();
+	o.list_threads = 1;
+	o.delete_dst = true;
+	struct jo_sync_summary sum;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.order_restarts, 1);
+	assert_int_equal(sum.deleted, 0);
+	assert_int_equal(sum.failed, 0);
+	assert_int_equal(M(b)->n, 4);
+	jo_obj_close(a);
+	jo_obj_close(b);
+}
+
+static void test_engine_filters_and_modes(void **state)
+{
+	(void)state;
+	struct jo_obj *a = fake_new(), *b = fake_new();
+	put_str(a, "src/keep.txt", "1", 1000);
+	put_str(a, "src/skip.log", "2", 1000);
+	put_str(a, "src/dir/x.txt", "3", 1000);
+	put_str(b, "dst/old.log", "old", 1000);   /* excluded: not deleted */
+	put_str(b, "dst/keep.txt", "9", 500);     /* same size, older: default copies */
+	struct jo_sync_filter *f;
+	struct jo_err err = { 0 };
+	assert_int_equal(jo_sync_filter_new(&f), 0);
+	assert_int_equal(jo_sync_filter_add(f, '-', "*.log", &err), 0);
+	struct jo_sync_opts o = base_opts();
+	o.filter = f;
+	o.delete_dst = true;
+	o.cmp.mode = JO_SYNC_CMP_SIZE;
+	struct jo_sync_summary sum;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.copied, 1);          /* dir/x.txt only: size-only */
+	assert_int_equal(sum.excluded, 2);
+	assert_int_equal(sum.deleted, 0);
+	size_t len;
+	assert_non_null(get_data(b, "dst/old.log", &len));
+	assert_null(get_data(b, "dst/skip.log", &len));
+	o.cmp.mode = JO_SYNC_CMP_DEFAULT;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.copied, 1);          /* keep.txt: dst older */
+	assert_memory_equal(get_data(b, "dst/keep.txt", &len), "1", 1);
+	/* --existing: nothing new appears. */
+	put_str(a, "src/new.txt", "n", 1000);
+	o.cmp.existing = true;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_null(get_data(b, "dst/new.txt", &len));
+	jo_sync_filter_free(f);
+	jo_obj_close(a);
+	jo_obj_close(b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_stream_ranges_flat),
+		cmocka_unit_test(test_stream_ignores_start_after),
+		cmocka_unit_test(test_stream_detects_disorder),
+		cmocka_unit_test(test_stream_empty),
+		cmocka_unit_test(test_engine_sync_rerun_delete),
+		cmocka_unit_test(test_engine_unordered_source),
+		cmocka_unit_test(test_engine_filters_and_modes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
