@@ -15,6 +15,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exit.h"
 #include "cmd/util.h"
+#include "common/config.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -30,7 +31,11 @@ static const char doctor_usage[] =
 	"deleted under NAME/jfsops-doctor/; the local clock agrees with the object\n"
 	"store's; and whether live clients run background jobs (then gc workers\n"
 	"overlap with their hourly cleanups: mount them with --no-bgjob).\n"
-	"Exit 0 when every check passed, else the code of the first failure.\n"
+	"Exit 0 when every check passed (warnings allowed), else the code of the\n"
+	"first failure: 5 a server is unreachable, 6 the object store rejected the\n"
+	"credentials, 7 not a JuiceFS volume, 8 bucket or database missing,\n"
+	"9 unsupported (encryption, format version, compression), 11 the metadata\n"
+	"engine rejected the password, 12 the clock is skewed, 3 anything else.\n"
 	"\n"
 	"Options:\n"
 	"      --json       one JSON line per check, then a summary\n"
@@ -43,12 +48,16 @@ static const char doctor_usage[] =
 
 enum verdict { OK, WARN, FAIL };
 
+/* doctor's own exit codes, next to cmd/exit.h's */
+enum { DOCTOR_EXIT_META_AUTH = 11, DOCTOR_EXIT_CLOCK = 12 };
+
 struct doc {
 	struct jo_ctx *ctx;
 	int first_fail;  /* exit code of the first failure */
 	int fails, warns;
 };
 
+/* code: a JO_E* code (< 0), or a positive exit code of doctor's own */
 static void report(struct doc *d, const char *check, enum verdict v, int code,
 		   const char *detail, const char *hint)
 {
@@ -57,7 +66,7 @@ static void report(struct doc *d, const char *check, enum verdict v, int code,
 	if (v == FAIL) {
 		d->fails++;
 		if (!d->first_fail)
-			d->first_fail = code ? jo_exit_from_err(code) : JO_EXIT_FAIL;
+			d->first_fail = code > 0 ? code : code ? jo_exit_from_err(code) : JO_EXIT_FAIL;
 	} else if (v == WARN) {
 		d->warns++;
 	}
@@ -104,7 +113,7 @@ static const char *meta_hint(int code, const char *engine)
 static const char *obj_hint(int code, const char *msg)
 {
 	if (msg && strstr(msg, "RequestTimeTooSkewed"))
-		return "this machine's clock differs from the object store's by more than 15 minutes: fix NTP";
+		return "this machine's clock differs from the object store's by more than 15 minutes, so signed requests are refused: fix NTP (chronyc tracking / timedatectl)";
 	switch (code) {
 	case JO_EAUTH:
 		return "the access key or secret key is wrong (stored in the volume's format, or given by --access-key/JFSOPS_SECRET_KEY)";
@@ -118,6 +127,19 @@ static const char *obj_hint(int code, const char *msg)
 		return "the bucket URL cannot be parsed";
 	}
 	return "see the error above";
+}
+
+/*
+ * A failed object-store step: a SigV4 clock-skew refusal is reported as the
+ * clock problem it is, anything else under the step's name.
+ */
+static void obj_fail(struct doc *d, const char *check, int rc, const struct jo_err *err)
+{
+	if (strstr(err->msg, "RequestTimeTooSkewed") || strstr(err->msg, "RequestExpired")) {
+		report(d, "clock-skew", FAIL, DOCTOR_EXIT_CLOCK, err->msg, obj_hint(rc, err->msg));
+		return;
+	}
+	report(d, check, FAIL, rc, err->msg, obj_hint(rc, err->msg));
 }
 
 /* Stop a listing at its first entry: reaching the store is what we check. */
@@ -146,7 +168,7 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	if (rc == 1)
 		rc = 0;
 	if (rc) {
-		report(d, "object-list", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+		obj_fail(d, "object-list", rc, &err);
 		return;
 	}
 	snprintf(detail, sizeof(detail), "listed %s under %s", jo_obj_describe(v->obj), key);
@@ -158,7 +180,7 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	before = time(NULL);
 	rc = jo_obj_put(v->obj, key, body, strlen(body), NULL, &err);
 	if (rc) {
-		report(d, "object-write", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+		obj_fail(d, "object-write", rc, &err);
 		return;
 	}
 	rc = jo_obj_get_buf(v->obj, key, 0, -1, 4096, &got, &gotlen, &err);
@@ -173,7 +195,7 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	rc = jo_obj_head(v->obj, key, &info, &err);
 	after = time(NULL);
 	if (rc) {
-		report(d, "object-head", FAIL, rc, err.msg, obj_hint(rc, err.msg));
+		obj_fail(d, "object-head", rc, &err);
 	} else {
 		/* Last-Modified has one-second resolution: allow the request time too */
 		long skew = 0;
@@ -183,7 +205,7 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 		else if (info.mtime > after + 1)
 			skew = (long)(info.mtime - after);
 		snprintf(detail, sizeof(detail), "probe object's time differs from the local clock by %lds", skew);
-		report(d, "clock-skew", skew > 600 ? FAIL : skew > 30 ? WARN : OK, JO_ETIMEOUT, detail,
+		report(d, "clock-skew", skew > 600 ? FAIL : skew > 30 ? WARN : OK, DOCTOR_EXIT_CLOCK, detail,
 		       "fix NTP on this host or the object store: SigV4 fails past 15 minutes and gc/leakcheck age windows shift");
 	}
 	rc = jo_obj_delete(v->obj, key, &err);
@@ -274,17 +296,19 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
-	url = strdup(argv[optind]);
-	if (!url)
+	url = cmd_meta_url_with_env_password(argv[optind]);
+	if (!url) {
+		cmd_vol_args_release(&va);
 		return JO_EXIT_FAIL;
+	}
 	cmd_scrub_url_password(argv[optind]);
 
-	rc = jo_meta_open(&m, url, &err);
+	rc = cmd_meta_open(url, &m, &err);
 	if (!rc)
 		rc = jo_meta_load_format(m, &f, &err);
 	if (rc) {
-		report(&d, "metadata", FAIL, rc, err.msg, meta_hint(rc, m ? jo_meta_engine(m) :
-			!strncmp(url, "redis", 5) ? "redis" : "sqlite3"));
+		report(&d, "metadata", FAIL, rc == JO_EAUTH ? DOCTOR_EXIT_META_AUTH : rc, err.msg,
+		       meta_hint(rc, m ? jo_meta_engine(m) : !strncmp(url, "redis", 5) ? "redis" : "sqlite3"));
 		goto done;
 	}
 	snprintf(detail, sizeof(detail), "%s %s holds volume '%s' (uuid %s)", jo_meta_engine(m),
@@ -309,6 +333,25 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		       "turn the change log off, or use juicefs's own gc");
 	check_bgjobs(&d, m);
 
+	/* the config file and profile the storage settings come from */
+	{
+		struct jo_cfg_values cv = { 0 };
+		char *prof = NULL;
+
+		rc = cmd_resolve_storage(&va, &cv, &prof, &err);
+		if (rc) {
+			report(&d, "config", FAIL, rc, err.msg,
+			       "fix the config file (chmod 600 when it holds secrets; [profile NAME] sections "
+			       "with name = value lines) or point --config/JFSOPS_CONFIG elsewhere");
+			goto done;
+		}
+		snprintf(detail, sizeof(detail), "profile %s; storage settings from %s", prof ? prof : "(none)",
+			 cv.src[JO_CFG_BUCKET] || cv.src[JO_CFG_ENDPOINT] || cv.src[JO_CFG_ACCESS_KEY] ||
+			 cv.src[JO_CFG_SECRET_KEY] ? "flags/env/config" : "the volume's format record");
+		report(&d, "config", OK, 0, detail, NULL);
+		free(prof);
+		jo_cfg_values_release(&cv);
+	}
 	/* the object store as the format (or the overrides) name it */
 	rc = cmd_open_volume_quiet(&va, url, &v, &err);
 	if (rc) {
@@ -329,6 +372,7 @@ done:
 	jo_vol_close(v);
 	jo_format_release(&f);
 	jo_meta_close(m);
+	memset(url, 0, strlen(url));
 	free(url);
 	cmd_vol_args_release(&va);
 	return d.fails ? d.first_fail : 0;

@@ -353,7 +353,7 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 	if (!url)
 		return JO_EXIT_FAIL;
 	cmd_scrub_url_password(argv[optind]);
-	rc = jo_meta_open(&m, url, &err);
+	rc = cmd_meta_open(url, &m, &err);
 	if (!rc)
 		rc = jo_meta_load_format(m, &fmt, &err);
 	if (!rc)

@@ -50,6 +50,9 @@ static const struct cmd_entry commands[] = {
 #ifdef JO_HAVE_WARMUP
 	{ "warmup", cmd_warmup, "warm exactly the blocks that hold given file byte ranges", CMD_META | CMD_LONG },
 #endif
+#ifdef JO_HAVE_CONFIG
+	{ "config", cmd_config, "show the config file path and a profile's effective settings (secrets masked)", 0 },
+#endif
 #ifdef JO_HAVE_LANCE
 	{ "lance", cmd_lance, "print the byte ranges a scan of selected Lance columns reads", 0 },
 #endif
@@ -112,6 +115,10 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 	snprintf(prefix, sizeof(prefix), "jfsops %s", c->name);
 	jo_log_setup(prefix, jo_log_get_level());
 	optind = 0;  /* reset getopt for the command's own parsing */
+	/* `jfsops CMD --help` and `jfsops help CMD` open with the table's summary,
+	 * so help, `jfsops --help` and the man page NAME line cannot drift */
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		printf("jfsops %s - %s\n\n", c->name, c->summary);
 	rc = c->fn(argc, argv, &ctx);
 	rc = finish_stdout(rc);
 	if (rc == 0 && jo_cancelled())

@@ -8,8 +8,11 @@
 
 #include "cmd/exit.h"
 #include "cmd/util.h"
+#include "common/config.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta.h"
 
 int jo_exit_from_err(int code)
 {
@@ -49,6 +52,35 @@ int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 	return JO_EXIT_USAGE;
 }
 
+/*
+ * As juicefs does: a Redis password missing from the META-URL comes from
+ * REDIS_PASSWORD, then META_PASSWORD.
+ */
+const char *cmd_env_meta_password(const char *url)
+{
+	const char *s = strstr(url, "://"), *at, *colon;
+	const char *env;
+
+	if (s) {
+		s += 3;
+		at = strchr(s, '@');
+		colon = at ? memchr(s, ':', (size_t)(at - s)) : NULL;
+		if (colon && colon + 1 < at)
+			return NULL;  /* the URL has its own password */
+	}
+	env = getenv("REDIS_PASSWORD");
+	if (!env || !*env)
+		env = getenv("META_PASSWORD");
+	return env && *env ? env : NULL;
+}
+
+int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
+{
+	struct jo_meta_open_opts mo = { .password = cmd_env_meta_password(url) };
+
+	return jo_meta_open_with(out, url, &mo, err);
+}
+
 /* Hide a secret in our own argv so `ps` and /proc/PID/cmdline do not show it. */
 void cmd_scrub_arg(char *arg)
 {
@@ -84,25 +116,203 @@ int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
 		cmd_scrub_arg(arg);
 		return 1;
 	case CMD_OPT_INSECURE: a->insecure = true; return 1;
+	case CMD_OPT_PROFILE: a->profile = arg; return 1;
+	case CMD_OPT_CONFIG: a->config = arg; return 1;
 	}
 	return 0;
+}
+
+int cmd_load_config(const char *config_flag, const char *profile_flag, struct jo_cfg **cfg,
+		    const char **profile, struct jo_err *err)
+{
+	char path[4096];
+	bool named;
+	int rc;
+
+	*cfg = NULL;
+	*profile = NULL;
+	rc = jo_cfg_path(config_flag, path, sizeof(path), &named, err);
+	if (rc)
+		return rc;
+	rc = jo_cfg_load(cfg, path, named, err);
+	if (rc)
+		return rc;
+	rc = jo_cfg_pick_profile(*cfg, profile_flag, profile, err);
+	if (rc) {
+		jo_cfg_free(*cfg);
+		*cfg = NULL;
+	}
+	return rc;
+}
+
+int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out, char **profile_out,
+			struct jo_err *err)
+{
+	struct jo_cfg_values fl = { 0 };
+	struct jo_cfg *cfg = NULL;
+	const char *profile = NULL;
+	int rc;
+
+	if (profile_out)
+		*profile_out = NULL;
+	rc = cmd_load_config(a->config, a->profile, &cfg, &profile, err);
+	if (rc)
+		return rc;
+	if ((a->bucket && jo_cfg_values_set(&fl, JO_CFG_BUCKET, a->bucket, JO_CFG_FLAG)) ||
+	    (a->access_key && jo_cfg_values_set(&fl, JO_CFG_ACCESS_KEY, a->access_key, JO_CFG_FLAG)) ||
+	    (a->secret_key && jo_cfg_values_set(&fl, JO_CFG_SECRET_KEY, a->secret_key, JO_CFG_FLAG)) ||
+	    (a->insecure && jo_cfg_values_set(&fl, JO_CFG_INSECURE, "1", JO_CFG_FLAG))) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	} else {
+		rc = jo_cfg_resolve(cfg, profile, &fl, "JFSOPS", out, err);
+	}
+	if (!rc && profile_out && profile && !(*profile_out = strdup(profile)))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (rc)
+		jo_cfg_values_release(out);
+	jo_cfg_values_release(&fl);
+	jo_cfg_free(cfg);
+	return rc;
+}
+
+/*
+ * A profile (or env JFSOPS_ENDPOINT) that names only an endpoint keeps the
+ * volume's bucket name and moves it to that endpoint:
+ * "http://old:9000/jfs1" or "https://jfs1.s3.x.amazonaws.com" + endpoint
+ * "http://new:8333" -> "http://new:8333/jfs1".
+ */
+static int rebase_bucket(const char *meta_url, const char *endpoint, char **out, struct jo_err *err)
+{
+	struct jo_meta *m = NULL;
+	struct jo_format f = { 0 };
+	const char *b, *host, *slash, *name;
+	size_t nl, el;
+	int rc;
+
+	rc = cmd_meta_open(meta_url, &m, err);
+	if (!rc)
+		rc = jo_meta_load_format(m, &f, err);
+	if (rc) {
+		jo_meta_close(m);
+		return rc;
+	}
+	b = f.bucket ? f.bucket : "";
+	host = strstr(b, "://");
+	host = host ? host + 3 : b;
+	slash = strchr(host, '/');
+	if (slash && slash[1]) {
+		name = slash + 1;
+		nl = strcspn(name, "/?");
+	} else {
+		name = host;
+		nl = strcspn(host, ".:/");
+	}
+	el = strlen(endpoint);
+	while (el && endpoint[el - 1] == '/')
+		el--;
+	if (!nl || !(*out = malloc(el + nl + 2))) {
+		rc = nl ? jo_err_set(err, JO_ENOMEM, "out of memory")
+			: jo_err_set(err, JO_EINVAL, "cannot find the bucket name in the volume's bucket URL");
+	} else {
+		memcpy(*out, endpoint, el);
+		(*out)[el] = '/';
+		memcpy(*out + el + 1, name, nl);
+		(*out)[el + 1 + nl] = 0;
+	}
+	jo_format_release(&f);
+	jo_meta_close(m);
+	return rc;
+}
+
+char *cmd_meta_url_with_env_password(const char *url)
+{
+	const char *pw = getenv("META_PASSWORD");
+	const char *rest, *at, *slash;
+	size_t cap;
+	char *out, *o;
+
+	if (!pw || !*pw)
+		pw = getenv("REDIS_PASSWORD");
+	if (!pw || !*pw || strncmp(url, "redis", 5) || !(rest = strstr(url, "://")))
+		return strdup(url);
+	rest += 3;
+	slash = strchr(rest, '/');
+	at = strrchr(rest, '@');
+	if (at && (!slash || at < slash) && memchr(rest, ':', (size_t)(at - rest)))
+		return strdup(url);  /* the URL has its own password */
+	cap = strlen(url) + 3 * strlen(pw) + 3;
+	out = malloc(cap);
+	if (!out)
+		return NULL;
+	o = out;
+	memcpy(o, url, (size_t)(rest - url));
+	o += rest - url;
+	if (at && (!slash || at < slash)) {  /* user@ */
+		memcpy(o, rest, (size_t)(at - rest));
+		o += at - rest;
+		rest = at + 1;
+	}
+	*o++ = ':';
+	for (const char *p = pw; *p; p++) {
+		unsigned char ch = (unsigned char)*p;
+
+		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+		    strchr("-._~", ch)) {
+			*o++ = (char)ch;
+		} else {
+			snprintf(o, 4, "%%%02X", ch);
+			o += 3;
+		}
+	}
+	*o++ = '@';
+	memcpy(o, rest, strlen(rest) + 1);
+	return out;
 }
 
 int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct jo_vol **out,
 			  struct jo_err *err)
 {
 	struct jo_vol_opts vo = { 0 };
-	const char *env;
+	struct jo_cfg_values cv = { 0 };
+	char *rebased = NULL;
+	int rc;
 
+	char *url;
+
+	*out = NULL;
+	rc = cmd_resolve_storage(a, &cv, NULL, err);
+	if (rc)
+		return rc;
+	url = cmd_meta_url_with_env_password(meta_url);
+	if (!url) {
+		jo_cfg_values_release(&cv);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	meta_url = url;
 	vo.meta_url = meta_url;
-	vo.bucket = a->bucket ? a->bucket : getenv("JFSOPS_BUCKET");
-	vo.access_key = a->access_key ? a->access_key : getenv("JFSOPS_ACCESS_KEY");
-	vo.secret_key = a->secret_key ? a->secret_key : getenv("JFSOPS_SECRET_KEY");
-	vo.session_token = getenv("JFSOPS_SESSION_TOKEN");
-	vo.region = getenv("JFSOPS_REGION");
-	env = getenv("JFSOPS_INSECURE");
-	vo.insecure = a->insecure || (env && *env && strcmp(env, "0"));
-	return jo_vol_open(out, &vo, err);
+	vo.meta_password = cmd_env_meta_password(meta_url);
+	vo.bucket = cv.v[JO_CFG_BUCKET];
+	if (!vo.bucket && cv.v[JO_CFG_ENDPOINT]) {
+		rc = rebase_bucket(meta_url, cv.v[JO_CFG_ENDPOINT], &rebased, err);
+		if (rc) {
+			jo_cfg_values_release(&cv);
+			memset(url, 0, strlen(url));
+			free(url);
+			return rc;
+		}
+		vo.bucket = rebased;
+	}
+	vo.access_key = cv.v[JO_CFG_ACCESS_KEY];
+	vo.secret_key = cv.v[JO_CFG_SECRET_KEY];
+	vo.session_token = cv.v[JO_CFG_SESSION_TOKEN];
+	vo.region = cv.v[JO_CFG_REGION];
+	vo.insecure = cv.v[JO_CFG_INSECURE] && !strcmp(cv.v[JO_CFG_INSECURE], "1");
+	rc = jo_vol_open(out, &vo, err);
+	free(rebased);
+	memset(url, 0, strlen(url));
+	free(url);
+	jo_cfg_values_release(&cv);
+	return rc;
 }
 
 int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,

@@ -7,7 +7,10 @@
 
 struct jo_ctx;
 struct jo_err;
+struct jo_meta;
 struct jo_vol;
+struct jo_cfg;
+struct jo_cfg_values;
 
 /* getopt_long codes of the storage-override flags every volume command takes. */
 enum {
@@ -15,18 +18,29 @@ enum {
 	CMD_OPT_ACCESS_KEY,
 	CMD_OPT_SECRET_KEY,
 	CMD_OPT_INSECURE,
+	CMD_OPT_PROFILE,
+	CMD_OPT_CONFIG,
 };
 #define CMD_VOL_LONGOPTS \
 	{ "bucket", required_argument, NULL, CMD_OPT_BUCKET }, \
 	{ "access-key", required_argument, NULL, CMD_OPT_ACCESS_KEY }, \
 	{ "secret-key", required_argument, NULL, CMD_OPT_SECRET_KEY }, \
-	{ "insecure", no_argument, NULL, CMD_OPT_INSECURE }
+	{ "insecure", no_argument, NULL, CMD_OPT_INSECURE }, \
+	{ "profile", required_argument, NULL, CMD_OPT_PROFILE }, \
+	{ "config", required_argument, NULL, CMD_OPT_CONFIG }
 #define CMD_VOL_HELP \
-	"Storage overrides (default: what the volume's format record says):\n" \
-	"      --bucket URL         object-store bucket/endpoint (env JFSOPS_BUCKET)\n" \
-	"      --access-key KEY     access key (env JFSOPS_ACCESS_KEY)\n" \
-	"      --secret-key KEY     secret key; prefer env JFSOPS_SECRET_KEY, which ps cannot see\n" \
+	"Storage (flags > environment > config file profile > the volume's format record):\n" \
+	"      --bucket URL         object-store bucket URL (default: env JFSOPS_BUCKET, the\n" \
+	"                           profile's bucket or endpoint, else the format's bucket)\n" \
+	"      --access-key KEY     access key (default: env JFSOPS_ACCESS_KEY, the profile,\n" \
+	"                           else the format's)\n" \
+	"      --secret-key KEY     secret key (default: env JFSOPS_SECRET_KEY, the profile,\n" \
+	"                           else the format's); prefer those: ps shows command lines\n" \
 	"      --insecure           do not verify TLS certificates (env JFSOPS_INSECURE=1)\n" \
+	"      --profile NAME       use [profile NAME] of the config file (default: env\n" \
+	"                           JFSOPS_PROFILE, else [default] when the file has one)\n" \
+	"      --config FILE        config file (default: env JFSOPS_CONFIG, else\n" \
+	"                           $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config)\n" \
 	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD.\n"
 
 struct cmd_vol_args {
@@ -34,6 +48,8 @@ struct cmd_vol_args {
 	const char *access_key;
 	const char *secret_key;
 	bool insecure;
+	const char *profile;  /* --profile NAME, or NULL */
+	const char *config;   /* --config FILE, or NULL */
 	char *secret_copy;  /* owned */
 	char *url_copy;     /* owned */
 };
@@ -51,6 +67,33 @@ void cmd_vol_args_release(struct cmd_vol_args *a);
 /* The same, without printing: the error is left in err. meta_url is not scrubbed. */
 int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct jo_vol **out,
 			  struct jo_err *err);
+
+/*
+ * Load the config file (--config, env JFSOPS_CONFIG, default path) and pick
+ * the profile (--profile, env JFSOPS_PROFILE, [default]). *profile borrows
+ * from *cfg, which the caller frees with jo_cfg_free().
+ */
+int cmd_load_config(const char *config_flag, const char *profile_flag, struct jo_cfg **cfg,
+		    const char **profile, struct jo_err *err);
+/*
+ * The effective storage settings of a volume command: flags > env JFSOPS_*
+ * > config profile. out is released with jo_cfg_values_release();
+ * *profile_out (may be NULL) gets the profile used (malloc'd) or NULL.
+ */
+int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out, char **profile_out,
+			struct jo_err *err);
+
+/*
+ * A copy of a redis META-URL with the password of env META_PASSWORD or
+ * REDIS_PASSWORD put in (percent-encoded) when the URL has none; other URLs
+ * are copied as they are. malloc'd (wipe and free it); NULL when out of memory.
+ */
+char *cmd_meta_url_with_env_password(const char *url);
+
+/* The META_PASSWORD / REDIS_PASSWORD for a URL without its own password. */
+const char *cmd_env_meta_password(const char *url);
+/* jo_meta_open with that password. */
+int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
 
 void cmd_scrub_arg(char *arg);
 void cmd_scrub_url_password(char *url);

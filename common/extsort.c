@@ -28,12 +28,19 @@
 #define XS_CCTX_COST ((size_t)(1u << XS_WINDOW_LOG) * 3 + (256u << 10))
 #define XS_CANCEL_EVERY 65536
 
-/* One buffered record: a prefix for fast byte-order compares, where, how long. */
+/*
+ * One buffered record: a prefix for fast byte-order compares, and where it
+ * is in the arena (offset and length packed into 38 + 26 bits: arenas up to
+ * 256 GiB, records up to 64 MiB), 16 bytes in all.
+ */
 struct xs_ent {
 	uint64_t pfx;
-	uint64_t off;
-	uint32_t len;
+	uint64_t loc;
 };
+#define XS_LEN_BITS 26
+#define XS_MAX_ARENA (1ULL << (64 - XS_LEN_BITS))
+#define ENT_OFF(e) ((e)->loc >> XS_LEN_BITS)
+#define ENT_LEN(e) ((size_t)((e)->loc & ((1ULL << XS_LEN_BITS) - 1)) + 1)
 
 /* A fill buffer: records packed into an arena, plus their index. */
 struct xs_buf {
@@ -55,6 +62,7 @@ struct xs_reader {
 	size_t cap, pos, end;
 	const uint8_t *rec;
 	size_t rec_len;
+	uint64_t pfx;             /* prefix_of(rec) for byte-order compares */
 	unsigned run;             /* run number, for messages */
 };
 
@@ -143,14 +151,15 @@ static inline int ent_cmp(const struct jo_xsort *s, const uint8_t *arena,
 	if (!s->cmp) {
 		if (a->pfx != b->pfx)
 			return a->pfx < b->pfx ? -1 : 1;
-		return bytes_cmp(arena + a->off, a->len, arena + b->off, b->len);
+		return bytes_cmp(arena + ENT_OFF(a), ENT_LEN(a), arena + ENT_OFF(b), ENT_LEN(b));
 	}
-	return s->cmp(arena + a->off, a->len, arena + b->off, b->len, s->cmp_payload);
+	return s->cmp(arena + ENT_OFF(a), ENT_LEN(a), arena + ENT_OFF(b), ENT_LEN(b),
+		      s->cmp_payload);
 }
 
 /* Top-down merge sort of e[0..n) using tmp as scratch; insertion sort below 24. */
-static void ent_sort(const struct jo_xsort *s, const uint8_t *arena, struct xs_ent *e,
-		     struct xs_ent *tmp, size_t n)
+static void ent_msort(const struct jo_xsort *s, const uint8_t *arena, struct xs_ent *e,
+		      struct xs_ent *tmp, size_t n)
 {
 	if (n < 24) {
 		for (size_t i = 1; i < n; i++) {
@@ -167,19 +176,74 @@ static void ent_sort(const struct jo_xsort *s, const uint8_t *arena, struct xs_e
 	}
 	size_t h = n / 2;
 
-	ent_sort(s, arena, e, tmp, h);
-	ent_sort(s, arena, e + h, tmp + h, n - h);
+	ent_msort(s, arena, e, tmp, h);
+	ent_msort(s, arena, e + h, tmp + h, n - h);
 	if (ent_cmp(s, arena, &e[h - 1], &e[h]) <= 0)
 		return;
-	memcpy(tmp, e, n * sizeof(*e));
+	/* only the left half needs a copy: the output never overtakes the right */
+	memcpy(tmp, e, h * sizeof(*e));
 	size_t i = 0, j = h, k = 0;
 
 	while (i < h && j < n)
-		e[k++] = ent_cmp(s, arena, &tmp[j], &tmp[i]) < 0 ? tmp[j++] : tmp[i++];
+		e[k++] = ent_cmp(s, arena, &e[j], &tmp[i]) < 0 ? e[j++] : tmp[i++];
 	while (i < h)
 		e[k++] = tmp[i++];
-	while (j < n)
-		e[k++] = tmp[j++];
+}
+
+/*
+ * Byte order: LSD radix sort on the 8-byte prefix (16-bit digits, passes
+ * where every key has the same digit skipped), then a comparison sort of
+ * each run of equal prefixes (records longer than 8 bytes that share them).
+ */
+static void ent_sort(const struct jo_xsort *s, const uint8_t *arena, struct xs_ent *e,
+		     struct xs_ent *tmp, size_t n)
+{
+	if (s->cmp || n < 256) {
+		ent_msort(s, arena, e, tmp, n);
+		return;
+	}
+	static const size_t R = 1u << 16;
+	size_t *cnt = calloc(R, sizeof(*cnt));
+
+	if (!cnt) {
+		ent_msort(s, arena, e, tmp, n);
+		return;
+	}
+	struct xs_ent *src = e, *dst = tmp;
+
+	for (unsigned shift = 0; shift < 64; shift += 16) {
+		memset(cnt, 0, R * sizeof(*cnt));
+		for (size_t i = 0; i < n; i++)
+			cnt[(src[i].pfx >> shift) & 0xffff]++;
+		if (cnt[(src[0].pfx >> shift) & 0xffff] == n)
+			continue; /* one digit value everywhere: the pass is a no-op */
+		size_t sum = 0;
+
+		for (size_t d = 0; d < R; d++) {
+			size_t c = cnt[d];
+
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[cnt[(src[i].pfx >> shift) & 0xffff]++] = src[i];
+		struct xs_ent *t = src;
+
+		src = dst;
+		dst = t;
+	}
+	free(cnt);
+	if (src != e)
+		memcpy(e, src, n * sizeof(*e));
+	for (size_t i = 0; i < n;) {
+		size_t j = i + 1;
+
+		while (j < n && e[j].pfx == e[i].pfx)
+			j++;
+		if (j - i > 1)
+			ent_msort(s, arena, e + i, tmp, j - i);
+		i = j;
+	}
 }
 
 /* ---------------- temp files ---------------- */
@@ -389,7 +453,7 @@ static int write_buf_run(struct jo_xsort *s, struct xs_buf *b, unsigned run, str
 	if (rc)
 		return rc;
 	for (size_t i = 0; i < b->n && !rc; i++) {
-		rc = writer_put(&w, b->arena + b->ent[i].off, b->ent[i].len, err);
+		rc = writer_put(&w, b->arena + ENT_OFF(&b->ent[i]), ENT_LEN(&b->ent[i]), err);
 		if (!rc && (i & (XS_CANCEL_EVERY - 1)) == 0 && jo_cancelled())
 			rc = jo_err_set(err, JO_ECANCELED, "extsort: canceled");
 	}
@@ -526,6 +590,7 @@ static int reader_next(struct xs_reader *r, struct jo_err *err)
 		return jo_err_set(err, JO_EPROTO, "extsort: run %u truncated", r->run);
 	r->rec = r->buf + r->pos + hn;
 	r->rec_len = len;
+	r->pfx = prefix_of(r->rec, len);
 	r->pos += hn + len;
 	return 1;
 }
@@ -534,6 +599,8 @@ static int reader_next(struct xs_reader *r, struct jo_err *err)
 
 static int rd_less(const struct jo_xsort *s, const struct xs_reader *rd, size_t a, size_t b)
 {
+	if (!s->cmp && rd[a].pfx != rd[b].pfx)
+		return rd[a].pfx < rd[b].pfx;
 	int c = rec_cmp(s, rd[a].rec, rd[a].rec_len, rd[b].rec, rd[b].rec_len);
 
 	return c < 0 || (c == 0 && a < b);
@@ -826,7 +893,8 @@ int jo_xsort_add(struct jo_xsort *s, const void *rec, size_t len, struct jo_err 
 
 	while (need_arena < b->used + len)
 		need_arena *= 2;
-	if (b->n > 0 && need_arena + 2 * need_ent * sizeof(struct xs_ent) > s->buf_budget) {
+	if (b->n > 0 && (need_arena + 2 * need_ent * sizeof(struct xs_ent) > s->buf_budget ||
+			 b->used + len > XS_MAX_ARENA)) {
 		rc = spill(s, err);
 		if (rc)
 			return rc;
@@ -837,8 +905,8 @@ int jo_xsort_add(struct jo_xsort *s, const void *rec, size_t len, struct jo_err 
 		return rc;
 	struct xs_ent *e = &b->ent[b->n++];
 
-	e->off = b->used;
-	e->len = (uint32_t)len;
+	/* len >= 1 is stored as len-1 so that exactly 64 MiB fits in 26 bits */
+	e->loc = (uint64_t)b->used << XS_LEN_BITS | (uint64_t)(len - 1);
 	e->pfx = s->cmp ? 0 : prefix_of(rec, len);
 	memcpy(b->arena + b->used, rec, len);
 	b->used += len;
@@ -921,8 +989,8 @@ int jo_xsort_next(struct jo_xsort *s, const void **rec, size_t *len, struct jo_e
 			return 0;
 		struct xs_ent *e = &b->ent[s->mem_pos++];
 
-		*rec = b->arena + e->off;
-		*len = e->len;
+		*rec = b->arena + ENT_OFF(e);
+		*len = ENT_LEN(e);
 		return 1;
 	}
 	if (s->pending >= 0) {

@@ -165,9 +165,50 @@ int jo_warmup_mount_stats(const char *stats_path, struct jo_warmup_counters *out
 
 /*
  * Open path on a fresh descriptor (O_DIRECT, or buffered with
- * POSIX_FADV_RANDOM where O_DIRECT is refused) and read the one byte at off.
+ * POSIX_FADV_RANDOM where O_DIRECT or an unaligned O_DIRECT read is refused,
+ * as on block-device file systems) and read the one byte at off.
  * JO_ENOTFOUND, JO_EIO (with the errno text), JO_EPROTO on a short read.
  */
 int jo_warmup_read_byte(const char *path, uint64_t off, struct jo_err *err);
+
+/* How to read one block through a mount. */
+struct jo_warmup_read {
+	uint64_t off;         /* file offset of the one-byte read */
+	bool confirm;         /* read again: waits for the client's prefetch */
+};
+/*
+ * Choose the read for block b on mount mi (the rules in the header comment).
+ * JO_EUNSUPPORTED with the reason when no read through this mount caches the
+ * block (its first byte is hidden and the mount neither prefetches nor
+ * compresses).
+ */
+int jo_warmup_plan_read(const struct jo_warmup_block *b, const struct jo_warmup_mount *mi,
+			struct jo_warmup_read *out, struct jo_err *err);
+
+/*
+ * The block fetcher: a pool of threads reading blocks through a mount, at
+ * most `threads` reads in flight, reads that wait for the client's prefetcher
+ * limited to the mount's prefetch parallelism (its queue drops keys when
+ * full). jo_warmup_fetcher_add() blocks while the queue is full. Progress
+ * counters may be read from another thread at any time.
+ */
+struct jo_warmup_fetcher;
+struct jo_warmup_fetch_stats {
+	uint64_t queued, done, failed;
+	uint64_t bytes_done;       /* sum of bsize of warmed blocks */
+	uint64_t confirm_reads;    /* blocks read twice (prefetch path) */
+};
+/* Called from a worker (serialised) for each block that failed. */
+typedef void (*jo_warmup_fail_cb)(const char *key, const char *path, uint64_t off,
+				  const struct jo_err *err, void *payload);
+int jo_warmup_fetcher_new(struct jo_warmup_fetcher **out, int threads, int prefetch,
+			  jo_warmup_fail_cb fail, void *payload, struct jo_err *err);
+/* Queue one read (path and key are copied). JO_ECANCELED once cancelled. */
+int jo_warmup_fetcher_add(struct jo_warmup_fetcher *f, const char *path, const char *key,
+			  uint32_t bsize, const struct jo_warmup_read *rd, struct jo_err *err);
+/* Wait until every queued read finished; stops the threads. */
+void jo_warmup_fetcher_finish(struct jo_warmup_fetcher *f);
+void jo_warmup_fetcher_stats(struct jo_warmup_fetcher *f, struct jo_warmup_fetch_stats *out);
+void jo_warmup_fetcher_free(struct jo_warmup_fetcher *f);
 
 #endif

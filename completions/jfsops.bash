@@ -24,9 +24,11 @@ _jfsops_help() {
 }
 
 _jfsops_flags() {
-	# every --flag named in the option lines of the help
-	_jfsops_help "$1" "$2" | grep -oE '^ +(-[a-zA-Z], )?--[a-z0-9][a-z0-9-]*' |
-		grep -oE -- '--[a-z0-9][a-z0-9-]*' | sort -u
+	# every --flag on the option lines of the help (lines that start with
+	# "  -x, --flag" or "      --flag"; a line may name several flags),
+	# before the Examples section
+	_jfsops_help "$1" "$2" | sed '/^Examples:/,$d' | grep -E '^ +(-[a-zA-Z], )?--[a-z0-9]' |
+		grep -oE -- '(^|[ ,])--[a-z0-9][a-z0-9-]*' | grep -oE -- '--[a-z0-9-]+' | sort -u
 }
 
 _jfsops_values() {
@@ -49,15 +51,18 @@ _jfsops() {
 	if [[ -z $cmd ]]; then
 		for ((i = 1; i < COMP_CWORD; i++)); do
 			case ${COMP_WORDS[i]} in
+			--log-level) ((i++)) ;;   # skip its value
 			-*) ;;
 			*) cmd=${COMP_WORDS[i]}; break ;;
 			esac
 		done
 	fi
 	if [[ -z $cmd || $cmd == help ]]; then
-		if [[ $cur == -* ]]; then
-			COMPREPLY=($(compgen -W "--help --version --log-level --list-commands" -- "$cur"))
-		else
+		if [[ -z $cmd && $prev == --log-level ]]; then
+			COMPREPLY=($(compgen -W "error warn info debug" -- "$cur"))
+		elif [[ $cur == -* ]]; then
+			[[ -z $cmd ]] && COMPREPLY=($(compgen -W "--help --version --log-level --list-commands" -- "$cur"))
+		elif [[ $cmd != help || $prev == help ]]; then
 			words=$("$bin" --list-commands 2>/dev/null)
 			[[ -z $cmd ]] && words="$words help"
 			COMPREPLY=($(compgen -W "$words" -- "$cur"))

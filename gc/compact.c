@@ -173,6 +173,22 @@ static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, struct compa
 	return jo_meta_slice_forget(v->meta, id, size, err);
 }
 
+/* Do the first n records of the chunk still equal origin? */
+static bool chunk_changed(struct jo_vol *v, uint64_t ino, uint32_t indx, const uint8_t *origin,
+			  size_t n)
+{
+	uint8_t *raw = NULL;
+	size_t len = 0;
+	struct jo_err e = { 0 };
+	bool changed;
+
+	if (jo_meta_read_chunk(v->meta, ino, indx, &raw, &len, &e))
+		return false;
+	changed = len < n * JO_SLICE_REC_LEN || memcmp(raw, origin, n * JO_SLICE_REC_LEN);
+	free(raw);
+	return changed;
+}
+
 int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *worker,
 		  struct jo_audit *audit, struct compact_result *res, struct jo_err *err)
 {
@@ -218,6 +234,15 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *wor
 	src.nsegs = pick.nsegs;
 	rc = jo_vol_write_slice(v, id, pick.size, source_fill, &src, err);
 	res->bytes_read = src.bytes_read;
+	if (rc == JO_ENOTFOUND && chunk_changed(v, ino, indx, raw, n)) {
+		/* another compactor (a live client) won and freed the old slices
+		 * while we read them: our half-written slice is already removed */
+		res->outcome = COMPACT_CONFLICT;
+		res->records_after = res->records_before;
+		jo_err_clear(err);
+		rc = 0;
+		goto out;
+	}
 	if (rc) {
 		jo_err_wrap(err, "inode %llu chunk %u: write slice %llu",
 			    (unsigned long long)ino, indx, (unsigned long long)id);

@@ -56,11 +56,13 @@ static const char lance_usage[] =
 	"                           reads only the blob descriptions)\n"
 	"      --tail-block BYTES   size of the reader's first read at the end of each\n"
 	"                           data file (default: 4096, what Lance does on a\n"
-	"                           local file system; 64K on object stores)\n"
+	"                           local file system; 64K for s3:// datasets)\n"
 	"      --endpoint URL       S3 endpoint for s3:// datasets (env JFSOPS_S3_ENDPOINT;\n"
 	"                           default AWS), keys from JFSOPS_ACCESS_KEY/SECRET_KEY\n"
 	"      --list-versions      print the dataset's versions and exit\n"
 	"      --schema             print the schema (field id, parent, type) and exit\n"
+	"      --json               same as --format jsonl\n"
+	"  -q, --quiet              no summary line on stderr\n"
 	"  -h, --help               show this help\n"
 	CMD_VOL_HELP
 	"\n"
@@ -74,7 +76,7 @@ static const char lance_usage[] =
 	"      --columns emb --align 4M --format jsonl | jfsops warmup sqlite3:///var/jfs/meta.db --ranges -\n";
 
 enum { FMT_CSV, FMT_JSONL, FMT_JUICEFS };
-enum { OPT_LIST = 0x2000, OPT_SCHEMA, OPT_BLOBS, OPT_TAIL, OPT_ENDPOINT, OPT_GAP };
+enum { OPT_LIST = 0x2000, OPT_SCHEMA, OPT_BLOBS, OPT_TAIL, OPT_ENDPOINT, OPT_GAP, OPT_JSON };
 
 struct lance_args {
 	const char *dataset;
@@ -223,7 +225,8 @@ static int print_ranges(const struct lance_rangeset *s, const struct lance_args 
 }
 
 static int run_ranges(struct lance_io *io, const struct lance_manifest *m,
-		      const struct lance_args *a, const struct jo_ctx *ctx, struct jo_err *err)
+		      const struct lance_args *a, const struct jo_ctx *ctx, bool quiet,
+		      struct jo_err *err)
 {
 	struct lance_scan_opts so = { .blob_payloads = a->blobs, .tail_block = a->tail_block };
 	struct lance_rangeset s;
@@ -277,7 +280,7 @@ static int run_ranges(struct lance_io *io, const struct lance_manifest *m,
 		rc = jo_err_set(err, rc, "cannot write output");
 		goto out;
 	}
-	if (!ctx->quiet)
+	if (!quiet)
 		fprintf(stderr, "%s %s: version %" PRIu64 ": %zu fragments, %zu files, %zu ranges, %" PRIu64
 			" bytes\n", ctx->prog, ctx->cmd, m->version, m->nfrags, s.nfiles, s.n, total);
 out:
@@ -340,6 +343,8 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 		{ "list-versions", no_argument, NULL, OPT_LIST },
 		{ "schema", no_argument, NULL, OPT_SCHEMA },
 		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "help", no_argument, NULL, 'h' },
 		CMD_VOL_LONGOPTS,
 		{ 0 }
@@ -350,6 +355,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_obj *obj = NULL;
 	const char *endpoint = NULL;
 	char *meta_url = NULL;
+	bool quiet = ctx->quiet, tail_set = false;
 	struct lance_io *io = NULL;
 	struct lance_manifest *m = NULL;
 	struct jo_err err = { 0 };
@@ -357,7 +363,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 	int c, rc = 0;
 
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "c:v:f:a:p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:v:f:a:p:qh", opts, NULL)) != -1) {
 		if (cmd_vol_opt(&va, c, optarg))
 			continue;
 		switch (c) {
@@ -396,10 +402,17 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 		case OPT_TAIL:
 			if (cmd_parse_size(optarg, &a.tail_block) < 0)
 				USAGE("bad --tail-block '%s'", optarg);
+			tail_set = true;
 			break;
 		case OPT_GAP:
 			if (cmd_parse_size(optarg, &a.gap) < 0)
 				USAGE("bad --merge-gap '%s'", optarg);
+			break;
+		case 'q':
+			quiet = true;
+			break;
+		case OPT_JSON:
+			a.format = FMT_JSONL;
 			break;
 		case OPT_LIST:
 			a.list_versions = true;
@@ -418,6 +431,10 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 	if (argc - optind != 1)
 		USAGE(argc - optind < 1 ? "expected DATASET" : "too many arguments");
 	a.dataset = argv[optind];
+	/* Lance's first read of a file's tail is one block: 4 KiB on local file
+	 * systems (a JuiceFS mount included), 64 KiB on object stores. */
+	if (!tail_set && strncmp(a.dataset, "s3://", 5) == 0)
+		a.tail_block = 65536;
 	if (!a.list_versions && !a.schema && !a.columns)
 		USAGE("--columns is required (or --list-versions, --schema)");
 	if (a.list_versions && a.schema)
@@ -451,8 +468,16 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 		rc = print_versions(io, &a, &err);
 	} else {
 		rc = lance_manifest_load(io, a.version, &m, &err);
+		/* Known reader flags: deletions, stable row ids, (deprecated), table
+		 * config, base paths. Others (e.g. 64, data overlays) may put column
+		 * values in files this version does not know about. */
+		if (rc == 0 && (m->reader_flags & ~(uint64_t)31) && !quiet)
+			fprintf(stderr, "%s %s: warning: version %" PRIu64 " uses unknown reader "
+				"feature flags 0x%" PRIx64 ": ranges may be incomplete\n", ctx->prog,
+				ctx->cmd, m->version, m->reader_flags & ~(uint64_t)31);
 		if (rc == 0)
-			rc = a.schema ? print_schema(m, &a, &err) : run_ranges(io, m, &a, ctx, &err);
+			rc = a.schema ? print_schema(m, &a, &err)
+				      : run_ranges(io, m, &a, ctx, quiet, &err);
 	}
 	if (rc < 0)
 		goto fail;

@@ -108,10 +108,20 @@ void lance_rangeset_finish(struct lance_rangeset *s, uint64_t align, uint64_t ga
 		for (size_t i = 0; i < s->nfiles; i++)
 			ni[i] = (struct name_idx){ s->files[i], (uint32_t)i };
 		qsort(ni, s->nfiles, sizeof(*ni), cmp_name);
+		size_t nf = 0;
 		for (size_t i = 0; i < s->nfiles; i++) {
-			rank[ni[i].idx] = (uint32_t)i;
-			files[i] = s->files[ni[i].idx];
-			sizes[i] = s->sizes[ni[i].idx];
+			/* A path interned twice becomes one file. */
+			if (nf > 0 && strcmp(files[nf - 1], ni[i].name) == 0) {
+				rank[ni[i].idx] = (uint32_t)(nf - 1);
+				if (!sizes[nf - 1])
+					sizes[nf - 1] = s->sizes[ni[i].idx];
+				free(s->files[ni[i].idx]);
+				continue;
+			}
+			rank[ni[i].idx] = (uint32_t)nf;
+			files[nf] = s->files[ni[i].idx];
+			sizes[nf] = s->sizes[ni[i].idx];
+			nf++;
 		}
 		for (size_t i = 0; i < s->n; i++)
 			s->r[i].file = rank[s->r[i].file];
@@ -119,6 +129,8 @@ void lance_rangeset_finish(struct lance_rangeset *s, uint64_t align, uint64_t ga
 		free(s->sizes);
 		s->files = files;
 		s->sizes = sizes;
+		s->capfiles = s->nfiles; /* the size the new arrays were allocated with */
+		s->nfiles = nf;
 		files = NULL;
 		sizes = NULL;
 	}

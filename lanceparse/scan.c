@@ -283,7 +283,8 @@ static int scan_v2(struct ctx *c, const struct lance_datafile *df, const char *r
 
 	if (size < LANCE_V2_FOOTER)
 		return jo_err_set(c->err, JO_EPROTO, "'%s' is truncated (%" PRIu64 " bytes)", rel, size);
-	start = size > 65536 ? size - 65536 : 0;
+	/* One read of the last 16 KiB holds the whole tail of most files. */
+	start = size > 16384 ? size - 16384 : 0;
 	if ((rc = read_tail(c, rel, start, size, &buf)) < 0)
 		goto out;
 	const uint8_t *ft = buf + (size - start) - LANCE_V2_FOOTER;
@@ -654,6 +655,15 @@ out:
 
 /* ---------------- driver ---------------- */
 
+/* A file the manifest names is missing: the dataset is damaged (EPROTO). */
+static int as_corrupt(struct jo_err *err)
+{
+	char msg[sizeof(err->msg)];
+
+	memcpy(msg, err->msg, sizeof(msg));
+	return jo_err_set(err, JO_EPROTO, "%s (named by the manifest)", msg);
+}
+
 static int scan_file(struct ctx *c, const struct lance_datafile *df)
 {
 	char *rel;
@@ -683,8 +693,7 @@ static int scan_file(struct ctx *c, const struct lance_datafile *df)
 		rc = scan_v2(c, df, rel, file, size);
 out:
 	if (rc == JO_ENOTFOUND)
-		/* A data file the manifest names is missing: the dataset is damaged. */
-		rc = jo_err_set(c->err, JO_EPROTO, "%s", c->err->msg);
+		rc = as_corrupt(c->err);
 	free(rel);
 	return rc;
 }
@@ -751,7 +760,7 @@ int lance_scan_ranges(struct lance_io *io, const struct lance_manifest *m,
 				 fr->del.file_type == 1 ? "bin" : "arrow");
 			if ((rc = add_whole(&c, rel, 0, LANCE_RK_META)) < 0) {
 				if (rc == JO_ENOTFOUND)
-					rc = jo_err_set(err, JO_EPROTO, "%s", err->msg);
+					rc = as_corrupt(err);
 				goto out;
 			}
 		}

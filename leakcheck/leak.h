@@ -172,4 +172,20 @@ int leak_delete(struct jo_vol *v, const struct leak_delete_opts *o, struct leak_
 /* Put every object of a quarantine archive back. */
 int leak_restore(struct jo_vol *v, const char *archive, uint64_t *restored, struct jo_err *err);
 
+/* ---- synthetic benchmark workload (bench/leakcheck) ---- */
+
+#include "common/extsort.h"
+
+struct leak_synth_result {
+	uint64_t refs, objects;
+	double sort_s, merge_s;           /* generate+sort, merge */
+	struct leak_counts counts;
+	struct jo_xsort_stats xs_refs, xs_objs;
+};
+/* n slices: ~0.99n references and ~0.99n objects through extsort + merge. */
+int leak_synth_run(uint64_t n, size_t mem, const char *tmp, struct leak_synth_result *res,
+		   struct jo_err *err);
+/* The same keys as "ID_INDX" text lines, in generation (unsorted) order. */
+int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, struct jo_err *err);
+
 #endif

@@ -103,9 +103,13 @@ static const char sync_usage[] =
 	"      --state FILE         state file (default ~/.cache/jfsops/sync-<hash>.db,\n"
 	"                           one per SRC/DST pair)\n"
 	"      --no-state           keep no state (compare by listings only)\n"
-	"      --resume             continue multipart uploads of an interrupted run\n"
-	"                           (parts verified with ListParts); without it they\n"
-	"                           are aborted and restarted\n"
+	"      --resume             continue an interrupted run: list both sides only\n"
+	"                           after the saved position (every key before it was\n"
+	"                           done; not with --delete-dst, which needs complete\n"
+	"                           listings) and continue its multipart uploads (parts\n"
+	"                           checked with ListParts). Without --resume a run lists\n"
+	"                           everything (finished objects are still skipped, from\n"
+	"                           the state file) and aborts leftover uploads.\n"
 	"  -n, --dry-run            change nothing; print each planned copy/delete on\n"
 	"                           stdout ('copy KEY (reason)', JSON lines with --json)\n"
 	"      --json               final summary as one JSON object on stdout\n"
@@ -202,7 +206,7 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 	if (!json)
 		return;
 	json_t *j = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:b,s:s,s:i,s:f,s:i}",
+			      "s:I,s:b,s:s,s:i,s:b,s:f,s:i}",
 			      "src", src->desc, "dst", dst->desc, "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
 			      "listed_dst", (json_int_t)s->dst_listed,
@@ -216,7 +220,8 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 			      "would_delete", (json_int_t)s->would_delete,
 			      "delete_refused", s->delete_refused,
 			      "delete_refused_why", s->delete_refused_why,
-			      "order_restarts", s->order_restarts, "seconds", s->seconds,
+			      "order_restarts", s->order_restarts,
+			      "resumed_listing", s->resumed_listing, "seconds", s->seconds,
 			      "exit", exit_code);
 	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (txt)

@@ -24,6 +24,8 @@
 #include "common/object/object.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -44,7 +46,10 @@ struct task {
 	struct jo_sync_ent src;
 	bool has_dst;
 	struct jo_sync_ent dst;
-	struct task *next;
+	struct task *next;          /* work queue */
+	/* In-flight list in dispatch (= key) order, for the listing position. */
+	struct task *iprev, *inext;
+	char *before;               /* last source key the merge finished before this one */
 };
 
 struct eng {
@@ -66,9 +71,16 @@ struct eng {
 	bool progress_stop;
 	pthread_t progress_th;
 	struct jo_sync_stream *ls, *ld;
+	uint64_t planned_bytes;     /* bytes of the copies dispatched so far */
+	struct task *ihead, *itail; /* dispatched, not yet succeeded (failed ones stay) */
+	char *merge_pos;            /* last source key the merge finished */
+	bool track_pos;             /* save the listing position (state, no --delete-dst) */
+	double pos_saved_at;
 	FILE *extras;               /* length-prefixed relative keys */
 	uint64_t nextras;
 };
+
+static void save_pos(struct eng *e, bool force);
 
 static double now_s(void)
 {
@@ -227,14 +239,43 @@ static int src_head(struct eng *e, const char *skey, const struct jo_sync_ent *s
 	return 0;
 }
 
+/* The source HEAD of a small copy runs next to its GET (one round trip less). */
+struct head_job {
+	struct eng *e;
+	const char *skey;
+	const struct jo_sync_ent *src;
+	char **meta;
+	const char *ctype;
+	int rc;
+	struct jo_err err;
+};
+
+static void *head_job_main(void *p)
+{
+	struct head_job *h = p;
+	h->rc = src_head(h->e, h->skey, h->src, &h->meta, &h->ctype, &h->err);
+	return NULL;
+}
+
 static int copy_small(struct eng *e, const char *skey, const char *dkey, const struct task *t,
 		      struct jo_sync_row *row, struct jo_err *err)
 {
 	char **smeta = NULL;
 	const char *ctype = NULL;
-	int rc = src_head(e, skey, &t->src, &smeta, &ctype, err);
-	if (rc)
-		return rc;
+	int rc = 0;
+	struct head_job hj = { .e = e, .skey = skey, .src = &t->src };
+	pthread_t hth;
+	bool head_async = !e->src->local && !e->o->no_metadata &&
+			  pthread_create(&hth, NULL, head_job_main, &hj) == 0;
+	if (!head_async) {
+		head_job_main(&hj);
+		if (hj.rc) {
+			*err = hj.err;
+			return hj.rc;
+		}
+		smeta = hj.meta;
+		ctype = hj.ctype;
+	}
 	uint64_t size = t->src.size;
 	mem_acquire(e, size);
 	struct buf b = { .cap = (size_t)size, .bw = e->o->bw };
@@ -256,6 +297,17 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 				skey, b.len, size);
 		goto out;
 	}
+	if (head_async) {
+		pthread_join(hth, NULL);
+		head_async = false;
+		smeta = hj.meta;
+		ctype = hj.ctype;
+		if (hj.rc) {
+			*err = hj.err;
+			rc = hj.rc;
+			goto out;
+		}
+	}
 	unsigned char d[16];
 	md5_of(b.p, b.len, d);
 	hex(d, 16, row->md5);
@@ -273,6 +325,10 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 	row->dst_size = size;
 	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", row->md5);
 out:
+	if (head_async) {
+		pthread_join(hth, NULL);
+		smeta = hj.meta;
+	}
 	free(b.p);
 	mem_release(e, size);
 	jo_obj_meta_free(smeta);
@@ -564,6 +620,21 @@ static int copy_server_side(struct eng *e, const char *skey, const char *dkey,
 	return 0;
 }
 
+/*
+ * A local destination file gets the source's mtime (as rclone does), so a
+ * later sync in the other direction sees it as not newer than its origin.
+ */
+static void set_local_mtime(struct eng *e, const char *dkey, int64_t mtime)
+{
+	char *path = join_key(e->dst->bucket, dkey);
+	if (!path)
+		return;
+	struct timespec ts[2] = { { .tv_sec = (time_t)mtime }, { .tv_sec = (time_t)mtime } };
+	if (utimensat(AT_FDCWD, path, ts, 0) != 0)
+		jo_debug("cannot set the mtime of %s: %s", path, strerror(errno));
+	free(path);
+}
+
 static int copy_one(struct eng *e, const struct task *t, bool *ss, bool *mp, struct jo_err *err)
 {
 	char *skey = join_key(e->src->prefix, t->rel), *dkey = join_key(e->dst->prefix, t->rel);
@@ -584,6 +655,8 @@ static int copy_one(struct eng *e, const struct task *t, bool *ss, bool *mp, str
 	} else {
 		rc = copy_small(e, skey, dkey, t, &row, err);
 	}
+	if (!rc && e->dst->local)
+		set_local_mtime(e, dkey, t->src.mtime);
 	if (!rc)
 		rc = jo_sync_state_put(e->o->state, t->rel, &row, err);
 out:
@@ -599,7 +672,22 @@ static void task_free(struct task *t)
 	if (!t)
 		return;
 	free(t->rel);
+	free(t->before);
 	free(t);
+}
+
+/* Unlink from the in-flight list; call with e->mu held. */
+static void inflight_remove(struct eng *e, struct task *t)
+{
+	if (t->iprev)
+		t->iprev->inext = t->inext;
+	else
+		e->ihead = t->inext;
+	if (t->inext)
+		t->inext->iprev = t->iprev;
+	else
+		e->itail = t->iprev;
+	t->iprev = t->inext = NULL;
 }
 
 static void *worker_main(void *p)
@@ -640,9 +728,14 @@ static void *worker_main(void *p)
 			e->sum->multipart += mp;
 		}
 		e->outstanding--;
+		bool keep = rc && e->track_pos;   /* a failure holds the listing position back */
+		if (!keep && e->track_pos)
+			inflight_remove(e, t);
 		pthread_cond_broadcast(&e->cv);
 		pthread_mutex_unlock(&e->mu);
-		task_free(t);
+		if (!keep)
+			task_free(t);
+		save_pos(e, false);
 	}
 }
 
@@ -703,15 +796,19 @@ static void *progress_main(void *p)
 		uint64_t ls = e->ls ? jo_sync_stream_listed(e->ls) : e->sum->src_listed;
 		uint64_t ld = e->ld ? jo_sync_stream_listed(e->ld) : e->sum->dst_listed;
 		uint64_t c = e->sum->copied, cb = e->sum->copied_bytes, f = e->sum->failed;
-		uint64_t q = e->outstanding, sk = e->sum->skipped;
+		uint64_t q = e->outstanding, sk = e->sum->skipped, pb = e->planned_bytes;
 		pthread_mutex_unlock(&e->mu);
 		double el = now_s() - e->t0;
-		char b1[32], b2[32];
+		double rate = el > 0 ? (double)cb / el : 0;
+		char b1[32], b2[32], eta[32] = "?";
 		human((double)cb, b1, sizeof(b1));
-		human(el > 0 ? (double)cb / el : 0, b2, sizeof(b2));
+		human(rate, b2, sizeof(b2));
+		/* ETA of the copies known so far (the listings may still add more). */
+		if (rate > 0 && pb >= cb)
+			snprintf(eta, sizeof(eta), "%.0fs", (double)(pb - cb) / rate);
 		fprintf(stderr, "\r\033[Klisted %" PRIu64 "/%" PRIu64 "  copied %" PRIu64 " (%s, %s/s)"
-			"  skipped %" PRIu64 "  queued %" PRIu64 "  failed %" PRIu64 "  %.0fs",
-			ls, ld, c, b1, b2, sk, q, f, el);
+			"  skipped %" PRIu64 "  queued %" PRIu64 "  failed %" PRIu64 "  %.0fs  eta %s",
+			ls, ld, c, b1, b2, sk, q, f, el, eta);
 	}
 }
 
@@ -749,6 +846,24 @@ static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struc
 	}
 	t->src = *s;
 	t->src.key = t->rel;
+	if (e->track_pos) {
+		t->before = strdup(e->merge_pos ? e->merge_pos : "");
+		if (!t->before) {
+			task_free(t);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+	}
+	pthread_mutex_lock(&e->mu);
+	e->planned_bytes += s->size;
+	if (e->track_pos) {
+		t->iprev = e->itail;
+		if (e->itail)
+			e->itail->inext = t;
+		else
+			e->ihead = t;
+		e->itail = t;
+	}
+	pthread_mutex_unlock(&e->mu);
 	if (d) {
 		t->has_dst = true;
 		t->dst = *d;
@@ -760,13 +875,52 @@ static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struc
 	return 0;
 }
 
+/*
+ * Save how far the run got: every source key up to the saved one was
+ * skipped or copied. --resume lists both sides after it.
+ */
+static void save_pos(struct eng *e, bool force)
+{
+	if (!e->track_pos)
+		return;
+	double t = now_s();
+	pthread_mutex_lock(&e->mu);
+	if (!force && t - e->pos_saved_at < 2.0) {
+		pthread_mutex_unlock(&e->mu);
+		return;
+	}
+	e->pos_saved_at = t;
+	const char *src = e->ihead ? e->ihead->before : e->merge_pos;
+	char *w = strdup(src ? src : "");
+	pthread_mutex_unlock(&e->mu);
+	if (!w)
+		return;
+	struct jo_err err = { 0 };
+	if (jo_sync_state_setkv(e->o->state, "listpos", w, &err))
+		jo_warn("cannot save the listing position: %s", err.msg);
+	free(w);
+}
+
+static int set_merge_pos(struct eng *e, const char *key, struct jo_err *err)
+{
+	char *k = strdup(key);
+	if (!k)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	pthread_mutex_lock(&e->mu);
+	free(e->merge_pos);
+	e->merge_pos = k;
+	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
+
 /* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
-static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, char *which_side,
-		      struct jo_err *err)
+static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *after,
+		      char *which_side, struct jo_err *err)
 {
 	const struct jo_sync_opts *o = e->o;
 	struct jo_sync_stream_opts sos = { .threads = o->list_threads, .sort = sort_src,
-					   .sort_mem = o->sort_mem, .tmp_dir = o->tmp_dir };
+					   .sort_mem = o->sort_mem, .tmp_dir = o->tmp_dir,
+					   .after = after };
 	struct jo_sync_stream_opts sod = sos;
 	sod.sort = sort_dst;
 	struct jo_sync_stream *ls = NULL, *ld = NULL;
@@ -799,7 +953,10 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, char *which_s
 			nsrc++;
 		if (d)
 			ndst++;
-		if (!jo_sync_filter_pass(o->filter, rel)) {
+		size_t rl = strlen(rel);
+		if (!jo_sync_filter_pass(o->filter, rel) ||
+		    (rl && rel[rl - 1] == '/' && e->dst->local)) {
+			/* Excluded, or a "directory marker" key a directory cannot hold. */
 			excluded++;
 		} else if (s) {
 			struct jo_sync_row row;
@@ -820,6 +977,13 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, char *which_s
 				break;
 		} else {
 			e->sum->extra++;
+		}
+		if (s && e->track_pos) {
+			rc = set_merge_pos(e, s->key, err);
+			if (rc)
+				break;
+			if ((nsrc & 255) == 0)
+				save_pos(e, false);
 		}
 		if (s)
 			ra = jo_sync_stream_next(ls, &a, err);
@@ -1009,7 +1173,19 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		sort_dst = true;
 	free(v);
 
+	e.track_pos = opts->state && !opts->dry_run && !opts->delete_dst;
+	char *after = NULL;
+	if (opts->resume && opts->state && !opts->delete_dst) {
+		if (jo_sync_state_getkv(opts->state, "listpos", &after, err) == 0 && after && *after) {
+			sum->resumed_listing = true;
+			jo_warn("resuming: listing both sides after \"%s\"", after);
+		}
+	}
 	for (int attempt = 0;; attempt++) {
+		pthread_mutex_lock(&e.mu);
+		free(e.merge_pos);
+		e.merge_pos = after && *after ? strdup(after) : NULL;
+		pthread_mutex_unlock(&e.mu);
 		if (e.extras)
 			fclose(e.extras);
 		e.extras = NULL;
@@ -1024,7 +1200,7 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 			}
 		}
 		char side = 0;
-		rc = merge_pass(&e, sort_src, sort_dst, &side, err);
+		rc = merge_pass(&e, sort_src, sort_dst, after, &side, err);
 		drain(&e);
 		if (rc != JO_SYNC_EORDER)
 			break;
@@ -1051,6 +1227,22 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	for (int i = 0; i < started; i++)
 		pthread_join(workers[i], NULL);
 	free(workers);
+	if (e.track_pos) {
+		/* A clean, complete pass leaves no position: the next run lists it all. */
+		if (!rc && !e.ihead) {
+			struct jo_err kerr = { 0 };
+			jo_sync_state_setkv(opts->state, "listpos", "", &kerr);
+		} else {
+			save_pos(&e, true);
+		}
+		while (e.ihead) {
+			struct task *t = e.ihead;
+			inflight_remove(&e, t);
+			task_free(t);
+		}
+	}
+	free(e.merge_pos);
+	free(after);
 	if (!rc && opts->delete_dst)
 		rc = delete_pass(&e, err);
 	else if (rc && e.nextras) {

@@ -63,6 +63,7 @@ struct range {
 struct jo_sync_stream {
 	struct jo_obj *o;
 	char *prefix;
+	char *after;             /* full key: only keys after it are handed out */
 	size_t plen;
 	struct jo_sync_stream_opts opts;
 	pthread_mutex_t mu;
@@ -146,7 +147,7 @@ static int exists_from(struct jo_sync_stream *s, const char *stem, size_t len, i
 		       bool *yes, bool *ignored, struct jo_err *err)
 {
 	char c = (char)(b - 1);
-	char *after = (b - 1 >= 1) ? cat3(stem, len, &c, 1, MAXCP) : cat3(stem, len, "", 0, NULL);
+	char *after = cat3(stem, len, &c, 1, MAXCP);
 	if (!after)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	char *k = NULL;
@@ -183,28 +184,28 @@ static int add_range(struct jo_sync_stream *s, char *lo, char *hi, char *sa)
 	return 0;
 }
 
-/* Cut the key space into at most opts.threads ranges. */
-static int plan_ranges(struct jo_sync_stream *s, struct jo_err *err)
+/*
+ * Probe the key space and cut it into at most opts.threads ranges. Returns
+ * 1 when it could not (store ignores start-after, a probe failed, nothing
+ * to split): the caller then lists with one range.
+ */
+static int probe_ranges(struct jo_sync_stream *s, int n, struct jo_err *err)
 {
-	int n = s->opts.threads;
-	if (n <= 1 || s->opts.sort)
-		return add_range(s, NULL, NULL, NULL);
 	bool ignored = false;
 	char *first = NULL;
 	int rc = first_after(s, NULL, &first, &ignored, err);
 	if (rc < 0)
 		return rc;
 	if (!first)
-		return add_range(s, NULL, NULL, NULL);
+		return 1;
 	/* Longest stem of `first` shared by every key (binary search). */
 	size_t lo = s->plen, hi = strlen(first);
 	while (lo < hi && !ignored) {
 		size_t mid = (lo + hi + 1) / 2;
 		while (mid > lo && ((unsigned char)first[mid] & 0xc0) == 0x80)
 			mid--;
-		if (mid == lo) {
+		if (mid == lo)
 			break;
-		}
 		char *after = cat3(first, mid, MAXCP, 4, NULL);
 		if (!after) {
 			free(first);
@@ -215,7 +216,7 @@ static int plan_ranges(struct jo_sync_stream *s, struct jo_err *err)
 		free(after);
 		if (rc < 0) {
 			free(first);
-			return rc;
+			return 1;
 		}
 		if (k)
 			hi = mid - 1;  /* some key leaves the stem first[0..mid) */
@@ -224,44 +225,44 @@ static int plan_ranges(struct jo_sync_stream *s, struct jo_err *err)
 		free(k);
 	}
 	size_t slen = lo;
-	int b_lo = slen < strlen(first) ? (unsigned char)first[slen] : 1;
-	/* Largest next byte (ASCII only; anything above goes to the last range). */
+	/*
+	 * The byte after the stem: split points stay in printable ASCII so
+	 * that start-after never carries a control character (some stores echo
+	 * it back in XML where it is not representable); keys below go to the
+	 * first range, above 0x7f to the last.
+	 */
+	int b_lo = slen < strlen(first) ? (unsigned char)first[slen] : 0x20;
+	if (b_lo < 0x20)
+		b_lo = 0x20;
 	int a = b_lo, z = 0x7f;
-	if (!ignored) {
-		while (a < z) {
-			int mid = (a + z + 1) / 2;
-			bool yes = false;
-			rc = exists_from(s, first, slen, mid, &yes, &ignored, err);
-			if (rc < 0) {
-				free(first);
-				return rc;
-			}
-			if (ignored)
-				break;
-			if (yes)
-				a = mid;
-			else
-				z = mid - 1;
+	while (a < z && !ignored) {
+		int mid = (a + z + 1) / 2;
+		bool yes = false;
+		rc = exists_from(s, first, slen, mid, &yes, &ignored, err);
+		if (rc < 0) {
+			free(first);
+			return 1;
 		}
+		if (yes)
+			a = mid;
+		else
+			z = mid - 1;
 	}
 	int b_hi = a;
 	int spread = b_hi - b_lo + 1;
-	if (ignored || spread < 2) {
+	if (ignored || spread < 2 || b_lo > 0x7f) {
 		free(first);
-		return add_range(s, NULL, NULL, NULL);
+		return 1;
 	}
 	int m = n < spread ? n : spread;
-	int prevb = -1;
 	for (int i = 0; i < m && !rc; i++) {
 		int b = i == 0 ? -1 : b_lo + (int)(((long)i * spread + m - 1) / m);
 		int nb = i == m - 1 ? -1 : b_lo + (int)(((long)(i + 1) * spread + m - 1) / m);
 		char cb = (char)b, cnb = (char)nb, cpb = (char)(b - 1);
 		char *rlo = b < 0 ? NULL : cat3(first, slen, &cb, 1, NULL);
 		char *rhi = nb < 0 ? NULL : cat3(first, slen, &cnb, 1, NULL);
-		char *sa = NULL;
-		if (b > 0)
-			sa = b - 1 >= 1 ? cat3(first, slen, &cpb, 1, MAXCP) : cat3(first, slen, "", 0, NULL);
-		if ((b >= 0 && !rlo) || (nb >= 0 && !rhi) || (b > 0 && !sa)) {
+		char *sa = b < 0 ? NULL : cat3(first, slen, &cpb, 1, MAXCP);
+		if ((b >= 0 && (!rlo || !sa)) || (nb >= 0 && !rhi)) {
 			free(rlo);
 			free(rhi);
 			free(sa);
@@ -269,13 +270,36 @@ static int plan_ranges(struct jo_sync_stream *s, struct jo_err *err)
 			break;
 		}
 		rc = add_range(s, rlo, rhi, sa);
-		prevb = b;
 	}
-	(void)prevb;
 	free(first);
 	if (rc)
 		return jo_err_set(err, rc, "out of memory");
 	return 0;
+}
+
+static int plan_ranges(struct jo_sync_stream *s, struct jo_err *err)
+{
+	int n = s->opts.threads;
+	if (n <= 1 || s->opts.sort)
+		return add_range(s, NULL, NULL, NULL);
+	int rc = probe_ranges(s, n, err);
+	if (rc < 0 && s->nranges == 0 && rc != JO_ENOMEM && rc != JO_ECANCELED) {
+		/* The first listing request failed: report it from the lister. */
+		jo_err_clear(err);
+		rc = 1;
+	}
+	if (rc == 1) {
+		for (int i = 0; i < s->nranges; i++) {
+			free(s->ranges[i]->lo);
+			free(s->ranges[i]->hi);
+			free(s->ranges[i]->start_after);
+			free(s->ranges[i]);
+		}
+		s->nranges = 0;
+		jo_err_clear(err);
+		return add_range(s, NULL, NULL, NULL);
+	}
+	return rc;
 }
 
 /* ---- listers ------------------------------------------------------------- */
@@ -318,6 +342,8 @@ static int list_cb(const struct jo_obj_info *info, void *p)
 		return JO_ENOMEM;
 	free(r->prev);
 	r->prev = np;
+	if (r->s->after && strcmp(info->key, r->s->after) <= 0)
+		return 0;
 	if (r->past_hi) {
 		/* Seam check: keep reading a little to catch order breaks. */
 		if (++r->past_hi > SEAM_EXTRA)
@@ -341,6 +367,8 @@ static int sort_cb(const struct jo_obj_info *info, void *p)
 		return 0;
 	if (jo_cancelled() || __atomic_load_n(&r->s->stop, __ATOMIC_RELAXED))
 		return JO_ECANCELED;
+	if (r->s->after && strcmp(info->key, r->s->after) <= 0)
+		return 0;
 	size_t kl = strlen(info->key), el = strlen(info->etag);
 	size_t len = kl + 1 + 16 + el;
 	char stackbuf[2048];
@@ -372,7 +400,10 @@ static void *lister_main(void *p)
 		if (!rc)
 			rc = jo_xsort_finish(s->xs, &r->err);
 	} else {
-		rc = jo_obj_list(s->o, s->prefix, r->start_after, NULL, list_cb, r, &r->err);
+		const char *sa = r->start_after;
+		if (s->after && (!sa || strcmp(sa, s->after) < 0))
+			sa = s->after;
+		rc = jo_obj_list(s->o, s->prefix, sa, NULL, list_cb, r, &r->err);
 		if (rc == 1)
 			rc = 0;
 	}
@@ -428,11 +459,23 @@ int jo_sync_stream_start(struct jo_sync_stream **out, struct jo_obj *o, const ch
 	}
 	s->plen = strlen(s->prefix);
 	s->opts = *so;
+	s->opts.after = NULL;
+	if (so->after && *so->after) {
+		s->after = malloc(s->plen + strlen(so->after) + 1);
+		if (!s->after) {
+			free(s->prefix);
+			free(s);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		memcpy(s->after, s->prefix, s->plen);
+		strcpy(s->after + s->plen, so->after);
+	}
 	if (s->opts.threads < 1)
 		s->opts.threads = 1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	if (pthread_create(&s->planner, NULL, planner_main, s) != 0) {
+		free(s->after);
 		free(s->prefix);
 		free(s);
 		return jo_err_set(err, JO_EIO, "cannot start the listing thread");
@@ -580,6 +623,7 @@ void jo_sync_stream_free(struct jo_sync_stream *s)
 	qent_free(&s->curent);
 	free(s->last);
 	free(s->prefix);
+	free(s->after);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);

@@ -148,7 +148,7 @@ static int load_profile(struct kvset *k, const char *path, bool explicit_path, c
 		if (!in)
 			continue;
 		char where[300];
-		snprintf(where, sizeof(where), "config file %s line %d", path, lineno);
+		snprintf(where, sizeof(where), "config file %.200s line %d", path, lineno);
 		rc = kv_apply(k, n, v, false, where, err);
 		if (rc)
 			break;

@@ -175,6 +175,7 @@ struct jo_sync_stream_opts {
 	bool sort;             /* list with one lister and sort externally */
 	size_t sort_mem;       /* memory budget of the external sort */
 	const char *tmp_dir;
+	const char *after;     /* relative key: hand out only keys after it (resume), or NULL */
 };
 
 struct jo_sync_stream;
@@ -237,6 +238,7 @@ struct jo_sync_summary {
 	bool delete_refused;
 	char delete_refused_why[200];
 	int order_restarts;
+	bool resumed_listing;      /* --resume continued after a saved listing position */
 	double seconds;
 };
 

@@ -18,7 +18,11 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = jo_meta_open(&v->meta, opts->meta_url, err);
+	{
+		struct jo_meta_open_opts mo = { .password = opts->meta_password };
+
+		rc = jo_meta_open_with(&v->meta, opts->meta_url, &mo, err);
+	}
 	if (rc)
 		goto fail;
 	rc = jo_meta_load_format(v->meta, &v->fmt, err);

@@ -582,7 +582,7 @@ int jo_meta_open_with(struct jo_meta **out, const char *url,
 	rc = jo_meta_url_parse(&u, url, err);
 	if (rc != 0)
 		return rc;
-	if (opts && opts->password) {
+	if (opts && opts->password && opts->password[0]) {
 		free(u.password);
 		u.password = strdup(opts->password);
 		if (!u.password) {

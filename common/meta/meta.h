@@ -10,7 +10,8 @@
  * a new engine is a new file, not an `if` in every caller.
  *
  * Threading: a handle is NOT thread-safe. Use jo_meta_dup() to get another
- * connection for another thread.
+ * connection for another thread. Scan callbacks run with no request in
+ * flight and may call read functions on the same handle.
  *
  * All values are returned in engine-neutral units: times in unix seconds (SQL
  * microseconds are converted), reference counts as the real count (Redis
@@ -84,8 +85,8 @@ struct jo_attr {
 int jo_meta_open(struct jo_meta **out, const char *url, struct jo_err *err);
 /* Options for jo_meta_open_with(). Zero-initialise; NULL means defaults. */
 struct jo_meta_open_opts {
-	/* When non-NULL, overrides the password in the URL (cmd/ passes
-	 * $REDIS_PASSWORD / $META_PASSWORD here; common/ never reads env). */
+	/* When non-NULL and non-empty, overrides the password in the URL (cmd/
+	 * passes $REDIS_PASSWORD / $META_PASSWORD here; common/ never reads env). */
 	const char *password;
 };
 int jo_meta_open_with(struct jo_meta **out, const char *url,
@@ -143,7 +144,8 @@ int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb,
  */
 int jo_meta_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx,
 		       uint8_t **out, size_t *len, struct jo_err *err);
-/* The chunk indexes that exist for inode ino, ascending (malloc'd array). */
+/* The chunk indexes that exist for inode ino, ascending (malloc'd array).
+ * Redis has no per-inode index: this SCANs the keyspace (MATCH c{ino}_*). */
 int jo_meta_list_chunks(struct jo_meta *m, uint64_t ino, uint32_t **out,
 			size_t *n, struct jo_err *err);
 

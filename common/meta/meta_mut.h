@@ -19,7 +19,8 @@
  * refuse them (JuiceFS expects a change-log entry in every transaction).
  *
  * Errors: JO_EIO, JO_ECONNECT, JO_EPROTO (corrupt record: nothing changed),
- * JO_ECONFLICT (a transaction kept failing, or a lease is not ours),
+ * JO_ECONFLICT (only: a lease is not ours; a transaction that kept failing
+ * is JO_EIO, "retry later", as in JuiceFS),
  * JO_ENOTFOUND (no claimable task), JO_EINVAL, JO_ENOMEM.
  */
 #ifndef JO_META_MUT_H

@@ -66,22 +66,51 @@ static redisReply *rcmd(struct jo_meta *m, struct jo_err *err, int *rc, const ch
 	return r;
 }
 
-/* Fetch one pipelined reply (error replies are returned too, caller checks). */
-static int rget(struct jo_meta *m, redisReply **out, struct jo_err *err)
+/*
+ * Read the k pending pipelined replies into rs[0..k). All are consumed
+ * before any is looked at, so callbacks run with no reply in flight and may
+ * use the same handle. On failure every reply is freed.
+ */
+static int rget_all(struct jo_meta *m, redisReply **rs, size_t k, struct jo_err *err)
 {
-	void *r = NULL;
+	int rc = 0;
+	size_t i;
 
-	if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
-		*out = NULL;
-		return conn_error(m, err, "pipelined reply");
+	for (i = 0; i < k; i++) {
+		void *r = NULL;
+		if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
+			rc = conn_error(m, err, "pipelined reply");
+			break;
+		}
+		rs[i] = r;
+		if (rs[i]->type == REDIS_REPLY_ERROR && rc == 0)
+			rc = reply_error(m, rs[i], err, "pipelined command");
 	}
-	*out = r;
-	if ((*out)->type == REDIS_REPLY_ERROR) {
-		int rc = reply_error(m, *out, err, "pipelined command");
-		freeReplyObject(*out);
-		*out = NULL;
-		return rc;
+	if (rc != 0) {
+		for (size_t j = 0; j < i && j < k; j++)
+			freeReplyObject(rs[j]);
 	}
+	return rc;
+}
+
+static void rfree_from(redisReply **rs, size_t from, size_t k)
+{
+	for (size_t j = from; j < k; j++)
+		freeReplyObject(rs[j]);
+}
+
+/* Grow a page-sized reply array. */
+static int rs_reserve(redisReply ***rs, size_t *cap, size_t n, struct jo_err *err)
+{
+	redisReply **v;
+
+	if (n <= *cap)
+		return 0;
+	v = realloc(*rs, n * sizeof(*v));
+	if (!v)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*rs = v;
+	*cap = n;
 	return 0;
 }
 
@@ -434,8 +463,11 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 {
 	uint32_t *v = NULL;
 	size_t cnt = 0, cap = 0;
+	redisReply **rs = malloc(1000 * sizeof(*rs));
 	int rc = 0;
 
+	if (!rs)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	for (uint32_t base = 0; base < nidx && rc == 0; base += 1000) {
 		uint32_t k = nidx - base < 1000 ? nidx - base : 1000, got;
 		for (uint32_t i = 0; i < k; i++) {
@@ -443,16 +475,15 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 					       base + i) != REDIS_OK) {
 				rdrain(m, i);
 				free(v);
+				free(rs);
 				return jo_err_set(err, JO_ENOMEM, "out of memory");
 			}
 		}
-		for (got = 0; got < k && rc == 0;) {
-			redisReply *r;
-			uint32_t cur;
-			rc = rget(m, &r, err);
-			cur = got++;
-			if (rc != 0)
-				break;
+		rc = rget_all(m, rs, k, err);
+		if (rc != 0)
+			break;
+		for (got = 0; got < k; got++) {
+			redisReply *r = rs[got];
 			if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
 				if (cnt == cap) {
 					uint32_t *nv;
@@ -460,18 +491,18 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 					nv = realloc(v, cap * sizeof(*v));
 					if (!nv) {
 						rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-						freeReplyObject(r);
 						break;
 					}
 					v = nv;
 				}
-				v[cnt++] = base + cur;
+				v[cnt++] = base + got;
 			}
 			freeReplyObject(r);
 		}
-		if (got < k)
-			rdrain(m, k - got);
+		if (rc != 0)
+			rfree_from(rs, got, k);
 	}
+	free(rs);
 	if (rc != 0) {
 		free(v);
 		return rc;
@@ -491,6 +522,8 @@ struct chunks_ctx {
 	uint64_t *ino;
 	uint32_t *indx;
 	size_t kcap;
+	redisReply **rs;
+	size_t rscap;
 };
 
 static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
@@ -511,6 +544,8 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		c->indx = b;
 		c->kcap = n;
 	}
+	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ino, indx;
 		if (el[i]->type != REDIS_REPLY_STRING ||
@@ -524,13 +559,11 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		c->indx[k] = (uint32_t)indx;
 		k++;
 	}
-	for (got = 0; got < k && rc == 0;) {
-		redisReply *r;
-		size_t len, cur;
-		rc = rget(m, &r, err);
-		cur = got++;
-		if (rc != 0)
-			break;
+	if ((rc = rget_all(m, c->rs, k, err)) != 0)
+		return rc;
+	for (got = 0; got < k && rc == 0; got++) {
+		redisReply *r = c->rs[got];
+		size_t len;
 		if (r->type != REDIS_REPLY_ARRAY) { /* not a list: not ours */
 			freeReplyObject(r);
 			continue;
@@ -538,8 +571,7 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		len = r->elements * JO_SLICE_REC_LEN;
 		if (len > c->cap) {
 			uint8_t *b = realloc(c->buf, len);
-			if (!b) {
-				freeReplyObject(r);
+			if (!b) { /* r is freed by rfree_from below */
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				break;
 			}
@@ -551,7 +583,7 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 			if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN) {
 				rc = jo_err_set(err, JO_EPROTO,
 						"chunk c%llu_%u: element %zu is %zu bytes, not 24",
-						(unsigned long long)c->ino[cur], c->indx[cur], j, e->len);
+						(unsigned long long)c->ino[got], c->indx[got], j, e->len);
 				break;
 			}
 			memcpy(c->buf + j * JO_SLICE_REC_LEN, e->str, JO_SLICE_REC_LEN);
@@ -559,19 +591,19 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		freeReplyObject(r);
 		/* A key that vanished between SCAN and LRANGE is an empty list: skip it. */
 		if (rc == 0 && len > 0)
-			rc = c->cb(c->ino[cur], c->indx[cur], c->buf, len, c->payload);
+			rc = c->cb(c->ino[got], c->indx[got], c->buf, len, c->payload);
 	}
-	if (got < k)
-		rdrain(m, k - got);
+	rfree_from(c->rs, got, k);
 	return rc;
 }
 
 static int r_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 			 struct jo_err *err)
 {
-	struct chunks_ctx c = { cb, payload, NULL, 0, NULL, NULL, 0 };
+	struct chunks_ctx c = { cb, payload, NULL, 0, NULL, NULL, 0, NULL, 0 };
 	int rc = r_scan(m, "SCAN", NULL, "c*_*", chunks_page, &c, err);
 
+	free(c.rs);
 	free(c.buf);
 	free(c.ino);
 	free(c.indx);
@@ -585,6 +617,8 @@ struct inodes_ctx {
 	void *payload;
 	uint64_t *ino;
 	size_t kcap;
+	redisReply **rs;
+	size_t rscap;
 };
 
 static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
@@ -600,6 +634,8 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		c->ino = a;
 		c->kcap = n;
 	}
+	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
+		return rc;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ino;
 		if (el[i]->type != REDIS_REPLY_STRING || el[i]->len < 2 || el[i]->str[0] != 'i' ||
@@ -611,34 +647,31 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		}
 		c->ino[k++] = ino;
 	}
-	for (got = 0; got < k && rc == 0;) {
-		redisReply *r;
+	if ((rc = rget_all(m, c->rs, k, err)) != 0)
+		return rc;
+	for (got = 0; got < k && rc == 0; got++) {
+		redisReply *r = c->rs[got];
 		struct jo_attr a;
-		size_t cur;
-		rc = rget(m, &r, err);
-		cur = got++;
-		if (rc != 0)
-			break;
 		if (r->type == REDIS_REPLY_STRING) {
 			rc = jo_meta_decode_attr((const uint8_t *)r->str, r->len, &a, err);
 			if (rc != 0)
-				jo_err_wrap(err, "inode %llu", (unsigned long long)c->ino[cur]);
+				jo_err_wrap(err, "inode %llu", (unsigned long long)c->ino[got]);
 			else
-				rc = c->cb(c->ino[cur], &a, c->payload);
+				rc = c->cb(c->ino[got], &a, c->payload);
 		}
 		freeReplyObject(r);
 	}
-	if (got < k)
-		rdrain(m, k - got);
+	rfree_from(c->rs, got, k);
 	return rc;
 }
 
 static int r_scan_inodes(struct jo_meta *m, jo_meta_inode_cb cb, void *payload,
 			 struct jo_err *err)
 {
-	struct inodes_ctx c = { cb, payload, NULL, 0 };
+	struct inodes_ctx c = { cb, payload, NULL, 0, NULL, 0 };
 	int rc = r_scan(m, "SCAN", NULL, "i*", inodes_page, &c, err);
 
+	free(c.rs);
 	free(c.ino);
 	return rc;
 }
@@ -861,6 +894,8 @@ struct sess_ctx {
 	uint64_t *sid;
 	int64_t *exp;
 	size_t kcap;
+	redisReply **rs;
+	size_t rscap;
 };
 
 static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
@@ -881,6 +916,8 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 		c->exp = b;
 		c->kcap = n;
 	}
+	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
+		return rc;
 	for (size_t i = 0; i + 1 < n; i += 2) {
 		uint64_t sid;
 		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
@@ -894,28 +931,25 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 		c->exp[k] = parse_score(el[i + 1]);
 		k++;
 	}
-	for (got = 0; got < k && rc == 0;) {
-		redisReply *r;
-		size_t cur;
-		rc = rget(m, &r, err);
-		cur = got++;
-		if (rc != 0)
-			break;
-		rc = c->cb(c->sid[cur], c->exp[cur], r->type == REDIS_REPLY_STRING ? r->str : "",
+	if ((rc = rget_all(m, c->rs, k, err)) != 0)
+		return rc;
+	for (got = 0; got < k && rc == 0; got++) {
+		redisReply *r = c->rs[got];
+		rc = c->cb(c->sid[got], c->exp[got], r->type == REDIS_REPLY_STRING ? r->str : "",
 			   c->payload);
 		freeReplyObject(r);
 	}
-	if (got < k)
-		rdrain(m, k - got);
+	rfree_from(c->rs, got, k);
 	return rc;
 }
 
 static int r_scan_sessions(struct jo_meta *m, jo_meta_session_cb cb, void *payload,
 			   struct jo_err *err)
 {
-	struct sess_ctx c = { cb, payload, NULL, NULL, 0 };
+	struct sess_ctx c = { cb, payload, NULL, NULL, 0, NULL, 0 };
 	int rc = r_scan(m, "ZSCAN", "allSessions", NULL, sess_page, &c, err);
 
+	free(c.rs);
 	free(c.sid);
 	free(c.exp);
 	return rc;

@@ -236,7 +236,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		freeReplyObject(exec);
 		goto out;
 	}
-	rc = jo_err_set(err, JO_ECONFLICT, "delete chunk %s: still changing after %d attempts",
+	rc = jo_err_set(err, JO_EIO, "delete chunk %s: still changing after %d attempts, retry later",
 			key, TXN_RETRIES);
 out:
 	free(recs);
@@ -403,7 +403,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		freeReplyObject(exec);
 		goto out;
 	}
-	rc = jo_err_set(err, JO_ECONFLICT, "clean delSlices %s: still changing after %d attempts",
+	rc = jo_err_set(err, JO_EIO, "clean delSlices %s: still changing after %d attempts, retry later",
 			field, TXN_RETRIES);
 out:
 	free(recs);

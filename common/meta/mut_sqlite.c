@@ -31,10 +31,8 @@ static const char *PFX(struct jo_meta *m)
 
 static int sq_err(struct jo_meta *m, struct jo_err *err, const char *what)
 {
-	int ec = sqlite3_extended_errcode(DB(m)) & 0xff;
-	int code = (ec == SQLITE_BUSY || ec == SQLITE_LOCKED) ? JO_ECONFLICT : JO_EIO;
-
-	return jo_err_set(err, code, "sqlite3 %s: %s: %s", m->url.path, what, sqlite3_errmsg(DB(m)));
+	/* busy/locked is JO_EIO too: JO_ECONFLICT is kept for leases */
+	return jo_err_set(err, JO_EIO, "sqlite3 %s: %s: %s", m->url.path, what, sqlite3_errmsg(DB(m)));
 }
 
 static bool is_busy(struct jo_meta *m)
@@ -269,14 +267,14 @@ static int s_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			continue;
 		}
 		if ((rc = commit(m, err)) != 0) {
-			if (err->code == JO_ECONFLICT)
+			if (is_busy(m))
 				continue;
 			goto out;
 		}
 		rc = collect_freed(m, recs, nrec, freed, nfreed, err);
 		goto out;
 	}
-	rc = jo_err_set(err, JO_ECONFLICT, "delete chunk %llu:%u: still changing after %d attempts",
+	rc = jo_err_set(err, JO_EIO, "delete chunk %llu:%u: still changing after %d attempts",
 			(unsigned long long)ino, indx, TXN_RETRIES);
 	goto out;
 fail:
@@ -434,14 +432,14 @@ static int s_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		sqlite3_finalize(st);
 		st = NULL;
 		if ((rc = commit(m, err)) != 0) {
-			if (err->code == JO_ECONFLICT)
+			if (is_busy(m))
 				continue;
 			goto out;
 		}
 		rc = collect_freed(m, recs, nrec, freed, nfreed, err);
 		goto out;
 	}
-	rc = jo_err_set(err, JO_ECONFLICT, "clean delslices %llu: database stayed busy",
+	rc = jo_err_set(err, JO_EIO, "clean delslices %llu: database stayed busy",
 			(unsigned long long)new_id);
 	goto out;
 fail:

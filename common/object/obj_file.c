@@ -36,6 +36,19 @@ static struct file_impl *FI(struct jo_obj *o)
 	return o->impl;
 }
 
+/* a + b in a new allocation, or NULL. */
+static char *join2(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	char *p = malloc(la + lb + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, a, la);
+	memcpy(p + la, b, lb + 1);
+	return p;
+}
+
 static int errno_code(int e)
 {
 	switch (e) {
@@ -464,7 +477,7 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 	DIR *d = opendir(dirpath);
 	struct dirent *de;
 	struct dent *ents = NULL;
-	size_t n = 0, cap = 0, kpl = strlen(keyprefix), dpl = strlen(dirpath);
+	size_t n = 0, cap = 0, kpl = strlen(keyprefix);
 	int rc = 0;
 
 	if (!d) {
@@ -486,13 +499,12 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 			dir = true;
 		} else if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
 			struct stat st;
-			char *p = malloc(dpl + nl + 2);
+			char *p = join2(dirpath, de->d_name);
 
 			if (!p) {
 				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
 				break;
 			}
-			sprintf(p, "%s%s", dirpath, de->d_name);
 			dir = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
 			free(p);
 		} else {
@@ -555,12 +567,11 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 				rc = emit(w, k, NULL, true);
 				continue;
 			}
-			sub = malloc(w->o ? FI(w->o)->root_len + kl + 1 : kl + 1);
+			sub = join2(FI(w->o)->root, k);
 			if (!sub) {
 				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
 				break;
 			}
-			sprintf(sub, "%s%s", FI(w->o)->root, k);
 			rc = walk_dir(w, sub, k);
 			free(sub);
 		} else {
@@ -571,12 +582,11 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 				continue;
 			if (w->start_after && strcmp(k, w->start_after) <= 0)
 				continue;
-			p = malloc(FI(w->o)->root_len + kl + 1);
+			p = join2(FI(w->o)->root, k);
 			if (!p) {
 				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
 				break;
 			}
-			sprintf(p, "%s%s", FI(w->o)->root, k);
 			if (stat(p, &st) < 0) {
 				free(p);
 				continue; /* deleted while listing */
@@ -607,13 +617,12 @@ static int file_list(struct jo_obj *o, const char *prefix, const char *start_aft
 		if (prefix[i] == '/')
 			dl = i + 1;
 	kp = strndup(prefix, dl);
-	dir = malloc(f->root_len + dl + 1);
+	dir = kp ? join2(f->root, kp) : NULL;
 	if (!kp || !dir) {
 		free(kp);
 		free(dir);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	sprintf(dir, "%s%s", f->root, kp);
 	atomic_fetch_add(&o->ctr->requests, 1);
 	rc = walk_dir(&w, dir, kp);
 	free(w.last_cp);
@@ -806,10 +815,9 @@ static int remove_parts(struct jo_obj *o, const char *key, const char *upload_id
 		size_t dl = strlen(dir);
 
 		if (strncmp(de->d_name, marker + dl, ml - dl) == 0) {
-			char *p = malloc(dl + strlen(de->d_name) + 1);
+			char *p = join2(dir, de->d_name);
 
 			if (p) {
-				sprintf(p, "%s%s", dir, de->d_name);
 				unlink(p);
 				free(p);
 			}

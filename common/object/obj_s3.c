@@ -505,6 +505,10 @@ static int map_code(long status, const char *code)
 		    strcmp(code, "RequestTimeTooSkewed") == 0 ||
 		    strcmp(code, "AuthorizationHeaderMalformed") == 0)
 			return JO_EAUTH;
+		if (strcmp(code, "InvalidRange") == 0 || strcmp(code, "InvalidArgument") == 0 ||
+		    strcmp(code, "EntityTooSmall") == 0 || strcmp(code, "InvalidPart") == 0 ||
+		    strcmp(code, "InvalidPartOrder") == 0 || strcmp(code, "KeyTooLongError") == 0)
+			return JO_EINVAL;
 		if (strcmp(code, "PreconditionFailed") == 0)
 			return JO_ECONFLICT;
 		if (strcmp(code, "SlowDown") == 0 || strcmp(code, "InternalError") == 0 ||
@@ -522,6 +526,24 @@ static int map_code(long status, const char *code)
 	case 400: return JO_EINVAL;
 	case 501: return JO_EUNSUPPORTED;
 	default: return JO_EIO;
+	}
+}
+
+/* For replies without an S3 error body (HEAD, some proxies). */
+static const char *status_text(long status)
+{
+	switch (status) {
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 409: return "Conflict";
+	case 412: return "Precondition Failed";
+	case 429: return "Too Many Requests";
+	case 500: return "Internal Server Error";
+	case 502: return "Bad Gateway";
+	case 503: return "Service Unavailable";
+	case 504: return "Gateway Timeout";
+	default: return "(no error code)";
 	}
 }
 
@@ -642,6 +664,8 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 	curl_easy_setopt(h, CURLOPT_SHARE, s->share);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_URL, url.p);
+	/* Keys may hold "." / ".." segments: curl must not squash them (the signature covers the path). */
+	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hl);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_write);
@@ -811,7 +835,7 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 			retry = r->status >= 500 || r->status == 429 || transient_code(code);
 			rc = jo_err_set(err, map_code(r->status, code), "s3 %s '%s' at %s: %ld %s%s%s",
 					r->op, req_what(r), o->desc, r->status,
-					code[0] ? code : "(no error code)", msg[0] ? ": " : "", msg);
+					code[0] ? code : status_text(r->status), msg[0] ? ": " : "", msg);
 		}
 		if (!retry || attempt >= s->retries)
 			break;
@@ -1187,14 +1211,15 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 		r.query = q.p;
 		r.key = NULL;
 		rc = s3_do(o, &r, NULL, err);
-		if (rc == 0)
+		if (rc == 0) {
 			rc = jo_s3xml_parse_list(r.resp.p ? r.resp.p : "", r.resp.len, &page, err);
+			if (rc)
+				jo_err_wrap(err, "s3 list '%s' at %s", prefix, o->desc);
+		}
 		s3_req_release(&r);
 		jo_obj_buf_release(&q);
-		if (rc) {
-			jo_err_wrap(err, "s3 list '%s' at %s", prefix, o->desc);
+		if (rc)
 			break;
-		}
 		for (size_t i = 0; i < page.n && rc == 0; i++) {
 			struct jo_obj_info info = { 0 };
 			struct jo_s3_entry *e = &page.entries[i];
@@ -1372,7 +1397,7 @@ static int s3_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_
 	rc = s3_do(o, &r, NULL, err);
 	if (rc == 0) {
 		rc = jo_s3xml_find(r.resp.p ? r.resp.p : "", r.resp.len,
-				   "InitiateMultipartUploadResult", "UploadId", upload_id_out, err);
+				   "InitiateMultipartUpload", "UploadId", upload_id_out, err);
 		if (rc)
 			jo_err_wrap(err, "s3 CreateMultipartUpload '%s' at %s", key, o->desc);
 	}

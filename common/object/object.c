@@ -101,14 +101,17 @@ int jo_obj_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *
 struct membuf {
 	uint8_t *p;
 	size_t len, cap, max;
+	bool over;
 };
 
 static int membuf_write(const void *data, size_t len, void *payload)
 {
 	struct membuf *m = payload;
 
-	if (len > m->max - m->len)
+	if (len > m->max - m->len) {
+		m->over = true;
 		return JO_EPROTO;
+	}
 	if (m->len + len > m->cap) {
 		size_t nc = m->cap ? m->cap : 4096;
 		uint8_t *np;
@@ -139,8 +142,9 @@ int jo_obj_get_buf(struct jo_obj *o, const char *key, uint64_t offset, int64_t l
 	if (len_out)
 		*len_out = 0;
 	rc = jo_obj_get(o, key, &go, membuf_write, &m, err);
-	if (rc == JO_EPROTO && m.len + 1 > max && err && err->code == JO_EPROTO)
-		jo_err_set(err, JO_EPROTO, "get '%s': object larger than %zu bytes", key, max);
+	if (m.over)
+		jo_err_set(err, JO_EPROTO, "get '%s' in %s: object larger than %zu bytes", key,
+			   o->desc, max);
 	if (rc) {
 		free(m.p);
 		return rc;

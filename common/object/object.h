@@ -66,7 +66,7 @@ struct jo_obj_info {
 
 int jo_obj_open(struct jo_obj **out, const struct jo_obj_opts *opts, struct jo_err *err);
 void jo_obj_close(struct jo_obj *o);
-/* A human description without secrets: "s3://127.0.0.1:8333/bucket". Borrowed. */
+/* A human description without secrets: "http://127.0.0.1:8333/bucket", "file:///d/". Borrowed. */
 const char *jo_obj_describe(const struct jo_obj *o);
 
 /* Sink for streamed bodies; return non-zero to abort (the code is returned). */

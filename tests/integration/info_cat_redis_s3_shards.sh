@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # jfsops info/cat on a redis + s3 (SeaweedFS) volume sharded over 3 buckets (jfs-%d), no compression, 512 KiB blocks, trash 1 day.
+# run_all: asan
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"

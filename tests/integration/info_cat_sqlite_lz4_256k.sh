@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # jfsops info/cat on a sqlite3 + file volume: lz4, 256 KiB blocks, hash prefix, trash off.
+# run_all: asan
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"

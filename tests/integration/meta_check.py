@@ -107,6 +107,10 @@ def main():
         k = (g["id"], g["size"])
         if g["refs"] != want[k]:
             err(f"get_slice_ref {k}: {g['refs']} want {want[k]}")
+    for x in ours["all_chunks"]:  # get_slice_ref called from inside scan_chunks
+        for s, r in zip(x["slices"], x["refs_in_scan"]):
+            if s["id"] and r != want[(s["id"], s["size"])]:
+                err(f"refs_in_scan {s['id']}: {r} want {want[(s['id'], s['size'])]}")
     scanned = {(r["id"], r["size"]): r["refs"] for r in ours["slice_refs"]}
     for k, n in want.items():
         if k in scanned and scanned[k] != n:
@@ -149,11 +153,26 @@ def main():
     multi = [o["path"] for o in ours["files"] if len(o["chunks"]) > 1]
     if not multi:
         err("no file with several chunks was checked")
+    for o in opts:
+        if o.startswith("--expect-delslices="):
+            fo = files[o.split("=", 1)[1]]
+            recs = fo["chunks"][0]["slices"]
+            ids = {s["id"] for s in recs}
+            ds = [d for d in ours["delslices"] if d["id"] in ids]
+            if len(recs) != 1 or not ds:
+                err(f"{fo['path']}: expected one compacted record and a delslices entry, "
+                    f"got {recs} / {ours['delslices']}")
+            for d in ds:
+                if len(d["slices"]) < 2 or any(i == 0 or i in ids for i, _ in d["slices"]):
+                    err(f"delslices {d['id']}: unexpected slices {d['slices']}")
+                if abs(d["deleted_at"] - ours["now"]) > 600:
+                    err(f"delslices {d['id']}: timestamp {d['deleted_at']} is not recent")
     n_files = sum(1 for o in ours["files"] if o["attr"]["type"] == 1)
     n_recs = sum(len(v) for v in allc.values())
     print(f"meta_check: {ours['engine']}: {len(files)} entries ({n_files} files), "
           f"{len(allc)} chunks, {n_recs} records, {len(scanned)} explicit refs, "
-          f"{len(odf)} delfiles, {len(osus)} sustained, {len(ours['sessions'])} sessions")
+          f"{len(odf)} delfiles, {len(ours['delslices'])} delslices, {len(osus)} sustained, "
+          f"{len(ours['sessions'])} sessions")
     if errors:
         for e in errors:
             print("MISMATCH:", e)

@@ -6,7 +6,7 @@ set -euo pipefail
 T=$(mktemp -d /tmp/jo-meta-redis.XXXXXX)
 PORT=${META_REDIS_PORT:-6401}
 source "$(dirname "$0")/meta_lib.sh"
-stop_redis() { redis-cli -p "$PORT" -a pw --no-auth-warning shutdown nosave >/dev/null 2>&1 || true; }
+stop_redis() { [ -n "${KEEP:-}" ] && return 0; redis-cli -p "$PORT" -a pw --no-auth-warning shutdown nosave >/dev/null 2>&1 || true; }
 trap 'meta_cleanup; stop_redis; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 redis-server --port "$PORT" --bind 127.0.0.1 --save '' --appendonly no --daemonize yes \
 	--dir "$T" --pidfile "$T/redis.pid" --requirepass pw >/dev/null

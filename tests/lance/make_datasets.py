@@ -7,7 +7,8 @@ One dataset per data storage version that this pylance writes (legacy, 2.0,
 2.1, 2.2, 2.3), each with several versions:
   v1 create (2 fragments), v2 append, v3 delete, v4 add a column.
 Columns: int, float, string, binary, fixed-size-list vector, struct, list,
-and a blob column (blob v1 on 2.0/2.1/legacy). V1 manifest names are used
+and a blob column (blob v1 on 2.0/2.1); plus ds_blob_v2 (2.2, blob v2
+payloads inline and in sidecar files). V1 manifest names are used
 for legacy and 2.1, V2 names for the others. Prints one JSON line per
 dataset: {"name", "path", "versions", "columns"}.
 """
@@ -59,7 +60,25 @@ def build(out, fmt, v2names, n1, n2):
     ds = lance.dataset(path)
     cols = [f.name for f in ds.schema]
     return {"name": f"ds_{fmt}", "path": path, "format": fmt, "v2names": v2names,
-            "versions": [v["version"] for v in ds.versions()], "columns": cols}
+            "versions": [v["version"] for v in ds.versions()], "columns": cols,
+            "blobs": ["blob"] if blob else []}
+
+
+def build_blob_v2(out):
+    """Blob v2 (2.2+): inline, packed and dedicated sidecar payloads; v2 appends."""
+    path = os.path.join(out, "ds_blob_v2")
+    sizes = [100, 20000, 100000, 300000, 2_000_000, 6_000_000]
+
+    def tbl(start):
+        vals = [os.urandom(s) for s in sizes]
+        return pa.table({"id": pa.array(range(start, start + len(vals)), pa.int64()),
+                         "blob": lance.blob_array(vals)},
+                        schema=pa.schema([pa.field("id", pa.int64()), lance.blob_field("blob")]))
+    lance.write_dataset(tbl(0), path, data_storage_version="2.2", mode="create")
+    ds = lance.write_dataset(tbl(100), path, mode="append")
+    return {"name": "ds_blob_v2", "path": path, "format": "2.2", "v2names": True,
+            "versions": [v["version"] for v in ds.versions()], "columns": ["id", "blob"],
+            "blobs": ["blob"]}
 
 
 def main():
@@ -70,6 +89,8 @@ def main():
     for fmt, v2 in (("legacy", False), ("2.0", True), ("2.1", False), ("2.2", True),
                     ("2.3", True)):
         print(json.dumps(build(out, fmt, v2, n1, n2)), flush=True)
+    if hasattr(lance, "blob_field"):
+        print(json.dumps(build_blob_v2(out)), flush=True)
 
 
 if __name__ == "__main__":

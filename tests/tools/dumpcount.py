@@ -5,11 +5,13 @@ usage: dumpcount.py DUMP.json [META-URL]
 
 From the dump (FSTree + Trash, inodes counted once even when hard-linked):
   files          regular-file inodes (live tree and trash)
-  dirs           directory inodes of the live tree, root included (trash dirs
-                 are counted apart in trash_dirs)
+  dirs           directory inodes of the live tree, root included (the trash's
+                 hourly dirs are counted apart in trash_dirs, and whether the
+                 trash root is an inode of the database in trash_root_node)
   chunks         chunk records with at least one slice record, over all files
-  slice_records  slice records in those chunks (hole records with id 0 too)
-  slices         distinct non-zero slice ids referenced by those records
+  records        slice records in those chunks (hole records with id 0 too)
+  slice_records  the records with a non-zero slice id
+  live_slices    distinct non-zero slice ids referenced by those records
   pending_files  entries of DelFiles
   hist           {"<records in a chunk>": number of chunks}
 A dump does not carry delayed slices nor the chunks still held by pending
@@ -17,8 +19,10 @@ A dump does not carry delayed slices nor the chunks still held by pending
 given they are read from the database directly:
   delayed_slices  12-byte records in delSlices / jfs_delslices
   delayed_entries entries (rows / hash fields) of delSlices / jfs_delslices
-  pending_chunks / pending_slice_records / pending_slices: the chunk records
-                  of pending files (not included in the counts above)
+  pending_chunks / pending_records / pending_slice_records / pending_hist:
+                  the chunk records of pending files (not in the counts above)
+  slices          distinct non-zero slice ids over live chunks, pending files'
+                  chunks and delayed slices
 Prints one JSON object.
 """
 import json
@@ -26,6 +30,8 @@ import socket
 import sqlite3
 import sys
 import urllib.parse
+
+TRASH_INODE = 0x7FFFFFFF10000000
 
 
 def walk(node, st, live):
@@ -45,12 +51,13 @@ def walk(node, st, live):
                 if not sl:
                     continue
                 st["chunks"] += 1
-                st["slice_records"] += len(sl)
+                st["records"] += len(sl)
                 st["hist"][str(len(sl))] = st["hist"].get(str(len(sl)), 0) + 1
                 for s in sl:
                     sid = s.get("id", s.get("chunkid", 0))
                     if sid:
                         st["ids"].add(sid)
+                        st["slice_records"] += 1
     for child in (node.get("entries") or {}).values():
         walk(child, st, live)
 
@@ -92,21 +99,37 @@ class Resp:
         raise RuntimeError("bad RESP reply %r" % line)
 
 
-def chunk_stats(blobs, reclen, id_off):
-    chunks = recs = 0
+def chunk_stats(blobs, res):
+    """Chunk records ([pos u32][id u64][size u32][off u32][len u32], big
+    endian, 24 bytes) of pending files."""
+    chunks = recs = nz = 0
     ids = set()
+    hist = {}
     for b in blobs:
-        n = len(b) // reclen
+        n = len(b) // 24
         if n == 0:
             continue
         chunks += 1
         recs += n
+        hist[str(n)] = hist.get(str(n), 0) + 1
         for i in range(n):
-            r = b[i * reclen:(i + 1) * reclen]
-            sid = int.from_bytes(r[id_off:id_off + 8], "big")
+            sid = int.from_bytes(b[i * 24 + 4:i * 24 + 12], "big")
             if sid:
                 ids.add(sid)
-    return chunks, recs, ids
+                nz += 1
+    res.update(pending_chunks=chunks, pending_records=recs, pending_slice_records=nz,
+               pending_hist=hist)
+    res["pending_ids"] = ids
+
+
+def delayed_ids(vals):
+    ids = set()
+    for v in vals:
+        for i in range(len(v) // 12):
+            sid = int.from_bytes(v[i * 12:i * 12 + 8], "big")
+            if sid:
+                ids.add(sid)
+    return ids
 
 
 def from_db(url, pending_inodes):
@@ -119,11 +142,13 @@ def from_db(url, pending_inodes):
         rows = db.execute("SELECT slices FROM jfs_delslices").fetchall()
         res["delayed_entries"] = len(rows)
         res["delayed_slices"] = sum(len(r[0]) // 12 for r in rows)
+        res["delayed_ids"] = delayed_ids([r[0] for r in rows])
+        res["trash_root_node"] = db.execute("SELECT count(*) FROM jfs_node WHERE inode=?",
+                                            (TRASH_INODE,)).fetchone()[0]
         blobs = []
         for ino in pending_inodes:
             blobs += [r[0] for r in db.execute("SELECT slices FROM jfs_chunk WHERE inode=?", (ino,))]
-        # sqlite chunk records: [pos u32][id u64][size u32][off u32][len u32]
-        c, r, ids = chunk_stats(blobs, 24, 4)
+        chunk_stats(blobs, res)
     elif u.scheme in ("redis", "rediss"):
         db = int((u.path or "/0").strip("/") or 0)
         conn = Resp(u.hostname or "127.0.0.1", u.port or 6379, db,
@@ -133,6 +158,8 @@ def from_db(url, pending_inodes):
         vals = h[1::2]
         res["delayed_entries"] = len(vals)
         res["delayed_slices"] = sum(len(v) // 12 for v in vals)
+        res["delayed_ids"] = delayed_ids(vals)
+        res["trash_root_node"] = conn.cmd("EXISTS", "i%d" % TRASH_INODE)
         blobs = []
         for ino in pending_inodes:
             cur = b"0"
@@ -142,10 +169,9 @@ def from_db(url, pending_inodes):
                     blobs.append(b"".join(conn.cmd("LRANGE", k, "0", "-1") or []))
                 if cur == b"0":
                     break
-        c, r, ids = chunk_stats(blobs, 24, 4)
+        chunk_stats(blobs, res)
     else:
         sys.exit("dumpcount: unsupported META-URL scheme %s" % u.scheme)
-    res.update(pending_chunks=c, pending_slice_records=r, pending_slices=len(ids))
     return res
 
 
@@ -154,21 +180,29 @@ def main(a):
         sys.exit(__doc__)
     with open(a[0]) as f:
         d = json.load(f)
-    st = {"files": 0, "dirs": 0, "trash_dirs": 0, "chunks": 0, "slice_records": 0,
+    st = {"files": 0, "dirs": 0, "trash_dirs": 0, "chunks": 0, "records": 0, "slice_records": 0,
           "hist": {}, "ids": set(), "seen": set(), "seen_dirs": set()}
     walk(d.get("FSTree") or {}, st, True)
     walk(d.get("Trash") or {}, st, False)
+    if d.get("Trash"):
+        # the dump always shows the trash root; the database has that inode
+        # only once something was put in the trash (see trash_root_node)
+        st["trash_dirs"] -= 1
     s = d.get("Setting") or {}
     out = {
         "name": s.get("Name"), "uuid": s.get("UUID"), "storage": s.get("Storage"),
         "bucket": s.get("Bucket"), "block_size": (s.get("BlockSize") or 0) * 1024,
         "compression": s.get("Compression") or "none", "trash_days": s.get("TrashDays", 0),
         "files": st["files"], "dirs": st["dirs"], "trash_dirs": st["trash_dirs"],
-        "chunks": st["chunks"], "slices": len(st["ids"]), "slice_records": st["slice_records"],
+        "chunks": st["chunks"], "live_slices": len(st["ids"]), "records": st["records"],
+        "slice_records": st["slice_records"],
         "pending_files": len(d.get("DelFiles") or []), "hist": st["hist"],
     }
     if len(a) > 1:
-        out.update(from_db(a[1], [x["inode"] for x in d.get("DelFiles") or []]))
+        db = from_db(a[1], [x["inode"] for x in d.get("DelFiles") or []])
+        allids = st["ids"] | db.pop("pending_ids") | db.pop("delayed_ids")
+        db["slices"] = len(allids)
+        out.update(db)
     print(json.dumps(out, sort_keys=True))
 
 

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 struct ctx {
 	struct jo_meta *m;
@@ -138,10 +139,29 @@ static void walk(struct ctx *c, uint64_t dir, const char *path)
 	free(e.v);
 }
 
+struct scan_ctx {
+	struct ctx *c;
+	json_t *arr;
+};
+
+/* Calls back into the same handle during the scan (re-entrancy check). */
 static int chunk_cb(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *p)
 {
-	json_array_append_new(p, json_pack("{s:I,s:i,s:o}", "ino", (json_int_t)ino, "index",
-					   (int)indx, "slices", recs_json(raw, len)));
+	struct scan_ctx *s = p;
+	json_t *refs = json_array();
+
+	for (size_t o = 0; o + 24 <= len; o += 24) {
+		int64_t r = 0;
+		bool ex;
+		if (be64(raw + o + 4) != 0 &&
+		    jo_meta_get_slice_ref(s->c->m, be64(raw + o + 4), be32(raw + o + 12), &r, &ex,
+					  &s->c->err) != 0)
+			fail(s->c, "get_slice_ref in scan");
+		json_array_append_new(refs, json_integer(r));
+	}
+	json_array_append_new(s->arr, json_pack("{s:I,s:i,s:o,s:o}", "ino", (json_int_t)ino,
+						"index", (int)indx, "slices", recs_json(raw, len),
+						"refs_in_scan", refs));
 	return 0;
 }
 
@@ -235,6 +255,7 @@ int main(int argc, char **argv)
 		json_object_set_new(cnt, counters[i], json_integer(v));
 	}
 	json_object_set_new(out, "counters", cnt);
+	json_object_set_new(out, "now", json_integer((json_int_t)time(NULL)));
 	if (jo_meta_resolve(c.m, "/", &root, &c.err) != 0 || root != 1)
 		fail(&c, "resolve /");
 	if (jo_meta_getattr(c.m, 1, &ra, &c.err) != 0)
@@ -244,8 +265,11 @@ int main(int argc, char **argv)
 	walk(&c, 1, "");
 	json_object_set_new(out, "files", c.files);
 	arr = json_array();
-	if (jo_meta_scan_chunks(c.m, chunk_cb, arr, &c.err) != 0)
-		fail(&c, "scan_chunks");
+	{
+		struct scan_ctx sc = { &c, arr };
+		if (jo_meta_scan_chunks(c.m, chunk_cb, &sc, &c.err) != 0)
+			fail(&c, "scan_chunks");
+	}
 	json_object_set_new(out, "all_chunks", arr);
 	obj = json_object();
 	if (jo_meta_scan_inodes(c.m, inode_cb, obj, &c.err) != 0)

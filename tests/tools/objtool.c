@@ -12,7 +12,8 @@
  *   objtool STORAGE BUCKET bench-list PREFIX   prints keys and keys/s
  *   objtool STORAGE BUCKET bench-get PREFIX THREADS  GETs every key, prints MiB/s
  *
- * Environment: OBJ_AK, OBJ_SK, OBJ_RETRIES, OBJ_LIST_V1=1, OBJ_CONNS.
+ * Environment: OBJ_AK, OBJ_SK, OBJ_RETRIES, OBJ_LIST_V1=1, OBJ_CONNS, OBJ_SHARDS
+ * (BUCKET is then a pattern with %d), OBJ_NO_IFMATCH=1 (servers ignoring If-Match).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -59,6 +60,8 @@ static int open_store(struct jo_obj **o, const char *storage, const char *bucket
 		opts.retries = (int)strtol(r, NULL, 10);
 	if (c)
 		opts.max_conns = (int)strtol(c, NULL, 10);
+	if (getenv("OBJ_SHARDS"))
+		opts.shards = (int)strtol(getenv("OBJ_SHARDS"), NULL, 10);
 	opts.timeout_ms = 20000;
 	if (jo_obj_open(o, &opts, &err) != 0) {
 		fprintf(stderr, "open: %s\n", err.msg);
@@ -172,8 +175,8 @@ static int selftest(struct jo_obj *o)
 		CHECK(strstr(err.msg, "NoSuchKey") && strstr(err.msg, "t/missing"),
 		      "error message lacks code or key: %s", err.msg);
 	}
-	/* if-match */
-	{
+	/* if-match (rclone serve s3 ignores If-Match: OBJ_NO_IFMATCH=1) */
+	if (!getenv("OBJ_NO_IFMATCH")) {
 		struct jo_obj_get_opts go = { .offset = 0, .length = -1, .if_match = "0000" };
 		rc = jo_obj_get(o, "t/hello", &go, nop_sink, NULL, &err);
 		CHECK(rc == JO_ECONFLICT, "if-match mismatch: %d %s", rc, err.msg);
@@ -184,14 +187,17 @@ static int selftest(struct jo_obj *o)
 		put_str(o, awkward[i], awkward[i]);
 		get_check(o, awkward[i], 0, -1, awkward[i]);
 	}
+	/* A 1000-byte key in 100-byte segments (file-backed servers cap a name at 255). */
 	memset(key1000, 'k', 1000);
 	memcpy(key1000, "t/long/", 7);
+	for (int i = 107; i < 1000; i += 100)
+		key1000[i] = '/';
 	key1000[1000] = '\0';
 	put_str(o, key1000, "long");
 	get_check(o, key1000, 0, -1, "long");
 	rc = jo_obj_list(o, "t/", NULL, NULL, lst_cb, &l, &err);
 	CHECK(rc == 0, "list t/: %s", err.msg);
-	CHECK(l.n == 12, "list t/: %zu keys, want 12", l.n);
+	CHECK(l.n == 11, "list t/: %zu keys, want 11", l.n); /* hello, 9 awkward, long */
 	for (int i = 0; awkward[i]; i++) {
 		bool found = false;
 
@@ -281,11 +287,13 @@ static int selftest(struct jo_obj *o)
 		}
 		jo_obj_meta_free(m);
 		get_check(o, "m/obj", 0, -1, "metadata body");
-		rc = jo_obj_copy(o, "m/obj", "m/copy", NULL, &err);
-		CHECK(rc == 0, "copy: %s", err.msg);
-		get_check(o, "m/copy", 0, -1, "metadata body");
-		rc = jo_obj_copy(o, "m/none", "m/copy2", NULL, &err);
-		CHECK(rc == JO_ENOTFOUND, "copy missing: %d %s", rc, err.msg);
+		if (!getenv("OBJ_SHARDS")) { /* server-side copy stays inside one bucket */
+			rc = jo_obj_copy(o, "m/obj", "m/copy", NULL, &err);
+			CHECK(rc == 0, "copy: %s", err.msg);
+			get_check(o, "m/copy", 0, -1, "metadata body");
+			rc = jo_obj_copy(o, "m/none", "m/copy2", NULL, &err);
+			CHECK(rc == JO_ENOTFOUND, "copy missing: %d %s", rc, err.msg);
+		}
 	}
 	{
 		size_t psz = 5 << 20;

@@ -54,7 +54,7 @@ struct mem {
 	bool dir_first;
 	int page;              /* keys per "page" (just counts requests) */
 	int lists, gets, puts, heads, deletes;
-	int fail_get_key_count; /* fail GETs of keys containing "FAIL" */
+	bool no_fail;           /* else GETs of keys containing "FAIL" fail */
 };
 
 static void md5hex(const void *d, size_t n, char *out)
@@ -128,7 +128,7 @@ static int f_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts
 		pthread_mutex_unlock(&m->mu);
 		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
 	}
-	if (strstr(key, "FAIL")) {
+	if (strstr(key, "FAIL") && !m->no_fail) {
 		pthread_mutex_unlock(&m->mu);
 		return jo_err_set(err, JO_EIO, "injected failure for %s", key);
 	}
@@ -414,6 +414,8 @@ static void put_str(struct jo_obj *o, const char *key, const char *s, int64_t mt
 
 /* ---- stream tests -------------------------------------------------------- */
 
+static void free_keys(char **k, int n);
+
 static int collect(struct jo_obj *o, const char *prefix, const struct jo_sync_stream_opts *so,
 		   char ***keys_out, int *ranges)
 {
@@ -430,6 +432,10 @@ static int collect(struct jo_obj *o, const char *prefix, const struct jo_sync_st
 	if (ranges)
 		*ranges = jo_sync_stream_ranges(s);
 	jo_sync_stream_free(s);
+	if (rc != 0) {
+		free_keys(keys, n);
+		keys = NULL;
+	}
 	*keys_out = keys;
 	return rc == 0 ? n : rc;
 }
@@ -613,7 +619,7 @@ static void test_engine_sync_rerun_delete(void **state)
 	put_str(b, "dst/extra1", "e", 5000);
 	put_str(b, "dst/zz/extra2", "e", 5000);
 	/* dst has k0001 with a different size: must be replaced. */
-	put_str(b, "dst/k0001", "different", 5000);
+	put_str(b, "dst/k0001", "different size", 5000);
 
 	struct jo_sync_opts o = base_opts();
 	o.state = st;
@@ -762,6 +768,60 @@ static void test_engine_filters_and_modes(void **state)
 	jo_obj_close(b);
 }
 
+static void test_engine_resume_listing(void **state)
+{
+	(void)state;
+	char tmpl[] = "/tmp/jo-sync-resume-XXXXXX";
+	int fd = mkstemp(tmpl);
+	close(fd);
+	struct jo_sync_state *st = NULL;
+	struct jo_err err = { 0 };
+	assert_int_equal(jo_sync_state_open(&st, tmpl, false, &err), 0);
+	struct jo_obj *a = fake_new(), *b = fake_new();
+	char key[64];
+	for (int i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "src/k%03d", i);
+		put_str(a, key, key, 1000);
+	}
+	put_str(a, "src/k050FAIL", "boom", 1000);
+	struct jo_sync_opts o = base_opts();
+	o.state = st;
+	o.transfers = 1;
+	struct jo_sync_summary sum;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_int_equal(sum.failed, 1);
+	assert_int_equal(sum.copied, 100);
+	char *pos = NULL;
+	assert_int_equal(jo_sync_state_getkv(st, "listpos", &pos, &err), 0);
+	assert_non_null(pos);
+	assert_string_equal(pos, "k050");  /* everything up to k050 is done */
+	free(pos);
+	/* --resume lists only after the saved position. */
+	M(a)->no_fail = true;
+	o.resume = true;
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_true(sum.resumed_listing);
+	assert_int_equal(sum.src_listed, 50);
+	assert_int_equal(sum.copied, 1);
+	assert_int_equal(sum.failed, 0);
+	size_t len;
+	assert_non_null(get_data(b, "dst/k050FAIL", &len));
+	/* A clean run clears the position: the next one lists everything. */
+	assert_int_equal(run(a, b, &o, &sum), 0);
+	assert_false(sum.resumed_listing);
+	assert_int_equal(sum.src_listed, 101);
+	assert_int_equal(sum.copied, 0);
+	jo_obj_close(a);
+	jo_obj_close(b);
+	jo_sync_state_close(st);
+	unlink(tmpl);
+	char aux[200];
+	snprintf(aux, sizeof(aux), "%s-wal", tmpl);
+	unlink(aux);
+	snprintf(aux, sizeof(aux), "%s-shm", tmpl);
+	unlink(aux);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -772,6 +832,7 @@ int main(void)
 		cmocka_unit_test(test_engine_sync_rerun_delete),
 		cmocka_unit_test(test_engine_unordered_source),
 		cmocka_unit_test(test_engine_filters_and_modes),
+		cmocka_unit_test(test_engine_resume_listing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,730 @@
+/*
+ * jfsops warmup: warm exactly the blocks that hold given file byte ranges,
+ * by reading them through a JuiceFS FUSE mount.
+ *
+ * Flow: parse the ranges (any of the forms in common/warmup.h), map each to
+ * block objects through the metadata (spec §8.2), sort the block records
+ * under a memory budget (common/extsort) so duplicates come out adjacent,
+ * then either print them (--dry-run/--list) or hand one read per distinct
+ * block to the fetcher threads.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/extsort.h"
+#include "common/jfs/jfs.h"
+#include "common/warmup.h"
+
+static const char warmup_usage[] =
+	"usage: jfsops warmup META-URL [--ranges FILE|-] [--mount DIR] [--dry-run|--list]\n"
+	"                      [--prefix DIR] [--threads N] [--json]\n"
+	"\n"
+	"Warm the cache of a JuiceFS mount with exactly the blocks that hold the\n"
+	"given file byte ranges. Each range is mapped to its chunks, slices and\n"
+	"block objects through the volume's metadata (the later write wins,\n"
+	"holes need no block), duplicates are removed, and every distinct block\n"
+	"is read once through the mount, by a one-byte O_DIRECT read at the\n"
+	"block's first byte: that makes the client fetch the whole block and keep\n"
+	"it in its cache. Unlike `juicefs warmup`, which fetches every block of\n"
+	"every slice a file touches, blocks that hold no requested byte are not\n"
+	"read. Nothing is written into the client's cache directory.\n"
+	"\n"
+	"Range lines (one form per line, mixed freely; '#' starts a comment):\n"
+	"  {\"file\":\"a/b.lance\",\"offset\":0,\"length\":4096}   jfsops lance --format jsonl\n"
+	"  a/b.lance,0,4096                                 jfsops lance --format csv\n"
+	"  a/b.lance [0-4096;8192-9000]                     juicefs warmup -f (end exclusive)\n"
+	"  a/b.lance 0 4096                                 plain PATH OFFSET LENGTH\n"
+	"  a/b.lance                                        the whole file\n"
+	"Paths are relative to the volume root, or to --prefix; a path that starts\n"
+	"with the --mount directory is taken relative to it.\n"
+	"\n"
+	"Options:\n"
+	"  -r, --ranges FILE    the range list ('-' = stdin, the default)\n"
+	"  -m, --mount DIR      a JuiceFS mount of this volume to warm through\n"
+	"  -n, --dry-run        print the block keys, sizes and total; read nothing\n"
+	"      --list           the same as --dry-run\n"
+	"  -P, --prefix DIR     volume directory the range paths are relative to\n"
+	"  -p, --threads N      blocks read in parallel (default 8)\n"
+	"      --mem-limit SIZE memory for sorting block records (default 64M)\n"
+	"      --json           JSON lines: one per block with --dry-run, errors,\n"
+	"                       and a summary\n"
+	"  -h, --help           show this help\n"
+	"\n"
+	"The mount should have a block cache large enough (--cache-size) and should\n"
+	"keep full blocks (no --cache-partial-only). A block whose first byte was\n"
+	"overwritten by a later slice can only be cached by a mount that prefetches\n"
+	"(--prefetch > 0, the default) or a compressed volume. The client itself\n"
+	"may add a block: a read in the last 32 KiB of a file makes it read that\n"
+	"whole tail, and a read at file offset 0 starts its readahead (avoided\n"
+	"when the mount prefetches).\n"
+	"\n"
+	"Exit status: 0 all blocks warmed (or listed), 2 bad usage or a malformed\n"
+	"line, 4 some blocks failed, 8 a path does not exist.\n"
+	"\n"
+	"Examples:\n"
+	"  jfsops lance /jfs/ds --columns emb,label --format jsonl |\n"
+	"      jfsops warmup redis://127.0.0.1:6379/1 --prefix /ds --mount /jfs\n"
+	"  jfsops warmup sqlite3:///var/jfs/meta.db -r ranges.csv --dry-run\n";
+
+enum { OPT_LIST = 0x2000, OPT_JSON, OPT_MEM };
+
+/* Block record for the sort: fixed big-endian head, then the volume path. */
+#define REC_HEAD 33
+
+struct wu_state {
+	struct jo_ctx *ctx;
+	struct jo_meta *meta;
+	struct jo_format fmt;
+	uint32_t block_size;
+	struct jo_warmup_mapper *mapper;
+	struct jo_xsort *xs;
+	const char *prefix;
+	const char *mount;
+	/* the file being mapped */
+	char *cur_path;       /* volume path */
+	uint64_t cur_ino, cur_len;
+	/* distinct inodes (open addressing, 0 = empty) */
+	uint64_t *inos;
+	size_t ninos, icap;
+	/* counters */
+	uint64_t ranges, req_bytes, block_refs;
+	uint64_t line;
+	uint8_t rec_buf[REC_HEAD + 4096 + 8];
+	struct jo_err err;
+};
+
+static void put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 3; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int ino_set_add(struct wu_state *st, uint64_t ino)
+{
+	size_t i;
+
+	if ((st->ninos + 1) * 2 > st->icap) {
+		size_t ncap = st->icap ? st->icap * 2 : 1024;
+		uint64_t *nv = calloc(ncap, sizeof(*nv));
+
+		if (!nv)
+			return JO_ENOMEM;
+		for (size_t k = 0; k < st->icap; k++) {
+			if (!st->inos[k])
+				continue;
+			i = (size_t)(st->inos[k] * 0x9E3779B97F4A7C15ULL) & (ncap - 1);
+			while (nv[i])
+				i = (i + 1) & (ncap - 1);
+			nv[i] = st->inos[k];
+		}
+		free(st->inos);
+		st->inos = nv;
+		st->icap = ncap;
+	}
+	i = (size_t)(ino * 0x9E3779B97F4A7C15ULL) & (st->icap - 1);
+	while (st->inos[i]) {
+		if (st->inos[i] == ino)
+			return 0;
+		i = (i + 1) & (st->icap - 1);
+	}
+	st->inos[i] = ino;
+	st->ninos++;
+	return 0;
+}
+
+/*
+ * The volume path of a range path: the mount directory is stripped from
+ * absolute paths under it, --prefix is prepended to the rest, and "." and
+ * empty components are dropped. *out malloc'd, starts with '/'.
+ */
+static int volume_path(const struct wu_state *st, const char *path, char **out)
+{
+	size_t ml = st->mount ? strlen(st->mount) : 0;
+	const char *pre = st->prefix ? st->prefix : "";
+	char *buf, *o;
+	const char *parts[2];
+
+	while (ml > 1 && st->mount[ml - 1] == '/')
+		ml--;
+	if (ml && path[0] == '/' && !strncmp(path, st->mount, ml) &&
+	    (path[ml] == '/' || path[ml] == '\0')) {
+		path += ml;
+		pre = "";
+	}
+	buf = malloc(strlen(pre) + strlen(path) + 3);
+	if (!buf)
+		return JO_ENOMEM;
+	o = buf;
+	parts[0] = pre;
+	parts[1] = path;
+	for (int k = 0; k < 2; k++) {
+		const char *p = parts[k];
+
+		while (*p) {
+			const char *e = strchr(p, '/');
+			size_t n = e ? (size_t)(e - p) : strlen(p);
+
+			if (n == 2 && p[0] == '.' && p[1] == '.') {
+				free(buf);
+				return JO_EINVAL;
+			}
+			if (n && !(n == 1 && p[0] == '.')) {
+				*o++ = '/';
+				memcpy(o, p, n);
+				o += n;
+			}
+			p += n;
+			if (*p == '/')
+				p++;
+		}
+	}
+	if (o == buf)
+		*o++ = '/';
+	*o = '\0';
+	*out = buf;
+	return 0;
+}
+
+static int on_block(const struct jo_warmup_block *b, void *payload)
+{
+	struct wu_state *st = payload;
+	size_t pl = strlen(st->cur_path);
+	uint8_t *r = st->rec_buf;
+	uint8_t *heap = NULL;
+	int rc;
+
+	if (REC_HEAD + pl > sizeof(st->rec_buf)) {
+		heap = malloc(REC_HEAD + pl);
+		if (!heap)
+			return jo_err_set(&st->err, JO_ENOMEM, "out of memory");
+		r = heap;
+	}
+	put_be64(r, b->id);
+	put_be32(r + 8, b->indx);
+	r[12] = (uint8_t)b->anchor_kind;
+	put_be64(r + 13, b->anchor);
+	put_be64(r + 21, b->alt);
+	put_be32(r + 29, b->bsize);
+	memcpy(r + REC_HEAD, st->cur_path, pl);
+	rc = jo_xsort_add(st->xs, r, REC_HEAD + pl, &st->err);
+	free(heap);
+	st->block_refs++;
+	return rc;
+}
+
+static int on_range(const char *path, uint64_t off, uint64_t len, void *payload)
+{
+	struct wu_state *st = payload;
+	char *vp = NULL;
+	int rc;
+
+	rc = volume_path(st, path, &vp);
+	if (rc == JO_EINVAL)
+		return jo_err_set(&st->err, rc, "path '%s' has a '..' component", path);
+	if (rc)
+		return jo_err_set(&st->err, rc, "out of memory");
+	if (!st->cur_path || strcmp(vp, st->cur_path)) {
+		struct jo_attr a;
+
+		free(st->cur_path);
+		st->cur_path = vp;
+		vp = NULL;
+		rc = jo_meta_resolve(st->meta, st->cur_path, &st->cur_ino, &st->err);
+		if (!rc)
+			rc = jo_meta_getattr(st->meta, st->cur_ino, &a, &st->err);
+		if (rc) {
+			free(st->cur_path);
+			st->cur_path = NULL;
+			if (rc == JO_ENOTFOUND)
+				jo_err_set(&st->err, JO_ENOTFOUND, "no such file '%s' in the volume", path);
+			return rc;
+		}
+		if (a.type != JO_TYPE_FILE) {
+			free(st->cur_path);
+			st->cur_path = NULL;
+			return jo_err_set(&st->err, JO_EINVAL, "'%s' is not a regular file", path);
+		}
+		st->cur_len = a.length;
+		if (ino_set_add(st, st->cur_ino))
+			return jo_err_set(&st->err, JO_ENOMEM, "out of memory");
+	}
+	free(vp);
+	st->ranges++;
+	if (off < st->cur_len)
+		st->req_bytes += len > st->cur_len - off ? st->cur_len - off : len;
+	return jo_warmup_map_range(st->mapper, st->cur_ino, st->cur_len, off, len, on_block, st,
+				   &st->err);
+}
+
+static int read_ranges(struct wu_state *st, FILE *in, const char *name)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n;
+	int rc = 0;
+
+	while ((n = getline(&line, &cap, in)) >= 0) {
+		st->line++;
+		if (jo_cancelled()) {
+			rc = jo_err_set(&st->err, JO_ECANCELED, "interrupted");
+			break;
+		}
+		jo_err_clear(&st->err);
+		rc = jo_warmup_parse_line(line, (size_t)n, on_range, st, NULL, &st->err);
+		if (rc) {
+			jo_err_wrap(&st->err, "%s line %" PRIu64, name, st->line);
+			break;
+		}
+	}
+	if (!rc && ferror(in))
+		rc = jo_err_set(&st->err, JO_EIO, "cannot read '%s': %s", name, strerror(errno));
+	free(line);
+	return rc;
+}
+
+/* The mount path of a volume path, or NULL when it is outside the mounted subdir. */
+static char *mount_path(const char *mp, const char *subdir, const char *vp)
+{
+	size_t sl = strlen(subdir);
+	char *s;
+
+	while (sl && subdir[sl - 1] == '/')
+		sl--;
+	if (sl) {
+		const char *sd = subdir;
+		size_t skip = 0;
+
+		if (sd[0] == '/') {
+			sd++;
+			sl--;
+		}
+		if (strncmp(vp + 1, sd, sl) || (vp[1 + sl] != '/' && vp[1 + sl] != '\0'))
+			return NULL;
+		skip = 1 + sl;
+		vp += skip;
+	}
+	s = malloc(strlen(mp) + strlen(vp) + 2);
+	if (!s)
+		return NULL;
+	snprintf(s, strlen(mp) + strlen(vp) + 2, "%s%s", mp, vp);
+	return s;
+}
+
+struct fail_ctx {
+	struct jo_ctx *ctx;
+	pthread_mutex_t mu;  /* workers and the main thread both report */
+	uint64_t shown;
+};
+
+static void on_fail(const char *key, const char *path, uint64_t off, const struct jo_err *err,
+		    void *payload)
+{
+	struct fail_ctx *fc = payload;
+
+	pthread_mutex_lock(&fc->mu);
+	if (fc->ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:s}", "type", "error", "key", key, "path",
+				      path, "offset", (json_int_t)off, "error", err->msg);
+
+		if (o) {
+			json_dumpf(o, stdout, JSON_COMPACT);
+			fputc('\n', stdout);
+			fflush(stdout);
+			json_decref(o);
+		}
+	}
+	if (fc->shown++ < 20)
+		fprintf(stderr, "%s %s: cannot warm block '%s' (%s at %" PRIu64 "): %s\n",
+			fc->ctx->prog, fc->ctx->cmd, key, path, off, err->msg);
+	else if (fc->shown == 21)
+		fprintf(stderr, "%s %s: more blocks failed (see the summary)\n", fc->ctx->prog,
+			fc->ctx->cmd);
+	pthread_mutex_unlock(&fc->mu);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void progress(const struct jo_ctx *ctx, struct jo_warmup_fetcher *f, uint64_t total,
+		     bool final)
+{
+	struct jo_warmup_fetch_stats fs;
+
+	if (!ctx->tty || ctx->quiet)
+		return;
+	jo_warmup_fetcher_stats(f, &fs);
+	fprintf(stderr, "\rwarmup: %" PRIu64 "/%" PRIu64 " blocks, %.1f MiB, %" PRIu64 " failed%s",
+		fs.done + fs.failed, total, fs.bytes_done / 1048576.0, fs.failed,
+		final ? "\n" : "   ");
+}
+
+int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
+{
+	static const struct option opts[] = {
+		{ "ranges", required_argument, NULL, 'r' },
+		{ "mount", required_argument, NULL, 'm' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "list", no_argument, NULL, OPT_LIST },
+		{ "prefix", required_argument, NULL, 'P' },
+		{ "threads", required_argument, NULL, 'p' },
+		{ "mem-limit", required_argument, NULL, OPT_MEM },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	char *url = NULL;
+	struct wu_state st = { .ctx = ctx };
+	struct jo_warmup_mount mi = { 0 };
+	struct jo_warmup_fetcher *fetcher = NULL;
+	struct jo_warmup_counters c0 = { 0 }, c1 = { 0 };
+	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+	struct fail_ctx fc = { .ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER };
+	const char *ranges = "-", *mount = NULL;
+	bool dry = false, have_stats = false;
+	uint64_t mem = 64u << 20, blocks = 0, bytes = 0, unwarmable = 0;
+	long threads = 8;
+	FILE *in = NULL;
+	char *mnt = NULL, *end;
+	uint8_t *prev = NULL;
+	size_t prevlen = 0;
+	double t0 = now_s(), last_prog = 0;
+	int c, rc;
+
+	while ((c = getopt_long(argc, argv, "r:m:nP:p:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r': ranges = optarg; break;
+		case 'm': mount = optarg; break;
+		case 'n':
+		case OPT_LIST: dry = true; break;
+		case 'P': st.prefix = optarg; break;
+		case 'p':
+			errno = 0;
+			threads = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || threads < 1 || threads > 1024)
+				return cmd_usage_error(ctx, "bad --threads '%s' (1..1024)", optarg);
+			break;
+		case OPT_MEM:
+			if (cmd_parse_size(optarg, &mem) || mem < (1u << 20))
+				return cmd_usage_error(ctx, "bad --mem-limit '%s' (at least 1M)", optarg);
+			break;
+		case OPT_JSON: ctx->json = true; break;
+		case 'h':
+			fputs(warmup_usage, stdout);
+			return 0;
+		default:
+			return cmd_usage_error(ctx, "unknown option");
+		}
+	}
+	if (argc - optind != 1)
+		return cmd_usage_error(ctx, "expected one META-URL");
+	if (!dry && !mount)
+		return cmd_usage_error(ctx, "--mount DIR is required (or --dry-run to list blocks)");
+
+	/*
+	 * Only the metadata is needed (the mount talks to the object store),
+	 * so volumes on stores jfsops cannot open warm all the same.
+	 */
+	url = strdup(argv[optind]);
+	if (!url) {
+		rc = JO_EXIT_FAIL;
+		goto out;
+	}
+	cmd_scrub_url_password(argv[optind]);
+	rc = cmd_meta_open(url, &st.meta, &st.err);
+	if (!rc)
+		rc = jo_meta_load_format(st.meta, &st.fmt, &st.err);
+	if (!rc && (st.fmt.block_size_kib <= 0 || st.fmt.block_size_kib > 65536))
+		rc = jo_err_set(&st.err, JO_EPROTO, "format record has a bad BlockSize %d",
+				st.fmt.block_size_kib);
+	if (rc) {
+		rc = cmd_fail(ctx, &st.err);
+		goto out;
+	}
+	st.block_size = (uint32_t)st.fmt.block_size_kib * 1024u;
+
+	if (mount && !dry) {
+		rc = jo_warmup_mount_probe(mount, &mi, &st.err);
+		if (rc) {
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+		if (strcmp(mi.uuid, st.fmt.uuid ? st.fmt.uuid : "")) {
+			fprintf(stderr, "%s %s: '%s' mounts volume '%s' (%s), not '%s' (%s)\n",
+				ctx->prog, ctx->cmd, mount, mi.name, mi.uuid, st.fmt.name,
+				st.fmt.uuid ? st.fmt.uuid : "");
+			rc = JO_EXIT_USAGE;
+			goto out;
+		}
+		if (!mi.cache_size || !mi.cache_full_block) {
+			fprintf(stderr, "%s %s: the mount at '%s' keeps no full blocks in a cache (%s): "
+				"reading through it warms nothing\n", ctx->prog, ctx->cmd, mount,
+				!mi.cache_size ? "--cache-size 0" : "--cache-partial-only");
+			rc = JO_EXIT_UNSUPPORTED;
+			goto out;
+		}
+		if (mi.block_size && mi.block_size != st.block_size)
+			fprintf(stderr, "%s %s: warning: the mount says block size %u, the volume %u\n",
+				ctx->prog, ctx->cmd, mi.block_size, st.block_size);
+		have_stats = !jo_warmup_mount_stats(mi.stats_path, &c0, &st.err);
+		/* a trailing '/' would double in joined paths */
+		mnt = strdup(mount);
+		if (!mnt) {
+			rc = JO_EXIT_FAIL;
+			goto out;
+		}
+		for (size_t l = strlen(mnt); l > 1 && mnt[l - 1] == '/'; l--)
+			mnt[l - 1] = '\0';
+	}
+	st.mount = mnt ? mnt : mount;
+
+	if (!strcmp(ranges, "-")) {
+		in = stdin;
+	} else {
+		in = fopen(ranges, "r");
+		if (!in) {
+			jo_err_set(&st.err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
+				   "cannot open ranges file '%s': %s", ranges, strerror(errno));
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+	}
+
+	xo.mem_limit = (size_t)mem;
+	rc = jo_warmup_mapper_new(&st.mapper, st.meta, st.block_size, &st.err);
+	if (!rc)
+		rc = jo_xsort_new(&st.xs, &xo, &st.err);
+	if (!rc)
+		rc = read_ranges(&st, in, in == stdin ? "<stdin>" : ranges);
+	if (!rc)
+		rc = jo_xsort_finish(st.xs, &st.err);
+	if (rc) {
+		rc = cmd_fail(ctx, &st.err);
+		goto out;
+	}
+
+	if (!dry) {
+		rc = jo_warmup_fetcher_new(&fetcher, (int)threads, mi.prefetch, on_fail, &fc, &st.err);
+		if (rc) {
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+	}
+
+	/* The sorted records: the first of each (id, indx) run has the best anchor. */
+	for (;;) {
+		const void *rv;
+		size_t rl;
+		const uint8_t *r;
+		struct jo_warmup_block b = { 0 };
+		char key[512], *vp;
+
+		rc = jo_xsort_next(st.xs, &rv, &rl, &st.err);
+		if (rc < 0) {
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+		if (rc == 0)
+			break;
+		rc = 0;
+		r = rv;
+		if (prev && prevlen >= 12 && !memcmp(prev, r, 12))
+			continue;
+		free(prev);
+		prev = malloc(rl);
+		if (!prev) {
+			rc = JO_EXIT_FAIL;
+			goto out;
+		}
+		memcpy(prev, r, rl);
+		prevlen = rl;
+
+		b.id = get_be64(r);
+		b.indx = get_be32(r + 8);
+		b.anchor_kind = r[12];
+		b.anchor = get_be64(r + 13);
+		b.alt = get_be64(r + 21);
+		b.bsize = get_be32(r + 29);
+		vp = strndup((const char *)r + REC_HEAD, rl - REC_HEAD);
+		if (!vp) {
+			rc = JO_EXIT_FAIL;
+			goto out;
+		}
+		jo_block_key(key, sizeof(key), st.fmt.name, st.fmt.hash_prefix, b.id, b.indx,
+			     b.bsize);
+		blocks++;
+		bytes += b.bsize;
+
+		if (dry) {
+			if (ctx->json) {
+				json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:I}", "type", "block", "key", key,
+						      "size", (json_int_t)b.bsize, "file", vp,
+						      "offset", (json_int_t)b.anchor);
+
+				if (o) {
+					json_dumpf(o, stdout, JSON_COMPACT);
+					fputc('\n', stdout);
+					json_decref(o);
+				}
+			} else {
+				printf("%s\t%" PRIu32 "\n", key, b.bsize);
+			}
+			free(vp);
+			continue;
+		}
+
+		{
+			struct jo_warmup_read rd;
+			struct jo_err perr = { 0 };
+			char *mpath = mount_path(st.mount, mi.subdir, vp);
+
+			if (!mpath) {
+				jo_err_set(&perr, JO_ENOTFOUND, "'%s' is outside the mounted directory '%s'",
+					   vp, mi.subdir);
+				on_fail(key, vp, b.anchor, &perr, &fc);
+				unwarmable++;
+			} else if (jo_warmup_plan_read(&b, &mi, &rd, &perr)) {
+				on_fail(key, mpath, b.anchor, &perr, &fc);
+				unwarmable++;
+			} else {
+				rc = jo_warmup_fetcher_add(fetcher, mpath, key, b.bsize, &rd, &st.err);
+			}
+			free(mpath);
+			free(vp);
+			if (rc) {
+				rc = cmd_fail(ctx, &st.err);
+				goto out;
+			}
+		}
+		if (now_s() - last_prog > 0.5) {
+			last_prog = now_s();
+			progress(ctx, fetcher, blocks, false);
+		}
+	}
+
+	if (fetcher) {
+		struct jo_warmup_fetch_stats fs;
+
+		for (;;) {
+			jo_warmup_fetcher_stats(fetcher, &fs);
+			if (fs.done + fs.failed >= fs.queued || jo_cancelled())
+				break;
+			progress(ctx, fetcher, blocks, false);
+			usleep(200000);
+		}
+		jo_warmup_fetcher_finish(fetcher);
+		progress(ctx, fetcher, blocks, true);
+	}
+
+	{
+		struct jo_warmup_fetch_stats fs = { 0 };
+		uint64_t failed;
+		double secs = now_s() - t0;
+
+		if (fetcher)
+			jo_warmup_fetcher_stats(fetcher, &fs);
+		failed = fs.failed + unwarmable;
+		if (have_stats && jo_warmup_mount_stats(mi.stats_path, &c1, &st.err))
+			have_stats = false;
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:f}", "type", "summary",
+					      "files", (json_int_t)st.ninos, "ranges",
+					      (json_int_t)st.ranges, "requested_bytes",
+					      (json_int_t)st.req_bytes, "blocks", (json_int_t)blocks,
+					      "bytes", (json_int_t)bytes, "block_refs",
+					      (json_int_t)st.block_refs, "dry_run", dry, "seconds", secs);
+
+			if (o && !dry) {
+				json_object_set_new(o, "warmed", json_integer((json_int_t)fs.done));
+				json_object_set_new(o, "warmed_bytes",
+						    json_integer((json_int_t)fs.bytes_done));
+				json_object_set_new(o, "failed", json_integer((json_int_t)failed));
+				json_object_set_new(o, "prefetch_waits",
+						    json_integer((json_int_t)fs.confirm_reads));
+				if (have_stats) {
+					json_object_set_new(o, "mount_gets",
+							    json_integer((json_int_t)(c1.gets - c0.gets)));
+					json_object_set_new(o, "mount_get_bytes",
+							    json_integer((json_int_t)(c1.get_bytes -
+										      c0.get_bytes)));
+				}
+			}
+			if (o) {
+				json_dumpf(o, stdout, JSON_COMPACT);
+				fputc('\n', stdout);
+				json_decref(o);
+			}
+		} else {
+			FILE *sf = dry ? stdout : stderr;
+
+			fprintf(sf, "%sfiles %zu, ranges %" PRIu64 " (%" PRIu64 " bytes), blocks %" PRIu64
+				" (%" PRIu64 " bytes)", dry ? "total: " : "warmup: ", st.ninos,
+				st.ranges, st.req_bytes, blocks, bytes);
+			if (!dry) {
+				fprintf(sf, ", warmed %" PRIu64 " (%" PRIu64 " bytes), failed %" PRIu64,
+					fs.done, fs.bytes_done, failed);
+				if (have_stats)
+					fprintf(sf, "; the mount did %" PRIu64 " object GETs (%" PRIu64
+						" bytes)", c1.gets - c0.gets, c1.get_bytes - c0.get_bytes);
+			}
+			fprintf(sf, " in %.1fs\n", secs);
+		}
+		if (jo_cancelled())
+			rc = 128 + jo_cancelled();
+		else
+			rc = failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	}
+out:
+	free(prev);
+	jo_warmup_fetcher_free(fetcher);
+	if (in && in != stdin)
+		fclose(in);
+	jo_xsort_free(st.xs);
+	jo_warmup_mapper_free(st.mapper);
+	free(st.cur_path);
+	free(st.inos);
+	free(mnt);
+	jo_warmup_mount_release(&mi);
+	jo_format_release(&st.fmt);
+	jo_meta_close(st.meta);
+	free(url);
+	return rc;
+}

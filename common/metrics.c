@@ -1,0 +1,175 @@
+/* metrics.c: Prometheus textfile writer. */
+#include "common/metrics.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/err.h"
+
+struct sample {
+	char *name, *type, *help, *labels;
+	double value;
+};
+
+struct jo_metrics {
+	struct sample *s;
+	size_t n, cap;
+};
+
+int jo_metrics_new(struct jo_metrics **out, struct jo_err *err)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
+}
+
+void jo_metrics_free(struct jo_metrics *mx)
+{
+	if (!mx)
+		return;
+	for (size_t i = 0; i < mx->n; i++) {
+		free(mx->s[i].name);
+		free(mx->s[i].type);
+		free(mx->s[i].help);
+		free(mx->s[i].labels);
+	}
+	free(mx->s);
+	free(mx);
+}
+
+static int valid_name(const char *n)
+{
+	if (!n || !*n || (*n >= '0' && *n <= '9'))
+		return 0;
+	for (; *n; n++)
+		if (!((*n >= 'a' && *n <= 'z') || (*n >= 'A' && *n <= 'Z') ||
+		      (*n >= '0' && *n <= '9') || *n == '_' || *n == ':'))
+			return 0;
+	return 1;
+}
+
+int jo_metrics_set(struct jo_metrics *mx, const char *name, const char *type, const char *help,
+		   const char *labels, double value, struct jo_err *err)
+{
+	struct sample *s;
+
+	if (!valid_name(name))
+		return jo_err_set(err, JO_EINVAL, "bad metric name '%s'", name ? name : "");
+	for (size_t i = 0; i < mx->n; i++) {
+		s = &mx->s[i];
+		if (!strcmp(s->name, name) && !strcmp(s->labels, labels ? labels : "")) {
+			s->value = value;
+			return 0;
+		}
+	}
+	if (mx->n == mx->cap) {
+		size_t nc = mx->cap ? mx->cap * 2 : 16;
+		struct sample *p = realloc(mx->s, nc * sizeof(*p));
+
+		if (!p)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		mx->s = p;
+		mx->cap = nc;
+	}
+	s = &mx->s[mx->n];
+	s->name = strdup(name);
+	s->type = strdup(type ? type : "gauge");
+	s->help = strdup(help ? help : "");
+	s->labels = strdup(labels ? labels : "");
+	s->value = value;
+	if (!s->name || !s->type || !s->help || !s->labels) {
+		free(s->name);
+		free(s->type);
+		free(s->help);
+		free(s->labels);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	mx->n++;
+	return 0;
+}
+
+static void put_value(FILE *f, double v)
+{
+	if (v == (double)(long long)v && v < 9e15 && v > -9e15)
+		fprintf(f, "%lld\n", (long long)v);
+	else
+		fprintf(f, "%.9g\n", v);
+}
+
+int jo_metrics_write(struct jo_metrics *mx, const char *path, struct jo_err *err)
+{
+	char *tmp;
+	size_t l = strlen(path) + 32;
+	FILE *f;
+	int fd, rc = 0;
+
+	tmp = malloc(l);
+	if (!tmp)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	snprintf(tmp, l, "%s.tmp.%ld", path, (long)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || !(f = fdopen(fd, "w"))) {
+		rc = jo_err_set(err, JO_EIO, "metrics file '%s': %s", tmp, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		free(tmp);
+		return rc;
+	}
+	for (size_t i = 0; i < mx->n; i++) {
+		int first = 1;
+
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(mx->s[j].name, mx->s[i].name))
+				first = 0;
+		if (!first)
+			continue;
+		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", mx->s[i].name, mx->s[i].help,
+			mx->s[i].name, mx->s[i].type);
+		for (size_t j = i; j < mx->n; j++) {
+			if (strcmp(mx->s[j].name, mx->s[i].name))
+				continue;
+			if (mx->s[j].labels[0])
+				fprintf(f, "%s{%s} ", mx->s[j].name, mx->s[j].labels);
+			else
+				fprintf(f, "%s ", mx->s[j].name);
+			put_value(f, mx->s[j].value);
+		}
+	}
+	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || ferror(f))
+		rc = jo_err_set(err, JO_EIO, "metrics file '%s': %s", tmp, strerror(errno));
+	if (fclose(f) != 0 && rc == 0)
+		rc = jo_err_set(err, JO_EIO, "metrics file '%s': %s", tmp, strerror(errno));
+	if (rc == 0 && rename(tmp, path) != 0)
+		rc = jo_err_set(err, JO_EIO, "metrics file '%s': rename: %s", path, strerror(errno));
+	if (rc)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
+int jo_metrics_read(const char *path, const char *name, double *out)
+{
+	FILE *f = fopen(path, "r");
+	char line[512];
+	size_t nl = strlen(name);
+	int rc = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, name, nl) && line[nl] == ' ') {
+			char *end;
+			double v = strtod(line + nl + 1, &end);
+
+			if (end != line + nl + 1) {
+				*out = v;
+				rc = 0;
+			}
+		}
+	}
+	fclose(f);
+	return rc;
+}

@@ -1,0 +1,482 @@
+/*
+ * cmd_gc.c: `jfsops gc` - distributed garbage collection with lease-based
+ * workers. Arguments and output only; the work is in gc_plan.c/gc_work.c.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cmd/cmd.h"
+#include "cmd/exit.h"
+#include "cmd/util.h"
+#include "common/audit.h"
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/jfs/jfs.h"
+#include "common/lease.h"
+#include "common/log.h"
+#include "common/metrics.h"
+#include "gc/gc.h"
+
+static const char usage_text[] =
+	"usage: jfsops gc META-URL [--plan | --worker] [--delete] [options]\n"
+	"\n"
+	"Reclaim what a JuiceFS volume has pending for deletion: removed files\n"
+	"(delfiles), slices whose reference count says \"delete\", delayed slices\n"
+	"older than TrashDays, and (Redis) chunk keys of inodes that no longer exist.\n"
+	"Work is recorded as tasks in the volume's own metadata engine and claimed\n"
+	"by lease, so any number of workers on any number of hosts can share it;\n"
+	"reference counts, re-read right before each delete, decide what goes.\n"
+	"Without --delete nothing is changed: gc reports what it would delete.\n"
+	"\n"
+	"Modes:\n"
+	"      --plan               only scan and record tasks (planning twice adds nothing)\n"
+	"      --worker             only claim and process recorded tasks\n"
+	"      (neither)            plan, then work, in this process (the cron case)\n"
+	"      --status             print how many tasks are recorded and leased\n"
+	"      --reset-tasks        drop every recorded task (needs --delete)\n"
+	"\n"
+	"Options:\n"
+	"      --delete             really delete (default: dry-run report)\n"
+	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
+	"      --lease DUR          lease length (default 60s; renewed every third)\n"
+	"      --max-time DUR       stop claiming after DUR and release leases (default: none)\n"
+	"      --threads N          workers in this process (default 1)\n"
+	"      --delete-rate N      at most N object deletes per second (default: no limit)\n"
+	"      --batch N            keys per DeleteObjects request, <= 1000 (default 1000)\n"
+	"      --task-size N        items per task (default 1000)\n"
+	"      --audit FILE         append a JSON line per object to FILE ('-' = stdout)\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics (atomic)\n"
+	"      --json               JSON lines on stdout (a \"summary\" record)\n"
+	"  -h, --help               this help\n"
+	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
+	"\n"
+	CMD_VOL_HELP
+	"\n"
+	"Exit codes: 0 done, 2 usage, 3 failed, 4 finished but some items failed,\n"
+	"5 unreachable, 9 unsupported volume (ChangeLog on), 10 a lease was lost,\n"
+	"130/143 interrupted (SIGINT/SIGTERM: the current batch is finished and\n"
+	"the lease released first).\n";
+
+enum {
+	OPT_PLAN = 0x2000, OPT_WORKER, OPT_DELETE, OPT_ID, OPT_LEASE, OPT_MAXTIME, OPT_THREADS,
+	OPT_RATE, OPT_BATCH, OPT_TASKSIZE, OPT_AUDIT, OPT_METRICS, OPT_JSON, OPT_STATUS, OPT_RESET,
+};
+
+static const struct option longopts[] = {
+	{ "plan", no_argument, NULL, OPT_PLAN },
+	{ "worker", no_argument, NULL, OPT_WORKER },
+	{ "delete", no_argument, NULL, OPT_DELETE },
+	{ "id", required_argument, NULL, OPT_ID },
+	{ "lease", required_argument, NULL, OPT_LEASE },
+	{ "max-time", required_argument, NULL, OPT_MAXTIME },
+	{ "threads", required_argument, NULL, OPT_THREADS },
+	{ "delete-rate", required_argument, NULL, OPT_RATE },
+	{ "batch", required_argument, NULL, OPT_BATCH },
+	{ "task-size", required_argument, NULL, OPT_TASKSIZE },
+	{ "audit", required_argument, NULL, OPT_AUDIT },
+	{ "metrics-file", required_argument, NULL, OPT_METRICS },
+	{ "json", no_argument, NULL, OPT_JSON },
+	{ "status", no_argument, NULL, OPT_STATUS },
+	{ "reset-tasks", no_argument, NULL, OPT_RESET },
+	{ "help", no_argument, NULL, 'h' },
+	CMD_VOL_LONGOPTS,
+	{ NULL, 0, NULL, 0 },
+};
+
+/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
+static int64_t parse_duration(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		return (int64_t)(v * 1000);
+	if (!strcmp(end, "ms"))
+		return (int64_t)v;
+	if (!strcmp(end, "m"))
+		return (int64_t)(v * 60000);
+	if (!strcmp(end, "h"))
+		return (int64_t)(v * 3600000);
+	if (!strcmp(end, "d"))
+		return (int64_t)(v * 86400000);
+	return -1;
+}
+
+static int parse_int(const char *s, long lo, long hi, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (end == s || *end || errno || v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static double now_real(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void human_bytes(uint64_t b, char *buf, size_t cap)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double v = (double)b;
+	int i = 0;
+
+	while (v >= 1024 && i < 5) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+struct totals {
+	uint64_t items, slices, objects, bytes, errors, skipped;
+};
+
+static void sum(const struct gc_stats *s, struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int k = 0; k < GC_NKINDS; k++) {
+		t->items += s->k[k].items;
+		t->slices += s->k[k].slices;
+		t->objects += s->k[k].objects;
+		t->bytes += s->k[k].bytes;
+		t->skipped += s->k[k].skipped;
+	}
+	t->errors = gc_stats_errors(s);
+}
+
+static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const char *mode,
+			  const struct gc_stats *s, int64_t left, int64_t leased, double dur,
+			  const char *status)
+{
+	struct totals t;
+	char hb[32];
+
+	sum(s, &t);
+	if (json) {
+		json_t *o = json_object(), *kinds = json_object();
+		char *line;
+
+		for (int k = 0; k < GC_NKINDS; k++) {
+			json_t *ko = json_pack("{sIsIsIsIsIsI}", "items", (json_int_t)s->k[k].items,
+					       "skipped", (json_int_t)s->k[k].skipped,
+					       "slices", (json_int_t)s->k[k].slices,
+					       "objects", (json_int_t)s->k[k].objects,
+					       "bytes", (json_int_t)s->k[k].bytes,
+					       "errors", (json_int_t)s->k[k].errors);
+
+			json_object_set_new(kinds, gc_kind_name(k), ko);
+		}
+		json_object_set_new(o, "type", json_string("summary"));
+		json_object_set_new(o, "command", json_string("gc"));
+		json_object_set_new(o, "mode", json_string(mode));
+		json_object_set_new(o, "dry_run", json_boolean(!del));
+		json_object_set_new(o, "status", json_string(status));
+		json_object_set_new(o, "items", json_integer((json_int_t)t.items));
+		json_object_set_new(o, "slices", json_integer((json_int_t)t.slices));
+		json_object_set_new(o, "objects", json_integer((json_int_t)t.objects));
+		json_object_set_new(o, "bytes", json_integer((json_int_t)t.bytes));
+		json_object_set_new(o, "errors", json_integer((json_int_t)t.errors));
+		json_object_set_new(o, "object_errors", json_integer((json_int_t)s->obj_errors));
+		json_object_set_new(o, "kinds", kinds);
+		json_object_set_new(o, "tasks_planned", json_integer((json_int_t)s->tasks_planned));
+		json_object_set_new(o, "items_planned", json_integer((json_int_t)s->items_planned));
+		json_object_set_new(o, "tasks_done", json_integer((json_int_t)s->tasks_done));
+		json_object_set_new(o, "tasks_released", json_integer((json_int_t)s->tasks_released));
+		json_object_set_new(o, "tasks_left", json_integer(left));
+		json_object_set_new(o, "tasks_leased", json_integer(leased));
+		json_object_set_new(o, "leases_lost", json_integer((json_int_t)s->leases_lost));
+		json_object_set_new(o, "duration_s", json_real(dur));
+		line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+		if (line) {
+			printf("%s\n", line);
+			free(line);
+		}
+		json_decref(o);
+		fflush(stdout);
+		return;
+	}
+	(void)ctx;
+	printf("%-9s %10s %10s %10s %10s %14s %8s\n", "kind", "items", "skipped", "slices",
+	       "objects", "bytes", "errors");
+	for (int k = 0; k < GC_NKINDS; k++)
+		printf("%-9s %10llu %10llu %10llu %10llu %14llu %8llu\n", gc_kind_name(k),
+		       (unsigned long long)s->k[k].items, (unsigned long long)s->k[k].skipped,
+		       (unsigned long long)s->k[k].slices, (unsigned long long)s->k[k].objects,
+		       (unsigned long long)s->k[k].bytes, (unsigned long long)s->k[k].errors);
+	human_bytes(t.bytes, hb, sizeof(hb));
+	printf("gc %s (%s): %s %llu objects (%s) of %llu slices; tasks planned %llu, done %llu, "
+	       "released %llu, left %lld; leases lost %llu; %llu errors; %.1fs; %s\n",
+	       del ? "delete" : "dry-run", mode, del ? "deleted" : "would delete",
+	       (unsigned long long)t.objects, hb, (unsigned long long)t.slices,
+	       (unsigned long long)s->tasks_planned, (unsigned long long)s->tasks_done,
+	       (unsigned long long)s->tasks_released, (long long)left,
+	       (unsigned long long)s->leases_lost, (unsigned long long)t.errors, dur, status);
+	fflush(stdout);
+}
+
+static int write_metrics(const char *path, bool del, const struct gc_stats *s, int64_t left,
+			 double start, double dur, bool success, struct jo_err *err)
+{
+	struct jo_metrics *mx = NULL;
+	double last_ok = 0;
+	int rc;
+
+	if ((rc = jo_metrics_new(&mx, err)) != 0)
+		return rc;
+	if (!success && jo_metrics_read(path, "jfsops_gc_last_success_timestamp_seconds", &last_ok))
+		last_ok = 0;
+	for (int k = 0; k < GC_NKINDS && rc == 0; k++) {
+		char lab[48];
+
+		snprintf(lab, sizeof(lab), "kind=\"%s\"", gc_kind_name(k));
+		rc = jo_metrics_set(mx, "jfsops_gc_items_total", "counter",
+				    "pending items seen by the last run", lab, (double)s->k[k].items, err);
+		if (rc == 0)
+			rc = jo_metrics_set(mx, "jfsops_gc_slices_deleted_total", "counter",
+					    "slices deleted (dry-run: would be) by the last run", lab,
+					    (double)s->k[k].slices, err);
+		if (rc == 0)
+			rc = jo_metrics_set(mx, "jfsops_gc_objects_deleted_total", "counter",
+					    "objects deleted (dry-run: would be) by the last run", lab,
+					    (double)s->k[k].objects, err);
+		if (rc == 0)
+			rc = jo_metrics_set(mx, "jfsops_gc_bytes_deleted_total", "counter",
+					    "block bytes deleted (dry-run: would be) by the last run",
+					    lab, (double)s->k[k].bytes, err);
+	}
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_errors_total", "counter",
+				    "items and objects that failed in the last run", NULL,
+				    (double)gc_stats_errors(s), err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_tasks_completed_total", "counter",
+				    "tasks completed by the last run", NULL, (double)s->tasks_done, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_tasks_planned_total", "counter",
+				    "tasks recorded by the last run", NULL, (double)s->tasks_planned, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_leases_lost_total", "counter",
+				    "leases lost in the last run", NULL, (double)s->leases_lost, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_tasks_left", "gauge",
+				    "tasks still recorded after the last run", NULL, (double)left, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_dry_run", "gauge", "1 if the last run was a dry run",
+				    NULL, del ? 0 : 1, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_duration_seconds", "gauge",
+				    "duration of the last run", NULL, dur, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_last_run_timestamp_seconds", "gauge",
+				    "start of the last run (unix seconds)", NULL, start, err);
+	if (rc == 0 && (success || last_ok > 0))
+		rc = jo_metrics_set(mx, "jfsops_gc_last_success_timestamp_seconds", "gauge",
+				    "start of the last successful run (unix seconds)", NULL,
+				    success ? start : last_ok, err);
+	if (rc == 0)
+		rc = jo_metrics_write(mx, path, err);
+	jo_metrics_free(mx);
+	return rc;
+}
+
+int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
+{
+	struct cmd_vol_args va = { 0 };
+	struct gc_opts o = { .lease_ms = 60000, .threads = 1, .batch = 1000, .task_size = 1000 };
+	struct jo_err err = { 0 };
+	struct jo_vol *vol = NULL;
+	struct jo_audit *au = NULL;
+	struct gc_run *run = NULL;
+	struct gc_stats st;
+	const char *audit_path = NULL, *metrics_path = NULL;
+	bool plan = false, work = false, json = ctx->json, status = false, reset = false;
+	double t0 = now_real();
+	int64_t left = 0, leased = 0;
+	const char *mode;
+	int rc = 0, opt, exit_code = JO_EXIT_OK;
+	long lv;
+
+	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (cmd_vol_opt(&va, opt, optarg))
+			continue;
+		switch (opt) {
+		case OPT_PLAN: plan = true; break;
+		case OPT_WORKER: work = true; break;
+		case OPT_DELETE: o.delete_ = true; break;
+		case OPT_ID: o.worker_id = optarg; break;
+		case OPT_LEASE:
+			o.lease_ms = parse_duration(optarg);
+			if (o.lease_ms < 1000)
+				return cmd_usage_error(ctx, "--lease '%s': a duration of at least 1s", optarg);
+			break;
+		case OPT_MAXTIME:
+			o.max_time_ms = parse_duration(optarg);
+			if (o.max_time_ms <= 0)
+				return cmd_usage_error(ctx, "--max-time '%s': a positive duration", optarg);
+			break;
+		case OPT_THREADS:
+			if (parse_int(optarg, 1, 256, &lv))
+				return cmd_usage_error(ctx, "--threads '%s': 1..256", optarg);
+			o.threads = (int)lv;
+			break;
+		case OPT_RATE: {
+			char *end;
+
+			o.delete_rate = strtod(optarg, &end);
+			if (end == optarg || *end || o.delete_rate <= 0)
+				return cmd_usage_error(ctx, "--delete-rate '%s': objects per second > 0",
+						       optarg);
+			break;
+		}
+		case OPT_BATCH:
+			if (parse_int(optarg, 1, 1000, &lv))
+				return cmd_usage_error(ctx, "--batch '%s': 1..1000", optarg);
+			o.batch = (int)lv;
+			break;
+		case OPT_TASKSIZE:
+			if (parse_int(optarg, 1, 100000, &lv))
+				return cmd_usage_error(ctx, "--task-size '%s': 1..100000", optarg);
+			o.task_size = (int)lv;
+			break;
+		case OPT_AUDIT: audit_path = optarg; break;
+		case OPT_METRICS: metrics_path = optarg; break;
+		case OPT_JSON: json = true; break;
+		case OPT_STATUS: status = true; break;
+		case OPT_RESET: reset = true; break;
+		case 'h':
+			fputs(usage_text, stdout);
+			return JO_EXIT_OK;
+		default:
+			return cmd_usage_error(ctx, "unknown option");
+		}
+	}
+	if (optind + 1 != argc)
+		return cmd_usage_error(ctx, optind >= argc ? "META-URL is required" :
+				       "too many arguments");
+	if (plan && work)
+		return cmd_usage_error(ctx, "--plan and --worker exclude each other (give neither "
+				       "to do both)");
+	if (reset && !o.delete_)
+		return cmd_usage_error(ctx, "--reset-tasks changes the volume: add --delete");
+	if (!plan && !work) {
+		plan = work = true;
+		mode = "plan+work";
+	} else {
+		mode = plan ? "plan" : "worker";
+	}
+
+	rc = cmd_open_volume(ctx, &va, argv[optind], &vol);
+	if (rc) {
+		cmd_vol_args_release(&va);
+		return rc;
+	}
+	if (o.delete_ && vol->fmt.changelog) {
+		jo_err_set(&err, JO_EUNSUPPORTED, "volume '%s' has ChangeLog enabled: jfsops does "
+			   "not write change-log entries, so it refuses to mutate it", vol->fmt.name);
+		exit_code = cmd_fail(ctx, &err);
+		goto out;
+	}
+	if (audit_path && jo_audit_open(&au, audit_path, &err) != 0) {
+		exit_code = cmd_fail(ctx, &err);
+		goto out;
+	}
+	o.audit = au;
+	if (gc_run_new(&run, vol, &o, &err) != 0) {
+		exit_code = cmd_fail(ctx, &err);
+		goto out;
+	}
+	if (status) {
+		if (gc_task_counts(run, &left, &leased, &err) != 0) {
+			left = leased = 0; /* no task table yet: nothing recorded */
+			jo_err_clear(&err);
+		}
+		if (json)
+			printf("{\"type\":\"status\",\"command\":\"gc\",\"tasks\":%lld,\"leased\":%lld}\n",
+			       (long long)left, (long long)leased);
+		else
+			printf("gc tasks: %lld recorded, %lld under lease\n", (long long)left,
+			       (long long)leased);
+		goto out;
+	}
+	if (reset) {
+		if (gc_reset_tasks(run, &err) != 0) {
+			exit_code = cmd_fail(ctx, &err);
+			goto out;
+		}
+		printf("gc tasks dropped\n");
+		goto out;
+	}
+	jo_info("%s, %s, TrashDays %d, %d thread(s)", o.delete_ ? "deleting" : "dry-run", mode,
+		vol->fmt.trash_days, o.threads);
+	if (plan)
+		rc = gc_plan(run, !o.delete_ && work, &err);
+	/* dry plan+work evaluated everything while planning */
+	if (rc == 0 && work && (o.delete_ || !plan))
+		rc = gc_work(run, &err);
+	gc_run_stats(run, &st);
+	if (o.delete_ && gc_task_counts(run, &left, &leased, &err) != 0 && rc == 0) {
+		jo_warn("counting tasks: %s", err.msg);
+		jo_err_clear(&err);
+	}
+	{
+		double dur = now_real() - t0;
+		const char *stname = "ok";
+		bool success;
+
+		if (rc == JO_ECANCELED || jo_cancelled()) {
+			int sig = jo_cancelled();
+
+			stname = "interrupted";
+			exit_code = sig ? 128 + sig : JO_EXIT_OK; /* max-time alone is a clean stop */
+			if (!sig)
+				stname = "max-time";
+			rc = 0;
+		} else if (rc) {
+			stname = "failed";
+		} else if (gc_stats_errors(&st)) {
+			stname = "partial";
+			exit_code = JO_EXIT_PARTIAL;
+		} else if (st.leases_lost) {
+			stname = "lease-lost";
+			exit_code = JO_EXIT_CONFLICT;
+		}
+		if (rc == 0)
+			print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname);
+		success = rc == 0 && exit_code == JO_EXIT_OK;
+		if (metrics_path) {
+			struct jo_err merr = { 0 };
+
+			if (write_metrics(metrics_path, o.delete_, &st, left, t0, dur, success, &merr)) {
+				jo_error("%s", merr.msg);
+				if (exit_code == JO_EXIT_OK && rc == 0)
+					exit_code = JO_EXIT_FAIL;
+			}
+		}
+		if (rc)
+			exit_code = cmd_fail(ctx, &err);
+	}
+out:
+	gc_run_free(run);
+	jo_audit_close(au);
+	jo_vol_close(vol);
+	cmd_vol_args_release(&va);
+	return exit_code;
+}

@@ -1,0 +1,802 @@
+/*
+ * gc_work.c: processing gc items exactly as JuiceFS does (spec §5.2, §5.3,
+ * §3.9, §5.4), the physical deleter (batched, rate-limited, audited), and
+ * the worker threads that claim tasks by lease.
+ */
+#include "gc/gc_internal.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/audit.h"
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/jfs/jfs.h"
+#include "common/lease.h"
+#include "common/log.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
+#include "common/object/object.h"
+
+static const char *const kind_names[GC_NKINDS] = { "file", "slice", "delslice", "chunk" };
+static const char *const reasons[GC_NKINDS] = { "removed-file", "pending-slice",
+						 "delayed-slice", "leaked-chunk" };
+
+const char *gc_kind_name(int kind)
+{
+	return kind >= 0 && kind < GC_NKINDS ? kind_names[kind] : "?";
+}
+
+int gc_kind_parse(const char *s)
+{
+	for (int i = 0; i < GC_NKINDS; i++)
+		if (!strcmp(s, kind_names[i]))
+			return i;
+	return -1;
+}
+
+void gc_stats_add(struct gc_stats *d, const struct gc_stats *s)
+{
+	for (int i = 0; i < GC_NKINDS; i++) {
+		d->k[i].items += s->k[i].items;
+		d->k[i].skipped += s->k[i].skipped;
+		d->k[i].slices += s->k[i].slices;
+		d->k[i].objects += s->k[i].objects;
+		d->k[i].bytes += s->k[i].bytes;
+		d->k[i].errors += s->k[i].errors;
+	}
+	d->tasks_planned += s->tasks_planned;
+	d->items_planned += s->items_planned;
+	d->tasks_done += s->tasks_done;
+	d->tasks_released += s->tasks_released;
+	d->leases_lost += s->leases_lost;
+	d->obj_errors += s->obj_errors;
+	d->still_referenced += s->still_referenced;
+}
+
+uint64_t gc_stats_errors(const struct gc_stats *s)
+{
+	uint64_t e = s->obj_errors;
+
+	for (int i = 0; i < GC_NKINDS; i++)
+		e += s->k[i].errors;
+	return e;
+}
+
+int64_t gc_now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* ---- stop conditions */
+
+/* JO_ECANCELED on a signal or when --max-time passed. */
+static int should_stop(struct gc_worker *w)
+{
+	if (jo_cancelled())
+		return JO_ECANCELED;
+	if (w->run->deadline_mono && jo_lease_mono_ms() >= w->run->deadline_mono)
+		return JO_ECANCELED;
+	return 0;
+}
+
+/* Before every mutation: our lease must still be certain. */
+static int may_mutate(struct gc_worker *w, struct jo_err *err)
+{
+	if (w->lease && !jo_lease_valid(w->lease)) {
+		w->lease_lost = true;
+		return jo_err_set(err, JO_ECONFLICT, "task %lld: lease lost, stopping mutations",
+				  (long long)w->task_id);
+	}
+	return 0;
+}
+
+/* ---- the deleter */
+
+static void rate_wait(struct gc_worker *w, size_t n)
+{
+	struct gc_run *r = w->run;
+	int64_t now, at;
+
+	if (r->o.delete_rate <= 0 || n == 0)
+		return;
+	pthread_mutex_lock(&r->mu);
+	now = jo_lease_mono_ms();
+	if (r->rate_next < (double)now)
+		r->rate_next = (double)now;
+	at = (int64_t)r->rate_next;
+	r->rate_next += (double)n * 1000.0 / r->o.delete_rate;
+	pthread_mutex_unlock(&r->mu);
+	while ((now = jo_lease_mono_ms()) < at) {
+		int64_t d = at - now;
+
+		if (jo_cancelled())
+			return; /* finish the current batch without waiting */
+
+		if (d > 100)
+			d = 100;
+		usleep((useconds_t)d * 1000);
+	}
+}
+
+static void audit(struct gc_worker *w, const char *action, const char *key, uint64_t id,
+		  uint32_t size, int kind, const char *result, const char *error)
+{
+	struct jo_audit_rec rec = {
+		.action = action, .worker = w->id, .task = w->task_id, .key = key,
+		.slice_id = id, .slice_size = size, .reason = reasons[kind], .result = result,
+		.error = error,
+	};
+	struct jo_err err = { 0 };
+
+	if (!w->run->o.audit)
+		return;
+	if (jo_audit_write(w->run->o.audit, &rec, &err) != 0 && !w->audit_failed) {
+		w->audit_failed = true;
+		jo_error("%s", err.msg);
+	}
+}
+
+static int deleter_add(struct gc_worker *w, uint64_t id, uint32_t size, int kind,
+		       struct jo_err *err);
+
+/*
+ * Delete the queued slices: re-read each refcount right before, delete the
+ * blocks of those that still say "delete" in DeleteObjects batches, then drop
+ * their refcount entries (only when every block is gone).
+ */
+static int deleter_flush(struct gc_worker *w, struct jo_err *err)
+{
+	struct gc_run *r = w->run;
+	const struct jo_vol *v = r->vol;
+	uint32_t bs = v->block_size;
+	char **keys = NULL;
+	int *res = NULL;
+	size_t nk = 0, kcap = 0;
+	int rc = 0;
+
+	if (w->npend == 0)
+		return 0;
+	/* 1. re-check every slice; compute its keys */
+	for (size_t i = 0; i < w->npend; i++) {
+		struct gc_pend *p = &w->pend[i];
+		bool del = true;
+		uint32_t nb;
+
+		if (r->o.delete_) {
+			if ((rc = may_mutate(w, err)) != 0)
+				goto out;
+			rc = jo_mut_slice_deletable(w->m, p->id, p->size, &del, err);
+			if (rc) {
+				jo_warn("slice %" PRIu64 ": %s", p->id, err->msg);
+				w->st.k[p->kind].errors++;
+				p->skip = true;
+				rc = 0;
+				continue;
+			}
+		}
+		if (!del) {
+			/* someone else (a client's own cleanup) already deleted it */
+			w->st.still_referenced++;
+			p->skip = true;
+			continue;
+		}
+		nb = jo_slice_nblocks(p->size, bs);
+		p->first_key = nk;
+		p->nkeys = nb;
+		if (nk + nb > kcap) {
+			size_t nc = (nk + nb) * 2;
+			char **kk = realloc(keys, nc * sizeof(*kk));
+
+			if (!kk) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				goto out;
+			}
+			keys = kk;
+			kcap = nc;
+		}
+		for (uint32_t b = 0; b < nb; b++) {
+			char key[512];
+
+			if (jo_vol_block_key(v, key, sizeof(key), p->id, b,
+					     jo_block_len(p->size, bs, b)) < 0 ||
+			    !(keys[nk] = strdup(key))) {
+				rc = jo_err_set(err, JO_ENOMEM, "block key of slice %" PRIu64, p->id);
+				goto out;
+			}
+			nk++;
+		}
+	}
+	/* 2. delete (or report) */
+	res = calloc(nk ? nk : 1, sizeof(*res));
+	if (!res) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (r->o.delete_ && nk) {
+		size_t per = (size_t)(r->o.batch > 0 ? r->o.batch : 1000);
+
+		/* rate-limited: requests of at most one second's worth of deletes */
+		if (r->o.delete_rate > 0 && (double)per > r->o.delete_rate)
+			per = r->o.delete_rate >= 1 ? (size_t)r->o.delete_rate : 1;
+
+		for (size_t off = 0; off < nk; off += per) {
+			size_t n = nk - off < per ? nk - off : per;
+
+			if ((rc = may_mutate(w, err)) != 0)
+				goto out;
+			rate_wait(w, n);
+			rc = jo_obj_delete_batch(v->obj, (const char *const *)keys + off, n, res + off,
+						 err);
+			if (rc) {
+				/* the request failed: every key of this batch counts as failed */
+				jo_warn("delete batch: %s", err->msg);
+				for (size_t i = 0; i < n; i++)
+					res[off + i] = rc;
+				rc = 0;
+			}
+		}
+	}
+	/* 3. account, audit, forget fully deleted slices */
+	for (size_t i = 0; i < w->npend; i++) {
+		struct gc_pend *p = &w->pend[i];
+		bool all_ok = true;
+
+		if (p->skip)
+			continue;
+		for (size_t k = p->first_key; k < p->first_key + p->nkeys; k++) {
+			uint32_t b = (uint32_t)(k - p->first_key);
+
+			if (!r->o.delete_) {
+				audit(w, "would-delete", keys[k], p->id, p->size, p->kind, "dry-run", NULL);
+			} else if (res[k] == 0) {
+				audit(w, "delete", keys[k], p->id, p->size, p->kind, "ok", NULL);
+			} else {
+				all_ok = false;
+				w->st.obj_errors++;
+				audit(w, "delete", keys[k], p->id, p->size, p->kind, "error",
+				      jo_err_name(res[k]));
+				continue;
+			}
+			w->st.k[p->kind].objects++;
+			w->st.k[p->kind].bytes += jo_block_len(p->size, bs, b);
+		}
+		if (!all_ok)
+			continue; /* the refcount stays negative: retried by the next run */
+		w->st.k[p->kind].slices++;
+		if (r->o.delete_) {
+			struct jo_err e2 = { 0 };
+
+			/* the blocks are gone: dropping the entry is right even if our lease
+			 * just expired (doDeleteSlice after the block deletes) */
+			if (jo_mut_forget_slice(w->m, p->id, p->size, &e2) != 0) {
+				jo_warn("slice %" PRIu64 ": %s", p->id, e2.msg);
+				w->st.k[p->kind].errors++;
+			}
+		}
+	}
+	if (r->o.audit && r->o.delete_) {
+		struct jo_err e3 = { 0 };
+
+		if (jo_audit_sync(r->o.audit, &e3) != 0 && !w->audit_failed) {
+			w->audit_failed = true;
+			jo_error("%s", e3.msg);
+		}
+	}
+out:
+	for (size_t i = 0; i < nk; i++)
+		free(keys[i]);
+	free(keys);
+	free(res);
+	w->npend = 0;
+	w->pend_keys = 0;
+	return rc;
+}
+
+static int deleter_add(struct gc_worker *w, uint64_t id, uint32_t size, int kind,
+		       struct jo_err *err)
+{
+	if (id == 0 || size == 0)
+		return 0;
+	for (size_t i = 0; i < w->npend; i++)
+		if (w->pend[i].id == id && w->pend[i].size == size)
+			return 0;
+	if (w->npend == w->pcap) {
+		size_t nc = w->pcap ? w->pcap * 2 : 64;
+		struct gc_pend *p = realloc(w->pend, nc * sizeof(*p));
+
+		if (!p)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		w->pend = p;
+		w->pcap = nc;
+	}
+	memset(&w->pend[w->npend], 0, sizeof(w->pend[0]));
+	w->pend[w->npend].id = id;
+	w->pend[w->npend].size = size;
+	w->pend[w->npend].kind = kind;
+	w->npend++;
+	w->pend_keys += jo_slice_nblocks(size, w->run->vol->block_size);
+	if (w->pend_keys >= (size_t)(w->run->o.batch > 0 ? w->run->o.batch : 1000))
+		return deleter_flush(w, err);
+	return 0;
+}
+
+int gc_queue_slice(struct gc_worker *w, uint64_t id, uint32_t size, int kind, struct jo_err *err)
+{
+	return deleter_add(w, id, size, kind, err);
+}
+
+/* ---- dry-run evaluation of chunks */
+
+/* Would deleting these chunks free slices? (refcount minus the records we drop) */
+struct dry_ref {
+	uint64_t id;
+	uint32_t size;
+	int64_t count;
+};
+
+static int dry_chunks(struct gc_worker *w, uint64_t ino, const uint32_t *idx, size_t n, int kind,
+		      struct jo_err *err)
+{
+	struct dry_ref *refs = NULL;
+	size_t nr = 0, cap = 0;
+	int rc = 0;
+
+	for (size_t c = 0; c < n; c++) {
+		uint8_t *raw = NULL;
+		size_t len = 0;
+
+		rc = jo_meta_read_chunk(w->m, ino, idx[c], &raw, &len, err);
+		if (rc)
+			goto out;
+		for (size_t o = 0; o + JO_SLICE_REC_LEN <= len; o += JO_SLICE_REC_LEN) {
+			struct jo_slice s;
+			size_t j;
+
+			jo_slice_decode(raw + o, &s);
+			if (s.id == 0)
+				continue;
+			for (j = 0; j < nr; j++)
+				if (refs[j].id == s.id && refs[j].size == s.size)
+					break;
+			if (j == nr) {
+				if (nr == cap) {
+					size_t nc = cap ? cap * 2 : 32;
+					struct dry_ref *p = realloc(refs, nc * sizeof(*p));
+
+					if (!p) {
+						free(raw);
+						rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+						goto out;
+					}
+					refs = p;
+					cap = nc;
+				}
+				refs[nr].id = s.id;
+				refs[nr].size = s.size;
+				refs[nr].count = 0;
+				nr++;
+			}
+			refs[j].count++;
+		}
+		free(raw);
+	}
+	for (size_t j = 0; j < nr; j++) {
+		int64_t cnt = 0;
+		bool ex = false;
+
+		rc = jo_meta_get_slice_ref(w->m, refs[j].id, refs[j].size, &cnt, &ex, err);
+		if (rc)
+			goto out;
+		if (cnt - refs[j].count <= 0 && (rc = deleter_add(w, refs[j].id, refs[j].size, kind, err)))
+			goto out;
+	}
+out:
+	free(refs);
+	return rc;
+}
+
+/* ---- one item of each kind */
+
+static int parse_item(const char *it, char *k, uint64_t *a, uint64_t *b)
+{
+	char *end;
+	unsigned long long x, y;
+
+	if (!it[0] || it[1] != ':')
+		return -1;
+	*k = it[0];
+	x = strtoull(it + 2, &end, 10);
+	if (end == it + 2 || *end != ':')
+		return -1;
+	y = strtoull(end + 1, &end, 10);
+	if (*end)
+		return -1;
+	*a = x;
+	*b = y;
+	return 0;
+}
+
+/* Run deleteChunk and queue what it freed. */
+static int delete_chunk(struct gc_worker *w, uint64_t ino, uint32_t indx, int kind,
+			struct jo_err *err)
+{
+	struct jo_sref *freed = NULL;
+	size_t nf = 0;
+	int rc;
+
+	if ((rc = may_mutate(w, err)) != 0)
+		return rc;
+	rc = jo_mut_delete_chunk(w->m, ino, indx, &freed, &nf, err);
+	for (size_t i = 0; rc == 0 && i < nf; i++)
+		rc = deleter_add(w, freed[i].id, freed[i].size, kind, err);
+	free(freed);
+	return rc;
+}
+
+static int do_file(struct gc_worker *w, uint64_t ino, uint64_t length, struct jo_err *err)
+{
+	uint32_t *idx = NULL;
+	size_t n = 0;
+	bool exists = false;
+	int rc;
+
+	rc = jo_mut_delfile_exists(w->m, ino, length, &exists, err);
+	if (rc)
+		return rc;
+	if (!exists) {
+		w->st.k[GC_FILE].skipped++; /* a client or another worker finished it */
+		return 0;
+	}
+	rc = jo_mut_file_chunks(w->m, ino, length, &idx, &n, err);
+	if (rc)
+		return rc;
+	if (!w->run->o.delete_) {
+		rc = dry_chunks(w, ino, idx, n, GC_FILE, err);
+		free(idx);
+		return rc;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		if ((rc = should_stop(w)) != 0)
+			break;
+		rc = delete_chunk(w, ino, idx[i], GC_FILE, err);
+	}
+	free(idx);
+	if (rc)
+		return rc; /* as JuiceFS: the delfiles entry stays for a later run */
+	/* delete the freed slices first, so a crash leaves the entry, not a leak */
+	if ((rc = deleter_flush(w, err)) != 0)
+		return rc;
+	if ((rc = may_mutate(w, err)) != 0)
+		return rc;
+	return jo_mut_remove_delfile(w->m, ino, length, err);
+}
+
+static int do_slice(struct gc_worker *w, uint64_t id, uint32_t size, struct jo_err *err)
+{
+	bool del = false;
+	int rc;
+
+	if (!w->run->o.delete_) {
+		rc = jo_mut_slice_deletable(w->m, id, size, &del, err);
+		if (rc)
+			return rc;
+		if (!del) {
+			w->st.k[GC_SLICE].skipped++;
+			return 0;
+		}
+	}
+	return deleter_add(w, id, size, GC_SLICE, err);
+}
+
+static int do_delslice(struct gc_worker *w, uint64_t new_id, int64_t ts, struct jo_err *err)
+{
+	struct jo_sref *freed = NULL;
+	size_t nf = 0;
+	bool kept = false;
+	int rc;
+
+	if (!w->run->o.delete_) {
+		/* dry-run: the entry is reported; its slices are evaluated by the planner */
+		if (ts >= w->run->edge)
+			w->st.k[GC_DELSLICE].skipped++;
+		return 0;
+	}
+	if ((rc = may_mutate(w, err)) != 0)
+		return rc;
+	rc = jo_mut_cleanup_delslice(w->m, new_id, ts, w->run->edge, &freed, &nf, &kept, err);
+	if (rc == 0 && kept)
+		w->st.k[GC_DELSLICE].skipped++;
+	for (size_t i = 0; rc == 0 && i < nf; i++)
+		rc = deleter_add(w, freed[i].id, freed[i].size, GC_DELSLICE, err);
+	free(freed);
+	return rc;
+}
+
+static int do_chunk(struct gc_worker *w, uint64_t ino, uint32_t indx, struct jo_err *err)
+{
+	bool exists = false, detached = false;
+	int rc;
+
+	/* re-check: only chunks of inodes that are really gone (inode numbers
+	 * are never reused; sustained inodes keep their attr; detached nodes
+	 * belong to a clone in progress) */
+	if ((rc = jo_mut_inode_exists(w->m, ino, &exists, err)) != 0)
+		return rc;
+	if (!exists && (rc = jo_mut_is_detached(w->m, ino, &detached, err)) != 0)
+		return rc;
+	if (exists || detached) {
+		w->st.k[GC_CHUNK].skipped++;
+		return 0;
+	}
+	if (!w->run->o.delete_)
+		return dry_chunks(w, ino, &indx, 1, GC_CHUNK, err);
+	return delete_chunk(w, ino, indx, GC_CHUNK, err);
+}
+
+int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err)
+{
+	char k;
+	uint64_t a, b;
+	int kind, rc;
+
+	if (parse_item(item, &k, &a, &b) != 0) {
+		jo_warn("task %lld: malformed item '%.60s' ignored", (long long)w->task_id, item);
+		return 0;
+	}
+	switch (k) {
+	case 'f': kind = GC_FILE; break;
+	case 's': kind = GC_SLICE; break;
+	case 'd': kind = GC_DELSLICE; break;
+	case 'c': kind = GC_CHUNK; break;
+	default:
+		jo_warn("task %lld: unknown item kind '%c' ignored", (long long)w->task_id, k);
+		return 0;
+	}
+	w->st.k[kind].items++;
+	switch (kind) {
+	case GC_FILE: rc = do_file(w, a, b, err); break;
+	case GC_SLICE:
+		rc = b > UINT32_MAX ? 0 : do_slice(w, a, (uint32_t)b, err);
+		break;
+	case GC_DELSLICE: rc = do_delslice(w, a, (int64_t)b, err); break;
+	default:
+		rc = b > UINT32_MAX ? 0 : do_chunk(w, a, (uint32_t)b, err);
+		break;
+	}
+	if (rc == JO_ECONFLICT && !w->lease_lost)
+		rc = JO_EIO; /* not our lease: an engine-level conflict, an item error */
+	if (rc && rc != JO_ECONFLICT && rc != JO_ECANCELED && rc != JO_ENOMEM) {
+		/* one item failed: count it, keep going (its pending state remains in the
+		 * metadata, so the next plan finds it again) */
+		jo_warn("%s: %s", item, err->msg);
+		w->st.k[kind].errors++;
+		rc = 0;
+	}
+	return rc;
+}
+
+/* Process every item of a task ('\n'-separated). */
+int gc_process_items(struct gc_worker *w, const char *items, struct jo_err *err)
+{
+	const char *p = items;
+	int rc = 0;
+
+	while (*p && rc == 0) {
+		const char *nl = strchr(p, '\n');
+		size_t l = nl ? (size_t)(nl - p) : strlen(p);
+		char buf[256];
+
+		if ((rc = should_stop(w)) != 0)
+			break;
+		if (l > 0 && l < sizeof(buf)) {
+			memcpy(buf, p, l);
+			buf[l] = '\0';
+			rc = gc_process_item(w, buf, err);
+		}
+		p += l + (nl ? 1 : 0);
+	}
+	if (rc == JO_ECANCELED) {
+		/* finish the current batch, then stop */
+		struct jo_err e2 = { 0 };
+
+		if (deleter_flush(w, &e2) != 0 && e2.code != JO_ECONFLICT)
+			jo_warn("%s", e2.msg);
+		return jo_err_set(err, JO_ECANCELED, "stopped");
+	}
+	if (rc == 0)
+		rc = deleter_flush(w, err);
+	else
+		w->npend = 0, w->pend_keys = 0; /* lease lost: leave the rest to the next owner */
+	return rc;
+}
+
+/* ---- workers */
+
+int gc_worker_init(struct gc_worker *w, struct gc_run *r, int idx, struct jo_err *err)
+{
+	memset(w, 0, sizeof(*w));
+	w->run = r;
+	snprintf(w->id, sizeof(w->id), "%s/%d", r->owner, idx);
+	return jo_meta_dup(r->vol->meta, &w->m, err);
+}
+
+void gc_worker_release(struct gc_worker *w)
+{
+	jo_lease_free(w->lease);
+	jo_meta_close(w->m);
+	free(w->pend);
+	w->lease = NULL;
+	w->m = NULL;
+	w->pend = NULL;
+}
+
+static void merge_stats(struct gc_worker *w)
+{
+	pthread_mutex_lock(&w->run->mu);
+	gc_stats_add(&w->run->st, &w->st);
+	pthread_mutex_unlock(&w->run->mu);
+	memset(&w->st, 0, sizeof(w->st));
+}
+
+/* Claim and process tasks until none is left, time is up or a signal came. */
+static void *worker_main(void *arg)
+{
+	struct gc_worker *w = arg;
+	struct gc_run *r = w->run;
+	struct jo_lease_opts lo = { .ns = GC_NS, .owner = w->id, .lease_ms = r->o.lease_ms };
+	struct jo_err err = { 0 };
+	int rc;
+
+	rc = jo_lease_new(&w->lease, w->m, &lo, &err);
+	if (rc) {
+		w->rc = rc;
+		w->err = err;
+		return NULL;
+	}
+	while (should_stop(w) == 0) {
+		struct jo_mut_task t;
+
+		rc = jo_lease_claim(w->lease, w->m, &t, &err);
+		if (rc == JO_ENOTFOUND)
+			break;
+		if (rc) {
+			w->rc = rc;
+			w->err = err;
+			break;
+		}
+		w->task_id = t.id;
+		w->lease_lost = false;
+		jo_debug("%s: claimed task %lld (%s, attempt %lld)", w->id, (long long)t.id, t.kind,
+			 (long long)t.attempts);
+		rc = gc_process_items(w, t.items, &err);
+		jo_mut_task_release_mem(&t);
+		if (rc == 0) {
+			rc = jo_lease_complete(w->lease, w->m, &err);
+			if (rc == 0) {
+				w->st.tasks_done++;
+			} else if (rc == JO_ECONFLICT) {
+				w->st.leases_lost++;
+				jo_warn("%s", err.msg);
+			} else {
+				w->rc = rc;
+				w->err = err;
+			}
+		} else if (rc == JO_ECONFLICT) {
+			struct jo_err e2 = { 0 };
+
+			w->st.leases_lost++;
+			jo_warn("%s", err.msg);
+			(void)jo_lease_release(w->lease, w->m, &e2); /* it is probably someone else's now */
+		} else {
+			struct jo_err e2 = { 0 };
+
+			if (jo_lease_release(w->lease, w->m, &e2) == 0)
+				w->st.tasks_released++;
+			else
+				jo_warn("release task %lld: %s", (long long)w->task_id, e2.msg);
+			if (rc != JO_ECANCELED) {
+				w->rc = rc;
+				w->err = err;
+			}
+		}
+		w->task_id = 0;
+		merge_stats(w);
+		if (rc == JO_ECANCELED || w->rc)
+			break;
+	}
+	merge_stats(w);
+	return NULL;
+}
+
+struct dry_scan {
+	struct gc_worker *w;
+	int rc;
+};
+
+static int dry_task(const struct jo_mut_task *t, void *payload)
+{
+	struct dry_scan *d = payload;
+	struct jo_err err = { 0 };
+	int rc;
+
+	d->w->task_id = t->id;
+	rc = gc_process_items(d->w, t->items, &err);
+	if (rc) {
+		d->w->rc = rc;
+		d->w->err = err;
+		return rc;
+	}
+	return 0;
+}
+
+int gc_work(struct gc_run *r, struct jo_err *err)
+{
+	int n = r->o.threads > 0 ? r->o.threads : 1;
+	struct gc_worker *ws;
+	pthread_t *th;
+	int rc = 0;
+
+	if (!r->o.delete_) {
+		/* dry-run: look at every recorded task without claiming it */
+		struct gc_worker w;
+		struct dry_scan d;
+
+		if ((rc = gc_worker_init(&w, r, 0, err)) != 0)
+			return rc;
+		d.w = &w;
+		d.rc = 0;
+		rc = jo_mut_task_scan(w.m, GC_NS, dry_task, &d, err);
+		if (rc && w.rc) {
+			*err = w.err;
+			rc = w.rc;
+		}
+		merge_stats(&w);
+		gc_worker_release(&w);
+		return rc == JO_ECANCELED ? jo_err_set(err, JO_ECANCELED, "interrupted") : rc;
+	}
+	ws = calloc((size_t)n, sizeof(*ws));
+	th = calloc((size_t)n, sizeof(*th));
+	if (!ws || !th) {
+		free(ws);
+		free(th);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++) {
+		sigset_t all, old;
+
+		if ((rc = gc_worker_init(&ws[i], r, i, err)) != 0) {
+			n = i;
+			break;
+		}
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		rc = pthread_create(&th[i], NULL, worker_main, &ws[i]);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (rc) {
+			gc_worker_release(&ws[i]);
+			rc = jo_err_set(err, JO_ENOMEM, "cannot start worker thread");
+			n = i;
+			break;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		if (ws[i].rc && rc == 0) {
+			rc = ws[i].rc;
+			*err = ws[i].err;
+		}
+		gc_worker_release(&ws[i]);
+	}
+	free(ws);
+	free(th);
+	if (rc == 0 && jo_cancelled())
+		rc = jo_err_set(err, JO_ECANCELED, "interrupted");
+	return rc;
+}

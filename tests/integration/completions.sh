@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# Tab completion (completions/jfsops.bash, completions/_jfsops) against the
+# binary and the source, so completion, --help and the option tables cannot
+# drift:
+#  - `jfsops <TAB>` offers exactly `jfsops --list-commands` + help;
+#  - for every command, `jfsops CMD --<TAB>` offers exactly the long options
+#    of the command's `struct option` table(s) (read from its source through
+#    the C preprocessor, tests/tools/optables.py), both ways;
+#  - every offered flag is accepted by the binary (no "unknown option");
+#  - `jfsops-CMD --<TAB>` (the installed links) offers the same;
+#  - value completion: lance --format, the global --log-level;
+#  - zsh: the file loads under `zsh -f` + compinit and defines _jfsops.
+# Every mismatch is listed; the test fails if there is any.
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+BIN=${JFSOPS_BIN:-$repo/build/jfsops}
+[ -x "$BIN" ] || { echo "FATAL: $BIN missing (set JFSOPS_BIN)" >&2; exit 1; }
+T=$(mktemp -d "${TMPDIR:-/tmp}/jo-compl.XXXXXX")
+trap 'rm -rf "$T"' EXIT
+# the completion calls `jfsops` by the name on the command line: put the
+# binary under test (and a jfsops-CMD link) first on PATH
+mkdir -p "$T/bin"
+ln -s "$BIN" "$T/bin/jfsops"
+for c in $("$BIN" --list-commands); do ln -s "$BIN" "$T/bin/jfsops-$c"; done
+export PATH="$T/bin:$PATH"
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+# complete LINE: the words bash completion offers for the command line LINE
+# (completion at its end; a trailing space starts a new word)
+complete_line() {
+	bash --norc --noprofile -c '
+		. "$1"
+		line=$2
+		read -r -a COMP_WORDS <<<"$line"
+		[[ $line == *" " ]] && COMP_WORDS+=("")
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		COMP_LINE=$line
+		COMP_POINT=${#line}
+		fn=$(complete -p "${COMP_WORDS[0]}" 2>/dev/null | grep -oE -- "-F [^ ]+" | cut -d" " -f2)
+		[ -n "$fn" ] || { echo "no completion registered for ${COMP_WORDS[0]}" >&2; exit 3; }
+		"$fn" "${COMP_WORDS[0]}" "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD-1]}"
+		printf "%s\n" "${COMPREPLY[@]}"
+	' _ "$repo/completions/jfsops.bash" "$1" | sed '/^$/d' | sort -u
+}
+
+# diff_sets NAME EXPECTED_FILE GOT_FILE
+diff_sets() {
+	if ! cmp -s "$2" "$3"; then
+		fail "$1: completion and expected set differ"
+		comm -23 "$2" "$3" | sed 's/^/    missing from completion: /'
+		comm -13 "$2" "$3" | sed 's/^/    offered but not expected: /'
+	fi
+}
+
+# 1. command list
+{ "$BIN" --list-commands; echo help; } | sort -u >"$T/cmds.want"
+complete_line "jfsops " >"$T/cmds.got"
+diff_sets "jfsops <TAB>" "$T/cmds.want" "$T/cmds.got"
+complete_line "jfsops --log-level debug " >"$T/cmds2.got"
+diff_sets "jfsops --log-level debug <TAB>" "$T/cmds.want" "$T/cmds2.got"
+printf '%s\n' debug error info warn >"$T/lvl.want"
+complete_line "jfsops --log-level " >"$T/lvl.got"
+diff_sets "jfsops --log-level <TAB>" "$T/lvl.want" "$T/lvl.got"
+complete_line "jfsops help " >"$T/help.got"
+"$BIN" --list-commands | sort -u >"$T/help.want"
+diff_sets "jfsops help <TAB>" "$T/help.want" "$T/help.got"
+ncmd=$(wc -l <"$T/help.want")
+[ "$ncmd" -ge 1 ] || fail "jfsops --list-commands printed nothing"
+
+# 2. flags of every command
+for c in $("$BIN" --list-commands); do
+	if ! python3 "$repo/tests/tools/optables.py" "$repo" "$c" >"$T/$c.src"; then
+		fail "$c: cannot read its option table from the source"
+		continue
+	fi
+	complete_line "jfsops $c --" >"$T/$c.got"
+	diff_sets "jfsops $c --<TAB> vs struct option of cmd_$c" "$T/$c.src" "$T/$c.got"
+	complete_line "jfsops-$c --" >"$T/$c.link"
+	cmp -s "$T/$c.got" "$T/$c.link" || fail "jfsops-$c --<TAB> differs from jfsops $c --<TAB>"
+	# every offered flag is accepted: getopt_long reports unknown ones before
+	# --help is acted on only if it is unknown, so probe each flag alone with
+	# a dummy value where it takes one
+	while read -r f; do
+		[ "$f" = --help ] && continue
+		out=$(timeout 10 "$BIN" "$c" "$f" x --help </dev/null 2>&1 >/dev/null; true)
+		case $out in
+		*"unrecognized option"* | *"unknown option"* | *"unrecognised option"*)
+			fail "jfsops $c $f: the binary says: $(echo "$out" | head -n 1)" ;;
+		esac
+	done <"$T/$c.got"
+done
+
+# 3. values
+printf '%s\n' csv jsonl juicefs >"$T/fmt.want"
+if "$BIN" --list-commands | grep -qx lance; then
+	complete_line "jfsops lance ds --format " >"$T/fmt.got"
+	diff_sets "jfsops lance --format <TAB>" "$T/fmt.want" "$T/fmt.got"
+else
+	fail "lance is not in --list-commands (value completion of --format untested)"
+fi
+
+# 4. zsh
+if command -v zsh >/dev/null; then
+	out=$(HOME=$T zsh -f -c '
+		fpath=('"$repo"'/completions $fpath)
+		autoload -Uz compinit && compinit -u -d '"$T"'/zcompdump
+		autoload -Uz _jfsops
+		(( $+functions[_jfsops] )) || { echo "no _jfsops after autoload"; exit 1; }
+		[[ ${_comps[jfsops]} == _jfsops ]] || { echo "jfsops is not bound to _jfsops: ${_comps[jfsops]}"; exit 1; }
+		[[ ${_patcomps[jfsops-*]} == _jfsops ]] || { echo "jfsops-* links are not bound to _jfsops"; exit 1; }
+		# the helper that turns --help into _arguments specs
+		_jfsops_help_flags() { :; }
+		unfunction _jfsops_help_flags
+		autoload +X _jfsops 2>/dev/null
+		echo loaded
+	' 2>&1)
+	[ "$out" = loaded ] || fail "zsh: $out"
+	# the flag extraction of the zsh file yields the same flag set as bash
+	for c in $("$BIN" --list-commands); do
+		HOME=$T zsh -f -c '
+			source <(sed "/^_jfsops \"\$@\"$/d" '"$repo"'/completions/_jfsops)
+			_jfsops_help_flags jfsops '"$c"'
+		' 2>&1 | sed 's/ .*//' | sort -u >"$T/$c.zsh"
+		cmp -s "$T/$c.zsh" "$T/$c.got" || {
+			fail "zsh: flags of $c differ from the bash completion's"
+			diff "$T/$c.got" "$T/$c.zsh" | sed 's/^/    /'
+		}
+	done
+else
+	fail "zsh is not installed (apt-get install zsh; tests/install.sh)"
+fi
+
+if [ "$fails" -gt 0 ]; then
+	echo "completions: $fails failure(s)"
+	exit 1
+fi
+echo "completions: ok ($ncmd commands)"

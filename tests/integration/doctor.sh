@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# jfsops doctor against real services: a healthy volume gives all "ok" and
+# exit 0; each broken setup gives a FAIL line naming the problem, a hint,
+# and its own exit code:
+#   wrong Redis password 11, wrong S3 secret 6, unreachable endpoint 5,
+#   bucket missing 8, skewed clock (libfaketime) 12, encrypted volume 9.
+# Ports (operator helper): redis 6407 + 6408 (password), SeaweedFS 9460-9463,
+# 9464 is left closed (the unreachable endpoint).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+JO_PORT_BASE=${JO_PORT_BASE:-9660}
+. "$here/../lib/services.sh"
+jo_setup
+B=$JO_BIN
+command -v faketime >/dev/null || jo_die "faketime is not installed (apt-get install faketime; tests/install.sh)"
+command -v openssl >/dev/null || jo_die "openssl is not installed"
+
+start_redis "${JO_DOCTOR_REDIS:-6407}"
+R1=$JO_REDIS_PORT
+start_redis "${JO_DOCTOR_REDIS_PW:-6408}" --requirepass docpw
+R2=$JO_REDIS_PORT
+start_seaweed "${JO_DOCTOR_SEAWEED:-9460}"
+DEAD=${JO_DOCTOR_DEAD_PORT:-9464}
+jo_port_busy "$DEAD" && jo_die "port $DEAD should be closed for the unreachable-endpoint case"
+s3_mkbucket dochealthy
+s3_mkbucket docenc
+
+GOOD="redis://127.0.0.1:$R1/1"
+jfs_format "$GOOD" "$JO_S3_ENDPOINT/dochealthy" dochealthy
+PWMETA="redis://:docpw@127.0.0.1:$R2/1"
+jfs_format "$PWMETA" "$JO_S3_ENDPOINT/dochealthy" docauth
+openssl genrsa -out "$JO_T/enc.pem" 2048 2>/dev/null
+ENC="redis://127.0.0.1:$R1/2"
+jfs_format "$ENC" "$JO_S3_ENDPOINT/docenc" docenc --encrypt-rsa-key "$JO_T/enc.pem"
+# a volume whose stored secret is wrong (juicefs format would refuse it)
+BADKEY="redis://127.0.0.1:$R1/3"
+JFS_NO_CHECK_OBJECT_STORAGE=1 jfs_format "$BADKEY" "$JO_S3_ENDPOINT/dochealthy" docbadkey \
+	--access-key "$JO_S3_AK" --secret-key wrong-secret
+
+fails=0
+# run_doctor NAME WANT_EXIT CHECK REGEX [jfsops prefix/args...]: the output must have
+# a FAIL line for CHECK whose text matches REGEX, a hint line, and exit WANT_EXIT
+run_case() {
+	local name=$1 want=$2 check=$3 re=$4 rc=0
+	shift 4
+	"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" || rc=$?
+	local ok=1
+	[ "$rc" = "$want" ] || { echo "FAIL $name: exit $rc, want $want"; ok=0; }
+	if [ "$want" = 0 ]; then
+		grep -qE '^(FAIL|warn) ' "$JO_T/$name.out" && { echo "FAIL $name: not all ok"; ok=0; }
+		[ "$(grep -cE '^ok |"result":"ok"' "$JO_T/$name.out")" -ge 8 ] || { echo "FAIL $name: fewer than 8 ok lines"; ok=0; }
+	else
+		grep -qE "^FAIL +$check .*($re)" "$JO_T/$name.out" ||
+			{ echo "FAIL $name: no 'FAIL $check' line matching /$re/"; ok=0; }
+		grep -A1 -E "^FAIL +$check " "$JO_T/$name.out" | grep -q '^      hint: ' ||
+			{ echo "FAIL $name: the FAIL line has no hint"; ok=0; }
+	fi
+	if [ $ok = 0 ]; then
+		fails=$((fails + 1))
+		sed 's/^/    | /' "$JO_T/$name.out" "$JO_T/$name.err"
+	else
+		echo "ok   $name (exit $rc)"
+	fi
+	# never print a secret
+	if grep -qE 'docpw|wrong-secret|'"$JO_S3_SK" "$JO_T/$name.out" "$JO_T/$name.err"; then
+		echo "FAIL $name: a secret appears in the output"
+		fails=$((fails + 1))
+	fi
+}
+
+run_case healthy 0 - - "$B" doctor "$GOOD"
+run_case healthy-json 0 - - "$B" doctor "$GOOD" --json
+grep -q '"type":"summary","failed":0' "$JO_T/healthy-json.out" || { echo "FAIL healthy-json: no summary"; fails=$((fails + 1)); }
+python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1])]' "$JO_T/healthy-json.out" ||
+	{ echo "FAIL healthy-json: not JSON lines"; fails=$((fails + 1)); }
+run_case redis-password 11 metadata 'password|auth|AUTH' "$B" doctor "redis://:wrongpw@127.0.0.1:$R2/1"
+grep -q 'Redis' "$JO_T/redis-password.out" || { echo "FAIL redis-password: the hint does not name Redis"; fails=$((fails + 1)); }
+run_case redis-password-ok 0 - - env REDIS_PASSWORD=docpw "$B" doctor "redis://127.0.0.1:$R2/1"
+run_case s3-secret-flag 6 object-list 'Signature|Access|denied|credential|403' \
+	"$B" doctor "$GOOD" --secret-key definitely-wrong
+run_case s3-secret-stored 6 object-list 'Signature|Access|denied|credential|403' "$B" doctor "$BADKEY"
+run_case unreachable 5 object-list 'connect|refused|unreachable' \
+	"$B" doctor "$GOOD" --bucket "http://127.0.0.1:$DEAD/dochealthy"
+run_case unreachable-meta 5 metadata 'connect|refused|unreachable' "$B" doctor "redis://127.0.0.1:$DEAD/1"
+run_case bucket-missing 8 object-list 'NoSuchBucket|bucket|not exist|not found' \
+	"$B" doctor "$GOOD" --bucket "$JO_S3_ENDPOINT/nosuchbucket"
+run_case clock-skew 12 clock-skew 'clock|skew|Skewed' faketime -f '+2h' "$B" doctor "$GOOD"
+run_case encrypted 9 encryption 'encrypt' "$B" doctor "$ENC"
+# a profile from the config file is used; a config readable by others is refused
+mkdir -p "$JO_T/xdg/jfsops"
+printf '[profile seaweed]\nbucket = %s/dochealthy\naccess_key = %s\nsecret_key = %s\n' \
+	"$JO_S3_ENDPOINT" "$JO_S3_AK" "$JO_S3_SK" >"$JO_T/xdg/jfsops/config"
+chmod 600 "$JO_T/xdg/jfsops/config"
+run_case profile 0 - - env XDG_CONFIG_HOME="$JO_T/xdg" "$B" doctor "$BADKEY" --profile seaweed
+chmod 644 "$JO_T/xdg/jfsops/config"
+run_case config-loose 2 config 'readable by group or others' \
+	env XDG_CONFIG_HOME="$JO_T/xdg" "$B" doctor "$GOOD" --profile seaweed
+
+if [ "$fails" -gt 0 ]; then
+	echo "doctor: $fails failure(s)"
+	exit 1
+fi
+echo "doctor: all cases ok"

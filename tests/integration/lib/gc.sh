@@ -1,0 +1,377 @@
+# shellcheck shell=bash
+# Shared body of the gc integration tests: volumes made by the real juicefs,
+# files written through a FUSE mount run with --no-bgjob --max-deletes 0 (so
+# the client leaves its deletions pending, as a fleet that hands gc to
+# jfsops does), some sharing slices through copy_file_range, half removed;
+# then `jfsops gc` (dry run, then 4 parallel workers; or workers killed with
+# SIGKILL and restarted) and the end state is checked: juicefs fsck clean,
+# juicefs gc finds 0 leaked / 0 pending, every remaining file keeps its
+# sha256, the bucket holds exactly the referenced objects.
+# Needs services.sh sourced and jo_setup done.
+
+GCTOOL=$JO_REPO/tests/integration/lib/gc_tool.py
+
+# gc_juicefs_gc META LOG: a dry `juicefs gc` with no age window.
+gc_juicefs_gc() {
+	JFS_GC_SKIPPEDTIME=0 "$JUICEFS" gc "$1" --no-agent >"$2" 2>&1 ||
+		{ tail -n 20 "$2" >&2; jo_die "juicefs gc failed"; }
+}
+
+gc_count() { python3 "$GCTOOL" gccount "$1" "$2"; }
+
+# gc_bucket_keys BUCKET NAME: the block keys in the bucket, sorted.
+gc_bucket_keys() {
+	local bucket=$1 name=$2
+	case $bucket in
+	http://*) s3_list_keys "${bucket##*/}" | cut -d' ' -f1 | { grep "^$name/chunks/" || true; } | sort ;;
+	*) (cd "$bucket" && find "$name/chunks" -type f ! -name '.*' 2>/dev/null | sort) ;;
+	esac
+}
+
+# gc_populate META BUCKET NAME TRASH MP: format, write, share, remove.
+gc_populate() {
+	local meta=$1 bucket=$2 name=$3 trash=$4 mp=$5
+	jfs_format "$meta" "$bucket" "$name" --trash-days "$trash"
+	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0
+	python3 "$GCTOOL" write "$mp/data" "$JO_T/mirror-$name" 7 "${JO_GC_FILES:-2000}"
+	# a file shrunk and then removed: on Redis its chunk 1 is left behind
+	python3 - "$mp/shrunk" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR)
+os.pwrite(fd, os.urandom(1 << 20), 0)
+os.pwrite(fd, os.urandom(1 << 20), (64 << 20) + 4096)
+os.fsync(fd)
+os.ftruncate(fd, 1 << 20)
+os.close(fd)
+os.unlink(sys.argv[1])
+PY
+	local kept
+	kept=$(python3 "$GCTOOL" remove "$mp/data" "$JO_T/mirror-$name" 7)
+	echo "$name: $kept files kept" >&2
+	jfs_umount "$mp"
+}
+
+# gc_check_end META BUCKET NAME MP: the end state every variant must reach.
+gc_check_end() {
+	local meta=$1 bucket=$2 name=$3 mp=$4
+	gc_juicefs_gc "$meta" "$JO_T/gc-end-$name.log"
+	echo "$name: juicefs gc after: $(python3 "$GCTOOL" gcline "$JO_T/gc-end-$name.log")" >&2
+	[ "$(gc_count "$JO_T/gc-end-$name.log" leaked)" = 0 ] || jo_die "$name: juicefs gc finds leaked objects"
+	[ "$(gc_count "$JO_T/gc-end-$name.log" pending)" = 0 ] || jo_die "$name: juicefs gc finds pending objects"
+	"$JUICEFS" fsck "$meta" --no-agent >"$JO_T/fsck-$name.log" 2>&1 ||
+		{ tail -n 20 "$JO_T/fsck-$name.log" >&2; jo_die "$name: juicefs fsck failed"; }
+	jfs_dump "$meta" "$JO_T/dump-$name.json"
+	python3 "$GCTOOL" refkeys "$JO_T/dump-$name.json" | sort -u >"$JO_T/ref-$name.txt"
+	gc_bucket_keys "$bucket" "$name" >"$JO_T/have-$name.txt"
+	if ! diff -q "$JO_T/ref-$name.txt" "$JO_T/have-$name.txt" >/dev/null; then
+		diff "$JO_T/ref-$name.txt" "$JO_T/have-$name.txt" >"$JO_T/diff-$name.txt" || true
+		head -n 10 "$JO_T/diff-$name.txt" >&2
+		jo_die "$name: the bucket does not hold exactly the referenced objects"
+	fi
+	echo "$name: bucket holds exactly the $(wc -l <"$JO_T/ref-$name.txt") referenced objects" >&2
+	jfs_mount "$meta" "$mp" --no-bgjob
+	python3 "$GCTOOL" verify "$mp/data" "$JO_T/mirror-$name" || jo_die "$name: file contents changed"
+	jfs_umount "$mp"
+}
+
+# gc_run_parallel META BUCKET NAME: dry run changes nothing; plan + 4 workers.
+gc_run_parallel() {
+	local meta=$1 bucket=$2 name=$3
+	local mp=$JO_T/mnt-$name
+	gc_populate "$meta" "$bucket" "$name" 0 "$mp"
+	gc_juicefs_gc "$meta" "$JO_T/gc-before-$name.log"
+	local before pend
+	before=$(python3 "$GCTOOL" gcline "$JO_T/gc-before-$name.log")
+	pend=$(gc_count "$JO_T/gc-before-$name.log" pending)
+	echo "$name: juicefs gc before: $before" >&2
+	[ "$pend" -gt 0 ] || jo_die "$name: expected pending objects before gc"
+	gc_bucket_keys "$bucket" "$name" >"$JO_T/keys-before-$name.txt"
+
+	# dry run: reports, changes nothing
+	"$JO_BIN" gc "$meta" --json >"$JO_T/dry-$name.json" || jo_die "$name: dry run failed"
+	python3 - "$JO_T/dry-$name.json" "$pend" <<'PY' || jo_die "$name: dry-run summary is wrong"
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert s["type"] == "summary" and s["dry_run"], s
+assert s["objects"] >= int(sys.argv[2]), (s["objects"], sys.argv[2])
+PY
+	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/keys-before-$name.txt" ||
+		jo_die "$name: the dry run deleted objects"
+	gc_juicefs_gc "$meta" "$JO_T/gc-dry-$name.log"
+	[ "$(python3 "$GCTOOL" gcline "$JO_T/gc-dry-$name.log")" = "$before" ] ||
+		jo_die "$name: the dry run changed the metadata"
+
+	# plan twice (no duplicate work), then 4 workers in parallel
+	"$JO_BIN" gc "$meta" --plan --delete --task-size 50 --json >"$JO_T/plan1-$name.json" ||
+		jo_die "$name: plan failed"
+	"$JO_BIN" gc "$meta" --plan --delete --task-size 50 --json >"$JO_T/plan2-$name.json" ||
+		jo_die "$name: second plan failed"
+	python3 - "$JO_T/plan1-$name.json" "$JO_T/plan2-$name.json" <<'PY' || jo_die "$name: planning twice duplicated work"
+import json, sys
+a = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+b = json.loads(open(sys.argv[2]).read().splitlines()[-1])
+assert a["tasks_planned"] > 0 and a["items_planned"] > 0, a
+assert b["tasks_planned"] == 0 and b["items_planned"] == 0, b
+print("planned %d tasks of %d items" % (a["tasks_planned"], a["items_planned"]), file=sys.stderr)
+PY
+	local pids=() i
+	for i in 1 2 3 4; do
+		"$JO_BIN" gc "$meta" --worker --delete --id "w$i" --audit "$JO_T/audit-$name.jsonl" \
+			--json >"$JO_T/work$i-$name.json" 2>"$JO_T/work$i-$name.err" &
+		pids+=($!)
+	done
+	for i in 0 1 2 3; do
+		wait "${pids[$i]}" || { cat "$JO_T/work$((i + 1))-$name.err" >&2; jo_die "$name: worker $((i + 1)) failed"; }
+	done
+	python3 - "$JO_T/audit-$name.jsonl" "$JO_T"/work?-"$name".json <<'PY' || jo_die "$name: worker summaries/audit are wrong"
+import json, sys
+audit = [json.loads(l) for l in open(sys.argv[1])]
+sums = [json.loads(open(f).read().splitlines()[-1]) for f in sys.argv[2:]]
+done = sum(s["tasks_done"] for s in sums)
+objs = sum(s["objects"] for s in sums)
+assert all(s["errors"] == 0 for s in sums), sums
+assert sum(1 for s in sums if s["tasks_done"] > 0) >= 2, "work was not shared"
+assert len(audit) == objs, (len(audit), objs)
+for a in audit:
+    assert a["action"] == "delete" and a["result"] == "ok" and a["worker"].startswith("w"), a
+    for k in ("time", "task", "key", "slice_id", "reason"):
+        assert k in a, a
+print("%d tasks, %d objects deleted by %d workers" % (done, objs, len(sums)), file=sys.stderr)
+PY
+	local left
+	left=$("$JO_BIN" gc "$meta" --status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tasks"])')
+	[ "$left" = 0 ] || jo_die "$name: $left tasks left after the workers"
+	gc_check_end "$meta" "$bucket" "$name" "$mp"
+}
+
+# gc_run_killed META BUCKET NAME: workers killed with SIGKILL at random
+# moments and restarted, many times over; then the same end state.
+gc_run_killed() {
+	local meta=$1 bucket=$2 name=$3
+	local mp=$JO_T/mnt-$name
+	gc_populate "$meta" "$bucket" "$name" 0 "$mp"
+	"$JO_BIN" gc "$meta" --plan --delete --task-size 10 >/dev/null || jo_die "$name: plan failed"
+	local round pids i t
+	for round in $(seq 1 "${JO_GC_KILL_ROUNDS:-8}"); do
+		pids=()
+		for i in 1 2 3 4; do
+			"$JO_BIN" gc "$meta" --worker --delete --id "k$round-$i" --lease 2s \
+				--delete-rate 300 >/dev/null 2>>"$JO_T/killed-$name.err" &
+			pids+=($!)
+		done
+		t=$(python3 -c "import random; print('%.2f' % random.uniform(0.2, 1.5))")
+		sleep "$t"
+		for i in "${pids[@]}"; do
+			if [ $((RANDOM % 4)) != 0 ]; then kill -KILL "$i" 2>/dev/null || true; fi
+		done
+		for i in "${pids[@]}"; do wait "$i" 2>/dev/null || true; done
+		# re-planning while tasks are half done must not duplicate them
+		if [ $((round % 3)) = 0 ]; then
+			"$JO_BIN" gc "$meta" --plan --delete --task-size 10 >/dev/null || jo_die "$name: re-plan failed"
+		fi
+	done
+	# finish: leases of killed workers expire (2 s), then anyone takes over
+	local tries=0 left
+	while :; do
+		"$JO_BIN" gc "$meta" --delete --lease 2s >/dev/null 2>>"$JO_T/killed-$name.err" ||
+			jo_die "$name: final run failed"
+		left=$("$JO_BIN" gc "$meta" --status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tasks"])')
+		[ "$left" = 0 ] && break
+		tries=$((tries + 1))
+		[ $tries -lt 20 ] || jo_die "$name: tasks never finished"
+		sleep 1
+	done
+	gc_check_end "$meta" "$bucket" "$name" "$mp"
+}
+
+# gc_redis_cli META ARGS...: redis-cli against the db of a redis:// META.
+gc_redis_cli() {
+	local meta=$1 hp db
+	shift
+	hp=${meta#redis://}
+	db=${hp#*/}
+	hp=${hp%%/*}
+	redis-cli -h "${hp%:*}" -p "${hp#*:}" -n "$db" "$@"
+}
+
+# gc_age_delslices META SECONDS: move every delayed-slice timestamp back.
+gc_age_delslices() {
+	local meta=$1 secs=$2
+	case $meta in
+	sqlite3://*)
+		python3 - "${meta#sqlite3://}" "$secs" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+db.execute("UPDATE jfs_delslices SET deleted = deleted - ?", (int(sys.argv[2]),))
+db.commit()
+PY
+		;;
+	redis://*)
+		gc_redis_cli "$meta" EVAL "
+for _, f in ipairs(redis.call('HKEYS', 'delSlices')) do
+  local v = redis.call('HGET', 'delSlices', f)
+  local id, ts = string.match(f, '^(%d+)_(%d+)$')
+  redis.call('HDEL', 'delSlices', f)
+  redis.call('HSET', 'delSlices', id .. '_' .. (tonumber(ts) - $secs), v)
+end
+return 1" 0 >/dev/null
+		;;
+	esac
+}
+
+# gc_run_trash META BUCKET NAME: TrashDays 1: delayed slices (made by a
+# compaction) are kept while young and reclaimed once old; files in the trash
+# are never touched.
+gc_run_trash() {
+	local meta=$1 bucket=$2 name=$3
+	local mp=$JO_T/mnt-$name
+	jfs_format "$meta" "$bucket" "$name" --trash-days 1
+	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0
+	mkdir -p "$mp/data"
+	# fragmented files: many slices per chunk, so compaction has work
+	python3 - "$mp/data" <<'PY'
+import os, random, sys
+r = random.Random(3)
+for n in range(6):
+    p = os.path.join(sys.argv[1], "frag%d" % n)
+    fd = os.open(p, os.O_CREAT | os.O_RDWR)
+    for i in range(12):
+        os.pwrite(fd, r.randbytes(r.randrange(1000, 300000)), r.randrange(0, 1 << 20))
+        os.fsync(fd)
+    os.close(fd)
+PY
+	python3 "$GCTOOL" write "$mp/data/plain" "$JO_T/mirror-$name.plain" 11 200
+	(cd "$mp/data" && sha256sum frag*) | sed 's| | |' >"$JO_T/mirror-$name.frag"
+	# half the plain files go to the trash (TrashDays 1)
+	python3 "$GCTOOL" remove "$mp/data/plain" "$JO_T/mirror-$name.plain" 11 >/dev/null
+	jfs_umount "$mp"
+	# juicefs's own compaction with trash on leaves delayed slices
+	"$JUICEFS" gc "$meta" --compact --no-agent >"$JO_T/compact-$name.log" 2>&1 ||
+		{ tail "$JO_T/compact-$name.log" >&2; jo_die "$name: juicefs gc --compact failed"; }
+	gc_juicefs_gc "$meta" "$JO_T/gc-t0-$name.log"
+	local c0 keys0
+	c0=$(gc_count "$JO_T/gc-t0-$name.log" compacted)
+	echo "$name: before: $(python3 "$GCTOOL" gcline "$JO_T/gc-t0-$name.log")" >&2
+	[ "$c0" -gt 0 ] || jo_die "$name: the compaction left no delayed slices"
+	gc_bucket_keys "$bucket" "$name" >"$JO_T/keys-t0-$name.txt"
+
+	# young: nothing of the delayed slices or the trash goes
+	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t1-$name.json" || jo_die "$name: gc failed"
+	gc_juicefs_gc "$meta" "$JO_T/gc-t1-$name.log"
+	[ "$(gc_count "$JO_T/gc-t1-$name.log" compacted)" = "$c0" ] ||
+		jo_die "$name: young delayed slices were reclaimed"
+	[ "$(gc_count "$JO_T/gc-t1-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
+	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/keys-t0-$name.txt" ||
+		jo_die "$name: objects were deleted while everything was young"
+
+	# old: two days back -> reclaimed
+	gc_age_delslices "$meta" $((2 * 86400))
+	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t2-$name.json" || jo_die "$name: gc failed"
+	python3 - "$JO_T/t2-$name.json" <<'PY' || jo_die "$name: old delayed slices were not reclaimed"
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+d = s["kinds"]["delslice"]
+assert d["items"] > 0 and d["slices"] > 0 and d["objects"] > 0 and s["errors"] == 0, s
+print("delayed: %d entries, %d slices, %d objects reclaimed" % (d["items"], d["slices"], d["objects"]), file=sys.stderr)
+PY
+	gc_juicefs_gc "$meta" "$JO_T/gc-t2-$name.log"
+	echo "$name: after: $(python3 "$GCTOOL" gcline "$JO_T/gc-t2-$name.log")" >&2
+	[ "$(gc_count "$JO_T/gc-t2-$name.log" compacted)" = 0 ] || jo_die "$name: delayed slices left"
+	[ "$(gc_count "$JO_T/gc-t2-$name.log" pending)" = 0 ] || jo_die "$name: pending left"
+	[ "$(gc_count "$JO_T/gc-t2-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
+	"$JUICEFS" fsck "$meta" --no-agent >"$JO_T/fsck-$name.log" 2>&1 ||
+		{ tail -n 20 "$JO_T/fsck-$name.log" >&2; jo_die "$name: juicefs fsck failed"; }
+	jfs_dump "$meta" "$JO_T/dump-$name.json"
+	python3 "$GCTOOL" refkeys "$JO_T/dump-$name.json" | sort -u >"$JO_T/ref-$name.txt"
+	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/ref-$name.txt" ||
+		jo_die "$name: the bucket does not hold exactly the referenced objects"
+	jfs_mount "$meta" "$mp" --no-bgjob
+	python3 "$GCTOOL" verify "$mp/data/plain" "$JO_T/mirror-$name.plain" || jo_die "$name: content changed"
+	(cd "$mp/data" && sha256sum -c --quiet "$JO_T/mirror-$name.frag") || jo_die "$name: fragmented files changed"
+	[ "$(ls "$mp/.trash" | wc -l)" -gt 0 ] || jo_die "$name: the trash is gone"
+	jfs_umount "$mp"
+}
+
+# gc_run_beside_client META BUCKET NAME: a mount WITH background jobs keeps
+# writing and removing files while jfsops workers run; no errors either side.
+gc_run_beside_client() {
+	local meta=$1 bucket=$2 name=$3
+	local mp=$JO_T/mnt-$name
+	JO_GC_FILES=${JO_GC_BESIDE_FILES:-800} gc_populate "$meta" "$bucket" "$name" 0 "$mp"
+	jfs_mount "$meta" "$mp"
+	python3 - "$mp/data" "$JO_T/mirror-$name" <<'PY' &
+import hashlib, os, random, sys, time
+d, mirror = sys.argv[1], sys.argv[2]
+r = random.Random(5)
+keep = [l.split(None, 1) for l in open(mirror)]
+keep = [(h, p.strip()) for h, p in keep]
+for i in range(150):
+    p = "live/n%04d" % i
+    os.makedirs(os.path.join(d, "live"), exist_ok=True)
+    data = r.randbytes(r.randrange(1, 200000))
+    with open(os.path.join(d, p), "wb") as f:
+        f.write(data)
+    keep.append((hashlib.sha256(data).hexdigest(), p))
+    if i % 3 == 0 and keep:
+        h, q = keep.pop(r.randrange(len(keep)))
+        os.unlink(os.path.join(d, q))
+    time.sleep(0.01)
+with open(mirror, "w") as m:
+    for h, p in keep:
+        m.write("%s %s\n" % (h, p))
+PY
+	local wpid=$! pids=() i
+	for i in 1 2 3 4; do
+		"$JO_BIN" gc "$meta" --delete --id "b$i" --task-size 20 \
+			--json >"$JO_T/beside$i-$name.json" 2>"$JO_T/beside$i-$name.err" &
+		pids+=($!)
+	done
+	for i in 0 1 2 3; do
+		wait "${pids[$i]}" || { cat "$JO_T/beside$((i + 1))-$name.err" >&2; jo_die "$name: worker failed beside a client"; }
+	done
+	wait $wpid || jo_die "$name: the client's writer failed"
+	grep -qiE '<(ERROR|FATAL)>' "$JO_T"/mount-*.log && { grep -iE '<(ERROR|FATAL)>' "$JO_T"/mount-*.log | tail -n 5 >&2; jo_die "$name: the client logged errors"; }
+	jfs_umount "$mp"
+	# what the client left pending meanwhile (its own deletes are on now)
+	"$JO_BIN" gc "$meta" --delete >/dev/null || jo_die "$name: final gc failed"
+	gc_check_end "$meta" "$bucket" "$name" "$mp"
+}
+
+# gc_leased META: "TOTAL LEASED" task counts.
+gc_leased() {
+	"$JO_BIN" gc "$1" --status --json | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["tasks"], d["leased"])'
+}
+
+# gc_run_signals META BUCKET NAME: --max-time stops claiming and releases;
+# SIGTERM finishes the batch, releases the lease and exits 143; metrics file.
+gc_run_signals() {
+	local meta=$1 bucket=$2 name=$3
+	local mp=$JO_T/mnt-$name rc counts
+	JO_GC_FILES=${JO_GC_SIGNAL_FILES:-600} gc_populate "$meta" "$bucket" "$name" 0 "$mp"
+	"$JO_BIN" gc "$meta" --plan --delete --task-size 20 >/dev/null || jo_die "$name: plan failed"
+	rc=0
+	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 40 --max-time 2s --json \
+		--metrics-file "$JO_T/$name.prom" >"$JO_T/maxtime-$name.json" || rc=$?
+	[ $rc = 0 ] || jo_die "$name: --max-time run exited $rc"
+	counts=$(gc_leased "$meta")
+	set -- $counts
+	[ "$1" -gt 0 ] || jo_die "$name: --max-time did not stop early"
+	[ "$2" = 0 ] || jo_die "$name: --max-time left $2 tasks leased"
+	grep -q '^jfsops_gc_objects_deleted_total{kind="slice"} [1-9]' "$JO_T/$name.prom" ||
+		jo_die "$name: metrics file lacks deleted objects"
+	grep -q '^jfsops_gc_last_success_timestamp_seconds ' "$JO_T/$name.prom" ||
+		jo_die "$name: metrics file lacks the last success time"
+	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 40 --threads 2 >/dev/null 2>&1 &
+	local pid=$!
+	sleep 1.5
+	kill -TERM $pid
+	rc=0
+	wait $pid || rc=$?
+	[ $rc = 143 ] || jo_die "$name: SIGTERM exit code $rc, expected 143"
+	counts=$(gc_leased "$meta")
+	set -- $counts
+	[ "$2" = 0 ] || jo_die "$name: SIGTERM left $2 tasks leased"
+	echo "$name: after --max-time and SIGTERM: $1 tasks left, none leased" >&2
+	"$JO_BIN" gc "$meta" --delete >/dev/null || jo_die "$name: final run failed"
+	gc_check_end "$meta" "$bucket" "$name" "$mp"
+}

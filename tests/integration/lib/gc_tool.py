@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Helpers for the gc integration tests (independent of jfsops).
+
+  write DIR MIRROR SEED COUNT   COUNT files of random sizes (some multi-block)
+                                under DIR; their sha256 go to MIRROR (one
+                                "sha path" a line). About a quarter are copies
+                                made with os.copy_file_range, so the slices
+                                are shared and their refcounts exceed 1.
+  remove DIR MIRROR SEED        remove about half the files (originals and
+                                copies alike); MIRROR keeps the rest
+  verify DIR MIRROR             every file of MIRROR reads back the same
+  refkeys DUMP.json             the block keys the dump references, one a line
+                                (live tree and trash)
+  gcline LOG                    "scanned ... leaked ..." line of `juicefs gc`
+  gccount LOG WHAT              a count from that line (leaked, pending, compacted)
+"""
+import hashlib
+import json
+import os
+import random
+import re
+import sys
+
+
+def sha(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while True:
+            b = f.read(1 << 20)
+            if not b:
+                break
+            h.update(b)
+    return h.hexdigest()
+
+
+def write(d, mirror, seed, count):
+    rng = random.Random(int(seed))
+    count = int(count)
+    os.makedirs(d, exist_ok=True)
+    out = []
+    originals = []
+    for i in range(count):
+        sub = os.path.join(d, "d%02d" % (i % 10))
+        os.makedirs(sub, exist_ok=True)
+        p = os.path.join(sub, "f%05d" % i)
+        if originals and rng.random() < 0.25:
+            src = rng.choice(originals)
+            with open(src, "rb") as fi, open(p, "wb") as fo:
+                n = os.fstat(fi.fileno()).st_size
+                off = 0
+                while off < n:
+                    c = os.copy_file_range(fi.fileno(), fo.fileno(), n - off, off, off)
+                    if c <= 0:
+                        raise SystemExit("copy_file_range returned %d" % c)
+                    off += c
+        else:
+            r = rng.random()
+            if r < 0.05:
+                size = rng.randrange(4 << 20, 9 << 20)   # two or three blocks
+            elif r < 0.1:
+                size = 0
+            else:
+                size = rng.randrange(1, 300 << 10)
+            with open(p, "wb") as f:
+                f.write(rng.randbytes(size))
+            originals.append(p)
+        out.append(p)
+    with open(mirror, "w") as m:
+        for p in out:
+            m.write("%s %s\n" % (sha(p), os.path.relpath(p, d)))
+
+
+def remove(d, mirror, seed):
+    rng = random.Random(int(seed) + 1)
+    keep = []
+    for line in open(mirror):
+        h, rel = line.split(None, 1)
+        rel = rel.strip()
+        if rng.random() < 0.5:
+            os.unlink(os.path.join(d, rel))
+        else:
+            keep.append((h, rel))
+    with open(mirror, "w") as m:
+        for h, rel in keep:
+            m.write("%s %s\n" % (h, rel))
+    print(len(keep))
+
+
+def verify(d, mirror):
+    bad = 0
+    n = 0
+    for line in open(mirror):
+        h, rel = line.split(None, 1)
+        rel = rel.strip()
+        n += 1
+        if sha(os.path.join(d, rel)) != h:
+            print("content differs: " + rel, file=sys.stderr)
+            bad += 1
+    if bad:
+        sys.exit("%d of %d files differ" % (bad, n))
+    print("%d files verified" % n, file=sys.stderr)
+
+
+def block_key(name, hp, sid, indx, bsize):
+    if hp:
+        return "%s/chunks/%02X/%d/%d_%d_%d" % (name, sid % 256, sid // 1000000, sid, indx, bsize)
+    return "%s/chunks/%d/%d/%d_%d_%d" % (name, sid // 1000000, sid // 1000, sid, indx, bsize)
+
+
+def walk(node, out):
+    for c in node.get("chunks", []) or []:
+        for s in c.get("slices", []) or []:
+            if s.get("id", 0) > 0:
+                out.add((s["id"], s["size"]))
+    for child in (node.get("entries") or {}).values():
+        walk(child, out)
+
+
+def refkeys(dump):
+    d = json.load(open(dump))
+    st = d["Setting"]
+    name, hp = st["Name"], bool(st.get("HashPrefix"))
+    bs = int(st.get("BlockSize", 4096)) * 1024
+    refs = set()
+    walk(d.get("FSTree", {}), refs)
+    walk(d.get("Trash", {}) or {}, refs)
+    for sid, size in sorted(refs):
+        nb = (size - 1) // bs + 1
+        for i in range(nb):
+            print(block_key(name, hp, sid, i, min(bs, size - i * bs)))
+
+
+def gcline(log):
+    line = ""
+    for l in open(log, errors="replace"):
+        if "scanned" in l and "leaked" in l:
+            line = l.strip()
+    if not line:
+        sys.exit("no gc summary line in " + log)
+    return re.sub(r".*<INFO>: ", "", line)
+
+
+def gccount(log, what):
+    line = gcline(log)
+    pat = {"leaked": r"(\d+) leaked", "pending": r"(\d+) pending delete",
+           "compacted": r"(\d+) compacted", "scanned": r"scanned (\d+)"}[what]
+    m = re.search(pat, line)
+    if not m:
+        sys.exit("no '%s' count in: %s" % (what, line))
+    print(m.group(1))
+
+
+def main(a):
+    if a[0] == "write":
+        write(*a[1:5])
+    elif a[0] == "remove":
+        remove(*a[1:4])
+    elif a[0] == "verify":
+        verify(*a[1:3])
+    elif a[0] == "refkeys":
+        refkeys(a[1])
+    elif a[0] == "gcline":
+        print(gcline(a[1]))
+    elif a[0] == "gccount":
+        gccount(a[1], a[2])
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,254 @@
+/*
+ * Unit tests for the leakcheck object lister: the real "file" object backend
+ * in a temp dir, and the same backend with a list operation that fails in the
+ * middle of one prefix (a fake wrapped around it through the vtable).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/extsort.h"
+#include "common/object/object.h"
+#include "common/object/object_internal.h"
+#include "leakcheck/leak.h"
+
+struct fx {
+	char dir[128];
+	struct jo_obj *obj;
+	char foreign[8][128];
+	int nforeign;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct jo_obj_opts o = JO_OBJ_OPTS_INIT;
+	struct jo_err err = { 0 };
+	char bucket[160];
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_leak_list-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(bucket, sizeof(bucket), "%s/", f->dir);
+	o.storage = "file";
+	o.bucket = bucket;
+	if (jo_obj_open(&f->obj, &o, &err))
+		fail_msg("open: %s", err.msg);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[200];
+
+	jo_obj_close(f->obj);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static void put(struct fx *f, const char *key, size_t len)
+{
+	struct jo_err err = { 0 };
+	char buf[64] = { 0 };
+
+	assert_true(len <= sizeof(buf));
+	if (jo_obj_put(f->obj, key, buf, len, NULL, &err))
+		fail_msg("put %s: %s", key, err.msg);
+}
+
+static int on_foreign(const struct leak_item *it, void *payload)
+{
+	struct fx *f = payload;
+
+	assert_int_equal(it->kind, LEAK_FOREIGN);
+	assert_true(f->nforeign < 8);
+	snprintf(f->foreign[f->nforeign++], sizeof(f->foreign[0]), "%s", it->key);
+	return 0;
+}
+
+static bool foreign_has(const struct fx *f, const char *key)
+{
+	for (int i = 0; i < f->nforeign; i++)
+		if (!strcmp(f->foreign[i], key))
+			return true;
+	return false;
+}
+
+/* List, sort and return the records as "id/indx/bsize/size" lines. */
+static int list_all(struct fx *f, bool hash_prefix, int threads, char *out, size_t cap,
+		    struct leak_list_stats *st, struct jo_err *err)
+{
+	struct jo_xsort *xs = NULL;
+	struct leak_list_opts lo = {
+		.volname = "vol", .hash_prefix = hash_prefix, .block_size = 4u << 20,
+		.threads = threads, .foreign_cb = on_foreign, .payload = f,
+	};
+	const void *rec;
+	size_t len, used = 0;
+	int rc;
+
+	assert_int_equal(jo_xsort_new(&xs, NULL, err), 0);
+	rc = leak_list_objects(f->obj, &lo, xs, st, err);
+	if (!rc)
+		rc = jo_xsort_finish(xs, err);
+	out[0] = '\0';
+	while (!rc && (rc = jo_xsort_next(xs, &rec, &len, err)) == 1) {
+		uint64_t id, size;
+		uint32_t indx, bsize;
+		int64_t mtime;
+
+		assert_int_equal(len, LEAK_OBJ_REC_LEN);
+		leak_obj_decode(rec, &id, &indx, &bsize, &size, &mtime);
+		assert_true(mtime > 1600000000);
+		used += (size_t)snprintf(out + used, cap - used, "%llu/%u/%u/%llu ",
+					 (unsigned long long)id, indx, bsize,
+					 (unsigned long long)size);
+		rc = 0;
+	}
+	jo_xsort_free(xs);
+	return rc;
+}
+
+static void list_plain_layout_sorted_and_foreign_reported(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char out[1024];
+
+	put(f, "vol/juicefs_uuid", 36);                   /* not under chunks/ */
+	put(f, "vol/chunks/2/2000/2000123_3_5", 5);
+	put(f, "vol/chunks/0/0/1_0_100", 10);
+	put(f, "vol/chunks/0/1/1500_1_4194304", 20);
+	put(f, "vol/chunks/0/1/1500_0_4194304", 20);
+	put(f, "vol/chunks/0/0/junk", 3);                 /* not a block name */
+	put(f, "vol/chunks/0/7/1_0_100", 3);              /* block name, wrong place */
+	put(f, "vol/chunks/stray", 1);                    /* directly under chunks/ */
+	put(f, "other/chunks/0/0/9_0_100", 1);            /* another volume */
+	assert_int_equal(list_all(f, false, 4, out, sizeof(out), &st, &err), 0);
+	assert_string_equal(out, "1/0/100/10 1500/0/4194304/20 1500/1/4194304/20 2000123/3/5/5 ");
+	assert_int_equal(st.blocks, 4);
+	assert_int_equal(st.foreign, 3);
+	assert_int_equal(st.listed, 7);
+	assert_true(foreign_has(f, "vol/chunks/0/0/junk"));
+	assert_true(foreign_has(f, "vol/chunks/0/7/1_0_100"));
+	assert_true(foreign_has(f, "vol/chunks/stray"));
+	/* root, 0/, 2/, 0/0/, 0/1/, 0/7/, 2/2000/ */
+	assert_int_equal(st.prefixes, 7);
+}
+
+static void list_hash_prefix_layout(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char out[1024];
+
+	put(f, "vol/chunks/01/0/1_0_100", 7);
+	put(f, "vol/chunks/BB/5/5000123_1_4194304", 8);
+	put(f, "vol/chunks/02/0/1_0_100", 7);               /* wrong hash dir */
+	assert_int_equal(list_all(f, true, 32, out, sizeof(out), &st, &err), 0);
+	assert_string_equal(out, "1/0/100/7 5000123/1/4194304/8 ");
+	assert_int_equal(st.foreign, 1);
+	assert_true(foreign_has(f, "vol/chunks/02/0/1_0_100"));
+}
+
+static void list_empty_volume(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char out[64];
+
+	assert_int_equal(list_all(f, false, 3, out, sizeof(out), &st, &err), 0);
+	assert_string_equal(out, "");
+	assert_int_equal(st.blocks, 0);
+}
+
+/* ---- a list operation that fails in the middle of one prefix ---- */
+
+static const struct jo_obj_ops *real_ops;
+static struct jo_obj_ops failing_ops;
+
+struct fail_wrap {
+	jo_obj_list_cb cb;
+	void *payload;
+	int seen;
+};
+
+static int fail_cb(const struct jo_obj_info *info, void *payload)
+{
+	struct fail_wrap *w = payload;
+	int rc = w->cb(info, w->payload);
+
+	if (rc)
+		return rc;
+	if (++w->seen == 2)
+		return JO_ECONNECT; /* the server went away after two entries */
+	return 0;
+}
+
+static int failing_list(struct jo_obj *o, const char *prefix, const char *start_after,
+			const char *delimiter, jo_obj_list_cb cb, void *payload,
+			struct jo_err *err)
+{
+	struct fail_wrap w = { cb, payload, 0 };
+
+	if (strcmp(prefix, "vol/chunks/0/1/") != 0)
+		return real_ops->list(o, prefix, start_after, delimiter, cb, payload, err);
+	int rc = real_ops->list(o, prefix, start_after, delimiter, fail_cb, &w, err);
+
+	if (rc == JO_ECONNECT)
+		jo_err_set(err, rc, "connection refused");
+	return rc;
+}
+
+static void list_error_midway_fails_the_whole_listing(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char out[1024], key[64];
+
+	for (int i = 0; i < 50; i++) {
+		snprintf(key, sizeof(key), "vol/chunks/0/%d/%d_0_100", i, i * 1000 + 1);
+		put(f, key, 4);
+		snprintf(key, sizeof(key), "vol/chunks/0/%d/%d_0_100", i, i * 1000 + 2);
+		put(f, key, 4);
+		snprintf(key, sizeof(key), "vol/chunks/0/%d/%d_0_100", i, i * 1000 + 3);
+		put(f, key, 4);
+	}
+	real_ops = f->obj->ops;
+	failing_ops = *real_ops;
+	failing_ops.list = failing_list;
+	f->obj->ops = &failing_ops;
+	int rc = list_all(f, false, 8, out, sizeof(out), &st, &err);
+
+	f->obj->ops = real_ops;
+	assert_int_equal(rc, JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "list 'vol/chunks/0/1/'"));
+	assert_non_null(strstr(err.msg, "connection refused"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(list_plain_layout_sorted_and_foreign_reported, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_hash_prefix_layout, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_empty_volume, setup, teardown),
+		cmocka_unit_test_setup_teardown(list_error_midway_fails_the_whole_listing, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

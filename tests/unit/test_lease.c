@@ -1,0 +1,390 @@
+/*
+ * test_lease.c: task records and leases (common/lease.h, jo_mut_task_*) on a
+ * real Redis (a private redis-server child) and an on-disk SQLite database,
+ * including claim races between many threads.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <pthread.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/lease.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
+#include "gc_testutil.h"
+
+static struct gct_redis g_redis;
+static bool g_have_redis;
+static char g_dir[256];
+static char g_redis_url[128], g_sqlite_url[512];
+
+#define NS "t"
+
+static const char fmt_json[] =
+	"{\"Name\":\"vol\",\"UUID\":\"11111111-2222-3333-4444-555555555555\",\"Storage\":\"file\","
+	"\"Bucket\":\"/tmp/none/\",\"BlockSize\":4096,\"TrashDays\":0,\"MetaVersion\":1}";
+
+static void make_sqlite(const char *path)
+{
+	sqlite3 *db;
+	char *sql;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	sql = sqlite3_mprintf("PRAGMA journal_mode=WAL; CREATE TABLE jfs_setting (name VARCHAR(255) "
+			      "PRIMARY KEY, value TEXT); INSERT INTO jfs_setting VALUES('format', %Q);",
+			      fmt_json);
+	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(sql);
+	sqlite3_close(db);
+}
+
+static int group_setup(void **state)
+{
+	char path[300];
+	int rc;
+
+	(void)state;
+	assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), "lease"), 0);
+	snprintf(path, sizeof(path), "%s/meta.db", g_dir);
+	make_sqlite(path);
+	snprintf(g_sqlite_url, sizeof(g_sqlite_url), "sqlite3://%s", path);
+	rc = gct_redis_start(&g_redis);
+	if (rc == 0) {
+		redisContext *c = gct_redis_conn(g_redis.port, 3);
+		redisReply *r = redisCommand(c, "SET setting %s", fmt_json);
+
+		freeReplyObject(r);
+		redisFree(c);
+		g_have_redis = true;
+		snprintf(g_redis_url, sizeof(g_redis_url), "redis://127.0.0.1:%d/3", g_redis.port);
+	} else {
+		fprintf(stderr, "test_lease: no redis-server (%d): Redis cases are skipped\n", rc);
+	}
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (g_have_redis)
+		gct_redis_stop(&g_redis);
+	gct_rm_rf(g_dir);
+	return 0;
+}
+
+static const char *url_of(void **state)
+{
+	return *state;
+}
+
+static int setup_engine(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	const char *url = url_of(state);
+
+	if (!strncmp(url, "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url, &err), 0);
+	assert_int_equal(jo_mut_task_init(m, NS, &err), 0);
+	assert_int_equal(jo_mut_task_clear(m, NS, &err), 0);
+	jo_meta_close(m);
+	return 0;
+}
+
+static int redis_state(void **state)
+{
+	*state = g_redis_url;
+	if (!g_have_redis)
+		return 0;
+	return setup_engine(state);
+}
+
+static int sqlite_state(void **state)
+{
+	*state = g_sqlite_url;
+	return setup_engine(state);
+}
+
+/* ---- tests */
+
+static void add_deduplicates_items(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	const char *a[] = { "s:1:10", "s:2:10", "s:3:10" };
+	const char *b[] = { "s:2:10", "s:3:10", "s:4:10" };
+	const char *c[] = { "s:1:10" };
+	struct jo_mut_task t;
+	int64_t id1, id2, id3, total, leased;
+	size_t added;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_task_add(m, NS, "slice", a, 3, &id1, &added, &err), 0);
+	assert_true(id1 > 0);
+	assert_int_equal(added, 3);
+	assert_int_equal(jo_mut_task_add(m, NS, "slice", b, 3, &id2, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_true(id2 > id1);
+	/* planning the same again adds nothing */
+	assert_int_equal(jo_mut_task_add(m, NS, "slice", a, 3, &id3, &added, &err), 0);
+	assert_int_equal(id3, 0);
+	assert_int_equal(added, 0);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 2);
+	assert_int_equal(leased, 0);
+	/* claim the first task; it holds all of a */
+	assert_int_equal(jo_mut_task_claim(m, NS, "w1", 10000, &t, &err), 0);
+	assert_int_equal(t.id, id1);
+	assert_string_equal(t.kind, "slice");
+	assert_string_equal(t.items, "s:1:10\ns:2:10\ns:3:10");
+	assert_int_equal(t.attempts, 1);
+	jo_mut_task_release_mem(&t);
+	/* completed: its items may be planned again */
+	assert_int_equal(jo_mut_task_complete(m, NS, id1, "w1", &err), 0);
+	assert_int_equal(jo_mut_task_add(m, NS, "slice", c, 1, &id3, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 2);
+	jo_meta_close(m);
+}
+
+static void claim_respects_leases_and_expiry(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	const char *a[] = { "f:5:100" };
+	struct jo_mut_task t, t2;
+	int64_t id, total, leased, exp;
+	size_t added;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_task_add(m, NS, "file", a, 1, &id, &added, &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, NS, "A", 400, &t, &err), 0);
+	assert_int_equal(t.id, id);
+	jo_mut_task_release_mem(&t);
+	/* leased: nobody else gets it */
+	assert_int_equal(jo_mut_task_claim(m, NS, "B", 10000, &t2, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 1);
+	assert_int_equal(leased, 1);
+	/* the owner renews; others cannot */
+	assert_int_equal(jo_mut_task_renew(m, NS, id, "A", 400, &exp, &err), 0);
+	assert_int_equal(jo_mut_task_renew(m, NS, id, "B", 400, NULL, &err), JO_ECONFLICT);
+	usleep(600000);
+	/* expired: B takes it over, A's renew/complete/release now fail */
+	assert_int_equal(jo_mut_task_claim(m, NS, "B", 10000, &t2, &err), 0);
+	assert_int_equal(t2.id, id);
+	assert_int_equal(t2.attempts, 2);
+	jo_mut_task_release_mem(&t2);
+	assert_int_equal(jo_mut_task_renew(m, NS, id, "A", 400, NULL, &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_complete(m, NS, id, "A", &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_release(m, NS, id, "A", &err), JO_ECONFLICT);
+	/* B gives it back: claimable at once */
+	assert_int_equal(jo_mut_task_release(m, NS, id, "B", &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, NS, "C", 10000, &t2, &err), 0);
+	assert_int_equal(t2.id, id);
+	jo_mut_task_release_mem(&t2);
+	assert_int_equal(jo_mut_task_complete(m, NS, id, "C", &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, NS, "D", 10000, &t2, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 0);
+	jo_meta_close(m);
+}
+
+#define NTASKS 60
+#define NTHREADS 8
+
+struct race {
+	const char *url;
+	int idx;
+	int claimed[NTASKS + 1];   /* per task id offset: how often this thread claimed */
+	int64_t base;
+	int done;
+	int errors;
+};
+
+static void *race_thread(void *arg)
+{
+	struct race *r = arg;
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct jo_lease *l;
+	char owner[32];
+	struct jo_lease_opts lo = { .ns = NS, .owner = owner, .lease_ms = 30000 };
+
+	snprintf(owner, sizeof(owner), "racer-%d", r->idx);
+	if (jo_meta_open(&m, r->url, &err) != 0) {
+		r->errors++;
+		return NULL;
+	}
+	if (jo_lease_new(&l, m, &lo, &err) != 0) {
+		r->errors++;
+		jo_meta_close(m);
+		return NULL;
+	}
+	for (;;) {
+		struct jo_mut_task t;
+		int rc = jo_lease_claim(l, m, &t, &err);
+
+		if (rc == JO_ENOTFOUND)
+			break;
+		if (rc) {
+			r->errors++;
+			break;
+		}
+		if (t.id - r->base >= 0 && t.id - r->base <= NTASKS)
+			r->claimed[t.id - r->base]++;
+		else
+			r->errors++;
+		jo_mut_task_release_mem(&t);
+		if (!jo_lease_valid(l))
+			r->errors++;
+		if (jo_lease_complete(l, m, &err) != 0)
+			r->errors++;
+		r->done++;
+	}
+	jo_lease_free(l);
+	jo_meta_close(m);
+	return NULL;
+}
+
+static void claims_race_exactly_once(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct race rs[NTHREADS];
+	pthread_t th[NTHREADS];
+	int64_t first = 0, id, total, leased;
+	size_t added;
+	int done = 0;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	for (int i = 0; i < NTASKS; i++) {
+		char item[32];
+		const char *it = item;
+
+		snprintf(item, sizeof(item), "s:%d:4096", 1000 + i);
+		assert_int_equal(jo_mut_task_add(m, NS, "slice", &it, 1, &id, &added, &err), 0);
+		assert_int_equal(added, 1);
+		if (!first)
+			first = id;
+	}
+	memset(rs, 0, sizeof(rs));
+	for (int i = 0; i < NTHREADS; i++) {
+		rs[i].url = url_of(state);
+		rs[i].idx = i;
+		rs[i].base = first;
+		assert_int_equal(pthread_create(&th[i], NULL, race_thread, &rs[i]), 0);
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(th[i], NULL);
+	for (int k = 0; k < NTASKS; k++) {
+		int n = 0;
+
+		for (int i = 0; i < NTHREADS; i++)
+			n += rs[i].claimed[k];
+		assert_int_equal(n, 1); /* every task claimed exactly once */
+	}
+	for (int i = 0; i < NTHREADS; i++) {
+		assert_int_equal(rs[i].errors, 0);
+		done += rs[i].done;
+	}
+	assert_int_equal(done, NTASKS);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 0);
+	jo_meta_close(m);
+}
+
+static void keeper_renews_and_notices_loss(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct jo_lease *l;
+	struct jo_lease_opts lo = { .ns = NS, .owner = "keeper", .lease_ms = 1200 };
+	const char *a[] = { "d:9:100" };
+	struct jo_mut_task t, t2;
+	int64_t id;
+	size_t added;
+	uint64_t ren, lost;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_task_add(m, NS, "delslice", a, 1, &id, &added, &err), 0);
+	assert_int_equal(jo_lease_new(&l, m, &lo, &err), 0);
+	assert_false(jo_lease_valid(l));
+	assert_int_equal(jo_lease_claim(l, m, &t, &err), 0);
+	jo_mut_task_release_mem(&t);
+	assert_true(jo_lease_valid(l));
+	/* three lease periods later it is still ours, thanks to the keeper */
+	usleep(3600000);
+	assert_true(jo_lease_valid(l));
+	assert_int_equal(jo_mut_task_claim(m, NS, "thief", 10000, &t2, &err), JO_ENOTFOUND);
+	jo_lease_stats(l, &ren, &lost);
+	assert_true(ren >= 5);
+	assert_int_equal(lost, 0);
+	/* someone takes it away (an operator, or a lease that ran out while we
+	 * were partitioned): the next renewal fails and mutation must stop */
+	assert_int_equal(jo_mut_task_release(m, NS, id, "keeper", &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, NS, "thief", 10000, &t2, &err), 0);
+	jo_mut_task_release_mem(&t2);
+	usleep(800000);
+	assert_false(jo_lease_valid(l));
+	jo_lease_stats(l, &ren, &lost);
+	assert_int_equal(lost, 1);
+	assert_int_equal(jo_lease_complete(l, m, &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_complete(m, NS, id, "thief", &err), 0);
+	jo_lease_free(l);
+	jo_meta_close(m);
+}
+
+static void bad_arguments_are_refused(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	const char *nl[] = { "a\nb" };
+	struct jo_mut_task t;
+	int64_t id;
+	size_t added;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_task_add(m, "Bad-NS", "k", nl, 1, &id, &added, &err), JO_EINVAL);
+	assert_int_equal(jo_mut_task_add(m, NS, "k", nl, 1, &id, &added, &err), JO_EINVAL);
+	assert_int_equal(jo_mut_task_claim(m, NS, "has space", 1000, &t, &err), JO_EINVAL);
+	assert_int_equal(jo_mut_task_claim(m, NS, "w", 10, &t, &err), JO_EINVAL);
+	jo_meta_close(m);
+}
+
+#define BOTH(fn) \
+	cmocka_unit_test_setup(fn, redis_state), cmocka_unit_test_setup(fn, sqlite_state)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		BOTH(add_deduplicates_items),
+		BOTH(claim_respects_leases_and_expiry),
+		BOTH(claims_race_exactly_once),
+		BOTH(keeper_renews_and_notices_loss),
+		BOTH(bad_arguments_are_refused),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,395 @@
+/*
+ * The s3 backend against a scripted loopback HTTP server: retries with
+ * backoff on 5xx/SlowDown, no retry on 403, 200 replies carrying <Error>,
+ * V2 pagination, DeleteObjects per-key results, signed ranged GETs and
+ * cancellation of an in-flight transfer.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/object/object.h"
+
+#define MAX_STEPS 8
+
+struct step {
+	int status;
+	const char *body;
+	int delay_ms;
+};
+
+struct server {
+	int fd, port;
+	pthread_t th;
+	struct step steps[MAX_STEPS];
+	int nsteps;
+	int served;
+	char requests[MAX_STEPS][8192];  /* request line + headers + body */
+};
+
+/* Case-insensitive strstr (strcasestr is a GNU extension). */
+static char *ci_find(const char *hay, const char *needle)
+{
+	size_t n = strlen(needle);
+
+	for (; *hay; hay++)
+		if (strncasecmp(hay, needle, n) == 0)
+			return (char *)hay;
+	return NULL;
+}
+
+static void sleep_ms(int ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void *serve(void *arg)
+{
+	struct server *s = arg;
+
+	while (s->served < s->nsteps) {
+		int c = accept(s->fd, NULL, NULL);
+		char *req = s->requests[s->served];
+		size_t len = 0;
+		long clen = 0;
+		char *hdr_end = NULL, resp[8192];
+		const struct step *st = &s->steps[s->served];
+
+		if (c < 0)
+			break;
+		/* Read headers, then Content-Length bytes of body. */
+		while (len < sizeof(s->requests[0]) - 1) {
+			ssize_t r = read(c, req + len, sizeof(s->requests[0]) - 1 - len);
+
+			if (r <= 0)
+				break;
+			len += (size_t)r;
+			req[len] = '\0';
+			if (!hdr_end) {
+				hdr_end = strstr(req, "\r\n\r\n");
+				if (hdr_end) {
+					char *cl = ci_find(req, "\r\ncontent-length:");
+
+					if (cl && cl < hdr_end)
+						clen = strtol(cl + 17, NULL, 10);
+				}
+			}
+			if (hdr_end && (long)(len - (size_t)(hdr_end + 4 - req)) >= clen)
+				break;
+		}
+		s->served++;
+		if (st->delay_ms)
+			sleep_ms(st->delay_ms);
+		snprintf(resp, sizeof(resp),
+			 "HTTP/1.1 %d X\r\nContent-Length: %zu\r\nETag: \"etag-%d\"\r\n"
+			 "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: close\r\n\r\n%s",
+			 st->status, strlen(st->body), s->served, st->body);
+		if (write(c, resp, strlen(resp)) < 0) {
+			/* the client may have gone (cancellation test) */
+		}
+		close(c);
+	}
+	return NULL;
+}
+
+static void server_start(struct server *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	int one = 1;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s->fd >= 0);
+	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s->fd, 16), 0);
+	getsockname(s->fd, (struct sockaddr *)&a, &al);
+	s->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&s->th, NULL, serve, s), 0);
+}
+
+static void server_stop(struct server *s)
+{
+	shutdown(s->fd, SHUT_RDWR);
+	close(s->fd);
+	pthread_join(s->th, NULL);
+}
+
+static struct jo_obj *open_at(struct server *s, int retries)
+{
+	struct jo_obj_opts o = JO_OBJ_OPTS_INIT;
+	struct jo_obj *obj = NULL;
+	struct jo_err err;
+	char url[64];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/bkt", s->port);
+	o.storage = "s3";
+	o.bucket = url;
+	o.access_key = "AKTEST";
+	o.secret_key = "SECRETVALUE123";
+	o.retries = retries;
+	o.timeout_ms = 5000;
+	assert_int_equal(jo_obj_open(&obj, &o, &err), 0);
+	return obj;
+}
+
+#define SLOWDOWN "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+
+static void retries_5xx_then_succeeds(void **state)
+{
+	struct server s = { .steps = { { 503, SLOWDOWN, 0 }, { 500, "", 0 }, { 200, "hello", 0 } },
+			    .nsteps = 3 };
+	struct jo_obj_stats st;
+	struct jo_err err;
+	uint8_t *buf;
+	size_t len;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 3);
+	assert_int_equal(jo_obj_get_buf(o, "a b/c+d", 0, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 5);
+	assert_memory_equal(buf, "hello", 5);
+	free(buf);
+	jo_obj_get_stats(o, &st);
+	assert_int_equal(st.requests, 3);
+	assert_int_equal(st.retries, 2);
+	/* Path-style, key percent-encoded per SigV4, signed. */
+	assert_non_null(strstr(s.requests[2], "GET /bkt/a%20b/c%2Bd HTTP/1.1"));
+	assert_non_null(ci_find(s.requests[2], "\r\nauthorization: AWS4-HMAC-SHA256 Credential=AKTEST/"));
+	assert_non_null(ci_find(s.requests[2], "\r\nhost: 127.0.0.1:"));
+	assert_null(strstr(s.requests[2], "SECRETVALUE123"));
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+static void gives_up_after_the_retry_budget(void **state)
+{
+	struct server s = { .steps = { { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 } },
+			    .nsteps = 3 };
+	struct jo_obj_info info;
+	struct jo_err err;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 2);
+	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
+	assert_non_null(strstr(err.msg, "SlowDown"));
+	assert_non_null(strstr(err.msg, "'k'"));
+	assert_non_null(strstr(err.msg, "127.0.0.1"));
+	assert_null(strstr(err.msg, "SECRETVALUE123"));
+	assert_int_equal(s.served, 3);
+	(void)info;
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+static void forbidden_is_eauth_without_retry(void **state)
+{
+	struct server s = {
+		.steps = { { 403, "<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>", 0 },
+			   { 200, "", 0 } },
+		.nsteps = 2 };
+	struct jo_err err;
+	struct jo_obj *o;
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 3);
+	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_EAUTH);
+	assert_non_null(strstr(err.msg, "SignatureDoesNotMatch"));
+	assert_int_equal(s.served, 1);
+	/* Let the server finish its script. */
+	assert_int_equal(jo_obj_delete(o, "k", &err), 0);
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+static void ranged_get_sends_range_and_reads_404_as_enotfound(void **state)
+{
+	struct server s = { .steps = { { 206, "3456", 0 },
+				       { 404, "<Error><Code>NoSuchKey</Code><Message>m</Message></Error>", 0 },
+				       { 404, "<Error><Code>NoSuchBucket</Code><Message>m</Message></Error>", 0 } },
+			    .nsteps = 3 };
+	struct jo_err err;
+	struct jo_obj *o;
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 3);
+	assert_int_equal(jo_obj_get_buf(o, "k", 3, 4, 10, &buf, &len, &err), 0);
+	assert_memory_equal(buf, "3456", 4);
+	free(buf);
+	assert_non_null(ci_find(s.requests[0], "\r\nrange: bytes=3-6\r\n"));
+	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ESTATE);
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+static void copy_with_200_error_body_fails(void **state)
+{
+	struct server s = {
+		.steps = { { 200, "<?xml version=\"1.0\"?>\n<Error><Code>InternalError</Code>"
+				  "<Message>We encountered an internal error.</Message></Error>", 0 },
+			   { 200, "<CopyObjectResult><ETag>\"x\"</ETag></CopyObjectResult>", 0 } },
+		.nsteps = 2 };
+	struct jo_err err;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 0);
+	assert_int_not_equal(jo_obj_copy(o, "src/a", "dst/b", NULL, &err), 0);
+	assert_non_null(strstr(err.msg, "InternalError"));
+	assert_non_null(ci_find(s.requests[0], "\r\nx-amz-copy-source: /bkt/src/a\r\n"));
+	assert_int_equal(jo_obj_copy(o, "src/a", "dst/b", NULL, &err), 0);
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+struct names {
+	char k[8][32];
+	int n;
+};
+
+static int collect(const struct jo_obj_info *info, void *payload)
+{
+	struct names *n = payload;
+
+	snprintf(n->k[n->n++], sizeof(n->k[0]), "%s", info->key);
+	return 0;
+}
+
+static void list_v2_follows_continuation_tokens(void **state)
+{
+	struct server s = {
+		.steps = { { 200, "<ListBucketResult><IsTruncated>true</IsTruncated><EncodingType>url</EncodingType>"
+				  "<Contents><Key>p/a%20b</Key><Size>1</Size></Contents>"
+				  "<NextContinuationToken>tok/1+=</NextContinuationToken></ListBucketResult>", 0 },
+			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated>"
+				  "<Contents><Key>p/c</Key><Size>2</Size></Contents></ListBucketResult>", 0 },
+			   { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
+				  "<Contents><Key>p/c</Key><Size>2</Size></Contents></ListBucketResult>", 0 } },
+		.nsteps = 3 };
+	struct names n = { 0 };
+	struct jo_err err;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 0);
+	assert_int_equal(jo_obj_list(o, "p/", "p/0", NULL, collect, &n, &err), 0);
+	assert_int_equal(n.n, 2);
+	assert_string_equal(n.k[0], "p/a b");
+	assert_string_equal(n.k[1], "p/c");
+	assert_non_null(strstr(s.requests[0], "GET /bkt?encoding-type=url&list-type=2&max-keys=1000&prefix=p%2F&start-after=p%2F0 "));
+	assert_non_null(strstr(s.requests[1], "continuation-token=tok%2F1%2B%3D&"));
+	assert_null(strstr(s.requests[1], "start-after"));
+	/* A truncated V2 page without a token is a protocol error. */
+	assert_int_equal(jo_obj_list(o, "p/", NULL, NULL, collect, &n, &err), JO_EPROTO);
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+static void delete_batch_maps_per_key_errors(void **state)
+{
+	struct server s = {
+		.steps = { { 200, "<DeleteResult><Error><Key>b&amp;c</Key><Code>AccessDenied</Code>"
+				  "<Message>denied</Message></Error>"
+				  "<Error><Key>gone</Key><Code>NoSuchKey</Code><Message>x</Message></Error>"
+				  "</DeleteResult>", 0 } },
+		.nsteps = 1 };
+	const char *keys[] = { "a", "b&c", "gone", "d<e" };
+	int results[4] = { 9, 9, 9, 9 };
+	struct jo_err err;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 0);
+	assert_int_equal(jo_obj_delete_batch(o, keys, 4, results, &err), 0);
+	assert_int_equal(results[0], 0);
+	assert_int_equal(results[1], JO_EAUTH);
+	assert_int_equal(results[2], 0);
+	assert_int_equal(results[3], 0);
+	assert_non_null(strstr(s.requests[0], "POST /bkt?delete= HTTP/1.1"));
+	assert_non_null(ci_find(s.requests[0], "\r\ncontent-md5: "));
+	assert_non_null(strstr(s.requests[0], "<Object><Key>b&amp;c</Key></Object>"));
+	assert_non_null(strstr(s.requests[0], "<Object><Key>d&lt;e</Key></Object>"));
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+static void *cancel_soon(void *arg)
+{
+	(void)arg;
+	sleep_ms(300);
+	jo_cancel_request(2);
+	return NULL;
+}
+
+/* Last: the cancellation flag stays set for the rest of the process. */
+static void cancel_aborts_in_flight_transfer(void **state)
+{
+	struct server s = { .steps = { { 200, "late", 3000 } }, .nsteps = 1 };
+	struct timespec t0, t1;
+	struct jo_err err;
+	struct jo_obj *o;
+	pthread_t th;
+	uint8_t *buf;
+	size_t len;
+	double dt;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 3);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	pthread_create(&th, NULL, cancel_soon, NULL);
+	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ECANCELED);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_true(dt < 2.5);
+	pthread_join(th, NULL);
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(retries_5xx_then_succeeds),
+		cmocka_unit_test(gives_up_after_the_retry_budget),
+		cmocka_unit_test(forbidden_is_eauth_without_retry),
+		cmocka_unit_test(ranged_get_sends_range_and_reads_404_as_enotfound),
+		cmocka_unit_test(copy_with_200_error_body_fails),
+		cmocka_unit_test(list_v2_follows_continuation_tokens),
+		cmocka_unit_test(delete_batch_maps_per_key_errors),
+		cmocka_unit_test(cancel_aborts_in_flight_transfer),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
