@@ -246,7 +246,8 @@ static void check_bgjobs(struct doc *d, struct jo_meta *m)
 
 	rc = jo_meta_scan_sessions(m, on_session, &b, &err);
 	if (rc) {
-		report(d, "client-bgjobs", FAIL, rc, err.msg, NULL);
+		report(d, "client-bgjobs", FAIL, rc, err.msg,
+		       "the session records could not be read: check the metadata engine's health and permissions");
 		return;
 	}
 	for (size_t i = 0; i < 3; i++) {

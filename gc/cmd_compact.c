@@ -1,4 +1,5 @@
 /* jfsops compact: survey fragmentation, and compact chunks as JuiceFS does. */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -19,11 +20,15 @@
 #include "common/jfs/jfs.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
+#include "common/audit.h"
+#include "common/extsort.h"
+#include "common/lease.h"
+#include "common/meta/meta_mut.h"
+#include "common/metrics.h"
 #include "gc/compact.h"
 
 static const char compact_usage[] =
-	"usage: jfsops compact META-URL [--path PATH] [--min-slices N] [--min-garbage PCT]\n"
-	"                      [--apply] [--threads N] [--json]\n"
+	"usage: jfsops compact META-URL [--plan | --worker | --status] [--apply] [options]\n"
 	"\n"
 	"Find chunks whose slice lists have grown long (appends, overwrites) and,\n"
 	"with --apply, rewrite each as one slice exactly as JuiceFS compacts: the\n"
@@ -31,30 +36,57 @@ static const char compact_usage[] =
 	"the volume's block size and compression), then swapped in with the same\n"
 	"compare-and-swap on the record prefix that JuiceFS uses, so writes made\n"
 	"meanwhile are kept. Old slices leave through the normal deletion path:\n"
-	"at once when trash is off and nothing else references them, else as\n"
-	"delayed slices that `jfsops gc` reclaims after TrashDays.\n"
+	"at once when trash is off and nothing else references them (counts are\n"
+	"re-read before any block is deleted), else as delayed slices that\n"
+	"`jfsops gc` reclaims after TrashDays. A chunk that changed under us\n"
+	"(conflict) loses only our new slice and is tried again.\n"
 	"Without --apply nothing is changed: a fragmentation report is printed.\n"
 	"\n"
+	"Modes (the same lease framework as `jfsops gc`):\n"
+	"      (default)            survey and report; with --apply: plan, then work here\n"
+	"      --plan               with --apply, record the chunks worth compacting as\n"
+	"                           lease tasks in the volume's metadata, best first\n"
+	"      --worker             with --apply, claim recorded tasks and compact them\n"
+	"      --status             print how many tasks are recorded and leased\n"
+	"\n"
 	"Options:\n"
-	"      --path PATH        only files under PATH (default: the whole volume)\n"
-	"      --min-slices N     chunks with at least N records (default 2)\n"
-	"      --min-garbage PCT  and at least PCT%% of their written bytes hidden (default 0)\n"
-	"      --apply            compact (default: report only)\n"
-	"      --threads N        chunks compacted at once (default 4)\n"
-	"      --json             JSON lines on stdout (one per chunk with --apply, then a summary)\n"
+	"      --apply              compact (default: report only)\n"
+	"      --path PATH          only files under PATH (default: the whole volume)\n"
+	"      --min-slices N       chunks with at least N records (default 2)\n"
+	"      --min-garbage PCT    and at least PCT%% of their written bytes hidden (default 0)\n"
+	"      --threads N          workers in this process (default 4)\n"
+	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
+	"      --lease DUR          lease length (default 60s; renewed every third)\n"
+	"      --max-time DUR       stop claiming after DUR and release leases (default: none)\n"
+	"      --task-size N        chunks per task (default 64)\n"
+	"      --audit FILE         append a JSON line per deleted block to FILE\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics (atomic)\n"
+	"      --json               JSON lines on stdout (one per chunk, then a summary)\n"
+	"  -q, --quiet            no progress line\n"
 	"  -h, --help             show this help\n"
+	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
 	CMD_VOL_HELP
 	"\n"
+	"Exit codes: 0 done, 2 usage, 3 failed, 4 some chunks failed, 9 unsupported\n"
+	"volume (ChangeLog on, encrypted), 10 a lease was lost, 130/143 interrupted.\n"
+	"\n"
 	"Examples:\n"
-	"  jfsops compact redis://127.0.0.1:6379/1                       # report\n"
-	"  jfsops compact sqlite3:///var/jfs/meta.db --path /logs --min-slices 20 --apply\n";
+	"  jfsops compact redis://127.0.0.1:6379/1                       # report only\n"
+	"  jfsops compact sqlite3:///var/jfs/meta.db --path /logs --min-slices 20 --apply\n"
+	"  jfsops compact redis://10.0.0.5:6379/1 --plan --apply          # record tasks once\n"
+	"  jfsops compact redis://10.0.0.5:6379/1 --worker --apply --max-time 50m   # on every host\n";
+
+#define COMPACT_NS "compact"
 
 struct copts {
 	const char *path;
 	uint64_t min_slices;
 	unsigned min_garbage;
-	bool apply;
+	bool apply, plan, worker, status;
 	int threads;
+	int64_t lease_ms, max_time_ms;
+	long task_size;
+	const char *id, *audit_path, *metrics_path;
 };
 
 #define NBUCKETS 12
@@ -62,75 +94,25 @@ struct copts {
 struct cstats {
 	uint64_t chunks, candidates, records, candidate_records, hidden, candidate_hidden;
 	uint64_t hist[NBUCKETS];
-	/* apply */
-	uint64_t compacted, conflicts, gave_up, nothing, failed;
+	/* planning */
+	uint64_t tasks_planned, chunks_planned;
+	/* work */
+	uint64_t tasks_done, compacted, conflicts, gave_up, nothing, failed, leases_lost;
 	uint64_t records_removed, bytes_read, bytes_written, slices_freed, blocks_deleted;
 };
-
-/* ---- a bounded queue of chunks for the worker threads ---- */
-struct item {
-	uint64_t ino;
-	uint32_t indx;
-};
-
-struct queue {
-	pthread_mutex_t mu;
-	pthread_cond_t not_empty, not_full;
-	struct item v[1024];
-	size_t head, n;
-	bool closed;
-};
-
-static void q_push(struct queue *q, struct item it)
-{
-	pthread_mutex_lock(&q->mu);
-	while (q->n == 1024 && !jo_cancelled())
-		pthread_cond_wait(&q->not_full, &q->mu);
-	if (q->n < 1024) {
-		q->v[(q->head + q->n) % 1024] = it;
-		q->n++;
-		pthread_cond_signal(&q->not_empty);
-	}
-	pthread_mutex_unlock(&q->mu);
-}
-
-static bool q_pop(struct queue *q, struct item *out)
-{
-	bool ok = false;
-
-	pthread_mutex_lock(&q->mu);
-	while (q->n == 0 && !q->closed)
-		pthread_cond_wait(&q->not_empty, &q->mu);
-	if (q->n) {
-		*out = q->v[q->head];
-		q->head = (q->head + 1) % 1024;
-		q->n--;
-		ok = true;
-		pthread_cond_signal(&q->not_full);
-	}
-	pthread_mutex_unlock(&q->mu);
-	return ok;
-}
-
-static void q_close(struct queue *q)
-{
-	pthread_mutex_lock(&q->mu);
-	q->closed = true;
-	pthread_cond_broadcast(&q->not_empty);
-	pthread_cond_broadcast(&q->not_full);
-	pthread_mutex_unlock(&q->mu);
-}
 
 struct run {
 	struct jo_ctx *ctx;
 	struct jo_vol *vol;
 	struct copts o;
 	struct cstats st;
-	struct queue q;
-	pthread_mutex_t mu;   /* guards st (apply part) and stdout */
+	pthread_mutex_t mu;   /* guards st and stdout once workers run */
 	struct jo_err first_err;
-	time_t started;
-	time_t last_progress;
+	struct jo_xsort *plan;   /* candidates ordered by benefit */
+	struct jo_audit *audit;
+	char owner[128];
+	int64_t started_ms, deadline_ms;
+	time_t started, last_progress;
 };
 
 static int bucket_of(uint64_t n)
@@ -157,8 +139,39 @@ static void bucket_label(int b, char *buf, size_t cap)
 		snprintf(buf, cap, "%u-%u", (1u << (b - 1)) + 1, 1u << b);
 }
 
-/* Survey one chunk; queue it when it is worth compacting. */
-static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len)
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--) {
+		p[i] = (uint8_t)v;
+		v >>= 8;
+	}
+}
+
+static uint64_t get_be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+/*
+ * A planned chunk as a sort record: byte order = best first (most hidden
+ * bytes, then most records), then inode and index.
+ */
+#define PLAN_REC 24
+static void plan_rec(uint8_t rec[PLAN_REC], uint64_t hidden, uint32_t nrec, uint64_t ino, uint32_t indx)
+{
+	put_be(rec, ~hidden, 8);
+	put_be(rec + 8, ~(uint64_t)nrec & 0xFFFFFFFFu, 4);
+	put_be(rec + 12, ino, 8);
+	put_be(rec + 20, indx, 4);
+}
+
+/* Survey one chunk; remember it for planning when it is worth compacting. */
+static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
+		  struct jo_err *err)
 {
 	struct jo_slice *recs = NULL, *segs = NULL;
 	size_t n = 0, ns = 0;
@@ -189,17 +202,30 @@ static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw
 	r->st.candidates++;
 	r->st.candidate_records += n;
 	r->st.candidate_hidden += hidden;
-	if (r->o.apply) {
-		struct item it = { ino, indx };
+	if (r->plan) {
+		uint8_t rec[PLAN_REC];
+		int rc;
 
-		q_push(&r->q, it);
+		plan_rec(rec, hidden, (uint32_t)n, ino, indx);
+		rc = jo_xsort_add(r->plan, rec, sizeof(rec), err);
+		if (rc)
+			return rc;
 	}
-	return jo_cancelled() ? JO_ECANCELED : 0;
+	if (jo_cancelled())
+		return jo_err_set(err, JO_ECANCELED, "interrupted");
+	return 0;
 }
+
+struct scan_ctx {
+	struct run *r;
+	struct jo_err *err;
+};
 
 static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *payload)
 {
-	return survey(payload, ino, indx, raw, len);
+	struct scan_ctx *sc = payload;
+
+	return survey(sc->r, ino, indx, raw, len, sc->err);
 }
 
 /* --path: walk the tree below PATH and survey each file's chunks. */
@@ -220,14 +246,13 @@ static int walk_file(struct walk *w, uint64_t ino)
 	/* chunks below the length: a Redis volume keeps no per-inode chunk index */
 	if (!rc)
 		rc = jo_meta_list_chunks_len(w->r->vol->meta, ino, a.length, &idx, &n, w->err);
-
 	for (size_t i = 0; i < n && !rc; i++) {
 		uint8_t *raw = NULL;
 		size_t len = 0;
 
 		rc = jo_meta_read_chunk(w->r->vol->meta, ino, idx[i], &raw, &len, w->err);
 		if (!rc)
-			rc = survey(w->r, ino, idx[i], raw, len);
+			rc = survey(w->r, ino, idx[i], raw, len, w->err);
 		free(raw);
 	}
 	free(idx);
@@ -246,7 +271,7 @@ static int walk_entry(const char *name, size_t name_len, uint64_t ino, uint8_t t
 			uint64_t *nv = realloc(w->dirs, ncap * sizeof(*nv));
 
 			if (!nv)
-				return JO_ENOMEM;
+				return jo_err_set(w->err, JO_ENOMEM, "out of memory");
 			w->dirs = nv;
 			w->cap = ncap;
 		}
@@ -269,16 +294,77 @@ static int walk_tree(struct run *r, uint64_t root, struct jo_err *err)
 		return rc;
 	if (a.type == JO_TYPE_FILE)
 		return walk_file(&w, root);
-	if (walk_entry(NULL, 0, root, JO_TYPE_DIR, &w))
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	while (w.ndirs && !rc) {
+	rc = walk_entry(NULL, 0, root, JO_TYPE_DIR, &w);
+	while (!rc && w.ndirs) {
 		uint64_t d = w.dirs[--w.ndirs];
 
 		rc = jo_meta_readdir(r->vol->meta, d, walk_entry, &w, err);
-		if (rc && !err->code)
-			jo_err_set(err, rc, "walk: %s", jo_err_name(rc));
 	}
 	free(w.dirs);
+	return rc;
+}
+
+static int survey_all(struct run *r, struct jo_err *err)
+{
+	struct scan_ctx sc = { r, err };
+	uint64_t root = JO_ROOT_INODE;
+	int rc;
+
+	if (!r->o.path)
+		return jo_meta_scan_chunks(r->vol->meta, on_chunk, &sc, err);
+	rc = jo_meta_resolve(r->vol->meta, r->o.path, &root, err);
+	if (rc)
+		return rc;
+	return walk_tree(r, root, err);
+}
+
+/* Record the surveyed candidates as tasks of task_size chunks, best first. */
+static int record_tasks(struct run *r, struct jo_err *err)
+{
+	char (*items)[48] = calloc((size_t)r->o.task_size, sizeof(*items));
+	const char **ip = calloc((size_t)r->o.task_size, sizeof(*ip));
+	size_t n = 0;
+	int rc;
+
+	if (!items || !ip) {
+		free(items);
+		free(ip);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	rc = jo_mut_task_init(r->vol->meta, COMPACT_NS, err);
+	if (!rc)
+		rc = jo_xsort_finish(r->plan, err);
+	for (;;) {
+		const void *rec;
+		size_t len;
+		int more = rc ? 0 : jo_xsort_next(r->plan, &rec, &len, err);
+
+		if (more < 0)
+			rc = more;
+		if (more == 1) {
+			const uint8_t *p = rec;
+
+			snprintf(items[n], sizeof(items[n]), "%" PRIu64 ":%u", get_be(p + 12, 8),
+				 (unsigned)get_be(p + 20, 4));
+			ip[n] = items[n];
+			n++;
+		}
+		if (n && (more != 1 || n == (size_t)r->o.task_size) && !rc) {
+			int64_t id = 0;
+			size_t added = 0;
+
+			rc = jo_mut_task_add(r->vol->meta, COMPACT_NS, "chunk", ip, n, &id, &added, err);
+			if (!rc && added) {
+				r->st.tasks_planned++;
+				r->st.chunks_planned += added;
+			}
+			n = 0;
+		}
+		if (more != 1 || rc)
+			break;
+	}
+	free(items);
+	free(ip);
 	return rc;
 }
 
@@ -311,82 +397,169 @@ static void progress(struct run *r)
 {
 	time_t now = time(NULL);
 
-	if (r->ctx->quiet || now == r->last_progress)
+	if (r->ctx->quiet || !r->ctx->tty || now == r->last_progress)
 		return;
 	r->last_progress = now;
-	if (r->ctx->tty)
-		fprintf(stderr, "\rcompact: %" PRIu64 " compacted, %" PRIu64 " conflicts, %" PRIu64
-			" failed, %.1f MiB written   ", r->st.compacted, r->st.conflicts, r->st.failed,
-			(double)r->st.bytes_written / 1048576.0);
+	fprintf(stderr, "\rcompact: %" PRIu64 " compacted, %" PRIu64 " conflicts, %" PRIu64
+		" failed, %.1f MiB written   ", r->st.compacted, r->st.conflicts, r->st.failed,
+		(double)r->st.bytes_written / 1048576.0);
 }
 
+/* Compact one planned chunk; a conflict is tried again a little later. */
+static void work_item(struct run *r, struct jo_vol *v, const struct compact_audit *au,
+		      uint64_t ino, uint32_t indx)
+{
+	struct compact_result res;
+	struct jo_err err = { 0 };
+	int rc = 0;
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		jo_err_clear(&err);
+		rc = compact_chunk(v, ino, indx, au, &res, &err);
+		if (rc || res.outcome != COMPACT_CONFLICT || jo_cancelled())
+			break;
+		pthread_mutex_lock(&r->mu);
+		r->st.conflicts++;
+		pthread_mutex_unlock(&r->mu);
+		usleep(200000);
+	}
+	pthread_mutex_lock(&r->mu);
+	if (rc) {
+		r->st.failed++;
+		if (!r->first_err.code)
+			r->first_err = err;
+		jo_warn("inode %" PRIu64 " chunk %u: %s", ino, indx, err.msg);
+		emit_chunk_json(r, ino, indx, &res, err.msg);
+	} else {
+		switch (res.outcome) {
+		case COMPACT_DONE:
+			r->st.compacted++;
+			r->st.records_removed += res.records_before - res.records_after;
+			break;
+		case COMPACT_CONFLICT: r->st.gave_up++; break;
+		case COMPACT_NOTHING: r->st.nothing++; break;
+		}
+		emit_chunk_json(r, ino, indx, &res, NULL);
+	}
+	r->st.bytes_read += res.bytes_read;
+	r->st.bytes_written += res.bytes_written;
+	r->st.slices_freed += res.slices_freed;
+	r->st.blocks_deleted += res.blocks_deleted;
+	progress(r);
+	pthread_mutex_unlock(&r->mu);
+}
+
+static bool out_of_time(struct run *r)
+{
+	return r->deadline_ms && jo_lease_mono_ms() >= r->deadline_ms;
+}
+
+struct worker_arg {
+	struct run *r;
+	int idx;
+};
+
+/* One worker: claim a task, compact its chunks while the lease holds, complete. */
 static void *worker(void *arg)
 {
-	struct run *r = arg;
+	struct worker_arg *wa = arg;
+	struct run *r = wa->r;
 	struct jo_vol *v = NULL;
+	struct jo_lease *lease = NULL;
 	struct jo_err err = { 0 };
-	struct item it;
+	char id[160];
 	sigset_t all;
 
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, NULL);
-	if (jo_vol_clone(r->vol, &v, &err)) {
+	snprintf(id, sizeof(id), "%s/%d", r->owner, wa->idx);
+	if (jo_vol_clone(r->vol, &v, &err) == 0) {
+		struct jo_lease_opts lo = { .ns = COMPACT_NS, .owner = id, .lease_ms = r->o.lease_ms };
+
+		if (jo_lease_new(&lease, v->meta, &lo, &err))
+			lease = NULL;
+	}
+	while (lease && !jo_cancelled() && !out_of_time(r)) {
+		struct jo_mut_task t = { 0 };
+		struct compact_audit au = { r->audit, id, 0 };
+		bool lost = false;
+		char *save = NULL, *item;
+		int rc = jo_lease_claim(lease, v->meta, &t, &err);
+
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(&err);
+			break;
+		}
+		if (rc)
+			break;
+		au.task = t.id;
+		for (item = strtok_r(t.items, "\n", &save); item; item = strtok_r(NULL, "\n", &save)) {
+			unsigned long long ino;
+			unsigned indx;
+
+			if (jo_cancelled() || out_of_time(r))
+				break;
+			if (!jo_lease_valid(lease)) {
+				lost = true;
+				break;
+			}
+			if (sscanf(item, "%llu:%u", &ino, &indx) != 2)
+				continue;  /* not ours to judge: a later planner may fix it */
+			work_item(r, v, &au, ino, indx);
+		}
+		if (!lost && item == NULL) {
+			rc = jo_lease_complete(lease, v->meta, &err);
+			lost = rc == JO_ECONFLICT;
+			pthread_mutex_lock(&r->mu);
+			r->st.tasks_done += rc == 0;
+			pthread_mutex_unlock(&r->mu);
+			if (rc && !lost)
+				jo_warn("task %" PRId64 ": %s", t.id, err.msg);
+		} else if (!lost) {
+			/* shutdown or --max-time: give the rest back at once */
+			(void)jo_lease_release(lease, v->meta, &err);
+		}
+		if (lost) {
+			pthread_mutex_lock(&r->mu);
+			r->st.leases_lost++;
+			pthread_mutex_unlock(&r->mu);
+			jo_warn("lost the lease of task %" PRId64 ": stopped working on it", t.id);
+		}
+		jo_mut_task_release_mem(&t);
+	}
+	if (err.code && err.code != JO_ENOTFOUND) {
 		pthread_mutex_lock(&r->mu);
 		if (!r->first_err.code)
 			r->first_err = err;
 		pthread_mutex_unlock(&r->mu);
-		jo_cancel_request(SIGTERM);
-		q_close(&r->q);
-		return NULL;
 	}
-	while (!jo_cancelled() && q_pop(&r->q, &it)) {
-		struct compact_result res;
-		int rc;
-
-		/* a conflict means the chunk changed under us: look again a little later */
-		for (int attempt = 0; attempt < 3; attempt++) {
-			jo_err_clear(&err);
-			rc = compact_chunk(v, it.ino, it.indx, "local", NULL, &res, &err);
-			if (rc || res.outcome != COMPACT_CONFLICT || jo_cancelled())
-				break;
-			pthread_mutex_lock(&r->mu);
-			r->st.conflicts++;
-			pthread_mutex_unlock(&r->mu);
-			usleep(200000);
-		}
-		pthread_mutex_lock(&r->mu);
-		if (rc) {
-			r->st.failed++;
-			if (!r->first_err.code)
-				r->first_err = err;
-			jo_warn("inode %" PRIu64 " chunk %u: %s", it.ino, it.indx, err.msg);
-			emit_chunk_json(r, it.ino, it.indx, &res, err.msg);
-		} else {
-			switch (res.outcome) {
-			case COMPACT_DONE:
-				r->st.compacted++;
-				r->st.records_removed += res.records_before - res.records_after;
-				break;
-			case COMPACT_CONFLICT: r->st.gave_up++; break;
-			case COMPACT_NOTHING: r->st.nothing++; break;
-			}
-			r->st.bytes_read += res.bytes_read;
-			r->st.bytes_written += res.bytes_written;
-			r->st.slices_freed += res.slices_freed;
-			r->st.blocks_deleted += res.blocks_deleted;
-			emit_chunk_json(r, it.ino, it.indx, &res, NULL);
-		}
-		progress(r);
-		pthread_mutex_unlock(&r->mu);
-	}
+	jo_lease_free(lease);
 	jo_vol_close(v);
 	return NULL;
+}
+
+static int run_workers(struct run *r)
+{
+	pthread_t tids[64];
+	struct worker_arg args[64];
+	int nt;
+
+	for (nt = 0; nt < r->o.threads; nt++) {
+		args[nt].r = r;
+		args[nt].idx = nt;
+		if (pthread_create(&tids[nt], NULL, worker, &args[nt]))
+			break;
+	}
+	for (int i = 0; i < nt; i++)
+		pthread_join(tids[i], NULL);
+	return nt ? 0 : JO_ENOMEM;
 }
 
 static void print_summary(struct run *r)
 {
 	struct cstats *s = &r->st;
-	double secs = difftime(time(NULL), r->started);
+	double secs = (double)(jo_lease_mono_ms() - r->started_ms) / 1000.0;
+	bool surveyed = s->chunks > 0 || !r->o.worker;
 	char label[32];
 
 	if (r->ctx->tty && !r->ctx->quiet && r->o.apply)
@@ -408,11 +581,15 @@ static void print_summary(struct run *r)
 		json_object_set_new(o, "candidates", json_integer((json_int_t)s->candidates));
 		json_object_set_new(o, "candidate_records", json_integer((json_int_t)s->candidate_records));
 		json_object_set_new(o, "candidate_hidden_bytes", json_integer((json_int_t)s->candidate_hidden));
+		json_object_set_new(o, "tasks_planned", json_integer((json_int_t)s->tasks_planned));
+		json_object_set_new(o, "chunks_planned", json_integer((json_int_t)s->chunks_planned));
+		json_object_set_new(o, "tasks_done", json_integer((json_int_t)s->tasks_done));
 		json_object_set_new(o, "compacted", json_integer((json_int_t)s->compacted));
 		json_object_set_new(o, "conflicts", json_integer((json_int_t)s->conflicts));
 		json_object_set_new(o, "gave_up", json_integer((json_int_t)s->gave_up));
 		json_object_set_new(o, "skipped", json_integer((json_int_t)s->nothing));
 		json_object_set_new(o, "failed", json_integer((json_int_t)s->failed));
+		json_object_set_new(o, "leases_lost", json_integer((json_int_t)s->leases_lost));
 		json_object_set_new(o, "records_removed", json_integer((json_int_t)s->records_removed));
 		json_object_set_new(o, "bytes_read", json_integer((json_int_t)s->bytes_read));
 		json_object_set_new(o, "bytes_written", json_integer((json_int_t)s->bytes_written));
@@ -425,80 +602,195 @@ static void print_summary(struct run *r)
 		json_decref(o);
 		return;
 	}
-	printf("chunks:            %" PRIu64 " (%" PRIu64 " records, %.1f MiB hidden by overwrites)\n",
-	       s->chunks, s->records, (double)s->hidden / 1048576.0);
-	printf("worth compacting:  %" PRIu64 " chunks (%" PRIu64 " records, %.1f MiB hidden)\n",
-	       s->candidates, s->candidate_records, (double)s->candidate_hidden / 1048576.0);
-	printf("records per chunk:\n");
-	for (int b = 0; b < NBUCKETS; b++) {
-		if (!s->hist[b])
-			continue;
-		bucket_label(b, label, sizeof(label));
-		printf("  %-10s %" PRIu64 "\n", label, s->hist[b]);
+	if (surveyed) {
+		printf("chunks:            %" PRIu64 " (%" PRIu64 " records, %.1f MiB hidden by overwrites)\n",
+		       s->chunks, s->records, (double)s->hidden / 1048576.0);
+		printf("worth compacting:  %" PRIu64 " chunks (%" PRIu64 " records, %.1f MiB hidden)\n",
+		       s->candidates, s->candidate_records, (double)s->candidate_hidden / 1048576.0);
+		printf("records per chunk:\n");
+		for (int b = 0; b < NBUCKETS; b++) {
+			if (!s->hist[b])
+				continue;
+			bucket_label(b, label, sizeof(label));
+			printf("  %-10s %" PRIu64 "\n", label, s->hist[b]);
+		}
 	}
 	if (!r->o.apply) {
 		printf("dry run: nothing changed; add --apply to compact\n");
 		return;
 	}
-	printf("compacted:         %" PRIu64 " chunks, %" PRIu64 " records removed, %" PRIu64
-	       " conflicts (%" PRIu64 " chunks left for a later run), %" PRIu64 " failed\n",
-	       s->compacted, s->records_removed, s->conflicts, s->gave_up, s->failed);
+	if (r->o.plan || !r->o.worker)
+		printf("planned:           %" PRIu64 " tasks, %" PRIu64 " chunks\n", s->tasks_planned,
+		       s->chunks_planned);
+	if (r->o.plan)
+		return;
+	printf("compacted:         %" PRIu64 " chunks in %" PRIu64 " tasks, %" PRIu64
+	       " records removed, %" PRIu64 " conflicts (%" PRIu64 " chunks left for a later run), %"
+	       PRIu64 " failed\n", s->compacted, s->tasks_done, s->records_removed, s->conflicts,
+	       s->gave_up, s->failed);
 	printf("data:              %.1f MiB read, %.1f MiB written, %" PRIu64 " old slices freed (%"
-	       PRIu64 " blocks deleted), %.0f s\n", (double)s->bytes_read / 1048576.0,
+	       PRIu64 " blocks deleted), %.1f s\n", (double)s->bytes_read / 1048576.0,
 	       (double)s->bytes_written / 1048576.0, s->slices_freed, s->blocks_deleted, secs);
 }
+
+static int write_metrics(struct run *r, bool success, struct jo_err *err)
+{
+	struct jo_metrics *mx = NULL;
+	struct cstats *s = &r->st;
+	const struct { const char *name, *type, *help; double v; } m[] = {
+		{ "jfsops_compact_chunks_total", "counter", "chunks compacted by the last run", (double)s->compacted },
+		{ "jfsops_compact_conflicts_total", "counter", "compare-and-swap conflicts in the last run", (double)s->conflicts },
+		{ "jfsops_compact_errors_total", "counter", "chunks that failed in the last run", (double)s->failed },
+		{ "jfsops_compact_records_removed_total", "counter", "slice records removed by the last run", (double)s->records_removed },
+		{ "jfsops_compact_bytes_read_total", "counter", "bytes of old slices read by the last run", (double)s->bytes_read },
+		{ "jfsops_compact_bytes_written_total", "counter", "bytes of new slices written by the last run", (double)s->bytes_written },
+		{ "jfsops_compact_objects_deleted_total", "counter", "blocks of old slices deleted by the last run", (double)s->blocks_deleted },
+		{ "jfsops_compact_tasks_completed_total", "counter", "tasks completed by the last run", (double)s->tasks_done },
+		{ "jfsops_compact_tasks_planned_total", "counter", "tasks recorded by the last run", (double)s->tasks_planned },
+		{ "jfsops_compact_leases_lost_total", "counter", "leases lost in the last run", (double)s->leases_lost },
+		{ "jfsops_compact_candidate_chunks", "gauge", "chunks worth compacting seen by the last survey", (double)s->candidates },
+		{ "jfsops_compact_dry_run", "gauge", "1 if the last run was a dry run", r->o.apply ? 0 : 1 },
+		{ "jfsops_compact_duration_seconds", "gauge", "duration of the last run",
+		  (double)(jo_lease_mono_ms() - r->started_ms) / 1000.0 },
+		{ "jfsops_compact_last_run_timestamp_seconds", "gauge", "start of the last run (unix seconds)", (double)r->started },
+	};
+	int rc = jo_metrics_new(&mx, err);
+
+	for (size_t i = 0; !rc && i < sizeof(m) / sizeof(m[0]); i++)
+		rc = jo_metrics_set(mx, m[i].name, m[i].type, m[i].help, NULL, m[i].v, err);
+	if (!rc && success)
+		rc = jo_metrics_set(mx, "jfsops_compact_last_success_timestamp_seconds", "gauge",
+				    "end of the last successful run (unix seconds)", NULL,
+				    (double)time(NULL), err);
+	if (!rc)
+		rc = jo_metrics_write(mx, r->o.metrics_path, err);
+	jo_metrics_free(mx);
+	return rc;
+}
+
+/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
+static int64_t parse_duration(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	if (!*end || !strcmp(end, "s"))
+		return (int64_t)(v * 1000);
+	if (!strcmp(end, "ms"))
+		return (int64_t)v;
+	if (!strcmp(end, "m"))
+		return (int64_t)(v * 60000);
+	if (!strcmp(end, "h"))
+		return (int64_t)(v * 3600000);
+	if (!strcmp(end, "d"))
+		return (int64_t)(v * 86400000);
+	return -1;
+}
+
+static void default_owner(struct run *r)
+{
+	char host[64] = "localhost";
+
+	if (r->o.id) {
+		snprintf(r->owner, sizeof(r->owner), "%s", r->o.id);
+	} else {
+		if (gethostname(host, sizeof(host) - 1) != 0)
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(r->owner, sizeof(r->owner), "%s:%ld", host, (long)getpid());
+	}
+	for (char *p = r->owner; *p; p++)
+		if (*p <= ' ' || *p > '~')
+			*p = '_';
+}
+
+enum {
+	OPT_PATH = 0x2000, OPT_MINS, OPT_MING, OPT_APPLY, OPT_PLAN, OPT_WORKER, OPT_STATUS,
+	OPT_THREADS, OPT_ID, OPT_LEASE, OPT_MAXTIME, OPT_TASKSIZE, OPT_AUDIT, OPT_METRICS, OPT_JSON,
+};
 
 int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 {
 	static const struct option opts[] = {
-		{ "path", required_argument, NULL, 'p' },
-		{ "min-slices", required_argument, NULL, 'n' },
-		{ "min-garbage", required_argument, NULL, 'g' },
-		{ "apply", no_argument, NULL, 'a' },
-		{ "threads", required_argument, NULL, 't' },
-		{ "json", no_argument, NULL, 'j' },
+		{ "path", required_argument, NULL, OPT_PATH },
+		{ "min-slices", required_argument, NULL, OPT_MINS },
+		{ "min-garbage", required_argument, NULL, OPT_MING },
+		{ "apply", no_argument, NULL, OPT_APPLY },
+		{ "plan", no_argument, NULL, OPT_PLAN },
+		{ "worker", no_argument, NULL, OPT_WORKER },
+		{ "status", no_argument, NULL, OPT_STATUS },
+		{ "threads", required_argument, NULL, OPT_THREADS },
+		{ "id", required_argument, NULL, OPT_ID },
+		{ "lease", required_argument, NULL, OPT_LEASE },
+		{ "max-time", required_argument, NULL, OPT_MAXTIME },
+		{ "task-size", required_argument, NULL, OPT_TASKSIZE },
+		{ "audit", required_argument, NULL, OPT_AUDIT },
+		{ "metrics-file", required_argument, NULL, OPT_METRICS },
+		{ "json", no_argument, NULL, OPT_JSON },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		CMD_VOL_LONGOPTS,
 		{ 0 }
 	};
 	struct cmd_vol_args va = { 0 };
-	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4 } };
+	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4, .lease_ms = 60000,
+					     .task_size = 64 } };
 	struct jo_err err = { 0 };
-	pthread_t tids[64];
-	int nt = 0, c, rc;
-	uint64_t root = JO_ROOT_INODE;
+	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
 		char *end;
+		long v;
 
 		if (cmd_vol_opt(&va, c, optarg))
 			continue;
 		switch (c) {
-		case 'p': r.o.path = optarg; break;
-		case 'n':
+		case OPT_PATH: r.o.path = optarg; break;
+		case OPT_MINS:
 			r.o.min_slices = strtoull(optarg, &end, 10);
 			if (*end || !*optarg)
 				return cmd_usage_error(ctx, "bad --min-slices '%s'", optarg);
 			break;
-		case 'g': {
-			unsigned long v = strtoul(optarg, &end, 10);
-
-			if (*end || !*optarg || v > 100)
+		case OPT_MING:
+			v = strtol(optarg, &end, 10);
+			if (*end || !*optarg || v < 0 || v > 100)
 				return cmd_usage_error(ctx, "bad --min-garbage '%s' (0-100)", optarg);
 			r.o.min_garbage = (unsigned)v;
 			break;
-		}
-		case 'a': r.o.apply = true; break;
-		case 't': {
-			long v = strtol(optarg, &end, 10);
-
+		case OPT_APPLY: r.o.apply = true; break;
+		case OPT_PLAN: r.o.plan = true; break;
+		case OPT_WORKER: r.o.worker = true; break;
+		case OPT_STATUS: r.o.status = true; break;
+		case OPT_THREADS:
+			v = strtol(optarg, &end, 10);
 			if (*end || v < 1 || v > 64)
 				return cmd_usage_error(ctx, "bad --threads '%s' (1-64)", optarg);
 			r.o.threads = (int)v;
 			break;
-		}
-		case 'j': ctx->json = true; break;
+		case OPT_ID: r.o.id = optarg; break;
+		case OPT_LEASE:
+			r.o.lease_ms = parse_duration(optarg);
+			if (r.o.lease_ms < 1000)
+				return cmd_usage_error(ctx, "bad --lease '%s' (at least 1s)", optarg);
+			break;
+		case OPT_MAXTIME:
+			r.o.max_time_ms = parse_duration(optarg);
+			if (r.o.max_time_ms <= 0)
+				return cmd_usage_error(ctx, "bad --max-time '%s'", optarg);
+			break;
+		case OPT_TASKSIZE:
+			v = strtol(optarg, &end, 10);
+			if (*end || v < 1 || v > 10000)
+				return cmd_usage_error(ctx, "bad --task-size '%s' (1-10000)", optarg);
+			r.o.task_size = v;
+			break;
+		case OPT_AUDIT: r.o.audit_path = optarg; break;
+		case OPT_METRICS: r.o.metrics_path = optarg; break;
+		case OPT_JSON: ctx->json = true; break;
 		case 'q': ctx->quiet = true; break;
 		case 'h': fputs(compact_usage, stdout); return 0;
 		default: return cmd_usage_error(ctx, "unknown option");
@@ -506,9 +798,30 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
+	if (r.o.plan + r.o.worker + r.o.status > 1)
+		return cmd_usage_error(ctx, "--plan, --worker and --status exclude each other");
+	if (r.o.worker && r.o.path)
+		return cmd_usage_error(ctx, "--path belongs to planning, not to --worker");
+	r.started = time(NULL);
+	r.started_ms = jo_lease_mono_ms();
+	if (r.o.max_time_ms)
+		r.deadline_ms = r.started_ms + r.o.max_time_ms;
+	default_owner(&r);
+	pthread_mutex_init(&r.mu, NULL);
 	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
 	if (rc)
 		goto out_args;
+	if (r.o.status) {
+		int64_t total = 0, leased = 0;
+
+		rc = jo_mut_task_count(r.vol->meta, COMPACT_NS, &total, &leased, &err);
+		if (rc) {
+			rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+		printf("compaction tasks: %" PRId64 " recorded, %" PRId64 " leased\n", total, leased);
+		goto out;
+	}
 	if (r.o.apply && r.vol->fmt.changelog) {
 		jo_err_set(&err, JO_EUNSUPPORTED,
 			   "volume '%s' keeps a change log (ChangeLog): compaction would not be logged; refusing",
@@ -522,41 +835,76 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		rc = cmd_fail(ctx, &err);
 		goto out;
 	}
-	if (r.o.path) {
-		rc = jo_meta_resolve(r.vol->meta, r.o.path, &root, &err);
-		if (rc) {
-			rc = cmd_fail(ctx, &err);
-			goto out;
-		}
-	}
-	pthread_mutex_init(&r.mu, NULL);
-	pthread_mutex_init(&r.q.mu, NULL);
-	pthread_cond_init(&r.q.not_empty, NULL);
-	pthread_cond_init(&r.q.not_full, NULL);
-	r.started = time(NULL);
-	if (r.o.apply)
-		for (nt = 0; nt < r.o.threads; nt++)
-			if (pthread_create(&tids[nt], NULL, worker, &r))
-				break;
-	if (r.o.path)
-		rc = walk_tree(&r, root, &err);
-	else
-		rc = jo_meta_scan_chunks(r.vol->meta, on_chunk, &r, &err);
-	q_close(&r.q);
-	for (int i = 0; i < nt; i++)
-		pthread_join(tids[i], NULL);
-	if (rc == JO_ECANCELED || jo_cancelled()) {
-		print_summary(&r);
-		rc = 128 + (jo_cancelled() ? jo_cancelled() : SIGINT);
-		goto out;
-	}
-	if (rc) {
+	if (r.o.apply && r.o.audit_path && jo_audit_open(&r.audit, r.o.audit_path, &err)) {
 		rc = cmd_fail(ctx, &err);
 		goto out;
 	}
+
+	/* survey (and plan) unless this process only works */
+	if (!(r.o.worker && r.o.apply)) {
+		if (r.o.apply) {
+			struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+
+			xo.mem_limit = 64u << 20;
+			rc = jo_xsort_new(&r.plan, &xo, &err);
+		}
+		if (!rc)
+			rc = survey_all(&r, &err);
+		if (!rc && r.plan)
+			rc = record_tasks(&r, &err);
+		jo_xsort_free(r.plan);
+		r.plan = NULL;
+		if (rc)
+			goto failed;
+	}
+	if (r.o.apply && !r.o.plan) {
+		rc = run_workers(&r);
+		if (rc) {
+			jo_err_set(&err, rc, "cannot start workers");
+			goto failed;
+		}
+	}
+	if (jo_cancelled()) {
+		print_summary(&r);
+		rc = 128 + jo_cancelled();
+		goto metrics;
+	}
 	print_summary(&r);
-	rc = r.st.failed ? JO_EXIT_PARTIAL : 0;
+	if (r.st.leases_lost)
+		rc = JO_EXIT_CONFLICT;
+	else if (r.first_err.code && !r.st.failed)
+		rc = cmd_fail(ctx, &r.first_err);
+	else
+		rc = r.st.failed ? JO_EXIT_PARTIAL : 0;
+	goto metrics;
+failed:
+	if (rc == JO_ECANCELED || jo_cancelled()) {
+		print_summary(&r);
+		rc = 128 + (jo_cancelled() ? jo_cancelled() : SIGINT);
+	} else {
+		rc = cmd_fail(ctx, &err);
+	}
+metrics:
+	if (r.o.metrics_path) {
+		struct jo_err merr = { 0 };
+
+		if (write_metrics(&r, rc == 0, &merr)) {
+			fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			if (!rc)
+				rc = JO_EXIT_FAIL;
+		}
+	}
 out:
+	if (r.audit) {
+		struct jo_err aerr = { 0 };
+
+		if (jo_audit_sync(r.audit, &aerr)) {
+			fprintf(stderr, "%s %s: audit: %s\n", ctx->prog, ctx->cmd, aerr.msg);
+			if (!rc)
+				rc = JO_EXIT_FAIL;
+		}
+		jo_audit_close(r.audit);
+	}
 	jo_vol_close(r.vol);
 out_args:
 	cmd_vol_args_release(&va);

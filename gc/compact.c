@@ -8,7 +8,10 @@
 #include "common/err.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
+#include "common/audit.h"
 #include "common/meta/meta_compact.h"
+#include "common/meta/meta_mut.h"
+#include "common/object/object.h"
 
 static bool same_record(const struct jo_slice *a, const struct jo_slice *b)
 {
@@ -160,17 +163,58 @@ static int source_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload,
 	return 0;
 }
 
-/* Remove the blocks of a slice nobody references any more, then its ref. */
-static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, struct compact_result *res,
-		      struct jo_err *err)
+/*
+ * Remove the blocks of a slice nobody references any more (its count,
+ * re-read now, must say so), audit each key, then forget its count.
+ */
+static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, const char *reason,
+		      const struct compact_audit *au, struct compact_result *res, struct jo_err *err)
 {
-	uint32_t n = 0;
-	int rc = jo_vol_delete_slice(v, id, size, &n, err);
+	uint32_t nb = jo_slice_nblocks(size, v->block_size);
+	char (*keys)[256] = NULL;
+	const char **kp = NULL;
+	int *results = NULL;
+	bool deletable = false;
+	int rc;
 
-	res->blocks_deleted += n;
-	if (rc)
+	rc = jo_mut_slice_deletable(v->meta, id, size, &deletable, err);
+	if (rc || !deletable)
 		return rc;
-	return jo_meta_slice_forget(v->meta, id, size, err);
+	keys = calloc(nb, sizeof(*keys));
+	kp = calloc(nb, sizeof(*kp));
+	results = calloc(nb, sizeof(*results));
+	if (!keys || !kp || !results) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (uint32_t i = 0; i < nb; i++) {
+		jo_vol_block_key(v, keys[i], sizeof(keys[i]), id, i, jo_block_len(size, v->block_size, i));
+		kp[i] = keys[i];
+	}
+	rc = jo_obj_delete_batch(v->obj, kp, nb, results, err);
+	for (uint32_t i = 0; i < nb; i++) {
+		int r = rc ? rc : results[i];
+		struct jo_audit_rec ar = {
+			.action = "delete", .worker = au ? au->worker : NULL, .task = au ? au->task : 0,
+			.key = keys[i], .slice_id = id, .slice_size = size, .reason = reason,
+			.result = r == 0 ? "ok" : r == JO_ENOTFOUND ? "not-found" : "error",
+			.error = r && r != JO_ENOTFOUND ? jo_err_name(r) : NULL,
+		};
+
+		if (au && au->audit)
+			(void)jo_audit_write(au->audit, &ar, NULL);  /* audit errors surface at close */
+		if (r == 0 || r == JO_ENOTFOUND)
+			res->blocks_deleted++;
+		else if (!rc)
+			rc = jo_err_set(err, r, "delete block '%s': %s", keys[i], jo_err_name(r));
+	}
+	if (!rc)
+		rc = jo_mut_forget_slice(v->meta, id, size, err);
+out:
+	free(keys);
+	free(kp);
+	free(results);
+	return rc;
 }
 
 /* Do the first n records of the chunk still equal origin? */
@@ -189,8 +233,8 @@ static bool chunk_changed(struct jo_vol *v, uint64_t ino, uint32_t indx, const u
 	return changed;
 }
 
-int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *worker,
-		  struct jo_audit *audit, struct compact_result *res, struct jo_err *err)
+int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct compact_audit *au,
+		  struct compact_result *res, struct jo_err *err)
 {
 	uint8_t *raw = NULL;
 	size_t rawlen = 0, n = 0, nfreed = 0;
@@ -202,8 +246,6 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *wor
 	uint64_t id = 0;
 	int rc;
 
-	(void)worker;
-	(void)audit;
 	memset(res, 0, sizeof(*res));
 	rc = jo_meta_read_chunk(v->meta, ino, indx, &raw, &rawlen, err);
 	if (rc)
@@ -271,7 +313,7 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *wor
 		res->outcome = COMPACT_CONFLICT;
 		rc = jo_meta_slice_abandon(v->meta, id, pick.size, &e2);
 		if (!rc)
-			rc = drop_slice(v, id, pick.size, res, &e2);
+			rc = drop_slice(v, id, pick.size, "abandoned-compaction", au, res, &e2);
 		if (rc) {
 			*err = e2;
 			goto out;
@@ -288,7 +330,7 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *wor
 	for (size_t i = 0; i < nfreed; i++) {
 		struct jo_err e2 = { 0 };
 
-		if (drop_slice(v, freed[i].id, freed[i].size, res, &e2)) {
+		if (drop_slice(v, freed[i].id, freed[i].size, "compacted-slice", au, res, &e2)) {
 			/* the ref stays <= 0: gc finishes it */
 			jo_warn("slice %llu stays pending: %s", (unsigned long long)freed[i].id, e2.msg);
 			continue;

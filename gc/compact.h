@@ -49,14 +49,21 @@ struct compact_result {
 	uint64_t slices_freed, blocks_deleted;
 };
 
+/* Who does the work, for the audit lines of deleted blocks. */
+struct compact_audit {
+	struct jo_audit *audit;   /* NULL: no audit file */
+	const char *worker;
+	int64_t task;
+};
+
 /*
  * Compact chunk (ino, indx) of v: snapshot the first records, allocate a
  * slice id, write the visible bytes as one new slice, commit with the CAS on
  * the record prefix; on conflict remove the new slice again. With trash off
- * the blocks of old slices whose last reference went away are deleted and
- * audited (audit may be NULL). Returns 0 with *res filled, or an error.
+ * the blocks of old slices whose last reference went away (counts re-read
+ * right before) are deleted, one audit line per key (au may be NULL). Returns 0 with *res filled, or an error.
  */
-int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const char *worker,
-		  struct jo_audit *audit, struct compact_result *res, struct jo_err *err);
+int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct compact_audit *au,
+		  struct compact_result *res, struct jo_err *err);
 
 #endif

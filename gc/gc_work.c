@@ -159,6 +159,7 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 	char **keys = NULL;
 	int *res = NULL;
 	size_t nk = 0, kcap = 0;
+	bool canceled = false;
 	int rc = 0;
 
 	if (w->npend == 0)
@@ -232,11 +233,20 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			if ((rc = may_mutate(w, err)) != 0)
 				goto out;
 			rate_wait(w, n);
+			if (jo_cancelled()) {
+				/* the object client aborts transfers once a signal came:
+				 * leave the rest untried (their refcounts stay "delete") */
+				for (size_t i = off; i < nk; i++)
+					res[i] = JO_ECANCELED;
+				canceled = true;
+				break;
+			}
 			rc = jo_obj_delete_batch(v->obj, (const char *const *)keys + off, n, res + off,
 						 err);
 			if (rc) {
 				/* the request failed: every key of this batch counts as failed */
-				jo_warn("delete batch: %s", err->msg);
+				if (rc != JO_ECANCELED)
+					jo_warn("delete batch: %s", err->msg);
 				for (size_t i = 0; i < n; i++)
 					res[off + i] = rc;
 				rc = 0;
@@ -257,6 +267,10 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 				audit(w, "would-delete", keys[k], p->id, p->size, p->kind, "dry-run", NULL);
 			} else if (res[k] == 0) {
 				audit(w, "delete", keys[k], p->id, p->size, p->kind, "ok", NULL);
+			} else if (res[k] == JO_ECANCELED) {
+				all_ok = false; /* not tried or aborted by the signal: not an error */
+				canceled = true;
+				continue;
 			} else {
 				all_ok = false;
 				w->st.obj_errors++;
@@ -289,6 +303,8 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			jo_error("%s", e3.msg);
 		}
 	}
+	if (canceled && rc == 0)
+		rc = jo_err_set(err, JO_ECANCELED, "interrupted during a delete batch");
 out:
 	for (size_t i = 0; i < nk; i++)
 		free(keys[i]);
@@ -606,7 +622,7 @@ int gc_process_items(struct gc_worker *w, const char *items, struct jo_err *err)
 		/* finish the current batch, then stop */
 		struct jo_err e2 = { 0 };
 
-		if (deleter_flush(w, &e2) != 0 && e2.code != JO_ECONFLICT)
+		if (deleter_flush(w, &e2) != 0 && e2.code != JO_ECONFLICT && e2.code != JO_ECANCELED)
 			jo_warn("%s", e2.msg);
 		return jo_err_set(err, JO_ECANCELED, "stopped");
 	}

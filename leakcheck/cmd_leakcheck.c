@@ -130,6 +130,16 @@ static int parse_duration(const char *s, int64_t *out)
 	return 0;
 }
 
+/* cmd_fail, with 128 + the signal that canceled the run (130 or 143). */
+static int lc_fail(struct jo_ctx *ctx, const struct jo_err *err)
+{
+	int rc = cmd_fail(ctx, err);
+
+	if (err->code == JO_ECANCELED && jo_cancelled())
+		rc = 128 + jo_cancelled();
+	return rc;
+}
+
 static void fmt_time(int64_t t, char *buf, size_t cap)
 {
 	time_t tt = (time_t)t;
@@ -483,11 +493,11 @@ static int run_synthetic(struct jo_ctx *ctx, const struct lc_opts *o)
 		snprintf(rp, sizeof(rp), "%s/refs.txt", o->synth_keys);
 		snprintf(op, sizeof(op), "%s/objs.txt", o->synth_keys);
 		rc = leak_synth_keys(o->synth, rp, op, &err);
-		return rc ? cmd_fail(ctx, &err) : JO_EXIT_OK;
+		return rc ? lc_fail(ctx, &err) : JO_EXIT_OK;
 	}
 	rc = leak_synth_run(o->synth, (size_t)o->mem, o->tmp, &res, &err);
 	if (rc)
-		return cmd_fail(ctx, &err);
+		return lc_fail(ctx, &err);
 	json_t *j = json_pack("{s:s, s:I, s:I, s:f, s:f, s:I, s:I, s:I, s:I, s:I, s:I}",
 			      "type", "synthetic", "refs", (json_int_t)res.refs,
 			      "objects", (json_int_t)res.objects, "sort_s", res.sort_s,
@@ -613,7 +623,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		rc = run_check(&r, &err, &code);
 	}
 	if (rc)
-		rc = cmd_fail(ctx, &err);
+		rc = lc_fail(ctx, &err);
 	else
 		rc = code;
 out:

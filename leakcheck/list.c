@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +37,7 @@ struct lister {
 	struct pfx *q;
 	size_t qn, qcap;
 	int active;
-	bool stop;
+	atomic_bool stop;         /* read by listers' callbacks without the lock */
 	int rc;
 	struct jo_err err;
 	uint64_t listed, blocks, foreign, prefixes, prefixes_done;

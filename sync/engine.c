@@ -81,6 +81,7 @@ struct eng {
 };
 
 static void save_pos(struct eng *e, bool force);
+static void wait_and_save(struct eng *e);
 
 static double now_s(void)
 {
@@ -744,7 +745,7 @@ static void enqueue(struct eng *e, struct task *t)
 	pthread_mutex_lock(&e->mu);
 	size_t cap = (size_t)e->o->transfers * 4 + 16;
 	while (e->qlen >= cap)
-		pthread_cond_wait(&e->cv, &e->mu);
+		wait_and_save(e);
 	if (e->qtail)
 		e->qtail->next = t;
 	else
@@ -756,11 +757,23 @@ static void enqueue(struct eng *e, struct task *t)
 	pthread_mutex_unlock(&e->mu);
 }
 
+/* Wait on e->cv (mu held) at most a second, then save the listing position. */
+static void wait_and_save(struct eng *e)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 1;
+	pthread_cond_timedwait(&e->cv, &e->mu, &ts);
+	pthread_mutex_unlock(&e->mu);
+	save_pos(e, false);
+	pthread_mutex_lock(&e->mu);
+}
+
 static void drain(struct eng *e)
 {
 	pthread_mutex_lock(&e->mu);
 	while (e->outstanding)
-		pthread_cond_wait(&e->cv, &e->mu);
+		wait_and_save(e);
 	pthread_mutex_unlock(&e->mu);
 }
 

@@ -10,16 +10,12 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
 int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				struct jo_err *err);
-int jo_meta_redis_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size,
-			       struct jo_err *err);
 int jo_meta_sqlite_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
 				   struct jo_err *err);
 int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 				  struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
 int jo_meta_sqlite_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				 struct jo_err *err);
-int jo_meta_sqlite_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size,
-				struct jo_err *err);
 
 #define DISPATCH(fn, ...) \
 	(jo_meta_redis_conn(m) ? jo_meta_redis_##fn(m, __VA_ARGS__) : \
@@ -40,9 +36,4 @@ int jo_meta_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 int jo_meta_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
 {
 	return DISPATCH(slice_abandon, id, size, err);
-}
-
-int jo_meta_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
-{
-	return DISPATCH(slice_forget, id, size, err);
 }

@@ -19,8 +19,6 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
 int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				struct jo_err *err);
-int jo_meta_redis_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size,
-			       struct jo_err *err);
 
 static int rfail(struct jo_meta *m, redisContext *c, redisReply *r, struct jo_err *err,
 		 const char *what)
@@ -302,47 +300,4 @@ int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 		return rfail(m, c, r, err, "HINCRBY sliceRef");
 	freeReplyObject(r);
 	return 0;
-}
-
-int jo_meta_redis_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size,
-			       struct jo_err *err)
-{
-	redisContext *c = jo_meta_redis_conn(m);
-	char field[64];
-
-	field_of(field, sizeof(field), id, size);
-	for (int i = 0; i < TXN_RETRIES; i++) {
-		redisReply *r = redisCommand(c, "WATCH sliceRef"), *v, *x;
-		long long val;
-
-		if (!r || r->type == REDIS_REPLY_ERROR)
-			return rfail(m, c, r, err, "WATCH sliceRef");
-		freeReplyObject(r);
-		v = redisCommand(c, "HGET sliceRef %s", field);
-		if (!v || (v->type != REDIS_REPLY_STRING && v->type != REDIS_REPLY_NIL))
-			return rfail(m, c, v, err, "HGET sliceRef");
-		if (v->type == REDIS_REPLY_NIL) {
-			freeReplyObject(v);
-			freeReplyObject(redisCommand(c, "UNWATCH"));
-			return 0;
-		}
-		val = strtoll(v->str, NULL, 10);
-		freeReplyObject(v);
-		if (val >= 0) {
-			/* referenced again? never for a pending slice; keep it */
-			freeReplyObject(redisCommand(c, "UNWATCH"));
-			return 0;
-		}
-		freeReplyObject(redisCommand(c, "MULTI"));
-		freeReplyObject(redisCommand(c, "HDEL sliceRef %s", field));
-		x = redisCommand(c, "EXEC");
-		if (!x)
-			return rfail(m, c, NULL, err, "EXEC");
-		if (x->type == REDIS_REPLY_ARRAY) {
-			freeReplyObject(x);
-			return 0;
-		}
-		freeReplyObject(x);
-	}
-	return jo_err_set(err, JO_ECONFLICT, "sliceRef kept changing");
 }

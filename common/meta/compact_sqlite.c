@@ -17,8 +17,6 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 				  struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
 int jo_meta_sqlite_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				 struct jo_err *err);
-int jo_meta_sqlite_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size,
-				struct jo_err *err);
 
 #define BUSY_RETRIES 50
 
@@ -350,29 +348,5 @@ int jo_meta_sqlite_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 fail:
 	sqlite3_finalize(st);
 	rollback(m);
-	return rc;
-}
-
-int jo_meta_sqlite_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size,
-				struct jo_err *err)
-{
-	sqlite3_stmt *st = NULL;
-	int rc;
-
-	(void)size;
-	/* JuiceFS deletes by chunkid; only while the count says "unreferenced" */
-	rc = prep(m, &st, "DELETE FROM @chunk_ref WHERE chunkid=? AND refs<=0", err);
-	if (rc)
-		return rc;
-	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
-	for (int i = 0; i < BUSY_RETRIES; i++) {
-		rc = sqlite3_step(st);
-		if ((rc & 0xff) != SQLITE_BUSY)
-			break;
-		sqlite3_reset(st);
-		usleep(20000);
-	}
-	rc = rc == SQLITE_DONE ? 0 : sfail(m, err, "delete chunk_ref");
-	sqlite3_finalize(st);
 	return rc;
 }

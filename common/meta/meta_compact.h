@@ -52,7 +52,7 @@ struct jo_compact_commit {
  * chunk changed (nothing written), another code on failure.
  * With trash off, *freed (malloc'd, may be NULL with *nfreed 0) lists the
  * old slices whose references dropped below 1: the caller deletes their
- * blocks and then calls jo_meta_slice_forget().
+ * blocks and then calls jo_mut_forget_slice() (meta_mut.h).
  */
 int jo_meta_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 			   struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
@@ -63,11 +63,5 @@ int jo_meta_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
  * removed leaves a "pending" slice for gc, never a silent leak.
  */
 int jo_meta_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err);
-
-/*
- * Forget a slice whose blocks are gone: HDEL sliceRef / DELETE the
- * chunk_ref row, only if its count is still <= 0.
- */
-int jo_meta_slice_forget(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err);
 
 #endif

@@ -148,8 +148,10 @@ units=$JO_T/units
 mkdir -p "$units"
 cp "$R/gc-service" "$units/jfsops-gc.service"
 cp "$R/gc-timer" "$units/jfsops-gc.timer"
+# Documentation=man:jfsops-gc(1) is checked against the generated man pages
+bash "$JO_REPO/tests/tools/gen_man.sh" "$B" "$JO_T/man/man1" || bad "gen_man.sh failed"
 if command -v systemd-analyze >/dev/null; then
-	if ! systemd-analyze verify "$units/jfsops-gc.service" "$units/jfsops-gc.timer" >"$JO_T/verify.out" 2>&1; then
+	if ! MANPATH=$JO_T/man systemd-analyze verify "$units/jfsops-gc.service" "$units/jfsops-gc.timer" >"$JO_T/verify.out" 2>&1; then
 		bad "gc-service/gc-timer: systemd-analyze verify: $(tr '\n' ' ' <"$JO_T/verify.out")"
 	elif grep -v "Failed to .*bus\|Cannot find unit" "$JO_T/verify.out" | grep -q .; then
 		bad "gc-service/gc-timer: systemd-analyze verify warns: $(tr '\n' ' ' <"$JO_T/verify.out")"

@@ -178,6 +178,10 @@ echo "     (killed with $nb objects done, $parts multipart parts recorded)"
 "$J" sync --multipart-threshold 5M --part-size 5M --transfers 4 -v --resume --json \
 	--state "$KST" "$K" "$KDST" >"$JO_T/out.json" 2>"$JO_T/resume.txt"
 check_eq "$(js .failed)" 0 "resumed run has no failures"
+if [ "$nb" -gt 0 ]; then
+	check_eq "$(js .resumed_listing)" true "resumed run listed after the saved position"
+	echo "     ($(grep -o 'resuming: listing both sides after "[^"]*"' "$JO_T/resume.txt"))"
+fi
 grep -o 'copied "[^"]*"' "$JO_T/resume.txt" | sed 's/copied "//; s/"$//' | sort >"$JO_T/copied-after.txt"
 again=$(comm -12 "$JO_T/done-before.txt" "$JO_T/copied-after.txt" | wc -l)
 check_eq "$again" 0 "no object finished before the kill was copied again"

@@ -272,6 +272,20 @@ s3_list_keys() {
 
 # ---------------------------------------------------------------- JuiceFS
 
+# jo_metrics_port: a free loopback port for a juicefs metrics listener, from
+# JO_PORT_BASE+30 .. JO_PORT_BASE+50 (round robin, busy ones skipped).
+jo_metrics_port() {
+	local i p
+	for i in $(seq 0 20); do
+		p=$((JO_PORT_BASE + 30 + (JO_NEXT_METRICS + i) % 21))
+		if ! jo_port_busy "$p"; then
+			echo "$p"
+			return 0
+		fi
+	done
+	jo_die "no free juicefs metrics port in $((JO_PORT_BASE + 30))..$((JO_PORT_BASE + 50))"
+}
+
 # jfs_format META BUCKET NAME [juicefs format flags...]
 # BUCKET is a directory (storage file) or http://HOST:PORT/bucket (storage s3;
 # the keys default to the SeaweedFS ones unless --access-key is given).
@@ -306,12 +320,7 @@ jfs_mount() {
 	[ -n "${JO_T:-}" ] || jo_die "jfs_mount: call jo_setup first"
 	local n=${#JO_MOUNTS[@]}
 	local port
-	while :; do
-		[ $JO_NEXT_METRICS -le 20 ] || jo_die "jfs_mount: out of metrics ports"
-		port=$((JO_PORT_BASE + 30 + JO_NEXT_METRICS))
-		JO_NEXT_METRICS=$((JO_NEXT_METRICS + 1))
-		jo_port_busy "$port" || break
-	done
+	port=$(jo_metrics_port)
 	mkdir -p "$mp" "$JO_T/jfscache-$n"
 	local log=$JO_T/mount-$n.log
 	if ! "$JUICEFS" mount -d --no-agent --no-usage-report --backup-meta 0 \
@@ -364,12 +373,7 @@ jfs_sync_in() {
 	dst=${dst#/}
 	[ -z "$dst" ] || dst=${dst%/}/
 	local port
-	while :; do
-		[ $JO_NEXT_METRICS -le 20 ] || JO_NEXT_METRICS=0
-		port=$((JO_PORT_BASE + 30 + JO_NEXT_METRICS))
-		JO_NEXT_METRICS=$((JO_NEXT_METRICS + 1))
-		jo_port_busy "$port" || break
-	done
+	port=$(jo_metrics_port)
 	local log=$JO_T/sync-$RANDOM.log
 	if ! JO_SYNC_META=$meta "$JUICEFS" sync --no-agent --metrics "127.0.0.1:$port" \
 		"$src/" "jfs://JO_SYNC_META/$dst" >"$log" 2>&1; then

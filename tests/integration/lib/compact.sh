@@ -150,9 +150,15 @@ PY
 	python3 "$FRAG" "$mp/l" "$mir/l" 7 90 $((6 << 20))
 	local delay
 	for delay in 0.05 0.1 0.2 0.3 0.5 0.8; do
-		timeout -s KILL "$delay" "$JO_BIN" compact "$meta" --apply --threads 2 >/dev/null 2>&1 || true
+		timeout -s KILL "$delay" "$JO_BIN" compact "$meta" --apply --threads 2 --lease 2s \
+			--task-size 1 >/dev/null 2>&1 || true
 	done
-	"$JO_BIN" compact "$meta" --apply >/dev/null || jo_die "$name: compaction after kills failed"
+	# tasks leased by the killed workers become claimable when their leases expire
+	sleep 2.5
+	"$JO_BIN" compact "$meta" --apply --audit "$JO_T/audit-$name.jsonl" >/dev/null ||
+		jo_die "$name: compaction after kills failed"
+	"$JO_BIN" compact "$meta" --status | grep -q '^compaction tasks: 0 recorded' ||
+		jo_die "$name: tasks left behind: $("$JO_BIN" compact "$meta" --status)"
 	[ "$(compact_max_records "$meta")" -le 2 ] || jo_die "$name: chunks left uncompacted after kills"
 	jfs_umount "$mp"
 	jfs_mount "$meta" "$mp" --no-bgjob
