@@ -49,7 +49,7 @@ static const char doctor_usage[] =
 enum verdict { OK, WARN, FAIL };
 
 /* doctor's own exit codes, next to cmd/exit.h's */
-enum { DOCTOR_EXIT_META_AUTH = 11, DOCTOR_EXIT_CLOCK = 12 };
+enum { DOCTOR_EXIT_META_AUTH = JO_EXIT_META_AUTH, DOCTOR_EXIT_CLOCK = JO_EXIT_CLOCK };
 
 struct doc {
 	struct jo_ctx *ctx;
@@ -297,7 +297,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
-	url = cmd_meta_url_with_env_password(argv[optind]);
+	url = strdup(argv[optind]);
 	if (!url) {
 		cmd_vol_args_release(&va);
 		return JO_EXIT_FAIL;

@@ -17,6 +17,8 @@ enum jo_exit {
 	JO_EXIT_NOTFOUND = 8,    /* a path, object, bucket or version does not exist */
 	JO_EXIT_UNSUPPORTED = 9, /* a feature jfsops refuses (encryption, cluster...) */
 	JO_EXIT_CONFLICT = 10,   /* lost a lease or a compare-and-swap */
+	JO_EXIT_META_AUTH = 11,  /* doctor: the metadata engine refused the password */
+	JO_EXIT_CLOCK = 12,      /* doctor: the clock differs from the object store's */
 	JO_EXIT_SIGINT = 130,
 	JO_EXIT_SIGTERM = 143,
 };

@@ -90,7 +90,8 @@ static void usage(FILE *f)
 		"Exit codes: 0 ok, 1 found something (leaks, differences), 2 usage,\n"
 		"3 failed, 4 partly failed, 5 unreachable, 6 credentials rejected,\n"
 		"7 not a JuiceFS volume or corrupt data, 8 not found, 9 unsupported,\n"
-		"10 lost a lease/compare-and-swap, 130/143 interrupted.\n");
+		"10 lost a lease/compare-and-swap, 11 metadata password rejected (doctor),\n"
+		"12 clock skew (doctor), 130/143 interrupted.\n");
 }
 
 /* Flush and check stdout: a full disk or a closed pipe is an error, not silence. */

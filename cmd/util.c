@@ -224,51 +224,6 @@ static int rebase_bucket(const char *meta_url, const char *endpoint, char **out,
 	return rc;
 }
 
-char *cmd_meta_url_with_env_password(const char *url)
-{
-	const char *pw = getenv("META_PASSWORD");
-	const char *rest, *at, *slash;
-	size_t cap;
-	char *out, *o;
-
-	if (!pw || !*pw)
-		pw = getenv("REDIS_PASSWORD");
-	if (!pw || !*pw || strncmp(url, "redis", 5) || !(rest = strstr(url, "://")))
-		return strdup(url);
-	rest += 3;
-	slash = strchr(rest, '/');
-	at = strrchr(rest, '@');
-	if (at && (!slash || at < slash) && memchr(rest, ':', (size_t)(at - rest)))
-		return strdup(url);  /* the URL has its own password */
-	cap = strlen(url) + 3 * strlen(pw) + 3;
-	out = malloc(cap);
-	if (!out)
-		return NULL;
-	o = out;
-	memcpy(o, url, (size_t)(rest - url));
-	o += rest - url;
-	if (at && (!slash || at < slash)) {  /* user@ */
-		memcpy(o, rest, (size_t)(at - rest));
-		o += at - rest;
-		rest = at + 1;
-	}
-	*o++ = ':';
-	for (const char *p = pw; *p; p++) {
-		unsigned char ch = (unsigned char)*p;
-
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
-		    strchr("-._~", ch)) {
-			*o++ = (char)ch;
-		} else {
-			snprintf(o, 4, "%%%02X", ch);
-			o += 3;
-		}
-	}
-	*o++ = '@';
-	memcpy(o, rest, strlen(rest) + 1);
-	return out;
-}
-
 int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct jo_vol **out,
 			  struct jo_err *err)
 {
@@ -283,7 +238,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	rc = cmd_resolve_storage(a, &cv, NULL, err);
 	if (rc)
 		return rc;
-	url = cmd_meta_url_with_env_password(meta_url);
+	url = strdup(meta_url);
 	if (!url) {
 		jo_cfg_values_release(&cv);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");

@@ -83,12 +83,6 @@ int cmd_load_config(const char *config_flag, const char *profile_flag, struct jo
 int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out, char **profile_out,
 			struct jo_err *err);
 
-/*
- * A copy of a redis META-URL with the password of env META_PASSWORD or
- * REDIS_PASSWORD put in (percent-encoded) when the URL has none; other URLs
- * are copied as they are. malloc'd (wipe and free it); NULL when out of memory.
- */
-char *cmd_meta_url_with_env_password(const char *url);
 
 /* The META_PASSWORD / REDIS_PASSWORD for a URL without its own password. */
 const char *cmd_env_meta_password(const char *url);

@@ -48,7 +48,7 @@ static const char usage_text[] =
 	"      --threads N          workers in this process (default 1)\n"
 	"      --delete-rate N      at most N object deletes per second (default: no limit)\n"
 	"      --batch N            keys per DeleteObjects request, <= 1000 (default 1000)\n"
-	"      --task-size N        items per task (default 1000)\n"
+	"      --task-size N        items per task (default 256)\n"
 	"      --audit FILE         append a JSON line per object to FILE ('-' = stdout)\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics (atomic)\n"
 	"      --json               JSON lines on stdout (a \"summary\" record)\n"
@@ -300,7 +300,7 @@ static int write_metrics(const char *path, bool del, const struct gc_stats *s, i
 int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 {
 	struct cmd_vol_args va = { 0 };
-	struct gc_opts o = { .lease_ms = 60000, .threads = 1, .batch = 1000, .task_size = 1000 };
+	struct gc_opts o = { .lease_ms = 60000, .threads = 1, .batch = 1000, .task_size = 256 };
 	struct jo_err err = { 0 };
 	struct jo_vol *vol = NULL;
 	struct jo_audit *au = NULL;

@@ -113,6 +113,7 @@ void compact_pick_release(struct compact_pick *pick)
 /* Produces the new slice's bytes from the visible segments. */
 struct source {
 	struct jo_vol *v;
+	struct jo_vol_reader *rd;
 	const struct jo_slice *segs;
 	size_t nsegs;
 	uint64_t bytes_read;
@@ -151,8 +152,8 @@ static int source_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload,
 			s->filled += (size_t)(e - b);
 			continue;
 		}
-		rc = jo_vol_read_slice(s->v, g->id, g->size, g->off + (uint32_t)(b - gs),
-				       (uint32_t)(e - b), copy_out, s, err);
+		rc = jo_vol_reader_slice(s->rd, g->id, g->size, g->off + (uint32_t)(b - gs),
+					 (uint32_t)(e - b), copy_out, s, err);
 		if (rc)
 			return rc;
 		s->bytes_read += e - b;
@@ -274,7 +275,11 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	src.v = v;
 	src.segs = pick.segs;
 	src.nsegs = pick.nsegs;
+	rc = jo_vol_reader_new(v, 8, &src.rd, err);
+	if (rc)
+		goto out;
 	rc = jo_vol_write_slice(v, id, pick.size, source_fill, &src, err);
+	jo_vol_reader_free(src.rd);
 	res->bytes_read = src.bytes_read;
 	if (rc == JO_ENOTFOUND && chunk_changed(v, ino, indx, raw, n)) {
 		/* another compactor (a live client) won and freed the old slices

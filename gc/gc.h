@@ -32,7 +32,7 @@ struct gc_opts {
 	int threads;             /* worker threads (1) */
 	double delete_rate;      /* objects/s, 0 = unlimited */
 	int batch;               /* keys per delete request (1000) */
-	int task_size;           /* items per task (1000) */
+	int task_size;           /* items per task (256) */
 	struct jo_audit *audit;  /* borrowed, may be NULL */
 };
 

@@ -37,7 +37,7 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 	if (r->o.batch <= 0 || r->o.batch > 1000)
 		r->o.batch = 1000;
 	if (r->o.task_size <= 0)
-		r->o.task_size = 1000;
+		r->o.task_size = 256;
 	if (o->worker_id && *o->worker_id) {
 		snprintf(r->owner, sizeof(r->owner), "%s", o->worker_id);
 	} else {

@@ -763,7 +763,11 @@ int gc_work(struct gc_run *r, struct jo_err *err)
 		/* dry-run: look at every recorded task without claiming it */
 		struct gc_worker w;
 		struct dry_scan d;
+		int64_t total = 0, leased = 0;
+		struct jo_err e2 = { 0 };
 
+		if (jo_mut_task_count(r->vol->meta, GC_NS, &total, &leased, &e2) != 0 || total == 0)
+			return 0; /* nothing recorded (SQLite: no task table yet) */
 		if ((rc = gc_worker_init(&w, r, 0, err)) != 0)
 			return rc;
 		d.w = &w;
@@ -777,6 +781,9 @@ int gc_work(struct gc_run *r, struct jo_err *err)
 		gc_worker_release(&w);
 		return rc == JO_ECANCELED ? jo_err_set(err, JO_ECANCELED, "interrupted") : rc;
 	}
+	/* a worker may start before any planner ever ran */
+	if ((rc = jo_mut_task_init(r->vol->meta, GC_NS, err)) != 0)
+		return rc;
 	ws = calloc((size_t)n, sizeof(*ws));
 	th = calloc((size_t)n, sizeof(*th));
 	if (!ws || !th) {

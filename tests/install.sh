@@ -11,7 +11,8 @@ debs=(build-essential cmake pkg-config clang
       libcurl4-openssl-dev libssl-dev libsqlite3-dev sqlite3 libhiredis-dev
       libzstd-dev zstd liblz4-dev libjansson-dev libarchive-dev libexpat1-dev
       libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
-      python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils)
+      python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils
+      zsh faketime man-db time)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -147,6 +147,18 @@ int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off
 		      uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err);
 
 /*
+ * A reader of slice bytes that keeps the last cache_blocks decoded blocks,
+ * for callers that revisit blocks (compaction copies many windows of the
+ * same old slices). One per thread.
+ */
+struct jo_vol_reader;
+int jo_vol_reader_new(struct jo_vol *v, int cache_blocks, struct jo_vol_reader **out,
+		      struct jo_err *err);
+void jo_vol_reader_free(struct jo_vol_reader *vr);
+int jo_vol_reader_slice(struct jo_vol_reader *vr, uint64_t id, uint32_t size, uint32_t off,
+			uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err);
+
+/*
  * Produce the bytes of a new slice: fill dst (len bytes) with slice bytes
  * [off, off+len). Return 0 or a JO_E* code (with err set).
  */

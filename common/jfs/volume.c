@@ -115,17 +115,53 @@ int jo_vol_block_key(const struct jo_vol *v, char *buf, size_t cap, uint64_t id,
 	return jo_block_key(buf, cap, v->fmt.name, v->fmt.hash_prefix, id, indx, bsize);
 }
 
-/* Reader state: the last decoded block is kept, reads are mostly sequential. */
+/* A decoded block kept by a reader. */
+struct cblock {
+	uint8_t *buf;        /* block_size bytes, allocated on first use */
+	uint64_t id;
+	uint32_t indx;
+	uint64_t used;       /* LRU clock */
+	bool valid;
+};
+
+/*
+ * Reader state: a few decoded blocks are kept (least recently used goes),
+ * since reads are mostly sequential and compaction revisits the blocks of
+ * old slices segment after segment.
+ */
 struct reader {
 	struct jo_vol *v;
 	jo_vol_write_cb cb;
 	void *payload;
-	uint8_t *block;      /* decoded block buffer (block_size bytes) */
-	uint64_t cached_id;
-	uint32_t cached_indx;
-	bool cached;
+	struct cblock *slots;
+	int nslots;
+	uint64_t clock;
+	uint8_t *block;      /* the block load_block() made current */
 	uint8_t *zeros;
 };
+
+struct jo_vol_reader {
+	struct reader r;
+};
+
+static int reader_init(struct reader *r, struct jo_vol *v, int nslots)
+{
+	memset(r, 0, sizeof(*r));
+	r->v = v;
+	r->nslots = nslots > 0 ? nslots : 1;
+	r->slots = calloc((size_t)r->nslots, sizeof(*r->slots));
+	return r->slots ? 0 : JO_ENOMEM;
+}
+
+static void reader_release(struct reader *r)
+{
+	for (int i = 0; r->slots && i < r->nslots; i++)
+		free(r->slots[i].buf);
+	free(r->slots);
+	free(r->zeros);
+	r->slots = NULL;
+	r->zeros = NULL;
+}
 
 static int emit_zeros(struct reader *r, uint64_t n)
 {
@@ -156,20 +192,36 @@ static int bufsink_write(const void *data, size_t len, void *payload)
 	return 0;
 }
 
-/* Fetch block indx of slice (id, size) whole, decoded, into r->block. */
+/* Fetch block indx of slice (id, size) whole, decoded; r->block points at it. */
 static int load_block(struct reader *r, uint64_t id, uint32_t size, uint32_t indx,
 		      struct jo_err *err)
 {
 	struct jo_vol *v = r->v;
 	uint32_t bsize = jo_block_len(size, v->block_size, indx);
+	struct cblock *slot = &r->slots[0];
 	char key[512];
 	uint8_t *raw = NULL;
 	size_t rawlen = 0;
 	int rc;
 
-	if (r->cached && r->cached_id == id && r->cached_indx == indx)
-		return 0;
-	r->cached = false;
+	for (int i = 0; i < r->nslots; i++) {
+		struct cblock *c = &r->slots[i];
+
+		if (c->valid && c->id == id && c->indx == indx) {
+			c->used = ++r->clock;
+			r->block = c->buf;
+			return 0;
+		}
+		if (!c->valid || c->used < slot->used)
+			slot = c;
+	}
+	if (!slot->buf) {
+		slot->buf = malloc(v->block_size);
+		if (!slot->buf)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	slot->valid = false;
+	r->block = slot->buf;
 	jo_vol_block_key(v, key, sizeof(key), id, indx, bsize);
 	if (v->compress == JO_COMPRESS_NONE) {
 		struct bufsink b = { r->block, bsize, 0 };
@@ -196,9 +248,10 @@ static int load_block(struct reader *r, uint64_t id, uint32_t size, uint32_t ind
 		if (rc)
 			return jo_err_wrap(err, "block '%s'", key);
 	}
-	r->cached = true;
-	r->cached_id = id;
-	r->cached_indx = indx;
+	slot->valid = true;
+	slot->id = id;
+	slot->indx = indx;
+	slot->used = ++r->clock;
 	return 0;
 }
 
@@ -290,7 +343,7 @@ out:
 int jo_vol_read(struct jo_vol *v, uint64_t ino, uint64_t off, uint64_t len,
 		jo_vol_write_cb cb, void *payload, struct jo_err *err)
 {
-	struct reader r = { .v = v, .cb = cb, .payload = payload };
+	struct reader r;
 	struct jo_attr attr;
 	uint64_t end;
 	int rc;
@@ -309,9 +362,12 @@ int jo_vol_read(struct jo_vol *v, uint64_t ino, uint64_t off, uint64_t len,
 	if (off >= attr.length)
 		return 0;
 	end = len > attr.length - off ? attr.length : off + len;
-	r.block = malloc(v->block_size);
-	r.zeros = calloc(1, 65536);
-	if (!r.block || !r.zeros) {
+	rc = reader_init(&r, v, 2);
+	r.cb = cb;
+	r.payload = payload;
+	if (!rc)
+		r.zeros = calloc(1, 65536);
+	if (rc || !r.zeros) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -326,25 +382,54 @@ int jo_vol_read(struct jo_vol *v, uint64_t ino, uint64_t off, uint64_t len,
 		off = base + hi;
 	}
 out:
-	free(r.block);
-	free(r.zeros);
+	reader_release(&r);
 	return rc;
+}
+
+int jo_vol_reader_new(struct jo_vol *v, int cache_blocks, struct jo_vol_reader **out,
+		      struct jo_err *err)
+{
+	struct jo_vol_reader *vr;
+
+	*out = NULL;
+	if (v->fmt.has_encrypt_key)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "volume '%s' encrypts its data: not supported", v->fmt.name);
+	vr = calloc(1, sizeof(*vr));
+	if (!vr || reader_init(&vr->r, v, cache_blocks)) {
+		free(vr);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	*out = vr;
+	return 0;
+}
+
+void jo_vol_reader_free(struct jo_vol_reader *vr)
+{
+	if (!vr)
+		return;
+	reader_release(&vr->r);
+	free(vr);
+}
+
+int jo_vol_reader_slice(struct jo_vol_reader *vr, uint64_t id, uint32_t size, uint32_t off,
+			uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err)
+{
+	vr->r.cb = cb;
+	vr->r.payload = payload;
+	return emit_slice(&vr->r, id, size, off, (uint64_t)off + len, err);
 }
 
 int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off,
 		      uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err)
 {
-	struct reader r = { .v = v, .cb = cb, .payload = payload };
-	int rc;
+	struct jo_vol_reader *vr;
+	int rc = jo_vol_reader_new(v, 1, &vr, err);
 
-	if (v->fmt.has_encrypt_key)
-		return jo_err_set(err, JO_EUNSUPPORTED,
-				  "volume '%s' encrypts its data: not supported", v->fmt.name);
-	r.block = malloc(v->block_size);
-	if (!r.block)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = emit_slice(&r, id, size, off, (uint64_t)off + len, err);
-	free(r.block);
+	if (rc)
+		return rc;
+	rc = jo_vol_reader_slice(vr, id, size, off, len, cb, payload, err);
+	jo_vol_reader_free(vr);
 	return rc;
 }
 

@@ -3,7 +3,9 @@
 # exit 0; each broken setup gives a FAIL line naming the problem, a hint,
 # and its own exit code:
 #   wrong Redis password 11, wrong S3 secret 6, unreachable endpoint 5,
-#   bucket missing 8, skewed clock (libfaketime) 12, encrypted volume 9.
+#   bucket missing 8, skewed clock (libfaketime: +2h refused by SigV4, +12m
+#   measured from the probe object's Last-Modified) 12, encrypted volume 9;
+#   a config file readable by others that holds a secret 2.
 # Ports (operator helper): redis 6407 + 6408 (password), SeaweedFS 9460-9463,
 # 9464 is left closed (the unreachable endpoint).
 set -euo pipefail
@@ -87,6 +89,9 @@ run_case bucket-missing 8 object-list 'NoSuchBucket|bucket|not exist|not found' 
 # (an ASan build must tolerate libfaketime being preloaded before its runtime)
 run_case clock-skew 12 clock-skew 'clock|skew|Skewed' \
 	env ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" faketime -f '+2h' "$B" doctor "$GOOD"
+# 12 minutes: the store still accepts signatures, the probe's Last-Modified shows the skew
+run_case clock-skew-12m 12 clock-skew 'differs from the local clock' \
+	env ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" faketime -f '+12m' "$B" doctor "$GOOD"
 run_case encrypted 9 encryption 'encrypt' "$B" doctor "$ENC"
 # a profile from the config file is used; a config readable by others is refused
 mkdir -p "$JO_T/xdg/jfsops"

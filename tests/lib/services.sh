@@ -321,6 +321,7 @@ jfs_mount() {
 	local n=${#JO_MOUNTS[@]}
 	local port
 	port=$(jo_metrics_port)
+	JO_NEXT_METRICS=$((port - JO_PORT_BASE - 30 + 1))
 	mkdir -p "$mp" "$JO_T/jfscache-$n"
 	local log=$JO_T/mount-$n.log
 	if ! "$JUICEFS" mount -d --no-agent --no-usage-report --backup-meta 0 \
@@ -374,6 +375,7 @@ jfs_sync_in() {
 	[ -z "$dst" ] || dst=${dst%/}/
 	local port
 	port=$(jo_metrics_port)
+	JO_NEXT_METRICS=$((port - JO_PORT_BASE - 30 + 1))
 	local log=$JO_T/sync-$RANDOM.log
 	if ! JO_SYNC_META=$meta "$JUICEFS" sync --no-agent --metrics "127.0.0.1:$port" \
 		"$src/" "jfs://JO_SYNC_META/$dst" >"$log" 2>&1; then
