@@ -38,6 +38,8 @@ int cmd_config(int argc, char **argv, struct jo_ctx *ctx);
  * matches err->code (cmd/exit.h).
  */
 int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err);
+/* Remember the command's argv, so usage errors can name a refused option. */
+void cmd_set_args(int argc, char **argv);
 /* Print a usage error and return JO_EXIT_USAGE. */
 int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

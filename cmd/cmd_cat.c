@@ -74,6 +74,7 @@ int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (argc - optind != 2)
 		return cmd_usage_error(ctx, "expected META-URL and PATH");
+	va.read_only = true;
 	rc = cmd_open_volume(ctx, &va, argv[optind], &vol);
 	if (rc)
 		goto out;

@@ -354,6 +354,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		jo_cfg_values_release(&cv);
 	}
 	/* the object store as the format (or the overrides) name it */
+	va.read_only = true;
 	rc = cmd_open_volume_quiet(&va, url, &v, &err);
 	if (rc) {
 		report(&d, "object-store", FAIL, rc, err.msg, obj_hint(rc, err.msg));

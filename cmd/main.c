@@ -116,6 +116,8 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 	snprintf(prefix, sizeof(prefix), "jfsops %s", c->name);
 	jo_log_setup(prefix, jo_log_get_level());
 	optind = 0;  /* reset getopt for the command's own parsing */
+	opterr = 0;  /* commands report bad options in one line of their own */
+	cmd_set_args(argc, argv);
 	/* `jfsops CMD --help` and `jfsops help CMD` open with the table's summary,
 	 * so help, `jfsops --help` and the man page NAME line cannot drift */
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))

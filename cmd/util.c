@@ -1,6 +1,7 @@
 /* Shared command plumbing: error reporting, exit codes, opening a volume. */
 #include "cmd/cmd.h"
 
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include "cmd/exit.h"
 #include "cmd/util.h"
 #include "common/config.h"
+#include "common/cancel.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -28,7 +30,7 @@ int jo_exit_from_err(int code)
 	case JO_ESTATE: return JO_EXIT_NOTFOUND;
 	case JO_EUNSUPPORTED: return JO_EXIT_UNSUPPORTED;
 	case JO_ECONFLICT: return JO_EXIT_CONFLICT;
-	case JO_ECANCELED: return JO_EXIT_SIGINT;
+	case JO_ECANCELED: return 128 + (jo_cancelled() ? jo_cancelled() : 2 /* SIGINT */);
 	}
 	return JO_EXIT_FAIL;
 }
@@ -40,6 +42,15 @@ int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err)
 	return jo_exit_from_err(err->code);
 }
 
+static int saved_argc;
+static char **saved_argv;
+
+void cmd_set_args(int argc, char **argv)
+{
+	saved_argc = argc;
+	saved_argv = argv;
+}
+
 int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 {
 	va_list ap;
@@ -48,6 +59,13 @@ int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
+	/* getopt is silenced (opterr = 0): name the argument it refused */
+	if (!strncmp(fmt, "unknown option", 14) && saved_argv) {
+		if (optopt > ' ' && optopt < 127)
+			fprintf(stderr, " '-%c' (or its value is missing)", optopt);
+		else if (optind > 0 && optind <= saved_argc)
+			fprintf(stderr, " '%s' (or its value is missing)", saved_argv[optind - 1]);
+	}
 	fprintf(stderr, " (see '%s %s --help')\n", ctx->prog, ctx->cmd);
 	return JO_EXIT_USAGE;
 }
@@ -76,7 +94,7 @@ const char *cmd_env_meta_password(const char *url)
 
 int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 {
-	struct jo_meta_open_opts mo = { .password = cmd_env_meta_password(url) };
+	struct jo_meta_open_opts mo = { .password = cmd_env_meta_password(url), .read_only = true };
 
 	return jo_meta_open_with(out, url, &mo, err);
 }
@@ -246,6 +264,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	meta_url = url;
 	vo.meta_url = meta_url;
 	vo.meta_password = cmd_env_meta_password(meta_url);
+	vo.meta_read_only = a->read_only;
 	vo.bucket = cv.v[JO_CFG_BUCKET];
 	if (!vo.bucket && cv.v[JO_CFG_ENDPOINT]) {
 		rc = rebase_bucket(meta_url, cv.v[JO_CFG_ENDPOINT], &rebased, err);

@@ -50,6 +50,7 @@ struct cmd_vol_args {
 	bool insecure;
 	const char *profile;  /* --profile NAME, or NULL */
 	const char *config;   /* --config FILE, or NULL */
+	bool read_only;       /* set by read-only commands before opening */
 	char *secret_copy;  /* owned */
 	char *url_copy;     /* owned */
 };
@@ -86,7 +87,7 @@ int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out,
 
 /* The META_PASSWORD / REDIS_PASSWORD for a URL without its own password. */
 const char *cmd_env_meta_password(const char *url);
-/* jo_meta_open with that password. */
+/* jo_meta_open with that password, for reading only. */
 int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
 
 void cmd_scrub_arg(char *arg);

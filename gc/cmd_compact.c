@@ -58,7 +58,8 @@ static const char compact_usage[] =
 	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
 	"      --lease DUR          lease length (default 60s; renewed every third)\n"
 	"      --max-time DUR       stop claiming after DUR and release leases (default: none)\n"
-	"      --task-size N        chunks per task (default 64)\n"
+	"      --task-size N        chunks per task (default: candidates / (4 x threads),\n"
+	"                           between 1 and 64)\n"
 	"      --audit FILE         append a JSON line per deleted block to FILE\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics (atomic)\n"
 	"      --json               JSON lines on stdout (one per chunk, then a summary)\n"
@@ -318,13 +319,26 @@ static int survey_all(struct run *r, struct jo_err *err)
 	return walk_tree(r, root, err);
 }
 
-/* Record the surveyed candidates as tasks of task_size chunks, best first. */
+/*
+ * Record the surveyed candidates as tasks of task_size chunks, best first.
+ * Unless --task-size says otherwise, tasks are cut small enough that every
+ * worker gets several (a chunk takes about a second to compact), and at
+ * most 64 chunks.
+ */
 static int record_tasks(struct run *r, struct jo_err *err)
 {
-	char (*items)[48] = calloc((size_t)r->o.task_size, sizeof(*items));
-	const char **ip = calloc((size_t)r->o.task_size, sizeof(*ip));
+	char (*items)[48];
+	const char **ip;
 	size_t n = 0;
 	int rc;
+
+	if (!r->o.task_size) {
+		uint64_t per = r->st.candidates / ((uint64_t)r->o.threads * 4);
+
+		r->o.task_size = per < 1 ? 1 : per > 64 ? 64 : (long)per;
+	}
+	items = calloc((size_t)r->o.task_size, sizeof(*items));
+	ip = calloc((size_t)r->o.task_size, sizeof(*ip));
 
 	if (!items || !ip) {
 		free(items);
@@ -738,7 +752,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct cmd_vol_args va = { 0 };
 	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4, .lease_ms = 60000,
-					     .task_size = 64 } };
+					     .task_size = 0 } };
 	struct jo_err err = { 0 };
 	int c, rc;
 
@@ -808,6 +822,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		r.deadline_ms = r.started_ms + r.o.max_time_ms;
 	default_owner(&r);
 	pthread_mutex_init(&r.mu, NULL);
+	va.read_only = !r.o.apply && !r.o.status;
 	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
 	if (rc)
 		goto out_args;

@@ -457,6 +457,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 			rc = jo_err_set(&err, JO_ENOMEM, "out of memory");
 			goto fail;
 		}
+		va.read_only = true;
 		if ((rc = cmd_open_volume(ctx, &va, meta_url, &vol)) != 0)
 			goto out;
 		if ((rc = lance_io_open_jfs(&io, vol, split + 1, &err)) < 0)

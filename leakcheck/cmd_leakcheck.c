@@ -590,7 +590,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			fputs(leakcheck_usage, stdout);
 			return JO_EXIT_OK;
 		default:
-			return cmd_usage_error(ctx, "unknown option (see --help)");
+			return cmd_usage_error(ctx, "unknown option");
 		}
 	}
 	if (o.synth) {
@@ -608,6 +608,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	if (o.out && (o.delete_from || o.restore))
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
 
+	va.read_only = true;  /* leakcheck never writes metadata, only deletes objects */
 	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
 	if (rc)
 		goto out;

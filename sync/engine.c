@@ -240,43 +240,15 @@ static int src_head(struct eng *e, const char *skey, const struct jo_sync_ent *s
 	return 0;
 }
 
-/* The source HEAD of a small copy runs next to its GET (one round trip less). */
-struct head_job {
-	struct eng *e;
-	const char *skey;
-	const struct jo_sync_ent *src;
-	char **meta;
-	const char *ctype;
-	int rc;
-	struct jo_err err;
-};
-
-static void *head_job_main(void *p)
-{
-	struct head_job *h = p;
-	h->rc = src_head(h->e, h->skey, h->src, &h->meta, &h->ctype, &h->err);
-	return NULL;
-}
-
 static int copy_small(struct eng *e, const char *skey, const char *dkey, const struct task *t,
 		      struct jo_sync_row *row, struct jo_err *err)
 {
 	char **smeta = NULL;
 	const char *ctype = NULL;
 	int rc = 0;
-	struct head_job hj = { .e = e, .skey = skey, .src = &t->src };
-	pthread_t hth;
-	bool head_async = !e->src->local && !e->o->no_metadata &&
-			  pthread_create(&hth, NULL, head_job_main, &hj) == 0;
-	if (!head_async) {
-		head_job_main(&hj);
-		if (hj.rc) {
-			*err = hj.err;
-			return hj.rc;
-		}
-		smeta = hj.meta;
-		ctype = hj.ctype;
-	}
+	/* content type and user metadata come with the GET's headers: no HEAD */
+	bool want_meta = !e->src->local && !e->o->no_metadata;
+	struct jo_obj_info ginfo = { 0 };
 	uint64_t size = t->src.size;
 	mem_acquire(e, size);
 	struct buf b = { .cap = (size_t)size, .bw = e->o->bw };
@@ -285,8 +257,11 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory for %" PRIu64 " bytes", size);
 		goto out;
 	}
-	struct jo_obj_get_opts go = { .offset = 0, .length = -1, .if_match = src_if_match(&t->src) };
+	struct jo_obj_get_opts go = { .offset = 0, .length = -1, .if_match = src_if_match(&t->src),
+				      .info = &ginfo, .meta_out = want_meta ? &smeta : NULL };
 	rc = jo_obj_get(e->so, skey, &go, buf_cb, &b, err);
+	if (!rc && want_meta)
+		ctype = ginfo.content_type;
 	if (rc == JO_EPROTO && b.len == b.cap && size > 0) {
 		rc = jo_err_set(err, JO_ECONFLICT, "source \"%s\" is larger than listed", skey);
 		goto out;
@@ -297,17 +272,6 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 		rc = jo_err_set(err, JO_ECONFLICT, "source \"%s\": read %zu bytes, listed %" PRIu64,
 				skey, b.len, size);
 		goto out;
-	}
-	if (head_async) {
-		pthread_join(hth, NULL);
-		head_async = false;
-		smeta = hj.meta;
-		ctype = hj.ctype;
-		if (hj.rc) {
-			*err = hj.err;
-			rc = hj.rc;
-			goto out;
-		}
 	}
 	unsigned char d[16];
 	md5_of(b.p, b.len, d);
@@ -326,10 +290,6 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 	row->dst_size = size;
 	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", row->md5);
 out:
-	if (head_async) {
-		pthread_join(hth, NULL);
-		smeta = hj.meta;
-	}
 	free(b.p);
 	mem_release(e, size);
 	jo_obj_meta_free(smeta);

@@ -91,6 +91,7 @@ int jo_block_encode(int compress, const void *src, size_t len, uint8_t **out,
 struct jo_vol_opts {
 	const char *meta_url;
 	const char *meta_password;  /* overrides a password missing from the URL */
+	bool meta_read_only;        /* this command never changes the metadata */
 	/* Overrides of the stored storage settings (NULL: use the format's). */
 	const char *bucket;
 	const char *access_key;

@@ -88,6 +88,12 @@ struct jo_meta_open_opts {
 	/* When non-NULL and non-empty, overrides the password in the URL (cmd/
 	 * passes $REDIS_PASSWORD / $META_PASSWORD here; common/ never reads env). */
 	const char *password;
+	/*
+	 * Open for reading only: SQLite opens the file read-only, so closing
+	 * never checkpoints a client's write-ahead log into it (nothing on disk
+	 * changes). Mutating calls then fail.
+	 */
+	bool read_only;
 };
 int jo_meta_open_with(struct jo_meta **out, const char *url,
 		      const struct jo_meta_open_opts *opts, struct jo_err *err);

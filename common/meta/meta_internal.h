@@ -20,6 +20,7 @@ struct jo_meta_url {
 	char *path;         /* sqlite3 file or unix socket path */
 	char *table_prefix; /* sqlite3: "jfs_" or "jfs_X_" */
 	char *redacted;     /* the URL with the password as "****" */
+	bool read_only;     /* opened for reading only (jo_meta_open_opts) */
 };
 
 /* Parse a META-URL (no I/O). JO_EINVAL when malformed, JO_EUNSUPPORTED for

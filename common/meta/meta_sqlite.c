@@ -79,8 +79,9 @@ static int sq_open(struct jo_meta *m, struct jo_err *err)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	s->pfx = m->url.table_prefix;
 	m->be = s;
-	if (sqlite3_open_v2(m->url.path, &s->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-			    NULL) != SQLITE_OK) {
+	if (sqlite3_open_v2(m->url.path, &s->db,
+			    (m->url.read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+			    SQLITE_OPEN_NOMUTEX, NULL) != SQLITE_OK) {
 		rc = jo_err_set(err, JO_EIO, "cannot open sqlite3 database %s: %s", m->url.path,
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto fail;

@@ -861,6 +861,32 @@ static void s3_req_release(struct s3_req *r)
 
 /* ---- operations ---- */
 
+/* The collected x-amz-meta-* headers and Content-Type as one allocation. */
+static int pack_meta(const struct s3_req *r, char ***meta_out, const char **ctype_out,
+		     struct jo_err *err)
+{
+	size_t ct = strlen(r->content_type) + 1;
+	size_t ptrs = (2 * r->nmeta + 1) * sizeof(char *);
+	char **m = malloc(ptrs + r->meta.len + ct);
+	char *p;
+
+	if (!m)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	p = (char *)m + ptrs;
+	if (r->meta.len)
+		memcpy(p, r->meta.p, r->meta.len);
+	for (size_t i = 0; i < 2 * r->nmeta; i++) {
+		m[i] = p;
+		p += strlen(p) + 1;
+	}
+	m[2 * r->nmeta] = NULL;
+	memcpy(p, r->content_type, ct);
+	if (ctype_out)
+		*ctype_out = p;
+	*meta_out = m;
+	return 0;
+}
+
 static int s3_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
 		  jo_obj_write_cb cb, void *payload, struct jo_err *err)
 {
@@ -876,6 +902,7 @@ static int s3_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opt
 	}
 	if (go->if_match)
 		s3_hdr_add(&r, "if-match", "\"%s\"", go->if_match);
+	r.want_meta = go->meta_out != NULL;
 	rc = s3_do(o, &r, ok416, err);
 	if (rc == 0 && r.status == 416)
 		rc = 0; /* a range past the end: no bytes */
@@ -884,7 +911,10 @@ static int s3_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opt
 		go->info->size = r.have_total ? r.total_size : r.content_length;
 		go->info->mtime = r.mtime;
 		snprintf(go->info->etag, sizeof(go->info->etag), "%s", r.etag);
+		go->info->content_type = NULL;
 	}
+	if (rc == 0 && go->meta_out)
+		rc = pack_meta(&r, go->meta_out, go->info ? &go->info->content_type : NULL, err);
 	s3_req_release(&r);
 	return rc;
 }
@@ -957,29 +987,8 @@ static int s3_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,
 		info->size = r.content_length;
 		info->mtime = r.mtime;
 		snprintf(info->etag, sizeof(info->etag), "%s", r.etag);
-		if (meta_out) {
-			/* One block: pointer array, then the strings. */
-			size_t ct = strlen(r.content_type) + 1;
-			size_t ptrs = (2 * r.nmeta + 1) * sizeof(char *);
-			char **m = malloc(ptrs + r.meta.len + ct);
-
-			if (!m) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			} else {
-				char *p = (char *)m + ptrs;
-
-				if (r.meta.len)
-					memcpy(p, r.meta.p, r.meta.len);
-				for (size_t i = 0; i < 2 * r.nmeta; i++) {
-					m[i] = p;
-					p += strlen(p) + 1;
-				}
-				m[2 * r.nmeta] = NULL;
-				memcpy(p, r.content_type, ct);
-				info->content_type = p;
-				*meta_out = m;
-			}
-		}
+		if (meta_out)
+			rc = pack_meta(&r, meta_out, &info->content_type, err);
 	}
 	s3_req_release(&r);
 	return rc;

@@ -87,15 +87,24 @@ int jo_obj_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *
 	struct jo_obj_get_opts whole = { .offset = 0, .length = -1 };
 	int rc = check_key("get", key, err);
 
+	if (go && go->meta_out)
+		*go->meta_out = NULL;
 	if (rc)
 		return rc;
 	if (!cb)
 		return jo_err_set(err, JO_EINVAL, "get: no sink");
-	if (go && go->length == 0) {
+	if (go && go->length == 0 && !go->meta_out) {
 		/* Nothing to read: an empty range is not expressible in HTTP. */
 		return 0;
 	}
-	return o->ops->get(o, key, go ? go : &whole, cb, payload, err);
+	rc = o->ops->get(o, key, go ? go : &whole, cb, payload, err);
+	if (rc == 0 && go && go->meta_out && !*go->meta_out) {
+		/* a backend without user metadata (file): an empty list */
+		*go->meta_out = calloc(1, sizeof(char *));
+		if (!*go->meta_out)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return rc;
 }
 
 struct membuf {

@@ -81,6 +81,12 @@ struct jo_obj_get_opts {
 	 * etag, mtime; key points at the key argument, content_type is NULL.
 	 */
 	struct jo_obj_info *info;
+	/*
+	 * NULL, or gets the user metadata from the GET's reply headers, as
+	 * jo_obj_head_meta gives it (free with jo_obj_meta_free); with info set,
+	 * info->content_type then points into it. Saves a HEAD per object.
+	 */
+	char ***meta_out;
 };
 
 /*

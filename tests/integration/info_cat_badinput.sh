@@ -121,8 +121,15 @@ expect 7 "empty redis db" -- info "redis://127.0.0.1:$RP/9"
 expect 8 "sqlite db that does not exist" -- info "sqlite3://$JO_T/nosuch.db"
 expect 8 "path not in the volume" -- cat "$SQ" /d/nosuch.txt
 expect 8 "path not in the volume (redis)" -- cat "$RS" /nosuchdir/x
+expect 8 "bucket that does not exist" -- cat "$RS" /d/small.txt --bucket "$JO_S3_ENDPOINT/nosuchbucket"
 # 9: unsupported
 expect 9 "encrypted volume" -- cat "$ENC" /d/small.txt
+# info reads metadata only: it works on an encrypted volume and says so
+if "$JO_BIN" info "$ENC" --json 2>"$JO_T/run/err" | "$JO_PY" -c 'import json,sys; sys.exit(0 if json.load(sys.stdin).get("encrypted") is True else 1)'; then
+	PASSES=$((PASSES + 1))
+else
+	fail "jfsops info on the encrypted volume failed or does not say encrypted: $(head -c 300 "$JO_T/run/err")"
+fi
 [ -e "$JO_T/nosuch.db" ] && fail "jfsops created $JO_T/nosuch.db"
 
 after=$(snapshot)

@@ -11,6 +11,13 @@
 #   jfs_format "redis://127.0.0.1:$JO_REDIS_PORT/1" "$JO_S3_ENDPOINT/jfs1" vol1
 #   jfs_mount "redis://127.0.0.1:$JO_REDIS_PORT/1" "$JO_T/mnt"
 #
+# Functions: jo_setup; start_redis PORT [redis-server args]; start_seaweed
+# BASE [AK SK]; start_rclone_s3 PORT [AK SK]; s3_mkbucket NAME [EP AK SK];
+# s3_list_keys BUCKET [EP AK SK]; jfs_format META BUCKET NAME [flags];
+# jfs_mount META MP [flags]; jfs_umount MP; jfs_crash MP [PIDS];
+# jfs_mount_pids MP; jfs_sync_in SRCDIR META [DSTPATH]; jfs_dump META OUT;
+# jo_port_busy PORT; jo_log MSG; jo_die MSG. JO_KEEP=1 keeps $JO_T.
+#
 # Every service takes explicit ports. A port that is already in use, or a
 # service that does not answer in time, makes the function print a message
 # (with the service's log tail) and exit the script non-zero: nothing is
@@ -24,7 +31,7 @@ JO_KILL_PIDS=()    # foreground servers (weed, rclone) to SIGTERM
 JO_REDIS_PIDS=()   # redis-server pidfiles
 JO_SOCK_PORTS=()   # ports of seaweedfs unix sockets in /tmp
 JO_NEXT_METRICS=0  # next juicefs metrics port offset
-declare -A JO_MOUNT_KEY=() # mount point -> its --cache-dir (identifies its processes)
+declare -gA JO_MOUNT_KEY=() # mount point -> its --cache-dir (identifies its processes)
 
 jo_die() {
 	echo "FATAL: $*" >&2

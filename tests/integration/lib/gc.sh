@@ -375,3 +375,29 @@ gc_run_signals() {
 	"$JO_BIN" gc "$meta" --delete >/dev/null || jo_die "$name: final run failed"
 	gc_check_end "$meta" "$bucket" "$name" "$mp"
 }
+
+# gc_check_refusals META: a volume with ChangeLog on is refused (exit 9)
+# for --delete but reported in dry-run; usage errors exit 2.
+gc_check_refusals() {
+	local meta=$1 rc
+	case $meta in sqlite3://*) ;; *) jo_die "gc_check_refusals: sqlite3 only" ;; esac
+	python3 - "${meta#sqlite3://}" <<'PY'
+import json, sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+v = json.loads(db.execute("SELECT value FROM jfs_setting WHERE name='format'").fetchone()[0])
+v["ChangeLog"] = True
+db.execute("UPDATE jfs_setting SET value=? WHERE name='format'", (json.dumps(v),))
+db.commit()
+PY
+	rc=0
+	"$JO_BIN" gc "$meta" --delete >/dev/null 2>"$JO_T/changelog.err" || rc=$?
+	[ $rc = 9 ] || jo_die "ChangeLog volume: exit $rc, expected 9"
+	grep -q 'ChangeLog' "$JO_T/changelog.err" || jo_die "ChangeLog volume: no clear error"
+	"$JO_BIN" gc "$meta" >/dev/null || jo_die "ChangeLog volume: the dry run failed"
+	rc=0
+	"$JO_BIN" gc "$meta" --plan --worker >/dev/null 2>&1 || rc=$?
+	[ $rc = 2 ] || jo_die "--plan --worker: exit $rc, expected 2"
+	rc=0
+	"$JO_BIN" gc "$meta" --reset-tasks >/dev/null 2>&1 || rc=$?
+	[ $rc = 2 ] || jo_die "--reset-tasks without --delete: exit $rc, expected 2"
+}
