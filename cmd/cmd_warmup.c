@@ -26,12 +26,14 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/config.h"
 #include "common/jfs/jfs.h"
+#include "common/metrics.h"
 #include "common/warmup.h"
 
 static const char warmup_usage[] =
 	"usage: jfsops warmup META-URL [--ranges FILE|-] [--mount DIR] [--dry-run|--list]\n"
-	"                      [--prefix DIR] [--threads N] [--json]\n"
+	"                      [--prefix DIR] [--threads N] [--json] [--metrics-file PATH]\n"
 	"\n"
 	"Warm the cache of a JuiceFS mount with exactly the blocks that hold the\n"
 	"given file byte ranges. Each range is mapped to its chunks, slices and\n"
@@ -55,14 +57,27 @@ static const char warmup_usage[] =
 	"Options:\n"
 	"  -r, --ranges FILE    the range list ('-' = stdin, the default)\n"
 	"  -m, --mount DIR      a JuiceFS mount of this volume to warm through\n"
+	"                       (default: none; required unless --dry-run)\n"
 	"  -n, --dry-run        print the block keys, sizes and total; read nothing\n"
 	"      --list           the same as --dry-run\n"
 	"  -P, --prefix DIR     volume directory the range paths are relative to\n"
+	"                       (default: none, the volume root)\n"
 	"  -p, --threads N      blocks read in parallel (default 8)\n"
 	"      --mem-limit SIZE memory for sorting block records (default 64M)\n"
 	"      --json           JSON lines: one per block with --dry-run, errors,\n"
 	"                       and a summary\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics at the end of\n"
+	"                       the run, also when it fails (atomic; default: none):\n"
+	"                       jfsops_warmup_files_total, _ranges_total,\n"
+	"                       _blocks_total, _bytes_total, _warmed_blocks_total,\n"
+	"                       _warmed_bytes_total, _failed_blocks_total, _dry_run,\n"
+	"                       _duration_seconds, _last_run_timestamp_seconds,\n"
+	"                       _last_success_timestamp_seconds\n"
 	"  -h, --help           show this help\n"
+	CMD_VOL_HELP
+	"warmup reads only the metadata (the mount talks to the object store): the\n"
+	"config file and --profile are checked, the storage overrides are accepted\n"
+	"for uniformity with the other volume commands and otherwise unused.\n"
 	"\n"
 	"The mount should have a block cache large enough (--cache-size) and should\n"
 	"keep full blocks (no --cache-partial-only). A block whose first byte was\n"
@@ -78,9 +93,11 @@ static const char warmup_usage[] =
 	"Examples:\n"
 	"  jfsops lance /jfs/ds --columns emb,label --format jsonl |\n"
 	"      jfsops warmup redis://127.0.0.1:6379/1 --prefix /ds --mount /jfs\n"
-	"  jfsops warmup sqlite3:///var/jfs/meta.db -r ranges.csv --dry-run\n";
+	"  jfsops warmup sqlite3:///var/jfs/meta.db -r ranges.csv --dry-run\n"
+	"  jfsops warmup redis://127.0.0.1:6379/1 --profile prod -r ranges.jsonl --mount /jfs \\\n"
+	"      --metrics-file /var/lib/node_exporter/textfile/jfsops_warmup.prom\n";
 
-enum { OPT_LIST = 0x2000, OPT_JSON, OPT_MEM };
+enum { OPT_LIST = 0x2000, OPT_JSON, OPT_MEM, OPT_METRICS };
 
 /* Block record for the sort: fixed big-endian head, then the volume path. */
 #define REC_HEAD 33
@@ -408,7 +425,9 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		{ "threads", required_argument, NULL, 'p' },
 		{ "mem-limit", required_argument, NULL, OPT_MEM },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "metrics-file", required_argument, NULL, OPT_METRICS },
 		{ "help", no_argument, NULL, 'h' },
+		CMD_VOL_LONGOPTS,
 		{ 0 }
 	};
 	char *url = NULL;
@@ -428,8 +447,14 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	size_t prevlen = 0;
 	double t0 = now_s(), last_prog = 0;
 	int c, rc;
+	struct cmd_vol_args va = { 0 };
+	const char *metrics = NULL;
+	int64_t started = (int64_t)time(NULL);
+	uint64_t warmed = 0, warmed_bytes = 0, failed_total = 0;
 
 	while ((c = getopt_long(argc, argv, "r:m:nP:p:h", opts, NULL)) != -1) {
+		if (cmd_vol_opt(&va, c, optarg))
+			continue;
 		switch (c) {
 		case 'r': ranges = optarg; break;
 		case 'm': mount = optarg; break;
@@ -447,17 +472,39 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --mem-limit '%s' (at least 1M)", optarg);
 			break;
 		case OPT_JSON: ctx->json = true; break;
+		case OPT_METRICS: metrics = optarg; break;
 		case 'h':
 			fputs(warmup_usage, stdout);
+			cmd_vol_args_release(&va);
 			return 0;
 		default:
+			cmd_vol_args_release(&va);
 			return cmd_usage_error(ctx, "unknown option");
 		}
 	}
-	if (argc - optind != 1)
+	if (argc - optind != 1) {
+		cmd_vol_args_release(&va);
 		return cmd_usage_error(ctx, "expected one META-URL");
-	if (!dry && !mount)
+	}
+	if (!dry && !mount) {
+		cmd_vol_args_release(&va);
 		return cmd_usage_error(ctx, "--mount DIR is required (or --dry-run to list blocks)");
+	}
+	/*
+	 * The config file and profile are checked like every volume command's
+	 * (a missing named file or profile, a loose file holding a secret: exit
+	 * 2); warmup opens no object store, so the values themselves go unused.
+	 */
+	{
+		struct jo_cfg_values vals = { 0 };
+
+		rc = cmd_resolve_storage(&va, &vals, NULL, &st.err);
+		jo_cfg_values_release(&vals);
+		if (rc) {
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+	}
 
 	/*
 	 * Only the metadata is needed (the mount talks to the object store),
@@ -662,6 +709,9 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		if (fetcher)
 			jo_warmup_fetcher_stats(fetcher, &fs);
 		failed = fs.failed + unwarmable;
+		failed_total = failed;
+		warmed = fs.done;
+		warmed_bytes = fs.bytes_done;
 		if (have_stats && jo_warmup_mount_stats(mi.stats_path, &c1, &st.err))
 			have_stats = false;
 		if (ctx->json) {
@@ -713,6 +763,22 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			rc = failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	}
 out:
+	if (metrics) {
+		struct jo_warmup_metrics wm = {
+			.files = st.ninos, .ranges = st.ranges, .requested_bytes = st.req_bytes,
+			.blocks = blocks, .bytes = bytes, .warmed = warmed,
+			.warmed_bytes = warmed_bytes, .failed = failed_total, .dry_run = dry,
+			.started = started, .seconds = now_s() - t0, .success = rc == 0,
+		};
+		struct jo_err merr = { 0 };
+
+		if (jo_warmup_write_metrics(metrics, &wm, &merr)) {
+			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			if (!rc)
+				rc = JO_EXIT_FAIL;
+		}
+	}
+	cmd_vol_args_release(&va);
 	free(prev);
 	jo_warmup_fetcher_free(fetcher);
 	if (in && in != stdin)

@@ -168,8 +168,9 @@ static int source_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload,
  * Remove the blocks of a slice nobody references any more (its count,
  * re-read now, must say so), audit each key, then forget its count.
  */
-static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, const char *reason,
-		      const struct compact_audit *au, struct compact_result *res, struct jo_err *err)
+static int delete_slice_blocks(struct jo_vol *v, uint64_t id, uint32_t size, const char *reason,
+			       const struct compact_audit *au, struct compact_result *res,
+			       bool *deleted, struct jo_err *err)
 {
 	uint32_t nb = jo_slice_nblocks(size, v->block_size);
 	char (*keys)[256] = NULL;
@@ -178,6 +179,7 @@ static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, const char *
 	bool deletable = false;
 	int rc;
 
+	*deleted = false;
 	rc = jo_mut_slice_deletable(v->meta, id, size, &deletable, err);
 	if (rc || !deletable)
 		return rc;
@@ -209,12 +211,24 @@ static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, const char *
 		else if (!rc)
 			rc = jo_err_set(err, r, "delete block '%s': %s", keys[i], jo_err_name(r));
 	}
-	if (!rc)
-		rc = jo_mut_forget_slice(v->meta, id, size, err);
+	*deleted = rc == 0;
 out:
 	free(keys);
 	free(kp);
 	free(results);
+	return rc;
+}
+
+/* Delete the blocks of one unreferenced slice, then forget its count. */
+static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, const char *reason,
+		      const struct compact_audit *au, struct compact_result *res, struct jo_err *err)
+{
+	struct jo_slice_id one = { id, size };
+	bool deleted;
+	int rc = delete_slice_blocks(v, id, size, reason, au, res, &deleted, err);
+
+	if (!rc && deleted)
+		rc = jo_meta_forget_slices(v->meta, &one, 1, err);
 	return rc;
 }
 
@@ -332,15 +346,32 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	}
 	res->outcome = COMPACT_DONE;
 	res->records_after = res->records_before - n + pick.skipped + 1;
-	for (size_t i = 0; i < nfreed; i++) {
-		struct jo_err e2 = { 0 };
+	/* blocks first (each slice re-checked), then the counts in one go */
+	{
+		size_t ngone = 0;
 
-		if (drop_slice(v, freed[i].id, freed[i].size, "compacted-slice", au, res, &e2)) {
-			/* the ref stays <= 0: gc finishes it */
-			jo_warn("slice %llu stays pending: %s", (unsigned long long)freed[i].id, e2.msg);
-			continue;
+		for (size_t i = 0; i < nfreed; i++) {
+			struct jo_err e2 = { 0 };
+			bool deleted = false;
+
+			if (delete_slice_blocks(v, freed[i].id, freed[i].size, "compacted-slice", au, res,
+						&deleted, &e2)) {
+				/* the ref stays <= 0: gc finishes it */
+				jo_warn("slice %llu stays pending: %s", (unsigned long long)freed[i].id,
+					e2.msg);
+				continue;
+			}
+			if (deleted)
+				freed[ngone++] = freed[i];
 		}
-		res->slices_freed++;
+		if (ngone) {
+			struct jo_err e2 = { 0 };
+
+			if (jo_meta_forget_slices(v->meta, freed, ngone, &e2))
+				jo_warn("%zu freed slices stay pending (gc forgets them): %s", ngone, e2.msg);
+			else
+				res->slices_freed += ngone;
+		}
 	}
 out:
 	compact_pick_release(&pick);

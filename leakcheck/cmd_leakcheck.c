@@ -18,6 +18,7 @@
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
+#include "common/metrics.h"
 #include "leakcheck/leak.h"
 
 static const char leakcheck_usage[] =
@@ -38,32 +39,54 @@ static const char leakcheck_usage[] =
 	"      --out FILE          write candidates as JSON lines (type leaked, missing,\n"
 	"                          skipped, foreign; key, slice, size, last_modified,\n"
 	"                          reason); published only when the run completes\n"
+	"                          (default: none, candidates go to stdout)\n"
 	"      --json              summary (and, without --out, candidates) as JSON\n"
 	"                          lines on stdout\n"
 	"      --min-age DUR       safety window (default 1h; s/m/h/d suffixes)\n"
 	"      --list-threads N    concurrent listers (default 32)\n"
 	"      --mem-limit SIZE    memory budget of the two sorts (default 256M)\n"
 	"      --tmp-dir DIR       where sorted runs go (default $TMPDIR or /tmp)\n"
+	"      --metrics-file PATH write Prometheus textfile metrics at the end of the\n"
+	"                          run, also when it fails (atomic; default: none)\n"
 	"\n"
 	"Deletion (phase two, from a report of this volume):\n"
 	"      --delete-from FILE  re-check each 'leaked' line of FILE against a fresh\n"
 	"                          metadata scan, the counter and the object's age\n"
-	"                          (HEAD), then delete it in batches\n"
+	"                          (HEAD), then delete it in batches (default: none)\n"
 	"      --quarantine PATH   first save every object to the tar.zst archive PATH\n"
-	"                          (published, fsync'd, before anything is deleted)\n"
+	"                          (published, fsync'd, before anything is deleted;\n"
+	"                          default: none, no copy is kept)\n"
 	"      --audit FILE        append one JSON line per candidate: time, key,\n"
-	"                          reason, result\n"
+	"                          reason, result (default: none)\n"
 	"      --delete-rate N     at most N deletions per second (default unlimited)\n"
 	"      --dry-run           re-check only, delete nothing\n"
 	"      --restore PATH      put every object of a quarantine archive back\n"
+	"                          (default: none)\n"
+	"\n"
+	"Benchmark only (bench/leakcheck; no META-URL, touches no volume):\n"
+	"      --synthetic N       sort and merge a synthetic workload of N slices and\n"
+	"                          print one JSON line (default: none)\n"
+	"      --synthetic-keys DIR  with --synthetic: only write the keys as text to\n"
+	"                          DIR/refs.txt and DIR/objs.txt (default: none)\n"
+	"\n"
 	"  -h, --help              show this help\n"
 	CMD_VOL_HELP
+	"\n"
+	"Metrics (--metrics-file): jfsops_leakcheck_objects_scanned_total,\n"
+	"_referenced_slices_total, _leaked_objects_total, _leaked_bytes_total,\n"
+	"_missing_objects_total, _skipped_objects_total, _foreign_objects_total,\n"
+	"_errors_total; with --delete-from _candidates_total, _deleted_objects_total,\n"
+	"_deleted_bytes_total, _kept_objects_total, _quarantined_objects_total and\n"
+	"_dry_run; always _duration_seconds, _last_run_timestamp_seconds and, when\n"
+	"the run completed, _last_success_timestamp_seconds.\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
 	"4 some deletions failed, 130/143 interrupted.\n"
 	"\n"
 	"Examples:\n"
-	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl \\\n"
+	"      --metrics-file /var/lib/node_exporter/textfile/jfsops_leakcheck.prom\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --delete-from leaks.jsonl --dry-run\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --delete-from leaks.jsonl \\\n"
 	"      --quarantine leaks.tar.zst --audit audit.jsonl\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --restore leaks.tar.zst\n";
@@ -71,7 +94,7 @@ static const char leakcheck_usage[] =
 enum {
 	OPT_OUT = 0x2000, OPT_JSON, OPT_MIN_AGE, OPT_LIST_THREADS, OPT_MEM, OPT_TMP,
 	OPT_DELETE_FROM, OPT_QUARANTINE, OPT_AUDIT, OPT_RATE, OPT_DRY_RUN, OPT_RESTORE,
-	OPT_SYNTH, OPT_SYNTH_KEYS,
+	OPT_SYNTH, OPT_SYNTH_KEYS, OPT_METRICS,
 };
 
 struct lc_opts {
@@ -88,7 +111,18 @@ struct lc_opts {
 	bool dry_run;
 	const char *restore;
 	uint64_t synth;           /* hidden: synthetic benchmark of N slices */
-	const char *synth_keys;   /* hidden: write its keys as text into DIR */
+	const char *synth_keys;   /* benchmark: write its keys as text into DIR */
+	const char *metrics;      /* --metrics-file PATH, or NULL */
+};
+
+/* What the run did, for --metrics-file. */
+struct lc_mx {
+	bool checked;             /* the check's merge completed */
+	bool deleted;             /* --delete-from ran */
+	struct leak_counts c;
+	uint64_t foreign, listed;
+	struct leak_delete_stats d;
+	uint64_t restored;
 };
 
 struct lc_run {
@@ -99,6 +133,7 @@ struct lc_run {
 	bool out_json;
 	bool progress_shown;
 	int werr;                 /* errno of a failed write */
+	struct lc_mx mx;
 };
 
 static int parse_duration(const char *s, int64_t *out)
@@ -397,6 +432,10 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	rc = leak_merge(&mo, leak_xsort_next, xrefs, leak_xsort_next, xobjs, &counts, err);
 	if (rc)
 		goto out;
+	r->mx.checked = true;
+	r->mx.c = counts;
+	r->mx.foreign = ls.foreign;
+	r->mx.listed = ls.listed;
 	if (r->werr || fflush(r->out) != 0) {
 		rc = jo_err_set(err, JO_EIO, "write candidates: %s", strerror(r->werr ? r->werr : errno));
 		goto out;
@@ -450,6 +489,8 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 		d.batch = o->rate < 1 ? 1 : (size_t)o->rate;
 	rc = leak_delete(r->vol, &d, &st, err);
 
+	r->mx.deleted = true;
+	r->mx.d = st;
 	if (rc)
 		return rc;
 	human_bytes(st.deleted_bytes, b, sizeof(b));
@@ -517,6 +558,88 @@ static int run_synthetic(struct jo_ctx *ctx, const struct lc_opts *o)
 	return JO_EXIT_OK;
 }
 
+/*
+ * --metrics-file: the counters of this run, written at its end, also when
+ * it failed (then without jfsops_leakcheck_last_success_timestamp_seconds).
+ * A completed check is a success whatever it found (exit 0 or 1).
+ */
+static int write_metrics(const struct lc_run *r, bool success, bool failed, int64_t started,
+			 double secs, struct jo_err *err)
+{
+	const struct lc_mx *x = &r->mx;
+	const struct leak_counts *c = &x->c;
+	struct jo_metrics *mx = NULL;
+	struct mrow { const char *name, *type, *help; double v; };
+	const struct mrow check[] = {
+		{ "jfsops_leakcheck_objects_scanned_total", "counter",
+		  "block objects listed and merged by the last run", (double)c->objects },
+		{ "jfsops_leakcheck_scanned_bytes_total", "counter",
+		  "bytes of the block objects merged by the last run", (double)c->object_bytes },
+		{ "jfsops_leakcheck_referenced_slices_total", "counter",
+		  "distinct slices the metadata references", (double)c->slices },
+		{ "jfsops_leakcheck_referenced_objects_total", "counter",
+		  "block objects some metadata reference owns (valid, pending, trash, removed files)",
+		  (double)(c->n[LEAK_VALID] + c->n[LEAK_DELFILE] + c->n[LEAK_COMPACTED] +
+			   c->n[LEAK_PENDING]) },
+		{ "jfsops_leakcheck_leaked_objects_total", "counter",
+		  "block objects no metadata references", (double)c->n[LEAK_LEAKED] },
+		{ "jfsops_leakcheck_leaked_bytes_total", "counter",
+		  "bytes of the leaked block objects", (double)c->bytes[LEAK_LEAKED] },
+		{ "jfsops_leakcheck_missing_objects_total", "counter",
+		  "referenced blocks that have no object", (double)c->n[LEAK_MISSING] },
+		{ "jfsops_leakcheck_skipped_objects_total", "counter",
+		  "unreferenced objects too new to judge (--min-age, slice counter)",
+		  (double)c->n[LEAK_SKIPPED] },
+		{ "jfsops_leakcheck_foreign_objects_total", "counter",
+		  "objects under chunks/ that are no block key of this volume", (double)x->foreign },
+	};
+	const struct mrow del[] = {
+		{ "jfsops_leakcheck_candidates_total", "counter",
+		  "leaked lines of the --delete-from report", (double)x->d.candidates },
+		{ "jfsops_leakcheck_deleted_objects_total", "counter",
+		  "objects deleted by the last run", (double)x->d.deleted },
+		{ "jfsops_leakcheck_deleted_bytes_total", "counter",
+		  "bytes deleted by the last run", (double)x->d.deleted_bytes },
+		{ "jfsops_leakcheck_kept_objects_total", "counter",
+		  "candidates the re-check kept", (double)x->d.kept },
+		{ "jfsops_leakcheck_quarantined_objects_total", "counter",
+		  "objects saved to the quarantine archive", (double)x->d.quarantined },
+		{ "jfsops_leakcheck_dry_run", "gauge", "1 if the last run was a dry run",
+		  r->o->dry_run ? 1 : 0 },
+	};
+	const struct mrow common[] = {
+		{ "jfsops_leakcheck_errors_total", "counter",
+		  "failed deletions, plus 1 when the run itself failed",
+		  (double)x->d.failed + (failed ? 1 : 0) },
+		{ "jfsops_leakcheck_duration_seconds", "gauge", "duration of the last run", secs },
+		{ "jfsops_leakcheck_last_run_timestamp_seconds", "gauge",
+		  "start of the last run (unix seconds)", (double)started },
+	};
+	int rc = jo_metrics_new(&mx, err);
+
+	for (size_t i = 0; !rc && !r->o->delete_from && !r->o->restore &&
+	     i < sizeof(check) / sizeof(check[0]); i++)
+		rc = jo_metrics_set(mx, check[i].name, check[i].type, check[i].help, NULL, check[i].v,
+				    err);
+	for (size_t i = 0; !rc && r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)
+		rc = jo_metrics_set(mx, del[i].name, del[i].type, del[i].help, NULL, del[i].v, err);
+	if (!rc && r->o->restore)
+		rc = jo_metrics_set(mx, "jfsops_leakcheck_restored_objects_total", "counter",
+				    "objects put back from the quarantine archive", NULL,
+				    (double)x->restored, err);
+	for (size_t i = 0; !rc && i < sizeof(common) / sizeof(common[0]); i++)
+		rc = jo_metrics_set(mx, common[i].name, common[i].type, common[i].help, NULL,
+				    common[i].v, err);
+	if (!rc && success)
+		rc = jo_metrics_set(mx, "jfsops_leakcheck_last_success_timestamp_seconds", "gauge",
+				    "end of the last successful run (unix seconds)", NULL,
+				    (double)time(NULL), err);
+	if (!rc)
+		rc = jo_metrics_write(mx, r->o->metrics, err);
+	jo_metrics_free(mx);
+	return rc;
+}
+
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 {
 	static const struct option opts[] = {
@@ -532,7 +655,8 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		{ "delete-rate", required_argument, NULL, OPT_RATE },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "restore", required_argument, NULL, OPT_RESTORE },
-		/* hidden, for bench/leakcheck */
+		{ "metrics-file", required_argument, NULL, OPT_METRICS },
+		/* benchmark only (bench/leakcheck), documented as such */
 		{ "synthetic", required_argument, NULL, OPT_SYNTH },
 		{ "synthetic-keys", required_argument, NULL, OPT_SYNTH_KEYS },
 		{ "help", no_argument, NULL, 'h' },
@@ -545,6 +669,8 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_err err = { 0 };
 	int c, rc, code = JO_EXIT_OK;
 	char *end;
+	int64_t started = (int64_t)time(NULL);
+	double t0 = now_s();
 
 	o.json = ctx->json;
 	o.tmp = getenv("TMPDIR");
@@ -586,6 +712,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --synthetic '%s'", optarg);
 			break;
 		case OPT_SYNTH_KEYS: o.synth_keys = optarg; break;
+		case OPT_METRICS: o.metrics = optarg; break;
 		case 'h':
 			fputs(leakcheck_usage, stdout);
 			return JO_EXIT_OK;
@@ -616,6 +743,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		uint64_t n = 0;
 
 		rc = leak_restore(r.vol, o.restore, &n, &err);
+		r.mx.restored = n;
 		fprintf(stderr, "%s %s: restored %llu objects from '%s'\n", ctx->prog, ctx->cmd,
 			(unsigned long long)n, o.restore);
 	} else if (o.delete_from) {
@@ -628,6 +756,17 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	else
 		rc = code;
 out:
+	if (o.metrics) {
+		struct jo_err merr = { 0 };
+		bool ok = rc == JO_EXIT_OK || rc == JO_EXIT_FOUND;
+
+		if (write_metrics(&r, ok, !ok && rc != JO_EXIT_PARTIAL, started, now_s() - t0,
+				  &merr)) {
+			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			if (rc == JO_EXIT_OK || rc == JO_EXIT_FOUND)
+				rc = JO_EXIT_FAIL;
+		}
+	}
 	jo_vol_close(r.vol);
 	cmd_vol_args_release(&va);
 	return rc;

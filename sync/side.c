@@ -7,21 +7,22 @@
  *
  * The prefix is a "directory": "s3://b/data" syncs keys under "data/". The
  * URL never carries a secret (access_key/secret_key in the query are
- * refused); credentials come from flags, the profile, JFSOPS_<SIDE>_ACCESS_KEY
- * / JFSOPS_<SIDE>_SECRET_KEY, or AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
+ * refused); credentials come from flags, the profile (common/config.h, the
+ * one config file of every command), JFSOPS_<SIDE>_ACCESS_KEY /
+ * JFSOPS_<SIDE>_SECRET_KEY (/ _SESSION_TOKEN), or AWS_ACCESS_KEY_ID /
+ * AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN).
  */
 #include "sync/sync.h"
 
+#include "common/config.h"
 #include "common/err.h"
 #include "common/object/object.h"
 
 #include <ctype.h>
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
 
 struct kvset {
 	char *endpoint, *region, *access_key, *secret_key;
@@ -89,81 +90,50 @@ static int kv_apply(struct kvset *k, const char *name, const char *val, bool fro
 	return 0;
 }
 
-static char *trim(char *s)
+/*
+ * The settings of [profile NAME] of the one jfsops config file
+ * (common/config.h): --config FILE, else env JFSOPS_CONFIG, else
+ * $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config. A missing file
+ * or profile and a file holding a secret that group or others can read are
+ * JO_EINVAL (exit 2, as for every command).
+ */
+static int load_profile(struct kvset *k, char **session_token, const char *config_path,
+			const char *name, const char *which, struct jo_err *err)
 {
-	while (isspace((unsigned char)*s))
-		s++;
-	size_t n = strlen(s);
-	while (n && isspace((unsigned char)s[n - 1]))
-		s[--n] = 0;
-	return s;
-}
+	char path[4096];
+	bool named = false;
+	struct jo_cfg *cfg = NULL;
+	int rc = jo_cfg_path(config_path, path, sizeof(path), &named, err);
 
-/* Read [profile NAME] (or [NAME]) from the INI file. */
-static int load_profile(struct kvset *k, const char *path, bool explicit_path, const char *name,
-			struct jo_err *err)
-{
-	FILE *fp = fopen(path, "r");
-	if (!fp) {
-		if (!explicit_path && errno == ENOENT)
-			return jo_err_set(err, JO_EINVAL, "profile \"%s\": no config file %s", name, path);
-		return jo_err_set(err, JO_EINVAL, "config file %s: %s", path, strerror(errno));
-	}
-	struct stat sb;
-	bool loose = fstat(fileno(fp), &sb) == 0 && (sb.st_mode & 077);
-	char *line = NULL;
-	size_t cap = 0;
-	bool in = false, found = false, has_secret = false;
-	int rc = 0, lineno = 0;
-	while (getline(&line, &cap, fp) >= 0) {
-		lineno++;
-		char *s = trim(line);
-		if (!*s || *s == '#' || *s == ';')
-			continue;
-		if (*s == '[') {
-			char *e = strchr(s, ']');
-			if (!e) {
-				rc = jo_err_set(err, JO_EINVAL, "config file %s line %d: bad section", path,
-						lineno);
-				break;
-			}
-			*e = 0;
-			char *sec = trim(s + 1);
-			if (!strncmp(sec, "profile ", 8))
-				sec = trim(sec + 8);
-			in = !strcmp(sec, name);
-			found |= in;
-			continue;
-		}
-		char *eq = strchr(s, '=');
-		if (!eq) {
-			rc = jo_err_set(err, JO_EINVAL, "config file %s line %d: expected name = value",
-					path, lineno);
-			break;
-		}
-		*eq = 0;
-		char *n = trim(s), *v = trim(eq + 1);
-		if (!strcmp(n, "secret_key") && *v)
-			has_secret = true;
-		if (!in)
-			continue;
-		char where[300];
-		snprintf(where, sizeof(where), "config file %.200s line %d", path, lineno);
-		rc = kv_apply(k, n, v, false, where, err);
-		if (rc)
-			break;
-	}
-	free(line);
-	fclose(fp);
 	if (rc)
 		return rc;
-	if (has_secret && loose)
-		return jo_err_set(err, JO_EAUTH,
-				  "config file %s holds a secret key and is readable by group or others; "
-				  "run chmod 600 %s", path, path);
-	if (!found)
-		return jo_err_set(err, JO_EINVAL, "config file %s has no profile \"%s\"", path, name);
-	return 0;
+	rc = jo_cfg_load(&cfg, path, true, err);
+	if (rc == JO_ENOTFOUND)
+		return jo_err_set(err, JO_EINVAL, "%s profile \"%s\": no config file %s", which, name,
+				  path);
+	if (rc)
+		return rc;
+	if (!jo_cfg_has_profile(cfg, name)) {
+		rc = jo_err_set(err, JO_EINVAL, "config file %s has no profile \"%s\"", path, name);
+		goto out;
+	}
+	for (int key = 0; key < JO_CFG_NKEYS && !rc; key++) {
+		const char *v = jo_cfg_get(cfg, name, key);
+		char where[4200];
+
+		if (!v || !*v || key == JO_CFG_BUCKET)  /* bucket: volume commands only */
+			continue;
+		if (key == JO_CFG_SESSION_TOKEN) {
+			if (set_str(session_token, v))
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			continue;
+		}
+		snprintf(where, sizeof(where), "config file %s, profile \"%s\"", path, name);
+		rc = kv_apply(k, jo_cfg_key_name(key), v, false, where, err);
+	}
+out:
+	jo_cfg_free(cfg);
+	return rc;
 }
 
 static const char *env2(const char *which, const char *what)
@@ -195,6 +165,7 @@ void jo_sync_side_free(struct jo_sync_side *s)
 	free(s->region);
 	free(s->access_key);
 	free(s->secret_key);
+	free(s->session_token);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -234,6 +205,7 @@ int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *whic
 	}
 	struct kvset q = { .path_style = -1, .list_v1 = -1, .unordered = -1, .insecure = -1 };
 	struct kvset pr = q;
+	char *pr_token = NULL;
 	int rc = 0;
 	char *rest = strdup(url + 5);
 	if (!rest)
@@ -294,14 +266,7 @@ int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *whic
 	}
 	/* Profile. */
 	if (s->profile) {
-		char def[4096];
-		const char *cp = config_path;
-		if (!cp) {
-			const char *home = getenv("HOME");
-			snprintf(def, sizeof(def), "%s/.config/jfsops/config", home ? home : "");
-			cp = def;
-		}
-		rc = load_profile(&pr, cp, config_path != NULL, s->profile, err);
+		rc = load_profile(&pr, &pr_token, config_path, s->profile, which, err);
 		if (rc)
 			goto out;
 	}
@@ -318,17 +283,26 @@ int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *whic
 	if (!rc) rc = fill_default(&s->region, getenv("AWS_REGION"));
 	if (!rc) rc = fill_default(&s->access_key, fl ? fl->access_key : NULL);
 	if (!rc) rc = fill_default(&s->secret_key, fl ? fl->secret_key : NULL);
+	/* Credentials go as a group (key, secret, session token) from one source. */
 	if (!rc && !s->access_key && !s->secret_key) {
 		rc = fill_default(&s->access_key, pr.access_key);
 		if (!rc) rc = fill_default(&s->secret_key, pr.secret_key);
+		if (!rc && s->access_key) rc = fill_default(&s->session_token, pr_token);
 	}
 	if (!rc && !s->access_key && !s->secret_key) {
 		rc = fill_default(&s->access_key, env2(which, "access_key"));
 		if (!rc) rc = fill_default(&s->secret_key, env2(which, "secret_key"));
+		if (!rc && s->access_key)
+			rc = fill_default(&s->session_token, env2(which, "session_token"));
 	}
 	if (!rc && !s->access_key && !s->secret_key) {
 		rc = fill_default(&s->access_key, getenv("AWS_ACCESS_KEY_ID"));
 		if (!rc) rc = fill_default(&s->secret_key, getenv("AWS_SECRET_ACCESS_KEY"));
+		if (!rc && s->access_key) {
+			const char *t = getenv("AWS_SESSION_TOKEN");
+
+			rc = fill_default(&s->session_token, t && *t ? t : NULL);
+		}
 	}
 	if (rc) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -369,6 +343,10 @@ out:
 	free(rest);
 	kv_free(&q);
 	kv_free(&pr);
+	if (pr_token) {
+		memset(pr_token, 0, strlen(pr_token));
+		free(pr_token);
+	}
 	return rc;
 }
 
@@ -386,6 +364,7 @@ int jo_sync_side_open(const struct jo_sync_side *s, int max_conns, int retries,
 		oo.bucket = bucket;
 		oo.access_key = s->access_key;
 		oo.secret_key = s->secret_key;
+		oo.session_token = s->session_token;
 		oo.region = s->region;
 		oo.addressing = s->path_style ? 1 : 0;
 		oo.list_v1 = s->list_v1;

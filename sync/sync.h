@@ -42,6 +42,7 @@ struct jo_sync_side {
 	char *prefix;        /* key prefix inside the bucket, "" or ending in '/' */
 	char *region;
 	char *access_key, *secret_key;
+	char *session_token; /* with the credentials' source (profile or env), or NULL */
 	bool path_style, list_v1, unordered, insecure;
 	char desc[600];      /* "s3://endpoint/bucket/prefix" or "dir:/path/", no secrets */
 };
@@ -51,9 +52,10 @@ struct jo_sync_side {
  * JFSOPS_DST_* environment variables). Precedence, highest first: flags, URL
  * query, profile, environment (JFSOPS_<SIDE>_ACCESS_KEY/_SECRET_KEY/_ENDPOINT/
  * _REGION, then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_REGION).
- * config_path NULL: $HOME/.config/jfsops/config when it exists.
- * A config file holding a secret that is readable by group or others is
- * refused (JO_EAUTH).
+ * The profile (s3://NAME@bucket) is read with common/config.h from
+ * config_path, else env JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config
+ * or ~/.config/jfsops/config. A missing file or profile, and a config file
+ * holding a secret that is readable by group or others, are JO_EINVAL.
  */
 int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *which,
 		       const struct jo_sync_side_flags *fl, const char *config_path,

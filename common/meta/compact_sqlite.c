@@ -17,6 +17,8 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 				  struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
 int jo_meta_sqlite_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				 struct jo_err *err);
+int jo_meta_sqlite_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n,
+				 struct jo_err *err);
 
 #define BUSY_RETRIES 50
 
@@ -349,4 +351,30 @@ fail:
 	sqlite3_finalize(st);
 	rollback(m);
 	return rc;
+}
+
+int jo_meta_sqlite_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n,
+				 struct jo_err *err)
+{
+	sqlite3_stmt *st = NULL;
+	int rc;
+
+	if (!n)
+		return 0;
+	rc = begin(m, err);
+	if (rc)
+		return rc;
+	rc = prep(m, &st, "DELETE FROM @chunk_ref WHERE chunkid=? AND refs<=0", err);
+	for (size_t i = 0; !rc && i < n; i++) {
+		sqlite3_bind_int64(st, 1, (sqlite3_int64)v[i].id);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			rc = sfail(m, err, "delete chunk_ref");
+		sqlite3_reset(st);
+	}
+	sqlite3_finalize(st);
+	if (rc) {
+		rollback(m);
+		return rc;
+	}
+	return commit(m, err);
 }

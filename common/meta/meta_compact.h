@@ -64,4 +64,12 @@ int jo_meta_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
  */
 int jo_meta_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err);
 
+/*
+ * After the blocks of these slices are gone: forget their counts (HDEL
+ * sliceRef / DELETE the chunk_ref rows) while they still say "unreferenced".
+ * SQLite does it in one transaction (one fsync for all of them).
+ */
+int jo_meta_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n,
+			  struct jo_err *err);
+
 #endif

@@ -228,7 +228,8 @@ static void test_side_parse(void **state)
 	assert_int_equal(write(fd, ini, strlen(ini)), (ssize_t)strlen(ini));
 	close(fd);
 	chmod(path, 0644);
-	assert_int_equal(jo_sync_side_parse(&s, "s3://dc1@bkt/p", "src", NULL, path, &err), JO_EAUTH);
+	/* a loose file holding a secret is a usage error (exit 2), as for every command */
+	assert_int_equal(jo_sync_side_parse(&s, "s3://dc1@bkt/p", "src", NULL, path, &err), JO_EINVAL);
 	assert_non_null(strstr(err.msg, "chmod 600"));
 	assert_null(strstr(err.msg, "psk"));
 	jo_sync_side_free(&s);
@@ -242,6 +243,54 @@ static void test_side_parse(void **state)
 	jo_sync_side_free(&s);
 	assert_int_equal(jo_sync_side_parse(&s, "s3://nope@bkt/p", "src", NULL, path, &err), JO_EINVAL);
 	jo_sync_side_free(&s);
+	/* JFSOPS_CONFIG names the file when --config does not; flags > query > profile */
+	setenv("JFSOPS_CONFIG", path, 1);
+	struct jo_sync_side_flags f2 = JO_SYNC_SIDE_FLAGS_INIT;
+	f2.region = "flagregion";
+	assert_int_equal(jo_sync_side_parse(&s, "s3://dc1@bkt/p?endpoint=http://q:2", "src", &f2, NULL,
+					    &err), 0);
+	assert_string_equal(s.endpoint, "http://q:2");
+	assert_string_equal(s.region, "flagregion");
+	assert_string_equal(s.access_key, "pak");
+	assert_null(s.session_token);
+	jo_sync_side_free(&s);
+	unsetenv("JFSOPS_CONFIG");
+	/* XDG_CONFIG_HOME/jfsops/config is the default file; session_token goes along */
+	char xdg[] = "/tmp/jo-xdg-XXXXXX";
+	assert_non_null(mkdtemp(xdg));
+	char dir[128], cfgp[160];
+	snprintf(dir, sizeof(dir), "%s/jfsops", xdg);
+	assert_int_equal(mkdir(dir, 0700), 0);
+	snprintf(cfgp, sizeof(cfgp), "%s/config", dir);
+	fd = open(cfgp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	const char *ini2 = "[profile tok]\nendpoint = http://t:3\naccess_key = tak\n"
+			   "secret_key = tsk\nsession_token = ttok\n";
+	assert_int_equal(write(fd, ini2, strlen(ini2)), (ssize_t)strlen(ini2));
+	close(fd);
+	const char *old_xdg = getenv("XDG_CONFIG_HOME");
+	char *save_xdg = old_xdg ? strdup(old_xdg) : NULL;
+	setenv("XDG_CONFIG_HOME", xdg, 1);
+	assert_int_equal(jo_sync_side_parse(&s, "s3://tok@bkt", "dst", NULL, NULL, &err), 0);
+	assert_string_equal(s.endpoint, "http://t:3");
+	assert_string_equal(s.secret_key, "tsk");
+	assert_string_equal(s.session_token, "ttok");
+	jo_sync_side_free(&s);
+	/* credentials from a flag never pair with the profile's token */
+	struct jo_sync_side_flags f3 = JO_SYNC_SIDE_FLAGS_INIT;
+	f3.access_key = "fak";
+	f3.secret_key = "fsk";
+	assert_int_equal(jo_sync_side_parse(&s, "s3://tok@bkt", "dst", &f3, NULL, &err), 0);
+	assert_string_equal(s.access_key, "fak");
+	assert_null(s.session_token);
+	jo_sync_side_free(&s);
+	if (save_xdg)
+		setenv("XDG_CONFIG_HOME", save_xdg, 1);
+	else
+		unsetenv("XDG_CONFIG_HOME");
+	free(save_xdg);
+	unlink(cfgp);
+	rmdir(dir);
+	rmdir(xdg);
 	unlink(path);
 	unsetenv("JFSOPS_SRC_ACCESS_KEY");
 	unsetenv("JFSOPS_SRC_SECRET_KEY");
