@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
@@ -15,6 +16,7 @@
 #include "cmd/util.h"
 #include "common/err.h"
 #include "common/log.h"
+#include "common/metrics.h"
 #include "common/object/object.h"
 #include "sync/sync.h"
 
@@ -39,13 +41,19 @@ static const char sync_usage[] =
 	"               directory by directory): sort its listing on local disk.\n"
 	"               Without it an order break is detected, remembered in the\n"
 	"               state file, and the run re-lists that side sorted.\n"
-	"  Credentials never go in the URL. Per side, highest first: the flags\n"
-	"  below, the profile, env JFSOPS_SRC_ACCESS_KEY/JFSOPS_SRC_SECRET_KEY (and\n"
-	"  JFSOPS_SRC_ENDPOINT/_REGION; DST likewise), then AWS_ACCESS_KEY_ID/\n"
-	"  AWS_SECRET_ACCESS_KEY. Profiles: an INI file (--config FILE, default\n"
-	"  ~/.config/jfsops/config) with sections [profile NAME] and keys endpoint,\n"
-	"  region, access_key, secret_key, path_style, list_v1, unordered. A file\n"
-	"  holding a secret must not be readable by group or others (chmod 600).\n"
+	"  Settings per side, highest first: the --src-*/--dst-* flags, the URL\n"
+	"  query, the profile named in the URL, then the environment. Credentials\n"
+	"  never go in the URL and come as a group (key, secret, session token)\n"
+	"  from the first of: the flags, the profile, env JFSOPS_SRC_ACCESS_KEY/\n"
+	"  JFSOPS_SRC_SECRET_KEY/JFSOPS_SRC_SESSION_TOKEN (and JFSOPS_SRC_ENDPOINT/\n"
+	"  _REGION; DST likewise), AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/\n"
+	"  AWS_SESSION_TOKEN. Profiles live in the one jfsops config file (see\n"
+	"  `jfsops config path`): --config FILE, else env JFSOPS_CONFIG, else\n"
+	"  $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config; sections\n"
+	"  [profile NAME] with keys endpoint, region, access_key, secret_key,\n"
+	"  session_token, path_style, list_v1, insecure, unordered. A missing\n"
+	"  file or profile, or a file holding a secret that group or others can\n"
+	"  read (chmod 600), is a usage error (exit 2).\n"
 	"\n"
 	"Comparison (from the listings and the state file; never a HEAD per object):\n"
 	"  default            copy when missing or sizes differ; else skip when the\n"
@@ -70,7 +78,8 @@ static const char sync_usage[] =
 	"      --no-server-side     never use CopyObject (default: used when both sides\n"
 	"                           are on the same endpoint with the same access key)\n"
 	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
-	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes)\n"
+	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes;\n"
+	"                           default: none, unlimited)\n"
 	"      --retries N          per-request retries in the object client (default 5)\n"
 	"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
 	"  seconds), x-amz-meta-jfsops-src-etag (the source ETag) and, for copies in\n"
@@ -86,11 +95,17 @@ static const char sync_usage[] =
 	"                           pass, and only when no copy failed, both listings\n"
 	"                           completed and SRC listed at least one object\n"
 	"      --max-delete N       refuse all deletions when more than N are due\n"
+	"                           (default: none, no limit)\n"
 	"\n"
 	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
 	"neither copied nor deleted):\n"
-	"      --include PATTERN, --exclude PATTERN, --filter '+ PATTERN'|'- PATTERN'\n"
-	"      --filter-from FILE   lines '+ PATTERN', '- PATTERN', '#' comments, '!' clears\n"
+	"      --include PATTERN    copy (and delete) only keys some include matches\n"
+	"                           (repeatable; default: none, every key)\n"
+	"      --exclude PATTERN    leave matching keys alone (repeatable; default: none)\n"
+	"      --filter RULE        '+ PATTERN' (include) or '- PATTERN' (exclude)\n"
+	"                           (repeatable; default: none)\n"
+	"      --filter-from FILE   lines '+ PATTERN', '- PATTERN', '#' comments, '!'\n"
+	"                           clears (default: none)\n"
 	"  '*' matches within one path segment, '**' across '/', '?' one character,\n"
 	"  '[a-z]' a class, '{a,b}' alternatives, '\\' escapes. A leading '/' anchors\n"
 	"  at the start of the key, otherwise the pattern may match any tail starting\n"
@@ -117,11 +132,43 @@ static const char sync_usage[] =
 	"  -q, --quiet              no progress line\n"
 	"      --sort-mem SIZE      memory for sorting an unordered listing (default 256M)\n"
 	"      --tmp-dir DIR        where sort runs spill (default /tmp)\n"
-	"      --config FILE        profile file\n"
-	"Per side (X = src or dst):\n"
-	"      --X-endpoint URL --X-region R --X-access-key K --X-secret-key S\n"
-	"      --X-path-style --X-list-v1 --X-unordered\n"
-	"  (prefer the environment for secrets: ps shows command lines)\n"
+	"      --config FILE        the config file of the URL profiles (default: env\n"
+	"                           JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config\n"
+	"                           or ~/.config/jfsops/config)\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics at the end of the\n"
+	"                           run, also when it fails (atomic; default: none):\n"
+	"                           jfsops_sync_listed_objects_total{side=src|dst},\n"
+	"                           _copied_objects_total, _copied_bytes_total,\n"
+	"                           _skipped_objects_total, _deleted_objects_total,\n"
+	"                           _failed_objects_total, ..., _dry_run,\n"
+	"                           _duration_seconds, _last_run_timestamp_seconds,\n"
+	"                           _last_success_timestamp_seconds\n"
+	"  -h, --help               show this help\n"
+	"\n"
+	"Per side (over the URL query, the profile and the environment; prefer the\n"
+	"profile or the environment for secrets: ps shows command lines):\n"
+	"      --src-endpoint URL   SRC endpoint http(s)://host:port (default: the URL's\n"
+	"                           endpoint=, the profile's, env JFSOPS_SRC_ENDPOINT,\n"
+	"                           else AWS https://s3.REGION.amazonaws.com)\n"
+	"      --src-region R       SRC region (default: the URL's, the profile's, env\n"
+	"                           JFSOPS_SRC_REGION or AWS_REGION, else us-east-1)\n"
+	"      --src-access-key K   SRC access key (default: the profile's, env\n"
+	"                           JFSOPS_SRC_ACCESS_KEY, else AWS_ACCESS_KEY_ID)\n"
+	"      --src-secret-key S   SRC secret key (default: the profile's, env\n"
+	"                           JFSOPS_SRC_SECRET_KEY, else AWS_SECRET_ACCESS_KEY)\n"
+	"      --src-path-style     SRC path-style addressing (default: path_style=)\n"
+	"      --src-list-v1        SRC ListObjects V1 (default: list_v1=)\n"
+	"      --src-unordered      SRC does not list in byte order (default: unordered=)\n"
+	"      --dst-endpoint URL   DST endpoint (default: as for SRC, env\n"
+	"                           JFSOPS_DST_ENDPOINT)\n"
+	"      --dst-region R       DST region (default: as for SRC, env JFSOPS_DST_REGION)\n"
+	"      --dst-access-key K   DST access key (default: as for SRC, env\n"
+	"                           JFSOPS_DST_ACCESS_KEY)\n"
+	"      --dst-secret-key S   DST secret key (default: as for SRC, env\n"
+	"                           JFSOPS_DST_SECRET_KEY)\n"
+	"      --dst-path-style     DST path-style addressing\n"
+	"      --dst-list-v1        DST ListObjects V1\n"
+	"      --dst-unordered      DST does not list in byte order\n"
 	"\n"
 	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
 	"--max-delete); 2 usage; 3 failure; 5 unreachable; 6 credentials rejected;\n"
@@ -132,14 +179,16 @@ static const char sync_usage[] =
 	"  JFSOPS_DST_ACCESS_KEY=... JFSOPS_DST_SECRET_KEY=... \\\n"
 	"    jfsops sync 's3://data/train?endpoint=http://10.0.0.5:9000&path_style=1' \\\n"
 	"                s3://backup/train --delete-dst --max-delete 1000\n"
-	"  jfsops sync /srv/export/ s3://prod@archive/export --dry-run\n";
+	"  jfsops sync /srv/export/ s3://prod@archive/export --dry-run\n"
+	"  jfsops sync s3://src@train-data/ s3://dst@train-backup/ --config /etc/jfsops/config \\\n"
+	"      --delete-dst --metrics-file /var/lib/node_exporter/textfile/jfsops_sync.prom\n";
 
 enum {
 	O_TRANSFERS = 0x2000, O_LIST_THREADS, O_PART_SIZE, O_MP_THRESHOLD, O_PART_CONC,
 	O_NO_SS, O_NO_META, O_BWLIMIT, O_RETRIES, O_SIZE_ONLY, O_CHECKSUM, O_UPDATE,
 	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
 	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
-	O_TMP_DIR, O_CONFIG,
+	O_TMP_DIR, O_CONFIG, O_METRICS,
 	O_SIDE = 0x2100,  /* + side*16 + field */
 };
 enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
@@ -230,6 +279,71 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 	json_decref(j);
 }
 
+/*
+ * --metrics-file: the run's counters, written at its end, also when it
+ * failed (then without jfsops_sync_last_success_timestamp_seconds).
+ */
+static int write_metrics(const char *path, const struct jo_sync_opts *o,
+			 const struct jo_sync_summary *s, int rc, int64_t started, double secs,
+			 struct jo_err *err)
+{
+	const struct { const char *name, *type, *help, *labels; double v; } m[] = {
+		{ "jfsops_sync_listed_objects_total", "counter", "objects listed by the last run",
+		  "side=\"src\"", (double)s->src_listed },
+		{ "jfsops_sync_listed_objects_total", "counter", NULL, "side=\"dst\"",
+		  (double)s->dst_listed },
+		{ "jfsops_sync_copied_objects_total", "counter", "objects copied by the last run", NULL,
+		  (double)s->copied },
+		{ "jfsops_sync_copied_bytes_total", "counter", "bytes copied by the last run", NULL,
+		  (double)s->copied_bytes },
+		{ "jfsops_sync_server_side_copies_total", "counter",
+		  "copies done with CopyObject by the last run", NULL, (double)s->server_side },
+		{ "jfsops_sync_multipart_copies_total", "counter",
+		  "copies done with a multipart upload by the last run", NULL, (double)s->multipart },
+		{ "jfsops_sync_planned_copies_total", "counter",
+		  "objects a dry run would copy", NULL, (double)s->would_copy },
+		{ "jfsops_sync_planned_copy_bytes_total", "counter",
+		  "bytes a dry run would copy", NULL, (double)s->would_copy_bytes },
+		{ "jfsops_sync_skipped_objects_total", "counter",
+		  "objects already in sync", NULL, (double)s->skipped },
+		{ "jfsops_sync_excluded_objects_total", "counter",
+		  "objects the filters excluded", NULL, (double)s->excluded },
+		{ "jfsops_sync_extra_objects_total", "counter",
+		  "objects only the destination has", NULL, (double)s->extra },
+		{ "jfsops_sync_deleted_objects_total", "counter",
+		  "destination objects deleted by the last run", NULL, (double)s->deleted },
+		{ "jfsops_sync_planned_deletes_total", "counter",
+		  "destination objects a dry run would delete", NULL, (double)s->would_delete },
+		{ "jfsops_sync_failed_objects_total", "counter",
+		  "objects whose copy or deletion failed", NULL, (double)s->failed },
+		{ "jfsops_sync_errors_total", "counter",
+		  "failed objects, plus 1 when the run itself failed", NULL,
+		  (double)s->failed + (rc != JO_EXIT_OK && rc != JO_EXIT_PARTIAL ? 1 : 0) },
+		{ "jfsops_sync_delete_refused", "gauge",
+		  "1 if deletions were refused (--max-delete, failed copies, incomplete listing)",
+		  NULL, s->delete_refused ? 1 : 0 },
+		{ "jfsops_sync_dry_run", "gauge", "1 if the last run was a dry run", NULL,
+		  o->dry_run ? 1 : 0 },
+		{ "jfsops_sync_duration_seconds", "gauge", "duration of the last run", NULL, secs },
+		{ "jfsops_sync_last_run_timestamp_seconds", "gauge",
+		  "start of the last run (unix seconds)", NULL, (double)started },
+	};
+	struct jo_metrics *mx = NULL;
+	int r = jo_metrics_new(&mx, err);
+
+	for (size_t i = 0; !r && i < sizeof(m) / sizeof(m[0]); i++)
+		r = jo_metrics_set(mx, m[i].name, m[i].type, m[i].help ? m[i].help : m[0].help,
+				   m[i].labels, m[i].v, err);
+	if (!r && rc == JO_EXIT_OK)
+		r = jo_metrics_set(mx, "jfsops_sync_last_success_timestamp_seconds", "gauge",
+				   "end of the last successful run (unix seconds)", NULL,
+				   (double)time(NULL), err);
+	if (!r)
+		r = jo_metrics_write(mx, path, err);
+	jo_metrics_free(mx);
+	return r;
+}
+
 int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 {
 #define SIDE_OPTS(name, side)                                                                   \
@@ -268,6 +382,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		{ "sort-mem", required_argument, NULL, O_SORT_MEM },
 		{ "tmp-dir", required_argument, NULL, O_TMP_DIR },
 		{ "config", required_argument, NULL, O_CONFIG },
+		{ "metrics-file", required_argument, NULL, O_METRICS },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -286,7 +401,10 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_sync_side sides[2];
 	memset(sides, 0, sizeof(sides));
 	struct jo_sync_filter *filter = NULL;
-	const char *state_path = NULL, *config = NULL;
+	const char *state_path = NULL, *config = NULL, *metrics = NULL;
+	bool parsed = false;
+	int64_t started = (int64_t)time(NULL);
+	struct timespec t0;
 	bool no_state = false, json = ctx->json;
 	long retries = -1;
 	uint64_t bwlimit = 0;
@@ -299,6 +417,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	int64_t sz;
 
 	memset(&sum, 0, sizeof(sum));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (jo_sync_filter_new(&filter))
 		return cmd_usage_error(ctx, "out of memory");
 	while ((c = getopt_long(argc, argv, "nvqh", lopts, NULL)) != -1) {
@@ -429,6 +548,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			break;
 		case O_TMP_DIR: o.tmp_dir = optarg; break;
 		case O_CONFIG: config = optarg; break;
+		case O_METRICS: metrics = optarg; break;
 		case 'n': o.dry_run = true; break;
 		case 'v':
 			o.verbose = true;
@@ -458,6 +578,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (o.multipart_threshold < o.part_size)
 		o.multipart_threshold = o.part_size;
+	parsed = true;
 	for (int i = 0; i < 2; i++) {
 		if (jo_sync_side_parse(&sides[i], argv[optind + i], i ? "dst" : "src", &fl[i], config,
 				       &err)) {
@@ -513,6 +634,19 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
 out:
+	if (metrics && parsed) {
+		struct timespec t1;
+		struct jo_err merr = { 0 };
+
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		if (write_metrics(metrics, &o, &sum, rc, started,
+				  (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+				  &merr)) {
+			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			if (!rc)
+				rc = JO_EXIT_FAIL;
+		}
+	}
 	jo_obj_close(so);
 	jo_obj_close(dobj);
 	jo_sync_state_close(st);
