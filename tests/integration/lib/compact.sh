@@ -11,6 +11,8 @@
 # records; the files here stay just below that (about 90 records a chunk).
 
 FRAG=$JO_REPO/tests/tools/fragment.py
+# shellcheck source=gc.sh
+. "$JO_REPO/tests/integration/lib/gc.sh"   # gc_age_delslices
 
 jo_sha() { sha256sum "$1" | cut -d' ' -f1; }
 
@@ -165,5 +167,34 @@ PY
 	compact_expect_same "$mp" "$mir"
 	compact_fsck "$meta"
 	echo "$name: after kills, juicefs gc: $(compact_gc_line "$meta")" >&2
+
+	# the whole cycle: old slices leave through jfsops gc (delayed ones once
+	# TrashDays have passed), and jfsops leakcheck agrees with juicefs gc on
+	# what a killed compaction left behind
+	[ "$trash" = 0 ] || gc_age_delslices "$meta" $((2 * 86400))
+	"$JO_BIN" gc "$meta" --delete --threads 2 >"$JO_T/gc-$name.txt" 2>&1 ||
+		jo_die "$name: jfsops gc --delete failed: $(tail -n 5 "$JO_T/gc-$name.txt")"
+	gcline=$(compact_gc_line "$meta")
+	case $gcline in *" 0 pending delete "*" 0 compacted "*) ;;
+	*) jo_die "$name: compacted-away slices remain after jfsops gc: $gcline" ;; esac
+	local jl ol rc=0
+	jl=$(echo "$gcline" | grep -o '[0-9]* leaked' | cut -d' ' -f1)
+	"$JO_BIN" leakcheck "$meta" --min-age 0s --out "$JO_T/leaks-$name.jsonl" --json \
+		>"$JO_T/leaks-$name.json" 2>/dev/null || rc=$?
+	ol=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["leaked"])' "$JO_T/leaks-$name.json")
+	echo "$name: orphans of killed compactions: jfsops leakcheck $ol, juicefs gc $jl" >&2
+	[ "$ol" = "$jl" ] || jo_die "$name: leakcheck finds $ol leaked objects, juicefs gc $jl"
+	if [ "$ol" != 0 ]; then
+		[ $rc = 1 ] || jo_die "$name: leakcheck found leaks but exited $rc"
+		"$JO_BIN" leakcheck "$meta" --delete-from "$JO_T/leaks-$name.jsonl" --min-age 0s \
+			--audit "$JO_T/leak-audit-$name.jsonl" >/dev/null 2>&1 ||
+			jo_die "$name: leakcheck --delete-from failed"
+	fi
+	gcline=$(compact_gc_line "$meta")
+	case $gcline in *" 0 leaked "*) ;; *) jo_die "$name: leaks remain: $gcline" ;; esac
+	jfs_umount "$mp"
+	jfs_mount "$meta" "$mp" --no-bgjob
+	compact_expect_same "$mp" "$mir"
+	compact_fsck "$meta"
 	jfs_umount "$mp"
 }
