@@ -50,7 +50,8 @@ static const char usage_text[] =
 	"      --batch N            keys per DeleteObjects request, <= 1000 (default 1000)\n"
 	"      --task-size N        items per task (default 256)\n"
 	"      --audit FILE         append a JSON line per object to FILE ('-' = stdout)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics (atomic)\n"
+	"                           (default: none)\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics (atomic; default: none)\n"
 	"      --json               JSON lines on stdout (a \"summary\" record)\n"
 	"  -h, --help               this help\n"
 	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
@@ -59,8 +60,15 @@ static const char usage_text[] =
 	"\n"
 	"Exit codes: 0 done, 2 usage, 3 failed, 4 finished but some items failed,\n"
 	"5 unreachable, 9 unsupported volume (ChangeLog on), 10 a lease was lost,\n"
-	"130/143 interrupted (SIGINT/SIGTERM: the current batch is finished and\n"
-	"the lease released first).\n";
+	"130/143 interrupted (SIGINT/SIGTERM: no new batch is started, deletes in\n"
+	"flight are abandoned - their slices stay pending and are picked up again -\n"
+	"and the lease is released first).\n"
+	"\n"
+	"Examples:\n"
+	"  jfsops gc redis://10.0.0.5:6379/1                              # dry run: what would go\n"
+	"  jfsops gc redis://10.0.0.5:6379/1 --delete --max-time 50m --audit /var/log/jfsops/gc-audit.jsonl\n"
+	"  jfsops gc sqlite3:///var/jfs/meta.db --plan --delete            # record tasks once\n"
+	"  jfsops gc redis://10.0.0.5:6379/1 --worker --delete --threads 4 # on every gc host\n";
 
 enum {
 	OPT_PLAN = 0x2000, OPT_WORKER, OPT_DELETE, OPT_ID, OPT_LEASE, OPT_MAXTIME, OPT_THREADS,
