@@ -32,13 +32,12 @@ static const char info_usage[] =
 	"  jfsops info redis://127.0.0.1:6379/1 --json | jq .hist\n";
 
 /* Histogram buckets of records per chunk: 1, 2, 3-4, 5-8, ..., >1024. */
-#define NBUCKETS 12
 
 struct info {
 	uint64_t files, dirs, symlinks, other_inodes, file_bytes;
 	uint64_t chunks, records, slice_records, hole_records, hidden_bytes;
 	uint64_t max_records;
-	uint64_t hist[NBUCKETS];
+	uint64_t hist[JO_HIST_BUCKETS];
 	uint64_t explicit_refs, extra_refs, pending_slices;
 	uint64_t pending_files, pending_file_bytes;
 	uint64_t delayed_entries, delayed_slices;
@@ -46,30 +45,6 @@ struct info {
 	int64_t next_chunk, next_inode, used_space, total_inodes;
 	int corrupt_chunks;
 };
-
-static int bucket_of(size_t n)
-{
-	int b = 0;
-	size_t lim = 1;
-
-	while (n > lim && b < NBUCKETS - 1) {
-		lim <<= 1;
-		b++;
-	}
-	return b;
-}
-
-static void bucket_label(int b, char *buf, size_t cap)
-{
-	if (b == 0)
-		snprintf(buf, cap, "1");
-	else if (b == 1)
-		snprintf(buf, cap, "2");
-	else if (b == NBUCKETS - 1)
-		snprintf(buf, cap, ">%u", 1u << (b - 1));
-	else
-		snprintf(buf, cap, "%u-%u", (1u << (b - 1)) + 1, 1u << b);
-}
 
 static int on_inode(uint64_t ino, const struct jo_attr *a, void *payload)
 {
@@ -91,9 +66,9 @@ static int on_inode(uint64_t ino, const struct jo_attr *a, void *payload)
 static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *payload)
 {
 	struct info *in = payload;
-	struct jo_slice *recs = NULL, *segs = NULL;
-	size_t n = 0, nseg = 0;
-	uint64_t written = 0, visible = 0;
+	struct jo_slice *recs = NULL;
+	size_t n = 0;
+	uint64_t written = 0, hidden = 0;
 
 	(void)ino;
 	(void)indx;
@@ -107,24 +82,16 @@ static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
 	in->records += n;
 	if (n > in->max_records)
 		in->max_records = n;
-	in->hist[bucket_of(n)]++;
+	in->hist[jo_hist_bucket(n)]++;
 	for (size_t i = 0; i < n; i++) {
-		if (recs[i].id) {
+		if (recs[i].id)
 			in->slice_records++;
-			written += recs[i].len;
-		} else {
+		else
 			in->hole_records++;
-		}
 	}
-	if (jo_chunk_visible(recs, n, &segs, &nseg) == 0) {
-		for (size_t i = 0; i < nseg; i++)
-			if (segs[i].id)
-				visible += segs[i].len;
-		if (written > visible)
-			in->hidden_bytes += written - visible;
-	}
+	if (jo_chunk_hidden(recs, n, &written, &hidden) == 0)
+		in->hidden_bytes += hidden;
 	free(recs);
-	free(segs);
 	return 0;
 }
 
@@ -235,10 +202,10 @@ static int print_json(const struct jo_format *f, const struct info *in)
 	char label[32];
 	int rc;
 
-	for (int b = 0; b < NBUCKETS; b++) {
+	for (int b = 0; b < JO_HIST_BUCKETS; b++) {
 		if (!in->hist[b])
 			continue;
-		bucket_label(b, label, sizeof(label));
+		jo_hist_label(b, label, sizeof(label));
 		json_object_set_new(h, label, json_integer((json_int_t)in->hist[b]));
 	}
 	json_object_set_new(o, "type", json_string("info"));
@@ -316,10 +283,10 @@ static void print_human(const struct jo_format *f, const struct info *in)
 	if (in->corrupt_chunks)
 		printf("corrupt chunks:  %d\n", in->corrupt_chunks);
 	printf("records per chunk:\n");
-	for (int k = 0; k < NBUCKETS; k++) {
+	for (int k = 0; k < JO_HIST_BUCKETS; k++) {
 		if (!in->hist[k])
 			continue;
-		bucket_label(k, label, sizeof(label));
+		jo_hist_label(k, label, sizeof(label));
 		printf("  %-10s %" PRIu64 "\n", label, in->hist[k]);
 	}
 }

@@ -1,6 +1,7 @@
 /* Shared command plumbing: error reporting, exit codes, opening a volume. */
 #include "cmd/cmd.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -347,4 +348,27 @@ int cmd_parse_size(const char *s, uint64_t *out)
 		return -1;
 	*out = (uint64_t)v * mul;
 	return 0;
+}
+
+/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
+int64_t cmd_parse_duration(const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || v < 0)
+		return -1;
+	if (!strcmp(end, "") || !strcmp(end, "s"))
+		return (int64_t)(v * 1000);
+	if (!strcmp(end, "ms"))
+		return (int64_t)v;
+	if (!strcmp(end, "m"))
+		return (int64_t)(v * 60000);
+	if (!strcmp(end, "h"))
+		return (int64_t)(v * 3600000);
+	if (!strcmp(end, "d"))
+		return (int64_t)(v * 86400000);
+	return -1;
 }

@@ -92,6 +92,8 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
 
 void cmd_scrub_arg(char *arg);
 void cmd_scrub_url_password(char *url);
+/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
+int64_t cmd_parse_duration(const char *s);
 /* "64M", "1GiB", "4096" -> bytes. -1 on malformed input. */
 int cmd_parse_size(const char *s, uint64_t *out);
 

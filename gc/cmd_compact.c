@@ -90,11 +90,10 @@ struct copts {
 	const char *id, *audit_path, *metrics_path;
 };
 
-#define NBUCKETS 12
 
 struct cstats {
 	uint64_t chunks, candidates, records, candidate_records, hidden, candidate_hidden;
-	uint64_t hist[NBUCKETS];
+	uint64_t hist[JO_HIST_BUCKETS];
 	/* planning */
 	uint64_t tasks_planned, chunks_planned;
 	/* work */
@@ -115,30 +114,6 @@ struct run {
 	int64_t started_ms, deadline_ms;
 	time_t started, last_progress;
 };
-
-static int bucket_of(uint64_t n)
-{
-	int b = 0;
-	uint64_t lim = 1;
-
-	while (n > lim && b < NBUCKETS - 1) {
-		lim <<= 1;
-		b++;
-	}
-	return b;
-}
-
-static void bucket_label(int b, char *buf, size_t cap)
-{
-	if (b == 0)
-		snprintf(buf, cap, "1");
-	else if (b == 1)
-		snprintf(buf, cap, "2");
-	else if (b == NBUCKETS - 1)
-		snprintf(buf, cap, ">%u", 1u << (b - 1));
-	else
-		snprintf(buf, cap, "%u-%u", (1u << (b - 1)) + 1, 1u << b);
-}
 
 static void put_be(uint8_t *p, uint64_t v, int n)
 {
@@ -174,28 +149,23 @@ static void plan_rec(uint8_t rec[PLAN_REC], uint64_t hidden, uint32_t nrec, uint
 static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
 		  struct jo_err *err)
 {
-	struct jo_slice *recs = NULL, *segs = NULL;
-	size_t n = 0, ns = 0;
-	uint64_t written = 0, visible = 0, hidden;
+	struct jo_slice *recs = NULL;
+	size_t n = 0;
+	uint64_t written = 0, hidden = 0;
 
 	if (jo_slices_decode(raw, len, &recs, &n, NULL) || n == 0) {
 		free(recs);
 		return 0;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (recs[i].id)
-			written += recs[i].len;
-	if (jo_chunk_visible(recs, n, &segs, &ns) == 0)
-		for (size_t i = 0; i < ns; i++)
-			if (segs[i].id)
-				visible += segs[i].len;
-	hidden = written > visible ? written - visible : 0;
+	if (jo_chunk_hidden(recs, n, &written, &hidden)) {
+		free(recs);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
 	free(recs);
-	free(segs);
 	r->st.chunks++;
 	r->st.records += n;
 	r->st.hidden += hidden;
-	r->st.hist[bucket_of(n)]++;
+	r->st.hist[jo_hist_bucket(n)]++;
 	if (n < 2 || n < r->o.min_slices)
 		return 0;
 	if (r->o.min_garbage && (!written || hidden * 100 < (uint64_t)r->o.min_garbage * written))
@@ -581,10 +551,10 @@ static void print_summary(struct run *r)
 	if (r->ctx->json) {
 		json_t *o = json_object(), *h = json_object();
 
-		for (int b = 0; b < NBUCKETS; b++) {
+		for (int b = 0; b < JO_HIST_BUCKETS; b++) {
 			if (!s->hist[b])
 				continue;
-			bucket_label(b, label, sizeof(label));
+			jo_hist_label(b, label, sizeof(label));
 			json_object_set_new(h, label, json_integer((json_int_t)s->hist[b]));
 		}
 		json_object_set_new(o, "type", json_string("summary"));
@@ -622,10 +592,10 @@ static void print_summary(struct run *r)
 		printf("worth compacting:  %" PRIu64 " chunks (%" PRIu64 " records, %.1f MiB hidden)\n",
 		       s->candidates, s->candidate_records, (double)s->candidate_hidden / 1048576.0);
 		printf("records per chunk:\n");
-		for (int b = 0; b < NBUCKETS; b++) {
+		for (int b = 0; b < JO_HIST_BUCKETS; b++) {
 			if (!s->hist[b])
 				continue;
-			bucket_label(b, label, sizeof(label));
+			jo_hist_label(b, label, sizeof(label));
 			printf("  %-10s %" PRIu64 "\n", label, s->hist[b]);
 		}
 	}
@@ -680,29 +650,6 @@ static int write_metrics(struct run *r, bool success, struct jo_err *err)
 		rc = jo_metrics_write(mx, r->o.metrics_path, err);
 	jo_metrics_free(mx);
 	return rc;
-}
-
-/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
-static int64_t parse_duration(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0)
-		return -1;
-	if (!*end || !strcmp(end, "s"))
-		return (int64_t)(v * 1000);
-	if (!strcmp(end, "ms"))
-		return (int64_t)v;
-	if (!strcmp(end, "m"))
-		return (int64_t)(v * 60000);
-	if (!strcmp(end, "h"))
-		return (int64_t)(v * 3600000);
-	if (!strcmp(end, "d"))
-		return (int64_t)(v * 86400000);
-	return -1;
 }
 
 static void default_owner(struct run *r)
@@ -787,12 +734,12 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 			break;
 		case OPT_ID: r.o.id = optarg; break;
 		case OPT_LEASE:
-			r.o.lease_ms = parse_duration(optarg);
+			r.o.lease_ms = cmd_parse_duration(optarg);
 			if (r.o.lease_ms < 1000)
 				return cmd_usage_error(ctx, "bad --lease '%s' (at least 1s)", optarg);
 			break;
 		case OPT_MAXTIME:
-			r.o.max_time_ms = parse_duration(optarg);
+			r.o.max_time_ms = cmd_parse_duration(optarg);
 			if (r.o.max_time_ms <= 0)
 				return cmd_usage_error(ctx, "bad --max-time '%s'", optarg);
 			break;

@@ -96,29 +96,6 @@ static const struct option longopts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
-static int64_t parse_duration(const char *s)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0)
-		return -1;
-	if (!strcmp(end, "") || !strcmp(end, "s"))
-		return (int64_t)(v * 1000);
-	if (!strcmp(end, "ms"))
-		return (int64_t)v;
-	if (!strcmp(end, "m"))
-		return (int64_t)(v * 60000);
-	if (!strcmp(end, "h"))
-		return (int64_t)(v * 3600000);
-	if (!strcmp(end, "d"))
-		return (int64_t)(v * 86400000);
-	return -1;
-}
-
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
 	char *end;
@@ -331,12 +308,12 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		case OPT_DELETE: o.delete_ = true; break;
 		case OPT_ID: o.worker_id = optarg; break;
 		case OPT_LEASE:
-			o.lease_ms = parse_duration(optarg);
+			o.lease_ms = cmd_parse_duration(optarg);
 			if (o.lease_ms < 1000)
 				return cmd_usage_error(ctx, "--lease '%s': a duration of at least 1s", optarg);
 			break;
 		case OPT_MAXTIME:
-			o.max_time_ms = parse_duration(optarg);
+			o.max_time_ms = cmd_parse_duration(optarg);
 			if (o.max_time_ms <= 0)
 				return cmd_usage_error(ctx, "--max-time '%s': a positive duration", optarg);
 			break;

@@ -45,6 +45,18 @@ int jo_slices_decode(const uint8_t *raw, size_t len, struct jo_slice **out,
 int jo_chunk_visible(const struct jo_slice *recs, size_t n, struct jo_slice **out,
 		     size_t *nout);
 
+/*
+ * Fragmentation of one chunk: bytes written by its records (holes not
+ * counted) and how many of them later records hide. 0 or JO_ENOMEM.
+ */
+int jo_chunk_hidden(const struct jo_slice *recs, size_t n, uint64_t *written,
+		    uint64_t *hidden);
+
+/* Histogram of records per chunk: buckets 1, 2, 3-4, 5-8, ..., >1024. */
+#define JO_HIST_BUCKETS 12
+int jo_hist_bucket(uint64_t n);
+void jo_hist_label(int bucket, char *buf, size_t cap);
+
 /* Block layout of a slice. bs = block size in bytes. */
 static inline uint32_t jo_slice_nblocks(uint32_t size, uint32_t bs)
 {

@@ -1,6 +1,7 @@
 /* Slice records and overlap resolution (spec §3.5, §3.6). */
 #include "common/jfs/jfs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -182,4 +183,49 @@ out:
 	free(cur.v);
 	free(next.v);
 	return rc;
+}
+
+int jo_chunk_hidden(const struct jo_slice *recs, size_t n, uint64_t *written,
+		    uint64_t *hidden)
+{
+	struct jo_slice *segs = NULL;
+	uint64_t w = 0, visible = 0;
+	size_t ns = 0;
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].id)
+			w += recs[i].len;
+	rc = jo_chunk_visible(recs, n, &segs, &ns);
+	for (size_t i = 0; i < ns; i++)
+		if (segs[i].id)
+			visible += segs[i].len;
+	free(segs);
+	*written = w;
+	*hidden = w > visible ? w - visible : 0;
+	return rc;
+}
+
+int jo_hist_bucket(uint64_t n)
+{
+	int b = 0;
+	uint64_t lim = 1;
+
+	while (n > lim && b < JO_HIST_BUCKETS - 1) {
+		lim <<= 1;
+		b++;
+	}
+	return b;
+}
+
+void jo_hist_label(int b, char *buf, size_t cap)
+{
+	if (b == 0)
+		snprintf(buf, cap, "1");
+	else if (b == 1)
+		snprintf(buf, cap, "2");
+	else if (b == JO_HIST_BUCKETS - 1)
+		snprintf(buf, cap, ">%u", 1u << (b - 1));
+	else
+		snprintf(buf, cap, "%u-%u", (1u << (b - 1)) + 1, 1u << b);
 }
