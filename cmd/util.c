@@ -266,6 +266,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	vo.meta_url = meta_url;
 	vo.meta_password = cmd_env_meta_password(meta_url);
 	vo.meta_read_only = a->read_only;
+	vo.list_temp_files = a->list_temp_files;
 	vo.bucket = cv.v[JO_CFG_BUCKET];
 	if (!vo.bucket && cv.v[JO_CFG_ENDPOINT]) {
 		rc = rebase_bucket(meta_url, cv.v[JO_CFG_ENDPOINT], &rebased, err);

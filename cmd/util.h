@@ -51,6 +51,7 @@ struct cmd_vol_args {
 	const char *profile;  /* --profile NAME, or NULL */
 	const char *config;   /* --config FILE, or NULL */
 	bool read_only;       /* set by read-only commands before opening */
+	bool list_temp_files; /* set by leakcheck: see jo_vol_opts */
 	char *secret_copy;  /* owned */
 	char *url_copy;     /* owned */
 };

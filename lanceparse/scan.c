@@ -622,7 +622,7 @@ static int scan_v1(struct ctx *c, const struct lance_datafile *df, const char *r
 		for (size_t i = 0; i < nsf; i++)
 			if (sfields[i] > smax)
 				smax = sfields[i];
-		uint64_t slen = 16 * (uint64_t)(smax + 1);
+		uint64_t slen = 16 * ((uint64_t)smax + 1);
 		if (sptp < size && slen <= size - sptp && (rc = add(c, file, sptp, slen, LANCE_RK_META)) < 0)
 			goto out;
 	}

@@ -34,6 +34,9 @@ static const char leakcheck_usage[] =
 	"delayed slice regardless of trash days), then the objects are listed.\n"
 	"An object is skipped (never a candidate) if it is younger than --min-age\n"
 	"or its slice id is at or above the slice-id counter read before the scan.\n"
+	"Objects under chunks/ that are no block key (a crashed writer's\n"
+	"'.jfs.*.tmp.*' file on file storage, anything else) are reported as\n"
+	"foreign and never deleted; `juicefs gc` counts them among its leaked.\n"
 	"\n"
 	"Check options:\n"
 	"      --out FILE          write candidates as JSON lines (type leaked, missing,\n"
@@ -736,6 +739,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
 
 	va.read_only = true;  /* leakcheck never writes metadata, only deletes objects */
+	va.list_temp_files = true;  /* a crashed writer's temp files are reported (foreign) */
 	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
 	if (rc)
 		goto out;

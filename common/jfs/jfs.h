@@ -112,6 +112,7 @@ struct jo_vol_opts {
 	const char *region;
 	bool insecure;           /* skip TLS verification */
 	int max_conns;           /* object-store connection pool (0: default) */
+	bool list_temp_files;    /* file storage: list leftover ".jfs.*.tmp.*" files */
 };
 
 /* An open volume. Fields are read-only for callers. */

@@ -49,6 +49,7 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 	oo.region = opts->region;
 	oo.insecure = opts->insecure;
 	oo.shards = v->fmt.shards;
+	oo.list_temp = opts->list_temp_files;
 	if (opts->max_conns > 0)
 		oo.max_conns = opts->max_conns;
 	rc = jo_obj_open(&v->obj, &oo, err);

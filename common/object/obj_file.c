@@ -29,6 +29,7 @@
 struct file_impl {
 	char *root;      /* ends with '/' */
 	size_t root_len;
+	bool list_temp;  /* list JuiceFS's ".jfs.*.tmp.*" files too */
 };
 
 static struct file_impl *FI(struct jo_obj *o)
@@ -493,7 +494,7 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		if (is_temp_name(de->d_name))
+		if (is_temp_name(de->d_name) && !FI(w->o)->list_temp)
 			continue;
 		if (de->d_type == DT_DIR) {
 			dir = true;
@@ -993,6 +994,7 @@ int jo_obj_file_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo
 		f->root[bl] = '\0';
 	}
 	f->root_len = bl;
+	f->list_temp = opts->list_temp;
 	o->impl = f;
 	o->ops = &file_ops;
 	snprintf(o->desc, sizeof(o->desc), "file://%s", f->root);

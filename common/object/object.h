@@ -50,6 +50,12 @@ struct jo_obj_opts {
 	int retries;              /* transient-failure retries (default 5) */
 	int timeout_ms;           /* per-request stall timeout (default 60000) */
 	int shards;               /* >1: bucket is a printf pattern with %d */
+	/*
+	 * file: also list the temp files JuiceFS (and we) write before a rename,
+	 * ".jfs.<name>.tmp.<n>". A crash between write and rename leaves them
+	 * behind; leakcheck wants to see them, other listings do not.
+	 */
+	bool list_temp;
 };
 #define JO_OBJ_OPTS_INIT { .max_conns = 64, .retries = 5, .timeout_ms = 60000 }
 

@@ -104,10 +104,11 @@ PY
 import json, sys
 s = [json.loads(l) for l in open(sys.argv[1])][-1]
 assert s["type"] == "summary" and not s["dry_run"], s
-# a live client may compact a chunk first (our reader triggers that): then
-# our attempt conflicts and the retry finds nothing left to do
+# a live client may compact a chunk first (our reader, or its own write path,
+# triggers that): then it is no candidate, or our attempt conflicts and the
+# retry finds nothing left to do
 assert s["failed"] == 0 and s["gave_up"] == 0, s
-assert s["compacted"] >= 2 and s["compacted"] + s["skipped"] == s["candidates"] == 4, s
+assert s["compacted"] >= 2 and s["compacted"] + s["skipped"] == s["candidates"] >= 3, s
 print("compacted %d chunks, %d conflicts, %d records removed" % (s["compacted"], s["conflicts"], s["records_removed"]), file=sys.stderr)
 PY
 	# every chunk is one record, or a kept big slice plus one
@@ -181,17 +182,28 @@ PY
 	jl=$(echo "$gcline" | grep -o '[0-9]* leaked' | cut -d' ' -f1)
 	"$JO_BIN" leakcheck "$meta" --min-age 0s --out "$JO_T/leaks-$name.jsonl" --json \
 		>"$JO_T/leaks-$name.json" 2>/dev/null || rc=$?
-	ol=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["leaked"])' "$JO_T/leaks-$name.json")
-	echo "$name: orphans of killed compactions: jfsops leakcheck $ol, juicefs gc $jl" >&2
-	[ "$ol" = "$jl" ] || jo_die "$name: leakcheck finds $ol leaked objects, juicefs gc $jl"
-	if [ "$ol" != 0 ]; then
+	# juicefs gc counts a killed writer's ".jfs.*.tmp.*" files as leaked;
+	# leakcheck reports them as foreign (and never deletes them)
+	ol=$(python3 -c 'import json,sys; s = json.load(open(sys.argv[1])); print(s["leaked"] + s["foreign"])' "$JO_T/leaks-$name.json")
+	echo "$name: orphans of killed compactions: jfsops leakcheck $ol (leaked + foreign), juicefs gc $jl" >&2
+	if [ "$ol" != "$jl" ]; then
+		echo "--- juicefs gc -v leaked objects:" >&2
+		JFS_GC_SKIPPEDTIME=0 "$JUICEFS" gc "$meta" --no-agent -v 2>&1 | grep 'leaked object' >&2 || true
+		echo "--- jfsops leakcheck report and summary:" >&2
+		cat "$JO_T/leaks-$name.jsonl" "$JO_T/leaks-$name.json" >&2 || true
+		jo_die "$name: leakcheck finds $ol leaked objects, juicefs gc $jl"
+	fi
+	if grep -q '"type":"leaked"' "$JO_T/leaks-$name.jsonl"; then
 		[ $rc = 1 ] || jo_die "$name: leakcheck found leaks but exited $rc"
 		"$JO_BIN" leakcheck "$meta" --delete-from "$JO_T/leaks-$name.jsonl" --min-age 0s \
 			--audit "$JO_T/leak-audit-$name.jsonl" >/dev/null 2>&1 ||
 			jo_die "$name: leakcheck --delete-from failed"
 	fi
+	# what is left for juicefs gc is exactly the foreign files leakcheck reported
+	local nforeign
+	nforeign=$(grep -c '"type":"foreign"' "$JO_T/leaks-$name.jsonl" || true)
 	gcline=$(compact_gc_line "$meta")
-	case $gcline in *" 0 leaked "*) ;; *) jo_die "$name: leaks remain: $gcline" ;; esac
+	case $gcline in *" $nforeign leaked "*) ;; *) jo_die "$name: leaks remain: $gcline (foreign: $nforeign)" ;; esac
 	jfs_umount "$mp"
 	jfs_mount "$meta" "$mp" --no-bgjob
 	compact_expect_same "$mp" "$mir"
