@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/jfs/jfs.h"
+#include "common/meta/engine_internal.h"
 #include "common/meta/meta_internal.h"
 
 #define TXN_RETRIES 50   /* as JuiceFS retries its optimistic transactions */
@@ -20,22 +21,6 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				struct jo_err *err);
 
-static int rfail(struct jo_meta *m, redisContext *c, redisReply *r, struct jo_err *err,
-		 const char *what)
-{
-	int code;
-
-	if (!r) {
-		code = (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) ? JO_ECONNECT : JO_EIO;
-		return jo_err_set(err, code, "redis %s: %s: %s", m->url.redacted, what,
-				  c->errstr[0] ? c->errstr : "connection lost");
-	}
-	code = jo_err_set(err, JO_EIO, "redis %s: %s: %.200s", m->url.redacted, what,
-			  r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-	freeReplyObject(r);
-	return code;
-}
-
 int jo_meta_redis_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
 				  struct jo_err *err)
 {
@@ -43,7 +28,7 @@ int jo_meta_redis_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first
 	redisReply *r = redisCommand(c, "INCRBY nextchunk %u", n);
 
 	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return rfail(m, c, r, err, "INCRBY nextchunk");
+		return jo_rd_fail(m, r, err, "INCRBY nextchunk");
 	/* Redis holds the last id handed out */
 	*first = (uint64_t)r->integer - n + 1;
 	freeReplyObject(r);
@@ -141,13 +126,13 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 		bool same = true;
 
 		if (!r || r->type == REDIS_REPLY_ERROR) {
-			code = rfail(m, rc, r, err, "WATCH");
+			code = jo_rd_fail(m, r, err, "WATCH");
 			goto lost;
 		}
 		freeReplyObject(r);
 		r = redisCommand(rc, "LRANGE %s 0 %lld", key, (long long)c->norigin - 1);
 		if (!r || r->type != REDIS_REPLY_ARRAY) {
-			code = rfail(m, rc, r, err, "LRANGE");
+			code = jo_rd_fail(m, r, err, "LRANGE");
 			goto lost;
 		}
 		if (r->elements != c->norigin)
@@ -205,7 +190,7 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 				redisReply *q = NULL;
 
 				if (redisGetReply(rc, (void **)&q) != REDIS_OK) {
-					code = rfail(m, rc, NULL, err, "MULTI");
+					code = jo_rd_fail(m, NULL, err, "MULTI");
 					goto lost;
 				}
 				if (q->type == REDIS_REPLY_ERROR && !queue_failed) {
@@ -216,7 +201,7 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 				freeReplyObject(q);
 			}
 			if (redisGetReply(rc, (void **)&x) != REDIS_OK) {
-				code = rfail(m, rc, NULL, err, "EXEC");
+				code = jo_rd_fail(m, NULL, err, "EXEC");
 				goto lost;
 			}
 			if (queue_failed) {
@@ -233,7 +218,7 @@ int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_comm
 			continue;
 		}
 		if (x->type != REDIS_REPLY_ARRAY) {
-			code = rfail(m, rc, x, err, "EXEC");
+			code = jo_rd_fail(m, x, err, "EXEC");
 			x = NULL;
 			goto lost;
 		}
@@ -297,7 +282,7 @@ int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 	field_of(field, sizeof(field), id, size);
 	r = redisCommand(c, "HINCRBY sliceRef %s -1", field);
 	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return rfail(m, c, r, err, "HINCRBY sliceRef");
+		return jo_rd_fail(m, r, err, "HINCRBY sliceRef");
 	freeReplyObject(r);
 	return 0;
 }

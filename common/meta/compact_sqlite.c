@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/jfs/jfs.h"
+#include "common/meta/engine_internal.h"
 #include "common/meta/meta_internal.h"
 
 int jo_meta_sqlite_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
@@ -20,79 +21,6 @@ int jo_meta_sqlite_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 int jo_meta_sqlite_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n,
 				 struct jo_err *err);
 
-#define BUSY_RETRIES 50
-
-static int sfail(struct jo_meta *m, struct jo_err *err, const char *what)
-{
-	sqlite3 *db = jo_meta_sqlite_db(m);
-	int ec = sqlite3_extended_errcode(db) & 0xff;
-
-	return jo_err_set(err, ec == SQLITE_BUSY || ec == SQLITE_LOCKED ? JO_ETIMEOUT : JO_EIO,
-			  "sqlite3 %s: %s: %s", m->url.path, what, sqlite3_errmsg(db));
-}
-
-static int prep(struct jo_meta *m, sqlite3_stmt **st, const char *fmt, struct jo_err *err)
-{
-	char sql[512];
-	const char *p = jo_meta_sqlite_prefix(m);
-	size_t o = 0, pl = strlen(p);
-
-	/* every '@' in fmt is the table prefix */
-	for (; *fmt && o + pl + 1 < sizeof(sql); fmt++) {
-		if (*fmt == '@') {
-			memcpy(sql + o, p, pl);
-			o += pl;
-		} else {
-			sql[o++] = *fmt;
-		}
-	}
-	sql[o] = '\0';
-	if (sqlite3_prepare_v2(jo_meta_sqlite_db(m), sql, -1, st, NULL) != SQLITE_OK) {
-		*st = NULL;
-		return sfail(m, err, "prepare");
-	}
-	return 0;
-}
-
-/* BEGIN IMMEDIATE, retried while another writer holds the lock. */
-static int begin(struct jo_meta *m, struct jo_err *err)
-{
-	for (int i = 0; i < BUSY_RETRIES; i++) {
-		int rc = sqlite3_exec(jo_meta_sqlite_db(m), "BEGIN IMMEDIATE", NULL, NULL, NULL);
-
-		if (rc == SQLITE_OK)
-			return 0;
-		if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED)
-			return sfail(m, err, "BEGIN IMMEDIATE");
-		usleep(20000);
-	}
-	return sfail(m, err, "BEGIN IMMEDIATE");
-}
-
-static void rollback(struct jo_meta *m)
-{
-	(void)sqlite3_exec(jo_meta_sqlite_db(m), "ROLLBACK", NULL, NULL, NULL);
-}
-
-static int commit(struct jo_meta *m, struct jo_err *err)
-{
-	for (int i = 0; i < BUSY_RETRIES; i++) {
-		int rc = sqlite3_exec(jo_meta_sqlite_db(m), "COMMIT", NULL, NULL, NULL);
-
-		if (rc == SQLITE_OK)
-			return 0;
-		if ((rc & 0xff) != SQLITE_BUSY)
-			break;
-		usleep(20000);
-	}
-	{
-		int code = sfail(m, err, "COMMIT");
-
-		rollback(m);
-		return code;
-	}
-}
-
 int jo_meta_sqlite_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
 				   struct jo_err *err)
 {
@@ -100,35 +28,35 @@ int jo_meta_sqlite_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *firs
 	int64_t v = 0;
 	int rc;
 
-	rc = begin(m, err);
+	rc = jo_sq_begin(m, err);
 	if (rc)
 		return rc;
-	rc = prep(m, &st, "SELECT value FROM @counter WHERE name='nextChunk'", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "SELECT value FROM @counter WHERE name='nextChunk'");
 	if (rc)
 		goto fail;
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_ROW) {
 		v = sqlite3_column_int64(st, 0);
 	} else if (rc != SQLITE_DONE) {
-		rc = sfail(m, err, "read nextChunk");
+		rc = jo_sq_fail(m, err, "read nextChunk");
 		goto fail;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
 	if (v < 1)
 		v = 1;  /* format initialises it to 1; id 0 is never a slice */
-	rc = prep(m, &st, "INSERT INTO @counter (name, value) VALUES ('nextChunk', ?) "
-		  "ON CONFLICT(name) DO UPDATE SET value = excluded.value", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "INSERT INTO @counter (name, value) VALUES ('nextChunk', ?) "
+		  "ON CONFLICT(name) DO UPDATE SET value = excluded.value");
 	if (rc)
 		goto fail;
 	sqlite3_bind_int64(st, 1, v + n);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = sfail(m, err, "update nextChunk");
+		rc = jo_sq_fail(m, err, "update nextChunk");
 		goto fail;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
-	rc = commit(m, err);
+	rc = jo_sq_commit(m, err);
 	if (rc)
 		return rc;
 	/* SQL holds the next free id: we own v .. v+n-1 */
@@ -136,7 +64,7 @@ int jo_meta_sqlite_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *firs
 	return 0;
 fail:
 	sqlite3_finalize(st);
-	rollback(m);
+	jo_sq_rollback(m);
 	return rc;
 }
 
@@ -144,7 +72,7 @@ static int ref_count(struct jo_meta *m, uint64_t id, int64_t *refs, bool *found,
 		     struct jo_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = prep(m, &st, "SELECT refs FROM @chunk_ref WHERE chunkid=?", err);
+	int rc = jo_sq_prep(m, NULL, &st, err, "SELECT refs FROM @chunk_ref WHERE chunkid=?");
 
 	if (rc)
 		return rc;
@@ -153,7 +81,7 @@ static int ref_count(struct jo_meta *m, uint64_t id, int64_t *refs, bool *found,
 	*found = rc == SQLITE_ROW;
 	if (*found)
 		*refs = sqlite3_column_int64(st, 0);
-	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : sfail(m, err, "read chunk_ref");
+	rc = (rc == SQLITE_ROW || rc == SQLITE_DONE) ? 0 : jo_sq_fail(m, err, "read chunk_ref");
 	sqlite3_finalize(st);
 	return rc;
 }
@@ -171,10 +99,10 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 
 	*freed = NULL;
 	*nfreed = 0;
-	rc = begin(m, err);
+	rc = jo_sq_begin(m, err);
 	if (rc)
 		return rc;
-	rc = prep(m, &st, "SELECT slices FROM @chunk WHERE inode=? AND indx=?", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "SELECT slices FROM @chunk WHERE inode=? AND indx=?");
 	if (rc)
 		goto fail;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)c->ino);
@@ -183,7 +111,7 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 	if (rc != SQLITE_ROW) {
 		rc = rc == SQLITE_DONE ? jo_err_set(err, JO_ECONFLICT, "chunk %llu/%u is gone",
 						    (unsigned long long)c->ino, c->indx)
-				       : sfail(m, err, "read chunk");
+				       : jo_sq_fail(m, err, "read chunk");
 		goto fail;
 	}
 	/* TEXT after `||` appends: blob accessors still give every byte */
@@ -207,26 +135,26 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 	sqlite3_finalize(st);
 	st = NULL;
 
-	rc = prep(m, &st, "UPDATE @chunk SET slices=? WHERE inode=? AND indx=?", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "UPDATE @chunk SET slices=? WHERE inode=? AND indx=?");
 	if (rc)
 		goto fail;
 	sqlite3_bind_blob(st, 1, next, (int)nlen, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)c->ino);
 	sqlite3_bind_int64(st, 3, c->indx);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = sfail(m, err, "update chunk");
+		rc = jo_sq_fail(m, err, "update chunk");
 		goto fail;
 	}
 	sqlite3_finalize(st);
 	st = NULL;
 
-	rc = prep(m, &st, "INSERT INTO @chunk_ref (chunkid, size, refs) VALUES (?, ?, 1)", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "INSERT INTO @chunk_ref (chunkid, size, refs) VALUES (?, ?, 1)");
 	if (rc)
 		goto fail;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)c->new_id);
 	sqlite3_bind_int64(st, 2, c->size);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = sfail(m, err, "insert chunk_ref");
+		rc = jo_sq_fail(m, err, "insert chunk_ref");
 		goto fail;
 	}
 	sqlite3_finalize(st);
@@ -246,33 +174,33 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 			ndelayed++;
 			continue;
 		}
-		rc = prep(m, &st, "UPDATE @chunk_ref SET refs=refs-1 WHERE chunkid=? AND size=?", err);
+		rc = jo_sq_prep(m, NULL, &st, err, "UPDATE @chunk_ref SET refs=refs-1 WHERE chunkid=? AND size=?");
 		if (rc)
 			goto fail;
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)s.id);
 		sqlite3_bind_int64(st, 2, s.size);
 		if (sqlite3_step(st) != SQLITE_DONE) {
-			rc = sfail(m, err, "update chunk_ref");
+			rc = jo_sq_fail(m, err, "update chunk_ref");
 			goto fail;
 		}
 		sqlite3_finalize(st);
 		st = NULL;
 	}
 	if (ndelayed) {
-		rc = prep(m, &st, "INSERT INTO @delslices (chunkid, deleted, slices) VALUES (?, ?, ?)", err);
+		rc = jo_sq_prep(m, NULL, &st, err, "INSERT INTO @delslices (chunkid, deleted, slices) VALUES (?, ?, ?)");
 		if (rc)
 			goto fail;
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)c->new_id);
 		sqlite3_bind_int64(st, 2, c->now);
 		sqlite3_bind_blob(st, 3, delayed, (int)(ndelayed * 12), SQLITE_STATIC);
 		if (sqlite3_step(st) != SQLITE_DONE) {
-			rc = sfail(m, err, "insert delslices");
+			rc = jo_sq_fail(m, err, "insert delslices");
 			goto fail;
 		}
 		sqlite3_finalize(st);
 		st = NULL;
 	}
-	rc = commit(m, err);
+	rc = jo_sq_commit(m, err);
 	if (rc) {
 		/* lost reply: the new slice's row decides */
 		int64_t refs;
@@ -320,7 +248,7 @@ int jo_meta_sqlite_compact_commit(struct jo_meta *m, const struct jo_compact_com
 fail:
 	sqlite3_finalize(st);
 	st = NULL;
-	rollback(m);
+	jo_sq_rollback(m);
 out:
 	sqlite3_finalize(st);
 	free(next);
@@ -332,24 +260,24 @@ int jo_meta_sqlite_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				 struct jo_err *err)
 {
 	sqlite3_stmt *st = NULL;
-	int rc = begin(m, err);
+	int rc = jo_sq_begin(m, err);
 
 	if (rc)
 		return rc;
-	rc = prep(m, &st, "INSERT INTO @chunk_ref (chunkid, size, refs) VALUES (?, ?, 0)", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "INSERT INTO @chunk_ref (chunkid, size, refs) VALUES (?, ?, 0)");
 	if (rc)
 		goto fail;
 	sqlite3_bind_int64(st, 1, (sqlite3_int64)id);
 	sqlite3_bind_int64(st, 2, size);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		rc = sfail(m, err, "insert chunk_ref");
+		rc = jo_sq_fail(m, err, "insert chunk_ref");
 		goto fail;
 	}
 	sqlite3_finalize(st);
-	return commit(m, err);
+	return jo_sq_commit(m, err);
 fail:
 	sqlite3_finalize(st);
-	rollback(m);
+	jo_sq_rollback(m);
 	return rc;
 }
 
@@ -361,20 +289,20 @@ int jo_meta_sqlite_forget_slices(struct jo_meta *m, const struct jo_slice_id *v,
 
 	if (!n)
 		return 0;
-	rc = begin(m, err);
+	rc = jo_sq_begin(m, err);
 	if (rc)
 		return rc;
-	rc = prep(m, &st, "DELETE FROM @chunk_ref WHERE chunkid=? AND refs<=0", err);
+	rc = jo_sq_prep(m, NULL, &st, err, "DELETE FROM @chunk_ref WHERE chunkid=? AND refs<=0");
 	for (size_t i = 0; !rc && i < n; i++) {
 		sqlite3_bind_int64(st, 1, (sqlite3_int64)v[i].id);
 		if (sqlite3_step(st) != SQLITE_DONE)
-			rc = sfail(m, err, "delete chunk_ref");
+			rc = jo_sq_fail(m, err, "delete chunk_ref");
 		sqlite3_reset(st);
 	}
 	sqlite3_finalize(st);
 	if (rc) {
-		rollback(m);
+		jo_sq_rollback(m);
 		return rc;
 	}
-	return commit(m, err);
+	return jo_sq_commit(m, err);
 }

@@ -171,7 +171,12 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 		}
 		freeReplyObject(r);
 	}
-	r = rcmd(m, err, &rc, "SELECT %d", m->url.db);
+	r = redisCommand(d->c, "SELECT %d", m->url.db);
+	if (!r || r->type == REDIS_REPLY_ERROR) {
+		rc = r ? reply_error(m, r, err, "SELECT") : conn_error(m, err, "SELECT");
+		freeReplyObject(r);
+		r = NULL;
+	}
 	if (!r)
 		goto fail;
 	freeReplyObject(r);

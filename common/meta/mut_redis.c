@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/meta/engine_internal.h"
 #include "common/meta/meta_internal.h"
 
 #define TXN_RETRIES 50
@@ -984,3 +985,17 @@ const struct jo_mut_ops jo_mut_redis_ops = {
 	.task_scan = r_task_scan,
 	.task_clear = r_task_clear,
 };
+
+/* ---- shared with compact_redis.c (engine_internal.h) ---- */
+
+int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, const char *what)
+{
+	int rc;
+
+	if (!r)
+		return conn_err(m, err, what);
+	rc = jo_err_set(err, JO_EIO, "redis %s: %s: %.200s", m->url.redacted, what,
+			r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+	freeReplyObject(r);
+	return rc;
+}

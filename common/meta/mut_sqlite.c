@@ -16,6 +16,7 @@
 
 #include "common/err.h"
 #include "common/meta/meta_internal.h"
+#include "common/meta/engine_internal.h"
 
 #define TXN_RETRIES 50
 
@@ -854,3 +855,31 @@ const struct jo_mut_ops jo_mut_sqlite_ops = {
 	.task_scan = s_task_scan,
 	.task_clear = s_task_clear,
 };
+
+/* ---- shared with compact_sqlite.c (engine_internal.h) ---- */
+
+int jo_sq_prep(struct jo_meta *m, const char *ns, struct sqlite3_stmt **st, struct jo_err *err,
+	       const char *fmt)
+{
+	return prep(m, ns, st, err, fmt);
+}
+
+int jo_sq_fail(struct jo_meta *m, struct jo_err *err, const char *what)
+{
+	return sq_err(m, err, what);
+}
+
+int jo_sq_begin(struct jo_meta *m, struct jo_err *err)
+{
+	return begin(m, err);
+}
+
+int jo_sq_commit(struct jo_meta *m, struct jo_err *err)
+{
+	return commit(m, err);
+}
+
+void jo_sq_rollback(struct jo_meta *m)
+{
+	rollback(m);
+}

@@ -1,0 +1,33 @@
+/*
+ * engine_internal.h: the small engine helpers that the mutating modules of
+ * common/meta share (mut_*.c, compact_*.c), so transactions and error
+ * reporting are written once per engine. Only common/meta includes this.
+ */
+#ifndef JO_META_ENGINE_INTERNAL_H
+#define JO_META_ENGINE_INTERNAL_H
+
+struct jo_err;
+struct jo_meta;
+struct redisReply;
+struct sqlite3_stmt;
+
+/*
+ * Redis: report a failed command. r NULL means the connection failed
+ * (JO_ECONNECT for I/O or EOF); otherwise r is an error or unexpected reply
+ * (JO_EIO) and is freed here. Returns the code.
+ */
+int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, const char *what);
+
+/* SQLite: prepare SQL whose '@' is the JuiceFS table prefix and '#' ours
+ * for namespace ns (NULL: none). */
+int jo_sq_prep(struct jo_meta *m, const char *ns, struct sqlite3_stmt **st, struct jo_err *err,
+	       const char *fmt);
+/* SQLite: the last error of m's database as JO_EIO, with what failed. */
+int jo_sq_fail(struct jo_meta *m, struct jo_err *err, const char *what);
+/* SQLite: BEGIN IMMEDIATE (waiting out other writers), COMMIT (rolls back on
+ * failure), ROLLBACK (best effort). */
+int jo_sq_begin(struct jo_meta *m, struct jo_err *err);
+int jo_sq_commit(struct jo_meta *m, struct jo_err *err);
+void jo_sq_rollback(struct jo_meta *m);
+
+#endif
