@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 static volatile sig_atomic_t cancel_flag;
+static _Thread_local int shield_depth;
 
 struct cleanup { void (*fn)(void *); void *payload; };
 static struct cleanup cleanups[32];
@@ -43,7 +44,19 @@ void jo_cancel_install(void)
 
 int jo_cancelled(void)
 {
+	return shield_depth > 0 ? 0 : cancel_flag;
+}
+
+int jo_cancel_signal(void)
+{
 	return cancel_flag;
+}
+
+void jo_cancel_shield(int on)
+{
+	shield_depth += on ? 1 : -1;
+	if (shield_depth < 0)
+		shield_depth = 0;
 }
 
 void jo_cancel_request(int signo)

@@ -8,8 +8,16 @@
 
 /* Install SIGINT/SIGTERM handlers that set the flag; ignore SIGPIPE. */
 void jo_cancel_install(void);
-/* Non-zero once a signal arrived: the signal number. */
+/* Non-zero once a signal arrived: the signal number (0 in a shielded thread). */
 int jo_cancelled(void);
+/*
+ * Shield the calling thread (nestable): while shielded, jo_cancelled()
+ * returns 0 in it, so a unit of work that must not be cut in the middle
+ * (gc's delete batch in flight) runs to its end after SIGTERM/SIGINT.
+ * A second SIGINT still exits at once. jo_cancel_signal() ignores shields.
+ */
+void jo_cancel_shield(int on);
+int jo_cancel_signal(void);
 /* Set the flag by hand (tests, fatal worker errors). */
 void jo_cancel_request(int signo);
 /* Run fn at cancellation or normal exit (temp-file cleanup). At most 32. */

@@ -7,6 +7,10 @@
  *   slice    "s:{id}:{size}"     a slice whose refcount says "delete" (§5.3)
  *   delslice "d:{newid}:{ts}"    a delayed-slice entry past TrashDays (§3.9)
  *   chunk    "c:{ino}:{indx}"    Redis chunk key whose inode is gone (§5.4)
+ *   trash    "t:{ino}:{hour}"    a trash hour directory past TrashDays: emptied
+ *                                entry by entry (unlink/rmdir, as the clients'
+ *                                CleanupTrashBefore), files whose last link
+ *                                went have their data deleted, then removed
  * The planner records shards of items as tasks (common/lease.h); workers
  * claim them, process every item exactly as JuiceFS does, and physically
  * delete only slices whose refcount, re-read right before the delete, says so.
@@ -22,7 +26,7 @@ struct jo_vol;
 struct jo_audit;
 struct jo_meta;
 
-enum gc_kind { GC_FILE = 0, GC_SLICE, GC_DELSLICE, GC_CHUNK, GC_NKINDS };
+enum gc_kind { GC_FILE = 0, GC_SLICE, GC_DELSLICE, GC_CHUNK, GC_TRASH, GC_NKINDS };
 
 struct gc_opts {
 	bool delete_;            /* --delete: really change things */
@@ -37,7 +41,7 @@ struct gc_opts {
 };
 
 struct gc_kstats {
-	uint64_t items;          /* items seen (planned / processed) */
+	uint64_t items;          /* items seen (planned / processed); trash: entries removed */
 	uint64_t skipped;        /* already done by someone else, or too young */
 	uint64_t slices;         /* slices deleted (or that would be) */
 	uint64_t objects;        /* objects deleted (or that would be) */

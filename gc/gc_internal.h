@@ -17,6 +17,8 @@ struct gc_run {
 	struct gc_opts o;
 	char owner[100];           /* worker id prefix */
 	int64_t edge;              /* delayed slices older than this (unix s) are due */
+	int64_t trash_edge;        /* trash hour directories older than this are due */
+	const char *trash_skip;    /* why the trash is left alone (NULL: it is not) */
 	int64_t deadline_mono;     /* --max-time, monotonic ms; 0 none */
 	pthread_mutex_t mu;        /* st, rate_next */
 	struct gc_stats st;
@@ -57,5 +59,8 @@ int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err);
  * refcount is re-read right before its blocks are deleted). */
 int gc_queue_slice(struct gc_worker *w, uint64_t id, uint32_t size, int kind, struct jo_err *err);
 int gc_process_items(struct gc_worker *w, const char *items, struct jo_err *err);
+/* Trash hour directory names ("2006-01-02-15", UTC) <-> unix seconds. */
+int gc_trash_hour(const char *name, size_t len, int64_t *ts);
+void gc_trash_name(int64_t ts, char buf[32]);
 
 #endif

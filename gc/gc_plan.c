@@ -52,6 +52,11 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 			*p = '_';
 	/* TrashDays as the format says right now (re-read at every run) */
 	r->edge = gc_now_s() - (int64_t)vol->fmt.trash_days * 86400;
+	/* as the clients' hourly job (doCleanupTrash): TrashDays plus two hours,
+	 * so every entry stays at least TrashDays in the trash */
+	r->trash_edge = gc_now_s() - ((int64_t)vol->fmt.trash_days * 24 + 2) * 3600;
+	if (vol->fmt.user_group_quota)
+		r->trash_skip = "the volume records user/group quotas, which jfsops does not update";
 	if (o->max_time_ms > 0)
 		r->deadline_mono = jo_lease_mono_ms() + o->max_time_ms;
 	pthread_mutex_init(&r->mu, NULL);
@@ -146,7 +151,7 @@ static int add_item(struct planner *p, int kind, uint64_t a, uint64_t b)
 		if (!s->items)
 			return jo_err_set(&p->err, JO_ENOMEM, "out of memory");
 	}
-	snprintf(buf, sizeof(buf), "%c:%" PRIu64 ":%" PRIu64, "fsdc"[kind], a, b);
+	snprintf(buf, sizeof(buf), "%c:%" PRIu64 ":%" PRIu64, "fsdct"[kind], a, b);
 	s->items[s->n] = strdup(buf);
 	if (!s->items[s->n])
 		return jo_err_set(&p->err, JO_ENOMEM, "out of memory");
@@ -262,6 +267,21 @@ static int on_orphan(uint64_t ino, uint32_t indx, void *payload)
 	return add_item(p, GC_CHUNK, ino, indx);
 }
 
+static int on_trash_dir(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct planner *p = payload;
+	int64_t ts;
+
+	if (type != JO_TYPE_DIR || gc_trash_hour(name, len, &ts) != 0) {
+		jo_warn("trash: entry '%.*s' is not an hour directory: left alone",
+			(int)(len > 64 ? 64 : len), name);
+		return 0;
+	}
+	if (ts >= p->r->trash_edge)
+		return 0; /* still within TrashDays */
+	return add_item(p, GC_TRASH, ino, (uint64_t)ts);
+}
+
 /* Pass an error from a scan: callback errors are in p->err, scan errors in err. */
 static int scan_rc(struct planner *p, int rc, struct jo_err *err, const char *what)
 {
@@ -288,6 +308,20 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 	snprintf(p.w.id, sizeof(p.w.id), "%s/plan", r->owner);
 	if (r->o.delete_ && (rc = jo_mut_task_init(p.w.m, GC_NS, err)) != 0)
 		goto out;
+
+	if (r->trash_skip) {
+		jo_warn("trash left alone: %s", r->trash_skip);
+	} else {
+		rc = jo_meta_readdir(m, JO_TRASH_INODE, on_trash_dir, &p, err);
+		if (rc == JO_ENOTFOUND && !p.err.code) {
+			jo_err_clear(err); /* no trash directory (yet) */
+			rc = 0;
+		}
+		if (rc == 0)
+			rc = emit(&p, GC_TRASH);
+		if ((rc = scan_rc(&p, rc, err, "trash")) != 0)
+			goto out;
+	}
 
 	rc = jo_meta_scan_delfiles(m, on_delfile, &p, err);
 	if (rc == 0)

@@ -24,9 +24,10 @@
 #include "common/meta/meta_mut.h"
 #include "common/object/object.h"
 
-static const char *const kind_names[GC_NKINDS] = { "file", "slice", "delslice", "chunk" };
+static const char *const kind_names[GC_NKINDS] = { "file", "slice", "delslice", "chunk",
+						    "trash" };
 static const char *const reasons[GC_NKINDS] = { "removed-file", "pending-slice",
-						 "delayed-slice", "leaked-chunk" };
+						 "delayed-slice", "leaked-chunk", "expired-trash" };
 
 const char *gc_kind_name(int kind)
 {
@@ -116,7 +117,7 @@ static void rate_wait(struct gc_worker *w, size_t n)
 	while ((now = jo_lease_mono_ms()) < at) {
 		int64_t d = at - now;
 
-		if (jo_cancelled())
+		if (jo_cancel_signal())
 			return; /* finish the current batch without waiting */
 
 		if (d > 100)
@@ -164,6 +165,9 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 
 	if (w->npend == 0)
 		return 0;
+	/* A signal does not cut a batch: it is finished (deleted, audited, its
+	 * refcount entries dropped), then the caller stops. */
+	jo_cancel_shield(1);
 	/* 1. re-check every slice; compute its keys */
 	for (size_t i = 0; i < w->npend; i++) {
 		struct gc_pend *p = &w->pend[i];
@@ -233,14 +237,6 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			if ((rc = may_mutate(w, err)) != 0)
 				goto out;
 			rate_wait(w, n);
-			if (jo_cancelled()) {
-				/* the object client aborts transfers once a signal came:
-				 * leave the rest untried (their refcounts stay "delete") */
-				for (size_t i = off; i < nk; i++)
-					res[i] = JO_ECANCELED;
-				canceled = true;
-				break;
-			}
 			rc = jo_obj_delete_batch(v->obj, (const char *const *)keys + off, n, res + off,
 						 err);
 			if (rc) {
@@ -306,6 +302,7 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 	if (canceled && rc == 0)
 		rc = jo_err_set(err, JO_ECANCELED, "interrupted during a delete batch");
 out:
+	jo_cancel_shield(0);
 	for (size_t i = 0; i < nk; i++)
 		free(keys[i]);
 	free(keys);
@@ -456,7 +453,8 @@ static int delete_chunk(struct gc_worker *w, uint64_t ino, uint32_t indx, int ki
 	return rc;
 }
 
-static int do_file(struct gc_worker *w, uint64_t ino, uint64_t length, struct jo_err *err)
+static int do_file(struct gc_worker *w, uint64_t ino, uint64_t length, int kind,
+		   struct jo_err *err)
 {
 	uint32_t *idx = NULL;
 	size_t n = 0;
@@ -467,21 +465,21 @@ static int do_file(struct gc_worker *w, uint64_t ino, uint64_t length, struct jo
 	if (rc)
 		return rc;
 	if (!exists) {
-		w->st.k[GC_FILE].skipped++; /* a client or another worker finished it */
+		w->st.k[kind].skipped++; /* a client or another worker finished it */
 		return 0;
 	}
 	rc = jo_mut_file_chunks(w->m, ino, length, &idx, &n, err);
 	if (rc)
 		return rc;
 	if (!w->run->o.delete_) {
-		rc = dry_chunks(w, ino, idx, n, GC_FILE, err);
+		rc = dry_chunks(w, ino, idx, n, kind, err);
 		free(idx);
 		return rc;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		if ((rc = should_stop(w)) != 0)
 			break;
-		rc = delete_chunk(w, ino, idx[i], GC_FILE, err);
+		rc = delete_chunk(w, ino, idx[i], kind, err);
 	}
 	free(idx);
 	if (rc)
@@ -556,6 +554,308 @@ static int do_chunk(struct gc_worker *w, uint64_t ino, uint32_t indx, struct jo_
 	return delete_chunk(w, ino, indx, GC_CHUNK, err);
 }
 
+/* ---- trash (base.go CleanupTrashBefore, utils.go emptyDir/emptyEntry) */
+
+int gc_trash_hour(const char *name, size_t len, int64_t *ts)
+{
+	char buf[16];
+	struct tm tm;
+	int y, mo, d, h;
+	char tail;
+
+	if (len != 13)
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		if (i == 4 || i == 7 || i == 10 ? buf[i] != '-' : (buf[i] < '0' || buf[i] > '9'))
+			return -1;
+	if (sscanf(buf, "%4d-%2d-%2d-%2d%c", &y, &mo, &d, &h, &tail) != 4 || mo < 1 || mo > 12 ||
+	    d < 1 || d > 31 || h > 23)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	{
+		time_t t = timegm(&tm);
+		struct tm back;
+
+		/* timegm normalises Feb 30 to Mar 2; Go's time.Parse rejects it */
+		if (!gmtime_r(&t, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
+		    back.tm_mday != d)
+			return -1;
+		*ts = (int64_t)t;
+	}
+	return 0;
+}
+
+void gc_trash_name(int64_t ts, char buf[32])
+{
+	time_t t = (time_t)ts;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, 32, "%Y-%m-%d-%H", &tm);
+}
+
+/* A page of directory entries (emptyDir reads at most this many at a time). */
+#define TRASH_PAGE 1000
+#define TRASH_DEPTH 64
+
+struct tentry {
+	char *name;
+	size_t len;
+	uint64_t ino;
+	uint8_t type;
+};
+
+struct tpage {
+	struct tentry *e;     /* TRASH_PAGE of them */
+	size_t n;
+};
+
+static int page_cb(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct tpage *p = payload;
+	struct tentry *e = &p->e[p->n];
+
+	if (p->n == TRASH_PAGE)
+		return 1; /* full: process this page, then read again */
+	e->name = malloc(len + 1);
+	if (!e->name)
+		return JO_ENOMEM;
+	memcpy(e->name, name, len);
+	e->name[len] = '\0';
+	e->len = len;
+	e->ino = ino;
+	e->type = type;
+	p->n++;
+	return 0;
+}
+
+static void page_free(struct tpage *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->e[i].name);
+	p->n = 0;
+}
+
+/* Read up to TRASH_PAGE entries of dir into p (emptied first). */
+static int page_read(struct gc_worker *w, uint64_t dir, struct tpage *p, struct jo_err *err)
+{
+	int rc;
+
+	page_free(p);
+	rc = jo_meta_readdir(w->m, dir, page_cb, p, err);
+	if (rc == 1)
+		rc = 0;
+	else if (rc == JO_ENOMEM)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	return rc;
+}
+
+static int trash_dry(struct gc_worker *w, uint64_t dir, int depth, struct jo_err *err);
+
+/* Dry run: what removing one entry would do. */
+static int trash_dry_entry(struct gc_worker *w, const struct tentry *e, int depth,
+			   struct jo_err *err)
+{
+	struct jo_attr a;
+	uint32_t *idx = NULL;
+	size_t n = 0;
+	int rc;
+
+	w->st.k[GC_TRASH].items++;
+	if (e->type == JO_TYPE_DIR)
+		return trash_dry(w, e->ino, depth + 1, err);
+	if (e->type != JO_TYPE_FILE)
+		return 0;
+	rc = jo_meta_getattr(w->m, e->ino, &a, err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(err);
+		return 0;
+	}
+	if (rc || a.nlink != 1)
+		return rc; /* other links keep the data */
+	rc = jo_mut_file_chunks(w->m, e->ino, a.length, &idx, &n, err);
+	if (rc == 0)
+		rc = dry_chunks(w, e->ino, idx, n, GC_TRASH, err);
+	free(idx);
+	return rc;
+}
+
+/* Dry run over a whole directory (nothing changes, so it is read once). */
+struct dry_walk {
+	struct gc_worker *w;
+	int depth;
+	int rc;
+	struct jo_err *err;
+};
+
+static int dry_cb(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct dry_walk *d = payload;
+	struct tentry e = { (char *)name, len, ino, type };
+
+	if (should_stop(d->w))
+		return (d->rc = jo_err_set(d->err, JO_ECANCELED, "interrupted"));
+	d->rc = trash_dry_entry(d->w, &e, d->depth, d->err);
+	return d->rc;
+}
+
+static int trash_dry(struct gc_worker *w, uint64_t dir, int depth, struct jo_err *err)
+{
+	struct dry_walk d = { w, depth, 0, err };
+	int rc;
+
+	if (depth > TRASH_DEPTH)
+		return jo_err_set(err, JO_EPROTO, "trash: directories nested deeper than %d",
+				  TRASH_DEPTH);
+	rc = jo_meta_readdir(w->m, dir, dry_cb, &d, err);
+	return d.rc ? d.rc : rc;
+}
+
+static int trash_empty(struct gc_worker *w, uint64_t dir, int depth, struct jo_err *err);
+
+/* emptyEntry: empty a directory, then rmdir it (redone while a concurrent
+ * writer keeps it non-empty, as JuiceFS does on ENOTEMPTY). */
+static int trash_rmdir(struct gc_worker *w, uint64_t parent, const struct tentry *e, int depth,
+		       bool *left, struct jo_err *err)
+{
+	bool dir_stats = w->run->vol->fmt.dir_stats;
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		struct jo_rm_res res;
+		int rc = trash_empty(w, e->ino, depth + 1, err);
+
+		if (rc)
+			return rc;
+		if ((rc = may_mutate(w, err)) != 0)
+			return rc;
+		rc = jo_mut_rmdir(w->m, parent, e->name, e->len, dir_stats, &res, err);
+		if (rc)
+			return rc;
+		switch (res.status) {
+		case JO_RM_DONE:
+			w->st.k[GC_TRASH].items++;
+			return 0;
+		case JO_RM_GONE:
+			w->st.k[GC_TRASH].skipped++;
+			return 0;
+		case JO_RM_NOTEMPTY:
+			continue;
+		default:
+			*left = true;
+			return 0;
+		}
+	}
+	*left = true;
+	return 0;
+}
+
+/* Unlink one non-directory entry; a file whose last link went has its data
+ * deleted right away (the client's fileDeleted). */
+static int trash_unlink(struct gc_worker *w, uint64_t parent, const struct tentry *e,
+			bool *left, struct jo_err *err)
+{
+	struct jo_rm_res res;
+	int rc;
+
+	if ((rc = may_mutate(w, err)) != 0)
+		return rc;
+	rc = jo_mut_unlink(w->m, parent, e->name, e->len, w->run->vol->fmt.dir_stats, &res, err);
+	if (rc)
+		return rc;
+	switch (res.status) {
+	case JO_RM_DONE:
+		w->st.k[GC_TRASH].items++;
+		return res.delfile ? do_file(w, res.ino, res.length, GC_TRASH, err) : 0;
+	case JO_RM_GONE:
+		w->st.k[GC_TRASH].skipped++;
+		return 0;
+	default: /* EPERM flags, or it became a directory: left for a person to look at */
+		*left = true;
+		return 0;
+	}
+}
+
+/* emptyDir: remove every entry of dir, page by page. */
+static int trash_empty(struct gc_worker *w, uint64_t dir, int depth, struct jo_err *err)
+{
+	struct tpage p = { NULL, 0 };
+	int rc;
+
+	if (depth > TRASH_DEPTH)
+		return jo_err_set(err, JO_EPROTO, "trash: directories nested deeper than %d",
+				  TRASH_DEPTH);
+	if (!(p.e = calloc(TRASH_PAGE, sizeof(*p.e))))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (;;) {
+		bool left = false;
+
+		if ((rc = page_read(w, dir, &p, err)) != 0 || p.n == 0)
+			break;
+		for (size_t i = 0; i < p.n && rc == 0; i++) {
+			if ((rc = should_stop(w)) != 0)
+				break;
+			if (p.e[i].type == JO_TYPE_DIR)
+				rc = trash_rmdir(w, dir, &p.e[i], depth, &left, err);
+			else
+				rc = trash_unlink(w, dir, &p.e[i], &left, err);
+		}
+		if (rc == 0 && left)
+			rc = jo_err_set(err, JO_EIO, "trash directory %" PRIu64 ": entries that "
+					"cannot be removed (immutable or append-only flags) are left",
+					dir);
+		if (rc)
+			break;
+	}
+	page_free(&p);
+	free(p.e);
+	return rc;
+}
+
+static int do_trash(struct gc_worker *w, uint64_t dir, int64_t hour, struct jo_err *err)
+{
+	struct gc_run *r = w->run;
+	char name[32];
+	uint64_t ino = 0;
+	uint8_t type = 0;
+	struct jo_rm_res res;
+	int rc;
+
+	gc_trash_name(hour, name);
+	if (r->trash_skip || hour >= r->trash_edge) {
+		w->st.k[GC_TRASH].skipped++;
+		return 0;
+	}
+	rc = jo_meta_lookup(w->m, JO_TRASH_INODE, name, &ino, &type, err);
+	if (rc == JO_ENOTFOUND || (rc == 0 && ino != dir)) {
+		jo_err_clear(err);
+		w->st.k[GC_TRASH].skipped++; /* already removed (by a client or another worker) */
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (!r->o.delete_)
+		return trash_dry(w, dir, 0, err);
+	if ((rc = trash_empty(w, dir, 0, err)) != 0)
+		return rc;
+	if ((rc = deleter_flush(w, err)) != 0)
+		return rc;
+	if ((rc = may_mutate(w, err)) != 0)
+		return rc;
+	/* CleanupTrashBefore: doRmdir(TrashInode, name) */
+	rc = jo_mut_rmdir(w->m, JO_TRASH_INODE, name, strlen(name), r->vol->fmt.dir_stats, &res,
+			  err);
+	if (rc == 0 && res.status == JO_RM_NOTEMPTY)
+		rc = jo_err_set(err, JO_EIO, "trash directory %s: a client added entries meanwhile; "
+				"left for the next run", name);
+	return rc;
+}
+
 int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err)
 {
 	char k;
@@ -571,17 +871,20 @@ int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err)
 	case 's': kind = GC_SLICE; break;
 	case 'd': kind = GC_DELSLICE; break;
 	case 'c': kind = GC_CHUNK; break;
+	case 't': kind = GC_TRASH; break;
 	default:
 		jo_warn("task %lld: unknown item kind '%c' ignored", (long long)w->task_id, k);
 		return 0;
 	}
-	w->st.k[kind].items++;
+	if (kind != GC_TRASH)
+		w->st.k[kind].items++; /* trash counts the entries it removes */
 	switch (kind) {
-	case GC_FILE: rc = do_file(w, a, b, err); break;
+	case GC_FILE: rc = do_file(w, a, b, GC_FILE, err); break;
 	case GC_SLICE:
 		rc = b > UINT32_MAX ? 0 : do_slice(w, a, (uint32_t)b, err);
 		break;
 	case GC_DELSLICE: rc = do_delslice(w, a, (int64_t)b, err); break;
+	case GC_TRASH: rc = do_trash(w, a, (int64_t)b, err); break;
 	default:
 		rc = b > UINT32_MAX ? 0 : do_chunk(w, a, (uint32_t)b, err);
 		break;

@@ -6,6 +6,10 @@
 #ifndef JO_META_ENGINE_INTERNAL_H
 #define JO_META_ENGINE_INTERNAL_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
 struct jo_err;
 struct jo_meta;
 struct redisReply;
@@ -29,5 +33,16 @@ int jo_sq_fail(struct jo_meta *m, struct jo_err *err, const char *what);
 int jo_sq_begin(struct jo_meta *m, struct jo_err *err);
 int jo_sq_commit(struct jo_meta *m, struct jo_err *err);
 void jo_sq_rollback(struct jo_meta *m);
+
+/* Trash-entry removal (rm_redis.c / rm_sqlite.c), dispatched by mut.c. */
+struct jo_rm_res;
+int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+int jo_meta_redis_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+			bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+			  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+int jo_meta_sqlite_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
 
 #endif

@@ -506,6 +506,8 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 	f->hash_prefix = jbool(o, "HashPrefix");
 	f->key_encrypted = jbool(o, "KeyEncrypted");
 	f->changelog = jbool(o, "ChangeLog");
+	f->dir_stats = jbool(o, "DirStats");
+	f->user_group_quota = jbool(o, "UserGroupQuota");
 	f->block_size_kib = jint(o, "BlockSize");
 	f->shards = jint(o, "Shards");
 	f->trash_days = jint(o, "TrashDays");

@@ -61,6 +61,8 @@ struct jo_format {
 	bool hash_prefix;
 	bool key_encrypted;
 	bool changelog;      /* v1.4+ ChangeLog: mutators must refuse */
+	bool dir_stats;      /* DirStats: per-directory usage is recorded */
+	bool user_group_quota; /* UserGroupQuota (v1.4+): per-uid/gid usage is recorded */
 	int block_size_kib;  /* BlockSize, KiB */
 	int shards;          /* 0 or 1 = single bucket */
 	int trash_days;

@@ -107,6 +107,62 @@ typedef int (*jo_mut_chunk_cb)(uint64_t ino, uint32_t indx, void *payload);
 int jo_mut_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *payload,
 			      struct jo_err *err);
 
+/* ---- removing trash entries (base.go CleanupTrashBefore, utils.go emptyDir) ---- */
+
+/* The trash root and the range of its hour directories (Ino.IsTrash). */
+#define JO_TRASH_INODE 0x7FFFFFFF10000000ULL
+static inline bool jo_ino_is_trash(uint64_t ino)
+{
+	return ino >= JO_TRASH_INODE;
+}
+
+/* What an unlink/rmdir of one directory entry did. */
+enum jo_rm_status {
+	JO_RM_DONE = 0,      /* removed */
+	JO_RM_GONE,          /* the entry (or its parent) no longer exists: nothing done */
+	JO_RM_NOTEMPTY,      /* rmdir: the directory has entries */
+	JO_RM_PERM,          /* append-only/immutable flags (EPERM): left alone */
+	JO_RM_WRONGTYPE,     /* unlink of a directory / rmdir of a non-directory */
+};
+
+struct jo_rm_res {
+	enum jo_rm_status status;
+	uint64_t ino;        /* the entry's inode */
+	uint8_t type;        /* enum jo_itype of the entry */
+	uint64_t length;     /* file length from its attr */
+	uint32_t nlink;      /* links left after an unlink */
+	bool delfile;        /* the file's last link went: "{ino}:{length}" is in delfiles */
+};
+
+/*
+ * Remove the non-directory entry `name` of directory `parent` as JuiceFS's
+ * doUnlink does with the trash skipped (the trash cleanup's case), as root:
+ * Redis: WATCH i{parent} d{parent} i{ino}; MULTI { HDEL the entry; SET the
+ * parent attr (mtime/ctime) unless parent is a trash directory; nlink > 0:
+ * SET the attr (nlink-1, ctime), HINCRBY p{ino} parent -1 for hard links;
+ * else files: ZADD delfiles now "{ino}:{length}", DEL i{ino}; symlinks: DEL
+ * s{ino}; INCRBY usedSpace -align4K, DECR totalInodes, DEL x{ino} (and
+ * p{ino}) }. SQLite: the same rows in one transaction (jfs_edge, jfs_node,
+ * jfs_delfile, jfs_symlink, jfs_xattr), plus the usedSpace/totalInodes
+ * counters that JuiceFS batches in memory. With dir_stats (format
+ * DirStats) the parent's directory statistics go down as Unlink's
+ * updateDirStat does (only where the parent has statistics recorded).
+ * The file's data is not touched: a delfiles entry is left for gc.
+ */
+int jo_mut_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
+		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+
+/*
+ * Remove the empty directory `name` of `parent` as doRmdir does with the
+ * trash skipped: the entry, the inode, its xattrs, its directory statistics
+ * and quota records; parent nlink-1 and mtime/ctime unless parent is a trash
+ * directory; usedSpace -4096, totalInodes -1. With dir_stats, the parent's
+ * statistics go down as Rmdir's updateDirStat does, unless parent is the
+ * trash root (CleanupTrashBefore calls doRmdir directly).
+ */
+int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
+		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+
 /* ---- task records and leases (used through common/lease.h) ---- */
 
 /* A claimed or listed task. items: '\n'-separated item strings (owned). */
@@ -174,6 +230,10 @@ struct jo_mut_ops {
 	int (*inode_exists)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
 	int (*is_detached)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
 	int (*scan_orphan_chunks)(struct jo_meta *, jo_mut_chunk_cb, void *, struct jo_err *);
+	int (*unlink)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
+		      struct jo_err *);
+	int (*rmdir)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
+		     struct jo_err *);
 	int (*task_init)(struct jo_meta *, const char *, struct jo_err *);
 	int (*task_add)(struct jo_meta *, const char *, const char *, const char *const *, size_t,
 			int64_t *, size_t *, struct jo_err *);

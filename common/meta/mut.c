@@ -122,6 +122,32 @@ int jo_mut_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *paylo
 	return o->scan_orphan_chunks(m, cb, payload, err);
 }
 
+static int check_name(const char *name, size_t n, struct jo_rm_res *res, struct jo_err *err)
+{
+	memset(res, 0, sizeof(*res));
+	if (!name || n == 0 || n > 255 || memchr(name, '/', n))
+		return jo_err_set(err, JO_EINVAL, "bad directory entry name");
+	return 0;
+}
+
+int jo_mut_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
+		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_name(name, name_len, res, err))
+		return err->code;
+	return o->unlink(m, parent, name, name_len, dir_stats, res, err);
+}
+
+int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
+		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+{
+	OPS_OR_FAIL(m, err);
+	if (check_name(name, name_len, res, err))
+		return err->code;
+	return o->rmdir(m, parent, name, name_len, dir_stats, res, err);
+}
+
 int jo_mut_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	OPS_OR_FAIL(m, err);

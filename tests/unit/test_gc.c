@@ -197,6 +197,8 @@ static void make_sqlite(struct fixture *f, const char *path)
 		" indx INTEGER, slices BLOB, UNIQUE(inode, indx));"
 		"CREATE TABLE jfs_chunk_ref (chunkid INTEGER PRIMARY KEY, size INTEGER, refs INTEGER);"
 		"CREATE TABLE jfs_delfile (inode INTEGER PRIMARY KEY, length INTEGER, expire INTEGER);"
+		"CREATE TABLE jfs_edge (id INTEGER PRIMARY KEY AUTOINCREMENT, parent INTEGER,"
+		" name BLOB, inode INTEGER, type INTEGER);"
 		"CREATE TABLE jfs_delslices (chunkid INTEGER PRIMARY KEY, deleted INTEGER, slices BLOB);"
 		"CREATE TABLE jfs_session2 (sid INTEGER PRIMARY KEY, expire INTEGER, info BLOB);"
 		"CREATE TABLE jfs_sustained (id INTEGER PRIMARY KEY AUTOINCREMENT, sid INTEGER,"

@@ -219,14 +219,73 @@ return 1" 0 >/dev/null
 	esac
 }
 
+# gc_trash_entries META: how many entries the trash hour directories hold.
+gc_trash_entries() {
+	local meta=$1
+	case $meta in
+	sqlite3://*)
+		python3 - "${meta#sqlite3://}" <<'PY'
+import sqlite3, sys
+T = 0x7FFFFFFF10000000
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=10)
+print(db.execute("SELECT COUNT(*) FROM jfs_edge WHERE parent IN "
+                 "(SELECT inode FROM jfs_edge WHERE parent=?)", (T,)).fetchone()[0])
+PY
+		;;
+	redis://*)
+		# entry values are [type u8][inode u64 BE]: hex from Lua (its numbers are doubles)
+		local n=0 h
+		for h in $(gc_redis_cli "$meta" EVAL "local r = {}
+for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
+  r[#r + 1] = string.format(string.rep('%02x', 8), string.byte(v, 2, 9))
+end
+return r" 1 d$((0x7FFFFFFF10000000))); do
+			n=$((n + $(gc_redis_cli "$meta" HLEN "d$((16#$h))")))
+		done
+		echo "$n"
+		;;
+	esac
+}
+
+# gc_age_trash META SECONDS: rename every trash hour directory as if it had
+# been made SECONDS earlier (names are the hour, UTC: 2006-01-02-15).
+gc_age_trash() {
+	local meta=$1 secs=$2 old new
+	case $meta in
+	sqlite3://*)
+		python3 - "${meta#sqlite3://}" "$secs" <<'PY'
+import datetime as dt, sqlite3, sys
+T = 0x7FFFFFFF10000000
+db = sqlite3.connect(sys.argv[1], timeout=10)
+for (name,) in db.execute("SELECT name FROM jfs_edge WHERE parent=?", (T,)).fetchall():
+    t = dt.datetime.strptime(name.decode(), "%Y-%m-%d-%H") - dt.timedelta(seconds=int(sys.argv[2]))
+    db.execute("UPDATE jfs_edge SET name=? WHERE parent=? AND name=?",
+               (t.strftime("%Y-%m-%d-%H").encode(), T, name))
+db.commit()
+PY
+		;;
+	redis://*)
+		for old in $(gc_redis_cli "$meta" HKEYS d$((0x7FFFFFFF10000000))); do
+			new=$(python3 -c 'import datetime as dt, sys
+t = dt.datetime.strptime(sys.argv[1], "%Y-%m-%d-%H") - dt.timedelta(seconds=int(sys.argv[2]))
+print(t.strftime("%Y-%m-%d-%H"))' "$old" "$secs")
+			gc_redis_cli "$meta" EVAL "local v = redis.call('HGET', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[1], ARGV[1]); redis.call('HSET', KEYS[1], ARGV[2], v); return 1" \
+				1 d$((0x7FFFFFFF10000000)) "$old" "$new" >/dev/null
+		done
+		;;
+	esac
+}
+
 # gc_run_trash META BUCKET NAME: TrashDays 1: delayed slices (made by a
-# compaction) are kept while young and reclaimed once old; files in the trash
-# are never touched.
+# compaction) and trash entries are kept while young and reclaimed once old
+# (the trash holds plain files, files sharing slices, a hard link, a symlink,
+# a file with an xattr, a removed tree and an empty directory).
 gc_run_trash() {
 	local meta=$1 bucket=$2 name=$3
 	local mp=$JO_T/mnt-$name
 	jfs_format "$meta" "$bucket" "$name" --trash-days 1
-	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0
+	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0 --enable-xattr
 	mkdir -p "$mp/data"
 	# fragmented files: many slices per chunk, so compaction has work
 	python3 - "$mp/data" <<'PY'
@@ -244,6 +303,19 @@ PY
 	(cd "$mp/data" && sha256sum frag*) | sed 's| | |' >"$JO_T/mirror-$name.frag"
 	# half the plain files go to the trash (TrashDays 1)
 	python3 "$GCTOOL" remove "$mp/data/plain" "$JO_T/mirror-$name.plain" 11 >/dev/null
+	# every other shape an entry of the trash can have
+	mkdir -p "$mp/data/tree/sub" "$mp/data/empty"
+	head -c 300000 /dev/urandom >"$mp/data/hard1"
+	ln "$mp/data/hard1" "$mp/data/hard2"
+	(cd "$mp/data" && sha256sum hard2) >"$JO_T/mirror-$name.hard"
+	ln -s plain "$mp/data/sym"
+	head -c 5000 /dev/urandom >"$mp/data/xa"
+	python3 -c 'import os, sys; os.setxattr(sys.argv[1], "user.jfsops", b"test")' "$mp/data/xa" ||
+		jo_die "$name: setxattr failed"
+	for i in 1 2 3; do head -c 70000 /dev/urandom >"$mp/data/tree/sub/f$i"; done
+	rm "$mp/data/hard1" "$mp/data/sym" "$mp/data/xa"
+	rm -r "$mp/data/tree"
+	rmdir "$mp/data/empty"
 	jfs_umount "$mp"
 	# juicefs's own compaction with trash on leaves delayed slices
 	"$JUICEFS" gc "$meta" --compact --no-agent >"$JO_T/compact-$name.log" 2>&1 ||
@@ -255,6 +327,12 @@ PY
 	[ "$c0" -gt 0 ] || jo_die "$name: the compaction left no delayed slices"
 	gc_bucket_keys "$bucket" "$name" >"$JO_T/keys-t0-$name.txt"
 
+	jfs_dump "$meta" "$JO_T/dump0-$name.json"
+	local drift0 trash0
+	drift0=$(python3 "$GCTOOL" drift "$JO_T/dump0-$name.json")
+	trash0=$(gc_trash_entries "$meta")
+	[ "$trash0" -gt 20 ] || jo_die "$name: only $trash0 entries in the trash"
+
 	# young: nothing of the delayed slices or the trash goes
 	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t1-$name.json" || jo_die "$name: gc failed"
 	gc_juicefs_gc "$meta" "$JO_T/gc-t1-$name.log"
@@ -263,8 +341,9 @@ PY
 	[ "$(gc_count "$JO_T/gc-t1-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
 	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/keys-t0-$name.txt" ||
 		jo_die "$name: objects were deleted while everything was young"
+	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: young trash entries went"
 
-	# old: two days back -> reclaimed
+	# old delayed slices: two days back -> reclaimed (the trash is still young)
 	gc_age_delslices "$meta" $((2 * 86400))
 	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t2-$name.json" || jo_die "$name: gc failed"
 	python3 - "$JO_T/t2-$name.json" <<'PY' || jo_die "$name: old delayed slices were not reclaimed"
@@ -279,6 +358,32 @@ PY
 	[ "$(gc_count "$JO_T/gc-t2-$name.log" compacted)" = 0 ] || jo_die "$name: delayed slices left"
 	[ "$(gc_count "$JO_T/gc-t2-$name.log" pending)" = 0 ] || jo_die "$name: pending left"
 	[ "$(gc_count "$JO_T/gc-t2-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
+	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: young trash entries went"
+
+	# an old trash: hour directories three days back (past TrashDays + 2h)
+	gc_age_trash "$meta" $((3 * 86400))
+	"$JO_BIN" gc "$meta" --json >"$JO_T/t3dry-$name.json" || jo_die "$name: dry gc failed"
+	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: a dry run changed the trash"
+	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t3-$name.json" || jo_die "$name: gc failed"
+	python3 - "$JO_T/t3dry-$name.json" "$JO_T/t3-$name.json" "$trash0" <<'PY' || jo_die "$name: the old trash was not reclaimed"
+import json, sys
+dry = json.loads(open(sys.argv[1]).read().splitlines()[-1])["kinds"]["trash"]
+s = json.loads(open(sys.argv[2]).read().splitlines()[-1])
+t = s["kinds"]["trash"]
+n = int(sys.argv[3])
+assert dry["items"] == n and dry["objects"] > 0, (dry, n)
+assert t["items"] == n and t["objects"] >= dry["objects"] and s["errors"] == 0, (t, n)
+print("trash: %d entries, %d objects reclaimed (dry run: %d)" % (t["items"], t["objects"], dry["objects"]), file=sys.stderr)
+PY
+	[ "$(gc_trash_entries "$meta")" = 0 ] || jo_die "$name: trash entries left"
+	jfs_dump "$meta" "$JO_T/dump3-$name.json"
+	[ "$(python3 "$GCTOOL" drift "$JO_T/dump3-$name.json")" = "$drift0" ] ||
+		jo_die "$name: usedSpace/usedInodes drifted (before: $drift0)"
+	gc_juicefs_gc "$meta" "$JO_T/gc-t3-$name.log"
+	echo "$name: trash reclaimed: $(python3 "$GCTOOL" gcline "$JO_T/gc-t3-$name.log")" >&2
+	for what in leaked pending compacted; do
+		[ "$(gc_count "$JO_T/gc-t3-$name.log" $what)" = 0 ] || jo_die "$name: $what objects left"
+	done
 	"$JUICEFS" fsck "$meta" --no-agent >"$JO_T/fsck-$name.log" 2>&1 ||
 		{ tail -n 20 "$JO_T/fsck-$name.log" >&2; jo_die "$name: juicefs fsck failed"; }
 	jfs_dump "$meta" "$JO_T/dump-$name.json"
@@ -288,7 +393,9 @@ PY
 	jfs_mount "$meta" "$mp" --no-bgjob
 	python3 "$GCTOOL" verify "$mp/data/plain" "$JO_T/mirror-$name.plain" || jo_die "$name: content changed"
 	(cd "$mp/data" && sha256sum -c --quiet "$JO_T/mirror-$name.frag") || jo_die "$name: fragmented files changed"
-	[ "$(ls "$mp/.trash" | wc -l)" -gt 0 ] || jo_die "$name: the trash is gone"
+	(cd "$mp/data" && sha256sum -c --quiet "$JO_T/mirror-$name.hard") || jo_die "$name: the hard link changed"
+	[ "$(stat -c %h "$mp/data/hard2")" = 1 ] || jo_die "$name: hard2 does not have 1 link"
+	[ -z "$(ls -A "$mp/.trash")" ] || jo_die "$name: the trash is not empty"
 	jfs_umount "$mp"
 }
 
@@ -361,13 +468,30 @@ gc_run_signals() {
 		jo_die "$name: metrics file lacks deleted objects"
 	grep -q '^jfsops_gc_last_success_timestamp_seconds ' "$JO_T/$name.prom" ||
 		jo_die "$name: metrics file lacks the last success time"
-	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 40 --threads 2 >/dev/null 2>&1 &
+	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 40 --threads 2 \
+		--audit "$JO_T/term-$name.jsonl" >/dev/null 2>&1 &
 	local pid=$!
 	sleep 1.5
 	kill -TERM $pid
 	rc=0
 	wait $pid || rc=$?
 	[ $rc = 143 ] || jo_die "$name: SIGTERM exit code $rc, expected 143"
+	# the batch in flight was finished: every slice it touched lost all its blocks
+	python3 - "$JO_T/term-$name.jsonl" $((4 << 20)) <<'PY' || jo_die "$name: SIGTERM cut a delete batch"
+import collections, json, sys
+bs = int(sys.argv[2])
+ok = collections.Counter()
+size = {}
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    assert r["result"] == "ok", r
+    ok[r["slice_id"]] += 1
+    size[r["slice_id"]] = r["slice_size"]
+assert ok, "nothing was deleted before the signal"
+part = [s for s in ok if ok[s] != (size[s] + bs - 1) // bs]
+assert not part, "slices deleted in part: %s" % part[:5]
+print("SIGTERM: %d slices, all their blocks deleted" % len(ok), file=sys.stderr)
+PY
 	counts=$(gc_leased "$meta")
 	set -- $counts
 	[ "$2" = 0 ] || jo_die "$name: SIGTERM left $2 tasks leased"

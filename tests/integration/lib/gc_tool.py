@@ -11,6 +11,10 @@
   verify DIR MIRROR             every file of MIRROR reads back the same
   refkeys DUMP.json             the block keys the dump references, one a line
                                 (live tree and trash)
+  drift DUMP.json               "SPACE INODES": the volume's usedSpace/usedInodes
+                                counters minus what its inodes add up to (live
+                                tree and trash, each inode once, roots left out);
+                                a correct unlink/rmdir leaves both unchanged
   gcline LOG                    "scanned ... leaked ..." line of `juicefs gc`
   gccount LOG WHAT              a count from that line (leaked, pending, compacted)
 """
@@ -130,6 +134,29 @@ def refkeys(dump):
             print(block_key(name, hp, sid, i, min(bs, size - i * bs)))
 
 
+def drift(dump):
+    d = json.load(open(dump))
+    seen = {}
+
+    def visit(node):
+        a = node["attr"]
+        if a["type"] == "regular":
+            n = a.get("length", 0)
+            seen[a["inode"]] = 4096 if n == 0 else ((n - 1) // 4096 + 1) * 4096
+        else:
+            seen[a["inode"]] = 4096
+        for child in (node.get("entries") or {}).values():
+            visit(child)
+
+    visit(d["FSTree"])
+    if d.get("Trash"):
+        visit(d["Trash"])
+    for root in (1, 0x7FFFFFFF10000000):
+        seen.pop(root, None)
+    c = d["Counters"]
+    print(c["usedSpace"] - sum(seen.values()), c["usedInodes"] - len(seen))
+
+
 def gcline(log):
     line = ""
     for l in open(log, errors="replace"):
@@ -159,6 +186,8 @@ def main(a):
         verify(*a[1:3])
     elif a[0] == "refkeys":
         refkeys(a[1])
+    elif a[0] == "drift":
+        drift(a[1])
     elif a[0] == "gcline":
         print(gcline(a[1]))
     elif a[0] == "gccount":

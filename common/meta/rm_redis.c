@@ -1,0 +1,390 @@
+/*
+ * rm_redis.c: unlink and rmdir of trash entries on Redis, as JuiceFS's
+ * doUnlink/doRmdir (pkg/meta/redis.go) run them when the trash is skipped
+ * and the caller is root: the same WATCHed keys, the same reads, the same
+ * MULTI block, retried while EXEC is aborted by a concurrent writer.
+ *
+ * Attributes are patched in place (ctime, mtime, nlink at their fixed
+ * offsets of the binary attr), so fields this code does not know (ACL ids,
+ * later additions) are written back unchanged.
+ */
+#include "common/meta/meta_mut.h"
+
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/err.h"
+#include "common/meta/engine_internal.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_internal.h"
+
+#define TXN_RETRIES 50
+#define FLAG_IMMUTABLE 1
+#define FLAG_APPEND 2
+/* offsets in the binary attr (spec §3.2) */
+#define AT_MTIME 23
+#define AT_CTIME 35
+#define AT_NLINK 47
+#define ATTR_MIN 63
+
+static int64_t align4k(uint64_t len)
+{
+	return len == 0 ? 4096 : (int64_t)((((len - 1) >> 12) + 1) << 12);
+}
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+/* Set the time at offset off (seconds then nanoseconds) to now. */
+static void stamp(uint8_t *attr, size_t off, const struct timespec *now)
+{
+	put64(attr + off, (uint64_t)now->tv_sec);
+	put32(attr + off + 8, (uint32_t)now->tv_nsec);
+}
+
+static int cmd_simple(redisContext *c, struct jo_meta *m, struct jo_err *err, const char *what,
+		      const char *fmt, ...)
+{
+	va_list ap;
+	redisReply *r;
+
+	va_start(ap, fmt);
+	r = redisvCommand(c, fmt, ap);
+	va_end(ap);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		return jo_rd_fail(m, r, err, what);
+	freeReplyObject(r);
+	return 0;
+}
+
+static void unwatch(redisContext *c)
+{
+	freeReplyObject(redisCommand(c, "UNWATCH")); /* best effort: no EXEC follows */
+}
+
+/* A directory entry value: [type u8][inode u64 BE] (spec §3.3). */
+static int parse_entry(const redisReply *r, uint8_t *type, uint64_t *ino)
+{
+	if (r->type != REDIS_REPLY_STRING || r->len < 9)
+		return -1;
+	*type = (uint8_t)r->str[0];
+	*ino = jo_be64((const uint8_t *)r->str + 1);
+	return 0;
+}
+
+/*
+ * The common start of both transactions: WATCH the parent, read the entry,
+ * WATCH the child (and its entries for rmdir), MGET both attrs. On return 0
+ * with res->status JO_RM_DONE the keys are watched and pattr and attr (either
+ * may come back NULL: no attr) are owned by the caller.
+ */
+static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen, bool dir,
+		    struct jo_rm_res *res, redisReply **pattr, redisReply **attr,
+		    struct jo_err *err)
+{
+	redisContext *c = jo_meta_redis_conn(m);
+	redisReply *r, *mg;
+	uint8_t type = 0;
+	uint64_t ino = 0;
+	int rc;
+
+	*pattr = *attr = NULL;
+	res->status = JO_RM_DONE;
+	if ((rc = cmd_simple(c, m, err, "WATCH", "WATCH i%" PRIu64 " d%" PRIu64, parent, parent)))
+		return rc;
+	r = redisCommand(c, "HGET d%" PRIu64 " %b", parent, name, nlen);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		return jo_rd_fail(m, r, err, "HGET entry");
+	if (r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		unwatch(c);
+		res->status = JO_RM_GONE;
+		return 0;
+	}
+	if (parse_entry(r, &type, &ino) != 0) {
+		freeReplyObject(r);
+		unwatch(c);
+		return jo_err_set(err, JO_EPROTO, "entry %.*s of directory %" PRIu64
+				  " is malformed: left alone", (int)(nlen > 80 ? 80 : nlen), name, parent);
+	}
+	freeReplyObject(r);
+	res->ino = ino;
+	res->type = type;
+	if ((type == JO_TYPE_DIR) != dir) {
+		unwatch(c);
+		res->status = JO_RM_WRONGTYPE;
+		return 0;
+	}
+	rc = dir ? cmd_simple(c, m, err, "WATCH", "WATCH i%" PRIu64 " d%" PRIu64, ino, ino)
+		 : cmd_simple(c, m, err, "WATCH", "WATCH i%" PRIu64, ino);
+	if (rc)
+		return rc;
+	mg = redisCommand(c, "MGET i%" PRIu64 " i%" PRIu64, parent, ino);
+	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 2)
+		return jo_rd_fail(m, mg, err, "MGET attrs");
+	for (int i = 0; i < 2; i++) {
+		redisReply *e = mg->element[i];
+
+		if (e->type == REDIS_REPLY_STRING && e->len < ATTR_MIN) {
+			freeReplyObject(mg);
+			unwatch(c);
+			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+					  "left alone", i ? ino : parent, e->len);
+		}
+		if (e->type == REDIS_REPLY_STRING) {
+			/* steal the element */
+			(i ? attr : pattr)[0] = e;
+			mg->element[i] = NULL;
+		}
+	}
+	freeReplyObject(mg);
+	if (!*pattr) {
+		/* the parent is gone (redis.Nil -> ENOENT) */
+		freeReplyObject(*attr);
+		*attr = NULL;
+		unwatch(c);
+		res->status = JO_RM_GONE;
+		return 0;
+	}
+	{
+		const uint8_t *p = (const uint8_t *)(*pattr)->str;
+
+		if ((p[1] >> 4) != JO_TYPE_DIR) {
+			res->status = JO_RM_WRONGTYPE;
+		} else if (p[0] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+			res->status = JO_RM_PERM;
+		}
+	}
+	if (res->status != JO_RM_DONE) {
+		freeReplyObject(*pattr);
+		freeReplyObject(*attr);
+		*pattr = *attr = NULL;
+		unwatch(c);
+	}
+	return 0;
+}
+
+/* EXEC the queued block: *aborted when a watched key changed. */
+static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo_err *err)
+{
+	redisContext *c = jo_meta_redis_conn(m);
+	int rc = 0;
+
+	*aborted = false;
+	for (size_t i = 0; i < queued + 2; i++) {
+		void *v = NULL;
+		redisReply *r;
+
+		if (redisGetReply(c, &v) != REDIS_OK || !v)
+			return jo_rd_fail(m, NULL, err, "transaction");
+		r = v;
+		if (i == queued + 1) {
+			if (r->type == REDIS_REPLY_NIL)
+				*aborted = true;
+			else if (r->type != REDIS_REPLY_ARRAY && rc == 0)
+				rc = jo_rd_fail(m, r, err, "EXEC"), r = NULL;
+		} else if (r->type == REDIS_REPLY_ERROR && rc == 0) {
+			rc = jo_rd_fail(m, r, err, "queueing the transaction");
+			r = NULL;
+		}
+		freeReplyObject(r);
+	}
+	return rc;
+}
+
+/* Unlink/Rmdir's updateDirStat, flushed as doUpdateDirStat does: only where
+ * the directory has statistics (a missing field is recomputed on demand). */
+static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64_t space)
+{
+	redisContext *c = jo_meta_redis_conn(m);
+	redisReply *r = redisCommand(c, "HEXISTS dirUsedSpace %" PRIu64, dir);
+	bool have = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+
+	freeReplyObject(r);
+	if (!have)
+		return;
+	if (length)
+		freeReplyObject(redisCommand(c, "HINCRBY dirDataLength %" PRIu64 " %" PRId64, dir,
+					     -length));
+	freeReplyObject(redisCommand(c, "HINCRBY dirUsedSpace %" PRIu64 " %" PRId64, dir, -space));
+	freeReplyObject(redisCommand(c, "HINCRBY dirUsedInodes %" PRIu64 " -1", dir));
+}
+
+int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+{
+	redisContext *c = jo_meta_redis_conn(m);
+
+	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
+		redisReply *pattr = NULL, *attr = NULL;
+		struct timespec now;
+		struct jo_attr a;
+		uint64_t ino;
+		bool update_parent, aborted = false, last;
+		size_t q = 0;
+		int rc;
+
+		memset(res, 0, sizeof(*res));
+		rc = begin_rm(m, parent, name, nlen, false, res, &pattr, &attr, err);
+		if (rc || res->status != JO_RM_DONE)
+			return rc;
+		ino = res->ino;
+		clock_gettime(CLOCK_REALTIME, &now);
+		memset(&a, 0, sizeof(a));
+		if (attr) {
+			struct jo_err e2 = { 0 };
+			uint8_t *b = (uint8_t *)attr->str;
+
+			(void)jo_meta_decode_attr(b, attr->len, &a, &e2);
+			if (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+				res->status = JO_RM_PERM;
+			} else if (a.nlink == 0) {
+				res->status = JO_RM_PERM;
+				rc = jo_err_set(err, JO_EPROTO, "inode %" PRIu64 " has nlink 0 but an "
+						"entry: left alone", ino);
+			}
+			if (res->status != JO_RM_DONE) {
+				freeReplyObject(pattr);
+				freeReplyObject(attr);
+				unwatch(c);
+				return rc;
+			}
+			stamp(b, AT_CTIME, &now);
+			a.nlink--;
+			put32(b + AT_NLINK, a.nlink);
+		}
+		/* no attr: JuiceFS warns and drops the entry and the inode's keys */
+		update_parent = !jo_ino_is_trash(parent);
+		if (update_parent) {
+			stamp((uint8_t *)pattr->str, AT_MTIME, &now);
+			stamp((uint8_t *)pattr->str, AT_CTIME, &now);
+		}
+		last = a.nlink == 0;
+		res->length = a.length;
+		res->nlink = a.nlink;
+
+		redisAppendCommand(c, "MULTI");
+		redisAppendCommand(c, "HDEL d%" PRIu64 " %b", parent, name, nlen), q++;
+		if (update_parent)
+			redisAppendCommand(c, "SET i%" PRIu64 " %b", parent, pattr->str, pattr->len), q++;
+		if (!last) {
+			redisAppendCommand(c, "SET i%" PRIu64 " %b", ino, attr->str, attr->len), q++;
+			if (a.parent == 0)
+				redisAppendCommand(c, "HINCRBY p%" PRIu64 " %" PRIu64 " -1", ino, parent), q++;
+		} else {
+			int64_t space = 4096;
+
+			if (res->type == JO_TYPE_FILE) {
+				space = align4k(a.length);
+				redisAppendCommand(c, "ZADD delfiles %lld %" PRIu64 ":%" PRIu64,
+						   (long long)now.tv_sec, ino, a.length), q++;
+				res->delfile = true;
+			} else if (res->type == JO_TYPE_SYMLINK) {
+				redisAppendCommand(c, "DEL s%" PRIu64, ino), q++;
+			}
+			redisAppendCommand(c, "DEL i%" PRIu64, ino), q++;
+			redisAppendCommand(c, "INCRBY usedSpace %" PRId64, -space), q++;
+			redisAppendCommand(c, "DECR totalInodes"), q++;
+			redisAppendCommand(c, "DEL x%" PRIu64, ino), q++;
+			if (a.parent == 0)
+				redisAppendCommand(c, "DEL p%" PRIu64, ino), q++;
+		}
+		redisAppendCommand(c, "EXEC");
+		freeReplyObject(pattr);
+		freeReplyObject(attr);
+		if ((rc = exec_block(m, q, &aborted, err)) != 0)
+			return rc;
+		if (aborted)
+			continue;
+		if (dir_stats) {
+			uint64_t dl = res->type == JO_TYPE_FILE ? a.length : 0;
+
+			dir_stat_down(m, parent, (int64_t)dl, align4k(dl));
+		}
+		return 0;
+	}
+	return jo_err_set(err, JO_EIO, "unlink %" PRIu64 "/%.*s: the transaction kept "
+			  "conflicting; retry later", parent, (int)(nlen > 80 ? 80 : nlen), name);
+}
+
+int jo_meta_redis_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+			bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+{
+	redisContext *c = jo_meta_redis_conn(m);
+
+	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
+		redisReply *pattr = NULL, *attr = NULL, *r;
+		struct timespec now;
+		struct jo_attr pa;
+		struct jo_err e2 = { 0 };
+		uint64_t ino;
+		bool aborted = false;
+		size_t q = 0;
+		int rc;
+
+		memset(res, 0, sizeof(*res));
+		rc = begin_rm(m, parent, name, nlen, true, res, &pattr, &attr, err);
+		if (rc || res->status != JO_RM_DONE)
+			return rc;
+		ino = res->ino;
+		freeReplyObject(attr); /* only its existence mattered to JuiceFS (a warning) */
+		r = redisCommand(c, "HLEN d%" PRIu64, ino);
+		if (!r || r->type != REDIS_REPLY_INTEGER) {
+			freeReplyObject(pattr);
+			return jo_rd_fail(m, r, err, "HLEN");
+		}
+		if (r->integer > 0) {
+			freeReplyObject(r);
+			freeReplyObject(pattr);
+			unwatch(c);
+			res->status = JO_RM_NOTEMPTY;
+			return 0;
+		}
+		freeReplyObject(r);
+		clock_gettime(CLOCK_REALTIME, &now);
+		(void)jo_meta_decode_attr((const uint8_t *)pattr->str, pattr->len, &pa, &e2);
+		put32((uint8_t *)pattr->str + AT_NLINK, pa.nlink - 1);
+		stamp((uint8_t *)pattr->str, AT_MTIME, &now);
+		stamp((uint8_t *)pattr->str, AT_CTIME, &now);
+
+		redisAppendCommand(c, "MULTI");
+		redisAppendCommand(c, "HDEL d%" PRIu64 " %b", parent, name, nlen), q++;
+		if (!jo_ino_is_trash(parent))
+			redisAppendCommand(c, "SET i%" PRIu64 " %b", parent, pattr->str, pattr->len), q++;
+		redisAppendCommand(c, "DEL i%" PRIu64, ino), q++;
+		redisAppendCommand(c, "DEL x%" PRIu64, ino), q++;
+		redisAppendCommand(c, "INCRBY usedSpace -4096"), q++;
+		redisAppendCommand(c, "DECR totalInodes"), q++;
+		redisAppendCommand(c, "HDEL dirDataLength %" PRIu64, ino), q++;
+		redisAppendCommand(c, "HDEL dirUsedSpace %" PRIu64, ino), q++;
+		redisAppendCommand(c, "HDEL dirUsedInodes %" PRIu64, ino), q++;
+		redisAppendCommand(c, "HDEL dirQuota %" PRIu64, ino), q++;
+		redisAppendCommand(c, "HDEL dirQuotaUsedSpace %" PRIu64, ino), q++;
+		redisAppendCommand(c, "HDEL dirQuotaUsedInodes %" PRIu64, ino), q++;
+		redisAppendCommand(c, "EXEC");
+		freeReplyObject(pattr);
+		if ((rc = exec_block(m, q, &aborted, err)) != 0)
+			return rc;
+		if (aborted)
+			continue;
+		if (dir_stats && parent != JO_TRASH_INODE)
+			dir_stat_down(m, parent, 0, 4096);
+		return 0;
+	}
+	return jo_err_set(err, JO_EIO, "rmdir %" PRIu64 "/%.*s: the transaction kept "
+			  "conflicting; retry later", parent, (int)(nlen > 80 ? 80 : nlen), name);
+}
