@@ -1,6 +1,10 @@
 /* A JuiceFS volume: metadata + object store, and reading file bytes (spec §8.2). */
 #include "common/jfs/jfs.h"
 
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -435,12 +439,103 @@ int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off
 	return rc;
 }
 
+/*
+ * Uploads of one slice's blocks: the caller fills and encodes block after
+ * block while up to UPLOADERS threads PUT the encoded ones (a bounded queue
+ * of UPLOADERS blocks in between), so reading the sources and writing the
+ * new slice overlap instead of taking turns.
+ */
+#define UPLOADERS 4
+
+struct up_job {
+	char key[512];
+	uint8_t *enc;
+	size_t len;
+};
+
+struct uploads {
+	struct jo_obj *obj;
+	pthread_mutex_t mu;
+	pthread_cond_t more, room;
+	struct up_job q[UPLOADERS];
+	size_t head, n;
+	bool closed;
+	uint32_t done;           /* blocks uploaded */
+	int rc;                  /* first failure */
+	struct jo_err err;
+};
+
+static void *uploader(void *arg)
+{
+	struct uploads *u = arg;
+
+	for (;;) {
+		struct up_job j;
+		struct jo_err e = { 0 };
+		int rc;
+
+		pthread_mutex_lock(&u->mu);
+		while (u->n == 0 && !u->closed)
+			pthread_cond_wait(&u->more, &u->mu);
+		if (u->n == 0) {
+			pthread_mutex_unlock(&u->mu);
+			return NULL;
+		}
+		j = u->q[u->head];
+		u->head = (u->head + 1) % UPLOADERS;
+		u->n--;
+		pthread_cond_signal(&u->room);
+		rc = u->rc; /* after a failure the rest is dropped */
+		pthread_mutex_unlock(&u->mu);
+		if (rc == 0) {
+			rc = jo_obj_put(u->obj, j.key, j.enc, j.len, NULL, &e);
+			if (rc)
+				jo_err_wrap(&e, "write block '%s'", j.key);
+		}
+		free(j.enc);
+		pthread_mutex_lock(&u->mu);
+		if (rc == 0)
+			u->done++;
+		else if (u->rc == 0) {
+			u->rc = rc;
+			u->err = e;
+		}
+		pthread_mutex_unlock(&u->mu);
+	}
+}
+
+/* Queue one encoded block (ownership of enc passes). Non-zero once an upload failed. */
+static int uploads_push(struct uploads *u, const char *key, uint8_t *enc, size_t len)
+{
+	int rc;
+
+	pthread_mutex_lock(&u->mu);
+	while (u->n == UPLOADERS && u->rc == 0)
+		pthread_cond_wait(&u->room, &u->mu);
+	rc = u->rc;
+	if (rc == 0) {
+		struct up_job *j = &u->q[(u->head + u->n) % UPLOADERS];
+
+		snprintf(j->key, sizeof(j->key), "%s", key);
+		j->enc = enc;
+		j->len = len;
+		u->n++;
+		pthread_cond_signal(&u->more);
+		enc = NULL;
+	}
+	pthread_mutex_unlock(&u->mu);
+	free(enc);
+	return rc;
+}
+
 int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_source_cb src,
 		       void *payload, struct jo_err *err)
 {
-	uint32_t bs = v->block_size, nb = jo_slice_nblocks(size, bs), done = 0;
+	uint32_t bs = v->block_size, nb = jo_slice_nblocks(size, bs);
+	struct uploads u;
+	pthread_t th[UPLOADERS];
+	int nth = 0, rc = 0;
 	uint8_t *buf;
-	int rc = 0;
 
 	if (v->fmt.has_encrypt_key)
 		return jo_err_set(err, JO_EUNSUPPORTED,
@@ -448,6 +543,25 @@ int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_sour
 	buf = malloc(bs);
 	if (!buf)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	memset(&u, 0, sizeof(u));
+	u.obj = v->obj;
+	pthread_mutex_init(&u.mu, NULL);
+	pthread_cond_init(&u.more, NULL);
+	pthread_cond_init(&u.room, NULL);
+	for (; nth < UPLOADERS && (uint32_t)nth < nb; nth++) {
+		sigset_t all, old;
+		int e;
+
+		/* signals stay with the main thread */
+		sigfillset(&all);
+		pthread_sigmask(SIG_BLOCK, &all, &old);
+		e = pthread_create(&th[nth], NULL, uploader, &u);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (e)
+			break;
+	}
+	if (nth == 0)
+		rc = jo_err_set(err, JO_ENOMEM, "cannot start an upload thread");
 	for (uint32_t i = 0; i < nb && !rc; i++) {
 		uint32_t blen = jo_block_len(size, bs, i);
 		uint8_t *enc = NULL;
@@ -463,16 +577,25 @@ int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_sour
 			rc = jo_block_encode(v->compress, buf, blen, &enc, &enclen, err);
 		if (!rc) {
 			jo_vol_block_key(v, key, sizeof(key), id, i, blen);
-			rc = jo_obj_put(v->obj, key, enc, enclen, NULL, err);
-			if (rc)
-				jo_err_wrap(err, "write block '%s'", key);
+			if (uploads_push(&u, key, enc, enclen) != 0)
+				break; /* the uploader's error is reported below */
 		}
-		free(enc);
-		if (!rc)
-			done++;
 	}
+	pthread_mutex_lock(&u.mu);
+	u.closed = true;
+	pthread_cond_broadcast(&u.more);
+	pthread_mutex_unlock(&u.mu);
+	for (int t = 0; t < nth; t++)
+		pthread_join(th[t], NULL);
+	if (!rc && u.rc) {
+		rc = u.rc;
+		*err = u.err;
+	}
+	pthread_cond_destroy(&u.more);
+	pthread_cond_destroy(&u.room);
+	pthread_mutex_destroy(&u.mu);
 	free(buf);
-	if (rc && done) {
+	if (rc && u.done) {
 		/* do not leave a half-written slice behind; leakcheck reports any survivor */
 		struct jo_err derr = { 0 };
 

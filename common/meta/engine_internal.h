@@ -34,6 +34,13 @@ int jo_sq_begin(struct jo_meta *m, struct jo_err *err);
 int jo_sq_commit(struct jo_meta *m, struct jo_err *err);
 void jo_sq_rollback(struct jo_meta *m);
 
+/* Slice lists of the refcount-decrementing transactions (mut.c):
+ * append (JO_ENOMEM on failure); at the end free recs and, on error,
+ * *freed (reset to empty). Returns rc. */
+struct jo_sref;
+int jo_sref_push(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size);
+int jo_sref_finish(int rc, struct jo_sref *recs, struct jo_sref **freed, size_t *nfreed);
+
 /* Trash-entry removal (rm_redis.c / rm_sqlite.c), dispatched by mut.c. */
 struct jo_rm_res;
 int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,

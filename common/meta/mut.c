@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/meta/engine_internal.h"
 #include "common/meta/meta.h"
 
 static const struct jo_mut_ops *ops(struct jo_meta *m)
@@ -46,6 +47,34 @@ static int check_owner(const char *owner, struct jo_err *err)
 		if ((unsigned char)owner[i] < 0x21 || (unsigned char)owner[i] > 0x7e)
 			return jo_err_set(err, JO_EINVAL, "lease owner '%s': printable ASCII only", owner);
 	return 0;
+}
+
+int jo_sref_push(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 16;
+		struct jo_sref *p = realloc(*arr, nc * sizeof(**arr));
+
+		if (!p)
+			return JO_ENOMEM;
+		*arr = p;
+		*cap = nc;
+	}
+	(*arr)[*n].id = id;
+	(*arr)[*n].size = size;
+	(*n)++;
+	return 0;
+}
+
+int jo_sref_finish(int rc, struct jo_sref *recs, struct jo_sref **freed, size_t *nfreed)
+{
+	free(recs);
+	if (rc) {
+		free(*freed);
+		*freed = NULL;
+		*nfreed = 0;
+	}
+	return rc;
 }
 
 void jo_mut_task_release_mem(struct jo_mut_task *t)

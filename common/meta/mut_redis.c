@@ -106,23 +106,6 @@ static int reply_i64(const redisReply *r, int64_t *out)
 	return 0;
 }
 
-static int push_sref(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size)
-{
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct jo_sref *p = realloc(*arr, nc * sizeof(**arr));
-
-		if (!p)
-			return JO_ENOMEM;
-		*arr = p;
-		*cap = nc;
-	}
-	(*arr)[*n].id = id;
-	(*arr)[*n].size = size;
-	(*n)++;
-	return 0;
-}
-
 /*
  * Run MULTI, the queued commands (already appended: nq of them), EXEC, and
  * read the replies. *exec gets the EXEC reply (NULL reply type NIL = aborted).
@@ -156,6 +139,37 @@ static int run_multi(struct jo_meta *m, size_t nq, redisReply **exec, struct jo_
 	}
 	*exec = r;
 	return 0;
+}
+
+/*
+ * The EXEC reply of a block whose replies first .. first+nrec-1 are the
+ * HINCRBY sliceRef of recs: 1 when it was aborted (a watched key changed:
+ * retry), 0 when done (slices whose count went negative appended to
+ * *freed), or an error code. exec is freed.
+ */
+static int exec_freed(struct jo_meta *m, redisReply *exec, size_t nreplies, size_t first,
+		      const struct jo_sref *recs, size_t nrec, struct jo_sref **freed,
+		      size_t *nfreed, size_t *fcap, struct jo_err *err)
+{
+	int rc = 0;
+
+	if (exec->type == REDIS_REPLY_NIL) {
+		freeReplyObject(exec);
+		return 1;
+	}
+	if (exec->type != REDIS_REPLY_ARRAY || exec->elements != nreplies) {
+		freeReplyObject(exec);
+		return jo_err_set(err, JO_EPROTO, "redis %s: unexpected EXEC reply", m->url.redacted);
+	}
+	for (size_t i = 0; i < nrec && rc == 0; i++) {
+		int64_t v;
+
+		if (reply_i64(exec->element[first + i], &v) == 0 && v < 0 &&
+		    jo_sref_push(freed, nfreed, fcap, recs[i].id, recs[i].size))
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	freeReplyObject(exec);
+	return rc;
 }
 
 /* ---- deleteChunk (redis.go deleteChunk) */
@@ -199,7 +213,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			const uint8_t *p = (const uint8_t *)e->str;
 			uint64_t id = jo_be64(p + 4);
 
-			if (id > 0 && push_sref(&recs, &nrec, &cap, id, jo_be32(p + 12))) {
+			if (id > 0 && jo_sref_push(&recs, &nrec, &cap, id, jo_be32(p + 12))) {
 				freeReplyObject(r);
 				(void)cmd_ok(m, err, "UNWATCH");
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -215,38 +229,15 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		redisAppendCommand(RC(m), "EXEC");
 		if ((rc = run_multi(m, nrec + 1, &exec, err)) != 0)
 			goto out;
-		if (exec->type == REDIS_REPLY_NIL) {
-			freeReplyObject(exec);
+		rc = exec_freed(m, exec, nrec + 1, 1, recs, nrec, freed, nfreed, &fcap, err);
+		if (rc == 1)
 			continue; /* the chunk changed under us: retry like JuiceFS */
-		}
-		if (exec->type != REDIS_REPLY_ARRAY || exec->elements != nrec + 1) {
-			freeReplyObject(exec);
-			rc = jo_err_set(err, JO_EPROTO, "redis %s: unexpected EXEC reply", m->url.redacted);
-			goto out;
-		}
-		for (size_t i = 0; i < nrec; i++) {
-			int64_t v;
-
-			if (reply_i64(exec->element[i + 1], &v) == 0 && v < 0 &&
-			    push_sref(freed, nfreed, &fcap, recs[i].id, recs[i].size)) {
-				freeReplyObject(exec);
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-		freeReplyObject(exec);
 		goto out;
 	}
 	rc = jo_err_set(err, JO_EIO, "delete chunk %s: still changing after %d attempts, retry later",
 			key, TXN_RETRIES);
 out:
-	free(recs);
-	if (rc) {
-		free(*freed);
-		*freed = NULL;
-		*nfreed = 0;
-	}
-	return rc;
+	return jo_sref_finish(rc, recs, freed, nfreed);
 }
 
 static int r_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
@@ -366,7 +357,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		for (size_t o = 0; o < r->len; o += JO_DELSLICE_REC_LEN) {
 			const uint8_t *p = (const uint8_t *)r->str + o;
 
-			if (push_sref(&recs, &nrec, &cap, jo_be64(p), jo_be32(p + 8))) {
+			if (jo_sref_push(&recs, &nrec, &cap, jo_be64(p), jo_be32(p + 8))) {
 				freeReplyObject(r);
 				(void)cmd_ok(m, err, "UNWATCH");
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -382,38 +373,15 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		redisAppendCommand(RC(m), "EXEC");
 		if ((rc = run_multi(m, nrec + 1, &exec, err)) != 0)
 			goto out;
-		if (exec->type == REDIS_REPLY_NIL) {
-			freeReplyObject(exec);
-			continue;
-		}
-		if (exec->type != REDIS_REPLY_ARRAY || exec->elements != nrec + 1) {
-			freeReplyObject(exec);
-			rc = jo_err_set(err, JO_EPROTO, "redis %s: unexpected EXEC reply", m->url.redacted);
-			goto out;
-		}
-		for (size_t i = 0; i < nrec; i++) {
-			int64_t v;
-
-			if (reply_i64(exec->element[i], &v) == 0 && v < 0 &&
-			    push_sref(freed, nfreed, &fcap, recs[i].id, recs[i].size)) {
-				freeReplyObject(exec);
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				goto out;
-			}
-		}
-		freeReplyObject(exec);
+		rc = exec_freed(m, exec, nrec + 1, 0, recs, nrec, freed, nfreed, &fcap, err);
+		if (rc == 1)
+			continue; /* delSlices changed under us: retry */
 		goto out;
 	}
 	rc = jo_err_set(err, JO_EIO, "clean delSlices %s: still changing after %d attempts, retry later",
 			field, TXN_RETRIES);
 out:
-	free(recs);
-	if (rc) {
-		free(*freed);
-		*freed = NULL;
-		*nfreed = 0;
-	}
-	return rc;
+	return jo_sref_finish(rc, recs, freed, nfreed);
 }
 
 /* ---- single slices */

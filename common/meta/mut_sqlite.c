@@ -119,23 +119,6 @@ static int step_done(struct jo_meta *m, sqlite3_stmt *st, struct jo_err *err, co
 	return 0;
 }
 
-static int push_sref(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size)
-{
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct jo_sref *p = realloc(*arr, nc * sizeof(**arr));
-
-		if (!p)
-			return JO_ENOMEM;
-		*arr = p;
-		*cap = nc;
-	}
-	(*arr)[*n].id = id;
-	(*arr)[*n].size = size;
-	(*n)++;
-	return 0;
-}
-
 /* refs of slice id; *exists false when no row. */
 static int get_refs(struct jo_meta *m, uint64_t id, int64_t *refs, bool *exists, struct jo_err *err)
 {
@@ -171,7 +154,7 @@ static int collect_freed(struct jo_meta *m, const struct jo_sref *recs, size_t n
 
 		if (rc)
 			return rc;
-		if (ex && refs <= 0 && push_sref(freed, nfreed, &cap, recs[i].id, recs[i].size))
+		if (ex && refs <= 0 && jo_sref_push(freed, nfreed, &cap, recs[i].id, recs[i].size))
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -222,7 +205,7 @@ static int s_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		for (int o = 0; o < blen; o += JO_SLICE_REC_LEN) {
 			uint64_t id = jo_be64(blob + o + 4);
 
-			if (id > 0 && push_sref(&recs, &nrec, &cap, id, jo_be32(blob + o + 12))) {
+			if (id > 0 && jo_sref_push(&recs, &nrec, &cap, id, jo_be32(blob + o + 12))) {
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				goto fail;
 			}
@@ -283,13 +266,7 @@ fail:
 	st = NULL;
 	rollback(m);
 out:
-	free(recs);
-	if (rc) {
-		free(*freed);
-		*freed = NULL;
-		*nfreed = 0;
-	}
-	return rc;
+	return jo_sref_finish(rc, recs, freed, nfreed);
 }
 
 static int s_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
@@ -406,7 +383,7 @@ static int s_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 			goto fail;
 		}
 		for (int o = 0; o < blen; o += JO_DELSLICE_REC_LEN) {
-			if (push_sref(&recs, &nrec, &cap, jo_be64(blob + o), jo_be32(blob + o + 8))) {
+			if (jo_sref_push(&recs, &nrec, &cap, jo_be64(blob + o), jo_be32(blob + o + 8))) {
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				goto fail;
 			}
@@ -448,13 +425,7 @@ fail:
 	st = NULL;
 	rollback(m);
 out:
-	free(recs);
-	if (rc) {
-		free(*freed);
-		*freed = NULL;
-		*nfreed = 0;
-	}
-	return rc;
+	return jo_sref_finish(rc, recs, freed, nfreed);
 }
 
 static int s_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool *out,
