@@ -484,9 +484,9 @@ static int do_file(struct gc_worker *w, uint64_t ino, uint64_t length, int kind,
 	free(idx);
 	if (rc)
 		return rc; /* as JuiceFS: the delfiles entry stays for a later run */
-	/* delete the freed slices first, so a crash leaves the entry, not a leak */
-	if ((rc = deleter_flush(w, err)) != 0)
-		return rc;
+	/* As doDeleteFileData: the entry goes once the chunks are gone; the freed
+	 * slices wait in the deleter's batch. Their refcounts already say
+	 * "delete", so after a crash the planner finds them as pending slices. */
 	if ((rc = may_mutate(w, err)) != 0)
 		return rc;
 	return jo_mut_remove_delfile(w->m, ino, length, err);
