@@ -22,6 +22,12 @@ struct sqlite3_stmt;
  */
 int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, const char *what);
 
+/* Redis (meta_redis.c): report a lost/failed connection (JO_ECONNECT for
+ * I/O or EOF), and run one command: NULL on failure with *rc the code
+ * (error replies fail: NOAUTH/WRONGPASS as JO_EAUTH, others JO_EIO). */
+int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what);
+struct redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...);
+
 /* SQLite: prepare SQL whose '@' is the JuiceFS table prefix and '#' ours
  * for namespace ns (NULL: none). */
 int jo_sq_prep(struct jo_meta *m, const char *ns, struct sqlite3_stmt **st, struct jo_err *err,

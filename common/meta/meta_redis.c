@@ -5,6 +5,7 @@
  * pipelined.
  */
 #include "common/meta/meta_internal.h"
+#include "common/meta/engine_internal.h"
 
 #include "common/err.h"
 
@@ -35,7 +36,7 @@ static int reply_error(struct jo_meta *m, const redisReply *r, struct jo_err *er
 	return jo_err_set(err, code, "redis %s: %s: %.200s", m->url.redacted, what, r->str);
 }
 
-static int conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
+int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
 {
 	redisContext *c = RC(m);
 	int code = (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) ? JO_ECONNECT : JO_EIO;
@@ -45,7 +46,7 @@ static int conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
 }
 
 /* Run a command; NULL on failure (err set, *rc the code). Error replies fail. */
-static redisReply *rcmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...)
+redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...)
 {
 	va_list ap;
 	redisReply *r;
@@ -54,7 +55,7 @@ static redisReply *rcmd(struct jo_meta *m, struct jo_err *err, int *rc, const ch
 	r = redisvCommand(RC(m), fmt, ap);
 	va_end(ap);
 	if (!r) {
-		*rc = conn_error(m, err, fmt);
+		*rc = jo_rd_conn_error(m, err, fmt);
 		return NULL;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -79,7 +80,7 @@ static int rget_all(struct jo_meta *m, redisReply **rs, size_t k, struct jo_err 
 	for (i = 0; i < k; i++) {
 		void *r = NULL;
 		if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
-			rc = conn_error(m, err, "pipelined reply");
+			rc = jo_rd_conn_error(m, err, "pipelined reply");
 			break;
 		}
 		rs[i] = r;
@@ -160,7 +161,7 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 		else
 			r = redisCommand(d->c, "AUTH %s", m->url.password);
 		if (!r) {
-			rc = conn_error(m, err, "AUTH");
+			rc = jo_rd_conn_error(m, err, "AUTH");
 			goto fail;
 		}
 		if (r->type == REDIS_REPLY_ERROR) {
@@ -173,7 +174,7 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 	}
 	r = redisCommand(d->c, "SELECT %d", m->url.db);
 	if (!r || r->type == REDIS_REPLY_ERROR) {
-		rc = r ? reply_error(m, r, err, "SELECT") : conn_error(m, err, "SELECT");
+		rc = r ? reply_error(m, r, err, "SELECT") : jo_rd_conn_error(m, err, "SELECT");
 		freeReplyObject(r);
 		r = NULL;
 	}
@@ -184,7 +185,7 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 	 * ACL; that only skips the check. */
 	r = redisCommand(d->c, "INFO cluster");
 	if (!r) {
-		rc = conn_error(m, err, "INFO");
+		rc = jo_rd_conn_error(m, err, "INFO");
 		goto fail;
 	}
 	if (r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_enabled:1")) {
@@ -194,7 +195,7 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 		goto fail;
 	}
 	freeReplyObject(r);
-	r = rcmd(m, err, &rc, "EXISTS setting");
+	r = jo_rd_cmd(m, err, &rc, "EXISTS setting");
 	if (!r)
 		goto fail;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
@@ -227,7 +228,7 @@ static void r_close(struct jo_meta *m)
 static int r_get_setting(struct jo_meta *m, char **json, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = rcmd(m, err, &rc, "GET setting");
+	redisReply *r = jo_rd_cmd(m, err, &rc, "GET setting");
 
 	if (!r)
 		return rc;
@@ -252,7 +253,7 @@ static int r_lookup(struct jo_meta *m, uint64_t parent, const char *name, uint64
 		    uint8_t *type, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = rcmd(m, err, &rc, "HGET d%llu %b", (unsigned long long)parent, name,
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET d%llu %b", (unsigned long long)parent, name,
 			     strlen(name));
 
 	if (!r)
@@ -274,7 +275,7 @@ static int r_lookup(struct jo_meta *m, uint64_t parent, const char *name, uint64
 static int r_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = rcmd(m, err, &rc, "GET i%llu", (unsigned long long)ino);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "GET i%llu", (unsigned long long)ino);
 
 	if (!r)
 		return rc;
@@ -334,7 +335,7 @@ static int r_scan(struct jo_meta *m, const char *verb, const char *key, const ch
 			lens[i] = strlen(argv[i]);
 		r = redisCommandArgv(RC(m), argc, argv, lens);
 		if (!r)
-			return conn_error(m, err, verb);
+			return jo_rd_conn_error(m, err, verb);
 		if (r->type == REDIS_REPLY_ERROR) {
 			rc = reply_error(m, r, err, verb);
 			freeReplyObject(r);
@@ -360,7 +361,7 @@ static int r_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t 
 			size_t *len, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = rcmd(m, err, &rc, "LRANGE c%llu_%u 0 -1", (unsigned long long)ino, indx);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "LRANGE c%llu_%u 0 -1", (unsigned long long)ino, indx);
 	uint8_t *buf;
 
 	if (!r)
@@ -724,7 +725,7 @@ static int r_get_slice_ref(struct jo_meta *m, uint64_t id, uint32_t size, int64_
 			   bool *ex, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = rcmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
 
 	if (!r)
 		return rc;
@@ -1083,7 +1084,7 @@ static int r_get_counter(struct jo_meta *m, const char *name, int64_t *out, stru
 	} else if (strcmp(name, "nextSession") == 0) {
 		key = "nextsession";
 	}
-	r = rcmd(m, err, &rc, "GET %s", key);
+	r = jo_rd_cmd(m, err, &rc, "GET %s", key);
 	if (!r)
 		return rc;
 	if (r->type == REDIS_REPLY_STRING && parse_i64(r->str, r->len, &v) != 0)

@@ -23,37 +23,6 @@ static redisContext *RC(struct jo_meta *m)
 	return jo_meta_redis_conn(m);
 }
 
-static int conn_err(struct jo_meta *m, struct jo_err *err, const char *what)
-{
-	redisContext *c = RC(m);
-	int code = (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) ? JO_ECONNECT : JO_EIO;
-
-	return jo_err_set(err, code, "redis %s: %s: %s", m->url.redacted, what,
-			  c->errstr[0] ? c->errstr : "connection lost");
-}
-
-/* Run one command; error replies become JO_EIO. NULL on failure. */
-static redisReply *cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...)
-{
-	va_list ap;
-	redisReply *r;
-
-	va_start(ap, fmt);
-	r = redisvCommand(RC(m), fmt, ap);
-	va_end(ap);
-	if (!r) {
-		*rc = conn_err(m, err, fmt);
-		return NULL;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		*rc = jo_err_set(err, JO_EIO, "redis %s: %s: %.200s", m->url.redacted, fmt, r->str);
-		freeReplyObject(r);
-		return NULL;
-	}
-	*rc = 0;
-	return r;
-}
-
 static int cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...)
 {
 	va_list ap;
@@ -63,7 +32,7 @@ static int cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...)
 	r = redisvCommand(RC(m), fmt, ap);
 	va_end(ap);
 	if (!r)
-		return conn_err(m, err, fmt);
+		return jo_rd_conn_error(m, err, fmt);
 	if (r->type == REDIS_REPLY_ERROR) {
 		int rc = jo_err_set(err, JO_EIO, "redis %s: %s: %.200s", m->url.redacted, fmt, r->str);
 		freeReplyObject(r);
@@ -80,7 +49,7 @@ static int get_reply(struct jo_meta *m, redisReply **out, struct jo_err *err)
 
 	if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
 		*out = NULL;
-		return conn_err(m, err, "pipelined reply");
+		return jo_rd_conn_error(m, err, "pipelined reply");
 	}
 	*out = r;
 	return 0;
@@ -191,7 +160,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		nrec = 0;
 		if ((rc = cmd_ok(m, err, "WATCH %s", key)) != 0)
 			goto out;
-		r = cmd(m, err, &rc, "LRANGE %s 0 -1", key);
+		r = jo_rd_cmd(m, err, &rc, "LRANGE %s 0 -1", key);
 		if (!r)
 			goto out;
 		if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
@@ -295,7 +264,7 @@ static int r_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length, bo
 			    struct jo_err *err)
 {
 	int rc;
-	redisReply *r = cmd(m, err, &rc, "ZSCORE delfiles %llu:%llu", (unsigned long long)ino,
+	redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCORE delfiles %llu:%llu", (unsigned long long)ino,
 			    (unsigned long long)length);
 
 	if (!r)
@@ -336,7 +305,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		nrec = 0;
 		if ((rc = cmd_ok(m, err, "WATCH delSlices")) != 0)
 			goto out;
-		r = cmd(m, err, &rc, "HGET delSlices %s", field);
+		r = jo_rd_cmd(m, err, &rc, "HGET delSlices %s", field);
 		if (!r)
 			goto out;
 		if (r->type != REDIS_REPLY_STRING) {
@@ -391,7 +360,7 @@ static int r_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool
 {
 	int rc;
 	int64_t v;
-	redisReply *r = cmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
 
 	if (!r)
 		return rc;
@@ -415,7 +384,7 @@ static int r_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct 
 static int r_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = cmd(m, err, &rc, "EXISTS i%llu", (unsigned long long)ino);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "EXISTS i%llu", (unsigned long long)ino);
 
 	if (!r)
 		return rc;
@@ -427,7 +396,7 @@ static int r_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_
 static int r_is_detached(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = cmd(m, err, &rc, "ZSCORE detachedNodes %llu", (unsigned long long)ino);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCORE detachedNodes %llu", (unsigned long long)ino);
 
 	if (!r)
 		return rc;
@@ -459,7 +428,7 @@ static int r_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *pay
 	int rc = 0;
 
 	do {
-		redisReply *r = cmd(m, err, &rc, "SCAN %s MATCH c*_* COUNT 1000", cursor);
+		redisReply *r = jo_rd_cmd(m, err, &rc, "SCAN %s MATCH c*_* COUNT 1000", cursor);
 		redisReply *keys;
 		uint64_t *inos = NULL;
 		uint32_t *idx = NULL;
@@ -645,7 +614,7 @@ static redisReply *eval(struct jo_meta *m, struct jo_err *err, int *rc, const ch
 	free(argv);
 	free(lens);
 	if (!r) {
-		*rc = conn_err(m, err, "EVAL");
+		*rc = jo_rd_conn_error(m, err, "EVAL");
 		return NULL;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
@@ -851,7 +820,7 @@ static int r_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, voi
 
 	mk_keys(ns, &k);
 	do {
-		redisReply *r = cmd(m, err, &rc, "ZSCAN %s %s COUNT 100", k.queue, cursor);
+		redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCAN %s %s COUNT 100", k.queue, cursor);
 		redisReply *el;
 
 		if (!r)
@@ -872,7 +841,7 @@ static int r_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, voi
 
 			if (reply_i64(el->element[i], &id) != 0)
 				continue;
-			h = cmd(m, err, &rc, "HMGET %stask:%lld kind items owner expire attempts",
+			h = jo_rd_cmd(m, err, &rc, "HMGET %stask:%lld kind items owner expire attempts",
 				k.prefix, (long long)id);
 			if (!h)
 				break;
@@ -910,7 +879,7 @@ static int r_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 	mk_keys(ns, &k);
 	snprintf(match, sizeof(match), "%s*", k.prefix);
 	do {
-		redisReply *r = cmd(m, err, &rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
+		redisReply *r = jo_rd_cmd(m, err, &rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
 
 		if (!r)
 			return rc;
@@ -963,7 +932,7 @@ int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, cons
 	int rc;
 
 	if (!r)
-		return conn_err(m, err, what);
+		return jo_rd_conn_error(m, err, what);
 	rc = jo_err_set(err, JO_EIO, "redis %s: %s: %.200s", m->url.redacted, what,
 			r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
 	freeReplyObject(r);
