@@ -283,6 +283,8 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	vo.session_token = cv.v[JO_CFG_SESSION_TOKEN];
 	vo.region = cv.v[JO_CFG_REGION];
 	vo.insecure = cv.v[JO_CFG_INSECURE] && !strcmp(cv.v[JO_CFG_INSECURE], "1");
+	vo.addressing = cv.v[JO_CFG_PATH_STYLE] && !strcmp(cv.v[JO_CFG_PATH_STYLE], "1") ? 1 : 0;
+	vo.list_v1 = cv.v[JO_CFG_LIST_V1] && !strcmp(cv.v[JO_CFG_LIST_V1], "1");
 	rc = jo_vol_open(out, &vo, err);
 	free(rebased);
 	memset(url, 0, strlen(url));

@@ -111,6 +111,8 @@ struct jo_vol_opts {
 	const char *session_token;
 	const char *region;
 	bool insecure;           /* skip TLS verification */
+	int addressing;          /* 0 from the bucket URL, 1 path style (profile path_style=1) */
+	bool list_v1;            /* ListObjects V1 (profile list_v1=1) */
 	int max_conns;           /* object-store connection pool (0: default) */
 	bool list_temp_files;    /* file storage: list leftover ".jfs.*.tmp.*" files */
 };

@@ -52,6 +52,8 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 	oo.session_token = opts->session_token ? opts->session_token : v->fmt.session_token;
 	oo.region = opts->region;
 	oo.insecure = opts->insecure;
+	oo.addressing = opts->addressing;
+	oo.list_v1 = opts->list_v1;
 	oo.shards = v->fmt.shards;
 	oo.list_temp = opts->list_temp_files;
 	if (opts->max_conns > 0)
