@@ -6,6 +6,8 @@
 #   bucket missing 8, skewed clock (libfaketime: +2h refused by SigV4, +12m
 #   measured from the probe object's Last-Modified) 12, encrypted volume 9;
 #   a config file readable by others that holds a secret 2.
+# Also: a profile's path_style/list_v1 reach a volume command (leakcheck's
+# LIST requests seen with strace).
 # Ports (operator helper): redis 6407 + 6408 (password), SeaweedFS 9460-9463,
 # 9464 is left closed (the unreachable endpoint).
 set -euo pipefail
@@ -102,6 +104,31 @@ run_case profile 0 - - env XDG_CONFIG_HOME="$JO_T/xdg" "$B" doctor "$BADKEY" --p
 chmod 644 "$JO_T/xdg/jfsops/config"
 run_case config-loose 2 config 'readable by group or others' \
 	env XDG_CONFIG_HOME="$JO_T/xdg" "$B" doctor "$GOOD" --profile seaweed
+
+# a profile's list_v1 reaches volume commands: seen on the wire (strace of
+# leakcheck's LIST requests), V2 without it, V1 with it
+command -v strace >/dev/null || jo_die "strace is missing: run bash tests/install.sh"
+for v1 in 0 1; do
+	mkdir -p "$JO_T/xdg$v1/jfsops"
+	printf '[profile p]\nbucket = %s/dochealthy\naccess_key = %s\nsecret_key = %s\npath_style = 1\nlist_v1 = %s\n' \
+		"$JO_S3_ENDPOINT" "$JO_S3_AK" "$JO_S3_SK" "$v1" >"$JO_T/xdg$v1/jfsops/config"
+	chmod 600 "$JO_T/xdg$v1/jfsops/config"
+	rc=0
+	env XDG_CONFIG_HOME="$JO_T/xdg$v1" ASAN_OPTIONS="detect_leaks=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" \
+		strace -f -qq -e trace=sendto,sendmsg,write -s 512 -o "$JO_T/list$v1.strace" \
+		"$B" leakcheck "$GOOD" --profile p --min-age 0s >"$JO_T/list$v1.out" 2>&1 || rc=$?
+	if [ $rc -gt 1 ]; then
+		echo "FAIL list_v1=$v1: leakcheck exit $rc"; sed 's/^/    | /' "$JO_T/list$v1.out"; fails=$((fails + 1))
+	elif ! grep -q 'GET /dochealthy[/?]' "$JO_T/list$v1.strace"; then
+		echo "FAIL list_v1=$v1: no path-style LIST request seen"; fails=$((fails + 1))
+	elif [ $v1 = 1 ] && grep -q 'list-type=2' "$JO_T/list$v1.strace"; then
+		echo "FAIL list_v1=1: the profile's list_v1 did not reach leakcheck"; fails=$((fails + 1))
+	elif [ $v1 = 0 ] && ! grep -q 'list-type=2' "$JO_T/list$v1.strace"; then
+		echo "FAIL list_v1=0: no ListObjectsV2 request seen"; fails=$((fails + 1))
+	else
+		echo "ok   profile list_v1=$v1 reaches leakcheck"
+	fi
+done
 
 if [ "$fails" -gt 0 ]; then
 	echo "doctor: $fails failure(s)"
