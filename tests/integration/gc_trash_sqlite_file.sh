@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# jfsops gc with TrashDays 1 (sqlite3 + file): delayed slices kept while
-# young, reclaimed once old; trash untouched. Then workers beside a mount
-# that runs its own background jobs.
+# jfsops gc with TrashDays 1 (sqlite3 + file), under ASan: delayed slices and trash
+# entries (plain files, shared slices, a hard link, a symlink, an xattr, a
+# removed tree) kept while young, reclaimed once old; the counters and the
+# bucket agree with the metadata after. Then workers beside a mount that
+# runs its own background jobs.
+# run_all: asan
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
