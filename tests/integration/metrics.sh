@@ -23,8 +23,9 @@ fails=0
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 has_metrics=()
 for c in $("$B" --list-commands); do
-	python3 "$JO_REPO/tests/tools/optables.py" "$JO_REPO" "$c" 2>/dev/null | grep -qx -- --metrics-file &&
-		has_metrics+=("$c")
+	# no "| grep -q" here: with pipefail, grep quitting early can fail the writer (SIGPIPE)
+	opts=$(python3 "$JO_REPO/tests/tools/optables.py" "$JO_REPO" "$c" 2>/dev/null) || opts=
+	grep -qx -- --metrics-file <<<"$opts" && has_metrics+=("$c")
 done
 echo "commands with --metrics-file: ${has_metrics[*]:-(none)}"
 for c in gc leakcheck sync compact warmup; do
