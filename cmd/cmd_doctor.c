@@ -29,8 +29,10 @@ static const char doctor_usage[] =
 	"and encryption are supported; the object store is reachable with the stored\n"
 	"(or given) credentials - a probe object is listed, written, read back and\n"
 	"deleted under NAME/jfsops-doctor/; the local clock agrees with the object\n"
-	"store's; and whether live clients run background jobs (then gc workers\n"
-	"overlap with their hourly cleanups: mount them with --no-bgjob).\n"
+	"store's; whether live clients run background jobs (then gc workers\n"
+	"overlap with their hourly cleanups: mount them with --no-bgjob); and whether\n"
+	"anything reclaims the volume: a warning when trash hours, removed files or\n"
+	"delayed slices are overdue by more than an hour (no gc, no client cleanup).\n"
 	"Exit 0 when every check passed (warnings allowed), else the code of the\n"
 	"first failure: 5 a server is unreachable, 6 the object store rejected the\n"
 	"credentials, 7 not a JuiceFS volume, 8 bucket or database missing,\n"
@@ -269,6 +271,89 @@ static void check_bgjobs(struct doc *d, struct jo_meta *m)
 	       "live clients run the hourly cleanups too: mount with --no-bgjob where jfsops gc workers run (both are safe together, but work overlaps)");
 }
 
+/* ---- reclaim backlog: what an hourly gc (or the clients' jobs) should have removed */
+
+#define OVERDUE 3600 /* one missed hourly run */
+
+struct backlog {
+	int64_t now, trash_edge, slice_edge;
+	uint64_t hours, hours_due, files, files_due, delslices_due;
+	int64_t oldest_hour, oldest_file;
+};
+
+static int on_trash_hour(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct backlog *b = payload;
+	int64_t ts;
+
+	(void)ino;
+	if (type != JO_TYPE_DIR || jo_trash_hour_parse(name, len, &ts) != 0)
+		return 0;
+	b->hours++;
+	if (ts < b->trash_edge - OVERDUE)
+		b->hours_due++;
+	if (!b->oldest_hour || ts < b->oldest_hour)
+		b->oldest_hour = ts;
+	return 0;
+}
+
+static int on_delfile_age(uint64_t ino, uint64_t length, int64_t deleted_at, void *payload)
+{
+	struct backlog *b = payload;
+
+	(void)ino;
+	(void)length;
+	b->files++;
+	if (deleted_at < b->now - OVERDUE)
+		b->files_due++;
+	if (!b->oldest_file || deleted_at < b->oldest_file)
+		b->oldest_file = deleted_at;
+	return 0;
+}
+
+static int on_delslice_age(uint64_t new_id, int64_t deleted_at, const uint8_t *recs, size_t len,
+			   void *payload)
+{
+	struct backlog *b = payload;
+
+	(void)new_id;
+	(void)recs;
+	(void)len;
+	if (deleted_at < b->slice_edge - OVERDUE)
+		b->delslices_due++;
+	return 0;
+}
+
+static void check_backlog(struct doc *d, struct jo_meta *m, const struct jo_format *f)
+{
+	struct backlog b = { .now = time(NULL) };
+	struct jo_err err = { 0 };
+	char detail[512], oldest[32] = "-";
+	int rc;
+
+	b.trash_edge = b.now - ((int64_t)f->trash_days * 24 + 2) * 3600;
+	b.slice_edge = b.now - (int64_t)f->trash_days * 86400;
+	rc = jo_meta_readdir(m, JO_TRASH_INODE, on_trash_hour, &b, &err);
+	if (rc == 0)
+		rc = jo_meta_scan_delfiles(m, on_delfile_age, &b, &err);
+	if (rc == 0)
+		rc = jo_meta_scan_delslices(m, on_delslice_age, &b, &err);
+	if (rc) {
+		report(d, "gc-backlog", FAIL, rc, err.msg,
+		       "the trash, delfiles or delayed-slice records could not be read");
+		return;
+	}
+	if (b.oldest_hour)
+		jo_trash_hour_name(b.oldest_hour, oldest);
+	snprintf(detail, sizeof(detail), "trash: %" PRIu64 " hour directories (%" PRIu64
+		 " overdue, oldest %s); removed files waiting: %" PRIu64 " (%" PRIu64
+		 " for over 1h); delayed slice entries overdue: %" PRIu64, b.hours, b.hours_due,
+		 oldest, b.files, b.files_due, b.delslices_due);
+	report(d, "gc-backlog", b.hours_due || b.files_due || b.delslices_due ? WARN : OK, 0, detail,
+	       "nothing has reclaimed this volume for over an hour: run `jfsops gc META-URL --delete` "
+	       "from cron or a systemd timer (or let a client mount run its background jobs)");
+}
+
 int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 {
 	static const struct option opts[] = {
@@ -333,6 +418,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		report(&d, "changelog", WARN, 0, "the volume keeps a change log: jfsops gc/compact refuse to mutate it",
 		       "turn the change log off, or use juicefs's own gc");
 	check_bgjobs(&d, m);
+	check_backlog(&d, m, &f);
 
 	/* the config file and profile the storage settings come from */
 	{

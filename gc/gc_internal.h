@@ -59,8 +59,5 @@ int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err);
  * refcount is re-read right before its blocks are deleted). */
 int gc_queue_slice(struct gc_worker *w, uint64_t id, uint32_t size, int kind, struct jo_err *err);
 int gc_process_items(struct gc_worker *w, const char *items, struct jo_err *err);
-/* Trash hour directory names ("2006-01-02-15", UTC) <-> unix seconds. */
-int gc_trash_hour(const char *name, size_t len, int64_t *ts);
-void gc_trash_name(int64_t ts, char buf[32]);
 
 #endif

@@ -272,7 +272,7 @@ static int on_trash_dir(const char *name, size_t len, uint64_t ino, uint8_t type
 	struct planner *p = payload;
 	int64_t ts;
 
-	if (type != JO_TYPE_DIR || gc_trash_hour(name, len, &ts) != 0) {
+	if (type != JO_TYPE_DIR || jo_trash_hour_parse(name, len, &ts) != 0) {
 		jo_warn("trash: entry '%.*s' is not an hour directory: left alone",
 			(int)(len > 64 ? 64 : len), name);
 		return 0;

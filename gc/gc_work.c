@@ -556,50 +556,6 @@ static int do_chunk(struct gc_worker *w, uint64_t ino, uint32_t indx, struct jo_
 
 /* ---- trash (base.go CleanupTrashBefore, utils.go emptyDir/emptyEntry) */
 
-int gc_trash_hour(const char *name, size_t len, int64_t *ts)
-{
-	char buf[16];
-	struct tm tm;
-	int y, mo, d, h;
-	char tail;
-
-	if (len != 13)
-		return -1;
-	memcpy(buf, name, len);
-	buf[len] = '\0';
-	for (size_t i = 0; i < len; i++)
-		if (i == 4 || i == 7 || i == 10 ? buf[i] != '-' : (buf[i] < '0' || buf[i] > '9'))
-			return -1;
-	if (sscanf(buf, "%4d-%2d-%2d-%2d%c", &y, &mo, &d, &h, &tail) != 4 || mo < 1 || mo > 12 ||
-	    d < 1 || d > 31 || h > 23)
-		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	{
-		time_t t = timegm(&tm);
-		struct tm back;
-
-		/* timegm normalises Feb 30 to Mar 2; Go's time.Parse rejects it */
-		if (!gmtime_r(&t, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
-		    back.tm_mday != d)
-			return -1;
-		*ts = (int64_t)t;
-	}
-	return 0;
-}
-
-void gc_trash_name(int64_t ts, char buf[32])
-{
-	time_t t = (time_t)ts;
-	struct tm tm;
-
-	gmtime_r(&t, &tm);
-	strftime(buf, 32, "%Y-%m-%d-%H", &tm);
-}
-
 /* A page of directory entries (emptyDir reads at most this many at a time). */
 #define TRASH_PAGE 1000
 #define TRASH_DEPTH 64
@@ -826,7 +782,7 @@ static int do_trash(struct gc_worker *w, uint64_t dir, int64_t hour, struct jo_e
 	struct jo_rm_res res;
 	int rc;
 
-	gc_trash_name(hour, name);
+	jo_trash_hour_name(hour, name);
 	if (r->trash_skip || hour >= r->trash_edge) {
 		w->st.k[GC_TRASH].skipped++;
 		return 0;

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---------------------------------------------------------------- URL */
 
@@ -349,6 +350,52 @@ int jo_meta_decode_attr(const uint8_t *b, size_t len, struct jo_attr *a, struct 
 	if (len >= 71)
 		a->parent = jo_be64(b + 63);
 	return 0;
+}
+
+/* ---------------------------------------------------------------- trash */
+
+int jo_trash_hour_parse(const char *name, size_t len, int64_t *ts)
+{
+	char buf[16];
+	struct tm tm;
+	int y, mo, d, h;
+	char tail;
+
+	if (len != 13)
+		return -1;
+	memcpy(buf, name, len);
+	buf[len] = '\0';
+	for (size_t i = 0; i < len; i++)
+		if (i == 4 || i == 7 || i == 10 ? buf[i] != '-' : (buf[i] < '0' || buf[i] > '9'))
+			return -1;
+	if (sscanf(buf, "%4d-%2d-%2d-%2d%c", &y, &mo, &d, &h, &tail) != 4 || mo < 1 || mo > 12 ||
+	    d < 1 || d > 31 || h > 23)
+		return -1;
+	memset(&tm, 0, sizeof(tm));
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	{
+		time_t t = timegm(&tm);
+		struct tm back;
+
+		/* timegm normalises Feb 30 to Mar 2; Go's time.Parse rejects it */
+		if (!gmtime_r(&t, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
+		    back.tm_mday != d)
+			return -1;
+		*ts = (int64_t)t;
+	}
+	return 0;
+}
+
+void jo_trash_hour_name(int64_t ts, char buf[32])
+{
+	time_t t = (time_t)ts;
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, 32, "%Y-%m-%d-%H", &tm);
 }
 
 /* ---------------------------------------------------------------- format */

@@ -46,6 +46,18 @@ enum jo_itype {
 	JO_TYPE_BLKDEV = 5, JO_TYPE_CHRDEV = 6, JO_TYPE_SOCKET = 7,
 };
 
+/* The trash root and the range of its hour directories (Ino.IsTrash). */
+#define JO_TRASH_INODE 0x7FFFFFFF10000000ULL
+static inline bool jo_ino_is_trash(uint64_t ino)
+{
+	return ino >= JO_TRASH_INODE;
+}
+/* Trash hour directory names ("2006-01-02-15", UTC hour of the deletion) <->
+ * unix seconds. jo_trash_hour_parse: 0, or -1 for a name JuiceFS's
+ * time.Parse would refuse (wrong shape, Feb 30, hour 24, ...). */
+int jo_trash_hour_parse(const char *name, size_t len, int64_t *ts);
+void jo_trash_hour_name(int64_t ts, char buf[32]);
+
 /* The volume's format record ("setting"), parsed. Strings are owned. */
 struct jo_format {
 	char *name;

@@ -109,13 +109,6 @@ int jo_mut_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *paylo
 
 /* ---- removing trash entries (base.go CleanupTrashBefore, utils.go emptyDir) ---- */
 
-/* The trash root and the range of its hour directories (Ino.IsTrash). */
-#define JO_TRASH_INODE 0x7FFFFFFF10000000ULL
-static inline bool jo_ino_is_trash(uint64_t ino)
-{
-	return ino >= JO_TRASH_INODE;
-}
-
 /* What an unlink/rmdir of one directory entry did. */
 enum jo_rm_status {
 	JO_RM_DONE = 0,      /* removed */

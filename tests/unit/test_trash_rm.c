@@ -8,7 +8,7 @@
  * (entry, inode, delfiles, symlink, xattrs, p{ino}, usedSpace/totalInodes,
  * directory statistics and quotas, parent attrs: untouched for trash parents)
  * and that refused removals change nothing.
- * Also gc_trash_hour()/gc_trash_name() (trash hour directory names).
+ * Also jo_trash_hour_parse()/jo_trash_hour_name() (trash hour directory names).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,7 +27,6 @@
 #include "common/err.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
-#include "gc/gc_internal.h"
 #include "gc_testutil.h"
 
 #define T_INO JO_TRASH_INODE
@@ -1067,12 +1066,12 @@ static void trash_hour_names(void **state)
 	tm.tm_mon = 10;
 	tm.tm_mday = 26;
 	tm.tm_hour = 10;
-	assert_int_equal(gc_trash_hour(H_NAME, strlen(H_NAME), &ts), 0);
+	assert_int_equal(jo_trash_hour_parse(H_NAME, strlen(H_NAME), &ts), 0);
 	assert_int_equal(ts, (int64_t)timegm(&tm));
-	gc_trash_name(ts, name);
+	jo_trash_hour_name(ts, name);
 	assert_string_equal(name, H_NAME);
 	/* a name is not read past its length */
-	assert_int_equal(gc_trash_hour(H_NAME "x", 13, &ts), 0);
+	assert_int_equal(jo_trash_hour_parse(H_NAME "x", 13, &ts), 0);
 	assert_int_equal(ts, (int64_t)timegm(&tm));
 	/* inverse over a range of hours, including year and leap-day boundaries */
 	for (int64_t t = (int64_t)timegm(&tm) - 400 * 86400; t < (int64_t)timegm(&tm) + 400 * 86400;
@@ -1080,14 +1079,14 @@ static void trash_hour_names(void **state)
 		int64_t back = -1;
 		int64_t hour = t - t % 3600;
 
-		gc_trash_name(t, name);
+		jo_trash_hour_name(t, name);
 		assert_int_equal(strlen(name), 13);
-		assert_int_equal(gc_trash_hour(name, strlen(name), &back), 0);
+		assert_int_equal(jo_trash_hour_parse(name, strlen(name), &back), 0);
 		assert_int_equal(back, hour);
 	}
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (gc_trash_hour(bad[i], strlen(bad[i]), &ts) != -1)
-			fail_msg("gc_trash_hour accepted \"%s\"", bad[i]);
+		if (jo_trash_hour_parse(bad[i], strlen(bad[i]), &ts) != -1)
+			fail_msg("jo_trash_hour_parse accepted \"%s\"", bad[i]);
 	}
 }
 
@@ -1103,10 +1102,10 @@ static void trash_hour_rejects_impossible_days(void **state)
 	int64_t ts = 0;
 
 	(void)state;
-	assert_int_equal(gc_trash_hour("2028-02-29-00", 13, &ts), 0); /* leap year */
+	assert_int_equal(jo_trash_hour_parse("2028-02-29-00", 13, &ts), 0); /* leap year */
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		if (gc_trash_hour(bad[i], strlen(bad[i]), &ts) != -1)
-			fail_msg("gc_trash_hour accepted \"%s\" (Go's time.Parse rejects it)", bad[i]);
+		if (jo_trash_hour_parse(bad[i], strlen(bad[i]), &ts) != -1)
+			fail_msg("jo_trash_hour_parse accepted \"%s\" (Go's time.Parse rejects it)", bad[i]);
 }
 
 /* ---------------------------------------------------------------- fixtures */

@@ -247,6 +247,25 @@ return r" 1 d$((0x7FFFFFFF10000000))); do
 	esac
 }
 
+# gc_doctor_backlog META ok|warn WHAT: jfsops doctor's gc-backlog verdict.
+gc_doctor_backlog() {
+	local meta=$1 want=$2 what=$3 got
+	"$JO_BIN" doctor "$meta" --json >"$JO_T/doctor.json" 2>&1 || true
+	got=$(python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if r.get("check") == "gc-backlog":
+        print(r["result"], "|", r["detail"])' "$JO_T/doctor.json")
+	case $got in
+	"$want |"*) echo "$what: gc-backlog $got" >&2 ;;
+	*) cat "$JO_T/doctor.json" >&2; jo_die "$what: gc-backlog should be $want, got '$got'" ;;
+	esac
+}
+
 # gc_age_trash META SECONDS: rename every trash hour directory as if it had
 # been made SECONDS earlier (names are the hour, UTC: 2006-01-02-15).
 gc_age_trash() {
@@ -345,6 +364,7 @@ PY
 
 	# old delayed slices: two days back -> reclaimed (the trash is still young)
 	gc_age_delslices "$meta" $((2 * 86400))
+	gc_doctor_backlog "$meta" warn "$name: doctor with overdue delayed slices"
 	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t2-$name.json" || jo_die "$name: gc failed"
 	python3 - "$JO_T/t2-$name.json" <<'PY' || jo_die "$name: old delayed slices were not reclaimed"
 import json, sys
@@ -360,8 +380,10 @@ PY
 	[ "$(gc_count "$JO_T/gc-t2-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
 	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: young trash entries went"
 
+	gc_doctor_backlog "$meta" ok "$name: doctor before the trash expired"
 	# an old trash: hour directories three days back (past TrashDays + 2h)
 	gc_age_trash "$meta" $((3 * 86400))
+	gc_doctor_backlog "$meta" warn "$name: doctor with an overdue trash"
 	"$JO_BIN" gc "$meta" --json >"$JO_T/t3dry-$name.json" || jo_die "$name: dry gc failed"
 	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: a dry run changed the trash"
 	"$JO_BIN" gc "$meta" --delete --threads 4 --json >"$JO_T/t3-$name.json" || jo_die "$name: gc failed"
@@ -376,6 +398,7 @@ assert t["items"] == n and t["objects"] >= dry["objects"] and s["errors"] == 0, 
 print("trash: %d entries, %d objects reclaimed (dry run: %d)" % (t["items"], t["objects"], dry["objects"]), file=sys.stderr)
 PY
 	[ "$(gc_trash_entries "$meta")" = 0 ] || jo_die "$name: trash entries left"
+	gc_doctor_backlog "$meta" ok "$name: doctor after gc"
 	jfs_dump "$meta" "$JO_T/dump3-$name.json"
 	[ "$(python3 "$GCTOOL" drift "$JO_T/dump3-$name.json")" = "$drift0" ] ||
 		jo_die "$name: usedSpace/usedInodes drifted (before: $drift0)"
