@@ -331,7 +331,7 @@ static void check_backlog(struct doc *d, struct jo_meta *m, const struct jo_form
 	char detail[512], oldest[32] = "-";
 	int rc;
 
-	b.trash_edge = b.now - ((int64_t)f->trash_days * 24 + 2) * 3600;
+	b.trash_edge = jo_trash_edge(b.now, f->trash_days);
 	b.slice_edge = b.now - (int64_t)f->trash_days * 86400;
 	rc = jo_meta_readdir(m, JO_TRASH_INODE, on_trash_hour, &b, &err);
 	if (rc == 0)

@@ -91,3 +91,15 @@ void jo_cancel_atexit_remove(void (*fn)(void *), void *payload)
 	}
 	pthread_mutex_unlock(&cleanup_lock);
 }
+
+int jo_thread_start(pthread_t *th, void *(*fn)(void *), void *arg)
+{
+	sigset_t all, old;
+	int e;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	e = pthread_create(th, NULL, fn, arg);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return e;
+}

@@ -6,6 +6,8 @@
 #ifndef JO_CANCEL_H
 #define JO_CANCEL_H
 
+#include <pthread.h>
+
 /* Install SIGINT/SIGTERM handlers that set the flag; ignore SIGPIPE. */
 void jo_cancel_install(void);
 /* Non-zero once a signal arrived: the signal number (0 in a shielded thread). */
@@ -18,6 +20,13 @@ int jo_cancelled(void);
  */
 void jo_cancel_shield(int on);
 int jo_cancel_signal(void);
+
+/*
+ * pthread_create with every signal blocked in the new thread, so SIGINT and
+ * SIGTERM always reach the main thread (whose handler sets the flag the
+ * workers poll). Returns pthread_create's result.
+ */
+int jo_thread_start(pthread_t *th, void *(*fn)(void *), void *arg);
 /* Set the flag by hand (tests, fatal worker errors). */
 void jo_cancel_request(int signo);
 /* Run fn at cancellation or normal exit (temp-file cleanup). At most 32. */

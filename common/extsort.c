@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -816,18 +815,14 @@ static int spill(struct jo_xsort *s, struct jo_err *err)
 
 	s->runs_made = run + 1;
 	if (s->threaded) {
-		sigset_t all, old;
 
 		s->job.s = s;
 		s->job.b = b;
 		s->job.run = run;
 		s->job.rc = 0;
 		/* the worker must never take SIGINT/SIGTERM itself */
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		int e = pthread_create(&s->job_thread, NULL, job_main, &s->job);
+		int e = jo_thread_start(&s->job_thread, job_main, &s->job);
 
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
 		if (e == 0) {
 			s->job_active = true;
 			s->cur ^= 1;

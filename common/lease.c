@@ -3,12 +3,12 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "common/cancel.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
@@ -109,7 +109,6 @@ int jo_lease_new(struct jo_lease **out, struct jo_meta *m, const struct jo_lease
 		 struct jo_err *err)
 {
 	struct jo_lease *l;
-	sigset_t all, old;
 	int rc;
 
 	*out = NULL;
@@ -129,10 +128,7 @@ int jo_lease_new(struct jo_lease **out, struct jo_meta *m, const struct jo_lease
 		return jo_err_wrap(err, "lease keeper connection");
 	}
 	/* signals go to the main thread only */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
-	rc = pthread_create(&l->thr, NULL, keeper, l);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	rc = jo_thread_start(&l->thr, keeper, l);
 	if (rc) {
 		jo_lease_free(l);
 		return jo_err_set(err, JO_ENOMEM, "lease: cannot start renewal thread: %s",

@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,7 +907,6 @@ int jo_warmup_fetcher_new(struct jo_warmup_fetcher **out, int threads, int prefe
 			  jo_warmup_fail_cb fail, void *payload, struct jo_err *err)
 {
 	struct jo_warmup_fetcher *f;
-	sigset_t all, old;
 
 	*out = NULL;
 	if (threads < 1)
@@ -933,14 +931,11 @@ int jo_warmup_fetcher_new(struct jo_warmup_fetcher **out, int threads, int prefe
 	f->fail = fail;
 	f->payload = payload;
 	/* signals go to the main thread, which polls jo_cancelled() */
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (int i = 0; i < threads; i++) {
-		if (pthread_create(&f->th[i], NULL, fetch_worker, f))
+		if (jo_thread_start(&f->th[i], fetch_worker, f))
 			break;
 		f->nth++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!f->nth) {
 		jo_warmup_fetcher_free(f);
 		return jo_err_set(err, JO_ENOMEM, "cannot start threads");

@@ -52,9 +52,7 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 			*p = '_';
 	/* TrashDays as the format says right now (re-read at every run) */
 	r->edge = gc_now_s() - (int64_t)vol->fmt.trash_days * 86400;
-	/* as the clients' hourly job (doCleanupTrash): TrashDays plus two hours,
-	 * so every entry stays at least TrashDays in the trash */
-	r->trash_edge = gc_now_s() - ((int64_t)vol->fmt.trash_days * 24 + 2) * 3600;
+	r->trash_edge = jo_trash_edge(gc_now_s(), vol->fmt.trash_days);
 	if (vol->fmt.user_group_quota)
 		r->trash_skip = "the volume records user/group quotas, which jfsops does not update";
 	if (o->max_time_ms > 0)

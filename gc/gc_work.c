@@ -7,7 +7,6 @@
 
 #include <inttypes.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1051,16 +1050,12 @@ int gc_work(struct gc_run *r, struct jo_err *err)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	for (int i = 0; i < n; i++) {
-		sigset_t all, old;
 
 		if ((rc = gc_worker_init(&ws[i], r, i, err)) != 0) {
 			n = i;
 			break;
 		}
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		rc = pthread_create(&th[i], NULL, worker_main, &ws[i]);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		rc = jo_thread_start(&th[i], worker_main, &ws[i]);
 		if (rc) {
 			gc_worker_release(&ws[i]);
 			rc = jo_err_set(err, JO_ENOMEM, "cannot start worker thread");

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,7 +220,6 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 	pthread_t *tids = NULL;
 	struct worker *ws = NULL;
 	int started = 0, rc = 0;
-	sigset_t all, old;
 
 	memset(st, 0, sizeof(*st));
 	if (nthreads > LIST_MAX_THREADS)
@@ -244,15 +242,12 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 		rc = jo_err_set(err, JO_ENOMEM, "leakcheck: out of memory");
 		goto out;
 	}
-	sigfillset(&all);
-	pthread_sigmask(SIG_BLOCK, &all, &old);
 	for (int i = 0; i < nthreads; i++) {
 		ws[i].l = &l;
-		if (pthread_create(&tids[i], NULL, worker_main, &ws[i]) != 0)
+		if (jo_thread_start(&tids[i], worker_main, &ws[i]) != 0)
 			break;
 		started++;
 	}
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (!started) {
 		rc = jo_err_set(err, JO_ENOMEM, "leakcheck: cannot start lister threads");
 		goto out;

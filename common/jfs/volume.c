@@ -2,7 +2,6 @@
 #include "common/jfs/jfs.h"
 
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -550,18 +549,9 @@ int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_sour
 	pthread_mutex_init(&u.mu, NULL);
 	pthread_cond_init(&u.more, NULL);
 	pthread_cond_init(&u.room, NULL);
-	for (; nth < UPLOADERS && (uint32_t)nth < nb; nth++) {
-		sigset_t all, old;
-		int e;
-
-		/* signals stay with the main thread */
-		sigfillset(&all);
-		pthread_sigmask(SIG_BLOCK, &all, &old);
-		e = pthread_create(&th[nth], NULL, uploader, &u);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		if (e)
+	for (; nth < UPLOADERS && (uint32_t)nth < nb; nth++)
+		if (jo_thread_start(&th[nth], uploader, &u) != 0)
 			break;
-	}
 	if (nth == 0)
 		rc = jo_err_set(err, JO_ENOMEM, "cannot start an upload thread");
 	for (uint32_t i = 0; i < nb && !rc; i++) {

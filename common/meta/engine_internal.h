@@ -27,6 +27,9 @@ int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, cons
  * (error replies fail: NOAUTH/WRONGPASS as JO_EAUTH, others JO_EIO). */
 int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what);
 struct redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...);
+/* Redis: after MULTI, nq queued commands and EXEC were appended (pipelined),
+ * read their replies; *exec gets EXEC's (type NIL: a watched key changed). */
+int jo_rd_exec(struct jo_meta *m, size_t nq, struct redisReply **exec, struct jo_err *err);
 
 /* SQLite: prepare SQL whose '@' is the JuiceFS table prefix and '#' ours
  * for namespace ns (NULL: none). */

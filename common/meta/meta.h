@@ -56,6 +56,12 @@ static inline bool jo_ino_is_trash(uint64_t ino)
  * unix seconds. jo_trash_hour_parse: 0, or -1 for a name JuiceFS's
  * time.Parse would refuse (wrong shape, Feb 30, hour 24, ...). */
 int jo_trash_hour_parse(const char *name, size_t len, int64_t *ts);
+/* Hour directories older than this are due (the clients' doCleanupTrash:
+ * TrashDays plus two hours, so every entry stays at least TrashDays). */
+static inline int64_t jo_trash_edge(int64_t now, int trash_days)
+{
+	return now - ((int64_t)trash_days * 24 + 2) * 3600;
+}
 void jo_trash_hour_name(int64_t ts, char buf[32]);
 
 /* The volume's format record ("setting"), parsed. Strings are owned. */

@@ -83,6 +83,21 @@ static inline uint32_t jo_be32(const uint8_t *p)
 {
 	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
 }
+static inline void jo_put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+static inline void jo_put_be32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+/* Space JuiceFS accounts for an inode of this length (align4K: 4 KiB for 0). */
+static inline int64_t jo_align4k(uint64_t len)
+{
+	return len == 0 ? 4096 : (int64_t)((((len - 1) >> 12) + 1) << 12);
+}
 
 /*
  * The backend connection, for the mutating modules of common/meta

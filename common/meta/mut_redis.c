@@ -79,7 +79,7 @@ static int reply_i64(const redisReply *r, int64_t *out)
  * Run MULTI, the queued commands (already appended: nq of them), EXEC, and
  * read the replies. *exec gets the EXEC reply (NULL reply type NIL = aborted).
  */
-static int run_multi(struct jo_meta *m, size_t nq, redisReply **exec, struct jo_err *err)
+int jo_rd_exec(struct jo_meta *m, size_t nq, redisReply **exec, struct jo_err *err)
 {
 	redisReply *r;
 	int rc = 0;
@@ -196,7 +196,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			redisAppendCommand(RC(m), "HINCRBY sliceRef k%llu_%u -1",
 					   (unsigned long long)recs[i].id, recs[i].size);
 		redisAppendCommand(RC(m), "EXEC");
-		if ((rc = run_multi(m, nrec + 1, &exec, err)) != 0)
+		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
 			goto out;
 		rc = exec_freed(m, exec, nrec + 1, 1, recs, nrec, freed, nfreed, &fcap, err);
 		if (rc == 1)
@@ -340,7 +340,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 					   (unsigned long long)recs[i].id, recs[i].size);
 		redisAppendCommand(RC(m), "HDEL delSlices %s", field);
 		redisAppendCommand(RC(m), "EXEC");
-		if ((rc = run_multi(m, nrec + 1, &exec, err)) != 0)
+		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
 			goto out;
 		rc = exec_freed(m, exec, nrec + 1, 0, recs, nrec, freed, nfreed, &fcap, err);
 		if (rc == 1)

@@ -12,7 +12,6 @@
 
 #include <hiredis/hiredis.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,43 +31,22 @@
 #define AT_NLINK 47
 #define ATTR_MIN 63
 
-static int64_t align4k(uint64_t len)
-{
-	return len == 0 ? 4096 : (int64_t)((((len - 1) >> 12) + 1) << 12);
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
 /* Set the time at offset off (seconds then nanoseconds) to now. */
 static void stamp(uint8_t *attr, size_t off, const struct timespec *now)
 {
-	put64(attr + off, (uint64_t)now->tv_sec);
-	put32(attr + off + 8, (uint32_t)now->tv_nsec);
+	jo_put_be64(attr + off, (uint64_t)now->tv_sec);
+	jo_put_be32(attr + off + 8, (uint32_t)now->tv_nsec);
 }
 
-static int cmd_simple(redisContext *c, struct jo_meta *m, struct jo_err *err, const char *what,
-		      const char *fmt, ...)
+/* WATCH keys (a command whose reply is only checked). */
+static int watch(struct jo_meta *m, struct jo_err *err, uint64_t a, uint64_t b, bool two)
 {
-	va_list ap;
-	redisReply *r;
+	int rc;
+	redisReply *r = two ? jo_rd_cmd(m, err, &rc, "WATCH i%" PRIu64 " d%" PRIu64, a, b)
+			    : jo_rd_cmd(m, err, &rc, "WATCH i%" PRIu64, a);
 
-	va_start(ap, fmt);
-	r = redisvCommand(c, fmt, ap);
-	va_end(ap);
-	if (!r || r->type == REDIS_REPLY_ERROR)
-		return jo_rd_fail(m, r, err, what);
 	freeReplyObject(r);
-	return 0;
+	return r ? 0 : rc;
 }
 
 static void unwatch(redisContext *c)
@@ -104,7 +82,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 
 	*pattr = *attr = NULL;
 	res->status = JO_RM_DONE;
-	if ((rc = cmd_simple(c, m, err, "WATCH", "WATCH i%" PRIu64 " d%" PRIu64, parent, parent)))
+	if ((rc = watch(m, err, parent, parent, true)) != 0)
 		return rc;
 	r = redisCommand(c, "HGET d%" PRIu64 " %b", parent, name, nlen);
 	if (!r || r->type == REDIS_REPLY_ERROR)
@@ -129,9 +107,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 		res->status = JO_RM_WRONGTYPE;
 		return 0;
 	}
-	rc = dir ? cmd_simple(c, m, err, "WATCH", "WATCH i%" PRIu64 " d%" PRIu64, ino, ino)
-		 : cmd_simple(c, m, err, "WATCH", "WATCH i%" PRIu64, ino);
-	if (rc)
+	if ((rc = watch(m, err, ino, ino, dir)) != 0)
 		return rc;
 	mg = redisCommand(c, "MGET i%" PRIu64 " i%" PRIu64, parent, ino);
 	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 2)
@@ -181,28 +157,15 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 /* EXEC the queued block: *aborted when a watched key changed. */
 static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo_err *err)
 {
-	redisContext *c = jo_meta_redis_conn(m);
-	int rc = 0;
+	redisReply *exec;
+	int rc = jo_rd_exec(m, queued, &exec, err);
 
-	*aborted = false;
-	for (size_t i = 0; i < queued + 2; i++) {
-		void *v = NULL;
-		redisReply *r;
-
-		if (redisGetReply(c, &v) != REDIS_OK || !v)
-			return jo_rd_fail(m, NULL, err, "transaction");
-		r = v;
-		if (i == queued + 1) {
-			if (r->type == REDIS_REPLY_NIL)
-				*aborted = true;
-			else if (r->type != REDIS_REPLY_ARRAY && rc == 0)
-				rc = jo_rd_fail(m, r, err, "EXEC"), r = NULL;
-		} else if (r->type == REDIS_REPLY_ERROR && rc == 0) {
-			rc = jo_rd_fail(m, r, err, "queueing the transaction");
-			r = NULL;
-		}
-		freeReplyObject(r);
-	}
+	if (rc)
+		return rc;
+	*aborted = exec->type == REDIS_REPLY_NIL;
+	if (!*aborted && exec->type != REDIS_REPLY_ARRAY)
+		rc = jo_err_set(err, JO_EPROTO, "redis %s: unexpected EXEC reply", m->url.redacted);
+	freeReplyObject(exec);
 	return rc;
 }
 
@@ -213,15 +176,23 @@ static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64
 	redisContext *c = jo_meta_redis_conn(m);
 	redisReply *r = redisCommand(c, "HEXISTS dirUsedSpace %" PRIu64, dir);
 	bool have = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	int n = 0;
 
 	freeReplyObject(r);
 	if (!have)
 		return;
+	/* one round trip, as doUpdateDirStat pipelines them */
 	if (length)
-		freeReplyObject(redisCommand(c, "HINCRBY dirDataLength %" PRIu64 " %" PRId64, dir,
-					     -length));
-	freeReplyObject(redisCommand(c, "HINCRBY dirUsedSpace %" PRIu64 " %" PRId64, dir, -space));
-	freeReplyObject(redisCommand(c, "HINCRBY dirUsedInodes %" PRIu64 " -1", dir));
+		redisAppendCommand(c, "HINCRBY dirDataLength %" PRIu64 " %" PRId64, dir, -length), n++;
+	redisAppendCommand(c, "HINCRBY dirUsedSpace %" PRIu64 " %" PRId64, dir, -space), n++;
+	redisAppendCommand(c, "HINCRBY dirUsedInodes %" PRIu64 " -1", dir), n++;
+	while (n-- > 0) {
+		void *v = NULL;
+
+		if (redisGetReply(c, &v) != REDIS_OK)
+			return; /* the connection is gone: the next command reports it */
+		freeReplyObject(v);
+	}
 }
 
 int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
@@ -265,7 +236,7 @@ int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, s
 			}
 			stamp(b, AT_CTIME, &now);
 			a.nlink--;
-			put32(b + AT_NLINK, a.nlink);
+			jo_put_be32(b + AT_NLINK, a.nlink);
 		}
 		/* no attr: JuiceFS warns and drops the entry and the inode's keys */
 		update_parent = !jo_ino_is_trash(parent);
@@ -289,7 +260,7 @@ int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, s
 			int64_t space = 4096;
 
 			if (res->type == JO_TYPE_FILE) {
-				space = align4k(a.length);
+				space = jo_align4k(a.length);
 				redisAppendCommand(c, "ZADD delfiles %lld %" PRIu64 ":%" PRIu64,
 						   (long long)now.tv_sec, ino, a.length), q++;
 				res->delfile = true;
@@ -313,7 +284,7 @@ int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, s
 		if (dir_stats) {
 			uint64_t dl = res->type == JO_TYPE_FILE ? a.length : 0;
 
-			dir_stat_down(m, parent, (int64_t)dl, align4k(dl));
+			dir_stat_down(m, parent, (int64_t)dl, jo_align4k(dl));
 		}
 		return 0;
 	}
@@ -357,7 +328,7 @@ int jo_meta_redis_rmdir(struct jo_meta *m, uint64_t parent, const char *name, si
 		freeReplyObject(r);
 		clock_gettime(CLOCK_REALTIME, &now);
 		(void)jo_meta_decode_attr((const uint8_t *)pattr->str, pattr->len, &pa, &e2);
-		put32((uint8_t *)pattr->str + AT_NLINK, pa.nlink - 1);
+		jo_put_be32((uint8_t *)pattr->str + AT_NLINK, pa.nlink - 1);
 		stamp((uint8_t *)pattr->str, AT_MTIME, &now);
 		stamp((uint8_t *)pattr->str, AT_CTIME, &now);
 

@@ -17,14 +17,10 @@
 #include "common/err.h"
 #include "common/meta/engine_internal.h"
 #include "common/meta/meta.h"
+#include "common/meta/meta_internal.h"
 
 #define FLAG_IMMUTABLE 1
 #define FLAG_APPEND 2
-
-static int64_t align4k(uint64_t len)
-{
-	return len == 0 ? 4096 : (int64_t)((((len - 1) >> 12) + 1) << 12);
-}
 
 /*
  * Run one statement: its '?' take the n integers of v in order, then the
@@ -114,7 +110,7 @@ static int account(struct jo_meta *m, int64_t freed_space, uint64_t parent, bool
 	if (rc == 0 && dir_stats)
 		rc = RUN("UPDATE @dir_stats SET data_length=data_length-?, used_space=used_space-?, "
 			 "used_inodes=used_inodes-1 WHERE inode=?", length,
-			 align4k((uint64_t)length), (int64_t)parent);
+			 jo_align4k((uint64_t)length), (int64_t)parent);
 	return rc;
 }
 
@@ -170,7 +166,7 @@ int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, 
 	} else {
 		space = 4096;
 		if (res->type == JO_TYPE_FILE) {
-			space = align4k(res->length);
+			space = jo_align4k(res->length);
 			rc = RUN("INSERT INTO @delfile (inode, length, expire) VALUES (?, ?, ?)",
 				 (int64_t)ino, (int64_t)res->length, now / 1000000000);
 			res->delfile = rc == 0;
