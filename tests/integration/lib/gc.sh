@@ -115,8 +115,10 @@ assert b["tasks_planned"] == 0 and b["items_planned"] == 0, b
 print("planned %d tasks of %d items" % (a["tasks_planned"], a["items_planned"]), file=sys.stderr)
 PY
 	local pids=() i
+	# each worker is held to 200 deletes/s, so a task lasts long enough for the
+	# others to start: one fast worker cannot drain every task alone
 	for i in 1 2 3 4; do
-		"$JO_BIN" gc "$meta" --worker --delete --id "w$i" --audit "$JO_T/audit-$name.jsonl" \
+		"$JO_BIN" gc "$meta" --worker --delete --delete-rate 200 --id "w$i" --audit "$JO_T/audit-$name.jsonl" \
 			--json >"$JO_T/work$i-$name.json" 2>"$JO_T/work$i-$name.err" &
 		pids+=($!)
 	done
@@ -480,7 +482,7 @@ gc_run_signals() {
 	JO_GC_FILES=${JO_GC_SIGNAL_FILES:-600} gc_populate "$meta" "$bucket" "$name" 0 "$mp"
 	"$JO_BIN" gc "$meta" --plan --delete --task-size 20 >/dev/null || jo_die "$name: plan failed"
 	rc=0
-	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 40 --max-time 2s --json \
+	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 20 --max-time 2s --json \
 		--metrics-file "$JO_T/$name.prom" >"$JO_T/maxtime-$name.json" || rc=$?
 	[ $rc = 0 ] || jo_die "$name: --max-time run exited $rc"
 	counts=$(gc_leased "$meta")
@@ -491,7 +493,14 @@ gc_run_signals() {
 		jo_die "$name: metrics file lacks deleted objects"
 	grep -q '^jfsops_gc_last_success_timestamp_seconds ' "$JO_T/$name.prom" ||
 		jo_die "$name: metrics file lacks the last success time"
-	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 40 --threads 2 \
+	# SIGTERM: one task per kind, so the worker's first delete batch holds every
+	# pending object; at 10 deletes/s it is far from done when the signal comes
+	"$JO_BIN" gc "$meta" --reset-tasks --delete >/dev/null || jo_die "$name: reset failed"
+	"$JO_BIN" gc "$meta" --plan --delete --task-size 100000 >/dev/null || jo_die "$name: plan failed"
+	local pending
+	pending=$("$JO_BIN" gc "$meta" --worker --json | python3 -c 'import json, sys; print(json.loads(sys.stdin.read().splitlines()[-1])["objects"])')
+	[ "$pending" -ge 50 ] || jo_die "$name: only $pending objects pending before SIGTERM"
+	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 10 --threads 1 \
 		--audit "$JO_T/term-$name.jsonl" >/dev/null 2>&1 &
 	local pid=$!
 	sleep 1.5
@@ -499,10 +508,13 @@ gc_run_signals() {
 	rc=0
 	wait $pid || rc=$?
 	[ $rc = 143 ] || jo_die "$name: SIGTERM exit code $rc, expected 143"
-	# the batch in flight was finished: every slice it touched lost all its blocks
-	python3 - "$JO_T/term-$name.jsonl" $((4 << 20)) <<'PY' || jo_die "$name: SIGTERM cut a delete batch"
+	# the batch in flight was finished (not cut after ~15 rate-limited deletes),
+	# and every slice it touched lost all its blocks
+	python3 - "$JO_T/term-$name.jsonl" $((4 << 20)) "$pending" <<'PY' || jo_die "$name: SIGTERM cut a delete batch"
 import collections, json, sys
-bs = int(sys.argv[2])
+bs, pending = int(sys.argv[2]), int(sys.argv[3])
+n = sum(1 for line in open(sys.argv[1]) if json.loads(line)["result"] == "ok")
+assert n >= min(pending, 1000), "only %d of %d pending objects deleted: the batch was cut" % (n, pending)
 ok = collections.Counter()
 size = {}
 for line in open(sys.argv[1]):
@@ -513,7 +525,7 @@ for line in open(sys.argv[1]):
 assert ok, "nothing was deleted before the signal"
 part = [s for s in ok if ok[s] != (size[s] + bs - 1) // bs]
 assert not part, "slices deleted in part: %s" % part[:5]
-print("SIGTERM: %d slices, all their blocks deleted" % len(ok), file=sys.stderr)
+print("SIGTERM: the batch was finished: %d slices (%d objects), all their blocks deleted" % (len(ok), n), file=sys.stderr)
 PY
 	counts=$(gc_leased "$meta")
 	set -- $counts
