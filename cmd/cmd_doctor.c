@@ -89,29 +89,6 @@ static void report(struct doc *d, const char *check, enum verdict v, int code,
 	putchar('\n');
 }
 
-static const char *meta_hint(int code, const char *engine)
-{
-	bool redis = engine && !strcmp(engine, "redis");
-
-	switch (code) {
-	case JO_EINVAL:
-		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1 or sqlite3:///abs/path.db";
-	case JO_ECONNECT:
-	case JO_ETIMEOUT:
-		return "is the server running and reachable from here? check host, port and firewall";
-	case JO_EAUTH:
-		return redis ? "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD"
-			     : "credentials were refused";
-	case JO_ENOTJFS:
-		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
-	case JO_EUNSUPPORTED:
-		return "jfsops supports standalone Redis and SQLite volumes with MetaVersion <= 1";
-	case JO_ENOTFOUND:
-		return "the database file does not exist: check the path";
-	}
-	return NULL;
-}
-
 static const char *obj_hint(int code, const char *msg)
 {
 	if (msg && strstr(msg, "RequestTimeTooSkewed"))
@@ -394,7 +371,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		rc = jo_meta_load_format(m, &f, &err);
 	if (rc) {
 		report(&d, "metadata", FAIL, rc == JO_EAUTH ? DOCTOR_EXIT_META_AUTH : rc, err.msg,
-		       meta_hint(rc, m ? jo_meta_engine(m) : !strncmp(url, "redis", 5) ? "redis" : "sqlite3"));
+		       jo_meta_hint(url, rc));
 		goto done;
 	}
 	snprintf(detail, sizeof(detail), "%s %s holds volume '%s' (uuid %s)", jo_meta_engine(m),

@@ -1,6 +1,7 @@
 /* Shared command plumbing: error reporting, exit codes, opening a volume. */
 #include "cmd/cmd.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -72,31 +73,47 @@ int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 }
 
 /*
- * As juicefs does: a Redis password missing from the META-URL comes from
- * REDIS_PASSWORD, then META_PASSWORD.
+ * As juicefs does, a password missing from the META-URL comes from the
+ * environment: $META_PASSWORD, else the trimmed content of the file named by
+ * $META_PASSWORD_FILE; a Redis URL takes $REDIS_PASSWORD before either (the
+ * metadata layer picks by engine). A URL with its own password ignores all.
  */
-const char *cmd_env_meta_password(const char *url)
+void cmd_env_meta_passwords(const char **meta, const char **redis)
 {
-	const char *s = strstr(url, "://"), *at, *colon;
-	const char *env;
+	static char filepw[1024];
+	const char *env = getenv("META_PASSWORD");
 
-	if (s) {
-		s += 3;
-		at = strchr(s, '@');
-		colon = at ? memchr(s, ':', (size_t)(at - s)) : NULL;
-		if (colon && colon + 1 < at)
-			return NULL;  /* the URL has its own password */
+	*redis = getenv("REDIS_PASSWORD");
+	if (*redis && !**redis)
+		*redis = NULL;
+	if (env && *env) {
+		*meta = env;
+		return;
 	}
-	env = getenv("REDIS_PASSWORD");
-	if (!env || !*env)
-		env = getenv("META_PASSWORD");
-	return env && *env ? env : NULL;
+	*meta = NULL;
+	env = getenv("META_PASSWORD_FILE");
+	if (env && *env) {
+		FILE *f = fopen(env, "r");
+		size_t n;
+
+		if (!f)
+			return;
+		n = fread(filepw, 1, sizeof(filepw) - 1, f);
+		fclose(f);
+		filepw[n] = '\0';
+		while (n && isspace((unsigned char)filepw[n - 1]))
+			filepw[--n] = '\0';
+		n = strspn(filepw, " \t\r\n");
+		if (filepw[n])
+			*meta = filepw + n;
+	}
 }
 
 int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 {
-	struct jo_meta_open_opts mo = { .password = cmd_env_meta_password(url), .read_only = true };
+	struct jo_meta_open_opts mo = { .read_only = true };
 
+	cmd_env_meta_passwords(&mo.password, &mo.redis_password);
 	return jo_meta_open_with(out, url, &mo, err);
 }
 
@@ -264,7 +281,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	}
 	meta_url = url;
 	vo.meta_url = meta_url;
-	vo.meta_password = cmd_env_meta_password(meta_url);
+	cmd_env_meta_passwords(&vo.meta_password, &vo.meta_redis_password);
 	vo.meta_read_only = a->read_only;
 	vo.list_temp_files = a->list_temp_files;
 	vo.bucket = cv.v[JO_CFG_BUCKET];

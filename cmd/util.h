@@ -87,7 +87,7 @@ int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out,
 
 
 /* The META_PASSWORD / REDIS_PASSWORD for a URL without its own password. */
-const char *cmd_env_meta_password(const char *url);
+void cmd_env_meta_passwords(const char **meta, const char **redis);
 /* jo_meta_open with that password, for reading only. */
 int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
 

@@ -339,7 +339,7 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 	if ((rc = scan_rc(&p, rc, err, "delayed slices")) != 0)
 		goto out;
 
-	if (!strcmp(jo_meta_engine(m), "redis")) {
+	if (jo_meta_has(m, JO_META_HAS_ORPHAN_CHUNKS)) {
 		rc = jo_meta_scan_sustained(m, on_sustained, &p, err);
 		if (rc == 0)
 			rc = jo_meta_scan_detached(m, on_detached, &p, err);

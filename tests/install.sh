@@ -11,6 +11,7 @@ debs=(build-essential cmake pkg-config clang
       libcurl4-openssl-dev libssl-dev libsqlite3-dev sqlite3 libhiredis-dev
       libzstd-dev zstd liblz4-dev libjansson-dev libarchive-dev libexpat1-dev
       libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
+      libpq-dev libmariadb-dev postgresql mariadb-server etcd-server etcd-client
       python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils
       zsh faketime man-db time)
 missing=()

@@ -102,7 +102,8 @@ int jo_block_encode(int compress, const void *src, size_t len, uint8_t **out,
 
 struct jo_vol_opts {
 	const char *meta_url;
-	const char *meta_password;  /* overrides a password missing from the URL */
+	const char *meta_password;  /* a password missing from the URL ($META_PASSWORD) */
+	const char *meta_redis_password; /* Redis: taken before meta_password ($REDIS_PASSWORD) */
 	bool meta_read_only;        /* this command never changes the metadata */
 	/* Overrides of the stored storage settings (NULL: use the format's). */
 	const char *bucket;

@@ -23,6 +23,7 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	{
 		struct jo_meta_open_opts mo = { .password = opts->meta_password,
+						.redis_password = opts->meta_redis_password,
 						.read_only = opts->meta_read_only };
 
 		rc = jo_meta_open_with(&v->meta, opts->meta_url, &mo, err);

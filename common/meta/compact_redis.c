@@ -9,22 +9,16 @@
 
 #include "common/err.h"
 #include "common/jfs/jfs.h"
-#include "common/meta/engine_internal.h"
 #include "common/meta/meta_internal.h"
+#include "common/meta/meta_mut.h"
+#include "common/meta/redis_internal.h"
 
 #define TXN_RETRIES 50   /* as JuiceFS retries its optimistic transactions */
 
-int jo_meta_redis_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
-				  struct jo_err *err);
-int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
-				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);
-int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
-				struct jo_err *err);
-
-int jo_meta_redis_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
+static int rd_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
 				  struct jo_err *err)
 {
-	redisContext *c = jo_meta_redis_conn(m);
+	redisContext *c = jo_rd_conn(m);
 	redisReply *r = redisCommand(c, "INCRBY nextchunk %u", n);
 
 	if (!r || r->type != REDIS_REPLY_INTEGER)
@@ -85,10 +79,10 @@ static int add_freed(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t si
 	return 0;
 }
 
-int jo_meta_redis_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
+static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
-	redisContext *rc = jo_meta_redis_conn(m);
+	redisContext *rc = jo_rd_conn(m);
 	char key[64], field[64], dfield[64];
 	uint8_t newrec[24], *delayed = NULL;
 	size_t ndelayed = 0;
@@ -272,10 +266,10 @@ lost:
 	return code;
 }
 
-int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
+static int rd_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				struct jo_err *err)
 {
-	redisContext *c = jo_meta_redis_conn(m);
+	redisContext *c = jo_rd_conn(m);
 	char field[64];
 	redisReply *r;
 
@@ -286,3 +280,23 @@ int jo_meta_redis_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 	freeReplyObject(r);
 	return 0;
 }
+
+/* Redis forgets one slice per HDEL; there is no fsync to share. */
+static int rd_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n,
+			    struct jo_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		int rc = jo_mut_forget_slice(m, v[i].id, v[i].size, err);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+const struct jo_compact_ops jo_rd_compact_ops = {
+	.alloc_slice_ids = rd_alloc_slice_ids,
+	.commit = rd_compact_commit,
+	.slice_abandon = rd_slice_abandon,
+	.forget_slices = rd_forget_slices,
+};

@@ -1,7 +1,8 @@
 /*
- * engine_internal.h: the small engine helpers that the mutating modules of
- * common/meta share (mut_*.c, compact_*.c), so transactions and error
- * reporting are written once per engine. Only common/meta includes this.
+ * engine_internal.h: what a metadata-engine family implements besides the
+ * reads of struct jo_meta_ops (meta_internal.h): the section tables of gc
+ * mutations, trash removal, task records and compaction, and the small
+ * helpers they share. Only common/meta includes this.
  */
 #ifndef JO_META_ENGINE_INTERNAL_H
 #define JO_META_ENGINE_INTERNAL_H
@@ -10,55 +11,64 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/meta/meta_mut.h"
+
 struct jo_err;
 struct jo_meta;
-struct redisReply;
-struct sqlite3_stmt;
+struct jo_compact_commit;
+struct jo_slice_id;
 
-/*
- * Redis: report a failed command. r NULL means the connection failed
- * (JO_ECONNECT for I/O or EOF); otherwise r is an error or unexpected reply
- * (JO_EIO) and is freed here. Returns the code.
- */
-int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, const char *what);
+/* A family's gc mutations, trash removal and task records (meta_mut.h). */
+struct jo_mut_ops {
+	int (*delete_chunk)(struct jo_meta *, uint64_t, uint32_t, struct jo_sref **, size_t *,
+			    struct jo_err *);
+	int (*file_chunks)(struct jo_meta *, uint64_t, uint64_t, uint32_t **, size_t *,
+			   struct jo_err *);
+	int (*delfile_exists)(struct jo_meta *, uint64_t, uint64_t, bool *, struct jo_err *);
+	int (*remove_delfile)(struct jo_meta *, uint64_t, uint64_t, struct jo_err *);
+	int (*cleanup_delslice)(struct jo_meta *, uint64_t, int64_t, int64_t, struct jo_sref **,
+				size_t *, bool *, struct jo_err *);
+	int (*slice_deletable)(struct jo_meta *, uint64_t, uint32_t, bool *, struct jo_err *);
+	int (*forget_slice)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
+	int (*inode_exists)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
+	int (*is_detached)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
+	int (*scan_orphan_chunks)(struct jo_meta *, jo_mut_chunk_cb, void *, struct jo_err *);
+	int (*unlink)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
+		      struct jo_err *);
+	int (*rmdir)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
+		     struct jo_err *);
+	int (*task_init)(struct jo_meta *, const char *, struct jo_err *);
+	int (*task_add)(struct jo_meta *, const char *, const char *, const char *const *, size_t,
+			int64_t *, size_t *, struct jo_err *);
+	int (*task_claim)(struct jo_meta *, const char *, const char *, int64_t,
+			  struct jo_mut_task *, struct jo_err *);
+	int (*task_renew)(struct jo_meta *, const char *, int64_t, const char *, int64_t,
+			  int64_t *, struct jo_err *);
+	int (*task_release)(struct jo_meta *, const char *, int64_t, const char *,
+			    struct jo_err *);
+	int (*task_complete)(struct jo_meta *, const char *, int64_t, const char *,
+			     struct jo_err *);
+	int (*task_count)(struct jo_meta *, const char *, int64_t *, int64_t *, struct jo_err *);
+	int (*task_scan)(struct jo_meta *, const char *, jo_mut_task_cb, void *, struct jo_err *);
+	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
+};
 
-/* Redis (meta_redis.c): report a lost/failed connection (JO_ECONNECT for
- * I/O or EOF), and run one command: NULL on failure with *rc the code
- * (error replies fail: NOAUTH/WRONGPASS as JO_EAUTH, others JO_EIO). */
-int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what);
-struct redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...);
-/* Redis: after MULTI, nq queued commands and EXEC were appended (pipelined),
- * read their replies; *exec gets EXEC's (type NIL: a watched key changed). */
-int jo_rd_exec(struct jo_meta *m, size_t nq, struct redisReply **exec, struct jo_err *err);
-
-/* SQLite: prepare SQL whose '@' is the JuiceFS table prefix and '#' ours
- * for namespace ns (NULL: none). */
-int jo_sq_prep(struct jo_meta *m, const char *ns, struct sqlite3_stmt **st, struct jo_err *err,
-	       const char *fmt);
-/* SQLite: the last error of m's database as JO_EIO, with what failed. */
-int jo_sq_fail(struct jo_meta *m, struct jo_err *err, const char *what);
-/* SQLite: BEGIN IMMEDIATE (waiting out other writers), COMMIT (rolls back on
- * failure), ROLLBACK (best effort). */
-int jo_sq_begin(struct jo_meta *m, struct jo_err *err);
-int jo_sq_commit(struct jo_meta *m, struct jo_err *err);
-void jo_sq_rollback(struct jo_meta *m);
+/* A family's compaction bookkeeping (meta_compact.h). */
+struct jo_compact_ops {
+	int (*alloc_slice_ids)(struct jo_meta *, uint32_t, uint64_t *, struct jo_err *);
+	int (*commit)(struct jo_meta *, const struct jo_compact_commit *, struct jo_slice_id **,
+		      size_t *, struct jo_err *);
+	int (*slice_abandon)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
+	int (*forget_slices)(struct jo_meta *, const struct jo_slice_id *, size_t, struct jo_err *);
+};
 
 /* Slice lists of the refcount-decrementing transactions (mut.c):
  * append (JO_ENOMEM on failure); at the end free recs and, on error,
  * *freed (reset to empty). Returns rc. */
-struct jo_sref;
 int jo_sref_push(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size);
 int jo_sref_finish(int rc, struct jo_sref *recs, struct jo_sref **freed, size_t *nfreed);
 
-/* Trash-entry removal (rm_redis.c / rm_sqlite.c), dispatched by mut.c. */
-struct jo_rm_res;
-int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-int jo_meta_redis_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-			bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-			  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-int jo_meta_sqlite_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+/* Task namespace and owner checks (mut.c), for families that build names from them. */
+#define JO_TASK_NS_MAX 16
 
 #endif

@@ -15,314 +15,6 @@
 #include <string.h>
 #include <time.h>
 
-/* ---------------------------------------------------------------- URL */
-
-int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > 20)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		uint64_t d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
-
-static char *dup_n(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-
-	if (!p)
-		return NULL;
-	memcpy(p, s, n);
-	p[n] = '\0';
-	return p;
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Percent-decode s[0..n) into a new string; NULL on bad escape (errno EINVAL) or OOM. */
-static char *pct_decode(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-	size_t j = 0;
-
-	if (!p)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int h, l;
-			if (i + 2 >= n) {
-				free(p);
-				errno = EINVAL;
-				return NULL;
-			}
-			h = hexval((unsigned char)s[i + 1]);
-			l = hexval((unsigned char)s[i + 2]);
-			if (h < 0 || l < 0) {
-				free(p);
-				errno = EINVAL;
-				return NULL;
-			}
-			p[j++] = (char)(h * 16 + l);
-			i += 2;
-		} else {
-			p[j++] = s[i];
-		}
-	}
-	p[j] = '\0';
-	return p;
-}
-
-void jo_meta_url_release(struct jo_meta_url *u)
-{
-	if (!u)
-		return;
-	free(u->engine);
-	free(u->user);
-	free(u->password);
-	free(u->host);
-	free(u->path);
-	free(u->table_prefix);
-	free(u->redacted);
-	memset(u, 0, sizeof(*u));
-}
-
-/* Find query parameter `key` in q (without '?'); returns its value span. */
-static bool query_get(const char *q, const char *key, const char **val, size_t *vlen)
-{
-	size_t klen = strlen(key);
-
-	while (q && *q) {
-		const char *amp = strchr(q, '&');
-		size_t n = amp ? (size_t)(amp - q) : strlen(q);
-		if (n > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
-			*val = q + klen + 1;
-			*vlen = n - klen - 1;
-			return true;
-		}
-		q = amp ? amp + 1 : NULL;
-	}
-	return false;
-}
-
-static int parse_sqlite(struct jo_meta_url *u, const char *rest, struct jo_err *err)
-{
-	const char *q = strchr(rest, '?');
-	size_t plen = q ? (size_t)(q - rest) : strlen(rest);
-	const char *val;
-	size_t vlen;
-
-	if (plen == 0)
-		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL has no database path");
-	u->path = pct_decode(rest, plen);
-	if (!u->path)
-		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL: bad percent escape in path");
-	if (q && query_get(q + 1, "table_prefix", &val, &vlen) && vlen > 0) {
-		u->table_prefix = malloc(vlen + 6);
-		if (!u->table_prefix)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		snprintf(u->table_prefix, vlen + 6, "jfs_%.*s_", (int)vlen, val);
-		for (size_t i = 4; i < 4 + vlen; i++) {
-			char c = u->table_prefix[i];
-			if (!isalnum((unsigned char)c) && c != '_')
-				return jo_err_set(err, JO_EINVAL,
-						  "sqlite3 META-URL: bad table_prefix");
-		}
-	} else {
-		u->table_prefix = strdup("jfs_");
-		if (!u->table_prefix)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
-	return 0;
-}
-
-/* rest = everything after "redis://" / "rediss://". pw_start/pw_len: the
- * password span inside the original URL (for redaction). */
-static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_start,
-		       size_t *pw_len, struct jo_err *err)
-{
-	const char *end = rest + strlen(rest);
-	const char *q = strchr(rest, '?');
-	const char *at, *hp, *hend, *slash;
-
-	if (q)
-		end = q;
-	/* Userinfo ends at the last '@' before the query (passwords may hold '/'). */
-	at = NULL;
-	for (const char *p = rest; p < end; p++)
-		if (*p == '@')
-			at = p;
-	hp = rest;
-	if (at) {
-		const char *colon = memchr(rest, ':', (size_t)(at - rest));
-		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
-		if (ulen > 0) {
-			u->user = pct_decode(rest, ulen);
-			if (!u->user)
-				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad percent escape in user");
-		}
-		if (colon) {
-			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
-			if (!u->password)
-				return jo_err_set(err, JO_EINVAL,
-						  "redis META-URL: bad percent escape in password");
-			*pw_start = colon + 1;
-			*pw_len = (size_t)(at - colon - 1);
-		}
-		hp = at + 1;
-	}
-	slash = memchr(hp, '/', (size_t)(end - hp));
-	hend = slash ? slash : end;
-	if (memchr(hp, ',', (size_t)(hend - hp)))
-		return jo_err_set(err, JO_EUNSUPPORTED,
-				  "redis cluster and sentinel META-URLs (several hosts) are not supported");
-	if (hend == hp)
-		return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
-	u->port = 6379;
-	if (*hp == '[') {
-		const char *rb = memchr(hp, ']', (size_t)(hend - hp));
-		if (!rb || rb == hp + 1)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
-		u->host = dup_n(hp + 1, (size_t)(rb - hp - 1));
-		hp = rb + 1;
-		if (hp < hend && *hp != ':')
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
-	} else {
-		const char *colon = memchr(hp, ':', (size_t)(hend - hp));
-		const char *he = colon ? colon : hend;
-		if (he == hp)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
-		for (const char *p = hp; p < he; p++)
-			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad host name");
-		u->host = dup_n(hp, (size_t)(he - hp));
-		hp = he;
-	}
-	if (!u->host)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	if (hp < hend) { /* ":port" */
-		uint64_t port;
-		if (jo_meta_parse_u64(hp + 1, (size_t)(hend - hp - 1), &port) != 0 || port == 0 ||
-		    port > 65535)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad port");
-		u->port = (int)port;
-	}
-	u->db = 0;
-	if (slash && slash + 1 < end) {
-		uint64_t db;
-		if (jo_meta_parse_u64(slash + 1, (size_t)(end - slash - 1), &db) != 0 || db > 100000)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
-		u->db = (int)db;
-	}
-	return 0;
-}
-
-static int parse_unix(struct jo_meta_url *u, const char *rest, const char **pw_start,
-		      size_t *pw_len, struct jo_err *err)
-{
-	const char *q = strchr(rest, '?');
-	const char *end = q ? q : rest + strlen(rest);
-	const char *at = NULL, *val;
-	size_t vlen;
-
-	for (const char *p = rest; p < end; p++)
-		if (*p == '@')
-			at = p;
-	if (at) {
-		const char *colon = memchr(rest, ':', (size_t)(at - rest));
-		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
-		if (ulen > 0 && !(u->user = pct_decode(rest, ulen)))
-			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
-		if (colon) {
-			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
-			if (!u->password)
-				return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
-			*pw_start = colon + 1;
-			*pw_len = (size_t)(at - colon - 1);
-		}
-		rest = at + 1;
-	}
-	if (rest >= end || *rest != '/')
-		return jo_err_set(err, JO_EINVAL, "unix META-URL needs an absolute socket path");
-	u->path = dup_n(rest, (size_t)(end - rest));
-	if (!u->path)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	u->db = 0;
-	if (q && query_get(q + 1, "db", &val, &vlen)) {
-		uint64_t db;
-		if (jo_meta_parse_u64(val, vlen, &db) != 0 || db > 100000)
-			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad database number");
-		u->db = (int)db;
-	}
-	return 0;
-}
-
-int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err)
-{
-	const char *sep, *pw_start = NULL;
-	size_t pw_len = 0, slen;
-	int rc;
-
-	memset(u, 0, sizeof(*u));
-	if (!url || !(sep = strstr(url, "://")))
-		return jo_err_set(err, JO_EINVAL, "META-URL must look like engine://...");
-	slen = (size_t)(sep - url);
-	if (slen == 5 && strncmp(url, "redis", 5) == 0) {
-		u->engine = strdup("redis");
-		rc = parse_redis(u, sep + 3, &pw_start, &pw_len, err);
-	} else if (slen == 6 && strncmp(url, "rediss", 6) == 0) {
-		u->engine = strdup("redis");
-		u->tls = true;
-		rc = parse_redis(u, sep + 3, &pw_start, &pw_len, err);
-	} else if (slen == 4 && strncmp(url, "unix", 4) == 0) {
-		u->engine = strdup("redis");
-		u->unix_socket = true;
-		rc = parse_unix(u, sep + 3, &pw_start, &pw_len, err);
-	} else if (slen == 7 && strncmp(url, "sqlite3", 7) == 0) {
-		u->engine = strdup("sqlite3");
-		rc = parse_sqlite(u, sep + 3, err);
-	} else if (slen == 0) {
-		rc = jo_err_set(err, JO_EINVAL, "META-URL has no engine name");
-	} else {
-		rc = jo_err_set(err, JO_EUNSUPPORTED,
-				"metadata engine \"%.*s\" is not supported (redis, sqlite3 only)",
-				(int)(slen > 32 ? 32 : slen), url);
-	}
-	if (rc == 0 && !u->engine)
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-	if (rc == 0) {
-		size_t n = strlen(url) + 8;
-		u->redacted = malloc(n);
-		if (!u->redacted) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		} else if (pw_start) {
-			snprintf(u->redacted, n, "%.*s****%s", (int)(pw_start - url), url,
-				 pw_start + pw_len);
-		} else {
-			memcpy(u->redacted, url, strlen(url) + 1);
-		}
-	}
-	if (rc != 0)
-		jo_meta_url_release(u);
-	return rc;
-}
-
 /* ---------------------------------------------------------------- attr */
 
 int jo_meta_decode_attr(const uint8_t *b, size_t len, struct jo_attr *a, struct jo_err *err)
@@ -595,22 +287,40 @@ fail:
 
 static const struct jo_meta_ops *ops_for(const char *engine)
 {
-	if (strcmp(engine, "redis") == 0)
-		return &jo_meta_redis_ops;
-	return &jo_meta_sqlite_ops;
+	static const struct {
+		const char *engine;
+		const struct jo_meta_ops *ops;
+	} families[] = {
+		{ "redis", &jo_meta_redis_ops },
+		{ "sqlite3", &jo_meta_sql_ops },
+		{ "postgres", &jo_meta_sql_ops },
+		{ "mysql", &jo_meta_sql_ops },
+	};
+
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+		if (!strcmp(engine, families[i].engine))
+			return families[i].ops;
+	return NULL;
 }
 
 static int open_parsed(struct jo_meta **out, struct jo_meta_url *u, struct jo_err *err)
 {
-	struct jo_meta *m = calloc(1, sizeof(*m));
+	const struct jo_meta_ops *ops = ops_for(u->engine);
+	struct jo_meta *m;
 	int rc;
 
+	if (!ops) {
+		rc = jo_err_set(err, JO_EUNSUPPORTED, "metadata engine %s is not supported", u->engine);
+		jo_meta_url_release(u);
+		return rc;
+	}
+	m = calloc(1, sizeof(*m));
 	if (!m) {
 		jo_meta_url_release(u);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	m->url = *u;
-	m->ops = ops_for(u->engine);
+	m->ops = ops;
 	rc = m->ops->open(m, err);
 	if (rc != 0) {
 		jo_meta_url_release(&m->url);
@@ -621,24 +331,38 @@ static int open_parsed(struct jo_meta **out, struct jo_meta_url *u, struct jo_er
 	return 0;
 }
 
+static int set_password(struct jo_meta_url *u, const char *pw, struct jo_err *err)
+{
+	free(u->password);
+	u->password = strdup(pw);
+	if (!u->password) {
+		jo_meta_url_release(u);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 int jo_meta_open_with(struct jo_meta **out, const char *url,
 		      const struct jo_meta_open_opts *opts, struct jo_err *err)
 {
 	struct jo_meta_url u;
+	const char *pw = NULL;
 	int rc;
 
 	*out = NULL;
 	rc = jo_meta_url_parse(&u, url, err);
 	if (rc != 0)
 		return rc;
-	if (opts && opts->password && opts->password[0]) {
-		free(u.password);
-		u.password = strdup(opts->password);
-		if (!u.password) {
-			jo_meta_url_release(&u);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
+	/* as juicefs: Redis takes REDIS_PASSWORD before META_PASSWORD; only a
+	 * URL without a password of its own takes either */
+	if (opts && !u.password) {
+		if (!strcmp(u.engine, "redis") && opts->redis_password && *opts->redis_password)
+			pw = opts->redis_password;
+		else if (opts->password && *opts->password)
+			pw = opts->password;
 	}
+	if (pw && (rc = set_password(&u, pw, err)) != 0)
+		return rc;
 	u.read_only = opts && opts->read_only;
 	return open_parsed(out, &u, err);
 }
@@ -648,26 +372,28 @@ int jo_meta_open(struct jo_meta **out, const char *url, struct jo_err *err)
 	return jo_meta_open_with(out, url, NULL, err);
 }
 
-static char *sdup(const char *s)
+static int sdup(char **dst, const char *s)
 {
-	return s ? strdup(s) : NULL;
+	*dst = s ? strdup(s) : NULL;
+	return s && !*dst ? -1 : 0;
 }
 
 int jo_meta_dup(struct jo_meta *m, struct jo_meta **out, struct jo_err *err)
 {
 	struct jo_meta_url u = m->url;
+	int bad = 0;
 
 	*out = NULL;
-	u.engine = sdup(m->url.engine);
-	u.user = sdup(m->url.user);
-	u.password = sdup(m->url.password);
-	u.host = sdup(m->url.host);
-	u.path = sdup(m->url.path);
-	u.table_prefix = sdup(m->url.table_prefix);
-	u.redacted = sdup(m->url.redacted);
-	if (!u.engine || !u.redacted || (m->url.user && !u.user) ||
-	    (m->url.password && !u.password) || (m->url.host && !u.host) ||
-	    (m->url.path && !u.path) || (m->url.table_prefix && !u.table_prefix)) {
+	bad |= sdup(&u.engine, m->url.engine);
+	bad |= sdup(&u.user, m->url.user);
+	bad |= sdup(&u.password, m->url.password);
+	bad |= sdup(&u.host, m->url.host);
+	bad |= sdup(&u.dbname, m->url.dbname);
+	bad |= sdup(&u.path, m->url.path);
+	bad |= sdup(&u.query, m->url.query);
+	bad |= sdup(&u.table_prefix, m->url.table_prefix);
+	bad |= sdup(&u.redacted, m->url.redacted);
+	if (bad) {
 		jo_meta_url_release(&u);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
@@ -687,7 +413,18 @@ void jo_meta_close(struct jo_meta *m)
 
 const char *jo_meta_engine(const struct jo_meta *m)
 {
-	return m->ops->engine;
+	return m->ops->engine(m);
+}
+
+bool jo_meta_has(const struct jo_meta *m, unsigned cap)
+{
+	return (m->ops->caps(m) & cap) == cap;
+}
+
+int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err)
+{
+	*out = NULL;
+	return m->ops->describe(m, out, err);
 }
 
 const char *jo_meta_url_redacted(const struct jo_meta *m)

@@ -6,8 +6,12 @@
  *   redis://[[user]:pass@]host[:port][/db]     (also rediss://, unix sockets
  *                                               as unix:///path/redis.sock[?db=N])
  *   sqlite3://relative/path.db | sqlite3:///abs/path.db[?table_prefix=X]
- * Backends (redis via hiredis, sqlite3) sit behind a vtable in meta_internal.h;
- * a new engine is a new file, not an `if` in every caller.
+ *   postgres://[user[:pass]]@host[:5432]/db[?sslmode=...&search_path=S&table_prefix=X]
+ *   postgres://user[:pass]@/db?host=/socket/dir
+ *   mysql://user[:pass]@(host:3306)/db | @tcp(host:port)/db | @unix(/path.sock)/db [?tls=...]
+ * Engine families (redis via hiredis; sql over sqlite3, libpq and MariaDB
+ * Connector/C) sit behind one table each (meta_internal.h); a new engine is
+ * a new family or a new SQL driver, not an `if` in every caller.
  *
  * Threading: a handle is NOT thread-safe. Use jo_meta_dup() to get another
  * connection for another thread. Scan callbacks run with no request in
@@ -108,6 +112,8 @@ struct jo_meta_open_opts {
 	/* When non-NULL and non-empty, overrides the password in the URL (cmd/
 	 * passes $REDIS_PASSWORD / $META_PASSWORD here; common/ never reads env). */
 	const char *password;
+	/* Redis only: $REDIS_PASSWORD, which Redis takes before `password`. */
+	const char *redis_password;
 	/*
 	 * Open for reading only: SQLite opens the file read-only, so closing
 	 * never checkpoints a client's write-ahead log into it (nothing on disk
@@ -135,8 +141,25 @@ int jo_meta_decode_attr(const uint8_t *buf, size_t len, struct jo_attr *out,
 int jo_meta_dup(struct jo_meta *m, struct jo_meta **out, struct jo_err *err);
 void jo_meta_close(struct jo_meta *m);
 
-/* "redis" or "sqlite3". Borrowed, static. */
+/* The engine: "redis", "sqlite3", "postgres" or "mysql". Borrowed, static.
+ * For messages only: callers ask jo_meta_has() what an engine can do. */
 const char *jo_meta_engine(const struct jo_meta *m);
+
+/* What a handle's engine family can do (enum jo_meta_cap in meta_internal.h
+ * for the family side; the public names are these). */
+#define JO_META_HAS_ORPHAN_CHUNKS (1u << 0)  /* chunks can outlive their inode (Redis) */
+#define JO_META_HAS_SNAPSHOT_SCANS (1u << 1) /* scans read one consistent snapshot */
+bool jo_meta_has(const struct jo_meta *m, unsigned cap);
+
+/* The server and its version ("PostgreSQL 15.18", "Redis 7.0.15"), malloc'd. */
+int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err);
+
+/*
+ * A fix hint for a failure of jo_meta_open(url) or of the first reads
+ * (code = the JO_E* code), in the words of that URL's engine. Static.
+ * Works from the URL alone (the handle may not exist).
+ */
+const char *jo_meta_hint(const char *url, int code);
 /* The URL with the password replaced by "****". Borrowed, lives with m. */
 const char *jo_meta_url_redacted(const struct jo_meta *m);
 

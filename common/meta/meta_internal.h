@@ -9,30 +9,57 @@
 
 /* A parsed META-URL. All strings owned (NULL when absent). */
 struct jo_meta_url {
-	char *engine;       /* "redis" or "sqlite3" */
+	char *engine;       /* the scheme's engine: "redis", "sqlite3", "postgres", "mysql" */
 	bool tls;           /* rediss:// */
-	bool unix_socket;   /* unix:// */
-	char *user;         /* redis ACL user, may be NULL */
+	bool unix_socket;   /* redis unix://, mysql unix(...), postgres ?host=/dir */
+	char *user;         /* redis ACL user / SQL user, may be NULL */
 	char *password;     /* NULL when none given */
-	char *host;         /* redis host (no brackets for IPv6) */
-	int port;           /* redis port (default 6379) */
+	char *host;         /* redis/SQL host (no brackets for IPv6) */
+	int port;           /* redis port (default 6379), SQL port (0: the driver's default) */
 	int db;             /* redis db number (default 0) */
+	char *dbname;       /* SQL database name */
 	char *path;         /* sqlite3 file or unix socket path */
-	char *table_prefix; /* sqlite3: "jfs_" or "jfs_X_" */
+	char *query;        /* SQL: the URL's query without juicefs's own keys ("" when none) */
+	char *table_prefix; /* SQL: "jfs_" or "jfs_X_" */
 	char *redacted;     /* the URL with the password as "****" */
 	bool read_only;     /* opened for reading only (jo_meta_open_opts) */
 };
-
 /* Parse a META-URL (no I/O). JO_EINVAL when malformed, JO_EUNSUPPORTED for
  * engines and forms we do not handle (cluster, sentinel, mysql, tikv...). */
 int jo_meta_url_parse(struct jo_meta_url *out, const char *url, struct jo_err *err);
 void jo_meta_url_release(struct jo_meta_url *u);
 
+struct jo_mut_ops;
+struct jo_compact_ops;
+
+/* Capabilities a family may have (jo_meta_has()). */
+enum jo_meta_cap {
+	/* chunk records can outlive their inode (Redis: a shrunk-then-deleted
+	 * file leaves c{ino}_{indx} keys past its length) */
+	JO_META_CAP_ORPHAN_CHUNKS = JO_META_HAS_ORPHAN_CHUNKS,
+	/* each scan reads one consistent snapshot of the volume */
+	JO_META_CAP_SNAPSHOT_SCANS = JO_META_HAS_SNAPSHOT_SCANS,
+};
+
+/*
+ * One engine family: everything jfsops does on a volume's metadata, behind
+ * one table. Families: redis (meta_redis.c, mut_redis.c, rm_redis.c,
+ * compact_redis.c) and sql (sql_*.c over a driver per dialect, sql_internal.h).
+ * A family is picked by the META-URL's engine in meta.c; nothing outside
+ * common/meta/ compares engine names.
+ */
 struct jo_meta_ops {
-	const char *engine;
-	/* Connect to u (already parsed); store the backend state in m->be. */
+	const char *family;
+	/* The engine behind this handle ("redis", "sqlite3", "postgres", ...). */
+	const char *(*engine)(const struct jo_meta *m);
+	unsigned (*caps)(const struct jo_meta *m);
+	/* Connect to m->url (already parsed); store the backend state in m->be. */
 	int (*open)(struct jo_meta *m, struct jo_err *err);
 	void (*close)(struct jo_meta *m);
+	/* The server and its version, for doctor ("Redis 7.0.15", ...): malloc'd. */
+	int (*describe)(struct jo_meta *m, char **out, struct jo_err *err);
+
+	/* ---- reads (meta.h) */
 	/* The raw format JSON (malloc'd). JO_ENOTJFS when absent. */
 	int (*get_setting)(struct jo_meta *m, char **json, struct jo_err *err);
 	int (*lookup)(struct jo_meta *m, uint64_t parent, const char *name,
@@ -60,6 +87,11 @@ struct jo_meta_ops {
 			      struct jo_err *err);
 	int (*scan_detached)(struct jo_meta *m, jo_meta_detached_cb cb, void *payload, struct jo_err *err);
 	int (*get_counter)(struct jo_meta *m, const char *name, int64_t *out, struct jo_err *err);
+
+	/* ---- gc mutations, trash unlink/rmdir, task records and leases (meta_mut.h) */
+	const struct jo_mut_ops *mut;
+	/* ---- compaction (meta_compact.h) */
+	const struct jo_compact_ops *compact;
 };
 
 struct jo_meta {
@@ -68,8 +100,9 @@ struct jo_meta {
 	void *be;
 };
 
+/* The families. */
 extern const struct jo_meta_ops jo_meta_redis_ops;
-extern const struct jo_meta_ops jo_meta_sqlite_ops;
+extern const struct jo_meta_ops jo_meta_sql_ops;
 
 /* Helpers shared by the backends. */
 int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out); /* 0 ok, -1 bad */
@@ -98,17 +131,5 @@ static inline int64_t jo_align4k(uint64_t len)
 {
 	return len == 0 ? 4096 : (int64_t)((((len - 1) >> 12) + 1) << 12);
 }
-
-/*
- * The backend connection, for the mutating modules of common/meta
- * (compaction, gc) that speak the engine directly. NULL when m is of the
- * other engine. Borrowed; lives with m.
- */
-struct redisContext;
-struct sqlite3;
-struct redisContext *jo_meta_redis_conn(struct jo_meta *m);
-struct sqlite3 *jo_meta_sqlite_db(struct jo_meta *m);
-/* The SQL table prefix ("jfs_" or "jfs_X_"). */
-const char *jo_meta_sqlite_prefix(struct jo_meta *m);
 
 #endif

@@ -208,41 +208,4 @@ int jo_mut_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void 
 /* Remove every task record of ns (tests, `gc --reset-tasks`). */
 int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
 
-/* Engine-private dispatch targets (mut_redis.c / mut_sqlite.c). */
-struct jo_mut_ops {
-	int (*delete_chunk)(struct jo_meta *, uint64_t, uint32_t, struct jo_sref **, size_t *,
-			    struct jo_err *);
-	int (*file_chunks)(struct jo_meta *, uint64_t, uint64_t, uint32_t **, size_t *,
-			   struct jo_err *);
-	int (*delfile_exists)(struct jo_meta *, uint64_t, uint64_t, bool *, struct jo_err *);
-	int (*remove_delfile)(struct jo_meta *, uint64_t, uint64_t, struct jo_err *);
-	int (*cleanup_delslice)(struct jo_meta *, uint64_t, int64_t, int64_t, struct jo_sref **,
-				size_t *, bool *, struct jo_err *);
-	int (*slice_deletable)(struct jo_meta *, uint64_t, uint32_t, bool *, struct jo_err *);
-	int (*forget_slice)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
-	int (*inode_exists)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
-	int (*is_detached)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
-	int (*scan_orphan_chunks)(struct jo_meta *, jo_mut_chunk_cb, void *, struct jo_err *);
-	int (*unlink)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
-		      struct jo_err *);
-	int (*rmdir)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
-		     struct jo_err *);
-	int (*task_init)(struct jo_meta *, const char *, struct jo_err *);
-	int (*task_add)(struct jo_meta *, const char *, const char *, const char *const *, size_t,
-			int64_t *, size_t *, struct jo_err *);
-	int (*task_claim)(struct jo_meta *, const char *, const char *, int64_t,
-			  struct jo_mut_task *, struct jo_err *);
-	int (*task_renew)(struct jo_meta *, const char *, int64_t, const char *, int64_t,
-			  int64_t *, struct jo_err *);
-	int (*task_release)(struct jo_meta *, const char *, int64_t, const char *,
-			    struct jo_err *);
-	int (*task_complete)(struct jo_meta *, const char *, int64_t, const char *,
-			     struct jo_err *);
-	int (*task_count)(struct jo_meta *, const char *, int64_t *, int64_t *, struct jo_err *);
-	int (*task_scan)(struct jo_meta *, const char *, jo_mut_task_cb, void *, struct jo_err *);
-	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
-};
-extern const struct jo_mut_ops jo_mut_redis_ops;
-extern const struct jo_mut_ops jo_mut_sqlite_ops;
-
 #endif

@@ -5,7 +5,7 @@
  * pipelined.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/engine_internal.h"
+#include "common/meta/redis_internal.h"
 
 #include "common/err.h"
 
@@ -228,10 +228,20 @@ static void r_close(struct jo_meta *m)
 static int r_get_setting(struct jo_meta *m, char **json, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "GET setting");
+	redisReply *r = redisCommand(RC(m), "GET setting");
 
 	if (!r)
+		return jo_rd_conn_error(m, err, "GET setting");
+	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_EPROTO, "redis %s: the \"setting\" key is not a string: "
+				  "corrupt format record", m->url.redacted);
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		rc = reply_error(m, r, err, "GET setting");
+		freeReplyObject(r);
 		return rc;
+	}
 	if (r->type != REDIS_REPLY_STRING) {
 		freeReplyObject(r);
 		return jo_err_set(err, JO_ENOTJFS, "redis %s has no \"setting\" key: not a JuiceFS "
@@ -1095,10 +1105,45 @@ static int r_get_counter(struct jo_meta *m, const char *name, int64_t *out, stru
 	return rc;
 }
 
+static const char *r_engine(const struct jo_meta *m)
+{
+	(void)m;
+	return "redis";
+}
+
+static unsigned r_caps(const struct jo_meta *m)
+{
+	(void)m;
+	return JO_META_CAP_ORPHAN_CHUNKS;
+}
+
+/* "Redis 7.0.15" from INFO server (an ACL may deny INFO: then "Redis"). */
+static int r_describe(struct jo_meta *m, char **out, struct jo_err *err)
+{
+	redisReply *r = redisCommand(RC(m), "INFO server");
+	char buf[96] = "Redis";
+
+	if (!r)
+		return jo_rd_conn_error(m, err, "INFO server");
+	if (r->type == REDIS_REPLY_STRING) {
+		const char *v = strstr(r->str, "redis_version:");
+		if (v) {
+			v += 14;
+			snprintf(buf, sizeof(buf), "Redis %.*s", (int)strcspn(v, "\r\n"), v);
+		}
+	}
+	freeReplyObject(r);
+	*out = strdup(buf);
+	return *out ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
+}
+
 const struct jo_meta_ops jo_meta_redis_ops = {
-	.engine = "redis",
+	.family = "redis",
+	.engine = r_engine,
+	.caps = r_caps,
 	.open = r_open,
 	.close = r_close,
+	.describe = r_describe,
 	.get_setting = r_get_setting,
 	.lookup = r_lookup,
 	.getattr = r_getattr,
@@ -1116,9 +1161,11 @@ const struct jo_meta_ops jo_meta_redis_ops = {
 	.scan_sustained = r_scan_sustained,
 	.scan_detached = r_scan_detached,
 	.get_counter = r_get_counter,
+	.mut = &jo_rd_mut_ops,
+	.compact = &jo_rd_compact_ops,
 };
 
-struct redisContext *jo_meta_redis_conn(struct jo_meta *m)
+struct redisContext *jo_rd_conn(struct jo_meta *m)
 {
-	return m && m->ops == &jo_meta_redis_ops ? RC(m) : NULL;
+	return RC(m);
 }

@@ -7,23 +7,7 @@
 #include "common/err.h"
 #include "common/meta/engine_internal.h"
 #include "common/meta/meta.h"
-
-static const struct jo_mut_ops *ops(struct jo_meta *m)
-{
-	const char *e = jo_meta_engine(m);
-
-	if (!strcmp(e, "redis"))
-		return &jo_mut_redis_ops;
-	if (!strcmp(e, "sqlite3"))
-		return &jo_mut_sqlite_ops;
-	return NULL;
-}
-
-#define OPS_OR_FAIL(m, err) \
-	const struct jo_mut_ops *o = ops(m); \
-	if (!o) \
-		return jo_err_set(err, JO_EUNSUPPORTED, "metadata engine %s cannot be mutated", \
-				  jo_meta_engine(m))
+#include "common/meta/meta_internal.h"
 
 static int check_ns(const char *ns, struct jo_err *err)
 {
@@ -88,66 +72,76 @@ void jo_mut_task_release_mem(struct jo_mut_task *t)
 int jo_mut_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
 			size_t *nfreed, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->delete_chunk(m, ino, indx, freed, nfreed, err);
 }
 
 int jo_mut_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
 		       size_t *n, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->file_chunks(m, ino, length, out, n, err);
 }
 
 int jo_mut_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length, bool *out,
 			  struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->delfile_exists(m, ino, length, out, err);
 }
 
 int jo_mut_remove_delfile(struct jo_meta *m, uint64_t ino, uint64_t length, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->remove_delfile(m, ino, length, err);
 }
 
 int jo_mut_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, int64_t edge,
 			    struct jo_sref **freed, size_t *nfreed, bool *kept, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->cleanup_delslice(m, new_id, ts, edge, freed, nfreed, kept, err);
 }
 
 int jo_mut_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool *out,
 			   struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->slice_deletable(m, id, size, out, err);
 }
 
 int jo_mut_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->forget_slice(m, id, size, err);
 }
 
 int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->inode_exists(m, ino, out, err);
 }
 
 int jo_mut_is_detached(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->is_detached(m, ino, out, err);
 }
 
 int jo_mut_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *payload,
 			      struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	return o->scan_orphan_chunks(m, cb, payload, err);
 }
 
@@ -162,7 +156,8 @@ static int check_name(const char *name, size_t n, struct jo_rm_res *res, struct 
 int jo_mut_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
 		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_name(name, name_len, res, err))
 		return err->code;
 	return o->unlink(m, parent, name, name_len, dir_stats, res, err);
@@ -171,7 +166,8 @@ int jo_mut_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t n
 int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_name(name, name_len, res, err))
 		return err->code;
 	return o->rmdir(m, parent, name, name_len, dir_stats, res, err);
@@ -179,7 +175,8 @@ int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t na
 
 int jo_mut_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_ns(ns, err))
 		return err->code;
 	return o->task_init(m, ns, err);
@@ -189,7 +186,8 @@ int jo_mut_task_add(struct jo_meta *m, const char *ns, const char *kind,
 		    const char *const *items, size_t n, int64_t *task_id, size_t *added,
 		    struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	*task_id = 0;
 	*added = 0;
 	if (check_ns(ns, err))
@@ -205,7 +203,8 @@ int jo_mut_task_add(struct jo_meta *m, const char *ns, const char *kind,
 int jo_mut_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
 		      struct jo_mut_task *out, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	memset(out, 0, sizeof(*out));
 	if (check_ns(ns, err) || check_owner(owner, err))
 		return err->code;
@@ -217,7 +216,8 @@ int jo_mut_task_claim(struct jo_meta *m, const char *ns, const char *owner, int6
 int jo_mut_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
 		      int64_t lease_ms, int64_t *expire_ms, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_ns(ns, err) || check_owner(owner, err))
 		return err->code;
 	return o->task_renew(m, ns, id, owner, lease_ms, expire_ms, err);
@@ -226,7 +226,8 @@ int jo_mut_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char 
 int jo_mut_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
 			struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_ns(ns, err) || check_owner(owner, err))
 		return err->code;
 	return o->task_release(m, ns, id, owner, err);
@@ -235,7 +236,8 @@ int jo_mut_task_release(struct jo_meta *m, const char *ns, int64_t id, const cha
 int jo_mut_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
 			 struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_ns(ns, err) || check_owner(owner, err))
 		return err->code;
 	return o->task_complete(m, ns, id, owner, err);
@@ -244,7 +246,8 @@ int jo_mut_task_complete(struct jo_meta *m, const char *ns, int64_t id, const ch
 int jo_mut_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
 		      struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	*total = *leased = 0;
 	if (check_ns(ns, err))
 		return err->code;
@@ -254,7 +257,8 @@ int jo_mut_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t
 int jo_mut_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
 		     struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_ns(ns, err))
 		return err->code;
 	return o->task_scan(m, ns, cb, payload, err);
@@ -262,7 +266,8 @@ int jo_mut_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void 
 
 int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
-	OPS_OR_FAIL(m, err);
+	const struct jo_mut_ops *o = m->ops->mut;
+
 	if (check_ns(ns, err))
 		return err->code;
 	return o->task_clear(m, ns, err);

@@ -13,14 +13,14 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "common/meta/engine_internal.h"
+#include "common/meta/redis_internal.h"
 #include "common/meta/meta_internal.h"
 
 #define TXN_RETRIES 50
 
 static redisContext *RC(struct jo_meta *m)
 {
-	return jo_meta_redis_conn(m);
+	return jo_rd_conn(m);
 }
 
 static int cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...)
@@ -901,7 +901,7 @@ static int r_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 	return rc;
 }
 
-const struct jo_mut_ops jo_mut_redis_ops = {
+const struct jo_mut_ops jo_rd_mut_ops = {
 	.delete_chunk = r_delete_chunk,
 	.file_chunks = r_file_chunks,
 	.delfile_exists = r_delfile_exists,
@@ -912,8 +912,8 @@ const struct jo_mut_ops jo_mut_redis_ops = {
 	.inode_exists = r_inode_exists,
 	.is_detached = r_is_detached,
 	.scan_orphan_chunks = r_scan_orphan_chunks,
-	.unlink = jo_meta_redis_unlink,
-	.rmdir = jo_meta_redis_rmdir,
+	.unlink = jo_rd_unlink,
+	.rmdir = jo_rd_rmdir,
 	.task_init = r_task_init,
 	.task_add = r_task_add,
 	.task_claim = r_task_claim,

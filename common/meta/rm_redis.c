@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "common/err.h"
-#include "common/meta/engine_internal.h"
+#include "common/meta/redis_internal.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
 
@@ -74,7 +74,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 		    struct jo_rm_res *res, redisReply **pattr, redisReply **attr,
 		    struct jo_err *err)
 {
-	redisContext *c = jo_meta_redis_conn(m);
+	redisContext *c = jo_rd_conn(m);
 	redisReply *r, *mg;
 	uint8_t type = 0;
 	uint64_t ino = 0;
@@ -173,7 +173,7 @@ static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo
  * the directory has statistics (a missing field is recomputed on demand). */
 static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64_t space)
 {
-	redisContext *c = jo_meta_redis_conn(m);
+	redisContext *c = jo_rd_conn(m);
 	redisReply *r = redisCommand(c, "HEXISTS dirUsedSpace %" PRIu64, dir);
 	bool have = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 	int n = 0;
@@ -195,10 +195,10 @@ static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64
 	}
 }
 
-int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
-	redisContext *c = jo_meta_redis_conn(m);
+	redisContext *c = jo_rd_conn(m);
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
 		redisReply *pattr = NULL, *attr = NULL;
@@ -292,10 +292,10 @@ int jo_meta_redis_unlink(struct jo_meta *m, uint64_t parent, const char *name, s
 			  "conflicting; retry later", parent, (int)(nlen > 80 ? 80 : nlen), name);
 }
 
-int jo_meta_redis_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 			bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
-	redisContext *c = jo_meta_redis_conn(m);
+	redisContext *c = jo_rd_conn(m);
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
 		redisReply *pattr = NULL, *attr = NULL, *r;

@@ -32,6 +32,7 @@ JO_REDIS_PIDS=()   # redis-server pidfiles
 JO_SOCK_PORTS=()   # ports of seaweedfs unix sockets in /tmp
 JO_NEXT_METRICS=0  # next juicefs metrics port offset
 declare -gA JO_MOUNT_KEY=() # mount point -> its --cache-dir (identifies its processes)
+JO_CLEANUP_HOOKS=() # functions jo_cleanup calls after the mounts are gone (engines.sh)
 
 jo_die() {
 	echo "FATAL: $*" >&2
@@ -93,6 +94,10 @@ jo_cleanup() {
 		jo_umount_quiet "$mp"
 	done
 	JO_MOUNTS=()
+	# 1b. servers started by other test-bed files (engines.sh)
+	for i in "${JO_CLEANUP_HOOKS[@]}"; do
+		"$i"
+	done
 	# 2. S3 servers by pid
 	for pid in "${JO_KILL_PIDS[@]}"; do
 		kill -TERM "$pid" 2>/dev/null

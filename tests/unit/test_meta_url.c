@@ -179,13 +179,113 @@ static void test_unsupported(void **state)
 	(void)state;
 	parse_code("redis://h1:6379,h2:6379/1", JO_EUNSUPPORTED);
 	parse_code("redis://:pw@mymaster,s1,s2:26379/2", JO_EUNSUPPORTED);
-	parse_code("mysql://u:p@(h:3306)/db", JO_EUNSUPPORTED);
 	parse_code("tikv://h:2379", JO_EUNSUPPORTED);
+	parse_code("postgresql://u@h/db", JO_EUNSUPPORTED); /* juicefs has no such driver */
 	/* the message of a rejected URL never contains its password */
 	assert_int_equal(jo_meta_url_parse(&u, "redis://:topsecret@a,b/1", &err), JO_EUNSUPPORTED);
 	assert_null(strstr(err.msg, "topsecret"));
-	assert_int_equal(jo_meta_url_parse(&u, "mysql://root:topsecret@h/db", &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_meta_url_parse(&u, "badger://root:topsecret@h/db", &err), JO_EUNSUPPORTED);
 	assert_null(strstr(err.msg, "topsecret"));
+}
+
+static void test_postgres(void **state)
+{
+	struct jo_meta_url u;
+
+	(void)state;
+	parse_ok("postgres://jfs:s%40cret@127.0.0.1:25432/jfs?sslmode=disable", &u);
+	assert_string_equal(u.engine, "postgres");
+	assert_string_equal(u.user, "jfs");
+	assert_string_equal(u.password, "s@cret");
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_int_equal(u.port, 25432);
+	assert_string_equal(u.dbname, "jfs");
+	assert_string_equal(u.query, "sslmode=disable");
+	assert_string_equal(u.table_prefix, "jfs_");
+	assert_string_equal(u.redacted, "postgres://jfs:****@127.0.0.1:25432/jfs?sslmode=disable");
+	jo_meta_url_release(&u);
+
+	/* juicefs's own keys are taken out of what the driver sees */
+	parse_ok("postgres://postgres@db.example:5432/meta?table_prefix=v2&max_open_conns=4&"
+		 "search_path=vols&sslmode=require", &u);
+	assert_null(u.password);
+	assert_int_equal(u.port, 5432);
+	assert_string_equal(u.table_prefix, "jfs_v2_");
+	assert_string_equal(u.query, "search_path=vols&sslmode=require");
+	jo_meta_url_release(&u);
+
+	/* the Unix-socket form: no host, ?host=/dir */
+	parse_ok("postgres://jfs@/jfs?host=/run/postgresql&port=5433", &u);
+	assert_true(u.unix_socket);
+	assert_null(u.host);
+	assert_int_equal(u.port, 0);
+	assert_string_equal(u.query, "host=/run/postgresql&port=5433");
+	jo_meta_url_release(&u);
+
+	parse_ok("postgres://u:p@[::1]:5432/d", &u);
+	assert_string_equal(u.host, "::1");
+	jo_meta_url_release(&u);
+
+	parse_code("postgres://127.0.0.1:5432/jfs", JO_EINVAL);    /* juicefs needs an '@' */
+	parse_code("postgres://u@h:5432", JO_EINVAL);              /* no database */
+	parse_code("postgres://u@h:5432/", JO_EINVAL);
+	parse_code("postgres://u@/jfs", JO_EINVAL);                /* no host, no socket */
+	parse_code("postgres://u@h:99999/jfs", JO_EINVAL);
+	parse_code("postgres://u@h/jfs?search_path=a,b", JO_EINVAL);
+	parse_code("postgres://u@h/jfs?table_prefix=a-b", JO_EINVAL);
+}
+
+static void test_mysql(void **state)
+{
+	struct jo_meta_url u;
+
+	(void)state;
+	parse_ok("mysql://jfs:jfspass@(127.0.0.1:23306)/jfs", &u);
+	assert_string_equal(u.engine, "mysql");
+	assert_string_equal(u.user, "jfs");
+	assert_string_equal(u.password, "jfspass");
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_int_equal(u.port, 23306);
+	assert_string_equal(u.dbname, "jfs");
+	assert_false(u.unix_socket);
+	assert_string_equal(u.redacted, "mysql://jfs:****@(127.0.0.1:23306)/jfs");
+	jo_meta_url_release(&u);
+
+	parse_ok("mysql://root@tcp(db:3306)/meta?charset=utf8mb4&table_prefix=x1&tls=skip-verify", &u);
+	assert_string_equal(u.host, "db");
+	assert_string_equal(u.table_prefix, "jfs_x1_");
+	assert_string_equal(u.query, "charset=utf8mb4&tls=skip-verify");
+	jo_meta_url_release(&u);
+
+	parse_ok("mysql://jfs:pw@unix(/run/mysqld/mysqld.sock)/jfs", &u);
+	assert_true(u.unix_socket);
+	assert_string_equal(u.path, "/run/mysqld/mysqld.sock");
+	assert_null(u.host);
+	jo_meta_url_release(&u);
+
+	/* a raw special character in the password (go-sql-driver allows it):
+	 * from the first ':' to the last '@' */
+	parse_ok("mysql://jfs:p@ss:w%rd@(h:3306)/jfs", &u);
+	assert_string_equal(u.password, "p@ss:w%rd");
+	assert_string_equal(u.redacted, "mysql://jfs:****@(h:3306)/jfs");
+	jo_meta_url_release(&u);
+
+	/* an empty password takes $META_PASSWORD (juicefs's example) */
+	parse_ok("mysql://jfs:@(h:3306)/jfs", &u);
+	assert_null(u.password);
+	jo_meta_url_release(&u);
+
+	/* no address: the driver's default */
+	parse_ok("mysql://jfs@/jfs", &u);
+	assert_string_equal(u.host, "127.0.0.1");
+	jo_meta_url_release(&u);
+
+	parse_code("mysql://(h:3306)/jfs", JO_EINVAL);          /* no user@ */
+	parse_code("mysql://u@h:3306/jfs", JO_EINVAL);          /* address without (...) */
+	parse_code("mysql://u@udp(h:3306)/jfs", JO_EINVAL);
+	parse_code("mysql://u@(h:3306/jfs", JO_EINVAL);
+	parse_code("mysql://u@(h:3306)/", JO_EINVAL);
+	parse_code("mysql://u@unix(rel.sock)/jfs", JO_EINVAL);
 }
 
 static void test_open_errors(void **state)
@@ -219,6 +319,8 @@ int main(void)
 		cmocka_unit_test(test_sqlite),
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_unsupported),
+		cmocka_unit_test(test_postgres),
+		cmocka_unit_test(test_mysql),
 		cmocka_unit_test(test_open_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,61 +1,34 @@
 /*
- * rm_sqlite.c: unlink and rmdir of trash entries on SQLite, as JuiceFS's
- * doUnlink/doRmdir (pkg/meta/sql.go) run them when the trash is skipped and
- * the caller is root: the same rows read and written, in one transaction
- * (BEGIN IMMEDIATE). JuiceFS batches the usedSpace/totalInodes counters and
- * the directory statistics in memory and flushes them within a second;
- * here they are part of the same transaction, so a crash cannot lose them.
+ * sql_rm.c: unlink and rmdir of trash entries in the sql family, as
+ * juicefs's doUnlink/doRmdir (pkg/meta/sql.go) run them when the trash is
+ * skipped and the caller is root: the same rows read and written, the
+ * entry's node read FOR UPDATE, in one transaction that is tried again on a
+ * lock conflict. JuiceFS batches the usedSpace/totalInodes counters and the
+ * directory statistics in memory and flushes them within a second; here
+ * they are part of the same transaction, so a crash cannot lose them.
  */
 #include "common/meta/meta_mut.h"
 
 #include <inttypes.h>
-#include <sqlite3.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/err.h"
-#include "common/meta/engine_internal.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
+#include "common/meta/sql_internal.h"
 
 #define FLAG_IMMUTABLE 1
 #define FLAG_APPEND 2
 
-/*
- * Run one statement: its '?' take the n integers of v in order, then the
- * entry name as a blob when name is not NULL. *row (may be NULL) gets up to
- * ncol integer columns of the first row; *found whether there was one.
- */
 static int run(struct jo_meta *m, const char *sql, const int64_t *v, int n, const char *name,
 	       size_t nlen, int64_t *row, int ncol, bool *found, struct jo_err *err)
 {
-	sqlite3_stmt *st;
-	int rc = jo_sq_prep(m, NULL, &st, err, sql);
-	int s;
-
-	if (rc)
-		return rc;
-	for (int i = 0; i < n; i++)
-		sqlite3_bind_int64(st, i + 1, (sqlite3_int64)v[i]);
-	if (name)
-		sqlite3_bind_blob(st, n + 1, name, (int)nlen, SQLITE_STATIC);
-	s = sqlite3_step(st);
-	if (found)
-		*found = s == SQLITE_ROW;
-	if (s == SQLITE_ROW) {
-		for (int i = 0; i < ncol && row; i++)
-			row[i] = (int64_t)sqlite3_column_int64(st, i);
-	} else if (s != SQLITE_DONE) {
-		rc = jo_sq_fail(m, err, sql);
-	}
-	sqlite3_finalize(st);
-	return rc;
+	return jo_sql_run(m, NULL, sql, v, n, name, nlen, row, ncol, found, NULL, err);
 }
 
-#define RUN(sql, ...) run(m, sql, (const int64_t[]){ __VA_ARGS__ }, \
-			  (int)(sizeof((const int64_t[]){ __VA_ARGS__ }) / sizeof(int64_t)), \
-			  NULL, 0, NULL, 0, NULL, err)
+#define RUN(sql, ...) JO_SQL_RUN(m, err, sql, __VA_ARGS__)
 
 /* The parent directory and the entry: shared start of both operations. */
 static int look(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen, bool dir,
@@ -114,6 +87,24 @@ static int account(struct jo_meta *m, int64_t freed_space, uint64_t parent, bool
 	return rc;
 }
 
+/*
+ * Delete the entry itself. Under MySQL's REPEATABLE READ the entry was read
+ * from the transaction's snapshot: a delete that matches no row means a
+ * client removed it meanwhile, so nothing else may change.
+ */
+static int drop_entry(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+		      struct jo_rm_res *res, struct jo_err *err)
+{
+	int64_t changes = 0;
+	int rc = jo_sql_run(m, NULL, "DELETE FROM @edge WHERE parent=? AND name=?",
+			    (const int64_t[]){ (int64_t)parent }, 1, name, nlen, NULL, 0, NULL,
+			    &changes, err);
+
+	if (rc == 0 && changes == 0)
+		res->status = JO_RM_GONE;
+	return rc;
+}
+
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -122,8 +113,8 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-			  bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+static int unlink_once(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+		       bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
 	int64_t row[4] = { 0, 0, 0, 0 }, now = now_ns();
 	int64_t us = now / 1000, ns = now % 1000, space = 0;
@@ -132,12 +123,12 @@ int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, 
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = jo_sq_begin(m, err)) != 0)
+	if ((rc = jo_sql_begin(m, err)) != 0)
 		return rc;
 	if ((rc = look(m, parent, name, nlen, false, res, err)) != 0 || res->status != JO_RM_DONE)
 		goto out;
 	ino = res->ino;
-	rc = run(m, "SELECT flags, nlink, length, parent FROM @node WHERE inode=?",
+	rc = run(m, "SELECT flags, nlink, length, parent FROM @node WHERE inode=?~",
 		 (const int64_t[]){ (int64_t)ino }, 1, NULL, 0, row, 4, &found, err);
 	if (rc)
 		goto out;
@@ -156,9 +147,7 @@ int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, 
 		res->length = (uint64_t)row[2];
 	}
 	/* no node: JuiceFS warns and drops the entry (and what the inode had) */
-	rc = run(m, "DELETE FROM @edge WHERE parent=? AND name=?", (const int64_t[]){ (int64_t)parent },
-		 1, name, nlen, NULL, 0, NULL, err);
-	if (rc)
+	if ((rc = drop_entry(m, parent, name, nlen, res, err)) != 0 || res->status != JO_RM_DONE)
 		goto out;
 	if (found && res->nlink > 0) {
 		rc = RUN("UPDATE @node SET nlink=?, ctime=?, ctimensec=? WHERE inode=?",
@@ -186,15 +175,15 @@ int jo_meta_sqlite_unlink(struct jo_meta *m, uint64_t parent, const char *name, 
 			     res->type == JO_TYPE_FILE ? (int64_t)res->length : 0, err);
 out:
 	if (rc || res->status != JO_RM_DONE) {
-		jo_sq_rollback(m);
+		jo_sql_rollback(m);
 		res->delfile = false;
 		return rc;
 	}
-	return jo_sq_commit(m, err);
+	return jo_sql_commit(m, err);
 }
 
-int jo_meta_sqlite_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+static int rmdir_once(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+		      bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
 	int64_t now = now_ns(), us = now / 1000, ns = now % 1000;
 	bool found = false;
@@ -202,23 +191,26 @@ int jo_meta_sqlite_rmdir(struct jo_meta *m, uint64_t parent, const char *name, s
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	if ((rc = jo_sq_begin(m, err)) != 0)
+	if ((rc = jo_sql_begin(m, err)) != 0)
 		return rc;
 	if ((rc = look(m, parent, name, nlen, true, res, err)) != 0 || res->status != JO_RM_DONE)
 		goto out;
 	ino = res->ino;
-	rc = run(m, "SELECT 1 FROM @edge WHERE parent=? LIMIT 1", (const int64_t[]){ (int64_t)ino }, 1,
-		 NULL, 0, NULL, 0, &found, err);
+	/* the directory's node is locked before its emptiness is checked */
+	rc = run(m, "SELECT 1 FROM @node WHERE inode=?~", (const int64_t[]){ (int64_t)ino }, 1,
+		 NULL, 0, NULL, 0, NULL, err);
+	if (rc == 0)
+		rc = run(m, "SELECT 1 FROM @edge WHERE parent=? LIMIT 1",
+			 (const int64_t[]){ (int64_t)ino }, 1, NULL, 0, NULL, 0, &found, err);
 	if (rc)
 		goto out;
 	if (found) {
 		res->status = JO_RM_NOTEMPTY;
 		goto out;
 	}
-	rc = run(m, "DELETE FROM @edge WHERE parent=? AND name=?", (const int64_t[]){ (int64_t)parent },
-		 1, name, nlen, NULL, 0, NULL, err);
-	if (rc == 0)
-		rc = RUN("DELETE FROM @dir_stats WHERE inode=?", (int64_t)ino);
+	if ((rc = drop_entry(m, parent, name, nlen, res, err)) != 0 || res->status != JO_RM_DONE)
+		goto out;
+	rc = RUN("DELETE FROM @dir_stats WHERE inode=?", (int64_t)ino);
 	if (rc == 0)
 		rc = RUN("DELETE FROM @dir_quota WHERE inode=?", (int64_t)ino);
 	if (rc == 0)
@@ -232,8 +224,32 @@ int jo_meta_sqlite_rmdir(struct jo_meta *m, uint64_t parent, const char *name, s
 		rc = account(m, 4096, parent, dir_stats && parent != JO_TRASH_INODE, 0, err);
 out:
 	if (rc || res->status != JO_RM_DONE) {
-		jo_sq_rollback(m);
+		jo_sql_rollback(m);
 		return rc;
 	}
-	return jo_sq_commit(m, err);
+	return jo_sql_commit(m, err);
+}
+
+int jo_sql_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+{
+	for (int attempt = 0;; attempt++) {
+		int rc = unlink_once(m, parent, name, nlen, dir_stats, res, err);
+
+		if (rc >= 0 || rc == JO_EPROTO || attempt + 1 >= JO_SQL_TXN_TRIES ||
+		    !jo_sql_retry(m, attempt))
+			return rc;
+	}
+}
+
+int jo_sql_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
+		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
+{
+	for (int attempt = 0;; attempt++) {
+		int rc = rmdir_once(m, parent, name, nlen, dir_stats, res, err);
+
+		if (rc >= 0 || rc == JO_EPROTO || attempt + 1 >= JO_SQL_TXN_TRIES ||
+		    !jo_sql_retry(m, attempt))
+			return rc;
+	}
 }

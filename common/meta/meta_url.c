@@ -1,0 +1,595 @@
+/*
+ * meta_url.c: META-URLs, spelled exactly as juicefs takes them (spec
+ * juicefs-format.md §1 and juicefs-engines.md A.1), parsed without I/O.
+ */
+#include "common/meta/meta_internal.h"
+
+#include "common/err.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 20)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
+
+static char *dup_n(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+
+	if (!p)
+		return NULL;
+	memcpy(p, s, n);
+	p[n] = '\0';
+	return p;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* Percent-decode s[0..n) into a new string; NULL on bad escape (errno EINVAL) or OOM. */
+static char *pct_decode(const char *s, size_t n)
+{
+	char *p = malloc(n + 1);
+	size_t j = 0;
+
+	if (!p)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '%') {
+			int h, l;
+			if (i + 2 >= n) {
+				free(p);
+				errno = EINVAL;
+				return NULL;
+			}
+			h = hexval((unsigned char)s[i + 1]);
+			l = hexval((unsigned char)s[i + 2]);
+			if (h < 0 || l < 0) {
+				free(p);
+				errno = EINVAL;
+				return NULL;
+			}
+			p[j++] = (char)(h * 16 + l);
+			i += 2;
+		} else {
+			p[j++] = s[i];
+		}
+	}
+	p[j] = '\0';
+	return p;
+}
+
+void jo_meta_url_release(struct jo_meta_url *u)
+{
+	if (!u)
+		return;
+	free(u->engine);
+	free(u->user);
+	free(u->password);
+	free(u->host);
+	free(u->dbname);
+	free(u->path);
+	free(u->query);
+	free(u->table_prefix);
+	free(u->redacted);
+	memset(u, 0, sizeof(*u));
+}
+
+/* Find query parameter `key` in q (without '?'); returns its value span. */
+static bool query_get(const char *q, const char *key, const char **val, size_t *vlen)
+{
+	size_t klen = strlen(key);
+
+	while (q && *q) {
+		const char *amp = strchr(q, '&');
+		size_t n = amp ? (size_t)(amp - q) : strlen(q);
+		if (n > klen && strncmp(q, key, klen) == 0 && q[klen] == '=') {
+			*val = q + klen + 1;
+			*vlen = n - klen - 1;
+			return true;
+		}
+		q = amp ? amp + 1 : NULL;
+	}
+	return false;
+}
+
+/*
+ * The SQL table prefix of a volume: "jfs_", or "jfs_X_" for table_prefix=X
+ * (juicefs 1.3+). X is what juicefs itself accepts as part of a table name:
+ * letters, digits and '_', at most 32 of them.
+ */
+static int set_table_prefix(struct jo_meta_url *u, const char *q, struct jo_err *err)
+{
+	const char *val;
+	size_t vlen;
+
+	if (q && query_get(q, "table_prefix", &val, &vlen) && vlen > 0) {
+		if (vlen > 32)
+			return jo_err_set(err, JO_EINVAL, "%s META-URL: table_prefix is longer than 32 "
+					  "characters", u->engine);
+		for (size_t i = 0; i < vlen; i++)
+			if (!isalnum((unsigned char)val[i]) && val[i] != '_')
+				return jo_err_set(err, JO_EINVAL, "%s META-URL: bad table_prefix "
+						  "(letters, digits and _ only)", u->engine);
+		u->table_prefix = malloc(vlen + 6);
+		if (!u->table_prefix)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		snprintf(u->table_prefix, vlen + 6, "jfs_%.*s_", (int)vlen, val);
+	} else if (!(u->table_prefix = strdup("jfs_"))) {
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+static int parse_sqlite(struct jo_meta_url *u, const char *rest, struct jo_err *err)
+{
+	const char *q = strchr(rest, '?');
+	size_t plen = q ? (size_t)(q - rest) : strlen(rest);
+
+	if (plen == 0)
+		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL has no database path");
+	u->path = pct_decode(rest, plen);
+	if (!u->path)
+		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL: bad percent escape in path");
+	return set_table_prefix(u, q ? q + 1 : NULL, err);
+}
+
+/* Keys juicefs takes out of a SQL META-URL's query before the driver sees it. */
+static bool juicefs_key(const char *k, size_t n)
+{
+	static const char *const keys[] = { "table_prefix", "max_open_conns", "max_idle_conns",
+					    "max_idle_time", "max_life_time" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (strlen(keys[i]) == n && !strncmp(keys[i], k, n))
+			return true;
+	return false;
+}
+
+/* u->query := the query q without juicefs's own keys. */
+static int set_driver_query(struct jo_meta_url *u, const char *q, struct jo_err *err)
+{
+	size_t o = 0;
+
+	u->query = malloc(q ? strlen(q) + 1 : 1);
+	if (!u->query)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	while (q && *q) {
+		const char *amp = strchr(q, '&');
+		size_t n = amp ? (size_t)(amp - q) : strlen(q);
+		const char *eq = memchr(q, '=', n);
+		size_t kl = eq ? (size_t)(eq - q) : n;
+
+		if (n && !juicefs_key(q, kl)) {
+			if (o)
+				u->query[o++] = '&';
+			memcpy(u->query + o, q, n);
+			o += n;
+		}
+		q = amp ? amp + 1 : NULL;
+	}
+	u->query[o] = '\0';
+	return 0;
+}
+
+/* The span of userinfo "user[:pass]" before the last '@' of [rest, end). */
+static int split_userinfo(struct jo_meta_url *u, const char *rest, const char *at, bool mysql,
+			  const char **pw_start, size_t *pw_len, struct jo_err *err)
+{
+	/* go-sql-driver: the password runs from the first ':' to the last '@' */
+	const char *colon = memchr(rest, ':', (size_t)(at - rest));
+	size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+
+	(void)mysql;
+	if (ulen > 0 && !(u->user = pct_decode(rest, ulen)))
+		return jo_err_set(err, JO_EINVAL, "%s META-URL: bad percent escape in user", u->engine);
+	if (colon && colon + 1 < at) {
+		u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+		if (!u->password) {
+			/* raw special characters are allowed in a MySQL password */
+			if (!mysql)
+				return jo_err_set(err, JO_EINVAL, "%s META-URL: bad percent escape "
+						  "in password", u->engine);
+			u->password = dup_n(colon + 1, (size_t)(at - colon - 1));
+			if (!u->password)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		*pw_start = colon + 1;
+		*pw_len = (size_t)(at - colon - 1);
+	}
+	return 0;
+}
+
+/* "host[:port]" or "[v6][:port]" in [hp, hend) into u->host / u->port. */
+static int split_hostport(struct jo_meta_url *u, const char *hp, const char *hend,
+			  struct jo_err *err)
+{
+	const char *pe;
+
+	if (*hp == '[') {
+		const char *rb = memchr(hp, ']', (size_t)(hend - hp));
+
+		if (!rb || rb == hp + 1 || (rb + 1 < hend && rb[1] != ':'))
+			return jo_err_set(err, JO_EINVAL, "%s META-URL: bad IPv6 host", u->engine);
+		u->host = dup_n(hp + 1, (size_t)(rb - hp - 1));
+		pe = rb + 1;
+	} else {
+		pe = memchr(hp, ':', (size_t)(hend - hp));
+		if (!pe)
+			pe = hend;
+		for (const char *p = hp; p < pe; p++)
+			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+				return jo_err_set(err, JO_EINVAL, "%s META-URL: bad host name",
+						  u->engine);
+		u->host = dup_n(hp, (size_t)(pe - hp));
+	}
+	if (!u->host)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (pe < hend) {
+		uint64_t port;
+
+		if (jo_meta_parse_u64(pe + 1, (size_t)(hend - pe - 1), &port) != 0 || port == 0 ||
+		    port > 65535)
+			return jo_err_set(err, JO_EINVAL, "%s META-URL: bad port", u->engine);
+		u->port = (int)port;
+	}
+	return 0;
+}
+
+/* The database name in [p, end): required, percent-decoded, no '/'. */
+static int set_dbname(struct jo_meta_url *u, const char *p, const char *end, struct jo_err *err)
+{
+	if (p >= end)
+		return jo_err_set(err, JO_EINVAL, "%s META-URL has no database name", u->engine);
+	if (memchr(p, '/', (size_t)(end - p)))
+		return jo_err_set(err, JO_EINVAL, "%s META-URL: bad database name", u->engine);
+	u->dbname = pct_decode(p, (size_t)(end - p));
+	if (!u->dbname)
+		return jo_err_set(err, JO_EINVAL, "%s META-URL: bad percent escape in database name",
+				  u->engine);
+	return 0;
+}
+
+/*
+ * postgres://[user[:pass]]@host[:port]/db[?params] and the socket form
+ * postgres://user[:pass]@/db?host=/dir. As juicefs (pgx) takes it: the URL
+ * must hold an '@'; search_path names one schema.
+ */
+static int parse_postgres(struct jo_meta_url *u, const char *rest, const char **pw_start,
+			  size_t *pw_len, struct jo_err *err)
+{
+	const char *q = strchr(rest, '?');
+	const char *end = q ? q : rest + strlen(rest);
+	const char *at = NULL, *slash, *val;
+	size_t vlen;
+	int rc;
+
+	for (const char *p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (!at)
+		return jo_err_set(err, JO_EINVAL, "postgres META-URL needs user@host: "
+				  "postgres://user[:password]@host:5432/db");
+	if ((rc = split_userinfo(u, rest, at, false, pw_start, pw_len, err)) != 0)
+		return rc;
+	slash = memchr(at + 1, '/', (size_t)(end - at - 1));
+	if (!slash)
+		return jo_err_set(err, JO_EINVAL, "postgres META-URL has no database name");
+	if (slash > at + 1 && (rc = split_hostport(u, at + 1, slash, err)) != 0)
+		return rc;
+	if ((rc = set_dbname(u, slash + 1, end, err)) != 0)
+		return rc;
+	if (q && query_get(q + 1, "host", &val, &vlen) && vlen && val[0] == '/')
+		u->unix_socket = true;
+	if (q && query_get(q + 1, "search_path", &val, &vlen) && memchr(val, ',', vlen))
+		return jo_err_set(err, JO_EINVAL, "postgres META-URL: search_path must name one "
+				  "schema (juicefs refuses a list)");
+	if (!u->host && !u->unix_socket)
+		return jo_err_set(err, JO_EINVAL, "postgres META-URL has no host (use host:port, or "
+				  "?host=/socket/dir for a Unix socket)");
+	if ((rc = set_table_prefix(u, q ? q + 1 : NULL, err)) != 0)
+		return rc;
+	return set_driver_query(u, q ? q + 1 : NULL, err);
+}
+
+/*
+ * mysql://user[:pass]@(host:3306)/db, @tcp(host:port)/db, @unix(/path)/db,
+ * [?params]: a go-sql-driver DSN after the scheme, as juicefs takes it.
+ */
+static int parse_mysql(struct jo_meta_url *u, const char *rest, const char **pw_start,
+		       size_t *pw_len, struct jo_err *err)
+{
+	const char *q, *end, *at = NULL, *slash, *addr;
+	int rc;
+
+	/* as go-sql-driver splits a DSN: the last '/' ends the address, the last
+	 * '@' before it ends the user info */
+	slash = strrchr(rest, '/');
+	for (const char *p = rest; slash && p < slash; p++)
+		if (*p == '@')
+			at = p;
+	if (!slash || !at)
+		return jo_err_set(err, JO_EINVAL, "mysql META-URL must look like "
+				  "mysql://user[:password]@(host:3306)/db");
+	if ((rc = split_userinfo(u, rest, at, true, pw_start, pw_len, err)) != 0)
+		return rc;
+	addr = at + 1;
+	if (addr < slash) {
+		const char *lp = memchr(addr, '(', (size_t)(slash - addr));
+		size_t pl = lp ? (size_t)(lp - addr) : 0;
+
+		if (!lp || slash[-1] != ')' || !(pl == 0 || (pl == 3 && !strncmp(addr, "tcp", 3)) ||
+						  (pl == 4 && !strncmp(addr, "unix", 4))))
+			return jo_err_set(err, JO_EINVAL, "mysql META-URL: the address must be "
+					  "(host:port), tcp(host:port) or unix(/path)");
+		if (pl == 4) {
+			u->unix_socket = true;
+			if (slash - 1 == lp + 1 || lp[1] != '/')
+				return jo_err_set(err, JO_EINVAL, "mysql META-URL: unix() needs an "
+						  "absolute socket path");
+			if (!(u->path = dup_n(lp + 1, (size_t)(slash - 1 - lp - 1))))
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+		} else if (slash - 1 > lp + 1 &&
+			   (rc = split_hostport(u, lp + 1, slash - 1, err)) != 0) {
+			return rc;
+		}
+	}
+	q = strchr(slash, '?');
+	end = q ? q : slash + strlen(slash);
+	if ((rc = set_dbname(u, slash + 1, end, err)) != 0)
+		return rc;
+	/* no address: the driver's default, tcp 127.0.0.1:3306 */
+	if (!u->host && !u->unix_socket && !(u->host = strdup("127.0.0.1")))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = set_table_prefix(u, q ? q + 1 : NULL, err)) != 0)
+		return rc;
+	return set_driver_query(u, q ? q + 1 : NULL, err);
+}
+
+/* rest = everything after "redis://" / "rediss://". pw_start/pw_len: the
+ * password span inside the original URL (for redaction). */
+static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_start,
+		       size_t *pw_len, struct jo_err *err)
+{
+	const char *end = rest + strlen(rest);
+	const char *q = strchr(rest, '?');
+	const char *at, *hp, *hend, *slash;
+
+	if (q)
+		end = q;
+	/* Userinfo ends at the last '@' before the query (passwords may hold '/'). */
+	at = NULL;
+	for (const char *p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	hp = rest;
+	if (at) {
+		const char *colon = memchr(rest, ':', (size_t)(at - rest));
+		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+		if (ulen > 0) {
+			u->user = pct_decode(rest, ulen);
+			if (!u->user)
+				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad percent escape in user");
+		}
+		if (colon) {
+			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			if (!u->password)
+				return jo_err_set(err, JO_EINVAL,
+						  "redis META-URL: bad percent escape in password");
+			*pw_start = colon + 1;
+			*pw_len = (size_t)(at - colon - 1);
+		}
+		hp = at + 1;
+	}
+	slash = memchr(hp, '/', (size_t)(end - hp));
+	hend = slash ? slash : end;
+	if (memchr(hp, ',', (size_t)(hend - hp)))
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "redis cluster and sentinel META-URLs (several hosts) are not supported");
+	if (hend == hp)
+		return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
+	u->port = 6379;
+	if (*hp == '[') {
+		const char *rb = memchr(hp, ']', (size_t)(hend - hp));
+		if (!rb || rb == hp + 1)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
+		u->host = dup_n(hp + 1, (size_t)(rb - hp - 1));
+		hp = rb + 1;
+		if (hp < hend && *hp != ':')
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
+	} else {
+		const char *colon = memchr(hp, ':', (size_t)(hend - hp));
+		const char *he = colon ? colon : hend;
+		if (he == hp)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
+		for (const char *p = hp; p < he; p++)
+			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
+				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad host name");
+		u->host = dup_n(hp, (size_t)(he - hp));
+		hp = he;
+	}
+	if (!u->host)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (hp < hend) { /* ":port" */
+		uint64_t port;
+		if (jo_meta_parse_u64(hp + 1, (size_t)(hend - hp - 1), &port) != 0 || port == 0 ||
+		    port > 65535)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad port");
+		u->port = (int)port;
+	}
+	u->db = 0;
+	if (slash && slash + 1 < end) {
+		uint64_t db;
+		if (jo_meta_parse_u64(slash + 1, (size_t)(end - slash - 1), &db) != 0 || db > 100000)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
+		u->db = (int)db;
+	}
+	return 0;
+}
+
+static int parse_unix(struct jo_meta_url *u, const char *rest, const char **pw_start,
+		      size_t *pw_len, struct jo_err *err)
+{
+	const char *q = strchr(rest, '?');
+	const char *end = q ? q : rest + strlen(rest);
+	const char *at = NULL, *val;
+	size_t vlen;
+
+	for (const char *p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at) {
+		const char *colon = memchr(rest, ':', (size_t)(at - rest));
+		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
+		if (ulen > 0 && !(u->user = pct_decode(rest, ulen)))
+			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
+		if (colon) {
+			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			if (!u->password)
+				return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
+			*pw_start = colon + 1;
+			*pw_len = (size_t)(at - colon - 1);
+		}
+		rest = at + 1;
+	}
+	if (rest >= end || *rest != '/')
+		return jo_err_set(err, JO_EINVAL, "unix META-URL needs an absolute socket path");
+	u->path = dup_n(rest, (size_t)(end - rest));
+	if (!u->path)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	u->db = 0;
+	if (q && query_get(q + 1, "db", &val, &vlen)) {
+		uint64_t db;
+		if (jo_meta_parse_u64(val, vlen, &db) != 0 || db > 100000)
+			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad database number");
+		u->db = (int)db;
+	}
+	return 0;
+}
+
+int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err)
+{
+	const char *sep, *pw_start = NULL;
+	size_t pw_len = 0, slen;
+	int rc;
+
+	memset(u, 0, sizeof(*u));
+	if (!url || !(sep = strstr(url, "://")))
+		return jo_err_set(err, JO_EINVAL, "META-URL must look like engine://...");
+	slen = (size_t)(sep - url);
+	if (slen == 5 && strncmp(url, "redis", 5) == 0) {
+		u->engine = strdup("redis");
+		rc = parse_redis(u, sep + 3, &pw_start, &pw_len, err);
+	} else if (slen == 6 && strncmp(url, "rediss", 6) == 0) {
+		u->engine = strdup("redis");
+		u->tls = true;
+		rc = parse_redis(u, sep + 3, &pw_start, &pw_len, err);
+	} else if (slen == 4 && strncmp(url, "unix", 4) == 0) {
+		u->engine = strdup("redis");
+		u->unix_socket = true;
+		rc = parse_unix(u, sep + 3, &pw_start, &pw_len, err);
+	} else if (slen == 7 && strncmp(url, "sqlite3", 7) == 0) {
+		u->engine = strdup("sqlite3");
+		rc = u->engine ? parse_sqlite(u, sep + 3, err) : 0;
+	} else if (slen == 8 && strncmp(url, "postgres", 8) == 0) {
+		u->engine = strdup("postgres");
+		rc = u->engine ? parse_postgres(u, sep + 3, &pw_start, &pw_len, err) : 0;
+	} else if (slen == 5 && strncmp(url, "mysql", 5) == 0) {
+		u->engine = strdup("mysql");
+		rc = u->engine ? parse_mysql(u, sep + 3, &pw_start, &pw_len, err) : 0;
+	} else if (slen == 0) {
+		rc = jo_err_set(err, JO_EINVAL, "META-URL has no engine name");
+	} else {
+		rc = jo_err_set(err, JO_EUNSUPPORTED,
+				"metadata engine \"%.*s\" is not supported (redis, sqlite3, postgres, mysql)",
+				(int)(slen > 32 ? 32 : slen), url);
+	}
+	if (rc == 0 && !u->engine)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (rc == 0) {
+		size_t n = strlen(url) + 8;
+		u->redacted = malloc(n);
+		if (!u->redacted) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		} else if (pw_start) {
+			snprintf(u->redacted, n, "%.*s****%s", (int)(pw_start - url), url,
+				 pw_start + pw_len);
+		} else {
+			memcpy(u->redacted, url, strlen(url) + 1);
+		}
+	}
+	if (rc != 0)
+		jo_meta_url_release(u);
+	return rc;
+}
+
+const char *jo_meta_hint(const char *url, int code)
+{
+	const char *sep = url ? strstr(url, "://") : NULL;
+	size_t n = sep ? (size_t)(sep - url) : 0;
+	bool redis = (n == 5 && !strncmp(url, "redis", 5)) || (n == 6 && !strncmp(url, "rediss", 6)) ||
+		     (n == 4 && !strncmp(url, "unix", 4));
+	bool sqlite = n == 7 && !strncmp(url, "sqlite3", 7);
+	bool pg = n == 8 && !strncmp(url, "postgres", 8);
+	bool my = n == 5 && !strncmp(url, "mysql", 5);
+
+	switch (code) {
+	case JO_EINVAL:
+		if (pg)
+			return "spell it as juicefs does: postgres://user[:password]@host:5432/db[?sslmode=disable] or postgres://user@/db?host=/run/postgresql";
+		if (my)
+			return "spell it as juicefs does: mysql://user[:password]@(host:3306)/db or mysql://user@unix(/run/mysqld/mysqld.sock)/db";
+		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1, sqlite3:///abs/path.db, postgres://user@host:5432/db, mysql://user@(host:3306)/db";
+	case JO_ECONNECT:
+	case JO_ETIMEOUT:
+		if (pg)
+			return "is PostgreSQL running and listening there (listen_addresses, port)? does pg_hba.conf allow this host, and does sslmode match the server?";
+		if (my)
+			return "is MySQL/MariaDB running and listening there (bind-address, port, socket path)? does tls= match the server?";
+		return "is the server running and reachable from here? check host, port and firewall";
+	case JO_EAUTH:
+		if (redis)
+			return "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD";
+		if (pg || my)
+			return "the SQL server refused the user/password: put the password in the META-URL or in META_PASSWORD / META_PASSWORD_FILE, and check the user's grants (pg_hba.conf for PostgreSQL)";
+		return "credentials were refused";
+	case JO_ENOTJFS:
+		if (pg || my)
+			return "this database holds no JuiceFS tables (jfs_setting): was the volume formatted with `juicefs format` on this database, schema (search_path) and table_prefix?";
+		if (sqlite)
+			return "this file holds no JuiceFS tables: was it formatted with `juicefs format`, and with this table_prefix?";
+		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
+	case JO_EUNSUPPORTED:
+		return "jfsops supports standalone Redis, SQLite, PostgreSQL and MySQL/MariaDB volumes with MetaVersion <= 1";
+	case JO_ENOTFOUND:
+		if (pg || my)
+			return "the database does not exist on that server: check its name in the META-URL";
+		return "the database file does not exist: check the path";
+	}
+	return NULL;
+}

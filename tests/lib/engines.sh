@@ -1,0 +1,184 @@
+# shellcheck shell=bash
+# tests/lib/engines.sh: the metadata engines of the test bed, started on
+# loopback and stopped again by jo_cleanup (services.sh), and the one place
+# that knows how to name a fresh volume's META-URL on each of them, so that
+# a scenario is one script run on every engine:
+#
+#   . "$here/../lib/services.sh"; . "$here/../lib/engines.sh"
+#   jo_setup
+#   for e in $(engine_list); do
+#       engine_start "$e"                  # idempotent: starts its server once
+#       engine_meta "$e" vol1; meta=$JO_META  # a META-URL with an empty database
+#       ...
+#   done
+#
+# Engines: redis, sqlite3, postgres (PostgreSQL 15 from Debian), mysql
+# (MariaDB 10.11 from Debian). engine_list prints $JO_ENGINES, default
+# "redis sqlite3 postgres mysql". Ports: postgres JO_PORT_BASE+24, mariadb
+# +25, redis +0 (when engine_start starts it). Passwords: postgres user
+# "postgres" / "pgpass" over TCP (scram), mysql user "jfs" / "jfspass".
+# A server that does not start, or a database that cannot be created, makes
+# the script die loudly; nothing is skipped.
+
+JO_ENGINE_STARTED=" "
+JO_PG_PASS=pgpass
+JO_MY_PASS=jfspass
+JO_ENGINE_DIRS=()   # scratch dirs owned by the servers' users
+
+engine_list() {
+	echo "${JO_ENGINES:-redis sqlite3 postgres mysql}"
+}
+
+# jo_as USER CMD...: run CMD as USER when we are root, else as ourselves.
+jo_as() {
+	local user=$1
+	shift
+	if [ "$(id -u)" = 0 ]; then
+		runuser -u "$user" -- "$@"
+	else
+		"$@"
+	fi
+}
+
+# jo_service_dir USER NAME: a scratch directory the service user can own
+# (JO_T is private to us, so servers running as their own user live beside it).
+jo_service_dir() {
+	local user=$1 name=$2 d
+	d=$(mktemp -d "${TMPDIR:-/tmp}/jo-$name.XXXXXX")
+	if [ "$(id -u)" = 0 ]; then
+		chown "$user" "$d"
+	fi
+	JO_ENGINE_DIRS+=("$d")
+	echo "$d"
+}
+
+jo_stop_engines() {
+	local d
+	if [ -n "${JO_PG_DATA:-}" ] && [ -f "$JO_PG_DATA/postmaster.pid" ]; then
+		jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
+	fi
+	if [ -n "${JO_MY_PID:-}" ]; then
+		kill -TERM "$JO_MY_PID" 2>/dev/null
+		for _ in $(seq 1 100); do kill -0 "$JO_MY_PID" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$JO_MY_PID" 2>/dev/null
+	fi
+	if [ -z "${JO_KEEP:-}" ]; then
+		for d in "${JO_ENGINE_DIRS[@]}"; do rm -rf "$d"; done
+	fi
+}
+JO_CLEANUP_HOOKS+=(jo_stop_engines)
+
+# ---------------------------------------------------------------- PostgreSQL
+
+# start_postgres PORT: a scratch cluster on 127.0.0.1:PORT; sets JO_PG_PORT.
+start_postgres() {
+	local port=$1 d
+	jo_need_free_port "$port"
+	JO_PG_BIN=${JO_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
+	[ -x "$JO_PG_BIN/initdb" ] || jo_die "PostgreSQL server binaries not found (apt-get install postgresql)"
+	d=$(jo_service_dir postgres pg)
+	JO_PG_DATA=$d/data
+	mkdir -p "$d/sock"
+	echo "$JO_PG_PASS" >"$d/pw"
+	if [ "$(id -u)" = 0 ]; then chown postgres "$d/sock" "$d/pw"; fi
+	jo_as postgres "$JO_PG_BIN/initdb" -D "$JO_PG_DATA" -U postgres -E UTF8 --pwfile="$d/pw" \
+		--auth-local=trust --auth-host=scram-sha-256 >"$d/initdb.log" 2>&1 ||
+		{ jo_tail "$d/initdb.log"; jo_die "initdb failed"; }
+	jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -l "$d/log" -w -t 60 start \
+		-o "-p $port -c listen_addresses=127.0.0.1 -k $d/sock -c fsync=off -c max_connections=200" \
+		>"$d/pg_ctl.log" 2>&1 || { jo_tail "$d/log"; jo_die "PostgreSQL on port $port did not start"; }
+	JO_PG_SOCK=$d/sock
+	JO_PG_PORT=$port
+	export JO_PG_PORT JO_PG_SOCK
+	PGPASSWORD=$JO_PG_PASS psql -h 127.0.0.1 -p "$port" -U postgres -Atc 'select 1' postgres >/dev/null ||
+		jo_die "PostgreSQL on 127.0.0.1:$port does not take the test password"
+}
+
+# pg_sql DB SQL: run SQL as the superuser over the Unix socket.
+pg_sql() {
+	psql -h "$JO_PG_SOCK" -p "$JO_PG_PORT" -U postgres -v ON_ERROR_STOP=1 -Atqc "$2" "$1"
+}
+
+# ---------------------------------------------------------------- MariaDB
+
+# start_mariadb PORT: a scratch instance on 127.0.0.1:PORT with user jfs; sets JO_MY_PORT.
+start_mariadb() {
+	local port=$1 d i
+	jo_need_free_port "$port"
+	command -v mariadbd >/dev/null || jo_die "mariadbd not found (apt-get install mariadb-server)"
+	d=$(jo_service_dir mysql maria)
+	mkdir -p "$d/run"
+	if [ "$(id -u)" = 0 ]; then chown mysql "$d/run"; fi
+	jo_as mysql mariadb-install-db --no-defaults --datadir="$d/data" \
+		--auth-root-authentication-method=socket --skip-test-db >"$d/install.log" 2>&1 ||
+		{ jo_tail "$d/install.log"; jo_die "mariadb-install-db failed"; }
+	jo_as mysql mariadbd --no-defaults --datadir="$d/data" --socket="$d/run/s.sock" \
+		--port="$port" --bind-address=127.0.0.1 --pid-file="$d/run/pid" \
+		--log-error="$d/err.log" --innodb-flush-log-at-trx-commit=0 --skip-log-bin \
+		--innodb-buffer-pool-size=64M --max-connections=300 >/dev/null 2>&1 &
+	JO_MY_PID=$!
+	JO_MY_SOCK=$d/run/s.sock
+	for i in $(seq 1 300); do
+		kill -0 "$JO_MY_PID" 2>/dev/null || { jo_tail "$d/err.log"; jo_die "mariadbd exited during start-up"; }
+		[ -S "$JO_MY_SOCK" ] && mariadb -S "$JO_MY_SOCK" -u root -e 'select 1' >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ "$i" -lt 300 ] || { jo_tail "$d/err.log"; jo_die "MariaDB on port $port did not answer within 30 s"; }
+	my_sql "" "CREATE USER 'jfs'@'127.0.0.1' IDENTIFIED BY '$JO_MY_PASS';
+		CREATE USER 'jfs'@'localhost' IDENTIFIED BY '$JO_MY_PASS';
+		GRANT ALL ON *.* TO 'jfs'@'127.0.0.1'; GRANT ALL ON *.* TO 'jfs'@'localhost'" ||
+		jo_die "cannot create the MariaDB test user"
+	JO_MY_PORT=$port
+	export JO_MY_PORT JO_MY_SOCK
+}
+
+# my_sql DB SQL: run SQL as root over the socket.
+my_sql() {
+	if [ -n "$1" ]; then
+		mariadb -S "$JO_MY_SOCK" -u root -N -B -e "$2" "$1"
+	else
+		mariadb -S "$JO_MY_SOCK" -u root -N -B -e "$2"
+	fi
+}
+
+# ---------------------------------------------------------------- per engine
+
+# engine_start ENGINE: start its server unless this script already did.
+engine_start() {
+	local e=$1
+	case $JO_ENGINE_STARTED in *" $e "*) return 0 ;; esac
+	case $e in
+	redis) start_redis "${JO_ENGINE_REDIS_PORT:-$((JO_PORT_BASE + 0))}" ;;
+	sqlite3) ;;
+	postgres) start_postgres $((JO_PORT_BASE + 24)) ;;
+	mysql) start_mariadb $((JO_PORT_BASE + 25)) ;;
+	*) jo_die "engine_start: unknown engine '$e'" ;;
+	esac
+	JO_ENGINE_STARTED="$JO_ENGINE_STARTED$e "
+	JO_NEXT_DB=${JO_NEXT_DB:-1}
+}
+
+# engine_meta ENGINE NAME: JO_META := the META-URL of a new, empty database
+# for volume NAME (a Redis db number, a SQLite file, a PostgreSQL or MariaDB
+# database). Not in $(...): it counts Redis databases in this shell.
+engine_meta() {
+	local e=$1 name=$2 db
+	db=$(echo "$name" | tr -c 'a-z0-9\n' '_')
+	case $e in
+	redis)
+		[ "${JO_NEXT_DB:-1}" -lt 16 ] || jo_die "engine_meta: out of Redis databases"
+		JO_META="redis://127.0.0.1:$JO_REDIS_PORT/${JO_NEXT_DB:-1}"
+		JO_NEXT_DB=$((${JO_NEXT_DB:-1} + 1))
+		;;
+	sqlite3) JO_META="sqlite3://$JO_T/$db.db" ;;
+	postgres)
+		pg_sql postgres "CREATE DATABASE $db" >/dev/null || jo_die "cannot create PostgreSQL database $db"
+		JO_META="postgres://postgres:$JO_PG_PASS@127.0.0.1:$JO_PG_PORT/$db?sslmode=disable"
+		;;
+	mysql)
+		my_sql "" "CREATE DATABASE $db" || jo_die "cannot create MariaDB database $db"
+		JO_META="mysql://jfs:$JO_MY_PASS@(127.0.0.1:$JO_MY_PORT)/$db"
+		;;
+	*) jo_die "engine_meta: unknown engine '$e'" ;;
+	esac
+}
