@@ -374,8 +374,18 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		       jo_meta_hint(url, rc));
 		goto done;
 	}
-	snprintf(detail, sizeof(detail), "%s %s holds volume '%s' (uuid %s)", jo_meta_engine(m),
-		 jo_meta_url_redacted(m), f.name, f.uuid ? f.uuid : "?");
+	{
+		char *server = NULL;
+		struct jo_err e2 = { 0 };
+
+		/* the server's own name and version ("PostgreSQL 15.18"); best effort */
+		if (jo_meta_describe(m, &server, &e2) != 0)
+			server = NULL;
+		snprintf(detail, sizeof(detail), "%s %s holds volume '%s' (uuid %s)%s%s",
+			 jo_meta_engine(m), jo_meta_url_redacted(m), f.name, f.uuid ? f.uuid : "?",
+			 server ? "; server " : "", server ? server : "");
+		free(server);
+	}
 	report(&d, "metadata", OK, 0, detail, NULL);
 	snprintf(detail, sizeof(detail), "MetaVersion %d", f.meta_version);
 	report(&d, "format-version", f.meta_version <= 1 ? OK : FAIL, JO_EUNSUPPORTED, detail,

@@ -45,6 +45,15 @@ static const struct jo_sql_driver *driver_for(const char *engine)
 
 /* ---------------------------------------------------------------- templates */
 
+/* Every driver call that can fail notes whether its failure is one a new
+ * attempt may clear, before a ROLLBACK (which succeeds) could hide it. */
+static int noted(struct jo_sql *s, int rc)
+{
+	s->retry = rc < 0 && s->drv->retryable(s->c);
+	return rc;
+}
+
+
 int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct jo_err *err,
 		const char *tmpl)
 {
@@ -70,7 +79,7 @@ int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct j
 		o += l;
 	}
 	sql[o] = '\0';
-	return s->drv->prepare(s->c, sql, st, err);
+	return noted(s, s->drv->prepare(s->c, sql, st, err));
 }
 
 void jo_sql_i64(struct jo_meta *m, struct jo_sqls *st, int i, int64_t v)
@@ -90,7 +99,9 @@ void jo_sql_text(struct jo_meta *m, struct jo_sqls *st, int i, const char *p)
 
 int jo_sql_step(struct jo_meta *m, struct jo_sqls *st, struct jo_err *err)
 {
-	return jo_sql_of(m)->drv->step(st, err);
+	struct jo_sql *s = jo_sql_of(m);
+
+	return noted(s, s->drv->step(st, err));
 }
 
 int64_t jo_sql_col_i64(struct jo_meta *m, struct jo_sqls *st, int i)
@@ -158,7 +169,7 @@ static int begin_with(struct jo_meta *m, const char *sql, struct jo_err *err)
 		return jo_err_set(err, JO_EINVAL, "%s: a transaction is already open on this handle "
 				  "(write through another handle inside a scan)",
 				  s->drv->dialect->label);
-	rc = s->drv->exec(s->c, sql, err);
+	rc = noted(s, s->drv->exec(s->c, sql, err));
 	if (rc == 0)
 		s->txn_depth = 1;
 	return rc;
@@ -184,7 +195,7 @@ int jo_sql_begin_snapshot(struct jo_meta *m, struct jo_err *err)
 int jo_sql_commit(struct jo_meta *m, struct jo_err *err)
 {
 	struct jo_sql *s = jo_sql_of(m);
-	int rc = s->drv->exec(s->c, "COMMIT", err);
+	int rc = noted(s, s->drv->exec(s->c, "COMMIT", err));
 
 	if (rc)
 		(void)s->drv->exec(s->c, "ROLLBACK", NULL); /* best effort: abandoned either way */
@@ -207,8 +218,9 @@ bool jo_sql_retry(struct jo_meta *m, int attempt)
 {
 	struct jo_sql *s = jo_sql_of(m);
 
-	if (!s->drv->retryable(s->c))
+	if (!s->retry)
 		return false;
+	s->retry = false;
 	usleep((useconds_t)(attempt * attempt * 1000 + 1000 + rand() % 4000));
 	return true;
 }

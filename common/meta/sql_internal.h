@@ -36,8 +36,8 @@ struct jo_sql_dialect {
 	const char *begin_rw;        /* a read-write transaction */
 	const char *begin_snapshot;  /* a read-only transaction that reads one snapshot */
 	const char *for_update;      /* what '~' becomes */
-	/* (item, task) into #item, replacing the task of an existing item */
-	const char *upsert_item;
+	/* (item, task) into #item unless the item is there: 1 row changed or 0 */
+	const char *insert_item;
 	/* INSERT INTO #task ... VALUES (...) followed by this returns the new id
 	 * as a row; NULL: the driver's insert_id() gives it */
 	const char *returning_id;
@@ -93,6 +93,7 @@ struct jo_sql {
 	struct jo_sqlc *c;
 	const char *pfx;   /* JuiceFS table prefix, borrowed from m->url */
 	int txn_depth;     /* 1 inside jo_sql_begin/begin_snapshot .. commit/rollback */
+	bool retry;        /* the last failed driver call may succeed in a new attempt */
 };
 
 struct jo_sql *jo_sql_of(struct jo_meta *m);

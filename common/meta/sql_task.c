@@ -54,6 +54,23 @@ static int write_args(struct jo_meta *m, const char *ns, const char *tmpl, const
 	}
 }
 
+/* A statement with one text and one integer parameter, in that order when
+ * text_first, else the other way round. */
+static int run_text(struct jo_meta *m, const char *ns, const char *tmpl, bool text_first,
+		    const char *text, int64_t v, struct jo_err *err)
+{
+	struct jo_sqls *st;
+	int rc = jo_sql_prep(m, ns, &st, err, tmpl);
+
+	if (rc)
+		return rc;
+	jo_sql_text(m, st, text_first ? 1 : 2, text);
+	jo_sql_i64(m, st, text_first ? 2 : 1, v);
+	rc = jo_sql_step(m, st, err);
+	jo_sql_free(m, st);
+	return rc < 0 ? rc : 0;
+}
+
 int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	for (const char *const *d = jo_sql_dialect_of(m)->task_ddl; *d; d++) {
@@ -65,80 +82,37 @@ int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 	return 0;
 }
 
-/* Join the items that no pending task holds into one '\n'-separated string. */
-static char *join_fresh(const char *const *items, const bool *fresh, size_t n, size_t *len)
-{
-	size_t blen = 0;
-	char *buf;
-
-	for (size_t i = 0; i < n; i++)
-		if (fresh[i])
-			blen += strlen(items[i]) + 1;
-	buf = malloc(blen + 1);
-	if (!buf)
-		return NULL;
-	blen = 0;
-	for (size_t i = 0; i < n; i++) {
-		size_t l;
-
-		if (!fresh[i])
-			continue;
-		l = strlen(items[i]);
-		if (blen)
-			buf[blen++] = '\n';
-		memcpy(buf + blen, items[i], l);
-		blen += l;
-	}
-	buf[blen] = '\0';
-	*len = blen;
-	return buf;
-}
-
+/*
+ * One attempt: insert the task, then each item unless a pending task holds
+ * it (the item's primary key makes a second planner wait for the first and
+ * then skip what it took), then the task's own list of the items it got.
+ * Nothing fresh: the transaction is rolled back and *task_id stays 0.
+ */
 static int task_add_once(struct jo_meta *m, const char *ns, const char *kind,
 			 const char *const *items, size_t n, bool *fresh, int64_t *task_id,
 			 size_t *added, struct jo_err *err)
 {
 	const struct jo_sql_dialect *d = jo_sql_dialect_of(m);
-	struct jo_sqls *q = NULL, *st = NULL;
-	size_t nfresh = 0, blen = 0;
+	struct jo_sqls *st = NULL, *q = NULL;
+	size_t nfresh = 0, blen = 0, o = 0;
 	char *buf = NULL;
 	char ins[160];
 	int rc, s;
 
 	*task_id = 0;
 	*added = 0;
+	for (size_t i = 0; i < n; i++)
+		blen += strlen(items[i]) + 1;
+	if (!(buf = malloc(blen + 1)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	if ((rc = jo_sql_begin(m, err)) != 0)
-		return rc;
-	/* FOR UPDATE: a second planner waits here until this one commits */
-	if ((rc = jo_sql_prep(m, ns, &q, err, "SELECT i.task FROM #item i JOIN #task t ON "
-			      "t.id = i.task WHERE i.item=?~")))
-		goto fail;
-	for (size_t i = 0; i < n; i++) {
-		jo_sql_reset(m, q);
-		jo_sql_text(m, q, 1, items[i]);
-		s = jo_sql_step(m, q, err);
-		if (s < 0) {
-			rc = jo_err_wrap(err, "read task items");
-			goto fail;
-		}
-		fresh[i] = s == 0;
-		nfresh += s == 0;
-	}
-	jo_sql_free(m, q);
-	q = NULL;
-	if (nfresh == 0)
-		return jo_sql_commit(m, err);
-	if (!(buf = join_fresh(items, fresh, n, &blen))) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto fail;
-	}
-	snprintf(ins, sizeof(ins), "INSERT INTO #task (kind, items, created) VALUES (?, ?, ?)%s",
+		goto out;
+	snprintf(ins, sizeof(ins), "INSERT INTO #task (kind, items, created) VALUES (?, '', ?)%s",
 		 d->returning_id ? d->returning_id : "");
 	if ((rc = jo_sql_prep(m, ns, &st, err, ins)))
 		goto fail;
 	jo_sql_text(m, st, 1, kind);
-	jo_sql_text(m, st, 2, buf);
-	jo_sql_i64(m, st, 3, now_ms());
+	jo_sql_i64(m, st, 2, now_ms());
 	s = jo_sql_step(m, st, err);
 	if (s < 0 || (d->returning_id && s != 1)) {
 		rc = s < 0 ? jo_err_wrap(err, "insert task")
@@ -148,11 +122,9 @@ static int task_add_once(struct jo_meta *m, const char *ns, const char *kind,
 	*task_id = d->returning_id ? jo_sql_col_i64(m, st, 0) : jo_sql_of(m)->drv->insert_id(st);
 	jo_sql_free(m, st);
 	st = NULL;
-	if ((rc = jo_sql_prep(m, ns, &st, err, d->upsert_item)))
+	if ((rc = jo_sql_prep(m, ns, &st, err, d->insert_item)))
 		goto fail;
 	for (size_t i = 0; i < n; i++) {
-		if (!fresh[i])
-			continue;
 		jo_sql_reset(m, st);
 		jo_sql_text(m, st, 1, items[i]);
 		jo_sql_i64(m, st, 2, *task_id);
@@ -160,22 +132,60 @@ static int task_add_once(struct jo_meta *m, const char *ns, const char *kind,
 			rc = jo_err_wrap(err, "insert task item");
 			goto fail;
 		}
+		fresh[i] = jo_sql_changes(m, st) > 0;
+		if (!fresh[i]) {
+			/* held, unless its task is gone (a record cleared by hand) */
+			bool held = true;
+
+			if (!q && (rc = jo_sql_prep(m, ns, &q, err, "SELECT 1 FROM #item i JOIN #task t "
+						    "ON t.id = i.task WHERE i.item=?")))
+				goto fail;
+			jo_sql_reset(m, q);
+			jo_sql_text(m, q, 1, items[i]);
+			if ((s = jo_sql_step(m, q, err)) < 0) {
+				rc = jo_err_wrap(err, "read task items");
+				goto fail;
+			}
+			held = s == 1;
+			if (!held && (rc = run_text(m, ns, "UPDATE #item SET task=? WHERE item=?",
+						    false, items[i], *task_id, err)))
+				goto fail;
+			fresh[i] = !held;
+		}
+		if (fresh[i]) {
+			size_t l = strlen(items[i]);
+
+			if (o)
+				buf[o++] = '\n';
+			memcpy(buf + o, items[i], l);
+			o += l;
+			nfresh++;
+		}
 	}
+	buf[o] = '\0';
 	jo_sql_free(m, st);
-	st = NULL;
-	free(buf);
+	jo_sql_free(m, q);
+	st = q = NULL;
+	if (nfresh == 0) {
+		jo_sql_rollback(m);
+		*task_id = 0;
+		goto out;
+	}
+	if ((rc = run_text(m, ns, "UPDATE #task SET items=? WHERE id=?", true, buf, *task_id, err)))
+		goto fail;
 	if ((rc = jo_sql_commit(m, err)) != 0) {
 		*task_id = 0;
-		return rc;
+		goto out;
 	}
 	*added = nfresh;
-	return 0;
+	goto out;
 fail:
-	jo_sql_free(m, q);
 	jo_sql_free(m, st);
+	jo_sql_free(m, q);
 	jo_sql_rollback(m);
-	free(buf);
 	*task_id = 0;
+out:
+	free(buf);
 	return rc;
 }
 

@@ -65,6 +65,7 @@ static int classify(unsigned e)
 	case CR_SERVER_GONE_ERROR:
 	case CR_SERVER_LOST:
 	case CR_SERVER_LOST_EXTENDED:
+	case CR_SSL_CONNECTION_ERROR:
 		return JO_ECONNECT;
 	case ER_ACCESS_DENIED_ERROR:
 	case ER_DBACCESS_DENIED_ERROR:
@@ -456,8 +457,7 @@ static const struct jo_sql_dialect dialect = {
 	.begin_rw = "BEGIN",
 	.begin_snapshot = "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
 	.for_update = " FOR UPDATE",
-	.upsert_item = "INSERT INTO #item (item, task) VALUES (?, ?) ON DUPLICATE KEY UPDATE "
-		       "task = VALUES(task)",
+	.insert_item = "INSERT IGNORE INTO #item (item, task) VALUES (?, ?)",
 	.returning_id = NULL,
 	.task_ddl = task_ddl,
 	.max_blob = 65535,

@@ -297,6 +297,14 @@ static void kw_release(struct kw *w)
 	w->nown = 0;
 }
 
+/* NOTICEs ("relation ... already exists, skipping") are not ours to print:
+ * common/ never writes to stderr. */
+static void quiet_notice(void *arg, const char *msg)
+{
+	(void)arg;
+	(void)msg;
+}
+
 static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct jo_err *err)
 {
 	struct jo_sqlc *c = calloc(1, sizeof(*c));
@@ -348,6 +356,7 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 		free(c);
 		return rc;
 	}
+	PQsetNoticeProcessor(c->pg, quiet_notice, NULL);
 	*out = c;
 	return 0;
 }
@@ -586,8 +595,7 @@ static const struct jo_sql_dialect dialect = {
 	.begin_rw = "BEGIN",
 	.begin_snapshot = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY",
 	.for_update = " FOR UPDATE",
-	.upsert_item = "INSERT INTO #item (item, task) VALUES (?, ?) ON CONFLICT (item) DO UPDATE "
-		       "SET task = excluded.task",
+	.insert_item = "INSERT INTO #item (item, task) VALUES (?, ?) ON CONFLICT (item) DO NOTHING",
 	.returning_id = " RETURNING id",
 	.task_ddl = task_ddl,
 	.max_blob = 0,

@@ -57,20 +57,46 @@ jo_stop_engines() {
 	if [ -n "${JO_PG_DATA:-}" ] && [ -f "$JO_PG_DATA/postmaster.pid" ]; then
 		jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi
-	if [ -n "${JO_MY_PID:-}" ]; then
-		kill -TERM "$JO_MY_PID" 2>/dev/null
-		for _ in $(seq 1 100); do kill -0 "$JO_MY_PID" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$JO_MY_PID" 2>/dev/null
-	fi
+	local pid
+	for pid in ${JO_MY_PID:-} ${JO_MY_RUNNER:-}; do
+		kill -TERM "$pid" 2>/dev/null
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+	done
 	if [ -z "${JO_KEEP:-}" ]; then
 		for d in "${JO_ENGINE_DIRS[@]}"; do rm -rf "$d"; done
 	fi
 }
 JO_CLEANUP_HOOKS+=(jo_stop_engines)
 
+# jo_certs DIR [USER]: a test CA and a server certificate for 127.0.0.1 /
+# localhost signed by it (DIR/ca.pem, DIR/server.pem, DIR/server.key, and a
+# second, unrelated CA DIR/other-ca.pem for "wrong CA" cases); the key is
+# owned by USER when given.
+jo_certs() {
+	local d=$1 user=${2:-}
+	mkdir -p "$d"
+	[ -s "$d/server.pem" ] && return 0
+	(
+		cd "$d" || exit 1
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 \
+			-subj "/CN=jfsops test CA" >/dev/null 2>&1 &&
+		openssl req -x509 -newkey rsa:2048 -nodes -keyout other-ca.key -out other-ca.pem -days 2 \
+			-subj "/CN=another CA" >/dev/null 2>&1 &&
+		openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr \
+			-subj "/CN=127.0.0.1" >/dev/null 2>&1 &&
+		printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >san.ext &&
+		openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+			-out server.pem -days 2 -extfile san.ext >/dev/null 2>&1
+	) || jo_die "jo_certs: openssl failed"
+	chmod 600 "$d/server.key"
+	if [ -n "$user" ] && [ "$(id -u)" = 0 ]; then chown "$user" "$d" "$d/server.key" "$d/server.pem"; fi
+}
+
 # ---------------------------------------------------------------- PostgreSQL
 
-# start_postgres PORT: a scratch cluster on 127.0.0.1:PORT; sets JO_PG_PORT.
+# start_postgres PORT: a scratch cluster on 127.0.0.1:PORT, TLS on (clients
+# choose with sslmode; JO_PG_CERTS holds ca.pem); sets JO_PG_PORT.
 start_postgres() {
 	local port=$1 d
 	jo_need_free_port "$port"
@@ -81,15 +107,18 @@ start_postgres() {
 	mkdir -p "$d/sock"
 	echo "$JO_PG_PASS" >"$d/pw"
 	if [ "$(id -u)" = 0 ]; then chown postgres "$d/sock" "$d/pw"; fi
+	JO_PG_CERTS=$d/certs
+	jo_certs "$JO_PG_CERTS" postgres
 	jo_as postgres "$JO_PG_BIN/initdb" -D "$JO_PG_DATA" -U postgres -E UTF8 --pwfile="$d/pw" \
 		--auth-local=trust --auth-host=scram-sha-256 >"$d/initdb.log" 2>&1 ||
 		{ jo_tail "$d/initdb.log"; jo_die "initdb failed"; }
 	jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -l "$d/log" -w -t 60 start \
-		-o "-p $port -c listen_addresses=127.0.0.1 -k $d/sock -c fsync=off -c max_connections=200" \
+		-o "-p $port -c listen_addresses=127.0.0.1 -k $d/sock -c fsync=off -c max_connections=200 \
+		    -c ssl=on -c ssl_cert_file=$JO_PG_CERTS/server.pem -c ssl_key_file=$JO_PG_CERTS/server.key" \
 		>"$d/pg_ctl.log" 2>&1 || { jo_tail "$d/log"; jo_die "PostgreSQL on port $port did not start"; }
 	JO_PG_SOCK=$d/sock
 	JO_PG_PORT=$port
-	export JO_PG_PORT JO_PG_SOCK
+	export JO_PG_PORT JO_PG_SOCK JO_PG_CERTS
 	PGPASSWORD=$JO_PG_PASS psql -h 127.0.0.1 -p "$port" -U postgres -Atc 'select 1' postgres >/dev/null ||
 		jo_die "PostgreSQL on 127.0.0.1:$port does not take the test password"
 }
@@ -101,7 +130,8 @@ pg_sql() {
 
 # ---------------------------------------------------------------- MariaDB
 
-# start_mariadb PORT: a scratch instance on 127.0.0.1:PORT with user jfs; sets JO_MY_PORT.
+# start_mariadb PORT: a scratch instance on 127.0.0.1:PORT with user jfs, TLS
+# on (JO_MY_CERTS holds ca.pem); sets JO_MY_PORT.
 start_mariadb() {
 	local port=$1 d i
 	jo_need_free_port "$port"
@@ -109,17 +139,21 @@ start_mariadb() {
 	d=$(jo_service_dir mysql maria)
 	mkdir -p "$d/run"
 	if [ "$(id -u)" = 0 ]; then chown mysql "$d/run"; fi
+	JO_MY_CERTS=$d/certs
+	jo_certs "$JO_MY_CERTS" mysql
 	jo_as mysql mariadb-install-db --no-defaults --datadir="$d/data" \
 		--auth-root-authentication-method=socket --skip-test-db >"$d/install.log" 2>&1 ||
 		{ jo_tail "$d/install.log"; jo_die "mariadb-install-db failed"; }
 	jo_as mysql mariadbd --no-defaults --datadir="$d/data" --socket="$d/run/s.sock" \
 		--port="$port" --bind-address=127.0.0.1 --pid-file="$d/run/pid" \
 		--log-error="$d/err.log" --innodb-flush-log-at-trx-commit=0 --skip-log-bin \
-		--innodb-buffer-pool-size=64M --max-connections=300 >/dev/null 2>&1 &
-	JO_MY_PID=$!
+		--innodb-buffer-pool-size=64M --max-connections=300 --ssl-ca="$JO_MY_CERTS/ca.pem" \
+		--ssl-cert="$JO_MY_CERTS/server.pem" --ssl-key="$JO_MY_CERTS/server.key" >/dev/null 2>&1 &
+	JO_MY_RUNNER=$!   # runuser, which does not pass signals on: the server's own pid is in its pidfile
 	JO_MY_SOCK=$d/run/s.sock
 	for i in $(seq 1 300); do
-		kill -0 "$JO_MY_PID" 2>/dev/null || { jo_tail "$d/err.log"; jo_die "mariadbd exited during start-up"; }
+		kill -0 "$JO_MY_RUNNER" 2>/dev/null || { jo_tail "$d/err.log"; jo_die "mariadbd exited during start-up"; }
+		[ -s "$d/run/pid" ] && JO_MY_PID=$(cat "$d/run/pid")
 		[ -S "$JO_MY_SOCK" ] && mariadb -S "$JO_MY_SOCK" -u root -e 'select 1' >/dev/null 2>&1 && break
 		sleep 0.1
 	done
@@ -129,7 +163,7 @@ start_mariadb() {
 		GRANT ALL ON *.* TO 'jfs'@'127.0.0.1'; GRANT ALL ON *.* TO 'jfs'@'localhost'" ||
 		jo_die "cannot create the MariaDB test user"
 	JO_MY_PORT=$port
-	export JO_MY_PORT JO_MY_SOCK
+	export JO_MY_PORT JO_MY_SOCK JO_MY_CERTS
 }
 
 # my_sql DB SQL: run SQL as root over the socket.
@@ -181,4 +215,26 @@ engine_meta() {
 		;;
 	*) jo_die "engine_meta: unknown engine '$e'" ;;
 	esac
+}
+
+# engine_store ENGINE NAME: where volume NAME keeps its objects: JO_BUCKET
+# (for jfs_format) and JO_STORE (for the leakcheck helpers: file:DIR or
+# s3:BUCKET). By engine, so every run covers both stores: sqlite3 and
+# postgres use file storage, redis and mysql SeaweedFS (started once, at
+# JO_PORT_BASE+10); JO_STORAGE=file|s3 overrides.
+engine_store() {
+	local e=$1 name=$2 kind
+	kind=${JO_STORAGE:-}
+	if [ -z "$kind" ]; then
+		case $e in redis | mysql) kind=s3 ;; *) kind=file ;; esac
+	fi
+	if [ "$kind" = s3 ]; then
+		[ -n "${JO_S3_ENDPOINT:-}" ] || start_seaweed $((JO_PORT_BASE + 10))
+		s3_mkbucket "$name"
+		JO_BUCKET=$JO_S3_ENDPOINT/$name
+		JO_STORE=s3:$name
+	else
+		JO_BUCKET=$JO_T/bucket-$name
+		JO_STORE=file:$JO_BUCKET
+	fi
 }

@@ -16,7 +16,7 @@ From the dump (FSTree + Trash, inodes counted once even when hard-linked):
   hist           {"<records in a chunk>": number of chunks}
 A dump does not carry delayed slices nor the chunks still held by pending
 (removed, not yet cleaned) files; when META-URL (sqlite3:// or redis://) is
-given they are read from the database directly:
+given (sqlite3://, postgres://, mysql:// or redis://) they are read from the database directly:
   delayed_slices  12-byte records in delSlices / jfs_delslices
   delayed_entries entries (rows / hash fields) of delSlices / jfs_delslices
   pending_chunks / pending_records / pending_slice_records / pending_hist:
@@ -26,8 +26,8 @@ given they are read from the database directly:
 Prints one JSON object.
 """
 import json
+import os
 import socket
-import sqlite3
 import sys
 import urllib.parse
 
@@ -135,19 +135,19 @@ def delayed_ids(vals):
 def from_db(url, pending_inodes):
     u = urllib.parse.urlsplit(url)
     res = {}
-    if u.scheme == "sqlite3":
-        path = url[len("sqlite3://"):].split("?")[0]
-        db = sqlite3.connect("file:%s?mode=ro" % path, uri=True)
-        db.text_factory = bytes
-        rows = db.execute("SELECT slices FROM jfs_delslices").fetchall()
+    if u.scheme in ("sqlite3", "postgres", "mysql"):
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import sqlmeta
+        db = sqlmeta.DB(url, readonly=True)
+        rows = [bytes(r[0]) for r in db.q("SELECT slices FROM @delslices").fetchall()]
         res["delayed_entries"] = len(rows)
-        res["delayed_slices"] = sum(len(r[0]) // 12 for r in rows)
-        res["delayed_ids"] = delayed_ids([r[0] for r in rows])
-        res["trash_root_node"] = db.execute("SELECT count(*) FROM jfs_node WHERE inode=?",
-                                            (TRASH_INODE,)).fetchone()[0]
+        res["delayed_slices"] = sum(len(r) // 12 for r in rows)
+        res["delayed_ids"] = delayed_ids(rows)
+        res["trash_root_node"] = db.q("SELECT count(*) FROM @node WHERE inode=?",
+                                      (TRASH_INODE,)).fetchone()[0]
         blobs = []
         for ino in pending_inodes:
-            blobs += [r[0] for r in db.execute("SELECT slices FROM jfs_chunk WHERE inode=?", (ino,))]
+            blobs += [bytes(r[0]) for r in db.q("SELECT slices FROM @chunk WHERE inode=?", (ino,)).fetchall()]
         chunk_stats(blobs, res)
     elif u.scheme in ("redis", "rediss"):
         db = int((u.path or "/0").strip("/") or 0)

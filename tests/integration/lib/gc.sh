@@ -200,13 +200,8 @@ gc_redis_cli() {
 gc_age_delslices() {
 	local meta=$1 secs=$2
 	case $meta in
-	sqlite3://*)
-		python3 - "${meta#sqlite3://}" "$secs" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], timeout=10)
-db.execute("UPDATE jfs_delslices SET deleted = deleted - ?", (int(sys.argv[2]),))
-db.commit()
-PY
+	sqlite3://* | postgres://* | mysql://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" age-delslices "$meta" "$secs"
 		;;
 	redis://*)
 		gc_redis_cli "$meta" EVAL "
@@ -225,14 +220,8 @@ return 1" 0 >/dev/null
 gc_trash_entries() {
 	local meta=$1
 	case $meta in
-	sqlite3://*)
-		python3 - "${meta#sqlite3://}" <<'PY'
-import sqlite3, sys
-T = 0x7FFFFFFF10000000
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=10)
-print(db.execute("SELECT COUNT(*) FROM jfs_edge WHERE parent IN "
-                 "(SELECT inode FROM jfs_edge WHERE parent=?)", (T,)).fetchone()[0])
-PY
+	sqlite3://* | postgres://* | mysql://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" trash-entries "$meta"
 		;;
 	redis://*)
 		# entry values are [type u8][inode u64 BE]: hex from Lua (its numbers are doubles)
@@ -273,17 +262,8 @@ for line in open(sys.argv[1]):
 gc_age_trash() {
 	local meta=$1 secs=$2 old new
 	case $meta in
-	sqlite3://*)
-		python3 - "${meta#sqlite3://}" "$secs" <<'PY'
-import datetime as dt, sqlite3, sys
-T = 0x7FFFFFFF10000000
-db = sqlite3.connect(sys.argv[1], timeout=10)
-for (name,) in db.execute("SELECT name FROM jfs_edge WHERE parent=?", (T,)).fetchall():
-    t = dt.datetime.strptime(name.decode(), "%Y-%m-%d-%H") - dt.timedelta(seconds=int(sys.argv[2]))
-    db.execute("UPDATE jfs_edge SET name=? WHERE parent=? AND name=?",
-               (t.strftime("%Y-%m-%d-%H").encode(), T, name))
-db.commit()
-PY
+	sqlite3://* | postgres://* | mysql://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" age-trash "$meta" "$secs"
 		;;
 	redis://*)
 		for old in $(gc_redis_cli "$meta" HKEYS d$((0x7FFFFFFF10000000))); do

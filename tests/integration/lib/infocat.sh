@@ -194,7 +194,7 @@ EOF
 }
 
 # ic_snapshot META BUCKETSPEC: a digest of the metadata database (sqlite file
-# or redis keys) for "nothing was written" checks.
+# or redis keys or every SQL table) for "nothing was written" checks.
 ic_meta_digest() {
 	local meta=$1
 	case $meta in
@@ -205,6 +205,9 @@ ic_meta_digest() {
 		;;
 	redis://*)
 		"$JO_PY" "$JO_REPO/tests/tools/redisdigest.py" "$meta"
+		;;
+	postgres://* | mysql://*)
+		"$JO_PY" "$JO_REPO/tests/tools/sqlmeta.py" digest "$meta"
 		;;
 	esac
 }

@@ -104,10 +104,13 @@ lk_gc_leaked() {
 lk_run_variant() {
 	LK_META=$1
 	LK_STORE=$2
-	local src=$JO_T/src d=$JO_T/lk rc i
+	LK_RUNS=$((${LK_RUNS:-0} + 1))   # several variants may run in one script
+	local src=$JO_T/src$LK_RUNS d=$JO_T/lk$LK_RUNS rc i
 	mkdir -p "$src" "$d"
-	"$JUICEFS" status --no-agent "$LK_META" >"$d/status.json" 2>/dev/null ||
+	# (on MySQL, juicefs's ORM prints "[xorm] [info] PING DATABASE" lines first)
+	"$JUICEFS" status --no-agent "$LK_META" 2>/dev/null >"$d/status.out" ||
 		jo_die "juicefs status failed"
+	sed -n '/^{/,$p' "$d/status.out" >"$d/status.json"
 	LK_NAME=$("$JO_VENV/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["Setting"]["Name"])' "$d/status.json")
 
 	# 1. files: written, rewritten (old inode to trash/delfiles), deleted
