@@ -35,9 +35,11 @@ static const char doctor_usage[] =
 	"delayed slices are overdue by more than an hour (no gc, no client cleanup).\n"
 	"Exit 0 when every check passed (warnings allowed), else the code of the\n"
 	"first failure: 5 a server is unreachable, 6 the object store rejected the\n"
-	"credentials, 7 not a JuiceFS volume, 8 bucket or database missing,\n"
-	"9 unsupported (encryption, format version, compression), 11 the metadata\n"
-	"engine rejected the password, 12 the clock is skewed, 3 anything else.\n"
+	"credentials, 7 not a JuiceFS volume or a corrupt format record (a field\n"
+	"juicefs cannot have written: BlockSize, Compression, Storage, TrashDays...),\n"
+	"8 bucket or database missing, 9 unsupported (encryption, format version),\n"
+	"11 the metadata engine rejected the password, 12 the clock is skewed,\n"
+	"3 anything else.\n"
 	"\n"
 	"Options:\n"
 	"      --json       one JSON line per check, then a summary\n"
@@ -108,6 +110,8 @@ static const char *meta_hint(int code, const char *engine)
 		return "jfsops supports standalone Redis and SQLite volumes with MetaVersion <= 1";
 	case JO_ENOTFOUND:
 		return "the database file does not exist: check the path";
+	case JO_EPROTO:
+		return "the format record is corrupt (jfsops never guesses a value): compare it with what `juicefs status META-URL` shows";
 	}
 	return NULL;
 }
