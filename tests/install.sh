@@ -12,7 +12,7 @@ debs=(build-essential cmake pkg-config clang
       libzstd-dev zstd liblz4-dev libjansson-dev libarchive-dev libexpat1-dev
       libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
       python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils
-      zsh faketime man-db time)
+      zsh bash-completion faketime man-db time)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
