@@ -178,6 +178,7 @@ struct jo_sync_stream_opts {
 	size_t sort_mem;       /* memory budget of the external sort */
 	const char *tmp_dir;
 	const char *after;     /* relative key: hand out only keys after it (resume), or NULL */
+	const char *desc;      /* the side, for the warning about each skipped symlink */
 };
 
 struct jo_sync_stream;
@@ -196,6 +197,11 @@ void jo_sync_stream_free(struct jo_sync_stream *s);
 int jo_sync_stream_ranges(const struct jo_sync_stream *s);
 /* Entries listed so far (all listers). */
 uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s);
+/*
+ * Symlinks the listing skipped (local directories: never followed, neither
+ * copied nor deleted); each one was also reported with a warning line.
+ */
+uint64_t jo_sync_stream_links(const struct jo_sync_stream *s);
 
 /* ---- bandwidth limit ----------------------------------------------------- */
 
@@ -230,6 +236,7 @@ struct jo_sync_opts {
 	bool progress;                     /* live progress line on stderr */
 	bool verbose;                      /* one line per action on stderr */
 	bool json;                         /* dry-run plan as JSON lines */
+	bool dst_absent;                   /* a dry run to a local DST not created yet: list it as empty */
 };
 
 struct jo_sync_summary {
@@ -241,6 +248,7 @@ struct jo_sync_summary {
 	char delete_refused_why[200];
 	int order_restarts;
 	bool resumed_listing;      /* --resume continued after a saved listing position */
+	uint64_t src_links, dst_links;  /* symlinks skipped in local directories */
 	double seconds;
 };
 

@@ -1526,7 +1526,10 @@ static int s3_mpu_list_parts(struct jo_obj *o, const char *key, const char *uplo
 			if (rc)
 				jo_err_set(err, rc, "list parts: stopped by the callback");
 		}
-		more = page.truncated && page.next_marker > marker;
+		more = page.truncated;
+		if (rc == 0 && more && page.next_marker <= marker)
+			rc = jo_err_set(err, JO_EPROTO, "s3 ListParts '%s' at %s: truncated reply does not "
+					"move past part %d", key, o->desc, marker);
 		marker = page.next_marker;
 		free(page.parts);
 		if (rc || !more)

@@ -289,12 +289,12 @@ static void list_v2_follows_continuation_tokens(void **state)
 {
 	struct server s = {
 		.steps = { { 200, "<ListBucketResult><IsTruncated>true</IsTruncated><EncodingType>url</EncodingType>"
-				  "<Contents><Key>p/a%20b</Key><Size>1</Size></Contents>"
+				  "<Contents><Key>p/a%20b</Key><Size>1</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents>"
 				  "<NextContinuationToken>tok/1+=</NextContinuationToken></ListBucketResult>", 0 },
 			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated>"
-				  "<Contents><Key>p/c</Key><Size>2</Size></Contents></ListBucketResult>", 0 },
+				  "<Contents><Key>p/c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>", 0 },
 			   { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
-				  "<Contents><Key>p/c</Key><Size>2</Size></Contents></ListBucketResult>", 0 } },
+				  "<Contents><Key>p/c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>", 0 } },
 		.nsteps = 3 };
 	struct names n = { 0 };
 	struct jo_err err;
