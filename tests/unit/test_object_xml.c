@@ -119,6 +119,83 @@ static void list_malformed_replies_are_eproto(void **state)
 	}
 }
 
+/* Values that cannot be right are protocol errors, never clamped or cut short. */
+static void list_refuses_values_it_cannot_hold(void **state)
+{
+	const char *bad[] = {
+		/* Size past int64 and past uint64 (strtoull clamped it before) */
+		"<ListBucketResult><Contents><Key>a</Key><Size>9223372036854775808</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>18446744073709551616</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><Contents><Key>a</Key><Size>-1</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><Contents><Key>a</Key><Size> 1</Size></Contents></ListBucketResult>",
+		/* a key that decodes to a NUL byte */
+		"<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>a%00b</Key><Size>1</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><EncodingType>url</EncodingType><CommonPrefixes><Prefix>p%00/</Prefix></CommonPrefixes></ListBucketResult>",
+		/* empty keys and prefixes */
+		"<ListBucketResult><Contents><Key></Key><Size>1</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><CommonPrefixes><Prefix/></CommonPrefixes></ListBucketResult>",
+	};
+	const char *ok = "<ListBucketResult><Contents><Key>a</Key><Size>9223372036854775807</Size></Contents>"
+			 "</ListBucketResult>";
+	struct jo_s3_list_page p;
+	struct jo_err err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_s3xml_parse_list(bad[i], strlen(bad[i]), &p, &err);
+
+		if (rc != JO_EPROTO)
+			fail_msg("case %zu: rc %d, %zu entries", i, rc, p.n);
+		assert_int_equal(p.n, 0);
+		assert_null(p.entries);
+	}
+	assert_int_equal(jo_s3xml_parse_list(ok, strlen(ok), &p, &err), 0);
+	assert_int_equal(p.entries[0].size, INT64_MAX);
+	jo_s3_list_page_release(&p);
+}
+
+/* SeaweedFS: <Key>vol/%25p</Key> but <NextMarker>vol/%p</NextMarker> (observed). */
+static void list_raw_next_marker_does_not_fail_the_page(void **state)
+{
+	const char *xml = "<ListBucketResult " NS "><Name>b</Name><Prefix>vol/</Prefix><Marker></Marker>"
+			  "<NextMarker>vol/%percent</NextMarker><MaxKeys>1</MaxKeys><IsTruncated>true</IsTruncated>"
+			  "<Contents><Key>vol/%25percent</Key><Size>22</Size></Contents>"
+			  "<EncodingType>url</EncodingType></ListBucketResult>";
+	struct jo_s3_list_page p;
+	struct jo_err err;
+
+	(void)state;
+	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(p.entries[0].key, "vol/%percent");
+	assert_true(p.truncated);
+	assert_null(p.next_marker);
+	jo_s3_list_page_release(&p);
+}
+
+static void parts_refuse_bad_values(void **state)
+{
+	const char *bad[] = {
+		"<ListPartsResult><IsTruncated>yes</IsTruncated></ListPartsResult>",
+		"<ListPartsResult><NextPartNumberMarker>x</NextPartNumberMarker></ListPartsResult>",
+		"<ListPartsResult><NextPartNumberMarker>10001</NextPartNumberMarker></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>10001</PartNumber></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>99999999999999999999999</PartNumber></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber><Size>18446744073709551616</Size></Part></ListPartsResult>",
+	};
+	struct jo_s3_parts_page pp;
+	struct jo_err err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_s3xml_parse_parts(bad[i], strlen(bad[i]), &pp, &err);
+
+		if (rc != JO_EPROTO)
+			fail_msg("case %zu: rc %d", i, rc);
+		assert_null(pp.parts);
+	}
+}
+
 struct del_seen {
 	int deleted, errors;
 	char last_err_key[64], last_code[64];
@@ -318,6 +395,9 @@ int main(void)
 		cmocka_unit_test(list_v1_plain_keys_not_decoded),
 		cmocka_unit_test(list_common_prefixes_merge_in_key_order),
 		cmocka_unit_test(list_malformed_replies_are_eproto),
+		cmocka_unit_test(list_refuses_values_it_cannot_hold),
+		cmocka_unit_test(list_raw_next_marker_does_not_fail_the_page),
+		cmocka_unit_test(parts_refuse_bad_values),
 		cmocka_unit_test(delete_result_with_per_key_errors),
 		cmocka_unit_test(error_document),
 		cmocka_unit_test(initiate_and_parts),
