@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct jo_err;
 struct jo_obj;
@@ -75,6 +76,8 @@ int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
 		       struct jo_err *err);
 /* Lines "+ PATTERN", "- PATTERN", "# comment", blank; "!" clears the list. */
 int jo_sync_filter_load(struct jo_sync_filter *f, const char *path, struct jo_err *err);
+/* The same from an open stream; name is the file name for messages. */
+int jo_sync_filter_read(struct jo_sync_filter *f, FILE *fp, const char *name, struct jo_err *err);
 /* Whether the key (relative to the side's prefix) takes part in the sync. */
 bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key);
 /* Glob match as used by the filter (exposed for tests). */

@@ -197,18 +197,20 @@ static void list_start(struct xp *x, const char *name)
 	}
 }
 
-/* Decimal digits only; a value past 2^64 - 1 is an error, never clamped. */
-static int parse_u64(const char *s, uint64_t *out)
+/* Decimal digits only, at most max (an overflow is an error, never a clamp). */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
 
-	if (*s < '0' || *s > '9')
+	if (!*s)
 		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*end || errno == ERANGE || v > UINT64_MAX)
-		return -1;
+	for (; *s; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		if (*s < '0' || *s > '9' || v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
 	*out = v;
 	return 0;
 }
@@ -242,7 +244,7 @@ static void list_end(struct xp *x, const char *name, const char *text)
 				xp_fail(x, JO_ENOMEM, "out of memory");
 			d->have_key = true;
 		} else if (strcmp(name, "Size") == 0) {
-			if (parse_u64(text, &d->cur.size) < 0)
+			if (parse_u64(text, INT64_MAX, &d->cur.size) < 0)
 				xp_fail(x, JO_EPROTO, "bad Size in listing");
 			d->have_size = true;
 		} else if (strcmp(name, "LastModified") == 0) {
@@ -277,8 +279,8 @@ static void list_end(struct xp *x, const char *name, const char *text)
 			else
 				d->cur.key = NULL;
 		} else if (strcmp(name, "CommonPrefixes") == 0) {
-			if (!d->have_key) {
-				xp_fail(x, JO_EPROTO, "CommonPrefixes without Prefix");
+			if (!d->have_key || !d->cur.key[0]) {
+				xp_fail(x, JO_EPROTO, "CommonPrefixes without a Prefix");
 				return;
 			}
 			if (push_entry(&d->pfx, &d->npfx, &d->cappfx, &d->cur) < 0)
@@ -353,11 +355,18 @@ int jo_s3xml_parse_list(const char *xml, size_t len, struct jo_s3_list_page *out
 			rc = decode_in_place(&out->entries[e].key);
 		for (size_t e = 0; e < d.npfx && rc == 0; e++)
 			rc = decode_in_place(&d.pfx[e].key);
-		if (rc == 0)
-			rc = decode_in_place(&out->next_marker);
 		if (rc)
 			jo_err_set(err, JO_EPROTO, "bad URL encoding of a key in the listing (or a key "
 				   "that decodes to a NUL byte)");
+		/*
+		 * SeaweedFS sends NextMarker raw even with EncodingType url: one
+		 * that does not decode is dropped (the caller then continues
+		 * after the last key, which is the same place).
+		 */
+		if (rc == 0 && decode_in_place(&out->next_marker)) {
+			free(out->next_marker);
+			out->next_marker = NULL;
+		}
 	}
 	if (rc == 0 && d.npfx) {
 		/* Merge the two sorted runs so the caller sees one ordered stream. */
@@ -536,12 +545,12 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 		return;
 	if (x->depth == 3 && strcmp(xp_up(x, 1), "Part") == 0) {
 		if (strcmp(name, "PartNumber") == 0) {
-			if (parse_u64(text, &v) < 0 || v < 1 || v > 10000)
+			if (parse_u64(text, 10000, &v) < 0 || v < 1)
 				xp_fail(x, JO_EPROTO, "bad PartNumber");
 			d->cur.number = (int)v;
 			d->have_num = true;
 		} else if (strcmp(name, "Size") == 0) {
-			if (parse_u64(text, &d->cur.size) < 0)
+			if (parse_u64(text, INT64_MAX, &d->cur.size) < 0)
 				xp_fail(x, JO_EPROTO, "bad part Size");
 			d->have_size = true;
 		} else if (strcmp(name, "ETag") == 0) {
@@ -578,7 +587,7 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 				xp_fail(x, JO_EPROTO, "bad IsTruncated in ListParts");
 			d->have_truncated = true;
 		} else if (strcmp(name, "NextPartNumberMarker") == 0) {
-			if (parse_u64(text, &v) < 0 || v > 10000)
+			if (parse_u64(text, 10000, &v) < 0)
 				xp_fail(x, JO_EPROTO, "bad NextPartNumberMarker");
 			else
 				p->next_marker = (int)v;

@@ -120,6 +120,86 @@ static void list_malformed_replies_are_eproto(void **state)
 	}
 }
 
+/* Values that cannot be right are protocol errors, never clamped or cut short. */
+static void list_refuses_values_it_cannot_hold(void **state)
+{
+	const char *bad[] = {
+		/* Size past int64 and past uint64 (strtoull clamped it before) */
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>9223372036854775808</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>18446744073709551616</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>-1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size> 1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		/* a key that decodes to a NUL byte */
+		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><Contents><Key>a%00b</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><CommonPrefixes><Prefix>p%00/</Prefix></CommonPrefixes></ListBucketResult>",
+		/* empty keys and prefixes */
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key></Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><CommonPrefixes><Prefix/></CommonPrefixes></ListBucketResult>",
+	};
+	const char *ok = "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>9223372036854775807</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+			 "</ListBucketResult>";
+	struct jo_s3_list_page p;
+	struct jo_err err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_s3xml_parse_list(bad[i], strlen(bad[i]), &p, &err);
+
+		/* each case fails for its own reason, not for a missing element */
+		if (rc != JO_EPROTO || strstr(err.msg, "without Key") ||
+		    strstr(err.msg, "without LastModified") || strstr(err.msg, "IsTruncated"))
+			fail_msg("case %zu: rc %d, %zu entries (%s)", i, rc, p.n, err.msg);
+		assert_int_equal(p.n, 0);
+		assert_null(p.entries);
+	}
+	assert_int_equal(jo_s3xml_parse_list(ok, strlen(ok), &p, &err), 0);
+	assert_int_equal(p.entries[0].size, INT64_MAX);
+	jo_s3_list_page_release(&p);
+}
+
+/* SeaweedFS: <Key>vol/%25p</Key> but <NextMarker>vol/%p</NextMarker> (observed). */
+static void list_raw_next_marker_does_not_fail_the_page(void **state)
+{
+	const char *xml = "<ListBucketResult " NS "><Name>b</Name><Prefix>vol/</Prefix><Marker></Marker>"
+			  "<NextMarker>vol/%percent</NextMarker><MaxKeys>1</MaxKeys><IsTruncated>true</IsTruncated>"
+			  "<Contents><Key>vol/%25percent</Key><Size>22</Size>"
+			  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+			  "<EncodingType>url</EncodingType></ListBucketResult>";
+	struct jo_s3_list_page p;
+	struct jo_err err;
+
+	(void)state;
+	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(p.entries[0].key, "vol/%percent");
+	assert_true(p.truncated);
+	assert_null(p.next_marker);
+	jo_s3_list_page_release(&p);
+}
+
+static void parts_refuse_bad_values(void **state)
+{
+	const char *bad[] = {
+		"<ListPartsResult><IsTruncated>yes</IsTruncated></ListPartsResult>",
+		"<ListPartsResult><NextPartNumberMarker>x</NextPartNumberMarker></ListPartsResult>",
+		"<ListPartsResult><NextPartNumberMarker>10001</NextPartNumberMarker></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>10001</PartNumber></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>99999999999999999999999</PartNumber></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber><Size>18446744073709551616</Size></Part></ListPartsResult>",
+	};
+	struct jo_s3_parts_page pp;
+	struct jo_err err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_s3xml_parse_parts(bad[i], strlen(bad[i]), &pp, &err);
+
+		if (rc != JO_EPROTO)
+			fail_msg("case %zu: rc %d", i, rc);
+		assert_null(pp.parts);
+	}
+}
+
 struct del_seen {
 	int deleted, errors;
 	char last_err_key[64], last_code[64];
@@ -262,14 +342,14 @@ static void list_replies_validated_never_defaulted(void **state)
 			fail_msg("case %zu (%s): rc %d, '%s'", i, bad[i].to, rc, err.msg);
 		assert_int_equal(p.n, 0);
 	}
-	/* the largest size there is still parses */
+	/* the largest size a file can have still parses */
 	{
 		const char *at = strstr(base, "<Size>5</Size>");
 
-		snprintf(xml, sizeof(xml), "%.*s<Size>18446744073709551615</Size>%s", (int)(at - base),
+		snprintf(xml, sizeof(xml), "%.*s<Size>9223372036854775807</Size>%s", (int)(at - base),
 			 base, at + strlen("<Size>5</Size>"));
 		assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
-		assert_true(p.entries[0].size == UINT64_MAX);
+		assert_true(p.entries[0].size == INT64_MAX);
 		jo_s3_list_page_release(&p);
 	}
 	/* the decoder itself: %00 is refused, other escapes decode */
@@ -451,6 +531,9 @@ int main(void)
 		cmocka_unit_test(list_malformed_replies_are_eproto),
 		cmocka_unit_test(list_replies_validated_never_defaulted),
 		cmocka_unit_test(parts_and_upload_id_validated),
+		cmocka_unit_test(list_refuses_values_it_cannot_hold),
+		cmocka_unit_test(list_raw_next_marker_does_not_fail_the_page),
+		cmocka_unit_test(parts_refuse_bad_values),
 		cmocka_unit_test(delete_result_with_per_key_errors),
 		cmocka_unit_test(error_document),
 		cmocka_unit_test(initiate_and_parts),
