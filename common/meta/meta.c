@@ -509,6 +509,17 @@ bool jo_meta_has(const struct jo_meta *m, unsigned cap)
 	return (m->ops->caps(m) & cap) == cap;
 }
 
+int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err)
+{
+	return m->ops->snapshot_begin ? m->ops->snapshot_begin(m, err) : 0;
+}
+
+void jo_meta_snapshot_end(struct jo_meta *m)
+{
+	if (m && m->ops->snapshot_end)
+		m->ops->snapshot_end(m);
+}
+
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err)
 {
 	*out = NULL;

@@ -618,6 +618,7 @@ const char *jo_meta_hint(const char *url, int code)
 	bool sqlite = n == 7 && !strncmp(url, "sqlite3", 7);
 	bool pg = n == 8 && !strncmp(url, "postgres", 8);
 	bool my = n == 5 && !strncmp(url, "mysql", 5);
+	bool etcd = n == 4 && !strncmp(url, "etcd", 4);
 
 	switch (code) {
 	case JO_EINVAL:
@@ -625,6 +626,8 @@ const char *jo_meta_hint(const char *url, int code)
 			return "spell it as juicefs does: postgres://user[:password]@host:5432/db[?sslmode=disable] or postgres://user@/db?host=/run/postgresql";
 		if (my)
 			return "spell it as juicefs does: mysql://user[:password]@(host:3306)/db or mysql://user@unix(/run/mysqld/mysqld.sock)/db";
+		if (etcd)
+			return "spell it as juicefs does: etcd://[user:password@]host1:2379[,host2:2379]/NAME[?cacert=ca.pem&cert=client.pem&key=client.key]";
 		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1, sqlite3:///abs/path.db, postgres://user@host:5432/db, mysql://user@(host:3306)/db";
 	case JO_ECONNECT:
 	case JO_ETIMEOUT:
@@ -632,21 +635,29 @@ const char *jo_meta_hint(const char *url, int code)
 			return "is PostgreSQL running and listening there (listen_addresses, port)? does pg_hba.conf allow this host, and does sslmode match the server?";
 		if (my)
 			return "is MySQL/MariaDB running and listening there (bind-address, port, socket path)? does tls= match the server?";
+		if (etcd)
+			return "is etcd running and its client URL reachable from here (--listen-client-urls)? with TLS, do cacert/cert/key/server-name match the server's certificate?";
 		return "is the server running and reachable from here? check host, port and firewall";
 	case JO_EAUTH:
 		if (redis)
 			return "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD";
+		if (etcd)
+			return "etcd refused the user/password: put them in the META-URL (etcd://user:password@host:2379/NAME), and check the user's role grants the volume's key range";
 		if (pg || my)
 			return "the SQL server refused the user/password: put the password in the META-URL or in META_PASSWORD / META_PASSWORD_FILE, and check the user's grants (pg_hba.conf for PostgreSQL)";
 		return "credentials were refused";
 	case JO_ENOTJFS:
 		if (pg || my)
 			return "this database holds no JuiceFS tables (jfs_setting): was the volume formatted with `juicefs format` on this database, schema (search_path) and table_prefix?";
+		if (etcd)
+			return "no JuiceFS volume under that prefix: the URL path must be the one the volume was formatted with (etcd keeps its leading '/')";
 		if (sqlite)
 			return "this file holds no JuiceFS tables: was it formatted with `juicefs format`, and with this table_prefix?";
 		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
 	case JO_EUNSUPPORTED:
-		return "jfsops supports standalone Redis, SQLite, PostgreSQL and MySQL/MariaDB volumes with MetaVersion <= 1";
+		return "jfsops supports standalone Redis, SQLite, PostgreSQL, MySQL/MariaDB and etcd volumes with MetaVersion <= 1";
+	case JO_EPROTO:
+		return "the format record is corrupt (jfsops never guesses a value): compare it with what `juicefs status META-URL` shows";
 	case JO_ENOTFOUND:
 		if (pg || my)
 			return "the database does not exist on that server: check its name in the META-URL";
