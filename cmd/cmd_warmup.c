@@ -327,7 +327,14 @@ static int read_ranges(struct wu_state *st, FILE *in, const char *name)
 			break;
 		}
 	}
-	if (!rc && ferror(in))
+	/*
+	 * SIGINT/SIGTERM while waiting for a line (a FIFO, a pipe, a terminal)
+	 * makes read() fail with EINTR (the handlers do not restart calls):
+	 * that is an interruption, not an I/O error.
+	 */
+	if (!rc && jo_cancelled())
+		rc = jo_err_set(&st->err, JO_ECANCELED, "interrupted while reading '%s'", name);
+	else if (!rc && ferror(in))
 		rc = jo_err_set(&st->err, JO_EIO, "cannot read '%s': %s", name, strerror(errno));
 	free(line);
 	return rc;
@@ -566,7 +573,13 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	if (!strcmp(ranges, "-")) {
 		in = stdin;
 	} else {
+		/* a FIFO with no writer yet blocks here: SIGTERM ends the wait */
 		in = fopen(ranges, "r");
+		if (!in && errno == EINTR && jo_cancelled()) {
+			jo_err_set(&st.err, JO_ECANCELED, "interrupted while opening '%s'", ranges);
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
 		if (!in) {
 			jo_err_set(&st.err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
 				   "cannot open ranges file '%s': %s", ranges, strerror(errno));
