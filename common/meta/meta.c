@@ -383,6 +383,7 @@ static const struct jo_meta_ops *ops_for(const char *engine)
 		{ "sqlite3", &jo_meta_sql_ops },
 		{ "postgres", &jo_meta_sql_ops },
 		{ "mysql", &jo_meta_sql_ops },
+		{ "etcd", &jo_meta_tkv_ops },
 	};
 
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)

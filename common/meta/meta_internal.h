@@ -107,6 +107,7 @@ struct jo_meta {
 /* The families. */
 extern const struct jo_meta_ops jo_meta_redis_ops;
 extern const struct jo_meta_ops jo_meta_sql_ops;
+extern const struct jo_meta_ops jo_meta_tkv_ops;
 
 /* Helpers shared by the backends. */
 int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out); /* 0 ok, -1 bad */
