@@ -8,6 +8,8 @@ same commands as sqlmeta.py for the SQL engines):
     kvmeta.py age-trash META SECONDS
     kvmeta.py trash-entries META
     kvmeta.py digest META
+    kvmeta.py pad META N      put N inert keys in the 'A' range (no JuiceFS kind)
+    kvmeta.py unpad META      remove them
 
 META is etcd://[user:pass@]host:port/NAME (the first endpoint is used).
 Standard library only."""
@@ -116,6 +118,22 @@ def digest(kv):
     return h.hexdigest()
 
 
+PAD = b"A" + struct.pack("<Q", 1 << 62)[:7]
+
+
+def pad(kv, n):
+    filler = b"x" * 64
+    for i in range(0, n, 100):
+        kv.txn(puts=[(PAD + struct.pack(">I", j) + b"Z", filler) for j in range(i, min(n, i + 100))])
+
+
+def unpad(kv):
+    start = kv.pfx + PAD
+    end = bytearray(start)
+    end[-1] += 1
+    kv.call("/v3/kv/deleterange", {"key": kv.b64(start), "range_end": kv.b64(bytes(end))})
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
@@ -128,6 +146,10 @@ def main():
         print(trash_entries(kv))
     elif cmd == "digest":
         print(digest(kv))
+    elif cmd == "pad":
+        pad(kv, int(sys.argv[3]))
+    elif cmd == "unpad":
+        unpad(kv)
     else:
         raise SystemExit(__doc__)
 
