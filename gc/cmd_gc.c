@@ -401,8 +401,9 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (status) {
 		if (gc_task_counts(run, &left, &leased, &err) != 0) {
-			left = leased = 0; /* no task table yet: nothing recorded */
-			jo_err_clear(&err);
+			/* (no task table yet counts as 0 tasks: this is a real failure) */
+			exit_code = cmd_fail(ctx, &err);
+			goto out;
 		}
 		if (json)
 			printf("{\"type\":\"status\",\"command\":\"gc\",\"tasks\":%lld,\"leased\":%lld}\n",
