@@ -15,6 +15,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define SQ_BUSY_MS 5000 /* how long a statement waits out another process's lock */
+
 struct sq {
 	sqlite3 *db;
 	const char *pfx; /* borrowed from m->url.table_prefix */
@@ -33,7 +35,11 @@ static int sq_fail(struct jo_meta *m, struct jo_err *err, const char *what)
 	if (ec == SQLITE_NOTADB)
 		code = JO_ENOTJFS;
 	else if (ec == SQLITE_BUSY || ec == SQLITE_LOCKED)
-		code = JO_ECONFLICT;
+		/* another process held the database past the busy timeout: a read
+		 * (scan) that cannot proceed, not a lost lease or compare-and-swap */
+		return jo_err_set(err, JO_ETIMEOUT, "sqlite3 %s: %s: %s (still locked after "
+				  "%d s)", m->url.path, what, sqlite3_errmsg(SQ(m)->db),
+				  SQ_BUSY_MS / 1000);
 	else if (ec == SQLITE_CORRUPT)
 		code = JO_EPROTO;
 	return jo_err_set(err, code, "sqlite3 %s: %s: %s", m->url.path, what,
@@ -86,12 +92,11 @@ static int sq_open(struct jo_meta *m, struct jo_err *err)
 				s->db ? sqlite3_errmsg(s->db) : "out of memory");
 		goto fail;
 	}
-	sqlite3_busy_timeout(s->db, 5000);
+	sqlite3_busy_timeout(s->db, SQ_BUSY_MS);
 	rc = sq_prep(m, &st, err, "SELECT 1 FROM sqlite_master WHERE type='table' AND name='@setting'");
 	if (rc != 0) {
-		jo_err_wrap(err, "not a JuiceFS volume");
 		if (err && err->code == JO_ENOTJFS)
-			rc = JO_ENOTJFS;
+			jo_err_wrap(err, "not a JuiceFS volume");
 		goto fail;
 	}
 	rc = sqlite3_step(st);

@@ -487,10 +487,22 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 		return jo_err_set(w->err, errno_code(errno), "file: list '%s': %s", dirpath,
 				  strerror(errno));
 	}
-	while ((de = readdir(d)) != NULL) {
-		size_t nl = strlen(de->d_name);
+	for (;;) {
+		size_t nl;
 		bool dir;
 		char *k;
+
+		/* readdir's NULL is the end only when errno stayed 0: an error in
+		 * the middle of a directory must not pass for the end of its listing */
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			if (errno)
+				rc = jo_err_set(w->err, errno_code(errno), "file: list '%s': %s",
+						dirpath, strerror(errno));
+			break;
+		}
+		nl = strlen(de->d_name);
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
