@@ -33,6 +33,11 @@ static int reply_error(struct jo_meta *m, const redisReply *r, struct jo_err *er
 
 	if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
 		code = JO_EAUTH;
+	/* The server is up but not serving now (loading its dataset, blocked by a
+	 * script, a replica without its master): unreachable, try again later. */
+	else if (strncmp(r->str, "LOADING", 7) == 0 || strncmp(r->str, "BUSY", 4) == 0 ||
+		 strncmp(r->str, "MASTERDOWN", 10) == 0 || strncmp(r->str, "TRYAGAIN", 8) == 0)
+		code = JO_ECONNECT;
 	return jo_err_set(err, code, "redis %s: %s: %.200s", m->url.redacted, what, r->str);
 }
 

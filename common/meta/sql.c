@@ -177,12 +177,13 @@ static int begin_with(struct jo_meta *m, const char *sql, struct jo_err *err)
 
 int jo_sql_begin(struct jo_meta *m, struct jo_err *err)
 {
-	/* SQLite's BEGIN IMMEDIATE waits out other writers (busy timeout); a
-	 * writer that keeps the lock makes it fail: try again as juicefs does */
+	/* SQLite's BEGIN IMMEDIATE waits out other writers (5 s busy timeout); a
+	 * writer that keeps the lock makes it fail: try a few more times (about
+	 * 30 s in all), then give up as a timeout rather than hang a cron run */
 	for (int attempt = 0;; attempt++) {
 		int rc = begin_with(m, jo_sql_dialect_of(m)->begin_rw, err);
 
-		if (rc == 0 || attempt + 1 >= JO_SQL_TXN_TRIES || !jo_sql_retry(m, attempt))
+		if (rc == 0 || attempt + 1 >= JO_SQL_BEGIN_TRIES || !jo_sql_retry(m, attempt))
 			return rc;
 	}
 }

@@ -8,6 +8,8 @@ usage: s3util.py list   ENDPOINT AK SK BUCKET [PREFIX]   -> "key size etag" line
        s3util.py put    ENDPOINT AK SK BUCKET KEY FILE
        s3util.py mpput  ENDPOINT AK SK BUCKET KEY FILE PARTSIZE
                         (multipart upload, one part per PARTSIZE bytes)
+       s3util.py md5s   ENDPOINT AK SK BUCKET [PREFIX]   -> "key md5-of-content size" lines
+                                                           (every object read whole)
 Exit 1 with a message on any HTTP error.
 """
 import datetime
@@ -130,6 +132,10 @@ def main(a):
             h.update(("%s %d %s\n" % (k, s, e)).encode())
             n += 1
         print(h.hexdigest(), n)
+    elif cmd == "md5s":
+        for k, s, e in list_keys(ep, ak, sk, bucket, a[5] if len(a) > 5 else ""):
+            data = request(ep, ak, sk, "GET", bucket, k)
+            print(k, hashlib.md5(data).hexdigest(), len(data))
     elif cmd == "get":
         sys.stdout.buffer.write(request(ep, ak, sk, "GET", bucket, a[5]))
     elif cmd == "delete":

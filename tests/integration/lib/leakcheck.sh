@@ -229,14 +229,17 @@ lk_run_variant() {
 }
 
 # lk_listing_error META: the object store is gone: the run fails (exit >= 2),
-# names the failure and leaves no report behind.
+# names the failure, leaves no report behind and says it is incomplete (its
+# only summary line has "complete": false).
 lk_listing_error() {
 	local meta=$1 d=${LK_DIR:-$JO_T/lk} rc=0
 	"$JO_BIN" leakcheck "$meta" --out "$d/broken.jsonl" --json >"$d/broken.json" 2>"$d/broken.err" || rc=$?
 	cat "$d/broken.err" >&2
 	[ $rc -ge 2 ] || lk_fail "listing error: exit $rc, expected >= 2"
 	[ ! -e "$d/broken.jsonl" ] && [ ! -e "$d/broken.jsonl.tmp" ] || lk_fail "listing error: a report was left"
-	grep -q '"type":"summary"' "$d/broken.json" && lk_fail "listing error: a summary was printed"
+	grep -q '"type":"summary","complete":true' "$d/broken.json" && lk_fail "listing error: a complete summary was printed"
+	grep -q '"type":"summary","complete":false' "$d/broken.json" || lk_fail "listing error: no summary with \"complete\": false"
+	grep -q 'INCOMPLETE' "$d/broken.err" || lk_fail "listing error: no INCOMPLETE line"
 	grep -qi 'list' "$d/broken.err" || lk_fail "listing error: message does not say what failed"
 	[ $LK_FAIL -eq 0 ]
 }
