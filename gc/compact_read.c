@@ -58,6 +58,7 @@ struct compact_src {
 	pthread_t th[FETCHERS];
 	int nth;
 	bool stop;
+	long wanted;                   /* the fetch the filler waits for and that has not started, or -1 */
 	uint64_t bytes_fetched, gets;
 };
 
@@ -116,8 +117,15 @@ static void *fetcher_main(void *arg)
 		struct jo_err e = { 0 };
 		int rc;
 
-		while (!s->stop && s->next < s->nf &&
-		       s->mem > 0 && s->mem + (s->f[s->order[s->next]].hi - s->f[s->order[s->next]].lo) > MEM_BUDGET)
+		/*
+		 * Within the budget, or the very fetch the filler waits for: the
+		 * reads held are released only once the bytes after them are
+		 * copied, so waiting for room there would wait forever (a new
+		 * block made of many old blocks read whole, say).
+		 */
+		while (!s->stop && s->next < s->nf && s->mem > 0 &&
+		       s->mem + (s->f[s->order[s->next]].hi - s->f[s->order[s->next]].lo) > MEM_BUDGET &&
+		       (long)s->order[s->next] != s->wanted)
 			pthread_cond_wait(&s->cv, &s->mu);
 		if (s->stop || s->next >= s->nf)
 			break;
@@ -167,6 +175,7 @@ int compact_src_new(struct jo_vol *v, const struct jo_slice *segs, size_t nsegs,
 	if (!s)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	s->v = v;
+	s->wanted = -1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	/* 1. what each block of each old slice must give, and where it goes */
@@ -342,8 +351,14 @@ int compact_src_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload, st
 		} else {
 			struct fetch *x = &s->f[p->f];
 
-			while (x->state == F_QUEUED || x->state == F_RUNNING)
+			while (x->state == F_QUEUED || x->state == F_RUNNING) {
+				if (x->state == F_QUEUED && s->wanted != p->f) {
+					s->wanted = p->f;
+					pthread_cond_broadcast(&s->cv);
+				}
 				pthread_cond_wait(&s->cv, &s->mu);
+			}
+			s->wanted = -1;
 			if (x->state == F_FAILED) {
 				*err = x->err;
 				rc = x->rc;

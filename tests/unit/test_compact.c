@@ -299,6 +299,44 @@ static void source_reports_a_missing_block(void **state)
 	vol_teardown(&f);
 }
 
+/*
+ * One new block made of ten old blocks, each read whole (compressed): more
+ * than the source's memory budget (32 MiB) before the first byte of the new
+ * block can be handed on. The reads held are released only after it, so the
+ * read waited for must start all the same (it waited forever before).
+ */
+static void source_over_its_budget_within_one_block_goes_on(void **state)
+{
+	struct vfx f;
+	struct compact_src *src;
+	struct jo_err err = { 0 };
+	struct jo_slice many[10];
+	uint8_t *got = malloc(10 * 4096);
+	uint64_t bytes, gets;
+
+	(void)state;
+	assert_non_null(got);
+	vol_setup(&f, "lz4");
+	for (uint64_t id = 12; id <= 14; id++)
+		if (jo_vol_write_slice(f.v, id, 8 * MiB, gen_cb, &id, &err))
+			fail_msg("write slice %llu: %s", (unsigned long long)id, err.msg);
+	for (int i = 0; i < 10; i++)
+		many[i] = (struct jo_slice)SEG(10 + (uint64_t)(i / 2), (uint32_t)(i % 2) * 4 * MiB + 8192,
+					      4096);
+	assert_int_equal(compact_src_new(f.v, many, 10, &src, &err), 0);
+	if (compact_src_fill(got, 0, 10 * 4096, src, &err))
+		fail_msg("fill: %s", err.msg);
+	for (int i = 0; i < 10; i++)
+		for (uint32_t k = 0; k < 4096; k++)
+			assert_int_equal(got[i * 4096 + k], byte_of(many[i].id, many[i].off + k));
+	compact_src_counts(src, &bytes, &gets);
+	assert_int_equal(gets, 10);
+	assert_int_equal(bytes, 10 * 4 * MiB);
+	compact_src_free(src);
+	vol_teardown(&f);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -311,6 +349,7 @@ int main(void)
 		cmocka_unit_test(source_reads_only_the_ranges_it_copies),
 		cmocka_unit_test(source_reads_compressed_blocks_whole_and_once),
 		cmocka_unit_test(source_reports_a_missing_block),
+		cmocka_unit_test(source_over_its_budget_within_one_block_goes_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
