@@ -62,23 +62,6 @@ static void cleanup_zero_ref(redisContext *c, const char *field)
 	}
 }
 
-static int add_freed(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size)
-{
-	struct jo_slice_id *nv;
-
-	for (size_t i = 0; i < *n; i++)
-		if ((*v)[i].id == id && (*v)[i].size == size)
-			return 0;
-	nv = realloc(*v, (*n + 1) * sizeof(*nv));
-	if (!nv)
-		return JO_ENOMEM;
-	nv[*n].id = id;
-	nv[*n].size = size;
-	*v = nv;
-	(*n)++;
-	return 0;
-}
-
 static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
@@ -235,7 +218,7 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 				continue;
 			e = x->element[at++];
 			if (e->type == REDIS_REPLY_INTEGER && e->integer < 0 &&
-			    add_freed(freed, nfreed, s.id, s.size)) {
+			    jo_slice_id_add(freed, nfreed, s.id, s.size)) {
 				freeReplyObject(x);
 				return jo_err_set(err, JO_ENOMEM, "out of memory");
 			}
