@@ -114,6 +114,8 @@ struct jo_meta_open_opts {
 	const char *password;
 	/* Redis only: $REDIS_PASSWORD, which Redis takes before `password`. */
 	const char *redis_password;
+	/* Redis Sentinel only: $SENTINEL_PASSWORD, for the sentinels themselves. */
+	const char *sentinel_password;
 	/*
 	 * Open for reading only: SQLite opens the file read-only, so closing
 	 * never checkpoints a client's write-ahead log into it (nothing on disk
