@@ -157,9 +157,9 @@ static void fmt_addr(char *out, size_t cap, const char *host, int port)
 	snprintf(out, cap, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
 }
 
-static int set_timeouts(int fd)
+static int set_timeouts(int fd, int ms)
 {
-	struct timeval tv = { IO_MS / 1000, 0 };
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 	int one = 1;
 
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -322,8 +322,12 @@ static int rc_tls(struct rconn *c, struct rtls *t, const char *host)
 	} else {
 		char e[300];
 
-		ssl_errs(e, sizeof(e));
-		rc_fail(c, true, "TLS handshake failed (is the server's TLS port %s?): %s", c->addr, e);
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			snprintf(e, sizeof(e), "no answer within %d ms", CONNECT_MS);
+		else
+			ssl_errs(e, sizeof(e));
+		rc_fail(c, true, "TLS handshake with %s failed (is that the server's TLS port?): %s",
+			c->addr, e);
 	}
 	return -1;
 }
@@ -385,7 +389,8 @@ static int rc_connect(struct rconn *c, struct rtls *t, const char *host, int por
 		}
 	}
 	c->fd = fd;
-	if (set_timeouts(fd) != 0) {
+	/* the TLS handshake within the connect deadline (a plain port never answers it) */
+	if (set_timeouts(fd, t && t->ctx ? CONNECT_MS : IO_MS) != 0) {
 		rc_fail(c, true, "%s: setsockopt: %s", c->addr, strerror(errno));
 		return -1;
 	}
@@ -394,8 +399,11 @@ static int rc_connect(struct rconn *c, struct rtls *t, const char *host, int por
 		rc_fail(c, false, "out of memory");
 		return -1;
 	}
-	if (t && t->ctx && rc_tls(c, t, host) != 0)
+	if (t && t->ctx && (rc_tls(c, t, host) != 0 || set_timeouts(fd, IO_MS) != 0)) {
+		if (c->fd >= 0)
+			rc_fail(c, true, "%s: setsockopt: %s", c->addr, strerror(errno));
 		return -1;
+	}
 	return 0;
 }
 
