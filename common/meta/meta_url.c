@@ -744,6 +744,24 @@ int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err
 	return rc;
 }
 
+/* The form of a redis META-URL: 's' Sentinel, 'c' several cluster seeds, 0 one host. */
+static char redis_form(const char *url)
+{
+	const char *h = strstr(url, "://"), *at, *end, *comma, *colon;
+
+	if (!h)
+		return 0;
+	h += 3;
+	end = h + strcspn(h, "/?");
+	for (at = h; (at = memchr(at, '@', (size_t)(end - at))); h = ++at)
+		;
+	comma = memchr(h, ',', (size_t)(end - h));
+	colon = memchr(h, ':', (size_t)(end - h));
+	if (!comma)
+		return 0;
+	return colon && comma < colon ? 's' : 'c';
+}
+
 const char *jo_meta_hint(const char *url, int code)
 {
 	const char *sep = url ? strstr(url, "://") : NULL;
@@ -753,6 +771,8 @@ const char *jo_meta_hint(const char *url, int code)
 	bool sqlite = n == 7 && !strncmp(url, "sqlite3", 7);
 	bool pg = n == 8 && !strncmp(url, "postgres", 8);
 	bool my = n == 5 && !strncmp(url, "mysql", 5);
+	bool tls = n == 6 && !strncmp(url, "rediss", 6);
+	char form = redis ? redis_form(url) : 0;
 
 	switch (code) {
 	case JO_EINVAL:
@@ -760,6 +780,8 @@ const char *jo_meta_hint(const char *url, int code)
 			return "spell it as juicefs does: postgres://user[:password]@host:5432/db[?sslmode=disable] or postgres://user@/db?host=/run/postgresql";
 		if (my)
 			return "spell it as juicefs does: mysql://user[:password]@(host:3306)/db or mysql://user@unix(/run/mysqld/mysqld.sock)/db";
+		if (redis)
+			return "spell it as juicefs does: redis[s]://[user:pass@]host:6379/1, Sentinel redis://[user:pass@]MASTER,host1:26379,host2:26379/1, Cluster redis://host1:6379,host2:6379/1, TLS options ?tls-ca-cert-file=...&tls-cert-file=...&tls-key-file=...";
 		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1, sqlite3:///abs/path.db, postgres://user@host:5432/db, mysql://user@(host:3306)/db";
 	case JO_ECONNECT:
 	case JO_ETIMEOUT:
@@ -767,8 +789,16 @@ const char *jo_meta_hint(const char *url, int code)
 			return "is PostgreSQL running and listening there (listen_addresses, port)? does pg_hba.conf allow this host, and does sslmode match the server?";
 		if (my)
 			return "is MySQL/MariaDB running and listening there (bind-address, port, socket path)? does tls= match the server?";
+		if (tls)
+			return "TLS: tls-ca-cert-file must name the CA that signed the server's certificate (or the system CAs must trust it), tls-server-name a name the certificate holds; is the port Redis's tls-port?";
+		if (form == 's')
+			return "are the sentinels (the addresses after MASTER,) running and reachable, and do they name a master that is up?";
+		if (form == 'c')
+			return "are the cluster nodes reachable, and is the cluster up (CLUSTER INFO: cluster_state:ok)?";
 		return "is the server running and reachable from here? check host, port and firewall";
 	case JO_EAUTH:
+		if (form == 's')
+			return "wrong password: the META-URL's (or REDIS_PASSWORD/META_PASSWORD) is the Redis servers', SENTINEL_PASSWORD the sentinels'";
 		if (redis)
 			return "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD";
 		if (pg || my)
@@ -781,8 +811,10 @@ const char *jo_meta_hint(const char *url, int code)
 			return "this file holds no JuiceFS tables: was it formatted with `juicefs format`, and with this table_prefix?";
 		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
 	case JO_EUNSUPPORTED:
-		return "jfsops supports standalone Redis, SQLite, PostgreSQL and MySQL/MariaDB volumes with MetaVersion <= 1";
+		return "jfsops supports Redis (standalone, Sentinel, Cluster, TLS), SQLite, PostgreSQL and MySQL/MariaDB volumes with MetaVersion <= 1";
 	case JO_ENOTFOUND:
+		if (form == 's')
+			return "no sentinel monitors a master of that name: the name before the first ',' must be one the sentinels monitor (SENTINEL MASTERS lists them)";
 		if (pg || my)
 			return "the database does not exist on that server: check its name in the META-URL";
 		return "the database file does not exist: check the path";

@@ -231,7 +231,7 @@ static void ssl_errs(char *buf, size_t cap)
 		snprintf(buf, cap, "%s", errno ? strerror(errno) : "handshake failed");
 }
 
-/* The certificate a failed verification stopped at. */
+/* The server certificate of a failed verification. */
 struct vinfo {
 	char subj[200], iss[200];
 	bool set;
@@ -241,7 +241,7 @@ static int verify_cb(int ok, X509_STORE_CTX *x)
 {
 	SSL *ssl = X509_STORE_CTX_get_ex_data(x, SSL_get_ex_data_X509_STORE_CTX_idx());
 	struct vinfo *v = ssl ? SSL_get_app_data(ssl) : NULL;
-	X509 *c = X509_STORE_CTX_get_current_cert(x);
+	X509 *c = X509_STORE_CTX_get0_cert(x); /* the server's own, whichever link failed */
 
 	if (!ok && v && c && !v->set) {
 		X509_NAME_oneline(X509_get_subject_name(c), v->subj, (int)sizeof(v->subj));
