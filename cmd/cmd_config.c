@@ -25,7 +25,7 @@ static const char config_usage[] =
 	"(JFSOPS_ENDPOINT, JFSOPS_BUCKET, JFSOPS_REGION, JFSOPS_ACCESS_KEY,\n"
 	"JFSOPS_SECRET_KEY, JFSOPS_SESSION_TOKEN, JFSOPS_PATH_STYLE, JFSOPS_LIST_V1,\n"
 	"JFSOPS_INSECURE, JFSOPS_UNORDERED) > file > defaults, with where each value came from. Secrets\n"
-	"are masked (first 4 characters, then ****). The file looks like:\n"
+	"are shown as **** (nothing of them is printed). The file looks like:\n"
 	"\n"
 	"  [profile oss-sh]\n"
 	"  endpoint = https://oss-cn-shanghai.aliyuncs.com\n"

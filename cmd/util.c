@@ -286,6 +286,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	vo.meta_sentinel_password = getenv("SENTINEL_PASSWORD");
 	vo.meta_read_only = a->read_only;
 	vo.list_temp_files = a->list_temp_files;
+	vo.list_links = a->list_links;
 	vo.bucket = cv.v[JO_CFG_BUCKET];
 	if (!vo.bucket && cv.v[JO_CFG_ENDPOINT]) {
 		rc = rebase_bucket(meta_url, cv.v[JO_CFG_ENDPOINT], &rebased, err);

@@ -52,6 +52,7 @@ struct cmd_vol_args {
 	const char *config;   /* --config FILE, or NULL */
 	bool read_only;       /* set by read-only commands before opening */
 	bool list_temp_files; /* set by leakcheck: see jo_vol_opts */
+	bool list_links;      /* set by leakcheck: see jo_vol_opts */
 	char *secret_copy;  /* owned */
 	char *url_copy;     /* owned */
 };

@@ -117,7 +117,7 @@ int jo_cfg_values_set(struct jo_cfg_values *vals, int key, const char *value, en
 /* Free the strings (secrets are wiped first) and reset. */
 void jo_cfg_values_release(struct jo_cfg_values *vals);
 
-/* A printable form of a secret: its first 4 characters then "****" ("****" if short). */
+/* A printable form of a secret: "****", whatever the secret (NULL too); nothing of it shows. */
 void jo_cfg_mask(const char *secret, char *buf, size_t cap);
 
 #endif

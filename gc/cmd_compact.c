@@ -53,7 +53,7 @@ static const char compact_usage[] =
 	"      --apply              compact (default: report only)\n"
 	"      --path PATH          only files under PATH (default: the whole volume)\n"
 	"      --min-slices N       chunks with at least N records (default 2)\n"
-	"      --min-garbage PCT    and at least PCT%% of their written bytes hidden (default 0)\n"
+	"      --min-garbage PCT    and at least PCT% of their written bytes hidden (default 0)\n"
 	"      --threads N          workers in this process (default 4)\n"
 	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
 	"      --lease DUR          lease length (default 60s; renewed every third)\n"

@@ -60,8 +60,13 @@ static const char usage_text[] =
 	"\n"
 	CMD_VOL_HELP
 	"\n"
-	"Exit codes: 0 done, 2 usage, 3 failed, 4 finished but some items failed,\n"
-	"5 unreachable, 9 unsupported volume (ChangeLog on), 10 a lease was lost,\n"
+	"Exit codes: 0 done (with --delete: no task left, or --max-time stopped the\n"
+	"run: status \"max-time\"), 2 usage, 3 failed,\n"
+	"4 finished but some items failed, or (status \"tasks-left\") tasks are still\n"
+	"recorded that this run could not claim: another worker holds their lease,\n"
+	"or held it and died (its lease expires after at most --lease; the next run\n"
+	"takes them over), 5 unreachable, 9 unsupported volume (ChangeLog on),\n"
+	"10 a lease was lost,\n"
 	"130/143 interrupted (SIGINT/SIGTERM: the delete batch in flight is finished,\n"
 	"no new one is started, the lease is released; what is left stays recorded\n"
 	"and is picked up by the next run. A second SIGINT exits at once).\n"
@@ -220,7 +225,7 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 }
 
 static int write_metrics(const char *path, bool del, const struct gc_stats *s, int64_t left,
-			 double start, double dur, bool success, struct jo_err *err)
+			 int64_t leased, double start, double dur, bool success, struct jo_err *err)
 {
 	struct jo_metrics *mx = NULL;
 	double last_ok = 0;
@@ -265,6 +270,10 @@ static int write_metrics(const char *path, bool del, const struct gc_stats *s, i
 	if (rc == 0)
 		rc = jo_metrics_set(mx, "jfsops_gc_tasks_left", "gauge",
 				    "tasks still recorded after the last run", NULL, (double)left, err);
+	if (rc == 0)
+		rc = jo_metrics_set(mx, "jfsops_gc_tasks_leased", "gauge",
+				    "tasks under another worker's lease after the last run", NULL,
+				    (double)leased, err);
 	if (rc == 0)
 		rc = jo_metrics_set(mx, "jfsops_gc_dry_run", "gauge", "1 if the last run was a dry run",
 				    NULL, del ? 0 : 1, err);
@@ -444,14 +453,34 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		} else if (st.leases_lost) {
 			stname = "lease-lost";
 			exit_code = JO_EXIT_CONFLICT;
+		} else if (work && o.delete_ && left > 0 && gc_run_deadline_passed(run)) {
+			stname = "max-time"; /* stopped claiming as asked: what is left is for the next run */
+		} else if (work && o.delete_ && left > 0) {
+			/*
+			 * Tasks this run could not claim: another worker holds them (or
+			 * held them and died: its lease runs out first). Not a success
+			 * a cron wrapper should take for "all reclaimed".
+			 */
+			stname = "tasks-left";
+			exit_code = JO_EXIT_PARTIAL;
+			jo_warn("%lld task(s) still recorded, %lld of them under another worker's lease "
+				"(a dead worker's lease expires after at most its --lease): not done by "
+				"this run; the next run or that worker finishes them", (long long)left,
+				(long long)leased);
 		}
 		if (rc == 0)
 			print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname);
-		success = rc == 0 && exit_code == JO_EXIT_OK;
+		/*
+		 * For the last-success metric a run that did all it could claim counts:
+		 * on a fleet whose workers start together the first to finish always
+		 * sees its peers' leases, and its alert must not fire for that.
+		 */
+		success = rc == 0 && (exit_code == JO_EXIT_OK || !strcmp(stname, "tasks-left"));
 		if (metrics_path) {
 			struct jo_err merr = { 0 };
 
-			if (write_metrics(metrics_path, o.delete_, &st, left, t0, dur, success, &merr)) {
+			if (write_metrics(metrics_path, o.delete_, &st, left, leased, t0, dur, success,
+					  &merr)) {
 				jo_error("%s", merr.msg);
 				if (exit_code == JO_EXIT_OK && rc == 0)
 					exit_code = JO_EXIT_FAIL;

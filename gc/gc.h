@@ -85,6 +85,8 @@ int gc_work(struct gc_run *r, struct jo_err *err);
 void gc_run_stats(struct gc_run *r, struct gc_stats *out);
 /* Tasks left in the engine (total, under lease). */
 int gc_task_counts(struct gc_run *r, int64_t *total, int64_t *leased, struct jo_err *err);
+/* Whether --max-time has passed (the workers stopped claiming because of it). */
+bool gc_run_deadline_passed(const struct gc_run *r);
 /* Drop every task record (--reset-tasks). */
 int gc_reset_tasks(struct gc_run *r, struct jo_err *err);
 

@@ -82,6 +82,11 @@ int gc_task_counts(struct gc_run *r, int64_t *total, int64_t *leased, struct jo_
 	return jo_mut_task_count(r->vol->meta, GC_NS, total, leased, err);
 }
 
+bool gc_run_deadline_passed(const struct gc_run *r)
+{
+	return r->deadline_mono && jo_lease_mono_ms() >= r->deadline_mono;
+}
+
 int gc_reset_tasks(struct gc_run *r, struct jo_err *err)
 {
 	return jo_mut_task_clear(r->vol->meta, GC_NS, err);

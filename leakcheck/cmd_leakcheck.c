@@ -37,6 +37,10 @@ static const char leakcheck_usage[] =
 	"Objects under chunks/ that are no block key (a crashed writer's\n"
 	"'.jfs.*.tmp.*' file on file storage, anything else) are reported as\n"
 	"foreign and never deleted; `juicefs gc` counts them among its leaked.\n"
+	"On file storage a symlink under chunks/ is foreign too (reason \"symlink\"):\n"
+	"never followed, never deleted, nothing behind it is listed. A bucket (or\n"
+	"bucket directory) that does not exist is an error (exit 8), never an empty\n"
+	"listing that would make every reference look missing.\n"
 	"\n"
 	"Check options:\n"
 	"      --out FILE          write candidates as JSON lines (type leaked, missing,\n"
@@ -84,7 +88,8 @@ static const char leakcheck_usage[] =
 	"the run completed, _last_success_timestamp_seconds.\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
-	"4 some deletions failed, 130/143 interrupted.\n"
+	"4 some deletions failed, 5 unreachable, 6 credentials rejected, 7 corrupt\n"
+	"metadata, 8 the bucket does not exist, 130/143 interrupted.\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl \\\n"
@@ -740,6 +745,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 
 	va.read_only = true;  /* leakcheck never writes metadata, only deletes objects */
 	va.list_temp_files = true;  /* a crashed writer's temp files are reported (foreign) */
+	va.list_links = true;       /* symlinks under chunks/ too: never followed or deleted */
 	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
 	if (rc)
 		goto out;

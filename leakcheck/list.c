@@ -108,8 +108,8 @@ static int report_foreign(struct worker *w, const struct jo_obj_info *info)
 {
 	struct lister *l = w->l;
 	struct leak_item it = {
-		.kind = LEAK_FOREIGN, .reason = "not_a_block_key", .size = info->size,
-		.mtime = info->mtime, .key = info->key,
+		.kind = LEAK_FOREIGN, .reason = info->is_link ? "symlink" : "not_a_block_key",
+		.size = info->size, .mtime = info->mtime, .key = info->key,
 	};
 	int rc = 0;
 
@@ -145,6 +145,9 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 		return 0;
 	}
 	w->listed++;
+	/* A symlink (file storage) is no object, whatever its name: never followed or deleted. */
+	if (info->is_link)
+		return report_foreign(w, info);
 	if (jo_block_parse(info->key, &id, &indx, &bsize) != 0 ||
 	    jo_block_key(canon, sizeof(canon), o->volname, o->hash_prefix, id, indx, bsize) < 0 ||
 	    strcmp(canon, info->key) != 0)

@@ -31,7 +31,8 @@ static const char sync_usage[] =
 	"\n"
 	"SRC and DST:\n"
 	"  s3://[PROFILE@]BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=1&list_v1=1&unordered=1]\n"
-	"  DIR or file:///DIR          a local directory\n"
+	"  DIR or file:///DIR          a local directory (it may be given through a\n"
+	"               symlink; symlinks inside it are never followed: see below)\n"
 	"  The prefix is a directory: s3://b/data syncs the keys under \"data/\".\n"
 	"  The prefix cannot contain a '?' (it starts the settings):\n"
 	"    endpoint   http(s)://host:port (default AWS https://s3.REGION.amazonaws.com)\n"
@@ -97,6 +98,16 @@ static const char sync_usage[] =
 	"      --max-delete N       refuse all deletions when more than N are due\n"
 	"                           (default: none, no limit)\n"
 	"\n"
+	"Symlinks in a local directory are skipped, never followed (rclone's default\n"
+	"on local paths): they are neither copied nor deleted, nothing they point at\n"
+	"is read, written or deleted, and a copy whose destination path holds one\n"
+	"fails instead of replacing it. Each skipped link gets a warning line, and\n"
+	"the summary counts them. There is no -L/--copy-links: following links would\n"
+	"let a DST link send writes and --delete-dst deletions outside DST, and on\n"
+	"SRC a link to '/', to a parent or /proc/self/root turns the run into a copy\n"
+	"of the whole machine, with no way to tell a link retargeted between listing\n"
+	"and reading. Copy the tree a link points to, or name it as the side.\n"
+	"\n"
 	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
 	"neither copied nor deleted):\n"
 	"      --include PATTERN    copy (and delete) only keys some include matches\n"
@@ -140,7 +151,8 @@ static const char sync_usage[] =
 	"                           jfsops_sync_listed_objects_total{side=src|dst},\n"
 	"                           _copied_objects_total, _copied_bytes_total,\n"
 	"                           _skipped_objects_total, _deleted_objects_total,\n"
-	"                           _failed_objects_total, ..., _dry_run,\n"
+	"                           _failed_objects_total, _skipped_links_total{side},\n"
+	"                           ..., _dry_run,\n"
 	"                           _duration_seconds, _last_run_timestamp_seconds,\n"
 	"                           _last_success_timestamp_seconds\n"
 	"  -h, --help               show this help\n"
@@ -172,7 +184,9 @@ static const char sync_usage[] =
 	"\n"
 	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
 	"--max-delete); 2 usage; 3 failure; 5 unreachable; 6 credentials rejected;\n"
-	"8 bucket or directory missing; 130/143 interrupted.\n"
+	"8 bucket or directory missing (a missing SRC is never an empty listing; an\n"
+	"existing empty one is, and then --delete-dst deletes nothing); 130/143\n"
+	"interrupted.\n"
 	"\n"
 	"Examples:\n"
 	"  JFSOPS_SRC_ACCESS_KEY=... JFSOPS_SRC_SECRET_KEY=... \\\n"
@@ -202,6 +216,13 @@ static int parse_int(const char *s, long lo, long hi, long *out)
 		return -1;
 	*out = v;
 	return 0;
+}
+
+static int stop_at_first(const struct jo_obj_info *info, void *payload)
+{
+	(void)info;
+	(void)payload;
+	return 1; /* one entry (or none) answers "can SRC be listed?" */
 }
 
 static int default_state_path(const struct jo_sync_side *a, const struct jo_sync_side *b,
@@ -236,6 +257,10 @@ static int default_state_path(const struct jo_sync_side *a, const struct jo_sync
 	return 0;
 }
 
+static void print_json_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+			       const struct jo_sync_opts *o, const struct jo_sync_summary *s,
+			       int exit_code);
+
 static void print_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
 			  const struct jo_sync_opts *o, const struct jo_sync_summary *s, bool json,
 			  int exit_code)
@@ -243,19 +268,25 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 	fprintf(stderr,
 		"jfsops sync: listed %" PRIu64 " src / %" PRIu64 " dst, %s %" PRIu64 " (%" PRIu64
 		" bytes), skipped %" PRIu64 ", excluded %" PRIu64 ", extra %" PRIu64 ", %s %" PRIu64
-		", failed %" PRIu64 ", %.1fs\n",
+		", failed %" PRIu64 ", symlinks skipped %" PRIu64 " src / %" PRIu64 " dst, %.1fs\n",
 		s->src_listed, s->dst_listed, o->dry_run ? "would copy" : "copied",
 		o->dry_run ? s->would_copy : s->copied,
 		o->dry_run ? s->would_copy_bytes : s->copied_bytes, s->skipped, s->excluded, s->extra,
 		o->dry_run ? "would delete" : "deleted", o->dry_run ? s->would_delete : s->deleted,
-		s->failed, s->seconds);
+		s->failed, s->src_links, s->dst_links, s->seconds);
 	if (s->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
 			s->delete_refused_why);
-	if (!json)
-		return;
+	if (json)
+		print_json_summary(src, dst, o, s, exit_code);
+}
+
+static void print_json_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+			       const struct jo_sync_opts *o, const struct jo_sync_summary *s,
+			       int exit_code)
+{
 	json_t *j = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:b,s:s,s:i,s:b,s:f,s:i}",
+			      "s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i}",
 			      "src", src->desc, "dst", dst->desc, "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
 			      "listed_dst", (json_int_t)s->dst_listed,
@@ -267,6 +298,8 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 			      "failed", (json_int_t)s->failed, "would_copy", (json_int_t)s->would_copy,
 			      "would_copy_bytes", (json_int_t)s->would_copy_bytes,
 			      "would_delete", (json_int_t)s->would_delete,
+			      "links_skipped_src", (json_int_t)s->src_links,
+			      "links_skipped_dst", (json_int_t)s->dst_links,
 			      "delete_refused", s->delete_refused,
 			      "delete_refused_why", s->delete_refused_why,
 			      "order_restarts", s->order_restarts,
@@ -314,6 +347,11 @@ static int write_metrics(const char *path, const struct jo_sync_opts *o,
 		  "destination objects deleted by the last run", NULL, (double)s->deleted },
 		{ "jfsops_sync_planned_deletes_total", "counter",
 		  "destination objects a dry run would delete", NULL, (double)s->would_delete },
+		{ "jfsops_sync_skipped_links_total", "counter",
+		  "symlinks in local directories skipped by the last run (never followed)",
+		  "side=\"src\"", (double)s->src_links },
+		{ "jfsops_sync_skipped_links_total", "counter", NULL, "side=\"dst\"",
+		  (double)s->dst_links },
 		{ "jfsops_sync_failed_objects_total", "counter",
 		  "objects whose copy or deletion failed", NULL, (double)s->failed },
 		{ "jfsops_sync_errors_total", "counter",
@@ -607,7 +645,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			goto out;
 		}
 		if (o.verbose)
-			jo_warn("state file %s", state_path);
+			jo_info("state file %s", state_path);
 	}
 	int conns = o.transfers * o.part_concurrency + o.list_threads + 4;
 	if (jo_sync_side_open(&sides[0], conns, (int)retries, &so, &err) ||
@@ -615,9 +653,30 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		rc = cmd_fail(ctx, &err);
 		goto out;
 	}
-	if (sides[1].local && !o.dry_run && jo_obj_create_bucket(dobj, &err)) {
-		rc = cmd_fail(ctx, &err);
-		goto out;
+	if (sides[1].local && !o.dry_run) {
+		/* A SRC that cannot be listed (missing, refused) must not leave a new DST behind. */
+		int pr = jo_obj_list(so, sides[0].prefix, NULL, "/", stop_at_first, NULL, &err);
+
+		if (pr < 0) {
+			jo_err_wrap(&err, "listing SRC %s", sides[0].desc);
+			rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+		jo_err_clear(&err);
+		if (jo_obj_create_bucket(dobj, &err)) {
+			rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+	}
+	if (sides[1].local && o.dry_run) {
+		/* A real run creates a missing DST directory: a dry run lists it as empty. */
+		struct stat dst_st;
+
+		if (stat(sides[1].bucket, &dst_st) != 0 && errno == ENOENT) {
+			o.dst_absent = true;
+			if (o.verbose)
+				jo_info("%s does not exist yet: a real run creates it", sides[1].desc);
+		}
 	}
 	o.filter = filter;
 	o.state = st;
@@ -628,7 +687,11 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	jo_sync_bw_free(o.bw);
 	if (r) {
 		rc = cmd_fail(ctx, &err);
-		print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
+		/* One line when nothing happened (say a missing SRC); the JSON summary always. */
+		if (sum.src_listed || sum.dst_listed || sum.copied || sum.failed || sum.deleted)
+			print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
+		else if (json)
+			print_json_summary(&sides[0], &sides[1], &o, &sum, rc);
 		goto out;
 	}
 	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;

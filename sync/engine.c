@@ -893,12 +893,14 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	const struct jo_sync_opts *o = e->o;
 	struct jo_sync_stream_opts sos = { .threads = o->list_threads, .sort = sort_src,
 					   .sort_mem = o->sort_mem, .tmp_dir = o->tmp_dir,
-					   .after = after };
+					   .after = after, .desc = e->src->desc };
 	struct jo_sync_stream_opts sod = sos;
 	sod.sort = sort_dst;
+	sod.desc = e->dst->desc;
 	struct jo_sync_stream *ls = NULL, *ld = NULL;
 	int rc = jo_sync_stream_start(&ls, e->so, e->src->prefix, &sos, err);
-	if (!rc)
+	/* A dry run to a local directory that a real run would create: nothing there yet. */
+	if (!rc && !o->dst_absent)
 		rc = jo_sync_stream_start(&ld, e->dobj, e->dst->prefix, &sod, err);
 	if (rc) {
 		jo_sync_stream_free(ls);
@@ -912,7 +914,7 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	struct jo_sync_ent a = { 0 }, b = { 0 };
 	struct jo_err eb = { 0 };
 	int ra = jo_sync_stream_next(ls, &a, err);
-	int rb = jo_sync_stream_next(ld, &b, &eb);
+	int rb = ld ? jo_sync_stream_next(ld, &b, &eb) : 0;
 	uint64_t nsrc = 0, ndst = 0, skipped = 0, excluded = 0;
 	while (!jo_cancelled()) {
 		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
@@ -961,7 +963,7 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 		if (s)
 			ra = jo_sync_stream_next(ls, &a, err);
 		if (d)
-			rb = jo_sync_stream_next(ld, &b, &eb);
+			rb = jo_sync_stream_next(ld, &b, &eb);  /* d: ld is open */
 		if (((nsrc + ndst) & 1023) == 0) {
 			pthread_mutex_lock(&e->mu);
 			e->sum->skipped = skipped;
@@ -977,16 +979,18 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 		rc = JO_SYNC_EORDER;
 	} else if (!rc && ra < 0) {
 		rc = ra;
-		jo_err_wrap(err, "listing %s", e->src->desc);
+		jo_err_wrap(err, "listing SRC %s", e->src->desc);
 	} else if (!rc && rb < 0) {
 		*err = eb;
 		rc = rb;
-		jo_err_wrap(err, "listing %s", e->dst->desc);
+		jo_err_wrap(err, "listing DST %s", e->dst->desc);
 	}
 	pthread_mutex_lock(&e->mu);
 	e->ls = e->ld = NULL;
 	e->sum->src_listed = nsrc;
 	e->sum->dst_listed = ndst;
+	e->sum->src_links = jo_sync_stream_links(ls);
+	e->sum->dst_links = ld ? jo_sync_stream_links(ld) : 0;
 	e->sum->skipped = skipped;
 	e->sum->excluded = excluded;
 	pthread_mutex_unlock(&e->mu);

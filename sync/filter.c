@@ -107,70 +107,129 @@ static int class_match(const char **pp, unsigned char c)
 	return hit != neg;
 }
 
-static bool gm(const char *p, const char *s)
+/*
+ * The pattern is run as a set of positions in it (an NFA over the key's
+ * bytes), so the time is at most key length x pattern length, whatever the
+ * number of stars: a backtracking matcher takes exponential time on
+ * patterns like "*a*a*a*a*b" against a long run of 'a'. A position is the
+ * offset of a token in the pattern; positions are kept as bit sets, one per
+ * key byte offset for the next 5 offsets ('?' takes one UTF-8 character, up
+ * to 4 bytes).
+ */
+enum tok_kind { TK_END, TK_LIT, TK_ANY, TK_CLASS, TK_STAR, TK_DSTAR };
+
+/* The token at p: its kind, its length and (TK_LIT) its byte. An
+ * unterminated class has length 0: nothing gets past it. */
+static enum tok_kind tok_at(const char *p, size_t *len, unsigned char *lit)
 {
-	for (;;) {
-		if (!*p)
-			return !*s;
-		if (p[0] == '*' && p[1] == '*') {
-			while (*p == '*')
-				p++;
-			if (!*p)
-				return true;
-			for (const char *t = s;; t++) {
-				if (gm(p, t))
-					return true;
-				if (!*t)
-					return false;
-			}
-		}
-		if (*p == '*') {
-			p++;
-			if (!*p)
-				return !strchr(s, '/');
-			for (const char *t = s;; t++) {
-				if (gm(p, t))
-					return true;
-				if (!*t || *t == '/')
-					return false;
-			}
-		}
-		if (*p == '?') {
-			if (!*s || *s == '/')
-				return false;
-			s += utf8_len(s);
-			p++;
-			continue;
-		}
-		if (*p == '[') {
-			if (!*s || *s == '/')
-				return false;
-			int r = class_match(&p, (unsigned char)*s);
-			if (r <= 0)
-				return false;
-			s++;
-			continue;
-		}
-		if (*p == '\\' && p[1])
-			p++;
-		if (*p != *s)
-			return false;
-		p++;
-		s++;
+	if (!*p) {
+		*len = 0;
+		return TK_END;
 	}
+	if (p[0] == '*' && p[1] == '*') {
+		size_t n = 0;
+
+		while (p[n] == '*')
+			n++;
+		*len = n;
+		return TK_DSTAR;
+	}
+	if (*p == '*' || *p == '?') {
+		*len = 1;
+		return *p == '*' ? TK_STAR : TK_ANY;
+	}
+	if (*p == '[') {
+		const char *t = p;
+
+		*len = class_match(&t, 0) < 0 ? 0 : (size_t)(t - p);
+		return TK_CLASS;
+	}
+	if (*p == '\\' && p[1]) {
+		*lit = (unsigned char)p[1];
+		*len = 2;
+		return TK_LIT;
+	}
+	*lit = (unsigned char)*p;
+	*len = 1;
+	return TK_LIT;
+}
+
+#define GLOB_ROWS 5
+#define GLOB_STACK_WORDS 65 /* patterns up to 4159 bytes without malloc */
+
+static void bset(uint64_t *row, size_t q)
+{
+	row[q / 64] |= (uint64_t)1 << (q % 64);
 }
 
 /* Anchored or tail match of one expanded pattern. */
 static bool pat_match(const char *pat, bool anchored, const char *key)
 {
-	if (gm(pat, key))
-		return true;
-	if (anchored)
-		return false;
-	for (const char *t = strchr(key, '/'); t; t = strchr(t + 1, '/'))
-		if (gm(pat, t + 1))
-			return true;
-	return false;
+	size_t plen = strlen(pat), klen = strlen(key);
+	size_t nw = plen / 64 + 1;
+	uint64_t stack[GLOB_ROWS * GLOB_STACK_WORDS], *rows = stack;
+	bool hit = false;
+
+	if (nw > GLOB_STACK_WORDS) {
+		rows = calloc(GLOB_ROWS * nw, sizeof(*rows));
+		if (!rows)
+			return false;
+	} else {
+		memset(stack, 0, GLOB_ROWS * nw * sizeof(*rows));
+	}
+	for (size_t i = 0; i <= klen && !hit; i++) {
+		uint64_t *cur = rows + (i % GLOB_ROWS) * nw;
+		uint64_t *next = rows + ((i + 1) % GLOB_ROWS) * nw;
+		unsigned char c = (unsigned char)key[i];
+
+		/* every tail right after a '/' starts the pattern afresh */
+		if (i == 0 || (!anchored && key[i - 1] == '/'))
+			bset(cur, 0);
+		/* ascending: a star's "skip me" sets a later bit of this row */
+		for (size_t w = 0; w < nw && !hit; w++) {
+			uint64_t seen = 0, bits;
+
+			while (!hit && (bits = cur[w] & ~seen) != 0) {
+				size_t q = w * 64 + (size_t)__builtin_ctzll(bits), len;
+				unsigned char lit = 0;
+				const char *t = pat + q;
+
+				seen |= (uint64_t)1 << (q % 64);
+				switch (tok_at(pat + q, &len, &lit)) {
+				case TK_END:
+					hit = i == klen;
+					break;
+				case TK_STAR:
+					bset(cur, q + len);
+					if (c && c != '/')
+						bset(next, q);
+					break;
+				case TK_DSTAR:
+					bset(cur, q + len);
+					if (c)
+						bset(next, q);
+					break;
+				case TK_ANY:
+					if (c && c != '/')
+						bset(rows + ((i + utf8_len(key + i)) % GLOB_ROWS) * nw,
+						     q + len);
+					break;
+				case TK_CLASS:
+					if (len && c && c != '/' && class_match(&t, c) > 0)
+						bset(next, q + len);
+					break;
+				case TK_LIT:
+					if (c == lit)
+						bset(next, q + len);
+					break;
+				}
+			}
+		}
+		memset(cur, 0, nw * sizeof(*cur));
+	}
+	if (rows != stack)
+		free(rows);
+	return hit;
 }
 
 bool jo_sync_glob_match(const char *pattern, const char *rel_key)
@@ -182,6 +241,8 @@ bool jo_sync_glob_match(const char *pattern, const char *rel_key)
 /* ---- brace expansion ----------------------------------------------------- */
 
 #define MAX_ALTS 1024
+/* Longer patterns are refused (brace nesting recurses once per group). */
+#define MAX_PATTERN 4096
 
 static int push_pat(struct rule *r, char *s)
 {
@@ -270,6 +331,9 @@ int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
 		return jo_err_set(err, JO_EINVAL, "empty filter pattern");
 	struct rule r = { .kind = kind };
 	const char *p = pattern;
+	if (strlen(pattern) > MAX_PATTERN)
+		return jo_err_set(err, JO_EINVAL, "filter pattern \"%.32s...\": longer than %d bytes",
+				  pattern, MAX_PATTERN);
 	if (*p == '/') {
 		r.anchored = true;
 		p++;
@@ -279,7 +343,8 @@ int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
 	if (!pat)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	memcpy(pat, p, n + 1);
-	if (n > 0 && pat[n - 1] == '/')
+	/* "dir/" is everything under dir; "/" alone everything under the root */
+	if ((n > 0 && pat[n - 1] == '/') || (n == 0 && r.anchored))
 		memcpy(pat + n, "**", 3);
 	/* Check classes are terminated. */
 	for (const char *q = pat; *q; q++) {
@@ -320,11 +385,8 @@ int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
 	return 0;
 }
 
-int jo_sync_filter_load(struct jo_sync_filter *f, const char *path, struct jo_err *err)
+int jo_sync_filter_read(struct jo_sync_filter *f, FILE *fp, const char *name, struct jo_err *err)
 {
-	FILE *fp = fopen(path, "r");
-	if (!fp)
-		return jo_err_set(err, JO_EINVAL, "filter file \"%s\": %s", path, strerror(errno));
 	char *line = NULL;
 	size_t cap = 0;
 	ssize_t len;
@@ -348,16 +410,29 @@ int jo_sync_filter_load(struct jo_sync_filter *f, const char *path, struct jo_er
 		if ((s[0] != '+' && s[0] != '-') || s[1] != ' ' || !s[2]) {
 			rc = jo_err_set(err, JO_EINVAL,
 					"filter file \"%s\" line %d: expected \"+ PATTERN\" or \"- PATTERN\"",
-					path, lineno);
+					name, lineno);
 			break;
 		}
 		rc = jo_sync_filter_add(f, s[0], s + 2, err);
 		if (rc) {
-			jo_err_wrap(err, "filter file \"%s\" line %d", path, lineno);
+			jo_err_wrap(err, "filter file \"%s\" line %d", name, lineno);
 			break;
 		}
 	}
+	if (!rc && ferror(fp))
+		rc = jo_err_set(err, JO_EIO, "filter file \"%s\": read error", name);
 	free(line);
+	return rc;
+}
+
+int jo_sync_filter_load(struct jo_sync_filter *f, const char *path, struct jo_err *err)
+{
+	FILE *fp = fopen(path, "r");
+	int rc;
+
+	if (!fp)
+		return jo_err_set(err, JO_EINVAL, "filter file \"%s\": %s", path, strerror(errno));
+	rc = jo_sync_filter_read(f, fp, path, err);
 	fclose(fp);
 	return rc;
 }

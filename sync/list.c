@@ -25,6 +25,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/log.h"
 #include "common/object/object.h"
 
 #include <pthread.h>
@@ -83,6 +84,7 @@ struct jo_sync_stream {
 	char *last;              /* previous relative key handed out */
 	struct qent curent;
 	uint64_t listed;
+	uint64_t links;          /* symlinks skipped (local directories) */
 };
 
 static void qent_free(struct qent *e)
@@ -101,7 +103,7 @@ struct probe {
 static int probe_cb(const struct jo_obj_info *info, void *p)
 {
 	struct probe *pr = p;
-	if (info->is_prefix)
+	if (info->is_prefix || info->is_link)
 		return 0;
 	pr->key = strdup(info->key);
 	return 1;
@@ -328,11 +330,35 @@ static int push(struct range *r, const struct jo_obj_info *info)
 	return 0;
 }
 
+/*
+ * A symlink in a local directory: not an object, never followed (rclone's
+ * default too: "Can't follow symlink without -L/--copy-links"). One warning
+ * line per link, and a count for the summary.
+ */
+static void note_link(struct jo_sync_stream *s, const char *key)
+{
+	const char *rel = strncmp(key, s->prefix, s->plen) == 0 ? key + s->plen : key;
+
+	pthread_mutex_lock(&s->mu);
+	s->links++;
+	pthread_mutex_unlock(&s->mu);
+	jo_warn("%s: skipped symlink \"%s\" (symlinks are never followed)",
+		s->opts.desc ? s->opts.desc : "", rel);
+}
+
 static int list_cb(const struct jo_obj_info *info, void *p)
 {
 	struct range *r = p;
 	if (info->is_prefix)
 		return 0;
+	if (info->is_link) {
+		/* reported by the range that owns its key, once */
+		if ((r->s->after && strcmp(info->key, r->s->after) <= 0) || r->past_hi ||
+		    (r->lo && strcmp(info->key, r->lo) < 0) || (r->hi && strcmp(info->key, r->hi) >= 0))
+			return 0;
+		note_link(r->s, info->key);
+		return 0;
+	}
 	if (jo_cancelled())
 		return JO_ECANCELED;
 	if (r->prev && strcmp(info->key, r->prev) <= 0)
@@ -369,6 +395,10 @@ static int sort_cb(const struct jo_obj_info *info, void *p)
 		return JO_ECANCELED;
 	if (r->s->after && strcmp(info->key, r->s->after) <= 0)
 		return 0;
+	if (info->is_link) {
+		note_link(r->s, info->key);
+		return 0;
+	}
 	size_t kl = strlen(info->key), el = strlen(info->etag);
 	size_t len = kl + 1 + 16 + el;
 	char stackbuf[2048];
@@ -627,6 +657,15 @@ void jo_sync_stream_free(struct jo_sync_stream *s)
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
+}
+
+uint64_t jo_sync_stream_links(const struct jo_sync_stream *s)
+{
+	struct jo_sync_stream *m = (struct jo_sync_stream *)s;
+	pthread_mutex_lock(&m->mu);
+	uint64_t n = m->links;
+	pthread_mutex_unlock(&m->mu);
+	return n;
 }
 
 int jo_sync_stream_ranges(const struct jo_sync_stream *s)

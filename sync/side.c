@@ -358,6 +358,7 @@ int jo_sync_side_open(const struct jo_sync_side *s, int max_conns, int retries,
 	if (s->local) {
 		oo.storage = "file";
 		oo.bucket = s->bucket;
+		oo.list_links = true;  /* each skipped symlink is reported */
 	} else {
 		oo.storage = "s3";
 		snprintf(bucket, sizeof(bucket), "%s/%s", s->endpoint, s->bucket);

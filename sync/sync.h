@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct jo_err;
 struct jo_obj;
@@ -75,6 +76,8 @@ int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
 		       struct jo_err *err);
 /* Lines "+ PATTERN", "- PATTERN", "# comment", blank; "!" clears the list. */
 int jo_sync_filter_load(struct jo_sync_filter *f, const char *path, struct jo_err *err);
+/* The same from an open stream; name is the file name for messages. */
+int jo_sync_filter_read(struct jo_sync_filter *f, FILE *fp, const char *name, struct jo_err *err);
 /* Whether the key (relative to the side's prefix) takes part in the sync. */
 bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key);
 /* Glob match as used by the filter (exposed for tests). */
@@ -178,6 +181,7 @@ struct jo_sync_stream_opts {
 	size_t sort_mem;       /* memory budget of the external sort */
 	const char *tmp_dir;
 	const char *after;     /* relative key: hand out only keys after it (resume), or NULL */
+	const char *desc;      /* the side, for the warning about each skipped symlink */
 };
 
 struct jo_sync_stream;
@@ -196,6 +200,11 @@ void jo_sync_stream_free(struct jo_sync_stream *s);
 int jo_sync_stream_ranges(const struct jo_sync_stream *s);
 /* Entries listed so far (all listers). */
 uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s);
+/*
+ * Symlinks the listing skipped (local directories: never followed, neither
+ * copied nor deleted); each one was also reported with a warning line.
+ */
+uint64_t jo_sync_stream_links(const struct jo_sync_stream *s);
 
 /* ---- bandwidth limit ----------------------------------------------------- */
 
@@ -230,6 +239,7 @@ struct jo_sync_opts {
 	bool progress;                     /* live progress line on stderr */
 	bool verbose;                      /* one line per action on stderr */
 	bool json;                         /* dry-run plan as JSON lines */
+	bool dst_absent;                   /* a dry run to a local DST not created yet: list it as empty */
 };
 
 struct jo_sync_summary {
@@ -241,6 +251,7 @@ struct jo_sync_summary {
 	char delete_refused_why[200];
 	int order_restarts;
 	bool resumed_listing;      /* --resume continued after a saved listing position */
+	uint64_t src_links, dst_links;  /* symlinks skipped in local directories */
 	double seconds;
 };
 

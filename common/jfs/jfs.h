@@ -117,6 +117,7 @@ struct jo_vol_opts {
 	bool list_v1;            /* ListObjects V1 (profile list_v1=1) */
 	int max_conns;           /* object-store connection pool (0: default) */
 	bool list_temp_files;    /* file storage: list leftover ".jfs.*.tmp.*" files */
+	bool list_links;         /* file storage: report symlinks in listings (is_link) */
 };
 
 /* An open volume. Fields are read-only for callers. */

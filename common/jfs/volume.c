@@ -57,6 +57,7 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 	oo.list_v1 = opts->list_v1;
 	oo.shards = v->fmt.shards;
 	oo.list_temp = opts->list_temp_files;
+	oo.list_links = opts->list_links;
 	if (opts->max_conns > 0)
 		oo.max_conns = opts->max_conns;
 	rc = jo_obj_open(&v->obj, &oo, err);

@@ -215,8 +215,42 @@ out:
 
 int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 {
+	/*
+	 * The record is validated, never defaulted: every field jfsops reads
+	 * must have the type juicefs writes (Go's json.Unmarshal would refuse
+	 * anything else; null is "absent", as there), and its value must be one
+	 * a juicefs client can have written. Fields without omitempty in
+	 * juicefs's Format struct (pkg/meta/config.go) are required; TrashDays
+	 * is not: volumes made before juicefs 1.0 have none (0 then).
+	 */
+	enum { T_STR, T_INT, T_BOOL };
+	static const struct {
+		const char *name;
+		int type;
+		bool required;
+	} fields[] = {
+		{ "Name", T_STR, true }, { "UUID", T_STR, true }, { "Storage", T_STR, true },
+		{ "Bucket", T_STR, true }, { "BlockSize", T_INT, true },
+		{ "AccessKey", T_STR, false }, { "SecretKey", T_STR, false },
+		{ "SessionToken", T_STR, false }, { "Compression", T_STR, false },
+		{ "EncryptKey", T_STR, false }, { "EncryptAlgo", T_STR, false },
+		{ "HashPrefix", T_BOOL, false }, { "KeyEncrypted", T_BOOL, false },
+		{ "ChangeLog", T_BOOL, false }, { "DirStats", T_BOOL, false },
+		{ "UserGroupQuota", T_BOOL, false }, { "Shards", T_INT, false },
+		{ "TrashDays", T_INT, false }, { "MetaVersion", T_INT, false },
+	};
+	/* Every storage juicefs has registered (pkg/object, current and past releases). */
+	static const char *const storages[] = {
+		"b2", "bos", "bunny", "ceph", "cifs", "cos", "dragonfly", "eos", "etcd", "file",
+		"gluster", "gs", "hdfs", "ibmcos", "jss", "ks3", "mem", "minio", "mss", "mysql",
+		"nfs", "nos", "obs", "oos", "oss", "postgres", "qingstor", "qiniu", "redis", "s3",
+		"scs", "scw", "sftp", "smb", "space", "speedy", "sqlite3", "storj", "swift", "tikv",
+		"tos", "ufile", "upyun", "wasabi", "wasb", "webdav", "yovole",
+	};
 	json_error_t jerr;
 	json_t *o;
+	json_int_t bs, shards, trash, mver;
+	bool known = false;
 	int rc = 0;
 
 	memset(f, 0, sizeof(*f));
@@ -228,9 +262,50 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 		json_decref(o);
 		return jo_err_set(err, JO_EPROTO, "format record is not a JSON object");
 	}
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		json_t *v = json_object_get(o, fields[i].name);
+		bool ok;
+
+		if (!v || json_is_null(v)) {
+			if (!fields[i].required)
+				continue;
+			json_decref(o);
+			return jo_err_set(err, JO_EPROTO, "format record: %s is missing", fields[i].name);
+		}
+		ok = fields[i].type == T_STR ? json_is_string(v)
+		     : fields[i].type == T_INT ? json_is_integer(v)
+					       : json_is_boolean(v);
+		if (!ok) {
+			json_decref(o);
+			return jo_err_set(err, JO_EPROTO, "format record: %s is not %s", fields[i].name,
+					  fields[i].type == T_STR ? "a string"
+					  : fields[i].type == T_INT ? "an integer" : "true or false");
+		}
+	}
+	/* juicefs format rounds --block-size to a power of two in 64 KiB..16 MiB */
+	bs = json_integer_value(json_object_get(o, "BlockSize"));
+	shards = json_integer_value(json_object_get(o, "Shards"));
+	trash = json_integer_value(json_object_get(o, "TrashDays"));
+	mver = json_integer_value(json_object_get(o, "MetaVersion"));
+	if (bs < 64 || bs > 16384)
+		rc = jo_err_set(err, JO_EPROTO, "format record: BlockSize %lld KiB is out of range "
+				"(64..16384)", (long long)bs);
+	else if (shards > 256)
+		rc = jo_err_set(err, JO_EPROTO, "format record: Shards %lld is more than 256",
+				(long long)shards);
+	else if (trash < 0 || trash > 0x7fffffff)
+		rc = jo_err_set(err, JO_EPROTO, "format record: TrashDays %lld is out of range",
+				(long long)trash);
+	else if (mver < 0 || mver > 0x7fffffff)
+		rc = jo_err_set(err, JO_EPROTO, "format record: MetaVersion %lld is out of range",
+				(long long)mver);
+	if (rc) {
+		json_decref(o);
+		return rc;
+	}
 	f->name = jstr(o, "Name", NULL);
 	f->uuid = jstr(o, "UUID", NULL);
-	f->storage = jstr(o, "Storage", "file");
+	f->storage = jstr(o, "Storage", "");
 	f->bucket = jstr(o, "Bucket", "");
 	f->access_key = jstr(o, "AccessKey", NULL);
 	f->secret_key = jstr(o, "SecretKey", NULL);
@@ -247,8 +322,9 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 	f->changelog = jbool(o, "ChangeLog");
 	f->dir_stats = jbool(o, "DirStats");
 	f->user_group_quota = jbool(o, "UserGroupQuota");
+	/* the ranges were checked above: the values fit an int */
 	f->block_size_kib = jint(o, "BlockSize");
-	f->shards = jint(o, "Shards");
+	f->shards = shards < 0 ? 0 : jint(o, "Shards"); /* juicefs: anything <= 1 is one bucket */
 	f->trash_days = jint(o, "TrashDays");
 	f->meta_version = jint(o, "MetaVersion");
 	json_decref(o);
@@ -259,11 +335,23 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 		goto fail;
 	}
 	if (!f->name || !f->uuid) {
-		rc = jo_err_set(err, JO_EPROTO, "format record has no Name or UUID");
+		rc = jo_err_set(err, JO_EPROTO, "format record: %s is empty", f->name ? "UUID" : "Name");
 		goto fail;
 	}
-	if (f->block_size_kib <= 0)
-		f->block_size_kib = 4096;
+	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]) && !known; i++)
+		known = strcmp(f->storage, storages[i]) == 0;
+	if (!known) {
+		rc = jo_err_set(err, JO_EPROTO, "format record: Storage '%.64s' is no storage juicefs "
+				"knows", f->storage);
+		goto fail;
+	}
+	/* as juicefs's compress.NewCompressor: case-insensitive, "" is none */
+	if (strcmp(f->compression, "none") != 0 && strcmp(f->compression, "lz4") != 0 &&
+	    strcmp(f->compression, "zstd") != 0) {
+		rc = jo_err_set(err, JO_EPROTO, "format record: Compression '%.64s' is none of none, "
+				"lz4, zstd", f->compression);
+		goto fail;
+	}
 	if (f->key_encrypted && (f->secret_key || f->session_token)) {
 		if (f->encrypt_algo && strcmp(f->encrypt_algo, "sm4gcm") == 0) {
 			rc = jo_err_set(err, JO_EUNSUPPORTED,

@@ -688,6 +688,64 @@ static int parse_unix(struct jo_meta_url *u, const char *rest, const char **pw_s
 	return 0;
 }
 
+/*
+ * etcd://[user[:pass]@]h1[:2379][,h2[:2379]...][/NAME][?cacert=&cert=&key=&
+ * server-name=&insecure-skip-verify=1]. u->host := the endpoints, each with
+ * its port ("h1:2379,h2:2379"; a host without a port gets 2379 on that host,
+ * where juicefs 1.4 would dial the local machine); u->path := the URL path
+ * (with its leading '/', or empty): the volume's keys are prefixed with it
+ * and 0xFD; u->query := the query (the transport reads the TLS keys).
+ */
+static int parse_etcd(struct jo_meta_url *u, const char *rest, const char **pw_start,
+		      size_t *pw_len, struct jo_err *err)
+{
+	const char *q = strchr(rest, '?');
+	const char *end = q ? q : rest + strlen(rest);
+	const char *at = NULL, *hp, *slash;
+	size_t cap, o = 0;
+	int rc;
+
+	for (const char *p = rest; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (at && (rc = split_userinfo(u, rest, at, false, pw_start, pw_len, err)) != 0)
+		return rc;
+	hp = at ? at + 1 : rest;
+	slash = memchr(hp, '/', (size_t)(end - hp));
+	if (!slash)
+		slash = end;
+	if (slash == hp)
+		return jo_err_set(err, JO_EINVAL, "etcd META-URL has no host: etcd://host:2379/NAME");
+	cap = (size_t)(slash - hp) * 2 + 16;
+	if (!(u->host = malloc(cap)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (const char *h = hp; h < slash;) {
+		const char *comma = memchr(h, ',', (size_t)(slash - h));
+		const char *he = comma ? comma : slash;
+		struct jo_meta_url one = { .engine = u->engine };
+
+		if (he == h)
+			return jo_err_set(err, JO_EINVAL, "etcd META-URL: empty host in the host list");
+		one.port = 2379;
+		rc = split_hostport(&one, h, he, err);
+		if (rc == 0) {
+			bool v6 = strchr(one.host, ':') != NULL;
+			int n = snprintf(u->host + o, cap - o, "%s%s%s%s:%d", o ? "," : "", v6 ? "[" : "",
+					 one.host, v6 ? "]" : "", one.port);
+
+			o += n > 0 ? (size_t)n : 0;
+		}
+		free(one.host);
+		if (rc)
+			return rc;
+		h = comma ? comma + 1 : slash;
+	}
+	u->path = dup_n(slash, (size_t)(end - slash));
+	if (!u->path || !(u->query = strdup(q ? q + 1 : "")))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return 0;
+}
+
 int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err)
 {
 	const char *sep, *pw_start = NULL;
@@ -718,11 +776,14 @@ int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err
 	} else if (slen == 5 && strncmp(url, "mysql", 5) == 0) {
 		u->engine = strdup("mysql");
 		rc = u->engine ? parse_mysql(u, sep + 3, &pw_start, &pw_len, err) : 0;
+	} else if (slen == 4 && strncmp(url, "etcd", 4) == 0) {
+		u->engine = strdup("etcd");
+		rc = u->engine ? parse_etcd(u, sep + 3, &pw_start, &pw_len, err) : 0;
 	} else if (slen == 0) {
 		rc = jo_err_set(err, JO_EINVAL, "META-URL has no engine name");
 	} else {
 		rc = jo_err_set(err, JO_EUNSUPPORTED,
-				"metadata engine \"%.*s\" is not supported (redis, sqlite3, postgres, mysql)",
+				"metadata engine \"%.*s\" is not supported (redis, sqlite3, postgres, mysql, etcd)",
 				(int)(slen > 32 ? 32 : slen), url);
 	}
 	if (rc == 0 && !u->engine)

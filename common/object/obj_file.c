@@ -4,7 +4,18 @@
  * ".jfs.<base>.tmp.<rand>" in the same directory and rename().
  * Listings walk the tree sorting siblings by their full key (a directory
  * sorts as "name/"), which makes the whole stream S3 byte order.
+ *
+ * Nothing under the bucket directory is ever followed through a symlink:
+ * every operation walks from the bucket root one component at a time with
+ * openat(O_NOFOLLOW | O_DIRECTORY), and reads, writes, renames and unlinks
+ * happen relative to the directory descriptor so reached. A symlink is not
+ * an object: listings skip it (or report it with is_link when asked), and
+ * a key whose path meets one is refused (JO_EUNSUPPORTED) rather than read,
+ * overwritten or deleted, so nothing outside the bucket can be touched. The
+ * bucket path itself is the user's: symlinks in it are resolved once, when
+ * the handle is opened (as rclone resolves the root of a local remote).
  */
+#define _GNU_SOURCE /* O_PATH */
 #include "common/object/object_internal.h"
 
 #include <dirent.h>
@@ -26,28 +37,23 @@
 #include "common/err.h"
 #include "common/object/obj_sigv4.h"
 
+#ifndef O_PATH
+#define O_PATH O_RDONLY
+#endif
+
+/* Flags of a directory descriptor used only to reach what is below it. */
+#define DIR_WALK (O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
 struct file_impl {
-	char *root;      /* ends with '/' */
+	char *root;       /* the bucket directory, symlinks resolved; ends with '/' */
 	size_t root_len;
-	bool list_temp;  /* list JuiceFS's ".jfs.*.tmp.*" files too */
+	bool list_temp;   /* list JuiceFS's ".jfs.*.tmp.*" files too */
+	bool list_links;  /* report symlinks in listings (is_link) instead of skipping */
 };
 
 static struct file_impl *FI(struct jo_obj *o)
 {
 	return o->impl;
-}
-
-/* a + b in a new allocation, or NULL. */
-static char *join2(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	char *p = malloc(la + lb + 1);
-
-	if (!p)
-		return NULL;
-	memcpy(p, a, la);
-	memcpy(p + la, b, lb + 1);
-	return p;
 }
 
 static int errno_code(int e)
@@ -88,45 +94,146 @@ static int check_path_key(const char *key, struct jo_err *err)
 	return 0;
 }
 
-static char *key_path(struct jo_obj *o, const char *key)
+/* ---- walking below the root without following symlinks ---- */
+
+/* Why a walk stopped. */
+struct walk_fail {
+	int e;            /* errno; ELOOP: the component is a symlink */
+	bool root;        /* the bucket directory itself cannot be opened */
+	size_t len;       /* rel[0..len) names the component that failed */
+};
+
+/* The bucket directory (the user's path: symlinks in it were resolved at open). */
+static int open_root(struct file_impl *f, struct walk_fail *wf)
+{
+	int fd = open(f->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0) {
+		wf->e = errno;
+		wf->root = true;
+		wf->len = 0;
+	}
+	return fd;
+}
+
+/* After openat(dfd, name, ...|O_NOFOLLOW) failed: ELOOP if name is a symlink. */
+static int classify(int dfd, const char *name, int e)
+{
+	struct stat st;
+
+	if ((e == ENOTDIR || e == ELOOP) && fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+	return e;
+}
+
+/*
+ * Open the directory rel[0..len) below the root (components separated by
+ * '/'; empty and "." components are skipped, as a path lookup does), never
+ * following a symlink. create: make the missing directories (mode 0777 less
+ * the umask, as JuiceFS does). Returns an O_PATH descriptor, or -1 with
+ * *wf saying where and why.
+ */
+static int open_dir(struct file_impl *f, const char *rel, size_t len, bool create,
+		    struct walk_fail *wf)
+{
+	int fd = open_root(f, wf);
+	size_t i = 0;
+
+	if (fd < 0)
+		return -1;
+	while (i < len) {
+		size_t j = i, n;
+		char name[NAME_MAX + 1];
+		int nfd;
+
+		while (j < len && rel[j] != '/')
+			j++;
+		n = j - i;
+		if (n == 0 || (n == 1 && rel[i] == '.')) {
+			i = j + 1;
+			continue;
+		}
+		if (n > NAME_MAX) {
+			close(fd);
+			wf->e = ENAMETOOLONG;
+			wf->root = false;
+			wf->len = j;
+			return -1;
+		}
+		memcpy(name, rel + i, n);
+		name[n] = '\0';
+		nfd = openat(fd, name, DIR_WALK);
+		if (nfd < 0 && errno == ENOENT && create &&
+		    (mkdirat(fd, name, 0777) == 0 || errno == EEXIST))
+			nfd = openat(fd, name, DIR_WALK);
+		if (nfd < 0) {
+			wf->e = classify(fd, name, errno);
+			wf->root = false;
+			wf->len = j;
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		fd = nfd;
+		i = j + 1;
+	}
+	return fd;
+}
+
+/* A failed walk or operation as a jo_err: what, where, why. */
+static int walk_error(struct jo_obj *o, const struct walk_fail *wf, const char *op,
+		      const char *key, const char *rel, struct jo_err *err)
 {
 	struct file_impl *f = FI(o);
-	size_t kl = strlen(key);
-	char *p = malloc(f->root_len + kl + 1);
 
-	if (!p)
-		return NULL;
-	memcpy(p, f->root, f->root_len);
-	memcpy(p + f->root_len, key, kl + 1);
-	return p;
-}
-
-static int mkdirs(char *path, size_t upto)
-{
-	/* Create every directory of path[0..upto) (path is modified and restored). */
-	for (size_t i = 1; i <= upto; i++) {
-		if (i == upto || path[i] == '/') {
-			char c = path[i];
-
-			path[i] = '\0';
-			if (mkdir(path, 0777) < 0 && errno != EEXIST) {
-				int e = errno;
-
-				path[i] = c;
-				errno = e;
-				return -1;
-			}
-			path[i] = c;
-		}
+	if (wf->root) {
+		(void)op;
+		(void)key;
+		if (wf->e == ENOENT || wf->e == ENOTDIR)
+			return jo_err_set(err, JO_ESTATE, "file: the bucket directory %s %s", f->root,
+					  wf->e == ENOENT ? "does not exist" : "is not a directory");
+		return jo_err_set(err, errno_code(wf->e), "file: the bucket directory %s: %s",
+				  f->root, strerror(wf->e));
 	}
-	return 0;
+	if (wf->e == ELOOP)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "file: %s '%s': '%.*s' is a symlink (never followed)", op, key,
+				  (int)wf->len, rel);
+	return jo_err_set(err, errno_code(wf->e), "file: %s '%s' in %s: %s", op, key, o->desc,
+			  strerror(wf->e));
 }
 
-static size_t dir_len(const char *path)
+/* The directory part of key (up to its last '/') and the name after it. */
+static size_t split_key(const char *key, const char **leaf)
 {
-	const char *s = strrchr(path, '/');
+	const char *s = strrchr(key, '/');
 
-	return s ? (size_t)(s - path) : 0;
+	*leaf = s ? s + 1 : key;
+	return s ? (size_t)(s - key) : 0;
+}
+
+/* Open the directory that holds key's last component; *leaf points into key. */
+static int open_parent(struct jo_obj *o, const char *key, bool create, const char **leaf,
+		       const char *op, struct jo_err *err)
+{
+	struct walk_fail wf = { 0 };
+	size_t dl = split_key(key, leaf);
+	int fd;
+
+	if (strlen(*leaf) > NAME_MAX) {
+		jo_err_set(err, JO_EINVAL, "file: %s '%s': a path component is too long", op, key);
+		return -1;
+	}
+	fd = open_dir(FI(o), key, dl, create, &wf);
+	if (fd < 0)
+		walk_error(o, &wf, op, key, key, err);
+	return fd;
+}
+
+/* fstatat of key's last component, not following it. */
+static int stat_leaf(int dfd, const char *leaf, struct stat *st)
+{
+	return fstatat(dfd, leaf, st, AT_SYMLINK_NOFOLLOW);
 }
 
 static int random_u32(uint32_t *v)
@@ -136,25 +243,16 @@ static int random_u32(uint32_t *v)
 	return 0;
 }
 
-/* ".jfs.<base (at most 200 bytes)>.tmp.<n>" next to path. */
-static char *temp_path(const char *path, const char *tag)
+/* ".jfs.<leaf (at most 200 bytes)>.tmp.<tag><n>" for a temp file beside leaf. */
+static void temp_name(char *buf, size_t cap, const char *leaf, const char *tag)
 {
-	size_t dl = dir_len(path);
-	const char *base = path + dl + 1;
-	size_t bl = strlen(base);
+	size_t bl = strlen(leaf);
 	uint32_t r;
-	char *t;
-	size_t cap;
 
 	if (bl > 200)
 		bl = 200;
 	random_u32(&r);
-	cap = dl + bl + 64 + strlen(tag);
-	t = malloc(cap);
-	if (!t)
-		return NULL;
-	snprintf(t, cap, "%.*s/.jfs.%.*s.tmp.%s%u", (int)dl, path, (int)bl, base, tag, r);
-	return t;
+	snprintf(buf, cap, ".jfs.%.*s.tmp.%s%u", (int)bl, leaf, tag, r);
 }
 
 static int write_all(int fd, const void *data, size_t len)
@@ -175,57 +273,81 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-/* Open a temp file next to path, creating the directories on demand. */
-static int open_temp(char *path, const char *tag, char **tmp_out)
+/*
+ * The name key's last component may take: absent, or a regular file (it is
+ * replaced). A symlink is never replaced (JO_EUNSUPPORTED), a directory is
+ * not an object (JO_EINVAL).
+ */
+static int check_target(struct jo_obj *o, int dfd, const char *leaf, const char *op,
+			const char *key, struct jo_err *err)
 {
-	char *tmp = temp_path(path, tag);
-	int fd;
+	struct stat st;
 
-	*tmp_out = NULL;
-	if (!tmp) {
-		errno = ENOMEM;
-		return -1;
-	}
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	if (fd < 0 && errno == ENOENT) {
-		if (mkdirs(path, dir_len(path)) == 0)
-			fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-	}
-	if (fd < 0) {
-		int e = errno;
-
-		free(tmp);
-		errno = e;
-		return -1;
-	}
-	*tmp_out = tmp;
-	return fd;
+	if (stat_leaf(dfd, leaf, &st) < 0)
+		return errno == ENOENT ? 0 : jo_err_set(err, errno_code(errno), "file: %s '%s': %s",
+							op, key, strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "file: %s '%s': it is a symlink (never followed or replaced)", op, key);
+	if (S_ISDIR(st.st_mode))
+		return jo_err_set(err, JO_EINVAL, "file: %s '%s' in %s: it is a directory", op, key,
+				  o->desc);
+	return 0;
 }
 
-static int file_put_path(struct jo_obj *o, char *path, const char *key, const void *data,
-			 size_t len, struct jo_err *err)
+/* A new temp file in dfd beside leaf; its name goes to tmp (NAME_MAX + 1 bytes). */
+static int open_temp(int dfd, const char *leaf, const char *tag, char *tmp)
 {
-	char *tmp;
-	int fd = open_temp(path, "", &tmp);
+	for (int tries = 0; tries < 10; tries++) {
+		int fd;
 
-	if (fd < 0)
-		return jo_err_set(err, errno_code(errno), "file: put '%s' in %s: %s", key, o->desc,
-				  strerror(errno));
+		temp_name(tmp, NAME_MAX + 1, leaf, tag);
+		fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0 || errno != EEXIST)
+			return fd;
+	}
+	errno = EEXIST;
+	return -1;
+}
+
+/* Write data as key: temp file + rename inside the key's directory. */
+static int put_file(struct jo_obj *o, const char *key, const void *data, size_t len,
+		    struct jo_err *err)
+{
+	char tmp[NAME_MAX + 1];
+	const char *leaf;
+	int dfd, fd, rc;
+
+	dfd = open_parent(o, key, true, &leaf, "put", err);
+	if (dfd < 0)
+		return err->code;
+	rc = check_target(o, dfd, leaf, "put", key, err);
+	if (rc) {
+		close(dfd);
+		return rc;
+	}
+	fd = open_temp(dfd, leaf, "", tmp);
+	if (fd < 0) {
+		rc = jo_err_set(err, errno_code(errno), "file: put '%s' in %s: %s", key, o->desc,
+				strerror(errno));
+		close(dfd);
+		return rc;
+	}
 	if (write_all(fd, data, len) < 0 || close(fd) < 0) {
 		int e = errno;
 
-		unlink(tmp);
-		free(tmp);
+		unlinkat(dfd, tmp, 0);
+		close(dfd);
 		return jo_err_set(err, errno_code(e), "file: write '%s': %s", key, strerror(e));
 	}
-	if (rename(tmp, path) < 0) {
+	if (renameat(dfd, tmp, dfd, leaf) < 0) {
 		int e = errno;
 
-		unlink(tmp);
-		free(tmp);
+		unlinkat(dfd, tmp, 0);
+		close(dfd);
 		return jo_err_set(err, errno_code(e), "file: rename into '%s': %s", key, strerror(e));
 	}
-	free(tmp);
+	close(dfd);
 	atomic_fetch_add(&o->ctr->bytes_out, len);
 	return 0;
 }
@@ -233,29 +355,27 @@ static int file_put_path(struct jo_obj *o, char *path, const char *key, const vo
 static int file_put(struct jo_obj *o, const char *key, const void *data, size_t len,
 		    const struct jo_obj_put_opts *po, struct jo_err *err)
 {
-	char *path;
 	int rc;
 
 	(void)po; /* content type and metadata have no place in a plain file */
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
-	path = key_path(o, key);
-	if (!path)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	atomic_fetch_add(&o->ctr->requests, 1);
 	if (key[strlen(key) - 1] == '/') {
 		/* A directory marker, as JuiceFS stores it: just the directory. */
-		rc = mkdirs(path, strlen(path) - 1) < 0
-			     ? jo_err_set(err, errno_code(errno), "file: mkdir '%s': %s", key,
-					  strerror(errno))
-			     : 0;
+		struct walk_fail wf = { 0 };
+		int fd = open_dir(FI(o), key, strlen(key), true, &wf);
+
+		if (fd < 0)
+			rc = walk_error(o, &wf, "mkdir", key, key, err);
+		else
+			close(fd);
 	} else {
-		rc = file_put_path(o, path, key, data, len, err);
+		rc = put_file(o, key, data, len, err);
 	}
 	if (rc)
 		atomic_fetch_add(&o->ctr->errors, 1);
-	free(path);
 	return rc;
 }
 
@@ -267,10 +387,59 @@ static void fill_info(struct jo_obj_info *info, const struct stat *st)
 	info->etag[0] = '\0';
 }
 
+/*
+ * Open key for reading: a regular file reached without following a symlink.
+ * O_NONBLOCK keeps a FIFO in the tree from blocking the open; it is then
+ * refused as not a regular file.
+ */
+static int open_read(struct jo_obj *o, const char *key, const char *op, struct stat *st,
+		     struct jo_err *err)
+{
+	const char *leaf;
+	int dfd, fd;
+
+	dfd = open_parent(o, key, false, &leaf, op, err);
+	if (dfd < 0)
+		return -1;
+	if (!*leaf) {
+		close(dfd);
+		jo_err_set(err, JO_ENOTFOUND, "file: %s '%s' in %s: not an object", op, key, o->desc);
+		return -1;
+	}
+	fd = openat(dfd, leaf, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		int e = classify(dfd, leaf, errno);
+
+		close(dfd);
+		if (e == ELOOP)
+			jo_err_set(err, JO_EUNSUPPORTED, "file: %s '%s': it is a symlink (never followed)",
+				   op, key);
+		else
+			jo_err_set(err, errno_code(e), "file: %s '%s' in %s: %s", op, key, o->desc,
+				   strerror(e));
+		return -1;
+	}
+	close(dfd);
+	if (fstat(fd, st) < 0) {
+		int e = errno;
+
+		close(fd);
+		jo_err_set(err, errno_code(e), "file: %s '%s': %s", op, key, strerror(e));
+		return -1;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		jo_err_set(err, JO_ENOTFOUND, "file: %s '%s' in %s: not a regular file", op, key,
+			   o->desc);
+		return -1;
+	}
+	return fd;
+}
+
 static int file_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
 		    jo_obj_write_cb cb, void *payload, struct jo_err *err)
 {
-	char *path, buf[65536];
+	char buf[65536];
 	struct stat st;
 	uint64_t pos, end;
 	int fd, rc = 0;
@@ -278,20 +447,11 @@ static int file_get(struct jo_obj *o, const char *key, const struct jo_obj_get_o
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
-	path = key_path(o, key);
-	if (!path)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	atomic_fetch_add(&o->ctr->requests, 1);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	free(path);
-	if (fd < 0 || fstat(fd, &st) < 0 || S_ISDIR(st.st_mode)) {
-		int e = fd < 0 ? errno : (S_ISDIR(st.st_mode) ? ENOENT : errno);
-
-		if (fd >= 0)
-			close(fd);
+	fd = open_read(o, key, "get", &st, err);
+	if (fd < 0) {
 		atomic_fetch_add(&o->ctr->errors, 1);
-		return jo_err_set(err, errno_code(e), "file: get '%s' in %s: %s", key, o->desc,
-				  strerror(e));
+		return err->code;
 	}
 	if (go->info) {
 		go->info->key = key;
@@ -334,25 +494,28 @@ static int file_get(struct jo_obj *o, const char *key, const struct jo_obj_get_o
 static int file_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,
 		     char ***meta_out, struct jo_err *err)
 {
-	char *path;
+	const char *leaf;
 	struct stat st;
-	int rc;
+	int rc, dfd;
 
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
-	path = key_path(o, key);
-	if (!path)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	atomic_fetch_add(&o->ctr->requests, 1);
-	rc = stat(path, &st);
-	free(path);
-	if (rc < 0 || S_ISDIR(st.st_mode)) {
-		int e = rc < 0 ? errno : ENOENT;
-
-		return jo_err_set(err, errno_code(e), "file: head '%s' in %s: %s", key, o->desc,
-				  strerror(e));
-	}
+	dfd = open_parent(o, key, false, &leaf, "head", err);
+	if (dfd < 0)
+		return err->code;
+	rc = *leaf ? stat_leaf(dfd, leaf, &st) : (errno = ENOENT, -1);
+	close(dfd);
+	if (rc < 0)
+		return jo_err_set(err, errno_code(errno), "file: head '%s' in %s: %s", key, o->desc,
+				  strerror(errno));
+	if (S_ISLNK(st.st_mode))
+		return jo_err_set(err, JO_EUNSUPPORTED, "file: head '%s': it is a symlink (never followed)",
+				  key);
+	if (!S_ISREG(st.st_mode))
+		return jo_err_set(err, JO_ENOTFOUND, "file: head '%s' in %s: not a regular file", key,
+				  o->desc);
 	fill_info(info, &st);
 	if (meta_out) {
 		*meta_out = calloc(1, sizeof(char *));
@@ -362,29 +525,83 @@ static int file_head(struct jo_obj *o, const char *key, struct jo_obj_info *info
 	return 0;
 }
 
+/* Delete a directory marker key ("a/b/"): the directory, when empty. */
+static int del_dir(struct jo_obj *o, const char *key, struct jo_err *err)
+{
+	size_t kl = strlen(key);
+	char *dir = strndup(key, kl - 1);
+	const char *leaf;
+	struct stat st;
+	int dfd, rc = 0;
+
+	if (!dir)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	dfd = open_parent(o, dir, false, &leaf, "delete", err);
+	if (dfd < 0) {
+		rc = err->code;
+		if (rc == JO_ENOTFOUND)
+			rc = 0;
+		free(dir);
+		return rc;
+	}
+	if (*leaf && unlinkat(dfd, leaf, AT_REMOVEDIR) < 0 && errno != ENOENT &&
+	    errno != ENOTEMPTY && errno != EEXIST) {
+		int e = errno;
+
+		if (stat_leaf(dfd, leaf, &st) == 0 && S_ISLNK(st.st_mode))
+			rc = jo_err_set(err, JO_EUNSUPPORTED,
+					"file: delete '%s': it is a symlink (never followed or deleted)", key);
+		else if (e != ENOTDIR)
+			rc = jo_err_set(err, errno_code(e), "file: delete '%s' in %s: %s", key, o->desc,
+					strerror(e));
+	}
+	close(dfd);
+	free(dir);
+	return rc;
+}
+
 static int file_del(struct jo_obj *o, const char *key, struct jo_err *err)
 {
-	char *path;
-	int rc;
+	const char *leaf;
+	struct stat st;
+	int rc, dfd;
 
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
-	path = key_path(o, key);
-	if (!path)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	atomic_fetch_add(&o->ctr->requests, 1);
-	if (key[strlen(key) - 1] == '/')
-		rc = rmdir(path);
-	else
-		rc = unlink(path);
-	free(path);
-	if (rc < 0 && errno != ENOENT && errno != ENOTEMPTY) {
-		atomic_fetch_add(&o->ctr->errors, 1);
-		return jo_err_set(err, errno_code(errno), "file: delete '%s' in %s: %s", key,
-				  o->desc, strerror(errno));
+	if (key[strlen(key) - 1] == '/') {
+		rc = del_dir(o, key, err);
+		goto out;
 	}
-	return 0;
+	dfd = open_parent(o, key, false, &leaf, "delete", err);
+	if (dfd < 0) {
+		/* A missing key is success; a symlink on the way is not. */
+		rc = err->code == JO_ENOTFOUND ? 0 : err->code;
+		if (!rc)
+			jo_err_clear(err);
+		goto out;
+	}
+	if (stat_leaf(dfd, leaf, &st) < 0) {
+		rc = errno == ENOENT || errno == ENOTDIR
+			     ? 0
+			     : jo_err_set(err, errno_code(errno), "file: delete '%s' in %s: %s", key,
+					  o->desc, strerror(errno));
+	} else if (S_ISLNK(st.st_mode)) {
+		/* Foreign to the store: never followed, never deleted. */
+		rc = jo_err_set(err, JO_EUNSUPPORTED,
+				"file: delete '%s': it is a symlink (never followed or deleted)", key);
+	} else if (S_ISDIR(st.st_mode)) {
+		rc = 0; /* a directory is no object: there is no object by that key */
+	} else if (unlinkat(dfd, leaf, 0) < 0 && errno != ENOENT) {
+		rc = jo_err_set(err, errno_code(errno), "file: delete '%s' in %s: %s", key, o->desc,
+				strerror(errno));
+	}
+	close(dfd);
+out:
+	if (rc)
+		atomic_fetch_add(&o->ctr->errors, 1);
+	return rc;
 }
 
 static int file_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
@@ -395,6 +612,7 @@ static int file_delete_batch(struct jo_obj *o, const char *const *keys, size_t n
 	for (size_t i = 0; i < n; i++) {
 		if (jo_cancelled())
 			return jo_err_set(err, JO_ECANCELED, "file: delete: canceled");
+		jo_err_clear(&e1);
 		results[i] = file_del(o, keys[i], &e1);
 	}
 	return 0;
@@ -414,9 +632,12 @@ struct walk {
 	char *last_cp;    /* last common prefix emitted (generic delimiter) */
 };
 
+enum dkind { D_FILE, D_DIR, D_LINK };
+
 struct dent {
 	char *key;        /* full key; directories end with '/' */
-	bool dir;
+	size_t name_off;  /* the entry's name starts at key + name_off */
+	enum dkind kind;
 };
 
 static int cmp_dent(const void *a, const void *b)
@@ -473,43 +694,74 @@ static int emit(struct walk *w, const char *key, const struct stat *st, bool is_
 	return rc;
 }
 
-static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
+/* A symlink met while listing: never followed; reported when asked to. */
+static int emit_link(struct walk *w, const char *key, const struct stat *lst)
 {
-	DIR *d = opendir(dirpath);
-	struct dirent *de;
+	struct jo_obj_info info = { 0 };
+	int rc;
+
+	if (!starts_with(key, w->prefix, w->prefix_len))
+		return 0;
+	if (w->start_after && strcmp(key, w->start_after) <= 0)
+		return 0;
+	if (!FI(w->o)->list_links)
+		return 0;
+	info.key = key;
+	info.is_link = true;
+	if (lst) {
+		info.mtime = (int64_t)lst->st_mtim.tv_sec;
+		info.mtime_nsec = (int32_t)lst->st_mtim.tv_nsec;
+	}
+	rc = w->cb(&info, w->payload);
+	if (rc)
+		jo_err_set(w->err, rc, "list: stopped by the callback");
+	return rc;
+}
+
+/* The entries of directory d (read whole, so they can be sorted). */
+static int read_dir(struct walk *w, DIR *d, const char *keyprefix, struct dent **out,
+		    size_t *nout)
+{
 	struct dent *ents = NULL;
 	size_t n = 0, cap = 0, kpl = strlen(keyprefix);
+	struct dirent *de;
 	int rc = 0;
 
-	if (!d) {
-		if (errno == ENOENT || errno == ENOTDIR)
-			return 0;
-		return jo_err_set(w->err, errno_code(errno), "file: list '%s': %s", dirpath,
-				  strerror(errno));
-	}
-	while ((de = readdir(d)) != NULL) {
-		size_t nl = strlen(de->d_name);
-		bool dir;
+	for (;;) {
+		size_t nl;
+		enum dkind kind;
 		char *k;
 
+		errno = 0; /* readdir says "end" and "error" both with NULL */
+		de = readdir(d);
+		if (!de)
+			break;
+		nl = strlen(de->d_name);
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
 		if (is_temp_name(de->d_name) && !FI(w->o)->list_temp)
 			continue;
-		if (de->d_type == DT_DIR) {
-			dir = true;
-		} else if (de->d_type == DT_UNKNOWN || de->d_type == DT_LNK) {
+		switch (de->d_type) {
+		case DT_DIR: kind = D_DIR; break;
+		case DT_LNK: kind = D_LINK; break;
+		case DT_REG: kind = D_FILE; break;
+		case DT_UNKNOWN: {
 			struct stat st;
-			char *p = join2(dirpath, de->d_name);
 
-			if (!p) {
-				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			dir = stat(p, &st) == 0 && S_ISDIR(st.st_mode);
-			free(p);
-		} else {
-			dir = false;
+			if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+				continue; /* deleted while listing */
+			if (S_ISDIR(st.st_mode))
+				kind = D_DIR;
+			else if (S_ISLNK(st.st_mode))
+				kind = D_LINK;
+			else if (S_ISREG(st.st_mode))
+				kind = D_FILE;
+			else
+				continue;
+			break;
+		}
+		default:
+			continue; /* FIFOs, sockets, devices: not objects */
 		}
 		k = malloc(kpl + nl + 2);
 		if (!k) {
@@ -518,12 +770,12 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 		}
 		memcpy(k, keyprefix, kpl);
 		memcpy(k + kpl, de->d_name, nl);
-		if (dir)
+		if (kind == D_DIR)
 			k[kpl + nl++] = '/';
 		k[kpl + nl] = '\0';
 		/* Prune what cannot match the prefix. */
 		if (!(starts_with(k, w->prefix, w->prefix_len) ||
-		      (dir && starts_with(w->prefix, k, kpl + nl)))) {
+		      (kind == D_DIR && starts_with(w->prefix, k, kpl + nl)))) {
 			free(k);
 			continue;
 		}
@@ -540,22 +792,48 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 			cap = nc;
 		}
 		ents[n].key = k;
-		ents[n].dir = dir;
+		ents[n].name_off = kpl;
+		ents[n].kind = kind;
 		n++;
 	}
-	closedir(d);
+	if (rc == 0 && !de && errno != 0)
+		rc = jo_err_set(w->err, errno_code(errno), "file: list '%s' in %s: %s", keyprefix,
+				w->o->desc, strerror(errno));
 	if (rc == 0 && n)
 		qsort(ents, n, sizeof(*ents), cmp_dent);
+	*out = ents;
+	*nout = n;
+	return rc;
+}
+
+/* List the directory open as dfd (a readable descriptor, taken over) whose keys start with keyprefix. */
+static int walk_dir(struct walk *w, int dfd, const char *keyprefix)
+{
+	DIR *d = fdopendir(dfd);
+	struct dent *ents = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!d) {
+		int e = errno;
+
+		close(dfd);
+		return jo_err_set(w->err, errno_code(e), "file: list '%s' in %s: %s", keyprefix,
+				  w->o->desc, strerror(e));
+	}
+	rc = read_dir(w, d, keyprefix, &ents, &n);
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		const char *k = ents[i].key;
+		const char *k = ents[i].key, *name = k + ents[i].name_off;
 		size_t kl = strlen(k);
+		struct stat st;
 
 		if (jo_cancelled()) {
 			rc = jo_err_set(w->err, JO_ECANCELED, "list: canceled");
 			break;
 		}
-		if (ents[i].dir) {
-			char *sub;
+		if (ents[i].kind == D_DIR) {
+			char sub[NAME_MAX + 2];
+			int sfd;
 
 			if (w->start_after && strcmp(w->start_after, k) > 0 &&
 			    !starts_with(w->start_after, k, kl))
@@ -568,34 +846,39 @@ static int walk_dir(struct walk *w, const char *dirpath, const char *keyprefix)
 				rc = emit(w, k, NULL, true);
 				continue;
 			}
-			sub = join2(FI(w->o)->root, k);
-			if (!sub) {
-				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			rc = walk_dir(w, sub, k);
-			free(sub);
-		} else {
-			struct stat st;
-			char *p;
+			snprintf(sub, sizeof(sub), "%.*s", (int)(kl - ents[i].name_off - 1), name);
+			sfd = openat(dirfd(d), sub, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sfd < 0) {
+				int e = classify(dirfd(d), sub, errno);
 
+				if (e == ELOOP) {
+					/* replaced by a symlink since readdir: still not followed */
+					k = ents[i].key;
+					ents[i].key[kl - 1] = '\0';
+					rc = stat_leaf(dirfd(d), sub, &st) == 0 ? emit_link(w, k, &st)
+										: emit_link(w, k, NULL);
+				} else if (e != ENOENT && e != ENOTDIR) {
+					rc = jo_err_set(w->err, errno_code(e), "file: list '%s' in %s: %s", k,
+							w->o->desc, strerror(e));
+				}
+				continue;
+			}
+			rc = walk_dir(w, sfd, k);
+		} else {
 			if (!starts_with(k, w->prefix, w->prefix_len))
 				continue;
 			if (w->start_after && strcmp(k, w->start_after) <= 0)
 				continue;
-			p = join2(FI(w->o)->root, k);
-			if (!p) {
-				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			if (stat(p, &st) < 0) {
-				free(p);
+			if (stat_leaf(dirfd(d), name, &st) < 0)
 				continue; /* deleted while listing */
-			}
-			free(p);
-			rc = emit(w, k, &st, false);
+			if (S_ISLNK(st.st_mode))
+				rc = emit_link(w, k, &st);
+			else if (S_ISREG(st.st_mode))
+				rc = emit(w, k, &st, false);
+			/* else: became a directory or a FIFO since readdir: no object */
 		}
 	}
+	closedir(d);
 	for (size_t i = 0; i < n; i++)
 		free(ents[i].key);
 	free(ents);
@@ -608,59 +891,105 @@ static int file_list(struct jo_obj *o, const char *prefix, const char *start_aft
 	struct walk w = { .o = o, .prefix = prefix, .prefix_len = strlen(prefix),
 			  .start_after = start_after, .delim = delimiter, .cb = cb,
 			  .payload = payload, .err = err };
-	struct file_impl *f = FI(o);
+	struct walk_fail wf = { 0 };
 	size_t dl = 0;
-	char *dir, *kp;
-	int rc;
+	char *kp;
+	int pfd, dfd, rc;
 
 	/* Start at the deepest directory the prefix names completely. */
 	for (size_t i = 0; i < w.prefix_len; i++)
 		if (prefix[i] == '/')
 			dl = i + 1;
 	kp = strndup(prefix, dl);
-	dir = kp ? join2(f->root, kp) : NULL;
-	if (!kp || !dir) {
-		free(kp);
-		free(dir);
+	if (!kp)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
 	atomic_fetch_add(&o->ctr->requests, 1);
-	rc = walk_dir(&w, dir, kp);
+	pfd = open_dir(FI(o), prefix, dl, false, &wf);
+	if (pfd < 0) {
+		/*
+		 * A missing bucket directory is an error (S3 says NoSuchBucket), never
+		 * an empty listing; a missing directory below it is an empty prefix.
+		 * A symlink on the way is refused: listing it as empty would make
+		 * everything under it look deleted.
+		 */
+		if (wf.root || wf.e == ELOOP || (wf.e != ENOENT && wf.e != ENOTDIR))
+			rc = walk_error(o, &wf, "list", prefix, prefix, err);
+		else
+			rc = 0;
+		free(kp);
+		if (rc)
+			atomic_fetch_add(&o->ctr->errors, 1);
+		return rc;
+	}
+	dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(pfd);
+	if (dfd < 0) {
+		rc = jo_err_set(err, errno_code(errno), "file: list '%s' in %s: %s", prefix, o->desc,
+				strerror(errno));
+	} else {
+		rc = walk_dir(&w, dfd, kp);
+	}
 	free(w.last_cp);
 	free(kp);
-	free(dir);
 	return rc;
+}
+
+/* Create every directory of path[0..upto) (path is modified and restored). */
+static int mkdirs(char *path, size_t upto)
+{
+	for (size_t i = 1; i <= upto; i++) {
+		if (i == upto || path[i] == '/') {
+			char c = path[i];
+
+			path[i] = '\0';
+			if (mkdir(path, 0777) < 0 && errno != EEXIST) {
+				int e = errno;
+
+				path[i] = c;
+				errno = e;
+				return -1;
+			}
+			path[i] = c;
+		}
+	}
+	return 0;
 }
 
 static int file_create_bucket(struct jo_obj *o, struct jo_err *err)
 {
 	struct file_impl *f = FI(o);
+	struct stat st;
 
 	if (mkdirs(f->root, f->root_len - 1) < 0)
 		return jo_err_set(err, errno_code(errno), "file: create %s: %s", o->desc,
 				  strerror(errno));
+	if (stat(f->root, &st) < 0 || !S_ISDIR(st.st_mode))
+		return jo_err_set(err, JO_ESTATE, "file: create %s: not a directory", o->desc);
 	return 0;
 }
 
-/* Stream src's bytes into a temp file and rename it over dst. */
-static int copy_file(struct jo_obj *o, const char *src_key, char *dst_path, const char *dst_key,
+/* Stream fd `in` into a new temp file beside dst_key and rename it over. */
+static int copy_into(struct jo_obj *o, int in, const char *what, const char *dst_key,
 		     struct jo_err *err)
 {
-	char *src = key_path(o, src_key), *tmp = NULL, buf[65536];
-	int in = -1, out = -1, rc = 0;
+	char tmp[NAME_MAX + 1], buf[65536];
+	const char *leaf;
+	int dfd, out, rc;
 
-	if (!src)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	in = open(src, O_RDONLY | O_CLOEXEC);
-	free(src);
-	if (in < 0)
-		return jo_err_set(err, errno_code(errno), "file: copy from '%s': %s", src_key,
-				  strerror(errno));
-	out = open_temp(dst_path, "", &tmp);
+	dfd = open_parent(o, dst_key, true, &leaf, "copy to", err);
+	if (dfd < 0)
+		return err->code;
+	rc = check_target(o, dfd, leaf, "copy to", dst_key, err);
+	if (rc) {
+		close(dfd);
+		return rc;
+	}
+	out = open_temp(dfd, leaf, "", tmp);
 	if (out < 0) {
 		rc = jo_err_set(err, errno_code(errno), "file: copy to '%s': %s", dst_key,
 				strerror(errno));
-		goto out;
+		close(dfd);
+		return rc;
 	}
 	for (;;) {
 		ssize_t r = read(in, buf, sizeof(buf));
@@ -668,30 +997,27 @@ static int copy_file(struct jo_obj *o, const char *src_key, char *dst_path, cons
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0 || (r > 0 && write_all(out, buf, (size_t)r) < 0)) {
-			rc = jo_err_set(err, JO_EIO, "file: copy '%s': %s", src_key, strerror(errno));
-			goto out;
+			rc = jo_err_set(err, JO_EIO, "file: copy '%s': %s", what, strerror(errno));
+			break;
 		}
 		if (r == 0)
 			break;
 	}
-	if (close(out) < 0 || rename(tmp, dst_path) < 0)
+	if (close(out) < 0 && rc == 0)
 		rc = jo_err_set(err, JO_EIO, "file: copy to '%s': %s", dst_key, strerror(errno));
-	out = -1;
-out:
-	if (out >= 0)
-		close(out);
-	if (rc && tmp)
-		unlink(tmp);
-	free(tmp);
-	close(in);
+	if (rc == 0 && renameat(dfd, tmp, dfd, leaf) < 0)
+		rc = jo_err_set(err, JO_EIO, "file: copy to '%s': %s", dst_key, strerror(errno));
+	if (rc)
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
 	return rc;
 }
 
 static int file_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
 		     const struct jo_obj_copy_opts *co, struct jo_err *err)
 {
-	char *dst;
-	int rc;
+	struct stat st;
+	int rc, in;
 
 	if (co->src_bucket)
 		return jo_err_set(err, JO_EUNSUPPORTED, "file: copy from another bucket");
@@ -700,36 +1026,34 @@ static int file_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
 		rc = check_path_key(dst_key, err);
 	if (rc)
 		return rc;
-	dst = key_path(o, dst_key);
-	if (!dst)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	atomic_fetch_add(&o->ctr->requests, 1);
-	rc = copy_file(o, src_key, dst, dst_key, err);
-	free(dst);
+	in = open_read(o, src_key, "copy from", &st, err);
+	if (in < 0)
+		return err->code;
+	rc = copy_into(o, in, src_key, dst_key, err);
+	close(in);
 	return rc;
 }
 
 /* ---- multipart: parts are hidden temp files next to the key ---- */
 
-static char *part_path(struct jo_obj *o, const char *key, const char *upload_id, int part)
+/*
+ * The name of a part file beside key: ".jfs.<leaf (150 bytes)>.tmp.mpu-<id>-<part>";
+ * part 0 is the marker that says the upload exists. Returns the key of it
+ * (malloc'd), in the key's directory.
+ */
+static char *part_key(const char *key, const char *upload_id, int part)
 {
-	char *path = key_path(o, key), *out;
-	size_t dl, bl, cap;
-	const char *base;
+	const char *leaf;
+	size_t dl = split_key(key, &leaf), bl = strlen(leaf);
+	size_t cap = dl + 1 + bl + strlen(upload_id) + 48;
+	char *out = malloc(cap);
 
-	if (!path)
-		return NULL;
-	dl = dir_len(path);
-	base = path + dl + 1;
-	bl = strlen(base);
 	if (bl > 150)
 		bl = 150;
-	cap = dl + bl + strlen(upload_id) + 48;
-	out = malloc(cap);
 	if (out)
-		snprintf(out, cap, "%.*s/.jfs.%.*s.tmp.mpu-%s-%05d", (int)dl, path, (int)bl, base,
-			 upload_id, part);
-	free(path);
+		snprintf(out, cap, "%.*s%s.jfs.%.*s.tmp.mpu-%s-%05d", (int)dl, key, dl ? "/" : "",
+			 (int)bl, leaf, upload_id, part);
 	return out;
 }
 
@@ -760,10 +1084,10 @@ static int file_mpu_create(struct jo_obj *o, const char *key, const struct jo_ob
 		return jo_err_set(err, JO_EIO, "file: no randomness for an upload id");
 	for (size_t i = 0; i < sizeof(r); i++)
 		snprintf(id + 2 * i, 3, "%02x", r[i]);
-	marker = part_path(o, key, id, 0);
+	marker = part_key(key, id, 0);
 	if (!marker)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = file_put_path(o, marker, key, "", 0, err);
+	rc = put_file(o, marker, "", 0, err);
 	free(marker);
 	if (rc)
 		return rc;
@@ -771,27 +1095,45 @@ static int file_mpu_create(struct jo_obj *o, const char *key, const struct jo_ob
 	return *upload_id_out ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
 }
 
+/* Whether the upload's marker exists (as a regular file). */
+static bool upload_exists(struct jo_obj *o, const char *marker)
+{
+	struct jo_err e1;
+	struct stat st;
+	const char *leaf;
+	int dfd = open_parent(o, marker, false, &leaf, "upload", &e1);
+	bool ok;
+
+	if (dfd < 0)
+		return false;
+	ok = stat_leaf(dfd, leaf, &st) == 0 && S_ISREG(st.st_mode);
+	close(dfd);
+	return ok;
+}
+
 static int file_mpu_put_part(struct jo_obj *o, const char *key, const char *upload_id,
 			     int part_number, const void *data, size_t len, char *etag_out,
 			     struct jo_err *err)
 {
 	char *marker, *p;
-	struct stat st;
 	int rc;
 
 	if (!valid_upload_id(upload_id))
 		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	marker = part_path(o, key, upload_id, 0);
-	p = part_path(o, key, upload_id, part_number);
+	rc = check_path_key(key, err);
+	if (rc)
+		return rc;
+	marker = part_key(key, upload_id, 0);
+	p = part_key(key, upload_id, part_number);
 	if (!marker || !p) {
 		free(marker);
 		free(p);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	if (stat(marker, &st) < 0)
+	if (!upload_exists(o, marker))
 		rc = jo_err_set(err, JO_ENOTFOUND, "file: upload part '%s': NoSuchUpload", key);
 	else
-		rc = file_put_path(o, p, key, data, len, err);
+		rc = put_file(o, p, data, len, err);
 	if (rc == 0)
 		jo_obj_md5_hex(data, len, etag_out);
 	free(marker);
@@ -799,61 +1141,107 @@ static int file_mpu_put_part(struct jo_obj *o, const char *key, const char *uplo
 	return rc;
 }
 
-static int remove_parts(struct jo_obj *o, const char *key, const char *upload_id)
+/*
+ * Visit the part files of an upload in key's directory: cb(dfd, name, part
+ * number, payload). The directory is read once (names are matched, nothing
+ * is followed).
+ */
+static int each_part(struct jo_obj *o, const char *key, const char *upload_id,
+		     int (*cb)(int dfd, const char *name, int part, void *p), void *p,
+		     struct jo_err *err)
 {
-	char *marker = part_path(o, key, upload_id, 0);
-	size_t ml;
-	char *dir;
-	DIR *d;
+	char *marker = part_key(key, upload_id, 0);
+	const char *mleaf, *leaf;
 	struct dirent *de;
+	size_t ml;
+	int pfd, dfd, rc = 0;
+	DIR *d;
 
 	if (!marker)
-		return JO_ENOMEM;
-	ml = strlen(marker) - 5; /* up to the part number */
-	dir = strndup(marker, dir_len(marker) + 1);
-	d = dir ? opendir(dir) : NULL;
-	while (d && (de = readdir(d)) != NULL) {
-		size_t dl = strlen(dir);
-
-		if (strncmp(de->d_name, marker + dl, ml - dl) == 0) {
-			char *p = join2(dir, de->d_name);
-
-			if (p) {
-				unlink(p);
-				free(p);
-			}
-		}
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	split_key(marker, &mleaf);
+	ml = strlen(mleaf) - 5; /* up to the part number */
+	pfd = open_parent(o, key, false, &leaf, "list parts", err);
+	if (pfd < 0) {
+		free(marker);
+		return err->code;
 	}
-	if (d)
-		closedir(d);
-	free(dir);
+	dfd = openat(pfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(pfd);
+	d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		rc = jo_err_set(err, errno_code(errno), "file: list parts of '%s': %s", key,
+				strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+		free(marker);
+		return rc;
+	}
+	while (rc == 0 && (de = readdir(d)) != NULL) {
+		const char *num = de->d_name + ml;
+		char *end;
+		long part;
+
+		if (strncmp(de->d_name, mleaf, ml) != 0 || strlen(num) != 5)
+			continue;
+		part = strtol(num, &end, 10);
+		if (*end || part < 0 || part > 10000)
+			continue;
+		rc = cb(dirfd(d), de->d_name, (int)part, p);
+	}
+	closedir(d);
 	free(marker);
+	return rc;
+}
+
+static int unlink_part(int dfd, const char *name, int part, void *p)
+{
+	(void)part;
+	(void)p;
+	/* unlinkat never follows: at worst a symlink of that name goes, not its target */
+	unlinkat(dfd, name, 0);
 	return 0;
+}
+
+static int remove_parts(struct jo_obj *o, const char *key, const char *upload_id)
+{
+	struct jo_err e1;
+
+	return each_part(o, key, upload_id, unlink_part, NULL, &e1);
 }
 
 static int file_mpu_complete(struct jo_obj *o, const char *key, const char *upload_id,
 			     const struct jo_obj_part *parts, size_t n, struct jo_err *err)
 {
-	char *path = NULL, *tmp = NULL, buf[65536];
-	int out = -1, rc = 0;
+	char tmp[NAME_MAX + 1], buf[65536];
+	const char *leaf;
+	int dfd, out = -1, rc = 0;
 
 	if (!valid_upload_id(upload_id))
 		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	path = key_path(o, key);
-	if (!path)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = check_path_key(key, err);
+	if (rc)
+		return rc;
 	atomic_fetch_add(&o->ctr->requests, 1);
-	out = open_temp(path, "", &tmp);
+	dfd = open_parent(o, key, true, &leaf, "complete", err);
+	if (dfd < 0)
+		return err->code;
+	rc = check_target(o, dfd, leaf, "complete", key, err);
+	if (rc)
+		goto done;
+	out = open_temp(dfd, leaf, "", tmp);
 	if (out < 0) {
 		rc = jo_err_set(err, errno_code(errno), "file: complete '%s': %s", key,
 				strerror(errno));
 		goto done;
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
-		char *pp = part_path(o, key, upload_id, parts[i].number);
-		int in = pp ? open(pp, O_RDONLY | O_CLOEXEC) : -1;
+		char *pk = part_key(key, upload_id, parts[i].number);
+		struct jo_err e1;
+		struct stat st;
+		int in = pk ? open_read(o, pk, "part", &st, &e1) : -1;
 
-		free(pp);
+		free(pk);
 		if (in < 0) {
 			rc = jo_err_set(err, JO_EINVAL, "file: complete '%s': InvalidPart %d", key,
 					parts[i].number);
@@ -876,25 +1264,57 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 	}
 	if (close(out) < 0 && rc == 0)
 		rc = jo_err_set(err, JO_EIO, "file: complete '%s': %s", key, strerror(errno));
-	if (rc == 0 && rename(tmp, path) < 0)
+	if (rc == 0 && renameat(dfd, tmp, dfd, leaf) < 0)
 		rc = jo_err_set(err, JO_EIO, "file: complete '%s': %s", key, strerror(errno));
-	if (rc == 0)
+	if (rc)
+		unlinkat(dfd, tmp, 0);
+	else
 		remove_parts(o, key, upload_id);
 done:
-	if (rc && tmp)
-		unlink(tmp);
-	free(tmp);
-	free(path);
+	close(dfd);
 	return rc;
 }
 
 static int file_mpu_abort(struct jo_obj *o, const char *key, const char *upload_id,
 			  struct jo_err *err)
 {
-	if (!valid_upload_id(upload_id))
+	if (!valid_upload_id(upload_id) || check_path_key(key, err))
 		return 0;
-	if (remove_parts(o, key, upload_id) < 0)
+	if (remove_parts(o, key, upload_id) == JO_ENOMEM)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return 0;
+}
+
+struct part_list {
+	struct jo_obj_part *parts;
+	size_t n, cap;
+	bool marker;
+};
+
+static int add_part(int dfd, const char *name, int part, void *p)
+{
+	struct part_list *l = p;
+	struct stat st;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		return 0;
+	if (part == 0) {
+		l->marker = true;
+		return 0;
+	}
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 16;
+		struct jo_obj_part *np = realloc(l->parts, nc * sizeof(*np));
+
+		if (!np)
+			return JO_ENOMEM;
+		l->parts = np;
+		l->cap = nc;
+	}
+	memset(&l->parts[l->n], 0, sizeof(l->parts[0]));
+	l->parts[l->n].number = part;
+	l->parts[l->n].size = (uint64_t)st.st_size;
+	l->n++;
 	return 0;
 }
 
@@ -906,42 +1326,27 @@ static int cmp_part(const void *a, const void *b)
 static int file_mpu_list_parts(struct jo_obj *o, const char *key, const char *upload_id,
 			       jo_obj_part_cb cb, void *payload, struct jo_err *err)
 {
-	struct jo_obj_part *parts = NULL;
-	size_t n = 0;
-	int rc = 0;
+	struct part_list l = { 0 };
+	int rc;
 
 	if (!valid_upload_id(upload_id))
 		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	/* Part numbers are few; probing them by name keeps this simple. */
-	for (int i = 1; i <= 10000 && rc == 0; i++) {
-		char *pp = part_path(o, key, upload_id, i);
-		struct stat st;
-
-		if (!pp)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		if (stat(pp, &st) == 0) {
-			struct jo_obj_part *np = realloc(parts, (n + 1) * sizeof(*np));
-
-			if (!np) {
-				free(pp);
-				free(parts);
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			}
-			parts = np;
-			memset(&parts[n], 0, sizeof(parts[n]));
-			parts[n].number = i;
-			parts[n].size = (uint64_t)st.st_size;
-			n++;
-		}
-		free(pp);
-	}
-	qsort(parts, n, sizeof(*parts), cmp_part);
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		rc = cb(&parts[i], payload);
+	rc = check_path_key(key, err);
+	if (rc)
+		return rc;
+	rc = each_part(o, key, upload_id, add_part, &l, err);
+	if (rc == JO_ENOMEM)
+		jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (rc == 0 && !l.marker)
+		rc = jo_err_set(err, JO_ENOTFOUND, "file: list parts '%s': NoSuchUpload", key);
+	if (rc == 0 && l.n)
+		qsort(l.parts, l.n, sizeof(*l.parts), cmp_part);
+	for (size_t i = 0; i < l.n && rc == 0; i++) {
+		rc = cb(&l.parts[i], payload);
 		if (rc)
 			jo_err_set(err, rc, "list parts: stopped by the callback");
 	}
-	free(parts);
+	free(l.parts);
 	return rc;
 }
 
@@ -972,6 +1377,69 @@ static const struct jo_obj_ops file_ops = {
 	.close = file_close,
 };
 
+/*
+ * The bucket path with the symlinks in it resolved, once: its longest
+ * existing ancestor through realpath(), the rest (created later by
+ * create_bucket or a put) appended as given. Ends with '/'. NULL: no memory.
+ */
+static char *resolve_root(const char *b)
+{
+	size_t bl = strlen(b);
+	char *p = malloc(bl + 3), *tail = NULL;
+	char *out = NULL;
+
+	if (!p)
+		return NULL;
+	memcpy(p, b, bl + 1);
+	while (bl > 1 && p[bl - 1] == '/')
+		p[--bl] = '\0';
+	for (;;) {
+		char *r = realpath(p[0] ? p : ".", NULL);
+		char *s;
+
+		if (r) {
+			size_t rl = strlen(r), tl = tail ? strlen(tail) : 0;
+
+			out = malloc(rl + tl + 3);
+			if (out)
+				snprintf(out, rl + tl + 3, "%s%s%s%s", r, r[rl - 1] == '/' ? "" : "/",
+					 tail ? tail : "", tl && tail[tl - 1] != '/' ? "/" : "");
+			free(r);
+			break;
+		}
+		if (errno != ENOENT || !p[0] || strcmp(p, "/") == 0) {
+			/* unresolvable (permissions, ...): keep the path as given */
+			out = malloc(strlen(b) + 2);
+			if (out)
+				snprintf(out, strlen(b) + 2, "%s%s", b,
+					 b[0] && b[strlen(b) - 1] == '/' ? "" : "/");
+			break;
+		}
+		/* move the last component of p to the front of tail */
+		s = strrchr(p, '/');
+		{
+			const char *comp = s ? s + 1 : p;
+			size_t cl = strlen(comp), tl = tail ? strlen(tail) : 0;
+			char *nt = malloc(cl + tl + 2);
+
+			if (!nt)
+				break;
+			snprintf(nt, cl + tl + 2, "%s%s%s", comp, tl ? "/" : "", tail ? tail : "");
+			free(tail);
+			tail = nt;
+		}
+		if (!s)
+			p[0] = '\0';
+		else if (s == p)
+			p[1] = '\0';
+		else
+			*s = '\0';
+	}
+	free(p);
+	free(tail);
+	return out;
+}
+
 int jo_obj_file_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_err *err)
 {
 	struct file_impl *f = calloc(1, sizeof(*f));
@@ -982,21 +1450,21 @@ int jo_obj_file_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	if (strncmp(b, "file://", 7) == 0)
 		b += 7;
-	bl = strlen(b);
-	f->root = malloc(bl + 2);
+	if (!*b) {
+		free(f);
+		return jo_err_set(err, JO_EINVAL, "file: empty bucket directory");
+	}
+	f->root = resolve_root(b);
 	if (!f->root) {
 		free(f);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	memcpy(f->root, b, bl + 1);
-	if (bl == 0 || f->root[bl - 1] != '/') {
-		f->root[bl++] = '/';
-		f->root[bl] = '\0';
-	}
-	f->root_len = bl;
+	f->root_len = strlen(f->root);
 	f->list_temp = opts->list_temp;
+	f->list_links = opts->list_links;
 	o->impl = f;
 	o->ops = &file_ops;
-	snprintf(o->desc, sizeof(o->desc), "file://%s", f->root);
+	bl = strlen(b);
+	snprintf(o->desc, sizeof(o->desc), "file://%s%s", b, bl && b[bl - 1] == '/' ? "" : "/");
 	return 0;
 }

@@ -1250,18 +1250,32 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 					rc = jo_err_set(err, JO_EPROTO,
 							"s3 list at %s: truncated page without a continuation token",
 							o->desc);
+				} else if (token && !strcmp(token, page.next_token)) {
+					rc = jo_err_set(err, JO_EPROTO,
+							"s3 list at %s: the continuation token does not advance",
+							o->desc);
 				} else {
 					free(token);
 					token = page.next_token;
 					page.next_token = NULL;
 				}
 			} else {
-				const char *nm = page.next_marker && *page.next_marker ? page.next_marker
-										    : last;
+				/*
+				 * Continue after the last key (or prefix) of the page: that
+				 * is what NextMarker says on AWS, and unlike NextMarker it is
+				 * always URL-decoded right (SeaweedFS sends NextMarker raw).
+				 */
+				const char *nm = last;
+
+				if (!nm && page.next_marker && *page.next_marker)
+					nm = page.next_marker;
 
 				if (!nm) {
 					rc = jo_err_set(err, JO_EPROTO,
 							"s3 list at %s: truncated empty page", o->desc);
+				} else if (marker && strcmp(nm, marker) <= 0) {
+					rc = jo_err_set(err, JO_EPROTO,
+							"s3 list at %s: the marker does not advance", o->desc);
 				} else {
 					char *dup = strdup(nm);
 
@@ -1526,7 +1540,10 @@ static int s3_mpu_list_parts(struct jo_obj *o, const char *key, const char *uplo
 			if (rc)
 				jo_err_set(err, rc, "list parts: stopped by the callback");
 		}
-		more = page.truncated && page.next_marker > marker;
+		more = page.truncated;
+		if (rc == 0 && more && page.next_marker <= marker)
+			rc = jo_err_set(err, JO_EPROTO, "s3 ListParts '%s' at %s: truncated reply does not "
+					"move past part %d", key, o->desc, marker);
 		marker = page.next_marker;
 		free(page.parts);
 		if (rc || !more)

@@ -147,7 +147,8 @@ char *jo_obj_url_decode(const char *s, bool plus_space)
 			}
 			hi = hexval(s[i + 1]);
 			lo = hi < 0 ? -1 : hexval(s[i + 2]);
-			if (hi < 0 || lo < 0) {
+			/* %00 would cut the string short: a different key, silently */
+			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
 				free(out);
 				return NULL;
 			}

@@ -5,6 +5,7 @@
  */
 #include "common/object/object_internal.h"
 
+#include <errno.h>
 #include <expat.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,7 +161,8 @@ struct list_doc {
 	struct jo_s3_entry *pfx;
 	size_t npfx, cappfx;
 	struct jo_s3_entry cur;
-	bool have_key, have_size;
+	bool have_key, have_size, have_mtime;
+	bool have_truncated;
 	bool url;
 };
 
@@ -190,21 +192,25 @@ static void list_start(struct xp *x, const char *name)
 	}
 	if (x->depth == 2 && (strcmp(name, "Contents") == 0 || strcmp(name, "CommonPrefixes") == 0)) {
 		memset(&d->cur, 0, sizeof(d->cur));
-		d->have_key = d->have_size = false;
+		d->have_key = d->have_size = d->have_mtime = false;
 		d->cur.is_prefix = strcmp(name, "CommonPrefixes") == 0;
 	}
 }
 
-static int parse_u64(const char *s, uint64_t *out)
+/* Decimal digits only, at most max (an overflow is an error, never a clamp). */
+static int parse_u64(const char *s, uint64_t max, uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v = 0;
 
-	if (*s < '0' || *s > '9')
+	if (!*s)
 		return -1;
-	v = strtoull(s, &end, 10);
-	if (*end)
-		return -1;
+	for (; *s; s++) {
+		uint64_t d = (uint64_t)(*s - '0');
+
+		if (*s < '0' || *s > '9' || v > (max - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
 	*out = v;
 	return 0;
 }
@@ -238,12 +244,13 @@ static void list_end(struct xp *x, const char *name, const char *text)
 				xp_fail(x, JO_ENOMEM, "out of memory");
 			d->have_key = true;
 		} else if (strcmp(name, "Size") == 0) {
-			if (parse_u64(text, &d->cur.size) < 0)
+			if (parse_u64(text, INT64_MAX, &d->cur.size) < 0)
 				xp_fail(x, JO_EPROTO, "bad Size in listing");
 			d->have_size = true;
 		} else if (strcmp(name, "LastModified") == 0) {
 			if (jo_obj_parse_iso8601(text, &d->cur.mtime, &d->cur.mtime_nsec) < 0)
 				xp_fail(x, JO_EPROTO, "bad LastModified in listing");
+			d->have_mtime = true;
 		} else if (strcmp(name, "ETag") == 0) {
 			copy_etag(d->cur.etag, sizeof(d->cur.etag), text);
 		}
@@ -256,8 +263,15 @@ static void list_end(struct xp *x, const char *name, const char *text)
 		d->have_key = true;
 	} else if (x->depth == 2) {
 		if (strcmp(name, "Contents") == 0) {
-			if (!d->have_key || !d->have_size) {
-				xp_fail(x, JO_EPROTO, "listing entry without Key or Size");
+			/* sync compares sizes and mtimes: an entry without them is no entry */
+			if (!d->have_key || !d->have_size || !d->have_mtime) {
+				xp_fail(x, JO_EPROTO, !d->have_mtime && d->have_key && d->have_size
+							      ? "listing entry without LastModified"
+							      : "listing entry without Key or Size");
+				return;
+			}
+			if (!d->cur.key[0]) {
+				xp_fail(x, JO_EPROTO, "listing entry with an empty Key");
 				return;
 			}
 			if (push_entry(&p->entries, &p->n, &p->cap, &d->cur) < 0)
@@ -265,8 +279,8 @@ static void list_end(struct xp *x, const char *name, const char *text)
 			else
 				d->cur.key = NULL;
 		} else if (strcmp(name, "CommonPrefixes") == 0) {
-			if (!d->have_key) {
-				xp_fail(x, JO_EPROTO, "CommonPrefixes without Prefix");
+			if (!d->have_key || !d->cur.key[0]) {
+				xp_fail(x, JO_EPROTO, "CommonPrefixes without a Prefix");
 				return;
 			}
 			if (push_entry(&d->pfx, &d->npfx, &d->cappfx, &d->cur) < 0)
@@ -280,6 +294,7 @@ static void list_end(struct xp *x, const char *name, const char *text)
 				p->truncated = false;
 			else
 				xp_fail(x, JO_EPROTO, "bad IsTruncated in listing");
+			d->have_truncated = true;
 		} else if (strcmp(name, "NextContinuationToken") == 0) {
 			free(p->next_token);
 			p->next_token = strdup(text);
@@ -332,15 +347,26 @@ int jo_s3xml_parse_list(const char *xml, size_t len, struct jo_s3_list_page *out
 	free(d.cur.key);
 	if (rc == 0 && strcmp(x.root, "ListBucketResult") != 0)
 		rc = jo_err_set(err, JO_EPROTO, "S3 reply is not a ListBucketResult");
+	/* Without IsTruncated a cut listing would pass for a whole one. */
+	if (rc == 0 && !d.have_truncated)
+		rc = jo_err_set(err, JO_EPROTO, "S3 reply: ListBucketResult without IsTruncated");
 	if (rc == 0 && d.url) {
 		for (size_t e = 0; e < out->n && rc == 0; e++)
 			rc = decode_in_place(&out->entries[e].key);
 		for (size_t e = 0; e < d.npfx && rc == 0; e++)
 			rc = decode_in_place(&d.pfx[e].key);
-		if (rc == 0)
-			rc = decode_in_place(&out->next_marker);
 		if (rc)
-			jo_err_set(err, JO_EPROTO, "bad URL encoding of a key in the listing");
+			jo_err_set(err, JO_EPROTO, "bad URL encoding of a key in the listing (or a key "
+				   "that decodes to a NUL byte)");
+		/*
+		 * SeaweedFS sends NextMarker raw even with EncodingType url: one
+		 * that does not decode is dropped (the caller then continues
+		 * after the last key, which is the same place).
+		 */
+		if (rc == 0 && decode_in_place(&out->next_marker)) {
+			free(out->next_marker);
+			out->next_marker = NULL;
+		}
 	}
 	if (rc == 0 && d.npfx) {
 		/* Merge the two sorted runs so the caller sees one ordered stream. */
@@ -478,6 +504,8 @@ int jo_s3xml_find(const char *xml, size_t len, const char *root, const char *nam
 		rc = jo_err_set(err, JO_EPROTO, "S3 reply is a %s, expected %s", x.root, root);
 	if (rc == 0 && !d.value)
 		rc = jo_err_set(err, JO_EPROTO, "S3 reply %s has no %s", root, name);
+	if (rc == 0 && !d.value[0])
+		rc = jo_err_set(err, JO_EPROTO, "S3 reply %s has an empty %s", root, name);
 	if (rc) {
 		free(d.value);
 		return rc;
@@ -491,7 +519,8 @@ int jo_s3xml_find(const char *xml, size_t len, const char *root, const char *nam
 struct parts_doc {
 	struct jo_s3_parts_page *page;
 	struct jo_obj_part cur;
-	bool have_num;
+	bool have_num, have_etag, have_size;
+	bool have_truncated, have_marker;
 };
 
 static void parts_start(struct xp *x, const char *name)
@@ -502,7 +531,7 @@ static void parts_start(struct xp *x, const char *name)
 		xp_fail(x, JO_EPROTO, "expected ListPartsResult");
 	if (x->depth == 2 && strcmp(name, "Part") == 0) {
 		memset(&d->cur, 0, sizeof(d->cur));
-		d->have_num = false;
+		d->have_num = d->have_etag = d->have_size = false;
 	}
 }
 
@@ -516,20 +545,25 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 		return;
 	if (x->depth == 3 && strcmp(xp_up(x, 1), "Part") == 0) {
 		if (strcmp(name, "PartNumber") == 0) {
-			if (parse_u64(text, &v) < 0 || v < 1 || v > 10000)
+			if (parse_u64(text, 10000, &v) < 0 || v < 1)
 				xp_fail(x, JO_EPROTO, "bad PartNumber");
 			d->cur.number = (int)v;
 			d->have_num = true;
 		} else if (strcmp(name, "Size") == 0) {
-			if (parse_u64(text, &d->cur.size) < 0)
+			if (parse_u64(text, INT64_MAX, &d->cur.size) < 0)
 				xp_fail(x, JO_EPROTO, "bad part Size");
+			d->have_size = true;
 		} else if (strcmp(name, "ETag") == 0) {
 			copy_etag(d->cur.etag, sizeof(d->cur.etag), text);
+			d->have_etag = d->cur.etag[0] != '\0';
 		}
 	} else if (x->depth == 2) {
 		if (strcmp(name, "Part") == 0) {
-			if (!d->have_num) {
-				xp_fail(x, JO_EPROTO, "Part without PartNumber");
+			/* a resumed upload checks every part's ETag and size before completing */
+			if (!d->have_num || !d->have_etag || !d->have_size) {
+				xp_fail(x, JO_EPROTO, !d->have_num ? "Part without PartNumber"
+						      : !d->have_etag ? "Part without ETag"
+								      : "Part without Size");
 				return;
 			}
 			if (p->n == p->cap) {
@@ -545,10 +579,19 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 			}
 			p->parts[p->n++] = d->cur;
 		} else if (strcmp(name, "IsTruncated") == 0) {
-			p->truncated = strcmp(text, "true") == 0;
+			if (strcmp(text, "true") == 0)
+				p->truncated = true;
+			else if (strcmp(text, "false") == 0)
+				p->truncated = false;
+			else
+				xp_fail(x, JO_EPROTO, "bad IsTruncated in ListParts");
+			d->have_truncated = true;
 		} else if (strcmp(name, "NextPartNumberMarker") == 0) {
-			if (parse_u64(text, &v) == 0 && v <= 10000)
+			if (parse_u64(text, 10000, &v) < 0)
+				xp_fail(x, JO_EPROTO, "bad NextPartNumberMarker");
+			else
 				p->next_marker = (int)v;
+			d->have_marker = true;
 		}
 	}
 }
@@ -562,6 +605,14 @@ int jo_s3xml_parse_parts(const char *xml, size_t len, struct jo_s3_parts_page *o
 
 	memset(out, 0, sizeof(*out));
 	rc = xp_run(&x, xml, len, err);
+	if (rc == 0 && strcmp(x.root, "ListPartsResult") != 0)
+		rc = jo_err_set(err, JO_EPROTO, "S3 reply is not a ListPartsResult");
+	if (rc == 0 && !d.have_truncated)
+		rc = jo_err_set(err, JO_EPROTO, "S3 reply: ListPartsResult without IsTruncated");
+	/* where to continue a cut list; without it the rest would be taken as absent */
+	if (rc == 0 && out->truncated && !d.have_marker)
+		rc = jo_err_set(err, JO_EPROTO,
+				"S3 reply: truncated ListPartsResult without NextPartNumberMarker");
 	if (rc) {
 		free(out->parts);
 		memset(out, 0, sizeof(*out));

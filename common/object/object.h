@@ -21,6 +21,14 @@
  * JO_EPROTO (malformed reply), JO_ECONFLICT (412 PreconditionFailed),
  * JO_ETIMEOUT, JO_ECANCELED, JO_EIO. The message carries the S3 error Code, the
  * key and the endpoint, never the secret.
+ *
+ * The file backend never follows a symlink below the bucket directory (the
+ * bucket path itself may go through symlinks: they are resolved once, at
+ * open). Listings skip symlinks (see opts.list_links) and other non-regular
+ * files; reading, writing, copying or deleting a key whose path meets a
+ * symlink is JO_EUNSUPPORTED and touches nothing. A missing bucket
+ * directory is JO_ESTATE for every operation (as S3's NoSuchBucket), a
+ * missing directory below it is an empty prefix.
  */
 #ifndef JO_OBJECT_H
 #define JO_OBJECT_H
@@ -56,6 +64,12 @@ struct jo_obj_opts {
 	 * behind; leakcheck wants to see them, other listings do not.
 	 */
 	bool list_temp;
+	/*
+	 * file: report the symlinks met while listing as entries with is_link
+	 * set (never followed), instead of skipping them silently. For callers
+	 * that tell the user about them (sync) or class them (leakcheck).
+	 */
+	bool list_links;
 };
 #define JO_OBJ_OPTS_INIT { .max_conns = 64, .retries = 5, .timeout_ms = 60000 }
 
@@ -68,6 +82,12 @@ struct jo_obj_info {
 	char etag[72];            /* without quotes; "" when unknown */
 	const char *content_type; /* head/get only; NULL otherwise */
 	bool is_prefix;           /* a CommonPrefix from a delimited listing */
+	/*
+	 * file with opts.list_links: a symlink, not an object. key is the link's
+	 * own name (no trailing '/', whatever it points at), size 0, mtime the
+	 * link's; nothing behind it is listed.
+	 */
+	bool is_link;
 };
 
 int jo_obj_open(struct jo_obj **out, const struct jo_obj_opts *opts, struct jo_err *err);

@@ -85,7 +85,10 @@ int jo_obj_buf_addf(struct jo_obj_buf *b, const char *fmt, ...)
 
 /* SigV4 URI encoding of a byte string (unreserved A-Za-z0-9-_.~ kept). */
 int jo_obj_uri_encode(struct jo_obj_buf *b, const char *s, bool keep_slash);
-/* Decode %XX (and '+' as space when plus_space); malloc'd, NULL on bad input. */
+/*
+ * Decode %XX (and '+' as space when plus_space); malloc'd, NULL on bad input
+ * (a cut or non-hex escape, or %00: a NUL would silently shorten the string).
+ */
 char *jo_obj_url_decode(const char *s, bool plus_space);
 /* XML-escape into b. */
 int jo_obj_xml_escape(struct jo_obj_buf *b, const char *s);

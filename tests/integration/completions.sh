@@ -9,7 +9,12 @@
 #  - every offered flag is accepted by the binary (no "unknown option");
 #  - `jfsops-CMD --<TAB>` (the installed links) offers the same;
 #  - value completion: lance --format, the global --log-level;
-#  - zsh: the file loads under `zsh -f` + compinit and defines _jfsops.
+#  - zsh: the file loads under `zsh -f` + compinit and defines _jfsops;
+#  - installed (`cmake --install` of the binary's build dir into a scratch
+#    prefix): a new interactive bash, set up as Debian sets up a new user's
+#    (~/.bashrc from /etc/skel, which loads bash-completion), completes
+#    `jfsops-CMD --<TAB>` for every link: bash-completion loads completions
+#    lazily by command name, so each link needs its own file.
 # Every mismatch is listed; the test fails if there is any.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -130,6 +135,51 @@ if command -v zsh >/dev/null; then
 	done
 else
 	fail "zsh is not installed (apt-get install zsh; tests/install.sh)"
+fi
+
+# 5. the installed completion, in a new interactive shell
+BUILD=${JFSOPS_BUILD:-$(dirname "$BIN")}
+BC=/usr/share/bash-completion/bash_completion
+if [ ! -f "$BUILD/cmake_install.cmake" ]; then
+	fail "$BUILD is not the CMake build directory of $BIN (set JFSOPS_BUILD)"
+elif [ ! -f "$BC" ]; then
+	fail "bash-completion is not installed (apt-get install bash-completion; tests/install.sh)"
+elif ! cmake --install "$BUILD" --prefix "$T/prefix" >"$T/install.log" 2>&1; then
+	fail "cmake --install failed: $(tail -n 3 "$T/install.log")"
+else
+	mkdir -p "$T/home"
+	if [ -f /etc/skel/.bashrc ]; then
+		cp /etc/skel/.bashrc "$T/home/.bashrc"
+	else
+		printf '. %s\n' "$BC" >"$T/home/.bashrc"
+	fi
+	grep -q bash_completion "$T/home/.bashrc" || printf '. %s\n' "$BC" >>"$T/home/.bashrc"
+	for c in $("$BIN" --list-commands); do
+		# what bash does on the first TAB after "jfsops-CMD --": no completion is
+		# registered yet, so it calls the default one (complete -D), which loads
+		# the file named after the command and asks for a retry (124)
+		env -i HOME="$T/home" TERM=dumb PATH="$T/prefix/bin:/usr/bin:/bin" \
+			XDG_DATA_DIRS="$T/prefix/share:/usr/share" \
+			bash -i -c '
+			cmd=jfsops-$1
+			if complete -p "$cmd" >/dev/null 2>&1; then echo "ALREADY: $cmd is registered before the first TAB"; exit 0; fi
+			dflt=$(complete -p -D 2>/dev/null | grep -oE -- "-F [^ ]+" | cut -d" " -f2)
+			[ -n "$dflt" ] || { echo "NOLOADER: bash-completion did not load (no complete -D)"; exit 0; }
+			COMP_WORDS=("$cmd" --); COMP_CWORD=1; COMP_LINE="$cmd --"; COMP_POINT=${#COMP_LINE}
+			"$dflt" "$cmd" -- "$cmd"
+			fn=$(complete -p "$cmd" 2>/dev/null | grep -oE -- "-F [^ ]+" | cut -d" " -f2)
+			[ "$fn" = _jfsops ] || { echo "NOTLOADED: after the loader, $cmd completes with ${fn:-nothing}"; exit 0; }
+			COMPREPLY=()
+			"$fn" "$cmd" -- "$cmd"
+			printf "%s\n" "${COMPREPLY[@]}"
+		' _ "$c" 2>/dev/null | sed '/^$/d' | sort -u >"$T/$c.installed"
+		if grep -qE '^(ALREADY|NOLOADER|NOTLOADED):' "$T/$c.installed"; then
+			fail "installed, new shell: $(grep -E '^(ALREADY|NOLOADER|NOTLOADED):' "$T/$c.installed")"
+		else
+			cmp -s "$T/$c.got" "$T/$c.installed" ||
+				fail "installed, new shell: jfsops-$c --<TAB> offers $(wc -l <"$T/$c.installed") words, jfsops $c --<TAB> $(wc -l <"$T/$c.got")"
+		fi
+	done
 fi
 
 if [ "$fails" -gt 0 ]; then

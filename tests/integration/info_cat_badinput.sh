@@ -47,6 +47,34 @@ openssl genrsa -out "$JO_T/key.pem" 2048 2>/dev/null
 ENC="sqlite3://$JO_T/enc.db"
 jfs_format "$ENC" "$JO_T/benc" badenc --encrypt-rsa-key "$JO_T/key.pem"
 jfs_sync_in "$JO_T/src" "$ENC"
+# copies of the sqlite volume whose format record has one field juicefs
+# cannot have written (validated, never defaulted: exit 7 naming the field)
+mkdir -p "$JO_T/corrupt"
+corrupt_format() { # NAME FIELD JSON-VALUE (or DELETE)
+	"$JO_PY" - "$JO_T/v1.db" "$JO_T/corrupt/$1.db" "$2" "$3" <<'PY'
+import json, sqlite3, sys
+src = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True)
+db = sqlite3.connect(sys.argv[2])
+src.backup(db)  # the write-ahead log too: a plain copy of the file may lack it
+src.close()
+sys.argv = sys.argv[1:]
+v = json.loads(db.execute("SELECT value FROM jfs_setting WHERE name='format'").fetchone()[0])
+if sys.argv[3] == "DELETE":
+    del v[sys.argv[2]]
+else:
+    v[sys.argv[2]] = json.loads(sys.argv[3])
+db.execute("UPDATE jfs_setting SET value=? WHERE name='format'", (json.dumps(v),))
+db.commit()
+PY
+}
+corrupt_format bs0 BlockSize 0
+corrupt_format bsneg BlockSize -1
+corrupt_format bshuge BlockSize 4294971392
+corrupt_format bsstr BlockSize '"256"'
+corrupt_format bsgone BlockSize DELETE
+corrupt_format gzip Compression '"gzip"'
+corrupt_format store Storage '"nosuchstore"'
+corrupt_format trash TrashDays -1
 # sqlite databases that are not JuiceFS volumes
 sqlite3 "$JO_T/other.db" "CREATE TABLE t(a, b); INSERT INTO t VALUES (1, 'x');"
 head -c 8192 /dev/urandom >"$JO_T/garbage.db"
@@ -117,6 +145,21 @@ expect 7 "sqlite db that is not a volume (info)" -- info "sqlite3://$JO_T/other.
 expect 7 "sqlite db that is not a volume (cat)" -- cat "sqlite3://$JO_T/other.db" /d/small.txt
 expect 7 "a file that is not a sqlite db" -- info "sqlite3://$JO_T/garbage.db"
 expect 7 "empty redis db" -- info "redis://127.0.0.1:$RP/9"
+# 7: a corrupt format record, the field named
+expect_field() { # CODE FIELD DESCRIPTION -- args
+	local field=$2
+	expect "$1" "$3" "$4" "${@:5}"
+	grep -q "$field" "$JO_T/run/err" || fail "$3: the message does not name $field: $(cat "$JO_T/run/err")"
+}
+expect_field 7 BlockSize "format BlockSize 0 (info)" -- info "sqlite3://$JO_T/corrupt/bs0.db"
+expect_field 7 BlockSize "format BlockSize 0 (cat)" -- cat "sqlite3://$JO_T/corrupt/bs0.db" /d/small.txt
+expect_field 7 BlockSize "format BlockSize -1" -- info "sqlite3://$JO_T/corrupt/bsneg.db"
+expect_field 7 BlockSize "format BlockSize 2^32+4096 (no int truncation)" -- info "sqlite3://$JO_T/corrupt/bshuge.db"
+expect_field 7 BlockSize "format BlockSize a string" -- info "sqlite3://$JO_T/corrupt/bsstr.db"
+expect_field 7 BlockSize "format without BlockSize" -- cat "sqlite3://$JO_T/corrupt/bsgone.db" /d/small.txt
+expect_field 7 Compression "format Compression gzip" -- cat "sqlite3://$JO_T/corrupt/gzip.db" /d/small.txt
+expect_field 7 Storage "format Storage unknown" -- info "sqlite3://$JO_T/corrupt/store.db"
+expect_field 7 TrashDays "format TrashDays -1" -- info "sqlite3://$JO_T/corrupt/trash.db"
 # 8: not found
 expect 8 "sqlite db that does not exist" -- info "sqlite3://$JO_T/nosuch.db"
 expect 8 "path not in the volume" -- cat "$SQ" /d/nosuch.txt

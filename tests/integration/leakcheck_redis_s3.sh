@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # jfsops leakcheck on a redis + s3 (SeaweedFS) volume: hash prefix, 1 MiB
-# blocks, trash 1 day; then the object store goes away: the run must fail
-# without a report.
+# blocks, trash 1 day; a bucket that does not exist is exit 8 (one line, no
+# report); then the object store goes away: the run must fail without a
+# report.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9400}
@@ -14,6 +15,7 @@ s3_mkbucket lkrs
 META="redis://127.0.0.1:$JO_REDIS_PORT/3"
 jfs_format "$META" "$JO_S3_ENDPOINT/lkrs" lkrs --block-size 1M --hash-prefix --trash-days 1
 lk_run_variant "$META" "s3:lkrs"
+lk_missing_bucket "$META" --bucket "$JO_S3_ENDPOINT/nosuchbucket"
 kill -TERM "$JO_SEAWEED_PID"
 wait "$JO_SEAWEED_PID" 2>/dev/null || true
 lk_listing_error "$META"

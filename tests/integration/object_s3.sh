@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Integration test of common/object against a real SeaweedFS S3 endpoint
 # (and rclone serve s3 for a second implementation):
-# put/get/range/head/list (V2 and V1, paginated, start-after, delimiter),
+# put/get/range/head/list (V2 and V1, paginated with pages that end on keys
+# needing URL-encoding, start-after, delimiter),
 # delete, batch delete, awkward keys, metadata, copy, multipart; wrong
 # secret -> EAUTH, unreachable -> ECONNECT, missing bucket -> ESTATE.
 #

@@ -229,6 +229,17 @@ check_eq "$(js .order_restarts)" 0 "unordered=1 side: no restart"
 set +e
 "$J" sync -q "$SRC" 2>/dev/null; check_eq "$?" 2 "usage error exit code"
 JFSOPS_SRC_SECRET_KEY=wrong "$J" sync -q --no-state "$SRC" "$JO_T/x" 2>/dev/null; check_eq "$?" 6 "bad credentials exit code"
+# a bucket that does not exist (NoSuchBucket) is not an empty listing: exit 8, one line
+"$J" sync -q --no-state --delete-dst "s3://nosuchbucket/set?endpoint=$SW&path_style=1" "$JO_T/x" 2>"$JO_T/nb.err"
+check_eq "$?" 8 "missing SRC bucket (SeaweedFS) exit code"
+check_eq "$(wc -l <"$JO_T/nb.err")" 1 "missing SRC bucket: one line on stderr ($(cat "$JO_T/nb.err"))"
+export JFSOPS_SRC_ACCESS_KEY=rcak JFSOPS_SRC_SECRET_KEY=rcsk
+"$J" sync -q --no-state "s3://nosuchbucket/set?endpoint=$RS&path_style=1" "$JO_T/x" 2>"$JO_T/nb.err"
+check_eq "$?" 8 "missing SRC bucket (rclone serve s3) exit code"
+export JFSOPS_SRC_ACCESS_KEY=swak JFSOPS_SRC_SECRET_KEY=swsk
+JFSOPS_DST_ACCESS_KEY=rcak JFSOPS_DST_SECRET_KEY=rcsk \
+	"$J" sync -q --no-state "$SRC" "s3://nosuchbucket/set?endpoint=$RS&path_style=1" 2>"$JO_T/nb.err"
+check_eq "$?" 8 "missing DST bucket exit code ($(cat "$JO_T/nb.err"))"
 set -e
 
 if [ "$FAILS" -gt 0 ]; then

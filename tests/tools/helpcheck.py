@@ -12,6 +12,7 @@ For each command of `jfsops --list-commands`:
     on an option line is in the table;
   - every option that takes a value says its default ("default" or
     "required" in its description);
+  - no line shows a printf escape ("%%": the text is printed with fputs);
   - an "Examples:" section has at least two commands that run
     `jfsops CMD` (optionally after VAR=value assignments), and every --flag
     those examples give to a jfsops command is one that command accepts.
@@ -133,6 +134,10 @@ def main():
         if rc2 != 0 or h2 != h:
             bad(c, "`jfsops help %s` differs from `jfsops %s --help`" % (c, c))
         lines = h.splitlines()
+        # help text goes out with fputs: a printf escape left in it shows as is
+        for i, line in enumerate(lines):
+            if "%%" in line:
+                bad(c, "line %d shows a printf escape '%%%%': %r" % (i + 1, line.strip()[:90]))
         want = "jfsops %s - %s" % (c, summaries.get(c, "?"))
         if c not in summaries:
             bad(c, "`jfsops --help` does not list %s with a summary" % c)

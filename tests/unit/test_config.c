@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "common/config.h"
+#include "common/config_internal.h"
 #include "common/err.h"
 
 static char g_dir[256];
@@ -103,6 +104,40 @@ static void test_errors(void **state)
 	assert_false(jo_cfg_found(c));
 	jo_cfg_free(c);
 	assert_int_equal(jo_cfg_load(&c, "/nonexistent/jfsops/config", true, &err), JO_ENOTFOUND);
+}
+
+/* A NUL byte used to cut a line (and a value) short without a word. */
+static void test_nul_and_memory_parse(void **state)
+{
+	static const char nul[] = "[a]\nsecret_key = abc\0def\nregion = r\n";
+	struct jo_cfg *c = NULL;
+	struct jo_err err = { 0 };
+	bool secret = false;
+	const char *path;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(jo_cfg_parse_mem(&c, "mem.conf", nul, sizeof(nul) - 1, &secret, &err), JO_EINVAL);
+	assert_null(c);
+	assert_non_null(strstr(err.msg, "mem.conf line 2: NUL byte"));
+	assert_null(strstr(err.msg, "abc"));
+	/* the same through a file */
+	path = write_cfg("nul", "", 0600);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(nul, 1, sizeof(nul) - 1, f), sizeof(nul) - 1);
+	fclose(f);
+	assert_int_equal(jo_cfg_load(&c, path, true, &err), JO_EINVAL);
+	assert_non_null(strstr(err.msg, "line 2: NUL byte"));
+	/* parse_mem is the file parser */
+	assert_int_equal(jo_cfg_parse_mem(&c, "mem.conf", good, strlen(good), &secret, &err), 0);
+	assert_true(secret);
+	assert_string_equal(jo_cfg_get(c, "oss-sh", JO_CFG_ACCESS_KEY), "LTAIEXAMPLE");
+	assert_string_equal(jo_cfg_get(c, "default", JO_CFG_REGION), "eu-west-1");
+	jo_cfg_free(c);
+	assert_int_equal(jo_cfg_parse_mem(&c, "empty", "", 0, &secret, &err), 0);
+	assert_false(secret);
+	jo_cfg_free(c);
 }
 
 static void test_permissions(void **state)
@@ -213,8 +248,9 @@ static void test_mask_and_path(void **state)
 	bool named;
 
 	(void)state;
+	/* not even a prefix of the secret shows */
 	jo_cfg_mask("abcdefghijkl", buf, sizeof(buf));
-	assert_string_equal(buf, "abcd****");
+	assert_string_equal(buf, "****");
 	jo_cfg_mask("short", buf, sizeof(buf));
 	assert_string_equal(buf, "****");
 	jo_cfg_mask(NULL, buf, sizeof(buf));
@@ -261,6 +297,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_and_profiles),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_nul_and_memory_parse),
 		cmocka_unit_test(test_permissions),
 		cmocka_unit_test(test_pick_profile),
 		cmocka_unit_test(test_precedence),

@@ -116,15 +116,98 @@ static void test_fields_and_defaults(void **state)
 	assert_null(f.access_key);
 	jo_format_release(&f);
 
-	assert_int_equal(jo_format_parse("{\"Name\":\"v\",\"UUID\":\"u\",\"Compression\":\"\"}", &f, &err), 0);
+	/* "" is juicefs's "none"; a record without TrashDays predates juicefs 1.0 */
+	assert_int_equal(jo_format_parse("{\"Name\":\"v\",\"UUID\":\"u\",\"Storage\":\"file\","
+					 "\"Bucket\":\"/b/\",\"BlockSize\":4096,\"Compression\":\"\"}",
+					 &f, &err), 0);
 	assert_string_equal(f.compression, "none");
 	assert_string_equal(f.storage, "file");
 	assert_int_equal(f.block_size_kib, 4096);
+	assert_int_equal(f.trash_days, 0);
 	jo_format_release(&f);
+	/* nothing is defaulted: a record without Storage, Bucket or BlockSize is corrupt */
+	assert_int_equal(jo_format_parse("{\"Name\":\"v\",\"UUID\":\"u\",\"Compression\":\"\"}", &f, &err),
+			 JO_EPROTO);
+	assert_null(f.name);
 
 	assert_int_equal(jo_format_parse("not json", &f, &err), JO_EPROTO);
 	assert_int_equal(jo_format_parse("[1]", &f, &err), JO_EPROTO);
 	assert_int_equal(jo_format_parse("{\"Name\":\"v\"}", &f, &err), JO_EPROTO);
+}
+
+
+/* A complete record as juicefs 1.x writes it, with one field replaced. */
+static const char *good_fmt =
+	"{\"Name\":\"vol\",\"UUID\":\"u-1\",\"Storage\":\"s3\",\"Bucket\":\"http://h/b\","
+	"\"BlockSize\":4096,\"Compression\":\"lz4\",\"TrashDays\":1,\"MetaVersion\":1,"
+	"\"HashPrefix\":false,\"DirStats\":true}";
+
+static void test_format_validated_never_defaulted(void **state)
+{
+	static const struct {
+		const char *from, *to, *field;
+	} bad[] = {
+		{ "\"BlockSize\":4096", "\"BlockSize\":0", "BlockSize" },
+		{ "\"BlockSize\":4096", "\"BlockSize\":-1", "BlockSize" },
+		{ "\"BlockSize\":4096", "\"BlockSize\":63", "BlockSize" },
+		{ "\"BlockSize\":4096", "\"BlockSize\":16385", "BlockSize" },
+		{ "\"BlockSize\":4096", "\"BlockSize\":4294971392", "BlockSize" }, /* 2^32 + 4096 */
+		{ "\"BlockSize\":4096", "\"BlockSize\":\"4096\"", "BlockSize" },
+		{ "\"BlockSize\":4096", "\"BlockSize\":4096.5", "BlockSize" },
+		{ "\"BlockSize\":4096,", "", "BlockSize" },
+		{ "\"BlockSize\":4096", "\"BlockSize\":null", "BlockSize" },
+		{ "\"Compression\":\"lz4\"", "\"Compression\":\"gzip\"", "Compression" },
+		{ "\"Compression\":\"lz4\"", "\"Compression\":7", "Compression" },
+		{ "\"Storage\":\"s3\"", "\"Storage\":\"nosuchstore\"", "Storage" },
+		{ "\"Storage\":\"s3\"", "\"Storage\":\"\"", "Storage" },
+		{ "\"Storage\":\"s3\",", "", "Storage" },
+		{ "\"Storage\":\"s3\"", "\"Storage\":[\"s3\"]", "Storage" },
+		{ "\"Bucket\":\"http://h/b\",", "", "Bucket" },
+		{ "\"TrashDays\":1", "\"TrashDays\":-1", "TrashDays" },
+		{ "\"TrashDays\":1", "\"TrashDays\":4294967297", "TrashDays" },
+		{ "\"TrashDays\":1", "\"TrashDays\":\"1\"", "TrashDays" },
+		{ "\"MetaVersion\":1", "\"MetaVersion\":-3", "MetaVersion" },
+		{ "\"HashPrefix\":false", "\"HashPrefix\":\"yes\"", "HashPrefix" },
+		{ "\"DirStats\":true", "\"DirStats\":1", "DirStats" },
+		{ "\"Name\":\"vol\"", "\"Name\":\"\"", "Name" },
+		{ "\"Name\":\"vol\"", "\"Name\":5", "Name" },
+		{ "\"UUID\":\"u-1\"", "\"UUID\":\"\"", "UUID" },
+		{ "\"Bucket\":\"http://h/b\"", "\"Bucket\":\"http://h/b\",\"Shards\":300", "Shards" },
+	};
+	static const struct {
+		const char *from, *to;
+	} good[] = {
+		{ "\"BlockSize\":4096", "\"BlockSize\":64" },       /* juicefs's smallest */
+		{ "\"BlockSize\":4096", "\"BlockSize\":16384" },    /* and largest */
+		{ "\"Compression\":\"lz4\"", "\"Compression\":\"ZSTD\"" },
+		{ "\"Compression\":\"lz4\"", "\"Compression\":null" },
+		{ "\"Compression\":\"lz4\",", "" },
+		{ "\"Storage\":\"s3\"", "\"Storage\":\"MinIO\"" },
+		{ "\"Storage\":\"s3\"", "\"Storage\":\"gs\"" },      /* known to juicefs: refused at open */
+		{ "\"TrashDays\":1,", "" },                          /* before juicefs 1.0 */
+		{ "\"MetaVersion\":1,", "" },
+		{ "\"Bucket\":\"http://h/b\"", "\"Bucket\":\"http://h/b%d\",\"Shards\":256" },
+	};
+	struct jo_format f;
+	struct jo_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(jo_format_parse(good_fmt, &f, &err), 0);
+	jo_format_release(&f);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_format_parse(replace(good_fmt, bad[i].from, bad[i].to), &f, &err);
+
+		if (rc != JO_EPROTO || !strstr(err.msg, bad[i].field))
+			fail_msg("bad case %zu (%s): rc %d, '%s'", i, bad[i].to, rc, err.msg);
+		assert_null(f.name);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		int rc = jo_format_parse(replace(good_fmt, good[i].from, good[i].to), &f, &err);
+
+		if (rc != 0)
+			fail_msg("good case %zu (%s): rc %d, '%s'", i, good[i].to, rc, err.msg);
+		jo_format_release(&f);
+	}
 }
 
 static void put32(uint8_t *p, uint32_t v)
@@ -207,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_key_encrypted),
 		cmocka_unit_test(test_key_encrypted_bad),
 		cmocka_unit_test(test_fields_and_defaults),
+		cmocka_unit_test(test_format_validated_never_defaulted),
 		cmocka_unit_test(test_attr_decode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -302,6 +302,39 @@ static void test_postgres(void **state)
 	parse_code("postgres://u@h/jfs?table_prefix=a-b", JO_EINVAL);
 }
 
+static void test_etcd(void **state)
+{
+	struct jo_meta_url u;
+
+	(void)state;
+	parse_ok("etcd://127.0.0.1:23790/vol1", &u);
+	assert_string_equal(u.engine, "etcd");
+	assert_string_equal(u.host, "127.0.0.1:23790");
+	assert_string_equal(u.path, "/vol1");
+	assert_string_equal(u.query, "");
+	jo_meta_url_release(&u);
+
+	/* several endpoints; a host without a port gets 2379 on that host */
+	parse_ok("etcd://root:s3cret@e1:2379,e2,[::1]:2380/a/b?cacert=/ca.pem&server-name=etcd", &u);
+	assert_string_equal(u.user, "root");
+	assert_string_equal(u.password, "s3cret");
+	assert_string_equal(u.host, "e1:2379,e2:2379,[::1]:2380");
+	assert_string_equal(u.path, "/a/b");
+	assert_string_equal(u.query, "cacert=/ca.pem&server-name=etcd");
+	assert_string_equal(u.redacted, "etcd://root:****@e1:2379,e2,[::1]:2380/a/b?cacert=/ca.pem&server-name=etcd");
+	jo_meta_url_release(&u);
+
+	/* no path: the prefix is 0xFD alone */
+	parse_ok("etcd://h:2379", &u);
+	assert_string_equal(u.path, "");
+	jo_meta_url_release(&u);
+
+	parse_code("etcd:///vol", JO_EINVAL);
+	parse_code("etcd://h1,,h2/vol", JO_EINVAL);
+	parse_code("etcd://h:0/vol", JO_EINVAL);
+	parse_code("etcd://h:x/vol", JO_EINVAL);
+}
+
 static void test_mysql(void **state)
 {
 	struct jo_meta_url u;
@@ -398,6 +431,7 @@ int main(void)
 		cmocka_unit_test(test_unsupported),
 		cmocka_unit_test(test_postgres),
 		cmocka_unit_test(test_mysql),
+		cmocka_unit_test(test_etcd),
 		cmocka_unit_test(test_open_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -70,6 +70,7 @@ static void put_s(struct jo_obj *o, const char *key, const char *body)
 struct collected {
 	char keys[64][128];
 	bool prefix[64];
+	bool link[64];
 	uint64_t size[64];
 	int n;
 	int stop_after;
@@ -83,6 +84,7 @@ static int collect(const struct jo_obj_info *info, void *payload)
 		return -100;
 	snprintf(c->keys[c->n], sizeof(c->keys[0]), "%s", info->key);
 	c->prefix[c->n] = info->is_prefix;
+	c->link[c->n] = info->is_link;
 	c->size[c->n] = info->size;
 	c->n++;
 	if (c->stop_after && c->n == c->stop_after)
@@ -393,10 +395,274 @@ static void shard_placement_is_fnv1a_of_full_key(void **state)
 	opts.bucket = pattern;
 	opts.shards = 7;
 	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
+	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
 	put_s(s, "foobar", "x");
 	snprintf(p, sizeof(p), "%s/s%u/foobar", f->dir, 3214735720u % 7u);
 	assert_int_equal(stat(p, &st), 0);
 	jo_obj_close(s);
+}
+
+
+static void write_file(const char *path, const char *body)
+{
+	FILE *fp = fopen(path, "w");
+
+	assert_non_null(fp);
+	fputs(body, fp);
+	fclose(fp);
+}
+
+static bool file_has(const char *path, const char *body)
+{
+	char buf[256] = { 0 };
+	FILE *fp = fopen(path, "r");
+	size_t n;
+
+	if (!fp)
+		return false;
+	n = fread(buf, 1, sizeof(buf) - 1, fp);
+	fclose(fp);
+	return n == strlen(body) && memcmp(buf, body, n) == 0;
+}
+
+static bool is_symlink(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISLNK(st.st_mode);
+}
+
+static struct jo_obj *open_file_store(const char *bucket, bool list_links)
+{
+	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
+	struct jo_obj *o = NULL;
+	struct jo_err err;
+
+	opts.storage = "file";
+	opts.bucket = bucket;
+	opts.list_links = list_links;
+	if (jo_obj_open(&o, &opts, &err) != 0)
+		fail_msg("open %s: %s", bucket, err.msg);
+	return o;
+}
+
+/*
+ * Symlinks under the bucket (to a directory outside, to a file outside, to
+ * "/") are never followed: not listed, not read, not written through, not
+ * deleted, and what they point at stays as it was.
+ */
+static void symlinks_are_never_followed(void **state)
+{
+	struct fx *f = *state;
+	char out[300], p[400], q[400], bkt[300];
+	struct collected c = { 0 };
+	struct jo_obj_info info;
+	struct jo_obj *ol;
+	struct jo_err err;
+	const char *keys[] = { "v/ldir/secret", "v/lfile", "v/ok2" };
+	int results[3] = { 1, 1, 1 };
+	uint8_t *buf = NULL;
+	size_t len;
+	char *id = NULL;
+
+	snprintf(out, sizeof(out), "%s/outside", f->dir);
+	assert_int_equal(mkdir(out, 0755), 0);
+	snprintf(p, sizeof(p), "%s/secret", out);
+	write_file(p, "keep me");
+	put_s(f->o, "v/ok", "fine");
+	put_s(f->o, "v/ok2", "fine");
+	snprintf(p, sizeof(p), "%s/bkt/v/ldir", f->dir);
+	assert_int_equal(symlink(out, p), 0);
+	snprintf(p, sizeof(p), "%s/bkt/v/lfile", f->dir);
+	snprintf(q, sizeof(q), "%s/secret", out);
+	assert_int_equal(symlink(q, p), 0);
+	snprintf(p, sizeof(p), "%s/bkt/v/root", f->dir);
+	assert_int_equal(symlink("/", p), 0);
+	snprintf(p, sizeof(p), "%s/bkt/v/sub", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/bkt/v/sub/lroot", f->dir);
+	assert_int_equal(symlink("/", p), 0);
+
+	/* listings: skipped by default, reported (never entered) with list_links */
+	{
+		static const char *const want[] = { "v/ok", "v/ok2" };
+		assert_int_equal(jo_obj_list(f->o, "", NULL, NULL, collect, &c, &err), 0);
+		expect_keys(&c, want, 2);
+	}
+	snprintf(bkt, sizeof(bkt), "%s/bkt/", f->dir);
+	ol = open_file_store(bkt, true);
+	{
+		static const char *const want[] = { "v/ldir", "v/lfile", "v/ok", "v/ok2", "v/root",
+						    "v/sub/lroot" };
+		static const bool link[] = { true, true, false, false, true, true };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(ol, "", NULL, NULL, collect, &c, &err), 0);
+		expect_keys(&c, want, 6);
+		for (int i = 0; i < 6; i++)
+			assert_int_equal(c.link[i], link[i]);
+		assert_int_equal(c.size[0], 0);
+	}
+	{
+		/* with a delimiter a link is an entry of its own, never a prefix */
+		static const char *const want[] = { "v/ldir", "v/lfile", "v/ok", "v/ok2", "v/root",
+						    "v/sub/" };
+		memset(&c, 0, sizeof(c));
+		assert_int_equal(jo_obj_list(ol, "v/", NULL, "/", collect, &c, &err), 0);
+		expect_keys(&c, want, 6);
+		assert_true(c.link[0] && !c.prefix[0]);
+		assert_true(c.prefix[5]);
+	}
+	/* a prefix whose directory is a symlink is refused, not listed as empty */
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(jo_obj_list(f->o, "v/ldir/", NULL, NULL, collect, &c, &err), JO_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "symlink"));
+	assert_int_equal(c.n, 0);
+	assert_int_equal(jo_obj_list(ol, "v/root/e", NULL, NULL, collect, &c, &err), JO_EUNSUPPORTED);
+	assert_int_equal(c.n, 0);
+	jo_obj_close(ol);
+
+	/* reads */
+	assert_int_equal(jo_obj_get_buf(f->o, "v/lfile", 0, -1, 100, &buf, &len, &err), JO_EUNSUPPORTED);
+	assert_null(buf);
+	assert_int_equal(jo_obj_get_buf(f->o, "v/ldir/secret", 0, -1, 100, &buf, &len, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_get_buf(f->o, "v/root/etc/passwd", 0, -1, 100, &buf, &len, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_head(f->o, "v/lfile", &info, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_head(f->o, "v/ldir/secret", &info, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_copy(f->o, "v/lfile", "v/copy", NULL, &err), JO_EUNSUPPORTED);
+
+	/* writes: not through a link, not over a link */
+	assert_int_equal(jo_obj_put(f->o, "v/ldir/new", "x", 1, NULL, &err), JO_EUNSUPPORTED);
+	snprintf(p, sizeof(p), "%s/new", out);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(jo_obj_put(f->o, "v/ldir/deep/new", "x", 1, NULL, &err), JO_EUNSUPPORTED);
+	snprintf(p, sizeof(p), "%s/deep", out);
+	assert_int_equal(access(p, F_OK), -1);
+	assert_int_equal(jo_obj_put(f->o, "v/lfile", "overwritten", 11, NULL, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_put(f->o, "v/ldir/", "", 0, NULL, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_copy(f->o, "v/ok", "v/ldir/copied", NULL, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_copy(f->o, "v/ok", "v/lfile", NULL, &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_mpu_create(f->o, "v/ldir/big", NULL, &id, &err), JO_EUNSUPPORTED);
+	assert_null(id);
+
+	/* deletes: neither the link nor anything behind it */
+	assert_int_equal(jo_obj_delete(f->o, "v/ldir/secret", &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_delete(f->o, "v/lfile", &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_delete(f->o, "v/ldir", &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_delete(f->o, "v/ldir/", &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_obj_delete_batch(f->o, keys, 3, results, &err), 0);
+	assert_int_equal(results[0], JO_EUNSUPPORTED);
+	assert_int_equal(results[1], JO_EUNSUPPORTED);
+	assert_int_equal(results[2], 0);
+
+	snprintf(p, sizeof(p), "%s/secret", out);
+	assert_true(file_has(p, "keep me"));
+	snprintf(p, sizeof(p), "%s/bkt/v/ldir", f->dir);
+	assert_true(is_symlink(p));
+	snprintf(p, sizeof(p), "%s/bkt/v/lfile", f->dir);
+	assert_true(is_symlink(p));
+	snprintf(p, sizeof(p), "%s/bkt/v/ok2", f->dir);
+	assert_int_equal(access(p, F_OK), -1);
+}
+
+/* The bucket path itself may be a symlink: it is resolved once, at open. */
+static void bucket_path_through_a_symlink(void **state)
+{
+	struct fx *f = *state;
+	char link[300], p[400];
+	struct collected c = { 0 };
+	struct jo_obj *o;
+	struct jo_err err;
+
+	put_s(f->o, "a/b", "1");
+	snprintf(link, sizeof(link), "%s/link-to-bkt", f->dir);
+	snprintf(p, sizeof(p), "%s/bkt", f->dir);
+	assert_int_equal(symlink(p, link), 0);
+	o = open_file_store(link, false);
+	assert_int_equal(jo_obj_list(o, "", NULL, NULL, collect, &c, &err), 0);
+	assert_int_equal(c.n, 1);
+	assert_string_equal(c.keys[0], "a/b");
+	put_s(o, "a/c", "2");
+	snprintf(p, sizeof(p), "%s/bkt/a/c", f->dir);
+	assert_true(file_has(p, "2"));
+	jo_obj_close(o);
+	/* a root that does not exist yet below a symlinked directory */
+	snprintf(p, sizeof(p), "%s/new/dir/", link);
+	o = open_file_store(p, false);
+	assert_int_equal(jo_obj_create_bucket(o, &err), 0);
+	put_s(o, "k", "3");
+	snprintf(p, sizeof(p), "%s/bkt/new/dir/k", f->dir);
+	assert_true(file_has(p, "3"));
+	jo_obj_close(o);
+}
+
+/* A missing bucket directory is an error (NoSuchBucket), never an empty listing. */
+static void missing_bucket_directory_is_an_error(void **state)
+{
+	struct fx *f = *state;
+	char p[400];
+	struct collected c = { 0 };
+	struct jo_obj_info info;
+	struct jo_obj *o;
+	struct jo_err err;
+
+	snprintf(p, sizeof(p), "%s/gone/", f->dir);
+	o = open_file_store(p, false);
+	assert_int_equal(jo_obj_list(o, "", NULL, NULL, collect, &c, &err), JO_ESTATE);
+	assert_non_null(strstr(err.msg, "does not exist"));
+	assert_int_equal(jo_obj_list(o, "vol/chunks/", NULL, "/", collect, &c, &err), JO_ESTATE);
+	assert_int_equal(jo_obj_head(o, "vol/x", &info, &err), JO_ESTATE);
+	/* a put does not create it either (an unmounted disk stays empty) */
+	assert_int_equal(jo_obj_put(o, "vol/x", "1", 1, NULL, &err), JO_ESTATE);
+	assert_int_equal(access(p, F_OK), -1);
+	/* a missing directory below an existing bucket is an empty prefix */
+	assert_int_equal(jo_obj_create_bucket(o, &err), 0);
+	assert_int_equal(jo_obj_list(o, "vol/chunks/", NULL, NULL, collect, &c, &err), 0);
+	assert_int_equal(c.n, 0);
+	jo_obj_close(o);
+	/* a bucket path that is a file */
+	snprintf(p, sizeof(p), "%s/plainfile", f->dir);
+	write_file(p, "x");
+	o = open_file_store(p, false);
+	assert_int_equal(jo_obj_list(o, "", NULL, NULL, collect, &c, &err), JO_ESTATE);
+	assert_non_null(strstr(err.msg, "not a directory"));
+	jo_obj_close(o);
+}
+
+struct proc_walk {
+	int n, links;
+	bool escaped, saw_root_link;
+};
+
+static int proc_cb(const struct jo_obj_info *info, void *payload)
+{
+	struct proc_walk *pw = payload;
+
+	pw->n++;
+	if (info->is_link)
+		pw->links++;
+	if (info->is_link && strcmp(info->key, "root") == 0)
+		pw->saw_root_link = true;
+	/* anything under root/, cwd/ or exe/ would be the machine's own tree */
+	if (!strncmp(info->key, "root/", 5) || !strncmp(info->key, "cwd/", 4) ||
+	    strstr(info->key, "/root/") || strstr(info->key, "/cwd/"))
+		pw->escaped = true;
+	return pw->n > 200000 ? -1 : 0;
+}
+
+/* /proc/self as a bucket: its root, cwd, exe and fd/N links are not entered. */
+static void proc_self_does_not_wander(void **state)
+{
+	struct jo_obj *o = open_file_store("/proc/self", true);
+	struct proc_walk pw = { 0 };
+	struct jo_err err;
+
+	(void)state;
+	assert_int_equal(jo_obj_list(o, "", NULL, NULL, proc_cb, &pw, &err), 0);
+	assert_false(pw.escaped);
+	assert_true(pw.saw_root_link);
+	assert_true(pw.links >= 3);
+	assert_true(pw.n < 50000);
+	jo_obj_close(o);
 }
 
 int main(void)
@@ -409,6 +675,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(copy_and_multipart, setup, teardown),
 		cmocka_unit_test_setup_teardown(sharded_file_stores_merge_listings, setup, teardown),
 		cmocka_unit_test_setup_teardown(shard_placement_is_fnv1a_of_full_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(symlinks_are_never_followed, setup, teardown),
+		cmocka_unit_test_setup_teardown(bucket_path_through_a_symlink, setup, teardown),
+		cmocka_unit_test_setup_teardown(missing_bucket_directory_is_an_error, setup, teardown),
+		cmocka_unit_test(proc_self_does_not_wander),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -289,12 +289,12 @@ static void list_v2_follows_continuation_tokens(void **state)
 {
 	struct server s = {
 		.steps = { { 200, "<ListBucketResult><IsTruncated>true</IsTruncated><EncodingType>url</EncodingType>"
-				  "<Contents><Key>p/a%20b</Key><Size>1</Size></Contents>"
+				  "<Contents><Key>p/a%20b</Key><Size>1</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents>"
 				  "<NextContinuationToken>tok/1+=</NextContinuationToken></ListBucketResult>", 0 },
 			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated>"
-				  "<Contents><Key>p/c</Key><Size>2</Size></Contents></ListBucketResult>", 0 },
+				  "<Contents><Key>p/c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>", 0 },
 			   { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
-				  "<Contents><Key>p/c</Key><Size>2</Size></Contents></ListBucketResult>", 0 } },
+				  "<Contents><Key>p/c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>", 0 } },
 		.nsteps = 3 };
 	struct names n = { 0 };
 	struct jo_err err;
@@ -312,6 +312,75 @@ static void list_v2_follows_continuation_tokens(void **state)
 	assert_null(strstr(s.requests[1], "start-after"));
 	/* A truncated V2 page without a token is a protocol error. */
 	assert_int_equal(jo_obj_list(o, "p/", NULL, NULL, collect, &n, &err), JO_EPROTO);
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+/*
+ * SeaweedFS answers a V1 listing with EncodingType url but a raw NextMarker
+ * (the key "%p" comes as <Key>%25p</Key> and <NextMarker>%p</NextMarker>):
+ * the next page must start after the last key, decoded right, and a raw
+ * marker must neither fail the listing nor send it to the wrong place.
+ */
+static void list_v1_continues_after_the_last_key(void **state)
+{
+	struct server s = {
+		.steps = { { 200, "<ListBucketResult><Marker></Marker><NextMarker>%p</NextMarker>"
+				  "<IsTruncated>true</IsTruncated><Contents><Key>%25p</Key><Size>1</Size>"
+				  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents><EncodingType>url</EncodingType></ListBucketResult>", 0 },
+			   { 200, "<ListBucketResult><NextMarker>a b+c%41</NextMarker>"
+				  "<IsTruncated>true</IsTruncated><Contents><Key>a+b%2Bc%2541</Key><Size>1</Size>"
+				  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents><EncodingType>url</EncodingType></ListBucketResult>", 0 },
+			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>z</Key>"
+				  "<Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents><EncodingType>url</EncodingType></ListBucketResult>", 0 } },
+		.nsteps = 3 };
+	struct jo_obj_opts oo = JO_OBJ_OPTS_INIT;
+	struct names n = { 0 };
+	struct jo_err err;
+	struct jo_obj *o = NULL;
+	char url[64];
+
+	(void)state;
+	server_start(&s);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/bkt", s.port);
+	oo.storage = "s3";
+	oo.bucket = url;
+	oo.access_key = "AKTEST";
+	oo.secret_key = "SECRETVALUE123";
+	oo.retries = 0;
+	oo.list_v1 = true;
+	assert_int_equal(jo_obj_open(&o, &oo, &err), 0);
+	assert_int_equal(jo_obj_list(o, "", NULL, NULL, collect, &n, &err), 0);
+	assert_int_equal(n.n, 3);
+	assert_string_equal(n.k[0], "%p");
+	assert_string_equal(n.k[1], "a b+c%41");
+	assert_string_equal(n.k[2], "z");
+	assert_non_null(strstr(s.requests[1], "marker=%25p&"));
+	assert_non_null(strstr(s.requests[2], "marker=a%20b%2Bc%2541&"));
+	jo_obj_close(o);
+	server_stop(&s);
+}
+
+/* A server that hands out the same marker or token again would loop forever. */
+static void list_that_does_not_advance_is_an_error(void **state)
+{
+	struct server s = {
+		.steps = { { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
+				  "<Contents><Key>p/a</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+				  "<NextContinuationToken>t1</NextContinuationToken></ListBucketResult>", 0 },
+			   { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
+				  "<Contents><Key>p/b</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+				  "<NextContinuationToken>t1</NextContinuationToken></ListBucketResult>", 0 } },
+		.nsteps = 2 };
+	struct names n = { 0 };
+	struct jo_err err;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&s);
+	o = open_at(&s, 0);
+	assert_int_equal(jo_obj_list(o, "p/", NULL, NULL, collect, &n, &err), JO_EPROTO);
+	assert_non_null(strstr(err.msg, "does not advance"));
 	jo_obj_close(o);
 	server_stop(&s);
 }
@@ -388,6 +457,8 @@ int main(void)
 		cmocka_unit_test(ranged_get_sends_range_and_reads_404_as_enotfound),
 		cmocka_unit_test(copy_with_200_error_body_fails),
 		cmocka_unit_test(list_v2_follows_continuation_tokens),
+		cmocka_unit_test(list_v1_continues_after_the_last_key),
+		cmocka_unit_test(list_that_does_not_advance_is_an_error),
 		cmocka_unit_test(delete_batch_maps_per_key_errors),
 		cmocka_unit_test(cancel_aborts_in_flight_transfer),
 	};

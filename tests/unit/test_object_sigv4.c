@@ -194,6 +194,11 @@ static void url_decode_rules(void **state)
 	free(s);
 	assert_null(jo_obj_url_decode("bad%2", true));
 	assert_null(jo_obj_url_decode("bad%zz", true));
+	/* a NUL byte would cut the string short */
+	assert_null(jo_obj_url_decode("a%00b", true));
+	s = jo_obj_url_decode("%01%ff", false);
+	assert_memory_equal(s, "\x01\xff", 3);
+	free(s);
 }
 
 static void md5_and_sha256_helpers(void **state)

@@ -53,7 +53,8 @@ static void list_v1_plain_keys_not_decoded(void **state)
 	/* Without EncodingType the '+' and '%' are literal. */
 	const char *xml = "<ListBucketResult " NS "><Name>b</Name><Marker></Marker>"
 			  "<NextMarker>k%2B</NextMarker><IsTruncated>true</IsTruncated>"
-			  "<Contents><Key>a+b%41</Key><Size>5</Size></Contents></ListBucketResult>";
+			  "<Contents><Key>a+b%41</Key><Size>5</Size><LastModified>2024-01-02T03:04:05Z</LastModified>"
+			  "</Contents></ListBucketResult>";
 	struct jo_s3_list_page p;
 	struct jo_err err;
 
@@ -69,8 +70,8 @@ static void list_v1_plain_keys_not_decoded(void **state)
 static void list_common_prefixes_merge_in_key_order(void **state)
 {
 	const char *xml = "<ListBucketResult " NS "><IsTruncated>false</IsTruncated>"
-			  "<Contents><Key>a.txt</Key><Size>1</Size></Contents>"
-			  "<Contents><Key>c</Key><Size>2</Size></Contents>"
+			  "<Contents><Key>a.txt</Key><Size>1</Size><LastModified>2024-01-02T03:04:05Z</LastModified></Contents>"
+			  "<Contents><Key>c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05Z</LastModified></Contents>"
 			  "<CommonPrefixes><Prefix>a/</Prefix></CommonPrefixes>"
 			  "<CommonPrefixes><Prefix>b%20x/</Prefix></CommonPrefixes>"
 			  "<EncodingType>url</EncodingType>"
@@ -96,13 +97,13 @@ static void list_malformed_replies_are_eproto(void **state)
 {
 	const char *bad[] = {
 		"<ListBucketResult><Contents><Key>a</Key><Size>1</Size></Contents>",   /* cut off */
-		"<ListBucketResult><Contents><Key>a</Key><Size>x1</Size></Contents></ListBucketResult>",
-		"<ListBucketResult><Contents><Size>1</Size></Contents></ListBucketResult>",
-		"<ListBucketResult><Contents><Key>a</Key></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>x1</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Size>1</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key></Contents></ListBucketResult>",
 		"<ListBucketResult><IsTruncated>maybe</IsTruncated></ListBucketResult>",
 		"<ListAllMyBucketsResult></ListAllMyBucketsResult>",
-		"<ListBucketResult><EncodingType>url</EncodingType><Contents><Key>a%G1</Key><Size>1</Size></Contents></ListBucketResult>",
-		"<ListBucketResult><Contents><Key>a</Key><Size>1</Size><LastModified>yesterday</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><Contents><Key>a%G1</Key><Size>1</Size></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>1</Size><LastModified>yesterday</LastModified></Contents></ListBucketResult>",
 		"not xml at all",
 		"",
 	};
@@ -116,6 +117,86 @@ static void list_malformed_replies_are_eproto(void **state)
 		if (rc != JO_EPROTO)
 			fail_msg("case %zu: rc %d (%s)", i, rc, err.msg);
 		assert_int_equal(p.n, 0);
+	}
+}
+
+/* Values that cannot be right are protocol errors, never clamped or cut short. */
+static void list_refuses_values_it_cannot_hold(void **state)
+{
+	const char *bad[] = {
+		/* Size past int64 and past uint64 (strtoull clamped it before) */
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>9223372036854775808</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>18446744073709551616</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>-1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size> 1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		/* a key that decodes to a NUL byte */
+		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><Contents><Key>a%00b</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><CommonPrefixes><Prefix>p%00/</Prefix></CommonPrefixes></ListBucketResult>",
+		/* empty keys and prefixes */
+		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key></Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><CommonPrefixes><Prefix/></CommonPrefixes></ListBucketResult>",
+	};
+	const char *ok = "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>9223372036854775807</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+			 "</ListBucketResult>";
+	struct jo_s3_list_page p;
+	struct jo_err err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_s3xml_parse_list(bad[i], strlen(bad[i]), &p, &err);
+
+		/* each case fails for its own reason, not for a missing element */
+		if (rc != JO_EPROTO || strstr(err.msg, "without Key") ||
+		    strstr(err.msg, "without LastModified") || strstr(err.msg, "IsTruncated"))
+			fail_msg("case %zu: rc %d, %zu entries (%s)", i, rc, p.n, err.msg);
+		assert_int_equal(p.n, 0);
+		assert_null(p.entries);
+	}
+	assert_int_equal(jo_s3xml_parse_list(ok, strlen(ok), &p, &err), 0);
+	assert_int_equal(p.entries[0].size, INT64_MAX);
+	jo_s3_list_page_release(&p);
+}
+
+/* SeaweedFS: <Key>vol/%25p</Key> but <NextMarker>vol/%p</NextMarker> (observed). */
+static void list_raw_next_marker_does_not_fail_the_page(void **state)
+{
+	const char *xml = "<ListBucketResult " NS "><Name>b</Name><Prefix>vol/</Prefix><Marker></Marker>"
+			  "<NextMarker>vol/%percent</NextMarker><MaxKeys>1</MaxKeys><IsTruncated>true</IsTruncated>"
+			  "<Contents><Key>vol/%25percent</Key><Size>22</Size>"
+			  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+			  "<EncodingType>url</EncodingType></ListBucketResult>";
+	struct jo_s3_list_page p;
+	struct jo_err err;
+
+	(void)state;
+	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(p.entries[0].key, "vol/%percent");
+	assert_true(p.truncated);
+	assert_null(p.next_marker);
+	jo_s3_list_page_release(&p);
+}
+
+static void parts_refuse_bad_values(void **state)
+{
+	const char *bad[] = {
+		"<ListPartsResult><IsTruncated>yes</IsTruncated></ListPartsResult>",
+		"<ListPartsResult><NextPartNumberMarker>x</NextPartNumberMarker></ListPartsResult>",
+		"<ListPartsResult><NextPartNumberMarker>10001</NextPartNumberMarker></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>10001</PartNumber></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>99999999999999999999999</PartNumber></Part></ListPartsResult>",
+		"<ListPartsResult><Part><PartNumber>1</PartNumber><Size>18446744073709551616</Size></Part></ListPartsResult>",
+	};
+	struct jo_s3_parts_page pp;
+	struct jo_err err;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = jo_s3xml_parse_parts(bad[i], strlen(bad[i]), &pp, &err);
+
+		if (rc != JO_EPROTO)
+			fail_msg("case %zu: rc %d", i, rc);
+		assert_null(pp.parts);
 	}
 }
 
@@ -207,6 +288,136 @@ static void initiate_and_parts(void **state)
 	assert_true(pp.truncated);
 	assert_int_equal(pp.next_marker, 2);
 	free(pp.parts);
+}
+
+
+/*
+ * One well-formed listing, then one change each: every value the code needs
+ * must be there and make sense, or the page is a protocol error (never a
+ * size of 2^64 - 1, a key cut at a NUL, an mtime of 0, a cut listing taken
+ * for a whole one).
+ */
+static void list_replies_validated_never_defaulted(void **state)
+{
+	static const char *base =
+		"<ListBucketResult " NS "><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType>"
+		"<Contents><Key>k%2Fa</Key><LastModified>2024-01-02T03:04:05Z</LastModified>"
+		"<ETag>\"e\"</ETag><Size>5</Size></Contents></ListBucketResult>";
+	static const struct {
+		const char *from, *to, *why;
+	} bad[] = {
+		{ "<Size>5</Size>", "<Size>18446744073709551616</Size>", "Size" },   /* 2^64 */
+		{ "<Size>5</Size>", "<Size>99999999999999999999999999</Size>", "Size" },
+		{ "<Size>5</Size>", "<Size>-1</Size>", "Size" },
+		{ "<Size>5</Size>", "<Size></Size>", "Size" },
+		{ "<Size>5</Size>", "<Size>5 </Size>", "Size" },
+		{ "<Size>5</Size>", "", "Size" },
+		{ "<Key>k%2Fa</Key>", "<Key>a%00b</Key>", "NUL" },
+		{ "<Key>k%2Fa</Key>", "<Key>%00</Key>", "NUL" },
+		{ "<Key>k%2Fa</Key>", "<Key></Key>", "empty Key" },
+		{ "<Key>k%2Fa</Key>", "", "Key" },
+		{ "<LastModified>2024-01-02T03:04:05Z</LastModified>", "", "LastModified" },
+		{ "<IsTruncated>false</IsTruncated>", "", "IsTruncated" },
+		{ "<IsTruncated>false</IsTruncated>", "<IsTruncated>1</IsTruncated>", "IsTruncated" },
+	};
+	struct jo_s3_list_page p;
+	struct jo_err err;
+	char xml[1024];
+
+	(void)state;
+	assert_int_equal(jo_s3xml_parse_list(base, strlen(base), &p, &err), 0);
+	assert_int_equal(p.n, 1);
+	assert_string_equal(p.entries[0].key, "k/a");
+	jo_s3_list_page_release(&p);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *at = strstr(base, bad[i].from);
+		int rc;
+
+		assert_non_null(at);
+		snprintf(xml, sizeof(xml), "%.*s%s%s", (int)(at - base), base, bad[i].to,
+			 at + strlen(bad[i].from));
+		jo_err_clear(&err);
+		rc = jo_s3xml_parse_list(xml, strlen(xml), &p, &err);
+		if (rc != JO_EPROTO || !strstr(err.msg, bad[i].why))
+			fail_msg("case %zu (%s): rc %d, '%s'", i, bad[i].to, rc, err.msg);
+		assert_int_equal(p.n, 0);
+	}
+	/* the largest size a file can have still parses */
+	{
+		const char *at = strstr(base, "<Size>5</Size>");
+
+		snprintf(xml, sizeof(xml), "%.*s<Size>9223372036854775807</Size>%s", (int)(at - base),
+			 base, at + strlen("<Size>5</Size>"));
+		assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
+		assert_true(p.entries[0].size == INT64_MAX);
+		jo_s3_list_page_release(&p);
+	}
+	/* the decoder itself: %00 is refused, other escapes decode */
+	assert_null(jo_obj_url_decode("a%00b", false));
+	{
+		char *d = jo_obj_url_decode("a%01b%2f", false);
+
+		assert_non_null(d);
+		assert_string_equal(d, "a\x01" "b/");
+		free(d);
+	}
+}
+
+static void parts_and_upload_id_validated(void **state)
+{
+	static const char *base =
+		"<ListPartsResult " NS "><IsTruncated>false</IsTruncated>"
+		"<Part><PartNumber>1</PartNumber><ETag>\"e1\"</ETag><Size>5</Size></Part></ListPartsResult>";
+	static const struct {
+		const char *from, *to, *why;
+	} bad[] = {
+		{ "<ETag>\"e1\"</ETag>", "", "ETag" },
+		{ "<ETag>\"e1\"</ETag>", "<ETag>\"\"</ETag>", "ETag" },
+		{ "<Size>5</Size>", "", "Size" },
+		{ "<Size>5</Size>", "<Size>18446744073709551616</Size>", "Size" },
+		{ "<PartNumber>1</PartNumber>", "", "PartNumber" },
+		{ "<PartNumber>1</PartNumber>", "<PartNumber>10001</PartNumber>", "PartNumber" },
+		{ "<IsTruncated>false</IsTruncated>", "", "IsTruncated" },
+		{ "<IsTruncated>false</IsTruncated>", "<IsTruncated>yes</IsTruncated>", "IsTruncated" },
+		{ "<IsTruncated>false</IsTruncated>", "<IsTruncated>true</IsTruncated>", "NextPartNumberMarker" },
+		{ "<IsTruncated>false</IsTruncated>",
+		  "<IsTruncated>true</IsTruncated><NextPartNumberMarker>x</NextPartNumberMarker>",
+		  "NextPartNumberMarker" },
+		{ "<ListPartsResult " NS ">", "<ListMultipartUploadsResult>", "ListPartsResult" },
+	};
+	struct jo_s3_parts_page pp;
+	struct jo_err err;
+	char xml[1024], *id = NULL;
+	const char *ix;
+
+	(void)state;
+	assert_int_equal(jo_s3xml_parse_parts(base, strlen(base), &pp, &err), 0);
+	assert_int_equal(pp.n, 1);
+	free(pp.parts);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *at = strstr(base, bad[i].from);
+		int rc;
+
+		assert_non_null(at);
+		snprintf(xml, sizeof(xml), "%.*s%s%s", (int)(at - base), base, bad[i].to,
+			 at + strlen(bad[i].from));
+		if (!strcmp(bad[i].from, "<ListPartsResult " NS ">")) {
+			char *end = strstr(xml, "</ListPartsResult>");
+
+			snprintf(end, sizeof(xml) - (size_t)(end - xml), "</ListMultipartUploadsResult>");
+		}
+		jo_err_clear(&err);
+		rc = jo_s3xml_parse_parts(xml, strlen(xml), &pp, &err);
+		if (rc != JO_EPROTO || !strstr(err.msg, bad[i].why))
+			fail_msg("case %zu (%s): rc %d, '%s'", i, bad[i].to, rc, err.msg);
+		assert_int_equal(pp.n, 0);
+	}
+	ix = "<InitiateMultipartUploadResult><Bucket>b</Bucket><Key>k</Key><UploadId></UploadId>"
+	     "</InitiateMultipartUploadResult>";
+	assert_int_equal(jo_s3xml_find(ix, strlen(ix), "InitiateMultipartUploadResult", "UploadId",
+				       &id, &err), JO_EPROTO);
+	assert_null(id);
+	assert_non_null(strstr(err.msg, "UploadId"));
 }
 
 static void bucket_strings(void **state)
@@ -318,6 +529,11 @@ int main(void)
 		cmocka_unit_test(list_v1_plain_keys_not_decoded),
 		cmocka_unit_test(list_common_prefixes_merge_in_key_order),
 		cmocka_unit_test(list_malformed_replies_are_eproto),
+		cmocka_unit_test(list_replies_validated_never_defaulted),
+		cmocka_unit_test(parts_and_upload_id_validated),
+		cmocka_unit_test(list_refuses_values_it_cannot_hold),
+		cmocka_unit_test(list_raw_next_marker_does_not_fail_the_page),
+		cmocka_unit_test(parts_refuse_bad_values),
 		cmocka_unit_test(delete_result_with_per_key_errors),
 		cmocka_unit_test(error_document),
 		cmocka_unit_test(initiate_and_parts),

@@ -163,6 +163,86 @@ static void test_filter(void **state)
 	unlink(path);
 }
 
+/*
+ * Stars cost at most key x pattern length: the backtracking matcher took
+ * 15 s for 11 stars against 40 'a' (exponential in the stars). SIGALRM
+ * (default action: terminate) fails the test if it hangs.
+ */
+static void test_glob_is_not_exponential(void **state)
+{
+	char key[1100], pat[64] = "";
+	struct jo_sync_filter *f;
+	struct jo_err err = { 0 };
+
+	(void)state;
+	memset(key, 'a', 1024);
+	key[1024] = '\0';
+	for (int i = 0; i < 12; i++)
+		strcat(pat, "*a");
+	strcat(pat, "*b");
+	alarm(20);
+	assert_false(jo_sync_glob_match(pat, key));
+	assert_false(jo_sync_glob_match("**a**a**a**a**a**a**a**a**b", key));
+	key[1023] = 'b';
+	assert_true(jo_sync_glob_match(pat, key));
+	assert_int_equal(jo_sync_filter_new(&f), 0);
+	assert_int_equal(jo_sync_filter_add(f, '-', "{*a,*b}*a*a*a*a*a*a*a*a*a*c", &err), 0);
+	key[1023] = 'a';
+	assert_true(jo_sync_filter_pass(f, key));
+	jo_sync_filter_free(f);
+	alarm(0);
+	/* the matcher still backtracks right where it must */
+	assert_true(jo_sync_glob_match("*a*b*c", "xaxxbxxxc"));
+	assert_false(jo_sync_glob_match("*a*b*c", "xaxxcxxxb"));
+	assert_true(jo_sync_glob_match("a/**/z", "a/b/c/z"));
+	assert_true(jo_sync_glob_match("a/**z", "a/z"));
+	assert_false(jo_sync_glob_match("a*z", "a/z"));
+	assert_true(jo_sync_glob_match("?z", "\xc3\xbcz"));
+	assert_true(jo_sync_glob_match("*?", "\xc3\xbc"));
+	assert_false(jo_sync_glob_match("[abc", "[abc"));
+}
+
+static void test_filter_edges(void **state)
+{
+	struct jo_sync_filter *f;
+	struct jo_err err = { 0 };
+	char *big = malloc(5000);
+	FILE *fp;
+
+	(void)state;
+	/* "- /" is every key under the root, like "- /dir/" is every key under dir */
+	assert_int_equal(jo_sync_filter_new(&f), 0);
+	assert_int_equal(jo_sync_filter_add(f, '-', "/", &err), 0);
+	assert_false(jo_sync_filter_pass(f, "a"));
+	assert_false(jo_sync_filter_pass(f, "b/c"));
+	jo_sync_filter_free(f);
+	/* patterns are bounded (brace groups recurse once each) */
+	assert_non_null(big);
+	for (int i = 0; i < 4998; i += 3) {
+		big[i] = '{';
+		big[i + 1] = 'a';
+		big[i + 2] = '}';
+	}
+	big[4998] = '\0';
+	assert_int_equal(jo_sync_filter_new(&f), 0);
+	assert_int_equal(jo_sync_filter_add(f, '-', big, &err), JO_EINVAL);
+	assert_non_null(strstr(err.msg, "longer than"));
+	big[4095] = '\0'; /* 1365 groups "{a}" */
+	assert_int_equal(jo_sync_filter_add(f, '-', big, &err), 0);
+	jo_sync_filter_free(f);
+	free(big);
+	/* the stream reader names its file and line */
+	fp = fmemopen((void *)"+ *.jpg\n!\n- *.png\n+ [x\n", 23, "r");
+	assert_non_null(fp);
+	assert_int_equal(jo_sync_filter_new(&f), 0);
+	assert_int_equal(jo_sync_filter_read(f, fp, "rules.txt", &err), JO_EINVAL);
+	assert_non_null(strstr(err.msg, "rules.txt\" line 4"));
+	assert_true(jo_sync_filter_pass(f, "a.jpg")); /* "!" cleared the include */
+	assert_false(jo_sync_filter_pass(f, "a.png"));
+	fclose(fp);
+	jo_sync_filter_free(f);
+}
+
 static void test_sizes(void **state)
 {
 	(void)state;
@@ -376,6 +456,8 @@ int main(void)
 		cmocka_unit_test(test_compare_modes),
 		cmocka_unit_test(test_glob),
 		cmocka_unit_test(test_filter),
+		cmocka_unit_test(test_glob_is_not_exponential),
+		cmocka_unit_test(test_filter_edges),
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_side_parse),
 		cmocka_unit_test(test_state_roundtrip),

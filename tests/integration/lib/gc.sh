@@ -19,6 +19,20 @@ gc_juicefs_gc() {
 
 gc_count() { python3 "$GCTOOL" gccount "$1" "$2"; }
 
+# gc_ok_or_tasks_left RC SUMMARY_JSON: a worker of several may finish while a
+# peer still holds a task's lease: then it exits 4 with status "tasks-left"
+# and no errors; anything else but 0 is a failure.
+gc_ok_or_tasks_left() {
+	local rc=$1 sumfile=$2
+	[ "$rc" = 0 ] && return 0
+	[ "$rc" = 4 ] || return 1
+	python3 - "$sumfile" <<'PY'
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+sys.exit(0 if s["status"] == "tasks-left" and s["errors"] == 0 and s["tasks_left"] > 0 else 1)
+PY
+}
+
 # gc_bucket_keys BUCKET NAME: the block keys in the bucket, sorted.
 gc_bucket_keys() {
 	local bucket=$1 name=$2
@@ -114,7 +128,7 @@ assert a["tasks_planned"] > 0 and a["items_planned"] > 0, a
 assert b["tasks_planned"] == 0 and b["items_planned"] == 0, b
 print("planned %d tasks of %d items" % (a["tasks_planned"], a["items_planned"]), file=sys.stderr)
 PY
-	local pids=() i
+	local pids=() i rc
 	# each worker is held to 200 deletes/s, so a task lasts long enough for the
 	# others to start: one fast worker cannot drain every task alone
 	for i in 1 2 3 4; do
@@ -123,7 +137,10 @@ PY
 		pids+=($!)
 	done
 	for i in 0 1 2 3; do
-		wait "${pids[$i]}" || { cat "$JO_T/work$((i + 1))-$name.err" >&2; jo_die "$name: worker $((i + 1)) failed"; }
+		rc=0
+		wait "${pids[$i]}" || rc=$?
+		gc_ok_or_tasks_left $rc "$JO_T/work$((i + 1))-$name.json" ||
+			{ cat "$JO_T/work$((i + 1))-$name.err" >&2; jo_die "$name: worker $((i + 1)) failed (exit $rc)"; }
 	done
 	python3 - "$JO_T/audit-$name.jsonl" "$JO_T"/work?-"$name".json <<'PY' || jo_die "$name: worker summaries/audit are wrong"
 import json, sys
@@ -172,13 +189,19 @@ gc_run_killed() {
 			"$JO_BIN" gc "$meta" --plan --delete --task-size 10 >/dev/null || jo_die "$name: re-plan failed"
 		fi
 	done
-	# finish: leases of killed workers expire (2 s), then anyone takes over
-	local tries=0 left
+	# finish: leases of killed workers expire (2 s), then anyone takes over;
+	# until then a run says so (exit 4, "tasks-left")
+	local tries=0 left rc
 	while :; do
-		"$JO_BIN" gc "$meta" --delete --lease 2s >/dev/null 2>>"$JO_T/killed-$name.err" ||
-			jo_die "$name: final run failed"
+		rc=0
+		"$JO_BIN" gc "$meta" --delete --lease 2s --json >"$JO_T/final-$name.json" \
+			2>>"$JO_T/killed-$name.err" || rc=$?
+		gc_ok_or_tasks_left $rc "$JO_T/final-$name.json" || jo_die "$name: final run failed (exit $rc)"
 		left=$("$JO_BIN" gc "$meta" --status --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["tasks"])')
-		[ "$left" = 0 ] && break
+		if [ "$rc" = 0 ]; then
+			[ "$left" = 0 ] || jo_die "$name: exit 0 with $left tasks left"
+			break
+		fi
 		tries=$((tries + 1))
 		[ $tries -lt 20 ] || jo_die "$name: tasks never finished"
 		sleep 1
@@ -432,14 +455,17 @@ with open(mirror, "w") as m:
     for h, p in keep:
         m.write("%s %s\n" % (h, p))
 PY
-	local wpid=$! pids=() i
+	local wpid=$! pids=() i rc
 	for i in 1 2 3 4; do
 		"$JO_BIN" gc "$meta" --delete --id "b$i" --task-size 20 \
 			--json >"$JO_T/beside$i-$name.json" 2>"$JO_T/beside$i-$name.err" &
 		pids+=($!)
 	done
 	for i in 0 1 2 3; do
-		wait "${pids[$i]}" || { cat "$JO_T/beside$((i + 1))-$name.err" >&2; jo_die "$name: worker failed beside a client"; }
+		rc=0
+		wait "${pids[$i]}" || rc=$?
+		gc_ok_or_tasks_left $rc "$JO_T/beside$((i + 1))-$name.json" ||
+			{ cat "$JO_T/beside$((i + 1))-$name.err" >&2; jo_die "$name: worker failed beside a client (exit $rc)"; }
 	done
 	wait $wpid || jo_die "$name: the client's writer failed"
 	grep -qiE '<(ERROR|FATAL)>' "$JO_T"/mount-*.log && { grep -iE '<(ERROR|FATAL)>' "$JO_T"/mount-*.log | tail -n 5 >&2; jo_die "$name: the client logged errors"; }
@@ -511,8 +537,80 @@ PY
 	set -- $counts
 	[ "$2" = 0 ] || jo_die "$name: SIGTERM left $2 tasks leased"
 	echo "$name: after --max-time and SIGTERM: $1 tasks left, none leased" >&2
+	case $bucket in http://*) ;; *) gc_symlinked_chunks "$meta" "$bucket" "$name" "$mp" ;; esac
+	gc_dead_worker "$meta" "$name"
 	"$JO_BIN" gc "$meta" --delete >/dev/null || jo_die "$name: final run failed"
 	gc_check_end "$meta" "$bucket" "$name" "$mp"
+}
+
+# gc_symlinked_chunks META BUCKET NAME MP (file storage): half the files
+# left are removed (through a mount that leaves its deletions pending), then
+# every directory of NAME/chunks/ is moved outside the bucket and replaced by
+# a symlink to it. gc must delete nothing through them (exit 4, every delete
+# refused, the copy outside untouched, the links still there); with the
+# directories back, the caller's next run reclaims everything.
+gc_symlinked_chunks() {
+	local meta=$1 bucket=$2 name=$3 mp=$4 out=$JO_T/outside-$name c rc before after
+	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0
+	python3 "$GCTOOL" remove "$mp/data" "$JO_T/mirror-$name" 13 >/dev/null
+	jfs_umount "$mp"
+	mkdir -p "$out"
+	for c in "$bucket/$name/chunks"/*; do
+		mv "$c" "$out/"
+		ln -s "$out/${c##*/}" "$c"
+	done
+	before=$(cd "$out" && find . -printf '%p %s %y\n' | sort | sha256sum)
+	rc=0
+	"$JO_BIN" gc "$meta" --delete --json --audit "$JO_T/symlinked-$name.jsonl" \
+		>"$JO_T/symlinked-$name.json" 2>"$JO_T/symlinked-$name.err" || rc=$?
+	[ $rc = 4 ] || { cat "$JO_T/symlinked-$name.err" >&2; jo_die "$name: gc through symlinked chunks/ dirs: exit $rc, expected 4"; }
+	python3 - "$JO_T/symlinked-$name.jsonl" <<'PY' || jo_die "$name: the audit of the run through symlinks is wrong"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+assert recs, "nothing was tried"
+bad = [r for r in recs if r["result"] != "error" or "EUNSUPPORTED" not in json.dumps(r)]
+assert not bad, bad[:3]
+print("%d deletes refused (EUNSUPPORTED: a symlink on the way)" % len(recs), file=sys.stderr)
+PY
+	after=$(cd "$out" && find . -printf '%p %s %y\n' | sort | sha256sum)
+	[ "$before" = "$after" ] || jo_die "$name: gc deleted objects behind a symlink"
+	for c in "$out"/*; do
+		[ -L "$bucket/$name/chunks/${c##*/}" ] || jo_die "$name: gc removed the symlink chunks/${c##*/}"
+		rm "$bucket/$name/chunks/${c##*/}"
+		mv "$c" "$bucket/$name/chunks/"
+	done
+	echo "$name: nothing deleted through symlinked chunks/ directories" >&2
+}
+
+# gc_dead_worker META NAME: a worker killed while it holds a task's lease;
+# a run right after it must not say "ok": exit 4, status tasks-left, a line
+# saying what is left. Once the lease has expired the next run takes over.
+gc_dead_worker() {
+	local meta=$1 name=$2 pid rc i counts
+	"$JO_BIN" gc "$meta" --plan --delete --task-size 5 >/dev/null || jo_die "$name: plan failed"
+	"$JO_BIN" gc "$meta" --worker --delete --delete-rate 2 --lease 5s --id dead \
+		>/dev/null 2>&1 &
+	pid=$!
+	for i in $(seq 1 50); do
+		counts=$(gc_leased "$meta")
+		set -- $counts
+		[ "$2" -gt 0 ] && break
+		sleep 0.2
+	done
+	[ "$2" -gt 0 ] || jo_die "$name: the worker to be killed never held a lease"
+	kill -KILL $pid
+	wait $pid 2>/dev/null || true
+	rc=0
+	"$JO_BIN" gc "$meta" --worker --delete --json >"$JO_T/dead-$name.json" 2>"$JO_T/dead-$name.err" || rc=$?
+	[ $rc = 4 ] || { cat "$JO_T/dead-$name.err" >&2; jo_die "$name: run beside a dead worker's lease: exit $rc, expected 4"; }
+	python3 - "$JO_T/dead-$name.json" <<'PY' || jo_die "$name: the summary does not say tasks are left"
+import json, sys
+s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+assert s["status"] == "tasks-left" and s["tasks_left"] >= 1 and s["tasks_leased"] >= 1, s
+PY
+	grep -q "under another worker's lease" "$JO_T/dead-$name.err" || jo_die "$name: no line says what is left"
+	sleep 5.5  # the dead worker's lease runs out
+	echo "$name: a dead worker's lease: exit 4 (tasks-left), then taken over" >&2
 }
 
 # gc_check_refusals META: a volume with ChangeLog on is refused (exit 9)

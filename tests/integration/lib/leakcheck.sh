@@ -237,3 +237,97 @@ lk_listing_error() {
 	grep -qi 'list' "$d/broken.err" || lk_fail "listing error: message does not say what failed"
 	[ $LK_FAIL -eq 0 ]
 }
+
+# lk_missing_bucket META [ARGS...]: the bucket (or bucket directory) does not
+# exist: one clear line, exit 8 (not found), no report; never an empty
+# listing that makes every reference "missing" (exit 1).
+lk_missing_bucket() {
+	local meta=$1 d=$JO_T/lk rc=0
+	shift
+	"$JO_BIN" leakcheck "$meta" "$@" --min-age 0s --out "$d/nobucket.jsonl" --json \
+		>"$d/nobucket.json" 2>"$d/nobucket.err" || rc=$?
+	cat "$d/nobucket.err" >&2
+	[ $rc = 8 ] || lk_fail "missing bucket: exit $rc, expected 8"
+	[ "$(wc -l <"$d/nobucket.err")" = 1 ] || lk_fail "missing bucket: $(wc -l <"$d/nobucket.err") lines on stderr, want 1"
+	grep -qiE 'does not exist|NoSuchBucket' "$d/nobucket.err" || lk_fail "missing bucket: the message does not say so"
+	[ ! -e "$d/nobucket.jsonl" ] || lk_fail "missing bucket: a report was written"
+	grep -q '"type":"summary"' "$d/nobucket.json" && lk_fail "missing bucket: a summary was printed"
+	[ $LK_FAIL -eq 0 ]
+}
+
+# lk_symlinks (file storage, after lk_run_variant): symlinks under chunks/
+# are foreign, never followed, never deleted:
+#   chunks/77          -> a directory outside the bucket holding old files
+#                         named like block keys (followed, they would be
+#                         reported and deletable)
+#   chunks/A/B/ID_2_5  -> a file outside (ID: a planted, unreferenced slice
+#                         below the counter, so a --delete-from line for it
+#                         reaches the delete)
+#   chunks/root        -> /
+# The report lists each link as foreign (reason "symlink") and nothing
+# behind them; --delete-from with a forged line for the linked block key
+# deletes neither the link nor its target; everything outside is unchanged.
+lk_symlinks() {
+	local objs=${LK_STORE#file:} d=$JO_T/lk out=$JO_T/lk-outside rc before after key a dir
+	local chunks=$objs/$LK_NAME/chunks
+	mkdir -p "$out/77/77000"
+	for a in 77000123 77000124; do
+		head -c 5 /dev/urandom >"$out/77/77000/${a}_0_5"
+	done
+	touch -d '3 hours ago' "$out/77/77000/"*
+	ln -s "$out/77" "$chunks/77"
+	ln -s / "$chunks/root"
+	key=$(awk '$1 == "old" {print $2; exit}' "$d/plan.txt")
+	a=${key##*/}
+	a=${a%%_*}
+	dir=${key%/*}
+	head -c 5 /dev/urandom >"$out/target.bin"
+	touch -d '3 hours ago' "$out/target.bin"
+	ln -s "$out/target.bin" "$objs/$dir/${a}_2_5"
+	before=$(cd "$out" && find . -printf '%p %s %T@ %y\n' | sort | sha256sum)
+
+	rc=0
+	timeout 300 "$JO_BIN" leakcheck "$LK_META" --min-age 1h --out "$d/links.jsonl" --json \
+		>"$d/links.json" 2>"$d/links.err" || rc=$?
+	[ $rc -le 1 ] || { cat "$d/links.err" >&2; lk_fail "symlinks: leakcheck exit $rc"; }
+	"$JO_VENV/bin/python" - "$d/links.jsonl" "$LK_NAME" "$dir/${a}_2_5" <<'PY' || lk_fail "symlinks: the report is wrong"
+import json, sys
+recs = [json.loads(l) for l in open(sys.argv[1])]
+name, filelink = sys.argv[2], sys.argv[3]
+links = {r["key"] for r in recs if r.get("type") == "foreign" and r.get("reason") == "symlink"}
+want = {name + "/chunks/77", name + "/chunks/root", filelink}
+assert links == want, (sorted(links), sorted(want))
+behind = [r for r in recs if r.get("key", "").startswith((name + "/chunks/77/", name + "/chunks/root/"))]
+assert not behind, behind[:3]
+assert not [r for r in recs if r.get("key") == filelink and r.get("type") != "foreign"]
+print("symlinks: %d reported as foreign, nothing behind them" % len(links), file=sys.stderr)
+PY
+	# a forged candidate for the linked block key (and one behind the linked dir)
+	{
+		grep -v '"type":"leaked"' "$d/links.jsonl" || true
+		printf '{"type":"leaked","key":"%s","slice":%s,"size":5,"reason":"unreferenced"}\n' \
+			"$dir/${a}_2_5" "$a"
+		printf '{"type":"leaked","key":"%s/chunks/77/77000/77000123_0_5","slice":77000123,"size":5,"reason":"unreferenced"}\n' \
+			"$LK_NAME"
+	} >"$d/links-cands.jsonl"
+	rc=0
+	"$JO_BIN" leakcheck "$LK_META" --delete-from "$d/links-cands.jsonl" --min-age 1h \
+		--audit "$d/links-audit.jsonl" >"$d/links-del.out" 2>"$d/links-del.err" || rc=$?
+	cat "$d/links-del.err" >&2
+	[ $rc = 4 ] || lk_fail "symlinks: --delete-from of a symlinked key: exit $rc, expected 4"
+	grep -q "\"key\":\"$dir/${a}_2_5\".*symlink" "$d/links-audit.jsonl" ||
+		lk_fail "symlinks: the audit does not say the linked key was a symlink"
+	grep -q '"result":"deleted"' "$d/links-audit.jsonl" && lk_fail "symlinks: something was deleted"
+	[ -L "$objs/$dir/${a}_2_5" ] && [ -L "$chunks/77" ] && [ -L "$chunks/root" ] ||
+		lk_fail "symlinks: a link was removed"
+	after=$(cd "$out" && find . -printf '%p %s %T@ %y\n' | sort | sha256sum)
+	[ "$before" = "$after" ] || lk_fail "symlinks: something outside the bucket changed"
+	rm "$chunks/77" "$chunks/root" "$objs/$dir/${a}_2_5"
+
+	# the bucket directory gone: an error, not "every reference missing"
+	mv "$objs" "$objs.gone"
+	lk_missing_bucket "$LK_META"
+	mv "$objs.gone" "$objs"
+	[ $LK_FAIL -eq 0 ] || return 1
+	echo "leakcheck symlinks and missing bucket: ok" >&2
+}
