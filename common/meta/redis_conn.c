@@ -738,6 +738,8 @@ static int find_sentinel_master(struct jo_meta *m, bool want_replica, struct jo_
 				snprintf(why, sizeof(why), "sentinel %.80s: %.300s", d->addrs[i], s.errstr);
 				continue;
 			}
+			/* a sentinel that hangs must not hold up the others */
+			(void)set_timeouts(s.fd, CONNECT_MS);
 			if (m->url.sentinel_password) {
 				const char *a[] = { "AUTH", m->url.sentinel_password };
 
@@ -1187,6 +1189,8 @@ static redisReply *run(struct jo_meta *m, const char *fmt, const char *cmd, size
 				rc_close(&d->c); /* find the slot's node again next time */
 				return r;
 			}
+			if (ask && cmd_is(fmt, "WATCH"))
+				return r; /* a WATCH on another connection would guard nothing */
 			freeReplyObject(r);
 			if (ask)
 				return ask_once(m, addr, cmd, len);

@@ -37,7 +37,7 @@ fo_workers() {
 	local meta=$1 name=$2 n=$3 i
 	FO_PIDS=()
 	for i in $(seq 1 "$n"); do
-		"$JO_BIN" gc "$meta" --worker --delete --delete-rate 120 --lease 5s --id "f$i" \
+		"$JO_BIN" gc "$meta" --worker --delete --delete-rate "${JO_FO_RATE:-30}" --lease 5s --id "f$i" \
 			--audit "$JO_T/audit-$name.jsonl" --json >"$JO_T/fw$i-$name.json" 2>"$JO_T/fw$i-$name.err" &
 		FO_PIDS+=($!)
 	done
@@ -85,7 +85,7 @@ grep -q "sentinel: master '$JO_RS_MASTER' at 127.0.0.1:$old" "$JO_T/doctor-befor
 	{ cat "$JO_T/doctor-before.txt" >&2; jo_die "doctor does not name the master $old"; }
 "$JO_BIN" gc "$meta" --plan --delete --task-size 20 >/dev/null || jo_die "$name: plan failed"
 fo_workers "$meta" "$name" 2
-sleep 3
+sleep 2
 kill -0 "${FO_PIDS[0]}" 2>/dev/null || jo_die "$name: the workers finished before the failover (too little work)"
 t0=$(date +%s.%N)
 set -- $JO_SENT_PORTS
@@ -138,7 +138,7 @@ srcid=$(redis-cli -p "$src" cluster myid)
 dstid=$(redis-cli -p "$dst" cluster myid)
 "$JO_BIN" gc "$meta" --plan --delete --task-size 20 >/dev/null || jo_die "$name: plan failed"
 fo_workers "$meta" "$name" 2
-sleep 3
+sleep 2
 kill -0 "${FO_PIDS[0]}" 2>/dev/null || jo_die "$name: the workers finished before the migration"
 # migrate slot $slot from $src to $dst while they run, 50 keys at a time
 redis-cli -p "$dst" cluster setslot "$slot" importing "$srcid" | grep -q OK || jo_die "IMPORTING failed"
