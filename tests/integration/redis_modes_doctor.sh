@@ -8,6 +8,7 @@
 # server name the certificate does not hold, a master name no sentinel
 # monitors (naming the ones they do), a wrong SENTINEL_PASSWORD; client
 # certificates (mTLS) and insecure-skip-verify work as juicefs takes them.
+# run_all: asan
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
