@@ -1,5 +1,5 @@
 /*
- * redis_internal.h: the pieces of the redis family (meta_redis.c,
+ * redis_internal.h: the pieces of the redis family (redis_conn.c, meta_redis.c,
  * mut_redis.c, rm_redis.c, compact_redis.c) that its files share.
  */
 #ifndef JO_META_REDIS_INTERNAL_H
