@@ -1173,8 +1173,11 @@ static redisReply *run(struct jo_meta *m, const char *fmt, const char *cmd, size
 			if ((again && !was_tx) || watch_first) {
 				if (!deadline)
 					deadline = now_ms() + FAILOVER_MS;
-				if (now_ms() < deadline)
+				if (now_ms() < deadline) {
+					if (attempt > 0)
+						sleep_ms(attempt < 10 ? 50 * attempt : 500);
 					continue; /* ensure() reconnects */
+				}
 			}
 			d->unknown = !again;
 			return NULL;
