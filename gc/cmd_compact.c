@@ -307,6 +307,9 @@ static int record_tasks(struct run *r, struct jo_err *err)
 
 		r->o.task_size = per < 1 ? 1 : per > 64 ? 64 : (long)per;
 	}
+	if (jo_mut_task_max_items(r->vol->meta) &&
+	    (size_t)r->o.task_size > jo_mut_task_max_items(r->vol->meta))
+		r->o.task_size = (long)jo_mut_task_max_items(r->vol->meta);
 	items = calloc((size_t)r->o.task_size, sizeof(*items));
 	ip = calloc((size_t)r->o.task_size, sizeof(*ip));
 

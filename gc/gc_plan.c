@@ -38,6 +38,9 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 		r->o.batch = 1000;
 	if (r->o.task_size <= 0)
 		r->o.task_size = 256;
+	/* an engine that records a task in one small transaction (etcd) */
+	if (jo_mut_task_max_items(vol->meta) && (size_t)r->o.task_size > jo_mut_task_max_items(vol->meta))
+		r->o.task_size = (long)jo_mut_task_max_items(vol->meta);
 	if (o->worker_id && *o->worker_id) {
 		snprintf(r->owner, sizeof(r->owner), "%s", o->worker_id);
 	} else {

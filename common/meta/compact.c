@@ -26,3 +26,8 @@ int jo_meta_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size, struct 
 {
 	return m->ops->compact->slice_abandon(m, id, size, err);
 }
+
+size_t jo_meta_compact_max_records(struct jo_meta *m)
+{
+	return m->ops->compact->max_records;
+}

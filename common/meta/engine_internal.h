@@ -51,6 +51,8 @@ struct jo_mut_ops {
 	int (*task_count)(struct jo_meta *, const char *, int64_t *, int64_t *, struct jo_err *);
 	int (*task_scan)(struct jo_meta *, const char *, jo_mut_task_cb, void *, struct jo_err *);
 	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
+	/* the most items one task may hold (what one transaction can record); 0: no limit */
+	size_t max_task_items;
 };
 
 /* A family's compaction bookkeeping (meta_compact.h). */
@@ -60,6 +62,8 @@ struct jo_compact_ops {
 		      size_t *, struct jo_err *);
 	int (*slice_abandon)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
 	int (*forget_slices)(struct jo_meta *, const struct jo_slice_id *, size_t, struct jo_err *);
+	/* the most records one commit may replace (one transaction's limit); 0: no limit */
+	size_t max_records;
 };
 
 /* Slice lists of the refcount-decrementing transactions (mut.c):

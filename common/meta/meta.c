@@ -383,6 +383,7 @@ static const struct jo_meta_ops *ops_for(const char *engine)
 		{ "sqlite3", &jo_meta_sql_ops },
 		{ "postgres", &jo_meta_sql_ops },
 		{ "mysql", &jo_meta_sql_ops },
+		{ "etcd", &jo_meta_tkv_ops },
 	};
 
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
@@ -495,6 +496,17 @@ const char *jo_meta_engine(const struct jo_meta *m)
 bool jo_meta_has(const struct jo_meta *m, unsigned cap)
 {
 	return (m->ops->caps(m) & cap) == cap;
+}
+
+int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err)
+{
+	return m->ops->snapshot_begin ? m->ops->snapshot_begin(m, err) : 0;
+}
+
+void jo_meta_snapshot_end(struct jo_meta *m)
+{
+	if (m && m->ops->snapshot_end)
+		m->ops->snapshot_end(m);
 }
 
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err)

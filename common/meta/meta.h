@@ -155,6 +155,17 @@ const char *jo_meta_engine(const struct jo_meta *m);
 #define JO_META_HAS_SNAPSHOT_SCANS (1u << 1) /* scans read one consistent snapshot */
 bool jo_meta_has(const struct jo_meta *m, unsigned cap);
 
+/*
+ * Read the scans that follow, until jo_meta_snapshot_end(), from one
+ * snapshot of the volume, so that together they are one consistent picture
+ * (SQL: one read-only REPEATABLE READ transaction; tkv: one revision). Redis
+ * keeps no snapshots: a no-op there (a SCAN returns every key that exists
+ * from its start to its end). Meanwhile only reads may use this handle.
+ * snapshot_end accepts a handle with no snapshot.
+ */
+int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err);
+void jo_meta_snapshot_end(struct jo_meta *m);
+
 /* The server and its version ("PostgreSQL 15.18", "Redis 7.0.15"), malloc'd. */
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err);
 

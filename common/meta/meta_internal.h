@@ -56,7 +56,8 @@ enum jo_meta_cap {
 /*
  * One engine family: everything jfsops does on a volume's metadata, behind
  * one table. Families: redis (meta_redis.c, mut_redis.c, rm_redis.c,
- * compact_redis.c) and sql (sql_*.c over a driver per dialect, sql_internal.h).
+ * compact_redis.c), sql (sql_*.c over a driver per dialect, sql_internal.h)
+ * and tkv (tkv*.c over a key-value transport, tkv_internal.h, kv_internal.h).
  * A family is picked by the META-URL's engine in meta.c; nothing outside
  * common/meta/ compares engine names.
  */
@@ -70,6 +71,9 @@ struct jo_meta_ops {
 	void (*close)(struct jo_meta *m);
 	/* The server and its version, for doctor ("Redis 7.0.15", ...): malloc'd. */
 	int (*describe)(struct jo_meta *m, char **out, struct jo_err *err);
+	/* jo_meta_snapshot_begin/end (NULL: the family has no snapshots) */
+	int (*snapshot_begin)(struct jo_meta *m, struct jo_err *err);
+	void (*snapshot_end)(struct jo_meta *m);
 
 	/* ---- reads (meta.h) */
 	/* The raw format JSON (malloc'd). JO_ENOTJFS when absent. */
@@ -115,6 +119,7 @@ struct jo_meta {
 /* The families. */
 extern const struct jo_meta_ops jo_meta_redis_ops;
 extern const struct jo_meta_ops jo_meta_sql_ops;
+extern const struct jo_meta_ops jo_meta_tkv_ops;
 
 /* Helpers shared by the backends. */
 int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out); /* 0 ok, -1 bad */

@@ -834,6 +834,7 @@ const char *jo_meta_hint(const char *url, int code)
 	bool my = n == 5 && !strncmp(url, "mysql", 5);
 	bool tls = n == 6 && !strncmp(url, "rediss", 6);
 	char form = redis ? redis_form(url) : 0;
+	bool etcd = n == 4 && !strncmp(url, "etcd", 4);
 
 	switch (code) {
 	case JO_EINVAL:
@@ -843,6 +844,8 @@ const char *jo_meta_hint(const char *url, int code)
 			return "spell it as juicefs does: mysql://user[:password]@(host:3306)/db or mysql://user@unix(/run/mysqld/mysqld.sock)/db";
 		if (redis)
 			return "spell it as juicefs does: redis[s]://[user:pass@]host:6379/1, Sentinel redis://[user:pass@]MASTER,host1:26379,host2:26379/1, Cluster redis://host1:6379,host2:6379/1, TLS options ?tls-ca-cert-file=...&tls-cert-file=...&tls-key-file=...";
+		if (etcd)
+			return "spell it as juicefs does: etcd://[user:password@]host1:2379[,host2:2379]/NAME[?cacert=ca.pem&cert=client.pem&key=client.key]";
 		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1, sqlite3:///abs/path.db, postgres://user@host:5432/db, mysql://user@(host:3306)/db";
 	case JO_ECONNECT:
 	case JO_ETIMEOUT:
@@ -856,23 +859,31 @@ const char *jo_meta_hint(const char *url, int code)
 			return "are the sentinels (the addresses after MASTER,) running and reachable, and do they name a master that is up?";
 		if (form == 'c')
 			return "are the cluster nodes reachable, and is the cluster up (CLUSTER INFO: cluster_state:ok)?";
+		if (etcd)
+			return "is etcd running and its client URL reachable from here (--listen-client-urls)? with TLS, do cacert/cert/key/server-name match the server's certificate?";
 		return "is the server running and reachable from here? check host, port and firewall";
 	case JO_EAUTH:
 		if (form == 's')
 			return "wrong password: the META-URL's (or REDIS_PASSWORD/META_PASSWORD) is the Redis servers', SENTINEL_PASSWORD the sentinels'";
 		if (redis)
 			return "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD";
+		if (etcd)
+			return "etcd refused the user/password: put them in the META-URL (etcd://user:password@host:2379/NAME), and check the user's role grants the volume's key range";
 		if (pg || my)
 			return "the SQL server refused the user/password: put the password in the META-URL or in META_PASSWORD / META_PASSWORD_FILE, and check the user's grants (pg_hba.conf for PostgreSQL)";
 		return "credentials were refused";
 	case JO_ENOTJFS:
 		if (pg || my)
 			return "this database holds no JuiceFS tables (jfs_setting): was the volume formatted with `juicefs format` on this database, schema (search_path) and table_prefix?";
+		if (etcd)
+			return "no JuiceFS volume under that prefix: the URL path must be the one the volume was formatted with (etcd keeps its leading '/')";
 		if (sqlite)
 			return "this file holds no JuiceFS tables: was it formatted with `juicefs format`, and with this table_prefix?";
 		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
 	case JO_EUNSUPPORTED:
-		return "jfsops supports Redis (standalone, Sentinel, Cluster, TLS), SQLite, PostgreSQL and MySQL/MariaDB volumes with MetaVersion <= 1";
+		return "jfsops supports Redis (standalone, Sentinel, Cluster, TLS), SQLite, PostgreSQL, MySQL/MariaDB and etcd volumes with MetaVersion <= 1";
+	case JO_EPROTO:
+		return "the format record is corrupt (jfsops never guesses a value): compare it with what `juicefs status META-URL` shows";
 	case JO_ENOTFOUND:
 		if (form == 's')
 			return "no sentinel monitors a master of that name: the name before the first ',' must be one the sentinels monitor (SENTINEL MASTERS lists them)";

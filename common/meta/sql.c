@@ -304,6 +304,19 @@ static unsigned s_caps(const struct jo_meta *m)
 	return JO_META_CAP_SNAPSHOT_SCANS;
 }
 
+static int s_snapshot_begin(struct jo_meta *m, struct jo_err *err)
+{
+	return jo_sql_begin_snapshot(m, err);
+}
+
+static void s_snapshot_end(struct jo_meta *m)
+{
+	struct jo_sql *s = jo_sql_of(m);
+
+	if (s->txn_depth)
+		(void)jo_sql_commit(m, NULL); /* read-only: nothing to keep or lose */
+}
+
 static int s_describe(struct jo_meta *m, char **out, struct jo_err *err)
 {
 	struct jo_sql *s = jo_sql_of(m);
@@ -792,6 +805,8 @@ const struct jo_meta_ops jo_meta_sql_ops = {
 	.open = s_open,
 	.close = s_close,
 	.describe = s_describe,
+	.snapshot_begin = s_snapshot_begin,
+	.snapshot_end = s_snapshot_end,
 	.get_setting = s_get_setting,
 	.lookup = s_lookup,
 	.getattr = s_getattr,

@@ -410,7 +410,7 @@ int jo_sql_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void 
 		}
 		jo_sql_free(m, st);
 		if (rc)
-			return rc < 0 && err && !err->code ? jo_err_wrap(err, "scan tasks") : rc;
+			return rc;
 		if (n < 100)
 			return 0;
 	}

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jfsops gc on every engine of JO_ENGINES (default: PostgreSQL and MariaDB;
-# any of redis sqlite3 postgres mysql): a dry run changes nothing, 4 parallel
+# jfsops gc on every engine of JO_ENGINES (default: PostgreSQL, MariaDB and etcd;
+# any of redis sqlite3 postgres mysql etcd): a dry run changes nothing, 4 parallel
 # workers reclaim everything pending, workers SIGKILLed and restarted leave
 # nothing lost; juicefs fsck/gc referee, every file intact. JO_GC_VARIANTS
 # (default "parallel killed") picks the variants.
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/engines.sh"
 . "$here/lib/gc.sh"
 jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql}
+JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"
 	case " ${JO_GC_VARIANTS:-parallel killed} " in *" parallel "*)

@@ -13,14 +13,17 @@
 #   done
 #
 # Engines: redis, sqlite3, postgres (PostgreSQL 15 from Debian), mysql
-# (MariaDB 10.11 from Debian), and Redis as production runs it: redis-tls
-# (rediss:// with a CA made by jo_certs, +6), redis-sentinel (a master +7, a
-# replica +8 and 3 sentinels +26..+28, passwords on all), redis-cluster (3
-# masters +14..+16, bus +10014..+10016; the db number is juicefs's {DB}
-# key prefix). engine_list prints $JO_ENGINES, default
-# "redis sqlite3 postgres mysql". Ports: postgres JO_PORT_BASE+24, mariadb
-# +25, redis +0 (when engine_start starts it). Passwords: postgres user
-# "postgres" / "pgpass" over TCP (scram), mysql user "jfs" / "jfspass".
+# (MariaDB 10.11 from Debian), etcd (etcd 3.4 from Debian's etcd-server; not
+# in the default list until the tkv family opens etcd:// volumes), and Redis
+# as production runs it: redis-tls (rediss:// with a CA made by jo_certs,
+# +6), redis-sentinel (a master +7, a replica +8 and 3 sentinels +17..+19,
+# passwords on all), redis-cluster (3 masters +14..+16, bus +10014..+10016;
+# the db number is juicefs's {DB} key prefix).
+# engine_list prints $JO_ENGINES, default "redis sqlite3 postgres mysql".
+# Ports: postgres JO_PORT_BASE+24, mariadb +25, etcd +26 (peer +27), redis
+# +0 (when engine_start starts it). Passwords: postgres user "postgres" /
+# "pgpass" over TCP (scram), mysql user "jfs" / "jfspass"; etcd has no auth
+# (start_etcd --auth starts one that has).
 # A server that does not start, or a database that cannot be created, makes
 # the script die loudly; nothing is skipped.
 
@@ -318,6 +321,108 @@ start_redis_cluster() {
 	[ "$i" -lt 300 ] || jo_die "the Redis Cluster on $* did not reach cluster_state:ok"
 	JO_RC_PORTS="$*"
 	export JO_RC_PORTS
+
+# ---------------------------------------------------------------- etcd
+
+JO_ETCD_PIDS=()
+declare -gA JO_ETCD_CTL=() # client port -> etcdctl flags that reach it
+
+jo_stop_etcd() {
+	local pid
+	for pid in "${JO_ETCD_PIDS[@]}"; do
+		kill -CONT "$pid" 2>/dev/null # a test may have stopped it
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${JO_ETCD_PIDS[@]}"; do
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	JO_ETCD_PIDS=()
+}
+JO_CLEANUP_HOOKS+=(jo_stop_etcd)
+
+# jo_etcdctl PORT ARGS...: ETCDCTL_API=3 etcdctl against the etcd started on
+# PORT (its scheme, CA, client certificate and root user).
+jo_etcdctl() {
+	local port=$1
+	shift
+	[ -n "${JO_ETCD_CTL[$port]:-}" ] || jo_die "jo_etcdctl: no etcd started on port $port"
+	# shellcheck disable=SC2086 # the flags are words without blanks
+	ETCDCTL_API=3 etcdctl ${JO_ETCD_CTL[$port]} "$@"
+}
+
+# start_etcd PORT [--tls] [--client-certs] [--auth ROOTPASS] [--token-ttl S]:
+# one loopback etcd 3.4 node, data under $JO_T, client port PORT, peer
+# PORT+1; stopped by pid at cleanup. --tls serves https with the jo_certs
+# certificate (JO_ETCD_CERTS holds ca.pem, other-ca.pem, server.pem/.key);
+# --client-certs also requires a client certificate signed by that CA (the
+# server's own pair will do); --auth ROOTPASS adds user root with that
+# password and turns authentication on; --token-ttl sets how long an auth
+# token lives unused (etcd's default: 300 s). Sets JO_ETCD_PORT and
+# JO_ETCD_PID. Dies loudly when it does not answer within 30 s.
+start_etcd() {
+	local port=$1 peer=$(($1 + 1)) tls= ccert= auth= ttl= scheme=http d pid i ctl
+	local extra=()
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--tls) tls=1 ;;
+		--client-certs) tls=1 ccert=1 ;;
+		--auth) auth=$2; shift ;;
+		--token-ttl) ttl=$2; shift ;;
+		*) jo_die "start_etcd: unknown option '$1'" ;;
+		esac
+		shift
+	done
+	[ -n "${JO_T:-}" ] || jo_die "start_etcd: call jo_setup first"
+	command -v etcd >/dev/null || jo_die "etcd not found (apt-get install etcd-server)"
+	command -v etcdctl >/dev/null || jo_die "etcdctl not found (apt-get install etcd-client)"
+	jo_need_free_port "$port" "$peer"
+	d=$JO_T/etcd-$port
+	mkdir -p "$d"
+	ctl="--endpoints=$scheme://127.0.0.1:$port --dial-timeout=5s --command-timeout=30s"
+	if [ -n "$tls" ]; then
+		JO_ETCD_CERTS=$JO_T/etcd-certs
+		jo_certs "$JO_ETCD_CERTS"
+		scheme=https
+		extra+=(--cert-file "$JO_ETCD_CERTS/server.pem" --key-file "$JO_ETCD_CERTS/server.key")
+		ctl="--endpoints=https://127.0.0.1:$port --dial-timeout=5s --command-timeout=30s"
+		ctl+=" --cacert=$JO_ETCD_CERTS/ca.pem"
+		if [ -n "$ccert" ]; then
+			extra+=(--client-cert-auth --trusted-ca-file "$JO_ETCD_CERTS/ca.pem")
+			ctl+=" --cert=$JO_ETCD_CERTS/server.pem --key=$JO_ETCD_CERTS/server.key"
+		fi
+	fi
+	[ -z "$ttl" ] || extra+=(--auth-token-ttl "$ttl")
+	etcd --name "jo$port" --data-dir "$d/data" \
+		--listen-client-urls "$scheme://127.0.0.1:$port" \
+		--advertise-client-urls "$scheme://127.0.0.1:$port" \
+		--listen-peer-urls "http://127.0.0.1:$peer" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "jo$port=http://127.0.0.1:$peer" --initial-cluster-state new \
+		"${extra[@]}" >"$d/log" 2>&1 &
+	pid=$!
+	JO_ETCD_PIDS+=("$pid")
+	JO_ETCD_CTL[$port]=$ctl
+	for i in $(seq 1 300); do
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$d/log"; jo_die "etcd on port $port exited during start-up"; }
+		jo_etcdctl "$port" endpoint health >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ "$i" -lt 300 ] || { jo_tail "$d/log"; jo_die "etcd on 127.0.0.1:$port did not answer within 30 s"; }
+	if [ -n "$auth" ]; then
+		jo_etcdctl "$port" user add "root:$auth" >/dev/null &&
+			jo_etcdctl "$port" user grant-role root root >/dev/null &&
+			jo_etcdctl "$port" auth enable >/dev/null ||
+			{ jo_tail "$d/log"; jo_die "cannot turn authentication on in etcd on port $port"; }
+		JO_ETCD_CTL[$port]="$ctl --user=root:$auth"
+		jo_etcdctl "$port" get --keys-only --limit 1 probe >/dev/null ||
+			jo_die "etcd on port $port does not take its root password"
+	fi
+	JO_ETCD_PORT=$port
+	JO_ETCD_PID=$pid
+	export JO_ETCD_PORT JO_ETCD_CERTS
 }
 
 # ---------------------------------------------------------------- per engine
@@ -331,12 +436,16 @@ engine_start() {
 	redis-tls) start_redis_tls $((JO_PORT_BASE + 6)) ;;
 	redis-sentinel)
 		start_redis_sentinel $((JO_PORT_BASE + 7)) $((JO_PORT_BASE + 8)) \
-			$((JO_PORT_BASE + 26)) $((JO_PORT_BASE + 27)) $((JO_PORT_BASE + 28))
+			$((JO_PORT_BASE + 17)) $((JO_PORT_BASE + 18)) $((JO_PORT_BASE + 19))
 		;;
 	redis-cluster) start_redis_cluster $((JO_PORT_BASE + 14)) $((JO_PORT_BASE + 15)) $((JO_PORT_BASE + 16)) ;;
 	sqlite3) ;;
 	postgres) start_postgres $((JO_PORT_BASE + 24)) ;;
 	mysql) start_mariadb $((JO_PORT_BASE + 25)) ;;
+	etcd)
+		start_etcd $((JO_PORT_BASE + 26))
+		JO_ETCD_ENGINE_PORT=$JO_ETCD_PORT
+		;;
 	*) jo_die "engine_start: unknown engine '$e'" ;;
 	esac
 	JO_ENGINE_STARTED="$JO_ENGINE_STARTED$e "
@@ -345,7 +454,8 @@ engine_start() {
 
 # engine_meta ENGINE NAME: JO_META := the META-URL of a new, empty database
 # for volume NAME (a Redis db number, a SQLite file, a PostgreSQL or MariaDB
-# database). Not in $(...): it counts Redis databases in this shell.
+# database, an etcd key prefix "/NAME"). Not in $(...): it counts Redis
+# databases in this shell.
 engine_meta() {
 	local e=$1 name=$2 db
 	db=$(echo "$name" | tr -c 'a-z0-9\n' '_')
@@ -375,20 +485,28 @@ engine_meta() {
 		my_sql "" "CREATE DATABASE $db" || jo_die "cannot create MariaDB database $db"
 		JO_META="mysql://jfs:$JO_MY_PASS@(127.0.0.1:$JO_MY_PORT)/$db"
 		;;
+	etcd)
+		case $name in *[!A-Za-z0-9._-]* | "") jo_die "engine_meta: bad etcd volume name '$name'" ;; esac
+		[ -n "${JO_ETCD_ENGINE_PORT:-}" ] || jo_die "engine_meta etcd: engine_start etcd first"
+		# the volume's keys are "/NAME" + 0xFD + ...: that prefix must be unused
+		[ -z "$(jo_etcdctl "$JO_ETCD_ENGINE_PORT" get --prefix --keys-only --limit 1 \
+			"$(printf '/%s\375' "$name")")" ] || jo_die "engine_meta: etcd prefix /$name is in use"
+		JO_META="etcd://127.0.0.1:$JO_ETCD_ENGINE_PORT/$name"
+		;;
 	*) jo_die "engine_meta: unknown engine '$e'" ;;
 	esac
 }
 
 # engine_store ENGINE NAME: where volume NAME keeps its objects: JO_BUCKET
 # (for jfs_format) and JO_STORE (for the leakcheck helpers: file:DIR or
-# s3:BUCKET). By engine, so every run covers both stores: sqlite3 and
-# postgres use file storage, redis and mysql SeaweedFS (started once, at
-# JO_PORT_BASE+10); JO_STORAGE=file|s3 overrides.
+# s3:BUCKET). By engine, so every run covers both stores: sqlite3,
+# postgres and etcd use file storage, redis and mysql SeaweedFS (started
+# once, at JO_PORT_BASE+10); JO_STORAGE=file|s3 overrides.
 engine_store() {
 	local e=$1 name=$2 kind
 	kind=${JO_STORAGE:-}
 	if [ -z "$kind" ]; then
-		case $e in redis* | mysql) kind=s3 ;; *) kind=file ;; esac
+		case $e in redis* | mysql) kind=s3 ;; *) kind=file ;; esac # sqlite3, postgres, etcd
 	fi
 	if [ "$kind" = s3 ]; then
 		[ -n "${JO_S3_ENDPOINT:-}" ] || start_seaweed $((JO_PORT_BASE + 10))

@@ -16,7 +16,7 @@ From the dump (FSTree + Trash, inodes counted once even when hard-linked):
   hist           {"<records in a chunk>": number of chunks}
 A dump does not carry delayed slices nor the chunks still held by pending
 (removed, not yet cleaned) files; when META-URL (sqlite3:// or redis://) is
-given (sqlite3://, postgres://, mysql:// or redis://) they are read from the database directly:
+given (sqlite3://, postgres://, mysql://, etcd:// or redis://) they are read from the database directly:
   delayed_slices  12-byte records in delSlices / jfs_delslices
   delayed_entries entries (rows / hash fields) of delSlices / jfs_delslices
   pending_chunks / pending_records / pending_slice_records / pending_hist:
@@ -201,6 +201,19 @@ def from_db(url, pending_inodes):
         blobs = []
         for ino in pending_inodes:
             blobs += [bytes(r[0]) for r in db.q("SELECT slices FROM @chunk WHERE inode=?", (ino,)).fetchall()]
+        chunk_stats(blobs, res)
+    elif u.scheme == "etcd":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import kvmeta
+        kv = kvmeta.KV(url)
+        rows = [v for k, v in kv.scan(b"L") if len(k) == 17]
+        res["delayed_entries"] = len(rows)
+        res["delayed_slices"] = sum(len(r) // 12 for r in rows)
+        res["delayed_ids"] = delayed_ids(rows)
+        res["trash_root_node"] = len(kv.scan(b"A" + kvmeta.le64(TRASH_INODE) + b"I"))
+        blobs = []
+        for ino in pending_inodes:
+            blobs += [v for k, v in kv.scan(b"A" + kvmeta.le64(ino) + b"C") if len(k) == 14]
         chunk_stats(blobs, res)
     elif u.scheme in ("redis", "rediss"):
         conn, pre = redis_volume(url)
