@@ -321,6 +321,7 @@ start_redis_cluster() {
 	[ "$i" -lt 300 ] || jo_die "the Redis Cluster on $* did not reach cluster_state:ok"
 	JO_RC_PORTS="$*"
 	export JO_RC_PORTS
+}
 
 # ---------------------------------------------------------------- etcd
 
