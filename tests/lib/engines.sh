@@ -65,6 +65,8 @@ jo_stop_engines() {
 		jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi
 	local pid
+	# the server's own pid, from its pidfile (runuser does not pass signals on)
+	[ -z "${JO_MY_PIDFILE:-}" ] || [ ! -s "$JO_MY_PIDFILE" ] || JO_MY_PID=$(cat "$JO_MY_PIDFILE")
 	for pid in ${JO_MY_PID:-} ${JO_MY_RUNNER:-}; do
 		kill -TERM "$pid" 2>/dev/null
 		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -157,6 +159,7 @@ start_mariadb() {
 		--innodb-buffer-pool-size=64M --max-connections=300 --ssl-ca="$JO_MY_CERTS/ca.pem" \
 		--ssl-cert="$JO_MY_CERTS/server.pem" --ssl-key="$JO_MY_CERTS/server.key" >/dev/null 2>&1 &
 	JO_MY_RUNNER=$!   # runuser, which does not pass signals on: the server's own pid is in its pidfile
+	JO_MY_PIDFILE=$d/run/pid
 	JO_MY_SOCK=$d/run/s.sock
 	for i in $(seq 1 300); do
 		kill -0 "$JO_MY_RUNNER" 2>/dev/null || { jo_tail "$d/err.log"; jo_die "mariadbd exited during start-up"; }
