@@ -156,7 +156,9 @@ static int push_range_locked(struct lister *l, const char *prefix, int depth, ch
 	l->prefixes++;            /* work items, for the progress line */
 	if (after || upto)
 		l->ranges++;
-	pthread_cond_signal(&l->cond);
+	/* all: the main thread waits on this condition too, and a signal it
+	 * took would leave the item queued with listers asleep */
+	pthread_cond_broadcast(&l->cond);
 	return 0;
 }
 
