@@ -814,7 +814,11 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (rc) {
 		rc = lc_fail(ctx, &err);
-		if (!o.restore)
+		/*
+		 * A missing bucket (JO_ESTATE, exit 8) is bad input found before
+		 * anything was read: its one error line says it all, no summary.
+		 */
+		if (!o.restore && !(err.code == JO_ESTATE && !o.delete_from))
 			print_incomplete(&r, &err, rc);
 	} else {
 		rc = code;

@@ -693,8 +693,20 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	jo_sync_bw_free(o.bw);
 	if (r) {
 		rc = cmd_fail(ctx, &err);
-		/* One line when nothing happened (say a missing SRC); the JSON summary always. */
-		if (sum.src_listed || sum.dst_listed || sum.copied || sum.failed || sum.deleted)
+		/*
+		 * Bad input found before anything was read (a missing SRC or bucket,
+		 * a refused credential, an unreachable server, a bad URL) is its one
+		 * error line; a fault that cut a run short also says INCOMPLETE. The
+		 * JSON summary is printed always.
+		 */
+		bool bad_input = err.code == JO_ENOTFOUND || err.code == JO_ESTATE ||
+				 err.code == JO_EINVAL || err.code == JO_EAUTH ||
+				 err.code == JO_ECONNECT || err.code == JO_EUNSUPPORTED ||
+				 err.code == JO_ENOTJFS;
+		bool began = sum.src_listed || sum.dst_listed || sum.copied || sum.failed ||
+			       sum.deleted;
+
+		if (began || !bad_input)
 			print_summary(&sides[0], &sides[1], &o, &sum, json, false, rc);
 		else if (json)
 			print_json_summary(&sides[0], &sides[1], &o, &sum, false, rc);

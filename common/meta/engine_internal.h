@@ -72,6 +72,10 @@ struct jo_compact_ops {
 int jo_sref_push(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size);
 int jo_sref_finish(int rc, struct jo_sref *recs, struct jo_sref **freed, size_t *nfreed);
 
+/* A compaction's freed-slice list (compact.c): append (id, size) unless it
+ * is there already; JO_ENOMEM on failure. */
+int jo_slice_id_add(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size);
+
 /* Task namespace and owner checks (mut.c), for families that build names from them. */
 #define JO_TASK_NS_MAX 16
 

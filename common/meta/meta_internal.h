@@ -23,11 +23,23 @@ struct jo_meta_url {
 	char *table_prefix; /* SQL: "jfs_" or "jfs_X_" */
 	char *redacted;     /* the URL with the password as "****" */
 	bool read_only;     /* opened for reading only (jo_meta_open_opts) */
+	/* redis: Sentinel, Cluster and TLS (as juicefs's newRedisMeta reads them) */
+	char *hosts;        /* sentinel/cluster: "h:p,h:p,..." (IPv6 as [a::b]:p), else NULL */
+	char *master_name;  /* sentinel: the master's name (NULL: not a sentinel URL) */
+	char *tls_ca;       /* tls-ca-cert-file */
+	char *tls_cert;     /* tls-cert-file */
+	char *tls_key;      /* tls-key-file */
+	char *tls_server_name; /* tls-server-name */
+	bool tls_skip_verify;  /* insecure-skip-verify (any non-empty value, as juicefs) */
+	char *route_read;   /* route-read: "replica", "random", "latency" (read-only handles) */
+	char *sentinel_password; /* $SENTINEL_PASSWORD (jo_meta_open_opts) */
 };
 /* Parse a META-URL (no I/O). JO_EINVAL when malformed, JO_EUNSUPPORTED for
- * engines and forms we do not handle (cluster, sentinel, mysql, tikv...). */
+ * engines and forms we do not handle (tikv, etcd...). */
 int jo_meta_url_parse(struct jo_meta_url *out, const char *url, struct jo_err *err);
 void jo_meta_url_release(struct jo_meta_url *u);
+/* A deep copy of src into dst (JO_ENOMEM; dst is then empty). */
+int jo_meta_url_copy(struct jo_meta_url *dst, const struct jo_meta_url *src, struct jo_err *err);
 
 struct jo_mut_ops;
 struct jo_compact_ops;

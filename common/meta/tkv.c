@@ -305,6 +305,23 @@ int jo_tkv_scan_prefix(struct jo_meta *m, const struct jo_key *prefix, bool keys
 				    s->pinned ? &s->pin_rev : NULL, cb, payload, err);
 }
 
+int jo_tkv_ref(struct jo_meta *m, uint64_t id, uint32_t size, bool *found, int64_t *v,
+	       struct jo_err *err)
+{
+	struct jo_key k;
+	uint8_t *b;
+	size_t bl;
+	int rc;
+
+	jo_tkv_slice_key(&k, m, id, size);
+	if ((rc = jo_tkv_get(m, &k, &b, &bl, err)) != 0)
+		return rc;
+	*found = b && bl == 8;
+	*v = *found ? (int64_t)jo_le64(b) : 0;
+	free(b);
+	return 0;
+}
+
 /* ---------------------------------------------------------------- connection */
 
 const struct jo_kv_transport *jo_tkv_transport_override;

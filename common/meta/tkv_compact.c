@@ -121,24 +121,6 @@ out:
 	return rc;
 }
 
-/* K of (id, size): *found, *v (le64 = refs - 1). */
-static int ref_value(struct jo_meta *m, uint64_t id, uint32_t size, bool *found, int64_t *v,
-		     struct jo_err *err)
-{
-	struct jo_key k;
-	uint8_t *b;
-	size_t bl;
-	int rc;
-
-	jo_tkv_slice_key(&k, m, id, size);
-	if ((rc = jo_tkv_get(m, &k, &b, &bl, err)) != 0)
-		return rc;
-	*found = b && bl == 8;
-	*v = *found ? (int64_t)jo_le64(b) : 0;
-	free(b);
-	return 0;
-}
-
 /* juicefs's cleanupZeroRef: K = 0 means one reference, which absent says too. */
 static int zero_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
@@ -157,23 +139,6 @@ static int zero_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	}
 	free(b);
 	return jo_tx_del(tx, &k, err);
-}
-
-static int add_freed(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size)
-{
-	struct jo_slice_id *nv;
-
-	for (size_t k = 0; k < *n; k++)
-		if ((*v)[k].id == id)
-			return 0;
-	nv = realloc(*v, (*n + 1) * sizeof(*nv));
-	if (!nv)
-		return JO_ENOMEM;
-	nv[*n].id = id;
-	nv[*n].size = size;
-	*v = nv;
-	(*n)++;
-	return 0;
 }
 
 static int t_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
@@ -195,7 +160,7 @@ static int t_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 		bool found = false;
 		int64_t v;
 
-		if (ref_value(m, c->new_id, c->size, &found, &v, &e2) || !found)
+		if (jo_tkv_ref(m, c->new_id, c->size, &found, &v, &e2) || !found)
 			return rc;
 		rc = 0;
 	}
@@ -212,9 +177,9 @@ static int t_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 		int64_t v = 0;
 
 		jo_slice_decode(c->origin + i * 24, &s);
-		if (!s.id || ref_value(m, s.id, s.size, &found, &v, &e2))
+		if (!s.id || jo_tkv_ref(m, s.id, s.size, &found, &v, &e2))
 			continue;
-		if (found && v < 0 && add_freed(freed, nfreed, s.id, s.size))
+		if (found && v < 0 && jo_slice_id_add(freed, nfreed, s.id, s.size))
 			return 0;
 	}
 	return 0;

@@ -128,6 +128,9 @@ int jo_tx_incr(struct jo_tx *tx, const struct jo_key *k, int64_t delta, int64_t 
 /* Outside transactions: one key (its own read-only transaction). */
 int jo_tkv_get(struct jo_meta *m, const struct jo_key *k, uint8_t **v, size_t *vl,
 	       struct jo_err *err);
+/* The K value of slice (id, size): *found, *v = refs - 1 (le64). */
+int jo_tkv_ref(struct jo_meta *m, uint64_t id, uint32_t size, bool *found, int64_t *v,
+	       struct jo_err *err);
 /* Every key with this prefix, at one snapshot. */
 int jo_tkv_scan_prefix(struct jo_meta *m, const struct jo_key *prefix, bool keys_only,
 		       jo_kv_cb cb, void *payload, struct jo_err *err);

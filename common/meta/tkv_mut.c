@@ -236,29 +236,12 @@ static int t_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 	return drain(m, &d, freed, nfreed, err);
 }
 
-static int ref_value(struct jo_meta *m, uint64_t id, uint32_t size, bool *found, int64_t *v,
-		     struct jo_err *err)
-{
-	struct jo_key k;
-	uint8_t *b;
-	size_t bl;
-	int rc;
-
-	jo_tkv_slice_key(&k, m, id, size);
-	if ((rc = jo_tkv_get(m, &k, &b, &bl, err)) != 0)
-		return rc;
-	*found = b && bl == 8;
-	*v = *found ? (int64_t)jo_le64(b) : 0;
-	free(b);
-	return 0;
-}
-
 static int t_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool *out,
 			     struct jo_err *err)
 {
 	bool found;
 	int64_t v;
-	int rc = ref_value(m, id, size, &found, &v, err);
+	int rc = jo_tkv_ref(m, id, size, &found, &v, err);
 
 	*out = rc == 0 && found && v < 0;
 	return rc;

@@ -41,19 +41,9 @@ import s3util  # noqa: E402
 BIG_MIN, BIG_MAX = 6 << 20, 14 << 20
 
 
-def block_key(name, hp, sid, indx, bsize):
-    if hp:
-        return "%s/chunks/%02X/%d/%d_%d_%d" % (name, sid % 256, sid // 1000000, sid, indx, bsize)
-    return "%s/chunks/%d/%d/%d_%d_%d" % (name, sid // 1000000, sid // 1000, sid, indx, bsize)
-
-
-def walk(node, out):
-    for c in node.get("chunks", []) or []:
-        for s in c.get("slices", []) or []:
-            if s.get("id", 0) > 0:
-                out.add((s["id"], s["size"]))
-    for child in (node.get("entries") or {}).values():
-        walk(child, out)
+# the block-key layout and the dump walk are gc_tool's (one copy)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration", "lib"))
+from gc_tool import block_key, walk  # noqa: E402
 
 
 def plant(dump, keys_path, seed, n):
