@@ -51,6 +51,19 @@ struct jo_mut_ops {
 	int (*task_count)(struct jo_meta *, const char *, int64_t *, int64_t *, struct jo_err *);
 	int (*task_scan)(struct jo_meta *, const char *, jo_mut_task_cb, void *, struct jo_err *);
 	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
+	/*
+	 * Records beside the tasks (meta_mut.h jo_mut_rec_*): redis in
+	 * mut_redis.c, sql in sql_task.c. A family without them leaves these
+	 * NULL and the calls are JO_EUNSUPPORTED. TODO(tkv): implement them in
+	 * tkv_task.c (a record key per (ns, key); put checks the task's owner
+	 * and completes it in the same transaction), then honour
+	 * url.coordinator_only in the family's open (skip the format check).
+	 */
+	int (*rec_put)(struct jo_meta *, const char *, const char *, const char *,
+		       const struct jo_mut_rec_cond *, bool *, struct jo_err *);
+	int (*rec_get)(struct jo_meta *, const char *, const char *, char **, struct jo_err *);
+	int (*rec_scan)(struct jo_meta *, const char *, const char *, jo_mut_rec_cb, void *,
+			struct jo_err *);
 };
 
 /* A family's compaction bookkeeping (meta_compact.h). */

@@ -452,6 +452,7 @@ int jo_meta_open_with(struct jo_meta **out, const char *url,
 	if (pw && (rc = set_password(&u, pw, err)) != 0)
 		return rc;
 	u.read_only = opts && opts->read_only;
+	u.coordinator_only = opts && opts->coordinator_only;
 	return open_parsed(out, &u, err);
 }
 

@@ -23,6 +23,7 @@ struct jo_meta_url {
 	char *table_prefix; /* SQL: "jfs_" or "jfs_X_" */
 	char *redacted;     /* the URL with the password as "****" */
 	bool read_only;     /* opened for reading only (jo_meta_open_opts) */
+	bool coordinator_only; /* no volume: skip the format check (jo_meta_open_opts) */
 };
 /* Parse a META-URL (no I/O). JO_EINVAL when malformed, JO_EUNSUPPORTED for
  * engines and forms we do not handle (cluster, sentinel, mysql, tikv...). */

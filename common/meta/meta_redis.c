@@ -195,6 +195,9 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 		goto fail;
 	}
 	freeReplyObject(r);
+	/* a sync coordinator holds no volume: its records need no format */
+	if (m->url.coordinator_only)
+		return 0;
 	r = jo_rd_cmd(m, err, &rc, "EXISTS setting");
 	if (!r)
 		goto fail;
