@@ -13,9 +13,10 @@
  *   cuts, def:R  the planned ranges (boundaries, hex), before any range task
  *   pos:R        a range's resume position and counters, written only by the
  *                holder of the range's lease: a checkpoint (nothing in flight,
- *                every key up to pos done) and the window of keys copies may
- *                have reached since (a later attempt counts those it finds
- *                carrying the job's mark, so no copy is counted twice or lost)
+ *                every key up to pos done), whether copies may have gone on
+ *                past it unrecorded (a later attempt counts those it finds
+ *                carrying the job's mark: no copy is counted twice or lost),
+ *                and the multipart uploads open (a later attempt aborts them)
  *   done:R       the range done (or given up after --max-attempts), written
  *                in the transaction that completes its task: never redone
  *   fail:R       its last failure
@@ -384,6 +385,43 @@ static int view_load(struct jo_meta *m, const char *ns, struct view *v, struct j
 	return 0;
 }
 
+/*
+ * The records one range's worker needs (the job's plan and order hints, the
+ * range's own): a handful of reads, whatever the number of ranges. The
+ * range's records are in v->r[0].
+ */
+static int view_load_range(struct jo_meta *m, const char *ns, int idx, struct view *v,
+			   struct jo_err *err)
+{
+	const char *jobkeys[] = { "plan", "cuts", "order:src", "order:dst" };
+	json_t **jobslots[] = { &v->plan, &v->cuts, &v->order_src, &v->order_dst };
+	const char *kinds[] = { "def", "pos", "done", "fail", "ddone", "dfail" };
+	int rc = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->workers = json_object();
+	if (!v->workers || !view_range(v, 0)) {
+		view_release(v);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	json_t **rslots[] = { &v->r[0].def, &v->r[0].pos, &v->r[0].done, &v->r[0].fail,
+			      &v->r[0].ddone, &v->r[0].dfail };
+	for (size_t i = 0; !rc && i < sizeof(jobkeys) / sizeof(jobkeys[0]); i++)
+		rc = rec_get(m, ns, jobkeys[i], jobslots[i], err);
+	for (size_t i = 0; !rc && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s:%06d", kinds[i], idx);
+		rc = rec_get(m, ns, key, rslots[i], err);
+	}
+	if (rc) {
+		view_release(v);
+		return rc;
+	}
+	v->n = v->plan ? (int)ji(v->plan, "ranges") : v->cuts ? (int)ji(v->cuts, "n") : 0;
+	return 0;
+}
+
 /* The job's totals from its range records. */
 struct totals {
 	int done, failed, leased, pending, deleted_ranges, del_failed;
@@ -432,6 +470,7 @@ struct job {
 	const struct jo_sync_opts *o;
 	const struct jo_sync_cluster_opts *co;
 	struct jo_meta *m;
+	struct jo_meta *mw;      /* the range callbacks' own connection (under mu) */
 	struct jo_lease *lease;
 	char ns[17];
 	char mark[64];
@@ -614,13 +653,19 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 
 /* ---- one range ----------------------------------------------------------- */
 
+struct upload {
+	char *key, *id;
+};
+
 struct rctx {
 	struct job *j;
+	pthread_mutex_t mu;      /* the fields below, and j->mw */
+	struct upload *up;       /* multipart uploads open now */
+	size_t nup, upcap;
 	int64_t task;
 	int idx;
 	int64_t since, attempt;
-	char *win;               /* the widest window recorded (NULL: none) */
-	bool win_end;
+	bool uncounted;          /* copies past the checkpoint may be unrecorded */
 	struct jo_sync_ckpt ck;  /* the last checkpoint */
 	char *ck_pos;
 	const char *kind;        /* "pos" */
@@ -647,26 +692,109 @@ static void counters_from(const json_t *o, struct jo_sync_ckpt *c)
 	c->dst_listed = ju(o, "ld");
 }
 
-static int write_pos(struct rctx *r, struct jo_err *err)
+/* Record pos:R (r->mu held): the checkpoint, and the uploads open now. */
+static int write_pos_locked(struct rctx *r, struct jo_err *err)
 {
 	struct jo_mut_rec_cond held = { .task_id = r->task, .owner = r->j->co->worker };
 	char key[32];
-	json_t *p = counters_json(&r->ck);
+	json_t *p = counters_json(&r->ck), *ups = json_array();
 	int rc;
 
-	if (!p)
+	if (!p || !ups) {
+		json_decref(p);
+		json_decref(ups);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < r->nup; i++)
+		json_array_append_new(ups, json_pack("[o,s]", jhex(r->up[i].key), r->up[i].id));
+	json_object_set_new(p, "mpu", ups);
 	json_object_set_new(p, "pos", jhex(r->ck_pos));
-	json_object_set_new(p, "win", jhex(r->win));
-	json_object_set_new(p, "win_end", json_boolean(r->win_end));
+	json_object_set_new(p, "uncounted", json_boolean(r->uncounted));
 	json_object_set_new(p, "by", json_string(r->j->co->worker));
 	json_object_set_new(p, "since", json_integer(r->since));
 	json_object_set_new(p, "at", json_integer(now_ms()));
 	json_object_set_new(p, "att", json_integer(r->attempt));
 	snprintf(key, sizeof(key), "pos:%06d", r->idx);
-	rc = rec_put(r->j->m, r->j->ns, key, p, &held, NULL, err);
+	rc = rec_put(r->j->mw, r->j->ns, key, p, &held, NULL, err);
 	json_decref(p);
 	return rc;
+}
+
+static int write_pos(struct rctx *r, struct jo_err *err)
+{
+	pthread_mutex_lock(&r->mu);
+	int rc = write_pos_locked(r, err);
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+static int cb_mpu(const char *rel, const char *upload_id, bool open, struct jo_err *err,
+		  void *payload)
+{
+	struct rctx *r = payload;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->mu);
+	if (open) {
+		if (r->nup == r->upcap) {
+			size_t nc = r->upcap ? r->upcap * 2 : 8;
+			struct upload *nu = realloc(r->up, nc * sizeof(*nu));
+
+			if (!nu) {
+				pthread_mutex_unlock(&r->mu);
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			}
+			r->up = nu;
+			r->upcap = nc;
+		}
+		r->up[r->nup].key = strdup(rel);
+		r->up[r->nup].id = strdup(upload_id);
+		if (!r->up[r->nup].key || !r->up[r->nup].id) {
+			free(r->up[r->nup].key);
+			free(r->up[r->nup].id);
+			pthread_mutex_unlock(&r->mu);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		r->nup++;
+		/* recorded before any part goes out */
+		rc = write_pos_locked(r, err);
+	} else {
+		for (size_t i = 0; i < r->nup; i++) {
+			if (!strcmp(r->up[i].id, upload_id)) {
+				free(r->up[i].key);
+				free(r->up[i].id);
+				r->up[i] = r->up[--r->nup];
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+/* Abort the multipart uploads an earlier attempt of the range left open. */
+static void abort_left_uploads(struct job *j, const json_t *pos)
+{
+	json_t *ups = json_object_get(pos, "mpu"), *u;
+	size_t i;
+
+	json_array_foreach(ups, i, u) {
+		bool bad = false;
+		char *rel = unhex(json_array_get(u, 0), &bad);
+		const char *id = json_string_value(json_array_get(u, 1));
+		size_t pl = strlen(j->dst->prefix);
+		char *dkey = rel ? malloc(pl + strlen(rel) + 1) : NULL;
+		struct jo_err e = { 0 };
+
+		if (dkey && id) {
+			memcpy(dkey, j->dst->prefix, pl);
+			strcpy(dkey + pl, rel);
+			if (jo_obj_mpu_abort(j->dobj, dkey, id, &e) == 0 && j->o->verbose)
+				jo_info("aborted the upload of \"%s\" a killed worker left", rel);
+		}
+		free(dkey);
+		free(rel);
+	}
 }
 
 static int cb_checkpoint(const struct jo_sync_ckpt *c, struct jo_err *err, void *payload)
@@ -680,23 +808,6 @@ static int cb_checkpoint(const struct jo_sync_ckpt *c, struct jo_err *err, void 
 	r->ck_pos = np;
 	r->ck = *c;
 	r->ck.pos = NULL;
-	return write_pos(r, err);
-}
-
-static int cb_extend(const char *window, bool end, struct jo_err *err, void *payload)
-{
-	struct rctx *r = payload;
-
-	if (end) {
-		r->win_end = true;
-	} else if (!r->win_end && (!r->win || strcmp(window, r->win) > 0)) {
-		char *w = strdup(window);
-
-		if (!w)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		free(r->win);
-		r->win = w;
-	}
 	return write_pos(r, err);
 }
 
@@ -801,19 +912,18 @@ static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bo
 }
 
 static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool del,
-		    const struct view *v, struct jo_err *err)
+		    const struct view *v, const struct rview *rv, struct jo_err *err)
 {
 	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
-	const struct rview *rv = &v->r[idx];
 	struct rctx r = { .j = j, .task = t->id, .idx = idx, .since = now_ms(),
-			  .attempt = t->attempts };
+			  .attempt = t->attempts, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct jo_sync_range rg = { 0 };
 	struct jo_sync_summary sum;
 	struct jo_sync_opts o = *j->o;
 	struct jo_err rerr = { 0 };
 	char key[32];
 	bool bad = false;
-	char *lo = NULL, *hi = NULL, *after = NULL, *win = NULL;
+	char *lo = NULL, *hi = NULL, *after = NULL;
 	int rc;
 
 	if (del ? rv->ddone != NULL : (rv->done && !jb(rv->done, "failed"))) {
@@ -830,8 +940,7 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 	hi = unhex(json_object_get(rv->def, "hi"), &bad);
 	if (!del && rv->pos) {
 		after = unhex(json_object_get(rv->pos, "pos"), &bad);
-		win = unhex(json_object_get(rv->pos, "win"), &bad);
-		r.win_end = jb(rv->pos, "win_end");
+		r.uncounted = jb(rv->pos, "uncounted");
 		counters_from(rv->pos, &r.ck);
 	}
 	if (bad) {
@@ -839,7 +948,14 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 		goto out;
 	}
 	r.ck_pos = after ? strdup(after) : NULL;
-	r.win = win ? strdup(win) : NULL;
+	/*
+	 * From here on copies may land past the checkpoint without being
+	 * recorded: say so once, before the first. A later attempt then HEADs
+	 * the keys it would skip past the checkpoint, to count what this one
+	 * copied (one write per attempt, not per copy).
+	 */
+	bool prev_uncounted = r.uncounted;
+	r.uncounted = true;
 	pthread_mutex_lock(&j->mu);
 	j->cur_range = idx;
 	pthread_mutex_unlock(&j->mu);
@@ -848,6 +964,8 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 		rc = write_pos(&r, err);
 		if (rc)
 			goto lost;
+		if (rv->pos)
+			abort_left_uploads(j, rv->pos);
 	}
 	rg.lo = lo;
 	rg.hi = hi;
@@ -861,13 +979,12 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 	enum jo_sync_order so0 = rg.src_order, do0 = rg.dst_order;
 	rg.after = after;
 	rg.base = r.ck;
-	rg.window = win;
-	rg.window_end = r.win_end;
+	rg.uncounted = prev_uncounted;
 	rg.job_mark = j->mark;
 	rg.checkpoint_s = j->co->checkpoint_s;
 	rg.checkpoint = cb_checkpoint;
-	rg.extend = cb_extend;
 	rg.may_mutate = cb_may_mutate;
+	rg.mpu = cb_mpu;
 	rg.payload = &r;
 	o.range = &rg;
 	o.live = &j->live;
@@ -882,11 +999,9 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 		rg.max_extras = d ? ju(d, "x") : 0;
 		rg.expect_src = d && ju(d, "ls") > 0;
 		rg.after = NULL;
-		rg.window = NULL;
-		rg.window_end = false;
+		rg.uncounted = false;
 		memset(&rg.base, 0, sizeof(rg.base));
 		rg.checkpoint = NULL;
-		rg.extend = NULL;
 	} else {
 		o.delete_dst = false;
 	}
@@ -984,9 +1099,13 @@ out:
 	free(lo);
 	free(hi);
 	free(after);
-	free(win);
-	free(r.win);
 	free(r.ck_pos);
+	for (size_t i = 0; i < r.nup; i++) {
+		free(r.up[i].key);
+		free(r.up[i].id);
+	}
+	free(r.up);
+	pthread_mutex_destroy(&r.mu);
 	return rc;
 }
 
@@ -1150,7 +1269,7 @@ static void *progress_main(void *p)
 	if (jo_meta_dup(j->m, &m, &err))
 		return NULL;
 	for (;;) {
-		for (int i = 0; i < 8; i++) {
+		for (int i = 0; i < 16; i++) {
 			pthread_mutex_lock(&j->mu);
 			bool stop = j->stop_progress;
 			pthread_mutex_unlock(&j->mu);
@@ -1349,8 +1468,11 @@ static int work_loop(struct job *j, struct jo_err *err)
 		}
 		if (rc)
 			break;
+		bool del = !strcmp(t.kind, "del");
+		int idx = parse_item(t.items, del ? 'd' : 'r');
 		struct view v;
-		rc = view_load(j->m, j->ns, &v, err);
+
+		rc = view_load_range(j->m, j->ns, idx < 0 ? 0 : idx, &v, err);
 		if (rc) {
 			jo_mut_task_release_mem(&t);
 			(void)jo_lease_release(j->lease, j->m, err);
@@ -1366,16 +1488,13 @@ static int work_loop(struct job *j, struct jo_err *err)
 				rc = do_plan(j, &t, err);
 			}
 		} else if (!strcmp(t.kind, "range") || !strcmp(t.kind, "del")) {
-			bool del = !strcmp(t.kind, "del");
-			int idx = parse_item(t.items, del ? 'd' : 'r');
-
 			if (co->mode == JO_SYNC_CLUSTER_PLAN) {
 				mine_kind = false;
 			} else if (idx < 0 || idx >= v.n) {
 				rc = jo_err_set(err, JO_EPROTO, "coordinator: task '%s' names no planned range",
 						t.items ? t.items : "");
 			} else {
-				rc = do_range(j, &t, idx, del, &v, err);
+				rc = do_range(j, &t, idx, del, &v, &v.r[0], err);
 			}
 		} else {
 			rc = jo_err_set(err, JO_EPROTO, "coordinator: unknown task kind '%s'", t.kind);
@@ -1417,7 +1536,9 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 		jo_err_wrap(err, "coordinator");
 		goto out;
 	}
-	rc = jo_mut_task_init(j.m, j.ns, err);
+	rc = jo_meta_dup(j.m, &j.mw, err);
+	if (!rc)
+		rc = jo_mut_task_init(j.m, j.ns, err);
 	if (!rc)
 		rc = jo_mut_task_init(j.m, REGISTRY, err);
 	if (rc) {
@@ -1494,6 +1615,7 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 out:
 	view_release(&v);
 	jo_lease_free(j.lease);
+	jo_meta_close(j.mw);
 	jo_meta_close(j.m);
 	pthread_mutex_destroy(&j.mu);
 	return rc;
@@ -1641,6 +1763,13 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 							 basis > 0 ? (double)ju(w, "copied") / basis : 0.0,
 							 "seen_ago_ms", (json_int_t)(ls.now - ji(w, "seen"))));
 	}
+	int64_t last_done = 0, first_del = 0;
+	for (int i = 0; i < v.n; i++) {
+		if (v.r[i].done && ji(v.r[i].done, "at") > last_done)
+			last_done = ji(v.r[i].done, "at");
+		if (v.r[i].ddone && (!first_del || ji(v.r[i].ddone, "started") < first_del))
+			first_del = ji(v.r[i].ddone, "started");
+	}
 	if (json) {
 		json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i},"
 				      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:O,s:O,s:O?,s:O?,s:O?}",
@@ -1655,6 +1784,11 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 				      (json_int_t)t.deleted, "listed_src", (json_int_t)t.src,
 				      "listed_dst", (json_int_t)t.dst, "leases", leases, "failures", fails,
 				      "workers", workers, "plan", v.plan, "gate", v.gate, "end", v.end);
+		/* when the copy phase ended and the deletions began (unix ms; 0: not yet) */
+		if (o) {
+			json_object_set_new(o, "last_range_done_at", json_integer(last_done));
+			json_object_set_new(o, "first_delete_at", json_integer(first_del));
+		}
 		char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 		if (txt)

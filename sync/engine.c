@@ -81,15 +81,12 @@ struct eng {
 	uint64_t nextras;
 	/* cluster range (o->range, else NULL) */
 	struct jo_sync_range *rg;
-	char *win;                  /* the last window given to rg->extend, NULL: none */
-	bool win_end;
 	struct jo_sync_ckpt ck;     /* counters of the keys up to ck_pos (the base included) */
 	char *ck_pos;
 	double ck_at;               /* when the last checkpoint was taken */
 	bool rg_failed;             /* a copy failed in this attempt: ck_pos stays */
 	char *last_key;             /* the last key the merge processed (either side) */
-	char *cwin;                 /* keys up to here may have been copied uncounted */
-	bool cwin_end;
+	bool uncounted;             /* keys past ck_pos may have been copied uncounted */
 };
 
 static void save_pos(struct eng *e, bool force);
@@ -519,6 +516,15 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
 		if (rc)
 			goto out;
+		if (e->rg && e->rg->mpu) {
+			rc = e->rg->mpu(t->rel, upload_id, true, err, e->rg->payload);
+			if (rc) {
+				struct jo_err aerr = { 0 };
+
+				jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+				goto out;
+			}
+		}
 		struct jo_sync_mpu nm = { .part_size = ps, .src_size = size, .src_mtime = t->src.mtime };
 		snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", upload_id);
 		snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
@@ -580,6 +586,14 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 	if (jo_sync_etag_is_md5(t->src.etag))
 		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
 out:
+	if (e->rg && e->rg->mpu && upload_id) {
+		/* nothing continues a range's upload later: one that failed goes now */
+		struct jo_err aerr = { 0 };
+
+		if (rc)
+			jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+		(void)e->rg->mpu(t->rel, upload_id, false, &aerr, e->rg->payload);
+	}
 	free(upload_id);
 	free(m.md5s);
 	free(m.parts);
@@ -876,44 +890,11 @@ static int add_extra(struct eng *e, const char *rel, struct jo_err *err)
 	return 0;
 }
 
-/*
- * Cluster: before a copy of a key above the window last recorded, record a
- * new one: as far as the SRC listing has got (one write per stretch of
- * listing, not per key), so that after a crash the next attempt knows
- * which keys may have been copied without being counted.
- */
-static int cover_window(struct eng *e, const char *rel, struct jo_err *err)
-{
-	char hz[1200];
-	const char *w = rel;
-	int h, rc;
-
-	if (!e->rg || !e->rg->extend || e->win_end || (e->win && strcmp(rel, e->win) <= 0))
-		return 0;
-	h = jo_sync_stream_horizon(e->ls, hz, sizeof(hz));
-	if (h == 0) {
-		size_t pl = strlen(e->src->prefix);
-		const char *hr = strncmp(hz, e->src->prefix, pl) == 0 ? hz + pl : hz;
-
-		if (strcmp(hr, rel) > 0)
-			w = hr;
-	}
-	rc = e->rg->extend(h == 1 ? NULL : w, h == 1, err, e->rg->payload);
-	if (rc)
-		return rc;
-	char *nw = h == 1 ? NULL : strdup(w);
-	if (h != 1 && !nw)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	free(e->win);
-	e->win = nw;
-	e->win_end = h == 1;
-	return 0;
-}
-
 /* Cluster: may an earlier attempt have copied rel without counting it? */
 static bool in_credit_window(const struct eng *e, const char *rel)
 {
-	return e->rg && (e->cwin_end || (e->cwin && strcmp(rel, e->cwin) <= 0));
+	(void)rel; /* every key past the resume point: the merge only sees those */
+	return e->rg && e->uncounted;
 }
 
 static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
@@ -935,14 +916,6 @@ static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struc
 	t->src = *s;
 	t->src.key = t->rel;
 	t->credit = credit;
-	if (!credit) {
-		int rc = cover_window(e, s->key, err);
-
-		if (rc) {
-			task_free(t);
-			return rc;
-		}
-	}
 	if (e->track_pos) {
 		t->before = strdup(e->merge_pos ? e->merge_pos : "");
 		if (!t->before) {
@@ -1357,16 +1330,7 @@ static int range_relist(struct eng *e, char side, const struct jo_sync_side *bad
 	e->sum->failed = 0;
 	e->rg_failed = false;
 	pthread_mutex_unlock(&e->mu);
-	if (e->win_end) {
-		e->cwin_end = true;
-	} else if (e->win && (!e->cwin || strcmp(e->win, e->cwin) > 0)) {
-		char *w = strdup(e->win);
-
-		if (!w)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		free(e->cwin);
-		e->cwin = w;
-	}
+	e->uncounted = true;  /* this pass may have copied past the checkpoint */
 	free(*after);
 	*after = e->ck_pos ? strdup(e->ck_pos) : NULL;
 	if (e->ck_pos && !*after)
@@ -1407,9 +1371,8 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		e.ck = e.rg->base;
 		e.ck.pos = NULL;
 		e.ck_at = now_s();
-		e.cwin_end = e.rg->window_end;
-		if ((e.rg->after && !(e.ck_pos = strdup(e.rg->after))) ||
-		    (e.rg->window && !(e.cwin = strdup(e.rg->window)))) {
+		e.uncounted = e.rg->uncounted;
+		if (e.rg->after && !(e.ck_pos = strdup(e.rg->after))) {
 			free(e.ck_pos);
 			free(workers);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -1550,8 +1513,6 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	sum->seconds = now_s() - e.t0;
 	pthread_mutex_destroy(&e.mu);
 	pthread_cond_destroy(&e.cv);
-	free(e.win);
-	free(e.cwin);
 	free(e.last_key);
 	free(e.ck_pos);
 	return rc;

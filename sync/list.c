@@ -85,8 +85,6 @@ struct jo_sync_stream {
 	/* cluster range (opts.range): full keys, NULL = open; the listing prefix */
 	char *rlo, *rhi;
 	char *lprefix;
-	char *hz;                /* the last key pushed (jo_sync_stream_horizon) */
-	size_t hzcap;
 	/* where the two orders disagree about the range (range_positions) */
 	size_t slash[RANGE_POS], low[RANGE_POS];
 	int nslash, nlow;
@@ -336,21 +334,6 @@ static int push(struct range *r, const struct jo_obj_info *info)
 	r->q[(r->head + r->count) % QCAP] = e;
 	r->count++;
 	s->listed++;
-	if (s->opts.range) {
-		/* keys arrive in order here: the last one is how far the listing got */
-		size_t kl = strlen(e.key) + 1;
-
-		if (kl > s->hzcap) {
-			char *nh = realloc(s->hz, kl);
-
-			if (nh) {
-				s->hz = nh;
-				s->hzcap = kl;
-			}
-		}
-		if (kl <= s->hzcap)
-			memcpy(s->hz, e.key, kl);
-	}
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	return 0;
@@ -1144,7 +1127,6 @@ void jo_sync_stream_free(struct jo_sync_stream *s)
 	free(s->rlo);
 	free(s->rhi);
 	free(s->lprefix);
-	free(s->hz);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
@@ -1173,22 +1155,3 @@ uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s)
 	return n;
 }
 
-int jo_sync_stream_horizon(struct jo_sync_stream *s, char *buf, size_t n)
-{
-	int rc = 1;
-
-	pthread_mutex_lock(&s->mu);
-	for (int i = 0; s->planned && i < s->nranges; i++)
-		if (!s->ranges[i]->done)
-			rc = 0;
-	if (!s->planned)
-		rc = 0;
-	if (rc == 0) {
-		if (s->hz && s->hz[0] && strlen(s->hz) < n)
-			memcpy(buf, s->hz, strlen(s->hz) + 1);
-		else
-			rc = -1;
-	}
-	pthread_mutex_unlock(&s->mu);
-	return rc;
-}

@@ -247,14 +247,6 @@ uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s);
  */
 uint64_t jo_sync_stream_links(const struct jo_sync_stream *s);
 
-/*
- * The last key the stream's listing has reached so far (full key, copied
- * into buf of n bytes): every key it will hand out up to there has been
- * read from the store. 1 when it has read to the end (sorted streams:
- * always, once the first entry came out), 0 with buf set, -1 when nothing
- * was read yet.
- */
-int jo_sync_stream_horizon(struct jo_sync_stream *s, char *buf, size_t n);
 
 /* ---- cluster planning (plan.c) ------------------------------------------ */
 
@@ -313,13 +305,13 @@ struct jo_sync_range {
 	const char *after;          /* resume after this key (NULL: from lo) */
 	struct jo_sync_ckpt base;   /* what earlier attempts did up to `after` */
 	/*
-	 * An earlier attempt may have copied keys in (after, window] without
-	 * recording them (window_end: up to hi). The merge credits those it
-	 * would skip once a HEAD shows this job's mark on them: so a copy is
-	 * counted once, whichever attempt made it.
+	 * An earlier attempt may have copied keys after `after` without
+	 * recording them (it died between checkpoints). The merge then HEADs
+	 * each key past `after` it would skip and counts it as copied when it
+	 * carries this job's mark: a copy is counted once, whichever attempt
+	 * made it.
 	 */
-	const char *window;
-	bool window_end;
+	bool uncounted;
 	const char *job_mark;       /* x-amz-meta-jfsops-job on every copy */
 	double checkpoint_s;        /* seconds between checkpoints (drain, then record) */
 	/* phase 2: list both sides, delete what only DST has, copy nothing */
@@ -328,13 +320,19 @@ struct jo_sync_range {
 	bool expect_src;            /* refuse when SRC lists nothing where it listed some */
 	/*
 	 * Callbacks (payload last). checkpoint: nothing is in flight, store c
-	 * (a non-zero return stops the range with that error). extend: before
-	 * any copy of a key above the last window given, with a new one (end:
-	 * up to hi). may_mutate: false once the range's lease is lost.
+	 * (a non-zero return stops the range with that error). may_mutate:
+	 * false once the range's lease is lost.
 	 */
 	int (*checkpoint)(const struct jo_sync_ckpt *c, struct jo_err *err, void *payload);
-	int (*extend)(const char *window, bool end, struct jo_err *err, void *payload);
 	bool (*may_mutate)(void *payload);
+	/*
+	 * A multipart upload of key rel began (open) or ended: record it, so
+	 * that an attempt after a crash aborts what this one left behind (there
+	 * is no state file to continue it from). Called from transfer threads;
+	 * a non-zero return fails the copy.
+	 */
+	int (*mpu)(const char *rel, const char *upload_id, bool open, struct jo_err *err,
+		   void *payload);
 	void *payload;
 };
 

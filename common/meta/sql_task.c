@@ -75,8 +75,17 @@ static int run_text(struct jo_meta *m, const char *ns, const char *tmpl, bool te
 int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	for (const char *const *d = jo_sql_dialect_of(m)->task_ddl; *d; d++) {
-		int rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
+		int rc = 0;
 
+		/* workers starting together race on CREATE ... IF NOT EXISTS, and
+		 * PostgreSQL reports the loser as a duplicate key of its catalog:
+		 * another try finds the table made */
+		for (int attempt = 0; attempt < 3; attempt++) {
+			rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
+			if (!rc)
+				break;
+			usleep(20000 * (useconds_t)(attempt + 1));
+		}
 		if (rc)
 			return jo_err_wrap(err, "create jfsops task tables");
 	}

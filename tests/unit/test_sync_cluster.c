@@ -891,7 +891,7 @@ static void test_cluster_counts_a_dead_workers_copies(void **state)
 	assert_int_equal(w.rc, 0);
 	assert_false(w.res.finished);
 
-	/* the dead worker: claims range 0, records a window to its end, copies
+	/* the dead worker: claims range 0, records that it copies from here, copies
 	 * the first 30 keys of the range with the job's mark, then vanishes */
 	assert_int_equal(jo_meta_open_with(&m, url, &mo, &err), 0);
 	struct jo_mut_task t;
@@ -907,7 +907,7 @@ static void test_cluster_counts_a_dead_workers_copies(void **state)
 	free(plan);
 	struct jo_mut_rec_cond held = { .task_id = t.id, .owner = "dead" };
 	snprintf(key, sizeof(key), "pos:%06d", idx);
-	assert_int_equal(jo_mut_rec_put(m, ns, key, "{\"win_end\":true,\"by\":\"dead\",\"att\":1}",
+	assert_int_equal(jo_mut_rec_put(m, ns, key, "{\"uncounted\":true,\"by\":\"dead\",\"att\":1}",
 					&held, NULL, &err), 0);
 	char *def = NULL;
 	snprintf(key, sizeof(key), "def:%06d", idx);
