@@ -15,6 +15,14 @@
  * torn copy. Deletes (--delete-dst) run only after the copy pass finished
  * with no failure, both listings completed, the source listed at least one
  * object and the number of victims is within --max-delete.
+ *
+ * Cluster ranges (opts->range, driven by cluster.c): both listings are cut
+ * to [lo, hi); no state file; the merge stops every checkpoint_s, waits for
+ * the copies in flight and hands the exact position and counters to the
+ * range's callback; each copy also carries x-amz-meta-jfsops-job, and when
+ * an earlier attempt may have copied past its last checkpoint, the keys the
+ * merge would skip there are HEADed and counted as copies when they carry
+ * the mark. A range's deletions are a pass of their own (delete_only).
  */
 #include "sync/sync.h"
 

@@ -796,6 +796,8 @@ struct probe2 {
 	bool add;                /* DIRFIRST: collect what is found into the sort */
 	int scanned;
 	bool found;
+	bool unsure;             /* the directory probe could not tell (see below) */
+	char *prev;              /* the directory probe: the last key, for the order */
 };
 
 #define PROBE_SCAN 2000
@@ -810,16 +812,35 @@ static int probe2_cb(const struct jo_obj_info *info, void *p)
 		return 0;
 	if (jo_cancelled() || __atomic_load_n(&s->stop, __ATOMIC_RELAXED))
 		return JO_ECANCELED;
-	if (++q->scanned > PROBE_SCAN && !q->add)
+	if (++q->scanned > PROBE_SCAN && !q->add) {
+		q->unsure = true;
 		return 1;
+	}
 	if (q->low) {
 		/* after the directory come its low siblings, then the rest (>= '0') */
 		if (c >= '0')
 			return 1;
 		if (!c || c == '/' || !in_range(s, info->key))
 			return 0;
-	} else if (!in_range(s, info->key)) {
-		return q->add ? 0 : 0;
+	} else {
+		/*
+		 * The directory S[0..j)/: read in the store's order until a key past
+		 * hi in both orders (nothing of the range can follow in either kind
+		 * of store, but low siblings of hi's own directories, probed apart),
+		 * watching the byte order on the way.
+		 */
+		if (q->prev && strcmp(info->key, q->prev) <= 0) {
+			q->found = true;
+			return 1;
+		}
+		free(q->prev);
+		q->prev = strdup(info->key);
+		if (!q->prev)
+			return JO_ENOMEM;
+		if (s->rhi && strcmp(info->key, s->rhi) >= 0 && jo_sync_dircmp(info->key, s->rhi) >= 0)
+			return 1;
+		if (!in_range(s, info->key))
+			return 0;
 	}
 	q->found = true;
 	if (q->add)
@@ -872,13 +893,14 @@ static int disagreements(struct range *r, struct jo_err *err)
 			rc = 0;
 		/*
 		 * The directory S[0..j)/ sorts after S in byte order, before it
-		 * directory-first. Seen none of it: either none of it is in the
-		 * range, or the store skipped it. Its first key tells only for a
-		 * byte-order store, so any key there at all is taken as an order
-		 * break (the range is listed again directory-first).
+		 * directory-first. The main listing saw none of it; a key of it in
+		 * the range (or out of byte order, or too many to tell) means the
+		 * store skipped it: an order break (the range is listed again
+		 * directory-first).
 		 */
-		if (!rc && !s->seen_dir[j] && (q.found || q.scanned))
+		if (!rc && !s->seen_dir[j] && (q.found || q.unsure))
 			rc = JO_SYNC_EORDER;
+		free(q.prev);
 		free(xd);
 	}
 	return rc;

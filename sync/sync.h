@@ -11,6 +11,9 @@
  *              external-sort fallback)
  *   engine.c   merge-join, transfer workers, deletes, summary counters
  *   bwlimit.c  token bucket shared by all transfers
+ *   plan.c     cluster mode: sample both listings, cut the key space into ranges
+ *   cluster.c  cluster mode: a job's records and tasks in the coordinator,
+ *              the worker loop, the delete phase, --status
  */
 #ifndef JO_SYNC_H
 #define JO_SYNC_H

@@ -100,11 +100,11 @@ jo_log "pre-syncing a tenth of the objects"
 "$J" sync -q --no-state --include '/small/0*/**' "$SRC" "$DST" || jo_die "pre-sync failed"
 PRE=$(find "$RSROOT/dst/set" -type f | wc -l)
 i=0
-for f in $(cd "$D" && find small/0? -type f -name 'obj-*' | sort | head -n 50); do
+for f in $(cd "$D" && find small/0? -type f -name 'obj-*' | sort | sed -n '1,50p'); do
 	printf 'changed %d, a longer body than before: %s\n' "$i" "$f" >"$D/$f"
 	i=$((i + 1))
 done
-(cd "$D" && find small/0? -type f -name 'obj-*' | sort | head -n 50) >"$JO_T/changed.txt"
+(cd "$D" && find small/0? -type f -name 'obj-*' | sort | sed -n '1,50p') >"$JO_T/changed.txt"
 rc copy --transfers 16 --s3-no-head --no-check-dest --files-from "$JO_T/changed.txt" "$D" SW:src/set
 # (through S3: rclone serve s3 does not see files put behind its back for minutes)
 for i in $(seq 1 30); do echo "extra $i" | rc rcat "RS:dst/set/extra/d$((i % 3))/x$i"; done
@@ -277,12 +277,19 @@ export META_PASSWORD=$JO_PG_PASS
 DST3="s3://dst3/set?endpoint=$RS&path_style=1"
 JOBC=(--include '/small/2*/**' --lease 2s --checkpoint 500ms --transfers 4 -q)
 NC=$(cd "$D" && find small/2? -type f | wc -l)
-jo_log "job C: $NC objects on PostgreSQL, 3 workers, one killed"
+jo_log "job C: $NC objects on PostgreSQL, --plan on one process, 3 --worker, one killed"
+# workers that come before the plan wait for it
 pc=()
 for w in c1 c2 c3; do
-	"$J" sync "${JOBC[@]}" --cluster "$CC" --worker-id $w "$SRC" "$DST3" 2>"$JO_T/w-$w.err" &
+	"$J" sync "${JOBC[@]}" --worker --cluster "$CC" --worker-id $w "$SRC" "$DST3" 2>"$JO_T/w-$w.err" &
 	pc+=($!)
 done
+sleep 1
+r=0
+"$J" sync "${JOBC[@]}" --plan --cluster "$CC" --worker-id c0 "$SRC" "$DST3" 2>"$JO_T/w-c0.err" || r=$?
+check_eq "$r" 0 "job C: --plan exit code"
+grep -q "planned, [0-9]* ranges" "$JO_T/w-c0.err" && ok "job C: --plan says what it planned" ||
+	bad "job C: --plan: $(cat "$JO_T/w-c0.err")"
 sleep 3
 kill -KILL "${pc[0]}" 2>/dev/null || true
 wait "${pc[0]}" 2>/dev/null || true
@@ -304,6 +311,11 @@ check_eq "$(jq -s '[.[] | select(.name == "migration-a")][0].copied' "$JO_T/all.
 	"job A's records are untouched by the next job"
 check_eq "$(jq -s '[.[] | select(.name == null)][0].copied' "$JO_T/all.json")" \
 	"$(cd "$D" && find odd -type f | wc -l)" "job D copied its own objects"
+# --reset starts a job over: planned and worked again (nothing left to copy)
+r=0
+"$J" sync --include '/odd/**' --cluster "$CO" --reset --json "$SRC" "$DST4" >"$JO_T/d.json" 2>"$JO_T/d.err" || r=$?
+check_eq "$r/$(jq -r '"\(.was_finished)/\(.status)/\(.copied)"' "$JO_T/d.json")" "0/false/ok/0" \
+	"--reset: the job runs again from the start"
 
 if [ "$FAILS" -gt 0 ]; then
 	echo "$FAILS check(s) failed"
