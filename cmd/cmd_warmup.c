@@ -5,8 +5,10 @@
  * Flow: parse the ranges (any of the forms in common/warmup.h), map each to
  * block objects through the metadata (spec §8.2), sort the block records
  * under a memory budget (common/extsort) so duplicates come out adjacent,
- * then either print them (--dry-run/--list) or hand one read per distinct
- * block to the fetcher threads.
+ * then either print them (--dry-run/--list), look them up in the mount's
+ * cache (--check), evict exactly them (--evict, warmup_evict.c) or hand one
+ * read per distinct block to the fetcher threads. --follow (warmup_follow.c)
+ * runs the same mapping batch by batch in a bounded look-ahead window.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +25,7 @@
 #include "cmd/cmd.h"
 #include "cmd/exit.h"
 #include "cmd/util.h"
+#include "cmd/warmup_internal.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
@@ -30,10 +33,15 @@
 #include "common/jfs/jfs.h"
 #include "common/metrics.h"
 #include "common/warmup.h"
+#include "common/warmup_cache.h"
 
 static const char warmup_usage[] =
 	"usage: jfsops warmup META-URL [--ranges FILE|-] [--mount DIR] [--dry-run|--list]\n"
 	"                      [--prefix DIR] [--threads N] [--json] [--metrics-file PATH]\n"
+	"       jfsops warmup META-URL --mount DIR --check|--evict [--ranges FILE|-]\n"
+	"       jfsops warmup META-URL --mount DIR --follow --control PATH [--ahead K]\n"
+	"                      [--evict-done] [--state FILE] [--ranges FILE|FIFO|-]\n"
+	"       jfsops warmup --control PATH --done ID | --status ID\n"
 	"\n"
 	"Warm the cache of a JuiceFS mount with exactly the blocks that hold the\n"
 	"given file byte ranges. Each range is mapped to its chunks, slices and\n"
@@ -55,24 +63,54 @@ static const char warmup_usage[] =
 	"with the --mount directory is taken relative to it.\n"
 	"\n"
 	"Options:\n"
-	"  -r, --ranges FILE    the range list ('-' = stdin, the default)\n"
+	"  -r, --ranges FILE    the range list or batch stream ('-' = stdin, the\n"
+	"                       default; a FIFO is read as it comes)\n"
 	"  -m, --mount DIR      a JuiceFS mount of this volume to warm through\n"
 	"                       (default: none; required unless --dry-run)\n"
 	"  -n, --dry-run        print the block keys, sizes and total; read nothing\n"
 	"      --list           the same as --dry-run\n"
 	"  -P, --prefix DIR     volume directory the range paths are relative to\n"
 	"                       (default: none, the volume root)\n"
-	"  -p, --threads N      blocks read in parallel (default 8)\n"
+	"  -p, --threads N      blocks read in parallel (default 8); also the\n"
+	"                       parallelism asked of the mount by --check/--evict\n"
 	"      --mem-limit SIZE memory for sorting block records (default 64M)\n"
-	"      --json           JSON lines: one per block with --dry-run, errors,\n"
-	"                       and a summary\n"
+	"      --json           JSON lines: one per block with --dry-run and\n"
+	"                       --check, errors, and a summary (default: text)\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics at the end of\n"
-	"                       the run, also when it fails (atomic; default: none):\n"
-	"                       jfsops_warmup_files_total, _ranges_total,\n"
+	"                       a one-shot run, also when it fails (atomic; default:\n"
+	"                       none): jfsops_warmup_files_total, _ranges_total,\n"
 	"                       _blocks_total, _bytes_total, _warmed_blocks_total,\n"
 	"                       _warmed_bytes_total, _failed_blocks_total, _dry_run,\n"
 	"                       _duration_seconds, _last_run_timestamp_seconds,\n"
 	"                       _last_success_timestamp_seconds\n"
+	"Cache check and eviction:\n"
+	"      --check          report which of the ranges' blocks the mount's cache\n"
+	"                       holds: count, bytes, percent, per cache directory\n"
+	"                       (default: off); nothing is read or changed\n"
+	"      --evict          remove exactly the ranges' blocks from the mount's\n"
+	"                       cache (default: off)\n"
+	"      --evict-others keep|drop  the other cached blocks of a file the mount\n"
+	"                       evicts whole: keep = read them back, drop = let them\n"
+	"                       go (default: keep with --evict, drop with --evict-done)\n"
+	"Follow mode (a look-ahead pipeline for a training loop):\n"
+	"      --follow         read a stream of batches and keep the next ones warm\n"
+	"                       (default: off; see below)\n"
+	"  -k, --ahead K        batches warmed beyond the consumer's position, the\n"
+	"                       one it reads included (default 2, 1..4096)\n"
+	"  -c, --control PATH   where the consumer says 'done ID' and asks 'status ID':\n"
+	"                       a FIFO that exists, else a unix socket created there\n"
+	"                       (required with --follow, --done, --status)\n"
+	"      --evict-done     evict a batch's blocks once the consumer passed it,\n"
+	"                       except the blocks a batch in the window still needs\n"
+	"                       (default: off)\n"
+	"      --state FILE     keep the consumer's position in FILE and resume from\n"
+	"                       it when the same stream is read again (default: none)\n"
+	"      --done ID        tell the pipeline at --control that the consumer\n"
+	"                       finished batch ID (and every batch before it);\n"
+	"                       no META-URL (default: none, run a pipeline)\n"
+	"      --status ID      ask the pipeline at --control whether batch ID is\n"
+	"                       ready: prints its JSON status; exit 0 ready, 1 not\n"
+	"                       (yet), 8 unknown (default: none, run a pipeline)\n"
 	"  -h, --help           show this help\n"
 	CMD_VOL_HELP
 	"warmup reads only the metadata (the mount talks to the object store): the\n"
@@ -87,42 +125,63 @@ static const char warmup_usage[] =
 	"whole tail, and a read at file offset 0 starts its readahead (avoided\n"
 	"when the mount prefetches).\n"
 	"\n"
-	"Exit status: 0 all blocks warmed (or listed), 2 bad usage or a malformed\n"
-	"line, 4 some blocks failed, 8 a path does not exist.\n"
+	"How --check and --evict talk to the mount: like `juicefs warmup --check`\n"
+	"and `--evict`, through the mount's control file (MP/.control), whose\n"
+	"messages name whole files only: the mount checks or evicts every block of\n"
+	"every slice a file shows, never one block. So --check looks each block up\n"
+	"where the mount's own check looks (the file CACHEDIR/UUID/raw/<key> of its\n"
+	"disk cache; read-only) and also prints the mount's own answer for the\n"
+	"whole files. --evict first looks up every block of those files, then has\n"
+	"the mount evict the files, then reads back (one-byte reads, as warming\n"
+	"does) the cached blocks that were not to go; the summary counts them. A\n"
+	"block no byte of which the file shows cannot be read back (counted as\n"
+	"lost, exit 4). With --cache-dir memory nothing can be looked up: --check\n"
+	"gives the mount's whole-file answer only, --evict evicts whole files.\n"
+	"Nothing is ever written or removed under a cache directory by jfsops.\n"
+	"\n"
+	"Follow mode: the stream is batches of range lines (any form above), each\n"
+	"closed by a line '# batch ID', or JSON range lines with a \"batch\" field\n"
+	"(a change of batch, or a line {\"batch\":ID} without a file, closes one).\n"
+	"The consumer's position is the last batch it reported with 'done ID' on\n"
+	"--control; the pipeline holds at most K batches after it (it stops reading\n"
+	"the stream until the consumer moves on), warms them oldest first, reads a\n"
+	"block several of them need once, and drops the queued blocks of batches\n"
+	"the consumer passed before they were warmed. stdout gets one JSON line per\n"
+	"event: {\"type\":\"admit\"} when a batch enters the window (index and the\n"
+	"consumer's position), {\"type\":\"batch\"} when all its blocks are warmed or\n"
+	"failed (blocks, bytes, new and shared blocks, failed, seconds),\n"
+	"{\"type\":\"done\"}, {\"type\":\"evict\"} and a summary at the end. The control\n"
+	"channel takes lines 'done ID', 'status ID' and 'status' (the window);\n"
+	"a socket answers each on the same connection with one JSON line, a FIFO\n"
+	"cannot answer: its status lines go to stdout. The pipeline ends when the\n"
+	"stream has ended and the consumer passed its last batch (exit 0), or on\n"
+	"SIGINT/SIGTERM (130/143). A killed pipeline resumes from the consumer's\n"
+	"position: with --state the position survives in FILE (the stream must be\n"
+	"replayed from its start; batches up to the position are skipped, and with\n"
+	"--evict-done evicted if the killed run had not yet done so); without it\n"
+	"the client re-sends the batches from its position (contrib/python does).\n"
+	"\n"
+	"Exit status: 0 all blocks warmed (or listed, checked, evicted), 1 --status:\n"
+	"not ready, 2 bad usage or a malformed line, 4 some blocks failed (or were\n"
+	"still cached after --evict), 8 a path or batch does not exist, 9 the mount\n"
+	"keeps no full blocks, 130/143 interrupted (also while waiting for input).\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops lance /jfs/ds --columns emb,label --format jsonl |\n"
 	"      jfsops warmup redis://127.0.0.1:6379/1 --prefix /ds --mount /jfs\n"
 	"  jfsops warmup sqlite3:///var/jfs/meta.db -r ranges.csv --dry-run\n"
 	"  jfsops warmup redis://127.0.0.1:6379/1 --profile prod -r ranges.jsonl --mount /jfs \\\n"
-	"      --metrics-file /var/lib/node_exporter/textfile/jfsops_warmup.prom\n";
+	"      --metrics-file /var/lib/node_exporter/textfile/jfsops_warmup.prom\n"
+	"  jfsops warmup redis://127.0.0.1:6379/1 --prefix /ds --mount /jfs --check -r ranges.jsonl\n"
+	"  mkfifo /run/train/batches\n"
+	"  jfsops warmup redis://127.0.0.1:6379/1 --prefix /ds --mount /jfs --follow --ahead 2 \\\n"
+	"      --control /run/train/warm.sock --evict-done --ranges /run/train/batches\n"
+	"  jfsops warmup --control /run/train/warm.sock --done 17\n";
 
-enum { OPT_LIST = 0x2000, OPT_JSON, OPT_MEM, OPT_METRICS };
+enum { OPT_LIST = 0x2000, OPT_JSON, OPT_MEM, OPT_METRICS, OPT_FOLLOW, OPT_STATE, OPT_EVICT_DONE,
+       OPT_CHECK, OPT_EVICT, OPT_OTHERS, OPT_DONE, OPT_STATUS };
 
-/* Block record for the sort: fixed big-endian head, then the volume path. */
-#define REC_HEAD 33
-
-struct wu_state {
-	struct jo_ctx *ctx;
-	struct jo_meta *meta;
-	struct jo_format fmt;
-	uint32_t block_size;
-	struct jo_warmup_mapper *mapper;
-	struct jo_xsort *xs;
-	const char *prefix;
-	const char *mount;
-	/* the file being mapped */
-	char *cur_path;       /* volume path */
-	uint64_t cur_ino, cur_len;
-	/* distinct inodes (open addressing, 0 = empty) */
-	uint64_t *inos;
-	size_t ninos, icap;
-	/* counters */
-	uint64_t ranges, req_bytes, block_refs;
-	uint64_t line;
-	uint8_t rec_buf[REC_HEAD + 4096 + 8];
-	struct jo_err err;
-};
+#define REC_HEAD WU_REC_HEAD
 
 static void put_be64(uint8_t *p, uint64_t v)
 {
@@ -150,6 +209,7 @@ static uint32_t get_be32(const uint8_t *p)
 	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
+/* 1 when ino is new, 0 when seen, JO_ENOMEM */
 static int ino_set_add(struct wu_state *st, uint64_t ino)
 {
 	size_t i;
@@ -180,6 +240,24 @@ static int ino_set_add(struct wu_state *st, uint64_t ino)
 	}
 	st->inos[i] = ino;
 	st->ninos++;
+	return 1;
+}
+
+static int path_list_add(struct wu_state *st, const char *vp)
+{
+	if (st->npaths == st->cappaths) {
+		size_t nc = st->cappaths ? st->cappaths * 2 : 64;
+		char **nv = realloc(st->paths, nc * sizeof(*nv));
+
+		if (!nv)
+			return JO_ENOMEM;
+		st->paths = nv;
+		st->cappaths = nc;
+	}
+	st->paths[st->npaths] = strdup(vp);
+	if (!st->paths[st->npaths])
+		return JO_ENOMEM;
+	st->npaths++;
 	return 0;
 }
 
@@ -263,9 +341,8 @@ static int on_block(const struct jo_warmup_block *b, void *payload)
 	return rc;
 }
 
-static int on_range(const char *path, uint64_t off, uint64_t len, void *payload)
+int wu_set_file(struct wu_state *st, const char *path)
 {
-	struct wu_state *st = payload;
 	char *vp = NULL;
 	int rc;
 
@@ -276,6 +353,7 @@ static int on_range(const char *path, uint64_t off, uint64_t len, void *payload)
 		return jo_err_set(&st->err, rc, "out of memory");
 	if (!st->cur_path || strcmp(vp, st->cur_path)) {
 		struct jo_attr a;
+		int added;
 
 		free(st->cur_path);
 		st->cur_path = vp;
@@ -296,10 +374,37 @@ static int on_range(const char *path, uint64_t off, uint64_t len, void *payload)
 			return jo_err_set(&st->err, JO_EINVAL, "'%s' is not a regular file", path);
 		}
 		st->cur_len = a.length;
-		if (ino_set_add(st, st->cur_ino))
+		added = ino_set_add(st, st->cur_ino);
+		if (added < 0 || (added > 0 && st->keep_paths && path_list_add(st, st->cur_path)))
 			return jo_err_set(&st->err, JO_ENOMEM, "out of memory");
 	}
 	free(vp);
+	return 0;
+}
+
+int wu_lookup(struct wu_state *st, const char *vpath, uint64_t *ino, uint64_t *len)
+{
+	struct jo_attr a;
+	int rc = jo_meta_resolve(st->meta, vpath, ino, &st->err);
+
+	if (!rc)
+		rc = jo_meta_getattr(st->meta, *ino, &a, &st->err);
+	if (rc == JO_ENOTFOUND)
+		return jo_err_set(&st->err, rc, "no such file '%s' in the volume", vpath);
+	if (!rc && a.type != JO_TYPE_FILE)
+		return jo_err_set(&st->err, JO_EINVAL, "'%s' is not a regular file", vpath);
+	if (!rc)
+		*len = a.length;
+	return rc;
+}
+
+static int on_range(const char *path, uint64_t off, uint64_t len, void *payload)
+{
+	struct wu_state *st = payload;
+	int rc = wu_set_file(st, path);
+
+	if (rc)
+		return rc;
 	st->ranges++;
 	if (off < st->cur_len)
 		st->req_bytes += len > st->cur_len - off ? st->cur_len - off : len;
@@ -327,14 +432,20 @@ static int read_ranges(struct wu_state *st, FILE *in, const char *name)
 			break;
 		}
 	}
-	if (!rc && ferror(in))
+	/*
+	 * SIGINT/SIGTERM while waiting for a line (a FIFO, a pipe, a terminal)
+	 * makes read() fail with EINTR (the handlers do not restart calls):
+	 * that is an interruption, not an I/O error.
+	 */
+	if (!rc && jo_cancelled())
+		rc = jo_err_set(&st->err, JO_ECANCELED, "interrupted while reading '%s'", name);
+	else if (!rc && ferror(in))
 		rc = jo_err_set(&st->err, JO_EIO, "cannot read '%s': %s", name, strerror(errno));
 	free(line);
 	return rc;
 }
 
-/* The mount path of a volume path, or NULL when it is outside the mounted subdir. */
-static char *mount_path(const char *mp, const char *subdir, const char *vp)
+char *wu_mount_path(const char *mp, const char *subdir, const char *vp)
 {
 	size_t sl = strlen(subdir);
 	char *s;
@@ -414,6 +525,141 @@ static void progress(const struct jo_ctx *ctx, struct jo_warmup_fetcher *f, uint
 		final ? "\n" : "   ");
 }
 
+void wu_state_release(struct wu_state *st)
+{
+	jo_xsort_free(st->xs);
+	st->xs = NULL;
+	jo_warmup_mapper_free(st->mapper);
+	st->mapper = NULL;
+	free(st->cur_path);
+	st->cur_path = NULL;
+	free(st->inos);
+	st->inos = NULL;
+	for (size_t i = 0; i < st->npaths; i++)
+		free(st->paths[i]);
+	free(st->paths);
+	st->paths = NULL;
+	jo_format_release(&st->fmt);
+	jo_meta_close(st->meta);
+	st->meta = NULL;
+}
+
+enum wu_mode { MODE_WARM, MODE_LIST, MODE_CHECK, MODE_EVICT, MODE_FOLLOW, MODE_CLIENT };
+
+static const char *mode_flag(int m)
+{
+	switch (m) {
+	case MODE_LIST: return "--dry-run";
+	case MODE_CHECK: return "--check";
+	case MODE_EVICT: return "--evict";
+	case MODE_FOLLOW: return "--follow";
+	case MODE_CLIENT: return "--done/--status";
+	}
+	return "warm";
+}
+
+/* Open the range list; a FIFO with no writer yet blocks here (SIGTERM ends the wait). */
+static int open_ranges(struct wu_state *st, const char *ranges, FILE **out)
+{
+	if (!strcmp(ranges, "-")) {
+		*out = stdin;
+		return 0;
+	}
+	*out = fopen(ranges, "r");
+	if (*out)
+		return 0;
+	if (errno == EINTR && jo_cancelled())
+		return jo_err_set(&st->err, JO_ECANCELED, "interrupted while opening '%s'", ranges);
+	return jo_err_set(&st->err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
+			  "cannot open ranges file '%s': %s", ranges, strerror(errno));
+}
+
+/* The path of a volume path relative to the mount root, as the control file wants it. */
+static char *ctl_path(const char *mnt, const struct jo_warmup_mount *mi, const char *vp)
+{
+	char *mp = wu_mount_path(mnt, mi->subdir, vp);
+	char *r;
+
+	if (!mp)
+		return NULL;
+	r = strdup(mp + strlen(mnt));
+	free(mp);
+	return r;
+}
+
+struct check_locs {
+	const char **dir;
+	uint64_t *bytes, *blocks;
+	size_t n;
+};
+
+static void locs_add(struct check_locs *l, const char *dir, uint32_t bsize)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (l->dir[i] == dir) {
+			l->bytes[i] += bsize;
+			l->blocks[i]++;
+			return;
+		}
+	}
+	l->dir[l->n] = dir;
+	l->bytes[l->n] = bsize;
+	l->blocks[l->n++] = 1;
+}
+
+/* The mount's own check of the whole files (what `juicefs warmup --check` reports). */
+static int mount_check(struct wu_state *st, const char *mnt, const struct jo_warmup_mount *mi,
+		       int threads, struct jo_warmup_ctl_reply *sum)
+{
+	char **paths = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	if (!st->npaths)
+		return 0;
+	paths = calloc(st->npaths, sizeof(*paths));
+	if (!paths)
+		return jo_err_set(&st->err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < st->npaths; i++) {
+		paths[n] = ctl_path(mnt, mi, st->paths[i]);
+		if (paths[n])
+			n++;
+	}
+	for (size_t off = 0; off < n && !rc; off += JO_WARMUP_CTL_MAX_PATHS) {
+		struct jo_warmup_ctl_reply r;
+		size_t k = n - off < JO_WARMUP_CTL_MAX_PATHS ? n - off : JO_WARMUP_CTL_MAX_PATHS;
+
+		rc = jo_warmup_ctl_call(mi->control_path, JO_WARMUP_CTL_CHECK,
+					(const char *const *)paths + off, k, (unsigned)threads, &r,
+					&st->err);
+		if (rc)
+			break;
+		sum->files += r.files;
+		sum->slices += r.slices;
+		sum->total_bytes += r.total_bytes;
+		sum->miss_bytes += r.miss_bytes;
+		jo_warmup_ctl_reply_release(&r);
+	}
+	for (size_t i = 0; i < n; i++)
+		free(paths[i]);
+	free(paths);
+	return rc;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * (double)a / (double)b : 0.0;
+}
+
+static bool no_window(uint64_t id, uint32_t indx, void *payload)
+{
+	(void)id;
+	(void)indx;
+	(void)payload;
+	return false;
+}
+
 int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 {
 	static const struct option opts[] = {
@@ -426,6 +672,16 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		{ "mem-limit", required_argument, NULL, OPT_MEM },
 		{ "json", no_argument, NULL, OPT_JSON },
 		{ "metrics-file", required_argument, NULL, OPT_METRICS },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "evict", no_argument, NULL, OPT_EVICT },
+		{ "evict-others", required_argument, NULL, OPT_OTHERS },
+		{ "follow", no_argument, NULL, OPT_FOLLOW },
+		{ "ahead", required_argument, NULL, 'k' },
+		{ "control", required_argument, NULL, 'c' },
+		{ "state", required_argument, NULL, OPT_STATE },
+		{ "evict-done", no_argument, NULL, OPT_EVICT_DONE },
+		{ "done", required_argument, NULL, OPT_DONE },
+		{ "status", required_argument, NULL, OPT_STATUS },
 		{ "help", no_argument, NULL, 'h' },
 		CMD_VOL_LONGOPTS,
 		{ 0 }
@@ -437,9 +693,15 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_warmup_counters c0 = { 0 }, c1 = { 0 };
 	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
 	struct fail_ctx fc = { .ctx = ctx, .mu = PTHREAD_MUTEX_INITIALIZER };
-	const char *ranges = "-", *mount = NULL;
-	bool dry = false, have_stats = false;
+	struct jo_warmup_cachedirs cd = { 0 };
+	struct wu_bset *targets = NULL;
+	struct check_locs locs = { 0 };
+	struct wu_follow_opts fo = { .ahead = 2, .others = WU_OTHERS_DEFAULT };
+	const char *ranges = "-", *mount = NULL, *client_verb = NULL, *client_id = NULL;
+	int mode = MODE_WARM, nmodes = 0;
+	bool have_stats = false, have_cd = false, have_ahead = false;
 	uint64_t mem = 64u << 20, blocks = 0, bytes = 0, unwarmable = 0;
+	uint64_t cached_blocks = 0, cached_bytes = 0;
 	long threads = 8;
 	FILE *in = NULL;
 	char *mnt = NULL, *end;
@@ -452,24 +714,69 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	int64_t started = (int64_t)time(NULL);
 	uint64_t warmed = 0, warmed_bytes = 0, failed_total = 0;
 
-	while ((c = getopt_long(argc, argv, "r:m:nP:p:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "r:m:nP:p:k:c:h", opts, NULL)) != -1) {
+		int newmode = -1;
+
 		if (cmd_vol_opt(&va, c, optarg))
 			continue;
 		switch (c) {
 		case 'r': ranges = optarg; break;
 		case 'm': mount = optarg; break;
 		case 'n':
-		case OPT_LIST: dry = true; break;
+		case OPT_LIST: newmode = MODE_LIST; break;
+		case OPT_CHECK: newmode = MODE_CHECK; break;
+		case OPT_EVICT: newmode = MODE_EVICT; break;
+		case OPT_FOLLOW: newmode = MODE_FOLLOW; break;
+		case OPT_DONE:
+		case OPT_STATUS:
+			if (client_verb) {
+				cmd_vol_args_release(&va);
+				return cmd_usage_error(ctx, "give one of --done and --status");
+			}
+			newmode = MODE_CLIENT;
+			client_verb = c == OPT_DONE ? "done" : "status";
+			client_id = optarg;
+			break;
 		case 'P': st.prefix = optarg; break;
 		case 'p':
 			errno = 0;
 			threads = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || threads < 1 || threads > 1024)
+			if (errno || *end || end == optarg || threads < 1 || threads > 1024) {
+				cmd_vol_args_release(&va);
 				return cmd_usage_error(ctx, "bad --threads '%s' (1..1024)", optarg);
+			}
+			break;
+		case 'k': {
+			long k;
+
+			errno = 0;
+			k = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || k < 1 || k > 4096) {
+				cmd_vol_args_release(&va);
+				return cmd_usage_error(ctx, "bad --ahead '%s' (1..4096)", optarg);
+			}
+			fo.ahead = (unsigned)k;
+			have_ahead = true;
+			break;
+		}
+		case 'c': fo.control = optarg; break;
+		case OPT_STATE: fo.state = optarg; break;
+		case OPT_EVICT_DONE: fo.evict_done = true; break;
+		case OPT_OTHERS:
+			if (!strcmp(optarg, "keep")) {
+				fo.others = WU_OTHERS_KEEP;
+			} else if (!strcmp(optarg, "drop")) {
+				fo.others = WU_OTHERS_DROP;
+			} else {
+				cmd_vol_args_release(&va);
+				return cmd_usage_error(ctx, "bad --evict-others '%s' (keep or drop)", optarg);
+			}
 			break;
 		case OPT_MEM:
-			if (cmd_parse_size(optarg, &mem) || mem < (1u << 20))
+			if (cmd_parse_size(optarg, &mem) || mem < (1u << 20)) {
+				cmd_vol_args_release(&va);
 				return cmd_usage_error(ctx, "bad --mem-limit '%s' (at least 1M)", optarg);
+			}
 			break;
 		case OPT_JSON: ctx->json = true; break;
 		case OPT_METRICS: metrics = optarg; break;
@@ -481,15 +788,51 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			cmd_vol_args_release(&va);
 			return cmd_usage_error(ctx, "unknown option");
 		}
+		if (newmode >= 0 && newmode != mode) {
+			if (nmodes++) {
+				cmd_vol_args_release(&va);
+				return cmd_usage_error(ctx, "%s and %s cannot be used together",
+						       mode_flag(mode), mode_flag(newmode));
+			}
+			mode = newmode;
+		}
+	}
+	if (mode == MODE_CLIENT) {
+		cmd_vol_args_release(&va);
+		if (argc - optind != 0)
+			return cmd_usage_error(ctx, "--%s talks to a running pipeline: no META-URL",
+					       client_verb);
+		if (!fo.control)
+			return cmd_usage_error(ctx, "--%s needs --control PATH (the pipeline's)",
+					       client_verb);
+		return wu_client(ctx, fo.control, client_verb, client_id);
 	}
 	if (argc - optind != 1) {
 		cmd_vol_args_release(&va);
 		return cmd_usage_error(ctx, "expected one META-URL");
 	}
-	if (!dry && !mount) {
+	if (mode != MODE_LIST && !mount) {
 		cmd_vol_args_release(&va);
 		return cmd_usage_error(ctx, "--mount DIR is required (or --dry-run to list blocks)");
 	}
+	if (mode != MODE_FOLLOW && (fo.control || fo.state || fo.evict_done || have_ahead)) {
+		cmd_vol_args_release(&va);
+		return cmd_usage_error(ctx, "--%s only goes with --follow",
+				       fo.control ? "control" : fo.state ? "state" :
+				       fo.evict_done ? "evict-done" : "ahead");
+	}
+	if (mode == MODE_FOLLOW && !fo.control) {
+		cmd_vol_args_release(&va);
+		return cmd_usage_error(ctx, "--follow needs --control PATH (where the consumer says "
+				       "'done ID')");
+	}
+	if (fo.others != WU_OTHERS_DEFAULT && mode != MODE_EVICT &&
+	    !(mode == MODE_FOLLOW && fo.evict_done)) {
+		cmd_vol_args_release(&va);
+		return cmd_usage_error(ctx, "--evict-others only goes with --evict or --evict-done");
+	}
+	if (fo.others == WU_OTHERS_DEFAULT)
+		fo.others = mode == MODE_EVICT ? WU_OTHERS_KEEP : WU_OTHERS_DROP;
 	/*
 	 * The config file and profile are checked like every volume command's
 	 * (a missing named file or profile, a loose file holding a secret: exit
@@ -528,7 +871,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	st.block_size = (uint32_t)st.fmt.block_size_kib * 1024u;
 
-	if (mount && !dry) {
+	if (mount && mode != MODE_LIST) {
 		rc = jo_warmup_mount_probe(mount, &mi, &st.err);
 		if (rc) {
 			rc = cmd_fail(ctx, &st.err);
@@ -541,7 +884,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			rc = JO_EXIT_USAGE;
 			goto out;
 		}
-		if (!mi.cache_size || !mi.cache_full_block) {
+		if ((mode == MODE_WARM || mode == MODE_FOLLOW) &&
+		    (!mi.cache_size || !mi.cache_full_block)) {
 			fprintf(stderr, "%s %s: the mount at '%s' keeps no full blocks in a cache (%s): "
 				"reading through it warms nothing\n", ctx->prog, ctx->cmd, mount,
 				!mi.cache_size ? "--cache-size 0" : "--cache-partial-only");
@@ -563,22 +907,51 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	st.mount = mnt ? mnt : mount;
 
-	if (!strcmp(ranges, "-")) {
-		in = stdin;
-	} else {
-		in = fopen(ranges, "r");
-		if (!in) {
-			jo_err_set(&st.err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
-				   "cannot open ranges file '%s': %s", ranges, strerror(errno));
-			rc = cmd_fail(ctx, &st.err);
+	if (mode == MODE_CHECK || mode == MODE_EVICT) {
+		struct jo_err cerr = { 0 };
+
+		st.keep_paths = true;
+		have_cd = !jo_warmup_cachedirs_init(&cd, mi.cache_dir, &cerr);
+		if (!have_cd)
+			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd, cerr.msg,
+				mode == MODE_CHECK ? "only the mount's whole-file check is reported" :
+				"the mount's whole-file eviction cannot be undone for other blocks");
+		if (have_cd) {
+			locs.dir = calloc(cd.n, sizeof(*locs.dir));
+			locs.bytes = calloc(cd.n, sizeof(*locs.bytes));
+			locs.blocks = calloc(cd.n, sizeof(*locs.blocks));
+			if (!locs.dir || !locs.bytes || !locs.blocks) {
+				rc = JO_EXIT_FAIL;
+				goto out;
+			}
+		}
+		if (mode == MODE_EVICT && wu_bset_new(&targets)) {
+			rc = JO_EXIT_FAIL;
 			goto out;
 		}
 	}
 
-	xo.mem_limit = (size_t)mem;
 	rc = jo_warmup_mapper_new(&st.mapper, st.meta, st.block_size, &st.err);
-	if (!rc)
-		rc = jo_xsort_new(&st.xs, &xo, &st.err);
+	if (rc) {
+		rc = cmd_fail(ctx, &st.err);
+		goto out;
+	}
+	if (mode == MODE_FOLLOW) {
+		fo.ranges = ranges;
+		fo.threads = (int)threads;
+		ctx->json = true; /* the per-batch lines are the data */
+		rc = wu_follow(&st, &mi, &fo);
+		goto out;
+	}
+
+	rc = open_ranges(&st, ranges, &in);
+	if (rc) {
+		rc = cmd_fail(ctx, &st.err);
+		goto out;
+	}
+
+	xo.mem_limit = (size_t)mem;
+	rc = jo_xsort_new(&st.xs, &xo, &st.err);
 	if (!rc)
 		rc = read_ranges(&st, in, in == stdin ? "<stdin>" : ranges);
 	if (!rc)
@@ -588,7 +961,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		goto out;
 	}
 
-	if (!dry) {
+	if (mode == MODE_WARM) {
 		rc = jo_warmup_fetcher_new(&fetcher, (int)threads, mi.prefetch, on_fail, &fc, &st.err);
 		if (rc) {
 			rc = cmd_fail(ctx, &st.err);
@@ -640,7 +1013,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		blocks++;
 		bytes += b.bsize;
 
-		if (dry) {
+		if (mode == MODE_LIST) {
 			if (ctx->json) {
 				json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:I}", "type", "block", "key", key,
 						      "size", (json_int_t)b.bsize, "file", vp,
@@ -657,11 +1030,52 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			free(vp);
 			continue;
 		}
+		if (mode == MODE_CHECK || mode == MODE_EVICT) {
+			const char *loc = NULL;
+			int has = 0;
+
+			if (have_cd) {
+				has = jo_warmup_cache_has(&cd, key, &loc, &st.err);
+				if (has < 0) {
+					free(vp);
+					rc = cmd_fail(ctx, &st.err);
+					goto out;
+				}
+				if (has) {
+					cached_blocks++;
+					cached_bytes += b.bsize;
+					locs_add(&locs, loc, b.bsize);
+				}
+			}
+			if (mode == MODE_EVICT && wu_bset_add(targets, b.id, b.indx, b.bsize) < 0) {
+				free(vp);
+				rc = JO_EXIT_FAIL;
+				goto out;
+			}
+			if (mode == MODE_CHECK && ctx->json) {
+				json_t *o = json_pack("{s:s,s:s,s:I,s:s,s:I}", "type", "block", "key", key,
+						      "size", (json_int_t)b.bsize, "file", vp,
+						      "offset", (json_int_t)b.anchor);
+
+				if (o && have_cd) {
+					json_object_set_new(o, "cached", json_boolean(has));
+					if (has)
+						json_object_set_new(o, "location", json_string(loc));
+				}
+				if (o) {
+					json_dumpf(o, stdout, JSON_COMPACT);
+					fputc('\n', stdout);
+					json_decref(o);
+				}
+			}
+			free(vp);
+			continue;
+		}
 
 		{
 			struct jo_warmup_read rd;
 			struct jo_err perr = { 0 };
-			char *mpath = mount_path(st.mount, mi.subdir, vp);
+			char *mpath = wu_mount_path(st.mount, mi.subdir, vp);
 
 			if (!mpath) {
 				jo_err_set(&perr, JO_ENOTFOUND, "'%s' is outside the mounted directory '%s'",
@@ -687,6 +1101,148 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		}
 	}
 
+	if (mode == MODE_CHECK) {
+		struct jo_warmup_ctl_reply mc;
+		double secs;
+
+		rc = mount_check(&st, st.mount, &mi, (int)threads, &mc);
+		if (rc) {
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+		secs = now_s() - t0;
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "summary",
+					      "mode", "check", "files", (json_int_t)st.ninos, "ranges",
+					      (json_int_t)st.ranges, "requested_bytes",
+					      (json_int_t)st.req_bytes, "blocks", (json_int_t)blocks,
+					      "bytes", (json_int_t)bytes, "block_exact", have_cd);
+
+			if (o && have_cd) {
+				json_t *lo = json_object();
+
+				json_object_set_new(o, "cached_blocks", json_integer((json_int_t)cached_blocks));
+				json_object_set_new(o, "cached_bytes", json_integer((json_int_t)cached_bytes));
+				json_object_set_new(o, "percent", json_real(pct(cached_bytes, bytes)));
+				for (size_t i = 0; lo && i < locs.n; i++)
+					json_object_set_new(lo, locs.dir[i],
+							    json_integer((json_int_t)locs.bytes[i]));
+				if (lo)
+					json_object_set_new(o, "locations", lo);
+			}
+			if (o) {
+				json_object_set_new(o, "mount_files", json_integer((json_int_t)mc.files));
+				json_object_set_new(o, "mount_bytes", json_integer((json_int_t)mc.total_bytes));
+				json_object_set_new(o, "mount_cached_bytes",
+						    json_integer((json_int_t)(mc.total_bytes - mc.miss_bytes)));
+				json_object_set_new(o, "mount_percent",
+						    json_real(pct(mc.total_bytes - mc.miss_bytes, mc.total_bytes)));
+				json_object_set_new(o, "seconds", json_real(secs));
+				json_dumpf(o, stdout, JSON_COMPACT);
+				fputc('\n', stdout);
+				json_decref(o);
+			}
+		} else {
+			printf("check: %" PRIu64 " ranges in %zu files -> %" PRIu64 " blocks (%" PRIu64
+			       " bytes)", st.ranges, st.ninos, blocks, bytes);
+			if (have_cd)
+				printf(": %" PRIu64 " cached (%" PRIu64 " bytes, %.1f%%)\n", cached_blocks,
+				       cached_bytes, pct(cached_bytes, bytes));
+			else
+				printf(": not looked up block by block (the cache is in memory)\n");
+			for (size_t i = 0; i < locs.n; i++)
+				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n", locs.dir[i],
+				       locs.blocks[i], locs.bytes[i], pct(locs.bytes[i], bytes));
+			printf("the mount's own check of the whole files (every block of every slice "
+			       "they show): %" PRIu64 " files, %" PRIu64 " of %" PRIu64
+			       " bytes (%.1f%%) cached\n", mc.files, mc.total_bytes - mc.miss_bytes,
+			       mc.total_bytes, pct(mc.total_bytes - mc.miss_bytes, mc.total_bytes));
+		}
+		rc = jo_cancelled() ? 128 + jo_cancelled() : JO_EXIT_OK;
+		goto out;
+	}
+
+	if (mode == MODE_EVICT) {
+		struct wu_evict_file *files = calloc(st.npaths ? st.npaths : 1, sizeof(*files));
+		char **mps = calloc(st.npaths ? st.npaths : 1, sizeof(*mps));
+		struct wu_evict_result er = { 0 };
+		size_t nf = 0;
+
+		if (!files || !mps) {
+			free(files);
+			free(mps);
+			rc = JO_EXIT_FAIL;
+			goto out;
+		}
+		rc = 0;
+		for (size_t i = 0; i < st.npaths && !rc; i++) {
+			mps[nf] = wu_mount_path(st.mount, mi.subdir, st.paths[i]);
+			if (!mps[nf]) {
+				fprintf(stderr, "%s %s: '%s' is outside the mounted directory '%s': not "
+					"evicted\n", ctx->prog, ctx->cmd, st.paths[i], mi.subdir);
+				continue;
+			}
+			files[nf].vpath = st.paths[i];
+			files[nf].mpath = mps[nf];
+			rc = wu_lookup(&st, st.paths[i], &files[nf].ino, &files[nf].flen);
+			nf++;
+		}
+		if (!rc)
+			rc = wu_evict(&st, &mi, have_cd ? &cd : NULL, files, nf, targets, fo.others,
+				      no_window, NULL, (int)threads, &er, &st.err);
+		for (size_t i = 0; i < nf; i++)
+			free(mps[i]);
+		free(mps);
+		free(files);
+		if (rc) {
+			rc = cmd_fail(ctx, &st.err);
+			goto out;
+		}
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s}", "type", "summary",
+					      "mode", "evict", "files", (json_int_t)er.files, "ranges",
+					      (json_int_t)st.ranges, "blocks", (json_int_t)er.blocks,
+					      "bytes", (json_int_t)er.bytes, "mount_bytes",
+					      (json_int_t)er.mount_bytes, "block_exact", er.block_exact,
+					      "others", fo.others == WU_OTHERS_KEEP ? "keep" : "drop");
+
+			if (o && er.block_exact) {
+				json_object_set_new(o, "cached_blocks", json_integer((json_int_t)er.cached_blocks));
+				json_object_set_new(o, "cached_bytes", json_integer((json_int_t)er.cached_bytes));
+				json_object_set_new(o, "still_cached", json_integer((json_int_t)er.still_blocks));
+				json_object_set_new(o, "other_blocks", json_integer((json_int_t)er.other_blocks));
+				json_object_set_new(o, "other_bytes", json_integer((json_int_t)er.other_bytes));
+				json_object_set_new(o, "rewarmed_blocks", json_integer((json_int_t)er.rewarmed_blocks));
+				json_object_set_new(o, "rewarmed_bytes", json_integer((json_int_t)er.rewarmed_bytes));
+				json_object_set_new(o, "lost_blocks", json_integer((json_int_t)er.lost_blocks));
+			}
+			if (o) {
+				json_object_set_new(o, "seconds", json_real(now_s() - t0));
+				json_dumpf(o, stdout, JSON_COMPACT);
+				fputc('\n', stdout);
+				json_decref(o);
+			}
+		} else if (er.block_exact) {
+			fprintf(stderr, "evict: %" PRIu64 " blocks (%" PRIu64 " bytes) in %" PRIu64
+				" files, %" PRIu64 " of them were cached and are gone (%" PRIu64
+				" still cached); the mount evicts whole files: %" PRIu64
+				" other cached blocks of them (%" PRIu64 " bytes) %s%s in %.1fs\n",
+				er.blocks, er.bytes, er.files, er.cached_blocks - er.still_blocks,
+				er.still_blocks, er.other_blocks, er.other_bytes,
+				fo.others == WU_OTHERS_KEEP ? "were read back" : "went too",
+				er.lost_blocks ? " (some could not be read back)" : "", now_s() - t0);
+		} else {
+			fprintf(stderr, "evict: %" PRIu64 " blocks (%" PRIu64 " bytes) in %" PRIu64
+				" files evicted with every other block of those files (the cache is "
+				"in memory) in %.1fs\n", er.blocks, er.bytes, er.files, now_s() - t0);
+		}
+		if (jo_cancelled())
+			rc = 128 + jo_cancelled();
+		else
+			rc = er.still_blocks || er.lost_blocks ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+		goto out;
+	}
+
 	if (fetcher) {
 		struct jo_warmup_fetch_stats fs;
 
@@ -705,6 +1261,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		struct jo_warmup_fetch_stats fs = { 0 };
 		uint64_t failed;
 		double secs = now_s() - t0;
+		bool dry = mode == MODE_LIST;
 
 		if (fetcher)
 			jo_warmup_fetcher_stats(fetcher, &fs);
@@ -763,11 +1320,12 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			rc = failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	}
 out:
-	if (metrics) {
+	if (metrics && mode != MODE_FOLLOW) {
 		struct jo_warmup_metrics wm = {
 			.files = st.ninos, .ranges = st.ranges, .requested_bytes = st.req_bytes,
 			.blocks = blocks, .bytes = bytes, .warmed = warmed,
-			.warmed_bytes = warmed_bytes, .failed = failed_total, .dry_run = dry,
+			.warmed_bytes = warmed_bytes, .failed = failed_total,
+			.dry_run = mode == MODE_LIST,
 			.started = started, .seconds = now_s() - t0, .success = rc == 0,
 		};
 		struct jo_err merr = { 0 };
@@ -783,14 +1341,14 @@ out:
 	jo_warmup_fetcher_free(fetcher);
 	if (in && in != stdin)
 		fclose(in);
-	jo_xsort_free(st.xs);
-	jo_warmup_mapper_free(st.mapper);
-	free(st.cur_path);
-	free(st.inos);
+	wu_bset_free(targets);
+	free(locs.dir);
+	free(locs.bytes);
+	free(locs.blocks);
+	jo_warmup_cachedirs_release(&cd);
 	free(mnt);
 	jo_warmup_mount_release(&mi);
-	jo_format_release(&st.fmt);
-	jo_meta_close(st.meta);
+	wu_state_release(&st);
 	free(url);
 	return rc;
 }

@@ -15,7 +15,7 @@ enum jo_exit {
 	JO_EXIT_AUTH = 6,        /* credentials were rejected */
 	JO_EXIT_NOTJFS = 7,      /* not a JuiceFS volume, or corrupt metadata/data */
 	JO_EXIT_NOTFOUND = 8,    /* a path, object, bucket or version does not exist */
-	JO_EXIT_UNSUPPORTED = 9, /* a feature jfsops refuses (encryption, cluster...) */
+	JO_EXIT_UNSUPPORTED = 9, /* a feature jfsops refuses (encryption, newer format...) */
 	JO_EXIT_CONFLICT = 10,   /* lost a lease or a compare-and-swap */
 	JO_EXIT_META_AUTH = 11,  /* doctor: the metadata engine refused the password */
 	JO_EXIT_CLOCK = 12,      /* doctor: the clock differs from the object store's */

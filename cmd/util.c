@@ -114,6 +114,7 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 	struct jo_meta_open_opts mo = { .read_only = true };
 
 	cmd_env_meta_passwords(&mo.password, &mo.redis_password);
+	mo.sentinel_password = getenv("SENTINEL_PASSWORD");
 	return jo_meta_open_with(out, url, &mo, err);
 }
 
@@ -282,6 +283,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	meta_url = url;
 	vo.meta_url = meta_url;
 	cmd_env_meta_passwords(&vo.meta_password, &vo.meta_redis_password);
+	vo.meta_sentinel_password = getenv("SENTINEL_PASSWORD");
 	vo.meta_read_only = a->read_only;
 	vo.list_temp_files = a->list_temp_files;
 	vo.list_links = a->list_links;

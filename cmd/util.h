@@ -41,7 +41,8 @@ enum {
 	"                           JFSOPS_PROFILE, else [default] when the file has one)\n" \
 	"      --config FILE        config file (default: env JFSOPS_CONFIG, else\n" \
 	"                           $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config)\n" \
-	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD.\n"
+	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD;\n" \
+	"a Sentinel URL's sentinels take theirs from SENTINEL_PASSWORD.\n"
 
 struct cmd_vol_args {
 	const char *bucket;

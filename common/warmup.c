@@ -520,6 +520,98 @@ int jo_warmup_map_range(struct jo_warmup_mapper *mp, uint64_t ino, uint64_t flen
 	return 0;
 }
 
+struct fb_seen {
+	const struct jo_warmup_block *v;
+	size_t n, cap;
+	struct jo_warmup_block *own;
+	jo_warmup_block_cb cb;
+	void *payload;
+};
+
+static int fb_collect(const struct jo_warmup_block *b, void *payload)
+{
+	struct fb_seen *s = payload;
+
+	if (s->n == s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 64;
+		struct jo_warmup_block *nv = realloc(s->own, nc * sizeof(*nv));
+
+		if (!nv)
+			return JO_ENOMEM;
+		s->own = nv;
+		s->v = nv;
+		s->cap = nc;
+	}
+	s->own[s->n++] = *b;
+	return s->cb(b, s->payload);
+}
+
+static bool fb_has(const struct fb_seen *s, uint64_t id, uint32_t indx)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].id == id && s->v[i].indx == indx)
+			return true;
+	return false;
+}
+
+int jo_warmup_file_blocks(struct jo_warmup_mapper *mp, uint64_t ino, uint64_t flen,
+			  jo_warmup_block_cb cb, void *payload, struct jo_err *err)
+{
+	struct fb_seen seen = { .cb = cb, .payload = payload };
+	int rc = 0;
+
+	if (!flen)
+		return 0;
+	for (uint64_t c = 0; c <= (flen - 1) >> JO_CHUNK_BITS && !rc; c++) {
+		if (c > UINT32_MAX) {
+			rc = jo_err_set(err, JO_EPROTO, "file offset too large");
+			break;
+		}
+		rc = load_chunk(mp, ino, (uint32_t)c, err);
+		if (rc)
+			break;
+		seen.n = 0;
+		/* the blocks whose bytes the file shows, with their anchors */
+		rc = jo_warmup_map_chunk(mp->vis, mp->nvis, (uint32_t)c, flen, 0, JO_CHUNK_SIZE, mp->bs,
+					 fb_collect, &seen);
+		if (rc == JO_ENOMEM) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			break;
+		}
+		if (rc)
+			break;
+		/* the rest of every slice the chunk shows */
+		for (size_t i = 0; i < mp->nvis && !rc; i++) {
+			const struct jo_slice *sg = &mp->vis[i];
+			uint32_t nb;
+			bool dup = false;
+
+			if (!sg->id)
+				continue;
+			for (size_t k = 0; k < i && !dup; k++)
+				dup = mp->vis[k].id == sg->id && mp->vis[k].size == sg->size;
+			if (dup)
+				continue;
+			nb = jo_slice_nblocks(sg->size, mp->bs);
+			for (uint32_t bi = 0; bi < nb && !rc; bi++) {
+				struct jo_warmup_block b = { 0 };
+
+				if (fb_has(&seen, sg->id, bi))
+					continue;
+				b.id = sg->id;
+				b.indx = bi;
+				b.bsize = jo_block_len(sg->size, mp->bs, bi);
+				b.anchor_kind = JO_WARMUP_HIDDEN;
+				b.anchor = JO_WARMUP_NONE;
+				b.alt = JO_WARMUP_NONE;
+				rc = cb(&b, payload);
+			}
+		}
+	}
+	free(seen.own);
+	return rc;
+}
+
 /* ------------------------------------------------------------------ mount */
 
 void jo_warmup_mount_release(struct jo_warmup_mount *m)
@@ -530,6 +622,8 @@ void jo_warmup_mount_release(struct jo_warmup_mount *m)
 	free(m->name);
 	free(m->subdir);
 	free(m->stats_path);
+	free(m->control_path);
+	free(m->cache_dir);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -608,8 +702,8 @@ static int64_t json_int(json_t *o, const char *k, int64_t def)
 
 int jo_warmup_mount_probe(const char *mp, struct jo_warmup_mount *out, struct jo_err *err)
 {
-	static const char *const names[][2] = { { ".config", ".stats" },
-						{ ".jfs.config", ".jfs.stats" } };
+	static const char *const names[][3] = { { ".config", ".stats", ".control" },
+						{ ".jfs.config", ".jfs.stats", ".jfs.control" } };
 	char *path = NULL, *text = NULL;
 	json_t *root = NULL, *fmt, *chunk, *meta, *v;
 	json_error_t je;
@@ -654,7 +748,10 @@ int jo_warmup_mount_probe(const char *mp, struct jo_warmup_mount *out, struct jo
 		v = json_object_get(meta, "Subdir");
 	out->subdir = strdup(json_is_string(v) ? json_string_value(v) : "");
 	out->stats_path = path_join(mp, names[which][1]);
-	if (!out->uuid || !out->name || !out->subdir || !out->stats_path) {
+	out->control_path = path_join(mp, names[which][2]);
+	out->cache_dir = json_strdup(chunk, "CacheDir");
+	if (!out->uuid || !out->name || !out->subdir || !out->stats_path || !out->control_path ||
+	    !out->cache_dir) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -803,6 +900,10 @@ int jo_warmup_plan_read(const struct jo_warmup_block *b, const struct jo_warmup_
 		return jo_err_set(err, JO_EUNSUPPORTED,
 				  "the block's first byte is hidden by a newer slice and the mount "
 				  "does not prefetch (--prefetch 0): no read through it caches the block");
+	case JO_WARMUP_HIDDEN:
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "no byte of the block is visible in the file (newer slices hide "
+				  "it): no read through the mount caches it");
 	}
 	return jo_err_set(err, JO_EINVAL, "bad anchor kind %d", b->anchor_kind);
 }
@@ -815,6 +916,8 @@ struct fetch_item {
 	uint64_t off;
 	uint32_t bsize;
 	bool confirm;
+	bool tagged;
+	void *tag;
 };
 
 struct jo_warmup_fetcher {
@@ -828,6 +931,8 @@ struct jo_warmup_fetcher {
 	int nth;
 	jo_warmup_fail_cb fail;
 	void *payload;
+	jo_warmup_done_cb done;
+	void *done_payload;
 	struct jo_warmup_fetch_stats st;
 };
 
@@ -896,6 +1001,8 @@ static void *fetch_worker(void *arg)
 			f->st.done++;
 			f->st.bytes_done += it.bsize;
 		}
+		if (it.tagged && f->done)
+			f->done(it.tag, rc, &err, f->done_payload);
 		pthread_mutex_unlock(&f->mu);
 		free(it.path);
 		free(it.key);
@@ -975,6 +1082,44 @@ int jo_warmup_fetcher_add(struct jo_warmup_fetcher *f, const char *path, const c
 		free(it.key);
 		return jo_err_set(err, JO_ECANCELED, "interrupted");
 	}
+	f->q[(f->head + f->n) % f->cap] = it;
+	f->n++;
+	f->st.queued++;
+	pthread_cond_signal(&f->not_empty);
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+void jo_warmup_fetcher_on_done(struct jo_warmup_fetcher *f, jo_warmup_done_cb cb, void *payload)
+{
+	pthread_mutex_lock(&f->mu);
+	f->done = cb;
+	f->done_payload = payload;
+	pthread_mutex_unlock(&f->mu);
+}
+
+int jo_warmup_fetcher_try_add(struct jo_warmup_fetcher *f, const char *path, const char *key,
+			      uint32_t bsize, const struct jo_warmup_read *rd, void *tag,
+			      struct jo_err *err)
+{
+	struct fetch_item it = { .off = rd->off, .bsize = bsize, .confirm = rd->confirm,
+				 .tagged = true, .tag = tag };
+
+	pthread_mutex_lock(&f->mu);
+	if (f->n == f->cap) {
+		pthread_mutex_unlock(&f->mu);
+		return 1;
+	}
+	pthread_mutex_unlock(&f->mu);
+	it.path = strdup(path);
+	it.key = strdup(key);
+	if (!it.path || !it.key) {
+		free(it.path);
+		free(it.key);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	pthread_mutex_lock(&f->mu);
+	/* only this thread adds, so the room seen above is still there */
 	f->q[(f->head + f->n) % f->cap] = it;
 	f->n++;
 	f->st.queued++;

@@ -85,6 +85,10 @@ enum jo_warmup_anchor {
 	 * cut by a later slice): anchor is its first visible byte; only a
 	 * prefetching mount (or a compressed volume) caches the whole block */
 	JO_WARMUP_PARTIAL = 2,
+	/* no byte of the block is visible in the file (a later slice hides
+	 * all of it), but the block belongs to a slice the file still shows:
+	 * the mount's own whole-file eviction removes it; no read caches it */
+	JO_WARMUP_HIDDEN = 3,
 };
 #define JO_WARMUP_NONE UINT64_MAX
 
@@ -130,6 +134,17 @@ int jo_warmup_map_range(struct jo_warmup_mapper *mp, uint64_t ino, uint64_t flen
 			uint64_t len, jo_warmup_block_cb cb, void *payload, struct jo_err *err);
 /* Metadata chunk reads done so far (for tests and statistics). */
 uint64_t jo_warmup_mapper_chunk_reads(const struct jo_warmup_mapper *mp);
+/*
+ * Every block of every slice that regular file ino (length flen) shows in
+ * some chunk: the unit a JuiceFS mount evicts or checks when it is given
+ * the whole file (pkg/vfs/fill.go: every block of each visible slice, not
+ * only its visible part). Blocks with a visible first byte come with their
+ * anchors as jo_warmup_map_range() gives them; blocks of which no byte is
+ * visible come once per chunk with anchor_kind JO_WARMUP_HIDDEN. A block may
+ * be reported more than once (callers deduplicate).
+ */
+int jo_warmup_file_blocks(struct jo_warmup_mapper *mp, uint64_t ino, uint64_t flen,
+			  jo_warmup_block_cb cb, void *payload, struct jo_err *err);
 
 /* ---- 3. a JuiceFS FUSE mount ---- */
 
@@ -145,6 +160,8 @@ struct jo_warmup_mount {
 	int prefetch;         /* Chunk.Prefetch */
 	uint64_t readahead;   /* Chunk.Readahead, bytes */
 	char *stats_path;     /* MP/.stats or MP/.jfs.stats */
+	char *control_path;   /* MP/.control or MP/.jfs.control */
+	char *cache_dir;      /* Chunk.CacheDir: "DIR/UUID[:DIR2/UUID...]" or "memory" */
 };
 /*
  * Read MP/.config (or MP/.jfs.config with --prefix-internal). JO_ENOTFOUND
@@ -189,8 +206,9 @@ int jo_warmup_plan_read(const struct jo_warmup_block *b, const struct jo_warmup_
  * The block fetcher: a pool of threads reading blocks through a mount, at
  * most `threads` reads in flight, reads that wait for the client's prefetcher
  * limited to the mount's prefetch parallelism (its queue drops keys when
- * full). jo_warmup_fetcher_add() blocks while the queue is full. Progress
- * counters may be read from another thread at any time.
+ * full). jo_warmup_fetcher_add() blocks while the queue is full,
+ * jo_warmup_fetcher_try_add() does not; reads are added from one thread.
+ * Progress counters may be read from another thread at any time.
  */
 struct jo_warmup_fetcher;
 struct jo_warmup_fetch_stats {
@@ -201,11 +219,29 @@ struct jo_warmup_fetch_stats {
 /* Called from a worker (serialised) for each block that failed. */
 typedef void (*jo_warmup_fail_cb)(const char *key, const char *path, uint64_t off,
 				  const struct jo_err *err, void *payload);
+/*
+ * Called from a worker after each read added with a tag (serialised with
+ * the fail callback, after it): rc is 0 or the read's error (err says why).
+ */
+typedef void (*jo_warmup_done_cb)(void *tag, int rc, const struct jo_err *err, void *payload);
 int jo_warmup_fetcher_new(struct jo_warmup_fetcher **out, int threads, int prefetch,
 			  jo_warmup_fail_cb fail, void *payload, struct jo_err *err);
 /* Queue one read (path and key are copied). JO_ECANCELED once cancelled. */
 int jo_warmup_fetcher_add(struct jo_warmup_fetcher *f, const char *path, const char *key,
 			  uint32_t bsize, const struct jo_warmup_read *rd, struct jo_err *err);
+/*
+ * Report every tagged read's end to cb (set before the first add; payload
+ * borrowed).
+ */
+void jo_warmup_fetcher_on_done(struct jo_warmup_fetcher *f, jo_warmup_done_cb cb, void *payload);
+/*
+ * Queue one read without waiting: 0 queued, 1 the queue is full (nothing
+ * done, try again after a completion), JO_ENOMEM. tag is handed to the done
+ * callback.
+ */
+int jo_warmup_fetcher_try_add(struct jo_warmup_fetcher *f, const char *path, const char *key,
+			      uint32_t bsize, const struct jo_warmup_read *rd, void *tag,
+			      struct jo_err *err);
 /* Wait until every queued read finished; stops the threads. */
 void jo_warmup_fetcher_finish(struct jo_warmup_fetcher *f);
 void jo_warmup_fetcher_stats(struct jo_warmup_fetcher *f, struct jo_warmup_fetch_stats *out);

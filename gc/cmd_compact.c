@@ -68,7 +68,8 @@ static const char compact_usage[] =
 	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
 	CMD_VOL_HELP
 	"\n"
-	"Exit codes: 0 done, 2 usage, 3 failed, 4 some chunks failed, 9 unsupported\n"
+	"Exit codes: 0 done, 2 usage, 3 failed, 4 some chunks failed, 5 unreachable or\n"
+	"timed out (also Redis LOADING/BUSY, SQLite locked), 9 unsupported\n"
 	"volume (ChangeLog on, encrypted), 10 a lease was lost, 130/143 interrupted.\n"
 	"\n"
 	"Examples:\n"
@@ -113,6 +114,9 @@ struct run {
 	char owner[128];
 	int64_t started_ms, deadline_ms;
 	time_t started, last_progress;
+	/* the survey (or the work) was cut: the summary says "complete": false */
+	const char *incomplete;   /* what did not finish, or NULL */
+	const struct jo_err *why;
 };
 
 static void put_be(uint8_t *p, uint64_t v, int n)
@@ -307,6 +311,9 @@ static int record_tasks(struct run *r, struct jo_err *err)
 
 		r->o.task_size = per < 1 ? 1 : per > 64 ? 64 : (long)per;
 	}
+	if (jo_mut_task_max_items(r->vol->meta) &&
+	    (size_t)r->o.task_size > jo_mut_task_max_items(r->vol->meta))
+		r->o.task_size = (long)jo_mut_task_max_items(r->vol->meta);
 	items = calloc((size_t)r->o.task_size, sizeof(*items));
 	ip = calloc((size_t)r->o.task_size, sizeof(*ip));
 
@@ -548,6 +555,11 @@ static void print_summary(struct run *r)
 
 	if (r->ctx->tty && !r->ctx->quiet && r->o.apply)
 		fputc('\n', stderr);
+	if (r->incomplete)
+		fprintf(stderr, "%s %s: INCOMPLETE: %s did not finish: %s\n", r->ctx->prog,
+			r->ctx->cmd, r->incomplete, strcmp(r->incomplete, "the chunk survey") == 0 ?
+			"the counts are partial and nothing was planned from it" :
+			"what is left stays for the next run");
 	if (r->ctx->json) {
 		json_t *o = json_object(), *h = json_object();
 
@@ -558,6 +570,10 @@ static void print_summary(struct run *r)
 			json_object_set_new(h, label, json_integer((json_int_t)s->hist[b]));
 		}
 		json_object_set_new(o, "type", json_string("summary"));
+		json_object_set_new(o, "complete", json_boolean(!r->incomplete));
+		if (r->incomplete && r->why && r->why->code)
+			json_object_set_new(o, "error", json_string(r->why->msg[0] ? r->why->msg :
+							       jo_err_name(r->why->code)));
 		json_object_set_new(o, "dry_run", json_boolean(!r->o.apply));
 		json_object_set_new(o, "chunks", json_integer((json_int_t)s->chunks));
 		json_object_set_new(o, "records", json_integer((json_int_t)s->records));
@@ -804,6 +820,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 
 	/* survey (and plan) unless this process only works */
 	if (!(r.o.worker && r.o.apply)) {
+		r.incomplete = "the chunk survey";
 		if (r.o.apply) {
 			struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
 
@@ -818,6 +835,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		r.plan = NULL;
 		if (rc)
 			goto failed;
+		r.incomplete = NULL;
 	}
 	if (r.o.apply && !r.o.plan) {
 		rc = run_workers(&r);
@@ -827,24 +845,32 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		}
 	}
 	if (jo_cancelled()) {
+		r.incomplete = "the run (interrupted)";
 		print_summary(&r);
 		rc = 128 + jo_cancelled();
 		goto metrics;
 	}
-	print_summary(&r);
-	if (r.st.leases_lost)
+	if (r.st.leases_lost) {
 		rc = JO_EXIT_CONFLICT;
-	else if (r.first_err.code && !r.st.failed)
+	} else if (r.first_err.code && !r.st.failed) {
+		r.incomplete = "the work";  /* a worker could not claim or complete a task */
+		r.why = &r.first_err;
 		rc = cmd_fail(ctx, &r.first_err);
-	else
+	} else {
 		rc = r.st.failed ? JO_EXIT_PARTIAL : 0;
+	}
+	print_summary(&r);
 	goto metrics;
 failed:
+	if (!r.incomplete)
+		r.incomplete = "the run";
+	r.why = &err;
 	if (rc == JO_ECANCELED || jo_cancelled()) {
 		print_summary(&r);
 		rc = 128 + (jo_cancelled() ? jo_cancelled() : SIGINT);
 	} else {
 		rc = cmd_fail(ctx, &err);
+		print_summary(&r);
 	}
 metrics:
 	if (r.o.metrics_path) {

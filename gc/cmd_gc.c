@@ -65,11 +65,15 @@ static const char usage_text[] =
 	"4 finished but some items failed, or (status \"tasks-left\") tasks are still\n"
 	"recorded that this run could not claim: another worker holds their lease,\n"
 	"or held it and died (its lease expires after at most --lease; the next run\n"
-	"takes them over), 5 unreachable, 9 unsupported volume (ChangeLog on),\n"
-	"10 a lease was lost,\n"
+	"takes them over), 5 unreachable or timed out (also Redis LOADING/BUSY, SQLite\n"
+	"locked), 9 unsupported volume (ChangeLog on), 10 a lease was lost,\n"
 	"130/143 interrupted (SIGINT/SIGTERM: the delete batch in flight is finished,\n"
 	"no new one is started, the lease is released; what is left stays recorded\n"
 	"and is picked up by the next run. A second SIGINT exits at once).\n"
+	"A plan scan cut by any error is never taken as whole: nothing is recorded\n"
+	"from it (each scan's tasks are recorded only once it was read to its end),\n"
+	"no work follows, the run says INCOMPLETE and its summary has \"complete\":\n"
+	"false.\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops gc redis://10.0.0.5:6379/1                              # dry run: what would go\n"
@@ -156,7 +160,7 @@ static void sum(const struct gc_stats *s, struct totals *t)
 
 static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const char *mode,
 			  const struct gc_stats *s, int64_t left, int64_t leased, double dur,
-			  const char *status)
+			  const char *status, bool complete, const struct jo_err *err, int exit_code)
 {
 	struct totals t;
 	char hb[32];
@@ -181,6 +185,11 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		json_object_set_new(o, "mode", json_string(mode));
 		json_object_set_new(o, "dry_run", json_boolean(!del));
 		json_object_set_new(o, "status", json_string(status));
+		json_object_set_new(o, "complete", json_boolean(complete));
+		if (!complete && err && err->code)
+			json_object_set_new(o, "error", json_string(err->msg[0] ? err->msg :
+							       jo_err_name(err->code)));
+		json_object_set_new(o, "exit", json_integer(exit_code));
 		json_object_set_new(o, "items", json_integer((json_int_t)t.items));
 		json_object_set_new(o, "slices", json_integer((json_int_t)t.slices));
 		json_object_set_new(o, "objects", json_integer((json_int_t)t.objects));
@@ -222,6 +231,18 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 	       (unsigned long long)s->tasks_released, (long long)left,
 	       (unsigned long long)s->leases_lost, (unsigned long long)t.errors, dur, status);
 	fflush(stdout);
+}
+
+/* The line that says a run is not to be taken for a whole one. */
+static void say_incomplete(const struct jo_ctx *ctx, bool in_plan, bool del)
+{
+	if (in_plan)
+		fprintf(stderr, "%s %s: INCOMPLETE: the plan did not finish: no task is recorded "
+			"from a scan that was not read whole%s\n", ctx->prog, ctx->cmd,
+			del ? ", no work was done, nothing was deleted" : "");
+	else
+		fprintf(stderr, "%s %s: INCOMPLETE: the work stopped early; what is left stays "
+			"recorded for the next run\n", ctx->prog, ctx->cmd);
 }
 
 static int write_metrics(const char *path, bool del, const struct gc_stats *s, int64_t left,
@@ -401,8 +422,9 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (status) {
 		if (gc_task_counts(run, &left, &leased, &err) != 0) {
-			left = leased = 0; /* no task table yet: nothing recorded */
-			jo_err_clear(&err);
+			/* (no task table yet counts as 0 tasks: this is a real failure) */
+			exit_code = cmd_fail(ctx, &err);
+			goto out;
 		}
 		if (json)
 			printf("{\"type\":\"status\",\"command\":\"gc\",\"tasks\":%lld,\"leased\":%lld}\n",
@@ -422,31 +444,43 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	jo_info("%s, %s, TrashDays %d, %d thread(s)", o.delete_ ? "deleting" : "dry-run", mode,
 		vol->fmt.trash_days, o.threads);
+	bool in_plan = plan;
+
 	if (plan)
 		rc = gc_plan(run, !o.delete_ && work, &err);
-	/* dry plan+work evaluated everything while planning */
-	if (rc == 0 && work && (o.delete_ || !plan))
+	/* dry plan+work evaluated everything while planning; a failed plan
+	 * (a scan not read whole) is never followed by work */
+	if (rc == 0 && work && (o.delete_ || !plan)) {
+		in_plan = false;
 		rc = gc_work(run, &err);
+	}
 	gc_run_stats(run, &st);
-	if (o.delete_ && gc_task_counts(run, &left, &leased, &err) != 0 && rc == 0) {
-		jo_warn("counting tasks: %s", err.msg);
-		jo_err_clear(&err);
+	if (o.delete_) {
+		/* its own error buffer: a failed count must not replace the error
+		 * that stopped the run */
+		struct jo_err cerr = { 0 };
+
+		if (gc_task_counts(run, &left, &leased, &cerr) != 0)
+			jo_warn("counting tasks: %s", cerr.msg);
 	}
 	{
 		double dur = now_real() - t0;
 		const char *stname = "ok";
-		bool success;
+		bool success, complete = true;
 
 		if (rc == JO_ECANCELED || jo_cancelled()) {
 			int sig = jo_cancelled();
 
 			stname = "interrupted";
 			exit_code = sig ? 128 + sig : JO_EXIT_OK; /* max-time alone is a clean stop */
+			complete = !sig;
 			if (!sig)
 				stname = "max-time";
 			rc = 0;
 		} else if (rc) {
-			stname = "failed";
+			stname = "incomplete";
+			complete = false;
+			exit_code = cmd_fail(ctx, &err);
 		} else if (gc_stats_errors(&st)) {
 			stname = "partial";
 			exit_code = JO_EXIT_PARTIAL;
@@ -468,8 +502,10 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 				"this run; the next run or that worker finishes them", (long long)left,
 				(long long)leased);
 		}
-		if (rc == 0)
-			print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname);
+		if (!complete)
+			say_incomplete(ctx, in_plan, o.delete_);
+		print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname, complete,
+			      rc ? &err : NULL, exit_code);
 		/*
 		 * For the last-success metric a run that did all it could claim counts:
 		 * on a fleet whose workers start together the first to finish always
@@ -486,8 +522,6 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 					exit_code = JO_EXIT_FAIL;
 			}
 		}
-		if (rc)
-			exit_code = cmd_fail(ctx, &err);
 	}
 out:
 	gc_run_free(run);

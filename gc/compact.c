@@ -271,6 +271,9 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	res->records_before = n;
 	if (n > COMPACT_MAX_RECORDS)
 		n = COMPACT_MAX_RECORDS;
+	/* an engine whose commits are smaller (etcd: 100 records, as juicefs) */
+	if (jo_meta_compact_max_records(v->meta) && n > jo_meta_compact_max_records(v->meta))
+		n = jo_meta_compact_max_records(v->meta);
 	rc = compact_pick(recs, n, &pick);
 	if (rc) {
 		rc = jo_err_set(err, rc == JO_EPROTO ? JO_EPROTO : rc,

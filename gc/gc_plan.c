@@ -5,6 +5,7 @@
  */
 #include "gc/gc_internal.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +39,9 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 		r->o.batch = 1000;
 	if (r->o.task_size <= 0)
 		r->o.task_size = 256;
+	/* an engine that records a task in one small transaction (etcd) */
+	if (jo_mut_task_max_items(vol->meta) && (size_t)r->o.task_size > jo_mut_task_max_items(vol->meta))
+		r->o.task_size = (long)jo_mut_task_max_items(vol->meta);
 	if (o->worker_id && *o->worker_id) {
 		snprintf(r->owner, sizeof(r->owner), "%s", o->worker_id);
 	} else {
@@ -103,6 +107,14 @@ struct planner {
 	struct gc_run *r;
 	struct gc_worker w;       /* own connection: task records, dry evaluation */
 	bool evaluate;
+	/*
+	 * --delete: the shards of the scan in progress wait here (a temp file,
+	 * so memory stays bounded) and become tasks only once that scan was
+	 * read whole. A scan cut by an error records nothing: no task is ever
+	 * planned from a partial scan.
+	 */
+	FILE *stage;
+	uint64_t staged;
 	struct shard sh[GC_NKINDS];
 	uint64_t *excl;           /* sustained + detached inodes, sorted */
 	size_t nexcl, cexcl;
@@ -118,18 +130,20 @@ static int emit(struct planner *p, int kind)
 	if (s->n == 0)
 		return 0;
 	if (r->o.delete_) {
-		int64_t id = 0;
-		size_t added = 0;
+		uint8_t head[5] = { (uint8_t)kind, (uint8_t)(s->n >> 24), (uint8_t)(s->n >> 16),
+				    (uint8_t)(s->n >> 8), (uint8_t)s->n };
 
-		rc = jo_mut_task_add(p->w.m, GC_NS, gc_kind_name(kind), (const char *const *)s->items,
-				     s->n, &id, &added, &p->err);
-		if (rc == 0) {
-			/* items are counted by the worker that processes them */
-			if (id) {
-				p->w.st.tasks_planned++;
-				p->w.st.items_planned += added;
-			}
+		if (fwrite(head, 1, sizeof(head), p->stage) != sizeof(head))
+			rc = jo_err_set(&p->err, JO_EIO, "plan: staging file: %s", strerror(errno));
+		for (size_t i = 0; i < s->n && rc == 0; i++) {
+			size_t l = strlen(s->items[i]);
+			uint8_t lb = (uint8_t)l; /* items are short: "k:<u64>:<u64>" */
+
+			if (fwrite(&lb, 1, 1, p->stage) != 1 || fwrite(s->items[i], 1, l, p->stage) != l)
+				rc = jo_err_set(&p->err, JO_EIO, "plan: staging file: %s", strerror(errno));
 		}
+		if (rc == 0)
+			p->staged++;
 	} else if (p->evaluate) {
 		for (size_t i = 0; i < s->n && rc == 0; i++)
 			rc = gc_process_item(&p->w, s->items[i], &p->err);
@@ -161,6 +175,65 @@ static int add_item(struct planner *p, int kind, uint64_t a, uint64_t b)
 	s->n++;
 	if (s->n >= (size_t)p->r->o.task_size)
 		return emit(p, kind);
+	return 0;
+}
+
+/* Record the shards staged by a scan that was read whole, then forget them. */
+static int commit_staged(struct planner *p, struct jo_err *err)
+{
+	char *items[256], buf[256 * 256];
+	int rc = 0;
+
+	if (!p->stage || p->staged == 0)
+		return 0;
+	if (fflush(p->stage) != 0 || fseek(p->stage, 0, SEEK_SET) != 0)
+		return jo_err_set(err, JO_EIO, "plan: staging file: %s", strerror(errno));
+	for (uint64_t t = 0; t < p->staged && rc == 0; t++) {
+		uint8_t head[5];
+		size_t n, k = 0, used = 0;
+		char **v;
+		int64_t id = 0;
+		size_t added = 0;
+
+		if (fread(head, 1, sizeof(head), p->stage) != sizeof(head))
+			return jo_err_set(err, JO_EIO, "plan: staging file: short read");
+		n = (size_t)head[1] << 24 | (size_t)head[2] << 16 | (size_t)head[3] << 8 | head[4];
+		v = n <= 256 ? items : calloc(n, sizeof(*v));
+		char *b = n <= 256 ? buf : malloc(n * 256);
+		if (!v || !b) {
+			if (v != items)
+				free(v);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		for (k = 0; k < n; k++) {
+			uint8_t lb;
+
+			if (fread(&lb, 1, 1, p->stage) != 1 || fread(b + used, 1, lb, p->stage) != lb) {
+				rc = jo_err_set(err, JO_EIO, "plan: staging file: short read");
+				break;
+			}
+			v[k] = b + used;
+			b[used + lb] = '\0';
+			used += (size_t)lb + 1;
+		}
+		if (rc == 0)
+			rc = jo_mut_task_add(p->w.m, GC_NS, gc_kind_name(head[0]), (const char *const *)v,
+					     n, &id, &added, err);
+		/* items are counted by the worker that processes them */
+		if (rc == 0 && id) {
+			p->w.st.tasks_planned++;
+			p->w.st.items_planned += added;
+		}
+		if (v != items) {
+			free(v);
+			free(b);
+		}
+	}
+	if (rc)
+		return jo_err_wrap(err, "plan: record tasks");
+	p->staged = 0;
+	if (fseek(p->stage, 0, SEEK_SET) != 0 || ftruncate(fileno(p->stage), 0) != 0)
+		return jo_err_set(err, JO_EIO, "plan: staging file: %s", strerror(errno));
 	return 0;
 }
 
@@ -311,6 +384,10 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 	snprintf(p.w.id, sizeof(p.w.id), "%s/plan", r->owner);
 	if (r->o.delete_ && (rc = jo_mut_task_init(p.w.m, GC_NS, err)) != 0)
 		goto out;
+	if (r->o.delete_ && !(p.stage = tmpfile())) {
+		rc = jo_err_set(err, JO_EIO, "plan: cannot create a staging file: %s", strerror(errno));
+		goto out;
+	}
 
 	if (r->trash_skip) {
 		jo_warn("trash left alone: %s", r->trash_skip);
@@ -322,26 +399,26 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 		}
 		if (rc == 0)
 			rc = emit(&p, GC_TRASH);
-		if ((rc = scan_rc(&p, rc, err, "trash")) != 0)
+		if ((rc = scan_rc(&p, rc, err, "trash")) != 0 || (rc = commit_staged(&p, err)) != 0)
 			goto out;
 	}
 
 	rc = jo_meta_scan_delfiles(m, on_delfile, &p, err);
 	if (rc == 0)
 		rc = emit(&p, GC_FILE);
-	if ((rc = scan_rc(&p, rc, err, "removed files")) != 0)
+	if ((rc = scan_rc(&p, rc, err, "removed files")) != 0 || (rc = commit_staged(&p, err)) != 0)
 		goto out;
 
 	rc = jo_meta_scan_slice_refs(m, on_ref, &p, err);
 	if (rc == 0)
 		rc = emit(&p, GC_SLICE);
-	if ((rc = scan_rc(&p, rc, err, "slice references")) != 0)
+	if ((rc = scan_rc(&p, rc, err, "slice references")) != 0 || (rc = commit_staged(&p, err)) != 0)
 		goto out;
 
 	rc = jo_meta_scan_delslices(m, on_delslices, &p, err);
 	if (rc == 0)
 		rc = emit(&p, GC_DELSLICE);
-	if ((rc = scan_rc(&p, rc, err, "delayed slices")) != 0)
+	if ((rc = scan_rc(&p, rc, err, "delayed slices")) != 0 || (rc = commit_staged(&p, err)) != 0)
 		goto out;
 
 	if (jo_meta_has(m, JO_META_HAS_ORPHAN_CHUNKS)) {
@@ -355,7 +432,8 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 		rc = jo_mut_scan_orphan_chunks(m, on_orphan, &p, err);
 		if (rc == 0)
 			rc = emit(&p, GC_CHUNK);
-		if ((rc = scan_rc(&p, rc, err, "leaked chunks")) != 0)
+		if ((rc = scan_rc(&p, rc, err, "leaked chunks")) != 0 ||
+		    (rc = commit_staged(&p, err)) != 0)
 			goto out;
 	}
 	if (evaluate && !r->o.delete_) {
@@ -371,6 +449,8 @@ out:
 		free(p.sh[k].items);
 	}
 	free(p.excl);
+	if (p.stage)
+		fclose(p.stage); /* what a cut scan staged is dropped */
 	pthread_mutex_lock(&r->mu);
 	gc_stats_add(&r->st, &p.w.st);
 	pthread_mutex_unlock(&r->mu);

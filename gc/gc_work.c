@@ -177,6 +177,8 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			if ((rc = may_mutate(w, err)) != 0)
 				goto out;
 			rc = jo_mut_slice_deletable(w->m, p->id, p->size, &del, err);
+			if (rc == JO_ECONNECT || rc == JO_ETIMEOUT)
+				goto out; /* engine gone: nothing of this batch is deleted */
 			if (rc) {
 				jo_warn("slice %" PRIu64 ": %s", p->id, err->msg);
 				w->st.k[p->kind].errors++;
@@ -846,6 +848,13 @@ int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err)
 	}
 	if (rc == JO_ECONFLICT && !w->lease_lost)
 		rc = JO_EIO; /* not our lease: an engine-level conflict, an item error */
+	if (rc == JO_ECONNECT || rc == JO_ETIMEOUT) {
+		/* the metadata engine went away (connection lost, timed out, Redis
+		 * LOADING/BUSY, SQLite locked): every later item would fail the same
+		 * way, so the run stops here, incomplete, instead of counting them */
+		jo_err_wrap(err, "%s", item);
+		return rc;
+	}
 	if (rc && rc != JO_ECONFLICT && rc != JO_ECANCELED && rc != JO_ENOMEM) {
 		/* one item failed: count it, keep going (its pending state remains in the
 		 * metadata, so the next plan finds it again) */

@@ -88,8 +88,12 @@ static const char leakcheck_usage[] =
 	"the run completed, _last_success_timestamp_seconds.\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
-	"4 some deletions failed, 5 unreachable, 6 credentials rejected, 7 corrupt\n"
-	"metadata, 8 the bucket does not exist, 130/143 interrupted.\n"
+	"4 some deletions failed, 5 a server was unreachable, timed out, loading or\n"
+	"busy (Redis LOADING/BUSY, SQLite locked), 6 credentials rejected, 7 corrupt\n"
+	"metadata or a malformed reply, 8 the bucket does not exist, 130/143\n"
+	"interrupted. A scan cut by any error is never taken as whole: the run stops,\n"
+	"writes no report, deletes nothing more, says INCOMPLETE and prints\n"
+	"\"complete\": false in its --json summary.\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl \\\n"
@@ -141,6 +145,7 @@ struct lc_run {
 	bool out_json;
 	bool progress_shown;
 	int werr;                 /* errno of a failed write */
+	const char *stage;        /* what the run was doing (for an incomplete run) */
 	struct lc_mx mx;
 };
 
@@ -409,6 +414,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		fputs("leakcheck: scanning metadata references...", stderr);
 		r->progress_shown = true;
 	}
+	r->stage = "the metadata reference scan";
 	rc = leak_refs_scan(v->meta, xrefs, &rs, err);
 	if (!rc)
 		rc = jo_xsort_finish(xrefs, err);
@@ -422,6 +428,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		.foreign_cb = write_item, .payload = r, .progress = on_progress,
 	};
 
+	r->stage = "the object listing";
 	rc = leak_list_objects(v->obj, &lo, xobjs, &ls, err);
 	clear_progress(r);
 	if (rc) {
@@ -437,9 +444,11 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		.cutoff = start - o->min_age, .cb = write_item, .payload = r,
 	};
 
+	r->stage = "the merge";
 	rc = leak_merge(&mo, leak_xsort_next, xrefs, leak_xsort_next, xobjs, &counts, err);
 	if (rc)
 		goto out;
+	r->stage = "writing the report";
 	r->mx.checked = true;
 	r->mx.c = counts;
 	r->mx.foreign = ls.foreign;
@@ -495,6 +504,7 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 	/* a slow rate gets small batches: no burst of 1000 followed by a long pause */
 	if (o->rate > 0 && o->rate < 1000)
 		d.batch = o->rate < 1 ? 1 : (size_t)o->rate;
+	r->stage = "the re-check and deletion";
 	rc = leak_delete(r->vol, &d, &st, err);
 
 	r->mx.deleted = true;
@@ -508,8 +518,8 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 		(unsigned long long)st.kept, (unsigned long long)st.failed,
 		(unsigned long long)st.quarantined);
 	if (o->json) {
-		json_t *j = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "type", "summary",
-				      "candidates", (json_int_t)st.candidates,
+		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "type",
+				      "summary", "complete", 1, "candidates", (json_int_t)st.candidates,
 				      "deleted", (json_int_t)st.deleted,
 				      "deleted_bytes", (json_int_t)st.deleted_bytes,
 				      "kept", (json_int_t)st.kept, "failed", (json_int_t)st.failed,
@@ -564,6 +574,47 @@ static int run_synthetic(struct jo_ctx *ctx, const struct lc_opts *o)
 	free(s);
 	json_decref(j);
 	return JO_EXIT_OK;
+}
+
+/*
+ * A run that failed or was interrupted: one line saying what was not read
+ * whole and what that means, and with --json a summary with "complete":
+ * false. A check writes no report then; a deletion run says how far it got
+ * (each group of candidates is re-checked by a whole scan before any of it
+ * is deleted, so what was deleted had been re-checked).
+ */
+static void print_incomplete(const struct lc_run *r, const struct jo_err *err, int exit_code)
+{
+	const struct leak_delete_stats *d = &r->mx.d;
+	const char *stage = r->stage ? r->stage : "opening the volume";
+
+	if (r->o->delete_from)
+		fprintf(stderr, "%s %s: INCOMPLETE: %s did not finish: %llu of %llu candidates "
+			"deleted, the rest left in place\n", r->ctx->prog, r->ctx->cmd, stage,
+			(unsigned long long)d->deleted, (unsigned long long)d->candidates);
+	else
+		fprintf(stderr, "%s %s: INCOMPLETE: %s did not finish: no report, nothing is "
+			"known about leaks\n", r->ctx->prog, r->ctx->cmd, stage);
+	if (!r->o->json)
+		return;
+	json_t *j = json_pack("{s:s, s:b, s:s, s:s, s:i}", "type", "summary", "complete", 0,
+			      "stage", stage, "error", err->msg[0] ? err->msg : jo_err_name(err->code),
+			      "exit", exit_code);
+	char *s;
+
+	if (j && r->o->delete_from) {
+		json_object_set_new(j, "candidates", json_integer((json_int_t)d->candidates));
+		json_object_set_new(j, "deleted", json_integer((json_int_t)d->deleted));
+		json_object_set_new(j, "kept", json_integer((json_int_t)d->kept));
+		json_object_set_new(j, "failed", json_integer((json_int_t)d->failed));
+		json_object_set_new(j, "dry_run", json_boolean(r->o->dry_run));
+	}
+	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	if (s)
+		printf("%s\n", s);
+	free(s);
+	json_decref(j);
+	fflush(stdout);
 }
 
 /*
@@ -761,10 +812,17 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	} else {
 		rc = run_check(&r, &err, &code);
 	}
-	if (rc)
+	if (rc) {
 		rc = lc_fail(ctx, &err);
-	else
+		/*
+		 * A missing bucket (JO_ESTATE, exit 8) is bad input found before
+		 * anything was read: its one error line says it all, no summary.
+		 */
+		if (!o.restore && !(err.code == JO_ESTATE && !o.delete_from))
+			print_incomplete(&r, &err, rc);
+	} else {
 		rc = code;
+	}
 out:
 	if (o.metrics) {
 		struct jo_err merr = { 0 };

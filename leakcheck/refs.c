@@ -192,6 +192,9 @@ static int refs_run(struct jo_meta *m, struct refs_ctx *c0)
 	int rc;
 
 	memset(st, 0, sizeof(*st));
+	/* every reference scan reads one snapshot, where the engine has them */
+	if ((rc = jo_meta_snapshot_begin(m, c.err)) != 0)
+		return rc;
 	rc = scan_step(&c, jo_meta_scan_delfiles(m, on_delfile, &c, c.err), "delfiles");
 	if (!rc)
 		rc = scan_step(&c, jo_meta_scan_sustained(m, on_sustained, &c, c.err), "sustained inodes");
@@ -205,6 +208,7 @@ static int refs_run(struct jo_meta *m, struct refs_ctx *c0)
 	if (!rc)
 		rc = scan_step(&c, jo_meta_scan_delslices(m, on_delslices, &c, c.err), "delayed slices");
 out:
+	jo_meta_snapshot_end(m);
 	free(c.dead.v);
 	c0->hits = c.hits;
 	c0->nhits = c.nhits;

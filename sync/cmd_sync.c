@@ -230,10 +230,12 @@ static const char sync_usage[] =
 	"      --dst-unordered      DST does not list in byte order\n"
 	"\n"
 	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
-	"--max-delete); 2 usage; 3 failure; 5 unreachable; 6 credentials rejected;\n"
+	"--max-delete); 2 usage; 3 failure (a listing page that still failed after\n"
+	"--retries, ...); 5 unreachable or timed out; 6 credentials rejected;\n"
 	"8 bucket or directory missing (a missing SRC is never an empty listing; an\n"
 	"existing empty one is, and then --delete-dst deletes nothing); 130/143\n"
-	"interrupted.\n"
+	"interrupted. Codes other than 0 and 4 mean the run is incomplete: it says\n"
+	"INCOMPLETE, deletes nothing, and its --json summary has \"complete\": false.\n"
 	"\n"
 	"Examples:\n"
 	"  JFSOPS_SRC_ACCESS_KEY=... JFSOPS_SRC_SECRET_KEY=... \\\n"
@@ -310,11 +312,11 @@ static int default_state_path(const struct jo_sync_side *a, const struct jo_sync
 
 static void print_json_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
 			       const struct jo_sync_opts *o, const struct jo_sync_summary *s,
-			       int exit_code);
+			       bool complete, int exit_code);
 
 static void print_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
 			  const struct jo_sync_opts *o, const struct jo_sync_summary *s, bool json,
-			  int exit_code)
+			  bool complete, int exit_code)
 {
 	fprintf(stderr,
 		"jfsops sync: listed %" PRIu64 " src / %" PRIu64 " dst, %s %" PRIu64 " (%" PRIu64
@@ -328,17 +330,21 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 	if (s->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
 			s->delete_refused_why);
+	if (!complete)
+		fprintf(stderr, "jfsops sync: INCOMPLETE: the run stopped before it had read both "
+			"listings whole and finished its copies; nothing was deleted\n");
 	if (json)
-		print_json_summary(src, dst, o, s, exit_code);
+		print_json_summary(src, dst, o, s, complete, exit_code);
 }
 
 static void print_json_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
 			       const struct jo_sync_opts *o, const struct jo_sync_summary *s,
-			       int exit_code)
+			       bool complete, int exit_code)
 {
-	json_t *j = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i}",
-			      "src", src->desc, "dst", dst->desc, "dry_run", o->dry_run,
+	json_t *j = json_pack("{s:s,s:s,s:b,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+			      "s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i}",
+			      "src", src->desc, "dst", dst->desc, "complete", complete,
+			      "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
 			      "listed_dst", (json_int_t)s->dst_listed,
 			      "copied", (json_int_t)s->copied, "copied_bytes", (json_int_t)s->copied_bytes,
@@ -1050,15 +1056,27 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	jo_sync_bw_free(o.bw);
 	if (r) {
 		rc = cmd_fail(ctx, &err);
-		/* One line when nothing happened (say a missing SRC); the JSON summary always. */
-		if (sum.src_listed || sum.dst_listed || sum.copied || sum.failed || sum.deleted)
-			print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
+		/*
+		 * Bad input found before anything was read (a missing SRC or bucket,
+		 * a refused credential, an unreachable server, a bad URL) is its one
+		 * error line; a fault that cut a run short also says INCOMPLETE. The
+		 * JSON summary is printed always.
+		 */
+		bool bad_input = err.code == JO_ENOTFOUND || err.code == JO_ESTATE ||
+				 err.code == JO_EINVAL || err.code == JO_EAUTH ||
+				 err.code == JO_ECONNECT || err.code == JO_EUNSUPPORTED ||
+				 err.code == JO_ENOTJFS;
+		bool began = sum.src_listed || sum.dst_listed || sum.copied || sum.failed ||
+			       sum.deleted;
+
+		if (began || !bad_input)
+			print_summary(&sides[0], &sides[1], &o, &sum, json, false, rc);
 		else if (json)
-			print_json_summary(&sides[0], &sides[1], &o, &sum, rc);
+			print_json_summary(&sides[0], &sides[1], &o, &sum, false, rc);
 		goto out;
 	}
 	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;
-	print_summary(&sides[0], &sides[1], &o, &sum, json, rc);
+	print_summary(&sides[0], &sides[1], &o, &sum, json, true, rc);
 out:
 	if (metrics && parsed && !c_status) {
 		struct timespec t1;

@@ -1389,6 +1389,18 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	/* Uploads left by an earlier run that --resume will not continue. */
 	if (!opts->resume && !opts->dry_run && opts->state)
 		jo_sync_state_mpu_each(opts->state, abort_stale_cb, &e, err);
+	/*
+	 * A run that lists from the first key makes the position an earlier run
+	 * saved meaningless: it is cleared before anything is copied. Otherwise a
+	 * run that saves none (--delete-dst) or is killed before its first save
+	 * would leave the old one, and a later --resume would skip every key
+	 * before it, changed since or not.
+	 */
+	if (!opts->dry_run && opts->state && !(opts->resume && !opts->delete_dst) &&
+	    jo_sync_state_setkv(opts->state, "listpos", "", err)) {
+		free(workers);
+		return jo_err_wrap(err, "state file: cannot clear the saved listing position");
+	}
 	if (!opts->dry_run) {
 		for (; started < nw; started++)
 			if (pthread_create(&workers[started], NULL, worker_main, &e) != 0)

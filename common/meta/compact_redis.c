@@ -18,8 +18,7 @@
 static int rd_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
 				  struct jo_err *err)
 {
-	redisContext *c = jo_rd_conn(m);
-	redisReply *r = redisCommand(c, "INCRBY nextchunk %u", n);
+	redisReply *r = jo_rd_command(m, "INCRBY %Knextchunk %u", n);
 
 	if (!r || r->type != REDIS_REPLY_INTEGER)
 		return jo_rd_fail(m, r, err, "INCRBY nextchunk");
@@ -35,23 +34,42 @@ static void field_of(char *buf, size_t cap, uint64_t id, uint32_t size)
 }
 
 /* HDEL the "0" marker of a fresh slice if it is still 0 (JuiceFS cleanupZeroRef). */
-static void cleanup_zero_ref(redisContext *c, const char *field)
+static void cleanup_zero_ref(struct jo_meta *m, const char *field)
 {
 	for (int i = 0; i < TXN_RETRIES; i++) {
-		redisReply *r = redisCommand(c, "WATCH sliceRef");
+		redisReply *r = jo_rd_command(m, "WATCH %KsliceRef");
 		redisReply *v, *x;
 
+		/* never without the WATCH: a later connection would run it blind */
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			freeReplyObject(r);
+			return;
+		}
 		freeReplyObject(r);
-		v = redisCommand(c, "HGET sliceRef %s", field);
-		if (!v || (v->type == REDIS_REPLY_STRING && strcmp(v->str, "0"))) {
+		v = jo_rd_command(m, "HGET %KsliceRef %s", field);
+		if (!v || v->type == REDIS_REPLY_ERROR ||
+		    (v->type == REDIS_REPLY_STRING && strcmp(v->str, "0"))) {
 			freeReplyObject(v);
-			freeReplyObject(redisCommand(c, "UNWATCH"));
+			if (v)
+				freeReplyObject(jo_rd_command(m, "UNWATCH"));
 			return;
 		}
 		freeReplyObject(v);
-		freeReplyObject(redisCommand(c, "MULTI"));
-		freeReplyObject(redisCommand(c, "HDEL sliceRef %s", field));
-		x = redisCommand(c, "EXEC");
+		/* MULTI, HDEL, EXEC in one pipeline: none of them can move to a new connection */
+		jo_rd_append(m, "MULTI");
+		jo_rd_append(m, "HDEL %KsliceRef %s", field);
+		jo_rd_append(m, "EXEC");
+		x = NULL;
+		for (int k = 0; k < 3; k++) {
+			redisReply *q = NULL;
+
+			if (jo_rd_get_reply(m, &q) != REDIS_OK)
+				break;
+			if (k == 2)
+				x = q;
+			else
+				freeReplyObject(q);
+		}
 		if (x && x->type == REDIS_REPLY_ARRAY) {
 			freeReplyObject(x);
 			return;
@@ -62,27 +80,9 @@ static void cleanup_zero_ref(redisContext *c, const char *field)
 	}
 }
 
-static int add_freed(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size)
-{
-	struct jo_slice_id *nv;
-
-	for (size_t i = 0; i < *n; i++)
-		if ((*v)[i].id == id && (*v)[i].size == size)
-			return 0;
-	nv = realloc(*v, (*n + 1) * sizeof(*nv));
-	if (!nv)
-		return JO_ENOMEM;
-	nv[*n].id = id;
-	nv[*n].size = size;
-	*v = nv;
-	(*n)++;
-	return 0;
-}
-
 static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
-	redisContext *rc = jo_rd_conn(m);
 	char key[64], field[64], dfield[64];
 	uint8_t newrec[24], *delayed = NULL;
 	size_t ndelayed = 0;
@@ -116,7 +116,7 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 	}
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		redisReply *r = redisCommand(rc, "WATCH %s", key);
+		redisReply *r = jo_rd_command(m, "WATCH %K%s", key);
 		bool same = true;
 
 		if (!r || r->type == REDIS_REPLY_ERROR) {
@@ -124,7 +124,7 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 			goto lost;
 		}
 		freeReplyObject(r);
-		r = redisCommand(rc, "LRANGE %s 0 %lld", key, (long long)c->norigin - 1);
+		r = jo_rd_command(m, "LRANGE %K%s 0 %lld", key, (long long)c->norigin - 1);
 		if (!r || r->type != REDIS_REPLY_ARRAY) {
 			code = jo_rd_fail(m, r, err, "LRANGE");
 			goto lost;
@@ -140,20 +140,20 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 		}
 		freeReplyObject(r);
 		if (!same) {
-			freeReplyObject(redisCommand(rc, "UNWATCH"));
+			freeReplyObject(jo_rd_command(m, "UNWATCH"));
 			free(delayed);
 			return jo_err_set(err, JO_ECONFLICT, "chunk %s changed during compaction", key);
 		}
 		/* queue the transaction; replies of queued commands are +QUEUED */
-		redisAppendCommand(rc, "MULTI");
-		redisAppendCommand(rc, "LTRIM %s %lld -1", key, (long long)c->norigin);
-		redisAppendCommand(rc, "LPUSH %s %b", key, newrec, (size_t)24);
+		jo_rd_append(m, "MULTI");
+		jo_rd_append(m, "LTRIM %K%s %lld -1", key, (long long)c->norigin);
+		jo_rd_append(m, "LPUSH %K%s %b", key, newrec, (size_t)24);
 		for (size_t i = c->skipped; i > 0; i--)
-			redisAppendCommand(rc, "LPUSH %s %b", key, c->origin + (i - 1) * 24, (size_t)24);
-		redisAppendCommand(rc, "HSET sliceRef %s 0", field);
+			jo_rd_append(m, "LPUSH %K%s %b", key, c->origin + (i - 1) * 24, (size_t)24);
+		jo_rd_append(m, "HSET %KsliceRef %s 0", field);
 		if (c->trash_days > 0) {
 			if (ndelayed)
-				redisAppendCommand(rc, "HSET delSlices %s %b", dfield, delayed,
+				jo_rd_append(m, "HSET %KdelSlices %s %b", dfield, delayed,
 						   ndelayed * JO_DELSLICE_REC_LEN);
 		} else {
 			for (size_t i = c->skipped; i < c->norigin; i++) {
@@ -164,10 +164,10 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 				if (!s.id)
 					continue;
 				field_of(f, sizeof(f), s.id, s.size);
-				redisAppendCommand(rc, "HINCRBY sliceRef %s -1", f);
+				jo_rd_append(m, "HINCRBY %KsliceRef %s -1", f);
 			}
 		}
-		redisAppendCommand(rc, "EXEC");
+		jo_rd_append(m, "EXEC");
 		{
 			size_t queued = 3 + c->skipped + 1;
 
@@ -183,7 +183,7 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 			for (size_t i = 0; i < queued; i++) {
 				redisReply *q = NULL;
 
-				if (redisGetReply(rc, (void **)&q) != REDIS_OK) {
+				if (jo_rd_get_reply(m, &q) != REDIS_OK) {
 					code = jo_rd_fail(m, NULL, err, "MULTI");
 					goto lost;
 				}
@@ -194,7 +194,7 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 				}
 				freeReplyObject(q);
 			}
-			if (redisGetReply(rc, (void **)&x) != REDIS_OK) {
+			if (jo_rd_get_reply(m, &x) != REDIS_OK) {
 				code = jo_rd_fail(m, NULL, err, "EXEC");
 				goto lost;
 			}
@@ -235,14 +235,21 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 				continue;
 			e = x->element[at++];
 			if (e->type == REDIS_REPLY_INTEGER && e->integer < 0 &&
-			    add_freed(freed, nfreed, s.id, s.size)) {
+			    jo_slice_id_add(freed, nfreed, s.id, s.size)) {
 				freeReplyObject(x);
 				return jo_err_set(err, JO_ENOMEM, "out of memory");
 			}
 		}
 	}
 	freeReplyObject(x);
-	cleanup_zero_ref(rc, field);
+	/* the old slices' blocks go next: not before a replica has the commit */
+	if (c->trash_days <= 0 && *nfreed && (code = jo_rd_confirm(m, err)) != 0) {
+		free(*freed);
+		*freed = NULL;
+		*nfreed = 0;
+		return code;
+	}
+	cleanup_zero_ref(m, field);
 	return 0;
 
 lost:
@@ -252,10 +259,10 @@ lost:
 	 * slice's marker decides whether the commit happened. Without the
 	 * HINCRBY replies we free nothing: those slices stay pending for gc.
 	 */
-	if (rc->err)
-		return code;
 	{
-		redisReply *r = redisCommand(rc, "HEXISTS sliceRef %s", field);
+		/* asked of the server we reach now (after a failover, the new master:
+		 * what it holds is what counts) */
+		redisReply *r = jo_rd_command(m, "HEXISTS %KsliceRef %s", field);
 
 		if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
 			freeReplyObject(r);
@@ -269,12 +276,11 @@ lost:
 static int rd_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
 				struct jo_err *err)
 {
-	redisContext *c = jo_rd_conn(m);
 	char field[64];
 	redisReply *r;
 
 	field_of(field, sizeof(field), id, size);
-	r = redisCommand(c, "HINCRBY sliceRef %s -1", field);
+	r = jo_rd_command(m, "HINCRBY %KsliceRef %s -1", field);
 	if (!r || r->type != REDIS_REPLY_INTEGER)
 		return jo_rd_fail(m, r, err, "HINCRBY sliceRef");
 	freeReplyObject(r);

@@ -51,6 +51,8 @@ struct jo_mut_ops {
 	int (*task_count)(struct jo_meta *, const char *, int64_t *, int64_t *, struct jo_err *);
 	int (*task_scan)(struct jo_meta *, const char *, jo_mut_task_cb, void *, struct jo_err *);
 	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
+	/* the most items one task may hold (what one transaction can record); 0: no limit */
+	size_t max_task_items;
 	/*
 	 * Records beside the tasks (meta_mut.h jo_mut_rec_*): redis in
 	 * mut_redis.c, sql in sql_task.c. A family without them leaves these
@@ -73,6 +75,8 @@ struct jo_compact_ops {
 		      size_t *, struct jo_err *);
 	int (*slice_abandon)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
 	int (*forget_slices)(struct jo_meta *, const struct jo_slice_id *, size_t, struct jo_err *);
+	/* the most records one commit may replace (one transaction's limit); 0: no limit */
+	size_t max_records;
 };
 
 /* Slice lists of the refcount-decrementing transactions (mut.c):
@@ -80,6 +84,10 @@ struct jo_compact_ops {
  * *freed (reset to empty). Returns rc. */
 int jo_sref_push(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size);
 int jo_sref_finish(int rc, struct jo_sref *recs, struct jo_sref **freed, size_t *nfreed);
+
+/* A compaction's freed-slice list (compact.c): append (id, size) unless it
+ * is there already; JO_ENOMEM on failure. */
+int jo_slice_id_add(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size);
 
 /* Task namespace and owner checks (mut.c), for families that build names from them. */
 #define JO_TASK_NS_MAX 16

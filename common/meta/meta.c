@@ -383,6 +383,7 @@ static const struct jo_meta_ops *ops_for(const char *engine)
 		{ "sqlite3", &jo_meta_sql_ops },
 		{ "postgres", &jo_meta_sql_ops },
 		{ "mysql", &jo_meta_sql_ops },
+		{ "etcd", &jo_meta_tkv_ops },
 	};
 
 	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
@@ -451,6 +452,11 @@ int jo_meta_open_with(struct jo_meta **out, const char *url,
 	}
 	if (pw && (rc = set_password(&u, pw, err)) != 0)
 		return rc;
+	if (opts && opts->sentinel_password && *opts->sentinel_password && u.master_name &&
+	    !(u.sentinel_password = strdup(opts->sentinel_password))) {
+		jo_meta_url_release(&u);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
 	u.read_only = opts && opts->read_only;
 	u.coordinator_only = opts && opts->coordinator_only;
 	return open_parsed(out, &u, err);
@@ -461,31 +467,14 @@ int jo_meta_open(struct jo_meta **out, const char *url, struct jo_err *err)
 	return jo_meta_open_with(out, url, NULL, err);
 }
 
-static int sdup(char **dst, const char *s)
-{
-	*dst = s ? strdup(s) : NULL;
-	return s && !*dst ? -1 : 0;
-}
-
 int jo_meta_dup(struct jo_meta *m, struct jo_meta **out, struct jo_err *err)
 {
-	struct jo_meta_url u = m->url;
-	int bad = 0;
+	struct jo_meta_url u;
+	int rc;
 
 	*out = NULL;
-	bad |= sdup(&u.engine, m->url.engine);
-	bad |= sdup(&u.user, m->url.user);
-	bad |= sdup(&u.password, m->url.password);
-	bad |= sdup(&u.host, m->url.host);
-	bad |= sdup(&u.dbname, m->url.dbname);
-	bad |= sdup(&u.path, m->url.path);
-	bad |= sdup(&u.query, m->url.query);
-	bad |= sdup(&u.table_prefix, m->url.table_prefix);
-	bad |= sdup(&u.redacted, m->url.redacted);
-	if (bad) {
-		jo_meta_url_release(&u);
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
+	if ((rc = jo_meta_url_copy(&u, &m->url, err)) != 0)
+		return rc;
 	return open_parsed(out, &u, err);
 }
 
@@ -508,6 +497,17 @@ const char *jo_meta_engine(const struct jo_meta *m)
 bool jo_meta_has(const struct jo_meta *m, unsigned cap)
 {
 	return (m->ops->caps(m) & cap) == cap;
+}
+
+int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err)
+{
+	return m->ops->snapshot_begin ? m->ops->snapshot_begin(m, err) : 0;
+}
+
+void jo_meta_snapshot_end(struct jo_meta *m)
+{
+	if (m && m->ops->snapshot_end)
+		m->ops->snapshot_end(m);
 }
 
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err)

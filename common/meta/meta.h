@@ -3,13 +3,15 @@
  *
  * A struct jo_meta is one connection to a volume's metadata engine, opened from
  * a META-URL spelled exactly as `juicefs` takes it:
- *   redis://[[user]:pass@]host[:port][/db]     (also rediss://, unix sockets
+ *   redis://[[user]:pass@]host[:port][/db]     (also rediss://[?tls-...], unix sockets
  *                                               as unix:///path/redis.sock[?db=N])
+ *   redis://[[user]:pass@]MASTER,host1:26379,host2:26379[/db]   (Sentinel)
+ *   redis://[[user]:pass@]host1:6379,host2:6379[/db]            (Cluster: {db} key prefix)
  *   sqlite3://relative/path.db | sqlite3:///abs/path.db[?table_prefix=X]
  *   postgres://[user[:pass]]@host[:5432]/db[?sslmode=...&search_path=S&table_prefix=X]
  *   postgres://user[:pass]@/db?host=/socket/dir
  *   mysql://user[:pass]@(host:3306)/db | @tcp(host:port)/db | @unix(/path.sock)/db [?tls=...]
- * Engine families (redis via hiredis; sql over sqlite3, libpq and MariaDB
+ * Engine families (redis: hiredis's protocol code over our TCP/TLS connection; sql over sqlite3, libpq and MariaDB
  * Connector/C) sit behind one table each (meta_internal.h); a new engine is
  * a new family or a new SQL driver, not an `if` in every caller.
  *
@@ -23,7 +25,7 @@
  * counters as "next free id" (Redis stores the last id handed out).
  *
  * Errors: JO_EINVAL (malformed URL), JO_ECONNECT (unreachable), JO_EAUTH (bad
- * password), JO_ENOTJFS (no format record), JO_EUNSUPPORTED (cluster/sentinel,
+ * password), JO_ENOTJFS (no format record), JO_EUNSUPPORTED (tikv...,
  * MetaVersion > 1, ...), JO_EPROTO (corrupt record), JO_ENOTFOUND, JO_EIO.
  * Messages never contain the password.
  */
@@ -114,6 +116,8 @@ struct jo_meta_open_opts {
 	const char *password;
 	/* Redis only: $REDIS_PASSWORD, which Redis takes before `password`. */
 	const char *redis_password;
+	/* Redis Sentinel only: $SENTINEL_PASSWORD, for the sentinels themselves. */
+	const char *sentinel_password;
 	/*
 	 * Open for reading only: SQLite opens the file read-only, so closing
 	 * never checkpoints a client's write-ahead log into it (nothing on disk
@@ -158,6 +162,17 @@ const char *jo_meta_engine(const struct jo_meta *m);
 #define JO_META_HAS_ORPHAN_CHUNKS (1u << 0)  /* chunks can outlive their inode (Redis) */
 #define JO_META_HAS_SNAPSHOT_SCANS (1u << 1) /* scans read one consistent snapshot */
 bool jo_meta_has(const struct jo_meta *m, unsigned cap);
+
+/*
+ * Read the scans that follow, until jo_meta_snapshot_end(), from one
+ * snapshot of the volume, so that together they are one consistent picture
+ * (SQL: one read-only REPEATABLE READ transaction; tkv: one revision). Redis
+ * keeps no snapshots: a no-op there (a SCAN returns every key that exists
+ * from its start to its end). Meanwhile only reads may use this handle.
+ * snapshot_end accepts a handle with no snapshot.
+ */
+int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err);
+void jo_meta_snapshot_end(struct jo_meta *m);
 
 /* The server and its version ("PostgreSQL 15.18", "Redis 7.0.15"), malloc'd. */
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err);

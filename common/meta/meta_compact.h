@@ -23,6 +23,11 @@ struct jo_slice;
 int jo_meta_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first,
 			    struct jo_err *err);
 
+/* The most records one compaction commit may replace on this engine (0: no
+ * limit of its own): etcd commits in one transaction of at most 128 operations,
+ * so juicefs compacts at most 100 records there, and so does jfsops. */
+size_t jo_meta_compact_max_records(struct jo_meta *m);
+
 /* An old slice whose last reference the commit removed (trash off). */
 struct jo_slice_id {
 	uint64_t id;

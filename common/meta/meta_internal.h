@@ -24,11 +24,23 @@ struct jo_meta_url {
 	char *redacted;     /* the URL with the password as "****" */
 	bool read_only;     /* opened for reading only (jo_meta_open_opts) */
 	bool coordinator_only; /* no volume: skip the format check (jo_meta_open_opts) */
+	/* redis: Sentinel, Cluster and TLS (as juicefs's newRedisMeta reads them) */
+	char *hosts;        /* sentinel/cluster: "h:p,h:p,..." (IPv6 as [a::b]:p), else NULL */
+	char *master_name;  /* sentinel: the master's name (NULL: not a sentinel URL) */
+	char *tls_ca;       /* tls-ca-cert-file */
+	char *tls_cert;     /* tls-cert-file */
+	char *tls_key;      /* tls-key-file */
+	char *tls_server_name; /* tls-server-name */
+	bool tls_skip_verify;  /* insecure-skip-verify (any non-empty value, as juicefs) */
+	char *route_read;   /* route-read: "replica", "random", "latency" (read-only handles) */
+	char *sentinel_password; /* $SENTINEL_PASSWORD (jo_meta_open_opts) */
 };
 /* Parse a META-URL (no I/O). JO_EINVAL when malformed, JO_EUNSUPPORTED for
- * engines and forms we do not handle (cluster, sentinel, mysql, tikv...). */
+ * engines and forms we do not handle (tikv, etcd...). */
 int jo_meta_url_parse(struct jo_meta_url *out, const char *url, struct jo_err *err);
 void jo_meta_url_release(struct jo_meta_url *u);
+/* A deep copy of src into dst (JO_ENOMEM; dst is then empty). */
+int jo_meta_url_copy(struct jo_meta_url *dst, const struct jo_meta_url *src, struct jo_err *err);
 
 struct jo_mut_ops;
 struct jo_compact_ops;
@@ -45,7 +57,8 @@ enum jo_meta_cap {
 /*
  * One engine family: everything jfsops does on a volume's metadata, behind
  * one table. Families: redis (meta_redis.c, mut_redis.c, rm_redis.c,
- * compact_redis.c) and sql (sql_*.c over a driver per dialect, sql_internal.h).
+ * compact_redis.c), sql (sql_*.c over a driver per dialect, sql_internal.h)
+ * and tkv (tkv*.c over a key-value transport, tkv_internal.h, kv_internal.h).
  * A family is picked by the META-URL's engine in meta.c; nothing outside
  * common/meta/ compares engine names.
  */
@@ -59,6 +72,9 @@ struct jo_meta_ops {
 	void (*close)(struct jo_meta *m);
 	/* The server and its version, for doctor ("Redis 7.0.15", ...): malloc'd. */
 	int (*describe)(struct jo_meta *m, char **out, struct jo_err *err);
+	/* jo_meta_snapshot_begin/end (NULL: the family has no snapshots) */
+	int (*snapshot_begin)(struct jo_meta *m, struct jo_err *err);
+	void (*snapshot_end)(struct jo_meta *m);
 
 	/* ---- reads (meta.h) */
 	/* The raw format JSON (malloc'd). JO_ENOTJFS when absent. */
@@ -104,6 +120,7 @@ struct jo_meta {
 /* The families. */
 extern const struct jo_meta_ops jo_meta_redis_ops;
 extern const struct jo_meta_ops jo_meta_sql_ops;
+extern const struct jo_meta_ops jo_meta_tkv_ops;
 
 /* Helpers shared by the backends. */
 int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out); /* 0 ok, -1 bad */

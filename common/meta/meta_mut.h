@@ -171,6 +171,10 @@ void jo_mut_task_release_mem(struct jo_mut_task *t);
 
 /* Namespaces are 1..16 chars of [a-z0-9]; owners 1..100 printable chars. */
 
+/* The most items one task may hold on this engine (0: no limit): etcd
+ * records a task in one transaction of at most 128 operations. */
+size_t jo_mut_task_max_items(struct jo_meta *m);
+
 /* Create the task tables if missing (SQLite; Redis: no-op). */
 int jo_mut_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
 /*

@@ -1,6 +1,7 @@
 /*
- * meta_redis.c: the Redis backend (standalone Redis via hiredis, §3 of the
- * format spec). Keys are unprefixed (cluster mode is refused). Every scan is
+ * meta_redis.c: the Redis backend's reads (§3 of the format spec) over the
+ * connection of redis_conn.c (standalone, Sentinel or Cluster, TLS or not).
+ * Every key is written %K<key> (the Cluster hash-tag prefix). Every scan is
  * a cursor (SCAN/HSCAN/ZSCAN with COUNT), never KEYS; per-page lookups are
  * pipelined.
  */
@@ -14,18 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
 
 #define SCAN_COUNT "1000"
-
-struct rd {
-	redisContext *c;
-};
-
-static redisContext *RC(struct jo_meta *m)
-{
-	return ((struct rd *)m->be)->c;
-}
 
 static int reply_error(struct jo_meta *m, const redisReply *r, struct jo_err *err, const char *what)
 {
@@ -33,16 +24,12 @@ static int reply_error(struct jo_meta *m, const redisReply *r, struct jo_err *er
 
 	if (strncmp(r->str, "NOAUTH", 6) == 0 || strncmp(r->str, "WRONGPASS", 9) == 0)
 		code = JO_EAUTH;
+	/* The server is up but not serving now (loading its dataset, blocked by a
+	 * script, a replica without its master): unreachable, try again later. */
+	else if (strncmp(r->str, "LOADING", 7) == 0 || strncmp(r->str, "BUSY", 4) == 0 ||
+		 strncmp(r->str, "MASTERDOWN", 10) == 0 || strncmp(r->str, "TRYAGAIN", 8) == 0)
+		code = JO_ECONNECT;
 	return jo_err_set(err, code, "redis %s: %s: %.200s", m->url.redacted, what, r->str);
-}
-
-int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
-{
-	redisContext *c = RC(m);
-	int code = (c->err == REDIS_ERR_IO || c->err == REDIS_ERR_EOF) ? JO_ECONNECT : JO_EIO;
-
-	return jo_err_set(err, code, "redis %s: %s: %s", m->url.redacted, what,
-			  c->errstr[0] ? c->errstr : "connection lost");
 }
 
 /* Run a command; NULL on failure (err set, *rc the code). Error replies fail. */
@@ -52,7 +39,7 @@ redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char
 	redisReply *r;
 
 	va_start(ap, fmt);
-	r = redisvCommand(RC(m), fmt, ap);
+	r = jo_rd_vcommand(m, fmt, ap);
 	va_end(ap);
 	if (!r) {
 		*rc = jo_rd_conn_error(m, err, fmt);
@@ -78,8 +65,8 @@ static int rget_all(struct jo_meta *m, redisReply **rs, size_t k, struct jo_err 
 	size_t i;
 
 	for (i = 0; i < k; i++) {
-		void *r = NULL;
-		if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
+		redisReply *r = NULL;
+		if (jo_rd_get_reply(m, &r) != REDIS_OK || !r) {
 			rc = jo_rd_conn_error(m, err, "pipelined reply");
 			break;
 		}
@@ -119,8 +106,8 @@ static int rs_reserve(redisReply ***rs, size_t *cap, size_t n, struct jo_err *er
 static void rdrain(struct jo_meta *m, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		void *r = NULL;
-		if (redisGetReply(RC(m), &r) != REDIS_OK)
+		redisReply *r = NULL;
+		if (jo_rd_get_reply(m, &r) != REDIS_OK)
 			return;
 		freeReplyObject(r);
 	}
@@ -128,77 +115,15 @@ static void rdrain(struct jo_meta *m, size_t n)
 
 static int r_open(struct jo_meta *m, struct jo_err *err)
 {
-	struct timeval ctv = { 5, 0 }, ttv = { 60, 0 };
-	struct rd *d;
 	redisReply *r;
 	int rc;
 
-	if (m->url.tls)
-		return jo_err_set(err, JO_EUNSUPPORTED,
-				  "rediss:// (TLS) is not supported by this build (hiredis without TLS): %s",
-				  m->url.redacted);
-	d = calloc(1, sizeof(*d));
-	if (!d)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	m->be = d;
-	if (m->url.unix_socket)
-		d->c = redisConnectUnixWithTimeout(m->url.path, ctv);
-	else
-		d->c = redisConnectWithTimeout(m->url.host, m->url.port, ctv);
-	if (!d->c) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (d->c->err) {
-		rc = jo_err_set(err, JO_ECONNECT, "cannot connect to redis %s: %s", m->url.redacted,
-				d->c->errstr);
-		goto fail;
-	}
-	redisSetTimeout(d->c, ttv);
-	if (m->url.password) {
-		if (m->url.user)
-			r = redisCommand(d->c, "AUTH %s %s", m->url.user, m->url.password);
-		else
-			r = redisCommand(d->c, "AUTH %s", m->url.password);
-		if (!r) {
-			rc = jo_rd_conn_error(m, err, "AUTH");
-			goto fail;
-		}
-		if (r->type == REDIS_REPLY_ERROR) {
-			rc = jo_err_set(err, JO_EAUTH, "redis %s: authentication failed: %.200s",
-					m->url.redacted, r->str);
-			freeReplyObject(r);
-			goto fail;
-		}
-		freeReplyObject(r);
-	}
-	r = redisCommand(d->c, "SELECT %d", m->url.db);
-	if (!r || r->type == REDIS_REPLY_ERROR) {
-		rc = r ? reply_error(m, r, err, "SELECT") : jo_rd_conn_error(m, err, "SELECT");
-		freeReplyObject(r);
-		r = NULL;
-	}
-	if (!r)
-		goto fail;
-	freeReplyObject(r);
-	/* Cluster nodes prefix every key: refuse them. INFO may be denied by an
-	 * ACL; that only skips the check. */
-	r = redisCommand(d->c, "INFO cluster");
-	if (!r) {
-		rc = jo_rd_conn_error(m, err, "INFO");
-		goto fail;
-	}
-	if (r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_enabled:1")) {
-		freeReplyObject(r);
-		rc = jo_err_set(err, JO_EUNSUPPORTED, "redis %s is a cluster node: cluster mode is "
-				"not supported", m->url.redacted);
-		goto fail;
-	}
-	freeReplyObject(r);
+	if ((rc = jo_rd_open(m, err)) != 0)
+		return rc;
 	/* a sync coordinator holds no volume: its records need no format */
 	if (m->url.coordinator_only)
 		return 0;
-	r = jo_rd_cmd(m, err, &rc, "EXISTS setting");
+	r = jo_rd_cmd(m, err, &rc, "EXISTS %Ksetting");
 	if (!r)
 		goto fail;
 	if (r->type != REDIS_REPLY_INTEGER || r->integer != 1) {
@@ -210,38 +135,29 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 	freeReplyObject(r);
 	return 0;
 fail:
-	if (d->c)
-		redisFree(d->c);
-	free(d);
-	m->be = NULL;
+	jo_rd_close(m);
 	return rc;
 }
 
 static void r_close(struct jo_meta *m)
 {
-	struct rd *d = m->be;
-
-	if (!d)
-		return;
-	redisFree(d->c);
-	free(d);
-	m->be = NULL;
+	jo_rd_close(m);
 }
 
 static int r_get_setting(struct jo_meta *m, char **json, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = redisCommand(RC(m), "GET setting");
+	redisReply *r = jo_rd_command(m, "GET %Ksetting");
 
 	if (!r)
-		return jo_rd_conn_error(m, err, "GET setting");
+		return jo_rd_conn_error(m, err, "GET %Ksetting");
 	if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0) {
 		freeReplyObject(r);
 		return jo_err_set(err, JO_EPROTO, "redis %s: the \"setting\" key is not a string: "
 				  "corrupt format record", m->url.redacted);
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		rc = reply_error(m, r, err, "GET setting");
+		rc = reply_error(m, r, err, "GET %Ksetting");
 		freeReplyObject(r);
 		return rc;
 	}
@@ -266,7 +182,7 @@ static int r_lookup(struct jo_meta *m, uint64_t parent, const char *name, uint64
 		    uint8_t *type, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET d%llu %b", (unsigned long long)parent, name,
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET %Kd%llu %b", (unsigned long long)parent, name,
 			     strlen(name));
 
 	if (!r)
@@ -288,7 +204,7 @@ static int r_lookup(struct jo_meta *m, uint64_t parent, const char *name, uint64
 static int r_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "GET i%llu", (unsigned long long)ino);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "GET %Ki%llu", (unsigned long long)ino);
 
 	if (!r)
 		return rc;
@@ -325,28 +241,36 @@ typedef int (*page_fn)(struct jo_meta *m, redisReply **el, size_t n, void *ctx, 
 static int r_scan(struct jo_meta *m, const char *verb, const char *key, const char *match,
 		  page_fn page, void *ctx, struct jo_err *err)
 {
-	char cursor[32] = "0";
+	char cursor[32] = "0", pkey[300], pmatch[300];
+	size_t plen;
+	const char *pre = jo_rd_prefix(m, &plen);
+	unsigned epoch = 0;
+	bool first = true;
 	int rc = 0;
 
+	if (key)
+		snprintf(pkey, sizeof(pkey), "%s%s", pre, key);
+	if (match)
+		snprintf(pmatch, sizeof(pmatch), "%s%s", pre, match);
 	do {
 		const char *argv[8];
 		size_t lens[8];
 		int argc = 0;
-		redisReply *r;
+		redisReply *r, *el;
 
 		argv[argc++] = verb;
 		if (key)
-			argv[argc++] = key;
+			argv[argc++] = pkey;
 		argv[argc++] = cursor;
 		if (match) {
 			argv[argc++] = "MATCH";
-			argv[argc++] = match;
+			argv[argc++] = pmatch;
 		}
 		argv[argc++] = "COUNT";
 		argv[argc++] = SCAN_COUNT;
 		for (int i = 0; i < argc; i++)
 			lens[i] = strlen(argv[i]);
-		r = redisCommandArgv(RC(m), argc, argv, lens);
+		r = jo_rd_command_argv(m, argc, argv, lens);
 		if (!r)
 			return jo_rd_conn_error(m, err, verb);
 		if (r->type == REDIS_REPLY_ERROR) {
@@ -361,10 +285,33 @@ static int r_scan(struct jo_meta *m, const char *verb, const char *key, const ch
 			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected %s reply",
 					  m->url.redacted, verb);
 		}
+		/* a cursor of one server means nothing to another (a failover) */
+		if (first)
+			epoch = jo_rd_epoch(m);
+		else if (jo_rd_epoch(m) != epoch) {
+			freeReplyObject(r);
+			return jo_err_set(err, JO_ECONNECT, "redis %s: %s %s: the connection was "
+					  "re-established during the scan (a failover?); it must start "
+					  "over", m->url.redacted, verb, key ? key : match);
+		}
+		first = false;
 		memcpy(cursor, r->element[0]->str, r->element[0]->len);
 		cursor[r->element[0]->len] = '\0';
-		if (r->element[1]->elements > 0)
-			rc = page(m, r->element[1]->element, r->element[1]->elements, ctx, err);
+		el = r->element[1];
+		if (!key && plen) {
+			/* SCAN: the keys without the prefix (MATCH keeps only ours) */
+			size_t k = 0;
+
+			for (size_t i = 0; i < el->elements; i++) {
+				if (jo_rd_unprefix(m, el->element[i]))
+					el->element[k++] = el->element[i];
+				else
+					freeReplyObject(el->element[i]);
+			}
+			el->elements = k;
+		}
+		if (el->elements > 0)
+			rc = page(m, el->element, el->elements, ctx, err);
 		freeReplyObject(r);
 	} while (rc == 0 && strcmp(cursor, "0") != 0);
 	return rc;
@@ -374,7 +321,7 @@ static int r_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t 
 			size_t *len, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "LRANGE c%llu_%u 0 -1", (unsigned long long)ino, indx);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "LRANGE %Kc%llu_%u 0 -1", (unsigned long long)ino, indx);
 	uint8_t *buf;
 
 	if (!r)
@@ -490,7 +437,7 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 	for (uint32_t base = 0; base < nidx && rc == 0; base += 1000) {
 		uint32_t k = nidx - base < 1000 ? nidx - base : 1000, got;
 		for (uint32_t i = 0; i < k; i++) {
-			if (redisAppendCommand(RC(m), "EXISTS c%llu_%u", (unsigned long long)ino,
+			if (jo_rd_append(m, "EXISTS %Kc%llu_%u", (unsigned long long)ino,
 					       base + i) != REDIS_OK) {
 				rdrain(m, i);
 				free(v);
@@ -570,7 +517,7 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		if (el[i]->type != REDIS_REPLY_STRING ||
 		    parse_two(el[i]->str, el[i]->len, 'c', &ino, &indx) != 0 || indx > UINT32_MAX)
 			continue;
-		if (redisAppendCommand(RC(m), "LRANGE %b 0 -1", el[i]->str, el[i]->len) != REDIS_OK) {
+		if (jo_rd_append(m, "LRANGE %K%b 0 -1", el[i]->str, el[i]->len) != REDIS_OK) {
 			rdrain(m, k);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		}
@@ -660,7 +607,7 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		if (el[i]->type != REDIS_REPLY_STRING || el[i]->len < 2 || el[i]->str[0] != 'i' ||
 		    jo_meta_parse_u64(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
 			continue;
-		if (redisAppendCommand(RC(m), "GET %b", el[i]->str, el[i]->len) != REDIS_OK) {
+		if (jo_rd_append(m, "GET %K%b", el[i]->str, el[i]->len) != REDIS_OK) {
 			rdrain(m, k);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		}
@@ -738,7 +685,7 @@ static int r_get_slice_ref(struct jo_meta *m, uint64_t id, uint32_t size, int64_
 			   bool *ex, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET %KsliceRef k%llu_%u", (unsigned long long)id, size);
 
 	if (!r)
 		return rc;
@@ -941,7 +888,7 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 		uint64_t sid;
 		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
 			continue;
-		if (redisAppendCommand(RC(m), "HGET sessionInfos %b", el[i]->str, el[i]->len) !=
+		if (jo_rd_append(m, "HGET %KsessionInfos %b", el[i]->str, el[i]->len) !=
 		    REDIS_OK) {
 			rdrain(m, k);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -1097,7 +1044,7 @@ static int r_get_counter(struct jo_meta *m, const char *name, int64_t *out, stru
 	} else if (strcmp(name, "nextSession") == 0) {
 		key = "nextsession";
 	}
-	r = jo_rd_cmd(m, err, &rc, "GET %s", key);
+	r = jo_rd_cmd(m, err, &rc, "GET %K%s", key);
 	if (!r)
 		return rc;
 	if (r->type == REDIS_REPLY_STRING && parse_i64(r->str, r->len, &v) != 0)
@@ -1120,11 +1067,12 @@ static unsigned r_caps(const struct jo_meta *m)
 	return JO_META_CAP_ORPHAN_CHUNKS;
 }
 
-/* "Redis 7.0.15" from INFO server (an ACL may deny INFO: then "Redis"). */
+/* "Redis 7.0.15 (standalone at h:p)" from INFO server and the connection's
+ * mode (an ACL may deny INFO: then "Redis"). */
 static int r_describe(struct jo_meta *m, char **out, struct jo_err *err)
 {
-	redisReply *r = redisCommand(RC(m), "INFO server");
-	char buf[96] = "Redis";
+	redisReply *r = jo_rd_command(m, "INFO server");
+	char buf[96] = "Redis", mode[600], all[720];
 
 	if (!r)
 		return jo_rd_conn_error(m, err, "INFO server");
@@ -1136,7 +1084,9 @@ static int r_describe(struct jo_meta *m, char **out, struct jo_err *err)
 		}
 	}
 	freeReplyObject(r);
-	*out = strdup(buf);
+	jo_rd_mode(m, mode, sizeof(mode));
+	snprintf(all, sizeof(all), "%s (%s)", buf, mode);
+	*out = strdup(all);
 	return *out ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
 }
 
@@ -1167,8 +1117,3 @@ const struct jo_meta_ops jo_meta_redis_ops = {
 	.mut = &jo_rd_mut_ops,
 	.compact = &jo_rd_compact_ops,
 };
-
-struct redisContext *jo_rd_conn(struct jo_meta *m)
-{
-	return RC(m);
-}

@@ -97,7 +97,52 @@ void jo_meta_url_release(struct jo_meta_url *u)
 	free(u->query);
 	free(u->table_prefix);
 	free(u->redacted);
+	free(u->hosts);
+	free(u->master_name);
+	free(u->tls_ca);
+	free(u->tls_cert);
+	free(u->tls_key);
+	free(u->tls_server_name);
+	free(u->route_read);
+	if (u->sentinel_password)
+		memset(u->sentinel_password, 0, strlen(u->sentinel_password));
+	free(u->sentinel_password);
 	memset(u, 0, sizeof(*u));
+}
+
+static int sdup(char **dst, const char *s)
+{
+	*dst = s ? strdup(s) : NULL;
+	return s && !*dst ? -1 : 0;
+}
+
+int jo_meta_url_copy(struct jo_meta_url *d, const struct jo_meta_url *s, struct jo_err *err)
+{
+	int bad = 0;
+
+	*d = *s;
+	bad |= sdup(&d->engine, s->engine);
+	bad |= sdup(&d->user, s->user);
+	bad |= sdup(&d->password, s->password);
+	bad |= sdup(&d->host, s->host);
+	bad |= sdup(&d->dbname, s->dbname);
+	bad |= sdup(&d->path, s->path);
+	bad |= sdup(&d->query, s->query);
+	bad |= sdup(&d->table_prefix, s->table_prefix);
+	bad |= sdup(&d->redacted, s->redacted);
+	bad |= sdup(&d->hosts, s->hosts);
+	bad |= sdup(&d->master_name, s->master_name);
+	bad |= sdup(&d->tls_ca, s->tls_ca);
+	bad |= sdup(&d->tls_cert, s->tls_cert);
+	bad |= sdup(&d->tls_key, s->tls_key);
+	bad |= sdup(&d->tls_server_name, s->tls_server_name);
+	bad |= sdup(&d->route_read, s->route_read);
+	bad |= sdup(&d->sentinel_password, s->sentinel_password);
+	if (bad) {
+		jo_meta_url_release(d);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return 0;
 }
 
 /* Find query parameter `key` in q (without '?'); returns its value span. */
@@ -371,6 +416,175 @@ static int parse_mysql(struct jo_meta_url *u, const char *rest, const char **pw_
 	return set_driver_query(u, q ? q + 1 : NULL, err);
 }
 
+/* One "host[:port]" / "[v6][:port]" of a redis URL's host list, checked and
+ * written to *out as "host:port" ("[v6]:port"); port defport when absent. */
+static int redis_addr(struct jo_meta_url *u, const char *hp, const char *hend, int defport,
+		      char **out, struct jo_err *err)
+{
+	struct jo_meta_url t = { .engine = u->engine };
+	char *s;
+	size_t n;
+	int rc;
+
+	if (hend == hp)
+		return jo_err_set(err, JO_EINVAL, "redis META-URL: an empty host in the host list");
+	t.port = defport;
+	rc = split_hostport(&t, hp, hend, err);
+	if (rc == 0 && !*t.host)
+		rc = jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
+	if (rc != 0) {
+		free(t.host);
+		return rc;
+	}
+	n = strlen(t.host) + 16;
+	s = malloc(n);
+	if (s)
+		snprintf(s, n, strchr(t.host, ':') ? "[%s]:%d" : "%s:%d", t.host, t.port);
+	free(t.host);
+	if (!s)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*out = s;
+	return 0;
+}
+
+/* The port of "host:port" / "[v6]:port" (0 when none). */
+static int addr_port(const char *a, const char *e)
+{
+	const char *rb = *a == '[' ? memchr(a, ']', (size_t)(e - a)) : NULL;
+	const char *c = NULL;
+	uint64_t port;
+
+	for (const char *p = rb ? rb : a; p < e; p++)
+		if (*p == ':')
+			c = p;
+	if (!c || jo_meta_parse_u64(c + 1, (size_t)(e - c - 1), &port) != 0 || port == 0 ||
+	    port > 65535)
+		return 0;
+	return (int)port;
+}
+
+/*
+ * The host list of a Sentinel or Cluster URL into u->hosts (and the first
+ * address into u->host/u->port, for messages). As juicefs's newRedisMeta: a
+ * ',' before the first ':' makes "MASTER,sentinel,sentinel:port" (sentinels
+ * without a port take the last one's, else 26379); otherwise every entry is a
+ * cluster seed (default port 6379).
+ */
+static int redis_hosts(struct jo_meta_url *u, const char *hp, const char *hend, struct jo_err *err)
+{
+	const char *comma = memchr(hp, ',', (size_t)(hend - hp));
+	const char *colon = memchr(hp, ':', (size_t)(hend - hp));
+	bool sentinel = colon && comma < colon;
+	const char *p = hp, *last = hp;
+	size_t cap = (size_t)(hend - hp) * 2 + 64, o = 0;
+	int defport = 6379;
+
+	if (sentinel) {
+		if (comma == hp)
+			return jo_err_set(err, JO_EINVAL, "redis Sentinel META-URL has no master name "
+					  "(MASTER,host1:26379,host2:26379)");
+		u->master_name = pct_decode(hp, (size_t)(comma - hp));
+		if (!u->master_name)
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad master name");
+		p = comma + 1;
+		for (const char *q = p; q < hend; q++)
+			if (*q == ',')
+				last = q + 1;
+		if (last < p)
+			last = p;
+		defport = addr_port(last, hend);
+		if (!defport)
+			defport = 26379;
+	}
+	u->hosts = malloc(cap);
+	if (!u->hosts)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	u->hosts[0] = '\0';
+	while (p <= hend) {
+		const char *e = memchr(p, ',', (size_t)(hend - p));
+		char *a = NULL;
+		int rc;
+
+		if (!e)
+			e = hend;
+		if ((rc = redis_addr(u, p, e, defport, &a, err)) != 0)
+			return rc;
+		if (o + strlen(a) + 2 > cap) {
+			free(a);
+			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad host list");
+		}
+		o += (size_t)snprintf(u->hosts + o, cap - o, "%s%s", o ? "," : "", a);
+		if (!u->host) {
+			struct jo_meta_url t = { .engine = u->engine };
+
+			t.port = defport;
+			if (split_hostport(&t, p, e, err) != 0) {
+				free(a);
+				free(t.host);
+				return err ? err->code : JO_EINVAL;
+			}
+			u->host = t.host;
+			u->port = t.port;
+		}
+		free(a);
+		p = e + 1;
+	}
+	return 0;
+}
+
+/* The options juicefs's newRedisMeta takes from a redis URL's query: TLS
+ * files and names, insecure-skip-verify, route-read (and go-redis's db).
+ * The rest tune juicefs's connection pool and retries (read-timeout,
+ * client-cache, ...): accepted and ignored. */
+static int redis_query(struct jo_meta_url *u, const char *q, struct jo_err *err)
+{
+	while (q && *q) {
+		const char *amp = strchr(q, '&');
+		size_t n = amp ? (size_t)(amp - q) : strlen(q);
+		const char *eq = memchr(q, '=', n);
+		size_t kl = eq ? (size_t)(eq - q) : n;
+		const char *v = eq ? eq + 1 : q + n;
+		size_t vl = (size_t)(q + n - v);
+		char **dst = NULL;
+		bool known = false;
+
+#define KEY(k) (kl == sizeof(k) - 1 && !strncmp(q, k, kl))
+		if (KEY("tls-ca-cert-file"))
+			dst = &u->tls_ca;
+		else if (KEY("tls-cert-file"))
+			dst = &u->tls_cert;
+		else if (KEY("tls-key-file"))
+			dst = &u->tls_key;
+		else if (KEY("tls-server-name"))
+			dst = &u->tls_server_name;
+		else if (KEY("route-read"))
+			dst = &u->route_read;
+		else if (KEY("insecure-skip-verify"))
+			u->tls_skip_verify = vl > 0, known = true;
+		else if (KEY("db")) {
+			uint64_t db;
+
+			if (jo_meta_parse_u64(v, vl, &db) != 0 || db > 100000)
+				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
+			if (u->db == 0)
+				u->db = (int)db;
+			known = true;
+		}
+#undef KEY
+		if (dst) {
+			free(*dst);
+			*dst = vl ? pct_decode(v, vl) : NULL;
+			if (vl && !*dst)
+				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad percent escape in "
+						  "option %.*s", (int)kl, q);
+		}
+		/* other options (connection-pool tuning) do not apply to jfsops: ignored */
+		(void)known;
+		q = amp ? amp + 1 : NULL;
+	}
+	return 0;
+}
+
 /* rest = everything after "redis://" / "rediss://". pw_start/pw_len: the
  * password span inside the original URL (for redaction). */
 static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_start,
@@ -379,6 +593,7 @@ static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_
 	const char *end = rest + strlen(rest);
 	const char *q = strchr(rest, '?');
 	const char *at, *hp, *hend, *slash;
+	int rc;
 
 	if (q)
 		end = q;
@@ -408,39 +623,16 @@ static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_
 	}
 	slash = memchr(hp, '/', (size_t)(end - hp));
 	hend = slash ? slash : end;
-	if (memchr(hp, ',', (size_t)(hend - hp)))
-		return jo_err_set(err, JO_EUNSUPPORTED,
-				  "redis cluster and sentinel META-URLs (several hosts) are not supported");
 	if (hend == hp)
 		return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
 	u->port = 6379;
-	if (*hp == '[') {
-		const char *rb = memchr(hp, ']', (size_t)(hend - hp));
-		if (!rb || rb == hp + 1)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
-		u->host = dup_n(hp + 1, (size_t)(rb - hp - 1));
-		hp = rb + 1;
-		if (hp < hend && *hp != ':')
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad IPv6 host");
-	} else {
-		const char *colon = memchr(hp, ':', (size_t)(hend - hp));
-		const char *he = colon ? colon : hend;
-		if (he == hp)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
-		for (const char *p = hp; p < he; p++)
-			if (!isalnum((unsigned char)*p) && *p != '.' && *p != '-' && *p != '_')
-				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad host name");
-		u->host = dup_n(hp, (size_t)(he - hp));
-		hp = he;
-	}
-	if (!u->host)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	if (hp < hend) { /* ":port" */
-		uint64_t port;
-		if (jo_meta_parse_u64(hp + 1, (size_t)(hend - hp - 1), &port) != 0 || port == 0 ||
-		    port > 65535)
-			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad port");
-		u->port = (int)port;
+	if (memchr(hp, ',', (size_t)(hend - hp))) {
+		if ((rc = redis_hosts(u, hp, hend, err)) != 0)
+			return rc;
+	} else if ((rc = split_hostport(u, hp, hend, err)) != 0) {
+		return rc;
+	} else if (!*u->host) {
+		return jo_err_set(err, JO_EINVAL, "redis META-URL has no host");
 	}
 	u->db = 0;
 	if (slash && slash + 1 < end) {
@@ -449,6 +641,10 @@ static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_
 			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
 		u->db = (int)db;
 	}
+	if ((rc = redis_query(u, q ? q + 1 : NULL, err)) != 0)
+		return rc;
+	if (u->tls_key && !u->tls_cert)
+		return jo_err_set(err, JO_EINVAL, "redis META-URL: tls-key-file needs tls-cert-file");
 	return 0;
 }
 
@@ -609,6 +805,24 @@ int jo_meta_url_parse(struct jo_meta_url *u, const char *url, struct jo_err *err
 	return rc;
 }
 
+/* The form of a redis META-URL: 's' Sentinel, 'c' several cluster seeds, 0 one host. */
+static char redis_form(const char *url)
+{
+	const char *h = strstr(url, "://"), *at, *end, *comma, *colon;
+
+	if (!h)
+		return 0;
+	h += 3;
+	end = h + strcspn(h, "/?");
+	for (at = h; (at = memchr(at, '@', (size_t)(end - at))); h = ++at)
+		;
+	comma = memchr(h, ',', (size_t)(end - h));
+	colon = memchr(h, ':', (size_t)(end - h));
+	if (!comma)
+		return 0;
+	return colon && comma < colon ? 's' : 'c';
+}
+
 const char *jo_meta_hint(const char *url, int code)
 {
 	const char *sep = url ? strstr(url, "://") : NULL;
@@ -618,6 +832,9 @@ const char *jo_meta_hint(const char *url, int code)
 	bool sqlite = n == 7 && !strncmp(url, "sqlite3", 7);
 	bool pg = n == 8 && !strncmp(url, "postgres", 8);
 	bool my = n == 5 && !strncmp(url, "mysql", 5);
+	bool tls = n == 6 && !strncmp(url, "rediss", 6);
+	char form = redis ? redis_form(url) : 0;
+	bool etcd = n == 4 && !strncmp(url, "etcd", 4);
 
 	switch (code) {
 	case JO_EINVAL:
@@ -625,6 +842,10 @@ const char *jo_meta_hint(const char *url, int code)
 			return "spell it as juicefs does: postgres://user[:password]@host:5432/db[?sslmode=disable] or postgres://user@/db?host=/run/postgresql";
 		if (my)
 			return "spell it as juicefs does: mysql://user[:password]@(host:3306)/db or mysql://user@unix(/run/mysqld/mysqld.sock)/db";
+		if (redis)
+			return "spell it as juicefs does: redis[s]://[user:pass@]host:6379/1, Sentinel redis://[user:pass@]MASTER,host1:26379,host2:26379/1, Cluster redis://host1:6379,host2:6379/1, TLS options ?tls-ca-cert-file=...&tls-cert-file=...&tls-key-file=...";
+		if (etcd)
+			return "spell it as juicefs does: etcd://[user:password@]host1:2379[,host2:2379]/NAME[?cacert=ca.pem&cert=client.pem&key=client.key]";
 		return "spell the META-URL as juicefs does: redis://[user:pass@]host:6379/1, sqlite3:///abs/path.db, postgres://user@host:5432/db, mysql://user@(host:3306)/db";
 	case JO_ECONNECT:
 	case JO_ETIMEOUT:
@@ -632,22 +853,40 @@ const char *jo_meta_hint(const char *url, int code)
 			return "is PostgreSQL running and listening there (listen_addresses, port)? does pg_hba.conf allow this host, and does sslmode match the server?";
 		if (my)
 			return "is MySQL/MariaDB running and listening there (bind-address, port, socket path)? does tls= match the server?";
+		if (tls)
+			return "TLS: tls-ca-cert-file must name the CA that signed the server's certificate (or the system CAs must trust it), tls-server-name a name the certificate holds; is the port Redis's tls-port?";
+		if (form == 's')
+			return "are the sentinels (the addresses after MASTER,) running and reachable, and do they name a master that is up?";
+		if (form == 'c')
+			return "are the cluster nodes reachable, and is the cluster up (CLUSTER INFO: cluster_state:ok)?";
+		if (etcd)
+			return "is etcd running and its client URL reachable from here (--listen-client-urls)? with TLS, do cacert/cert/key/server-name match the server's certificate?";
 		return "is the server running and reachable from here? check host, port and firewall";
 	case JO_EAUTH:
+		if (form == 's')
+			return "wrong password: the META-URL's (or REDIS_PASSWORD/META_PASSWORD) is the Redis servers', SENTINEL_PASSWORD the sentinels'";
 		if (redis)
 			return "wrong Redis user/password: put it in the META-URL or REDIS_PASSWORD/META_PASSWORD";
+		if (etcd)
+			return "etcd refused the user/password: put them in the META-URL (etcd://user:password@host:2379/NAME), and check the user's role grants the volume's key range";
 		if (pg || my)
 			return "the SQL server refused the user/password: put the password in the META-URL or in META_PASSWORD / META_PASSWORD_FILE, and check the user's grants (pg_hba.conf for PostgreSQL)";
 		return "credentials were refused";
 	case JO_ENOTJFS:
 		if (pg || my)
 			return "this database holds no JuiceFS tables (jfs_setting): was the volume formatted with `juicefs format` on this database, schema (search_path) and table_prefix?";
+		if (etcd)
+			return "no JuiceFS volume under that prefix: the URL path must be the one the volume was formatted with (etcd keeps its leading '/')";
 		if (sqlite)
 			return "this file holds no JuiceFS tables: was it formatted with `juicefs format`, and with this table_prefix?";
 		return "this database holds no JuiceFS format record: was the volume formatted with `juicefs format` on this URL/db number?";
 	case JO_EUNSUPPORTED:
-		return "jfsops supports standalone Redis, SQLite, PostgreSQL and MySQL/MariaDB volumes with MetaVersion <= 1";
+		return "jfsops supports Redis (standalone, Sentinel, Cluster, TLS), SQLite, PostgreSQL, MySQL/MariaDB and etcd volumes with MetaVersion <= 1";
+	case JO_EPROTO:
+		return "the format record is corrupt (jfsops never guesses a value): compare it with what `juicefs status META-URL` shows";
 	case JO_ENOTFOUND:
+		if (form == 's')
+			return "no sentinel monitors a master of that name: the name before the first ',' must be one the sentinels monitor (SENTINEL MASTERS lists them)";
 		if (pg || my)
 			return "the database does not exist on that server: check its name in the META-URL";
 		return "the database file does not exist: check the path";

@@ -173,6 +173,11 @@ int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t na
 	return o->rmdir(m, parent, name, name_len, dir_stats, res, err);
 }
 
+size_t jo_mut_task_max_items(struct jo_meta *m)
+{
+	return m->ops->mut->max_task_items;
+}
+
 int jo_mut_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	const struct jo_mut_ops *o = m->ops->mut;
@@ -197,6 +202,9 @@ int jo_mut_task_add(struct jo_meta *m, const char *ns, const char *kind,
 	for (size_t i = 0; i < n; i++)
 		if (!items[i][0] || strlen(items[i]) > 200 || strchr(items[i], '\n'))
 			return jo_err_set(err, JO_EINVAL, "bad task item '%.40s'", items[i]);
+	if (o->max_task_items && n > o->max_task_items)
+		return jo_err_set(err, JO_EINVAL, "a task of %zu items: this engine records at most %zu",
+				  n, o->max_task_items);
 	return o->task_add(m, ns, kind, items, n, task_id, added, err);
 }
 

@@ -18,18 +18,13 @@
 
 #define TXN_RETRIES 50
 
-static redisContext *RC(struct jo_meta *m)
-{
-	return jo_rd_conn(m);
-}
-
 static int cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...)
 {
 	va_list ap;
 	redisReply *r;
 
 	va_start(ap, fmt);
-	r = redisvCommand(RC(m), fmt, ap);
+	r = jo_rd_vcommand(m, fmt, ap);
 	va_end(ap);
 	if (!r)
 		return jo_rd_conn_error(m, err, fmt);
@@ -45,9 +40,9 @@ static int cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...)
 /* Read one pipelined reply into *out (error replies returned as such). */
 static int get_reply(struct jo_meta *m, redisReply **out, struct jo_err *err)
 {
-	void *r = NULL;
+	redisReply *r = NULL;
 
-	if (redisGetReply(RC(m), &r) != REDIS_OK || !r) {
+	if (jo_rd_get_reply(m, &r) != REDIS_OK || !r) {
 		*out = NULL;
 		return jo_rd_conn_error(m, err, "pipelined reply");
 	}
@@ -76,6 +71,19 @@ static int reply_i64(const redisReply *r, int64_t *out)
 }
 
 /*
+ * A transaction that failed on a lost connection before its EXEC could have
+ * run (jo_rd_retryable) is run again from its WATCH, which reconnects (to a
+ * new master after a failover); a few times at most. An EXEC whose reply was
+ * lost is never retried here: its outcome is unknown, so the caller reports
+ * the item as failed and acts on nothing (the next gc plan finds what is
+ * left, e.g. negative sliceRef counts of a chunk that did go).
+ */
+static bool retry_lost(struct jo_meta *m, int rc, int *lost)
+{
+	return jo_rd_retryable(m, rc) && ++*lost <= 3;
+}
+
+/*
  * Run MULTI, the queued commands (already appended: nq of them), EXEC, and
  * read the replies. *exec gets the EXEC reply (NULL reply type NIL = aborted).
  */
@@ -90,19 +98,26 @@ int jo_rd_exec(struct jo_meta *m, size_t nq, redisReply **exec, struct jo_err *e
 		if (get_reply(m, &r, err) != 0)
 			return err->code;
 		if (r->type == REDIS_REPLY_ERROR && rc == 0)
-			rc = jo_err_set(err, JO_EIO, "redis %s: queueing a transaction: %.200s",
-					m->url.redacted, r->str);
+			/* MOVED/READONLY...: nothing ran (EXEC aborts); a new master may take it */
+			rc = jo_err_set(err, jo_rd_redirected(r) ? JO_ECONNECT : JO_EIO,
+					"redis %s: queueing a transaction: %.200s", m->url.redacted,
+					r->str);
 		freeReplyObject(r);
 	}
 	if (get_reply(m, &r, err) != 0)
 		return err->code;
 	if (r->type == REDIS_REPLY_ERROR) {
 		if (rc == 0)
-			rc = jo_err_set(err, JO_EIO, "redis %s: EXEC: %.200s", m->url.redacted, r->str);
+			rc = jo_err_set(err, jo_rd_redirected(r) ? JO_ECONNECT : JO_EIO,
+					"redis %s: EXEC: %.200s", m->url.redacted, r->str);
 		freeReplyObject(r);
 		return rc;
 	}
 	if (rc) {
+		freeReplyObject(r);
+		return rc;
+	}
+	if (r->type != REDIS_REPLY_NIL && (rc = jo_rd_confirm(m, err)) != 0) {
 		freeReplyObject(r);
 		return rc;
 	}
@@ -149,7 +164,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 	char key[64];
 	struct jo_sref *recs = NULL;
 	size_t nrec = 0, cap = 0, fcap = 0;
-	int rc = 0;
+	int rc = 0, lost = 0;
 
 	*freed = NULL;
 	*nfreed = 0;
@@ -158,11 +173,11 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		redisReply *r, *exec;
 
 		nrec = 0;
-		if ((rc = cmd_ok(m, err, "WATCH %s", key)) != 0)
-			goto out;
-		r = jo_rd_cmd(m, err, &rc, "LRANGE %s 0 -1", key);
+		if ((rc = cmd_ok(m, err, "WATCH %K%s", key)) != 0)
+			goto lost;
+		r = jo_rd_cmd(m, err, &rc, "LRANGE %K%s 0 -1", key);
 		if (!r)
-			goto out;
+			goto lost;
 		if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
 			freeReplyObject(r);
 			(void)cmd_ok(m, err, "UNWATCH"); /* best effort; EXEC never follows */
@@ -190,17 +205,22 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			}
 		}
 		freeReplyObject(r);
-		redisAppendCommand(RC(m), "MULTI");
-		redisAppendCommand(RC(m), "DEL %s", key);
+		jo_rd_append(m, "MULTI");
+		jo_rd_append(m, "DEL %K%s", key);
 		for (size_t i = 0; i < nrec; i++)
-			redisAppendCommand(RC(m), "HINCRBY sliceRef k%llu_%u -1",
+			jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1",
 					   (unsigned long long)recs[i].id, recs[i].size);
-		redisAppendCommand(RC(m), "EXEC");
+		jo_rd_append(m, "EXEC");
 		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
-			goto out;
+			goto lost;
 		rc = exec_freed(m, exec, nrec + 1, 1, recs, nrec, freed, nfreed, &fcap, err);
 		if (rc == 1)
 			continue; /* the chunk changed under us: retry like JuiceFS */
+		goto out;
+lost:
+		/* the connection went before anything ran: again, on the new one */
+		if (retry_lost(m, rc, &lost))
+			continue;
 		goto out;
 	}
 	rc = jo_err_set(err, JO_EIO, "delete chunk %s: still changing after %d attempts, retry later",
@@ -209,8 +229,23 @@ out:
 	return jo_sref_finish(rc, recs, freed, nfreed);
 }
 
+static int file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
+		       size_t *n, struct jo_err *err);
+
+/* A read-only pipeline: run again when the connection went (a failover). */
 static int r_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
 			 size_t *n, struct jo_err *err)
+{
+	int rc, lost = 0;
+
+	do
+		rc = file_chunks(m, ino, length, out, n, err);
+	while (rc != 0 && retry_lost(m, rc, &lost));
+	return rc;
+}
+
+static int file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint32_t **out,
+		       size_t *n, struct jo_err *err)
 {
 	uint64_t nchunks = length == 0 ? 0 : (length - 1) / JO_CHUNK_SIZE + 1;
 	uint32_t *arr = NULL;
@@ -227,7 +262,7 @@ static int r_file_chunks(struct jo_meta *m, uint64_t ino, uint64_t length, uint3
 		uint64_t end = base + 1000 < nchunks ? base + 1000 : nchunks;
 
 		for (uint64_t i = base; i < end; i++)
-			redisAppendCommand(RC(m), "LLEN c%llu_%u", (unsigned long long)ino, (unsigned)i);
+			jo_rd_append(m, "LLEN %Kc%llu_%u", (unsigned long long)ino, (unsigned)i);
 		for (uint64_t i = base; i < end; i++) {
 			redisReply *r;
 
@@ -264,7 +299,7 @@ static int r_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length, bo
 			    struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCORE delfiles %llu:%llu", (unsigned long long)ino,
+	redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCORE %Kdelfiles %llu:%llu", (unsigned long long)ino,
 			    (unsigned long long)length);
 
 	if (!r)
@@ -276,7 +311,7 @@ static int r_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length, bo
 
 static int r_remove_delfile(struct jo_meta *m, uint64_t ino, uint64_t length, struct jo_err *err)
 {
-	return cmd_ok(m, err, "ZREM delfiles %llu:%llu", (unsigned long long)ino,
+	return cmd_ok(m, err, "ZREM %Kdelfiles %llu:%llu", (unsigned long long)ino,
 		      (unsigned long long)length);
 }
 
@@ -289,7 +324,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 	char field[64];
 	struct jo_sref *recs = NULL;
 	size_t nrec = 0, cap = 0, fcap = 0;
-	int rc = 0;
+	int rc = 0, lost = 0;
 
 	*freed = NULL;
 	*nfreed = 0;
@@ -303,11 +338,11 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		redisReply *r, *exec;
 
 		nrec = 0;
-		if ((rc = cmd_ok(m, err, "WATCH delSlices")) != 0)
-			goto out;
-		r = jo_rd_cmd(m, err, &rc, "HGET delSlices %s", field);
+		if ((rc = cmd_ok(m, err, "WATCH %KdelSlices")) != 0)
+			goto lost;
+		r = jo_rd_cmd(m, err, &rc, "HGET %KdelSlices %s", field);
 		if (!r)
-			goto out;
+			goto lost;
 		if (r->type != REDIS_REPLY_STRING) {
 			freeReplyObject(r);
 			(void)cmd_ok(m, err, "UNWATCH"); /* best effort */
@@ -334,17 +369,21 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 			}
 		}
 		freeReplyObject(r);
-		redisAppendCommand(RC(m), "MULTI");
+		jo_rd_append(m, "MULTI");
 		for (size_t i = 0; i < nrec; i++)
-			redisAppendCommand(RC(m), "HINCRBY sliceRef k%llu_%u -1",
+			jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1",
 					   (unsigned long long)recs[i].id, recs[i].size);
-		redisAppendCommand(RC(m), "HDEL delSlices %s", field);
-		redisAppendCommand(RC(m), "EXEC");
+		jo_rd_append(m, "HDEL %KdelSlices %s", field);
+		jo_rd_append(m, "EXEC");
 		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
-			goto out;
+			goto lost;
 		rc = exec_freed(m, exec, nrec + 1, 0, recs, nrec, freed, nfreed, &fcap, err);
 		if (rc == 1)
 			continue; /* delSlices changed under us: retry */
+		goto out;
+lost:
+		if (retry_lost(m, rc, &lost))
+			continue;
 		goto out;
 	}
 	rc = jo_err_set(err, JO_EIO, "clean delSlices %s: still changing after %d attempts, retry later",
@@ -360,7 +399,7 @@ static int r_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool
 {
 	int rc;
 	int64_t v;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET sliceRef k%llu_%u", (unsigned long long)id, size);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HGET %KsliceRef k%llu_%u", (unsigned long long)id, size);
 
 	if (!r)
 		return rc;
@@ -378,13 +417,13 @@ static int r_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool
 
 static int r_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
 {
-	return cmd_ok(m, err, "HDEL sliceRef k%llu_%u", (unsigned long long)id, size);
+	return cmd_ok(m, err, "HDEL %KsliceRef k%llu_%u", (unsigned long long)id, size);
 }
 
 static int r_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "EXISTS i%llu", (unsigned long long)ino);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "EXISTS %Ki%llu", (unsigned long long)ino);
 
 	if (!r)
 		return rc;
@@ -396,7 +435,7 @@ static int r_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_
 static int r_is_detached(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
 	int rc;
-	redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCORE detachedNodes %llu", (unsigned long long)ino);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCORE %KdetachedNodes %llu", (unsigned long long)ino);
 
 	if (!r)
 		return rc;
@@ -425,10 +464,12 @@ static int r_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *pay
 				struct jo_err *err)
 {
 	char cursor[32] = "0";
+	unsigned epoch = jo_rd_epoch(m);
+	bool first = true;
 	int rc = 0;
 
 	do {
-		redisReply *r = jo_rd_cmd(m, err, &rc, "SCAN %s MATCH c*_* COUNT 1000", cursor);
+		redisReply *r = jo_rd_cmd(m, err, &rc, "SCAN %s MATCH %Kc*_* COUNT 1000", cursor);
 		redisReply *keys;
 		uint64_t *inos = NULL;
 		uint32_t *idx = NULL;
@@ -436,6 +477,15 @@ static int r_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *pay
 
 		if (!r)
 			return rc;
+		if (first)
+			epoch = jo_rd_epoch(m);
+		else if (epoch != jo_rd_epoch(m)) {
+			freeReplyObject(r);
+			return jo_err_set(err, JO_ECONNECT, "redis %s: SCAN: the connection was "
+					  "re-established during the scan (a failover?); it must start "
+					  "over", m->url.redacted);
+		}
+		first = false;
 		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
 		    r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= sizeof(cursor) ||
 		    r->element[1]->type != REDIS_REPLY_ARRAY) {
@@ -457,15 +507,15 @@ static int r_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *pay
 			}
 		}
 		for (size_t i = 0; i < keys->elements; i++) {
-			const redisReply *k = keys->element[i];
+			redisReply *k = keys->element[i];
 
-			if (k->type == REDIS_REPLY_STRING &&
+			if (jo_rd_unprefix(m, keys->element[i]) &&
 			    parse_chunk_key(k->str, k->len, &inos[nk], &idx[nk]) == 0)
 				nk++;
 		}
 		freeReplyObject(r);
 		for (size_t i = 0; i < nk; i++)
-			redisAppendCommand(RC(m), "EXISTS i%llu", (unsigned long long)inos[i]);
+			jo_rd_append(m, "EXISTS %Ki%llu", (unsigned long long)inos[i]);
 		for (size_t i = 0; i < nk; i++) {
 			redisReply *e;
 
@@ -571,15 +621,18 @@ static const char LUA_COUNT[] =
 	"  redis.call('ZCOUNT', KEYS[1], '(' .. now, '+inf')}";
 
 struct rkeys {
-	char prefix[48], queue[64], items[64], next[64];
+	char prefix[64], queue[80], items[80], next[80];
 };
 
-static int mk_keys(const char *ns, struct rkeys *k)
+/* Task keys live beside the volume's (a Cluster volume's hash tag first). */
+static int mk_keys(struct jo_meta *m, const char *ns, struct rkeys *k)
 {
-	snprintf(k->prefix, sizeof(k->prefix), "jfsops:%s:", ns);
-	snprintf(k->queue, sizeof(k->queue), "jfsops:%s:queue", ns);
-	snprintf(k->items, sizeof(k->items), "jfsops:%s:items", ns);
-	snprintf(k->next, sizeof(k->next), "jfsops:%s:next", ns);
+	const char *pre = jo_rd_prefix(m, NULL);
+
+	snprintf(k->prefix, sizeof(k->prefix), "%sjfsops:%s:", pre, ns);
+	snprintf(k->queue, sizeof(k->queue), "%sjfsops:%s:queue", pre, ns);
+	snprintf(k->items, sizeof(k->items), "%sjfsops:%s:items", pre, ns);
+	snprintf(k->next, sizeof(k->next), "%sjfsops:%s:next", pre, ns);
 	return 0;
 }
 
@@ -610,7 +663,7 @@ static redisReply *eval(struct jo_meta *m, struct jo_err *err, int *rc, const ch
 		argv[a++] = args[i];
 	for (int i = 0; i < argc; i++)
 		lens[i] = strlen(argv[i]);
-	r = redisCommandArgv(RC(m), argc, argv, lens);
+	r = jo_rd_command_argv(m, argc, argv, lens);
 	free(argv);
 	free(lens);
 	if (!r) {
@@ -649,7 +702,7 @@ static int r_task_add(struct jo_meta *m, const char *ns, const char *kind,
 	*added = 0;
 	if (n == 0)
 		return 0;
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	keys[0] = k.items;
 	keys[1] = k.queue;
 	keys[2] = k.next;
@@ -685,7 +738,7 @@ static int r_task_claim(struct jo_meta *m, const char *ns, const char *owner, in
 	int rc;
 
 	memset(out, 0, sizeof(*out));
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
 	keys[0] = k.queue;
 	args[0] = k.prefix;
@@ -724,7 +777,7 @@ static int r_task_renew(struct jo_meta *m, const char *ns, int64_t id, const cha
 	int64_t v;
 	int rc;
 
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	snprintf(sid, sizeof(sid), "%lld", (long long)id);
 	snprintf(lease, sizeof(lease), "%lld", (long long)lease_ms);
 	keys[0] = k.queue;
@@ -757,7 +810,7 @@ static int owner_script(struct jo_meta *m, const char *ns, int64_t id, const cha
 	int64_t v;
 	int rc;
 
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	snprintf(sid, sizeof(sid), "%lld", (long long)id);
 	keys[0] = k.queue;
 	keys[1] = k.items;
@@ -797,7 +850,7 @@ static int r_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64
 	redisReply *r;
 	int rc;
 
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	keys[0] = k.queue;
 	r = eval(m, err, &rc, LUA_COUNT, 1, keys, 0, NULL);
 	if (!r)
@@ -818,7 +871,7 @@ static int r_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, voi
 	char cursor[32] = "0";
 	int rc = 0;
 
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	do {
 		redisReply *r = jo_rd_cmd(m, err, &rc, "ZSCAN %s %s COUNT 100", k.queue, cursor);
 		redisReply *el;
@@ -876,7 +929,7 @@ static int r_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 	char cursor[32] = "0", match[80];
 	int rc = 0;
 
-	mk_keys(ns, &k);
+	mk_keys(m, ns, &k);
 	snprintf(match, sizeof(match), "%s*", k.prefix);
 	do {
 		redisReply *r = jo_rd_cmd(m, err, &rc, "SCAN %s MATCH %s COUNT 1000", cursor, match);
@@ -924,9 +977,10 @@ static const char LUA_REC_PUT[] =
 	"end "
 	"return 1";
 
-static void rec_key(const char *ns, char *out, size_t n)
+/* Beside the task keys (a Cluster volume's hash tag first, as mk_keys). */
+static void rec_key(struct jo_meta *m, const char *ns, char *out, size_t n)
 {
-	snprintf(out, n, "jfsops:%s:rec", ns);
+	snprintf(out, n, "%sjfsops:%s:rec", jo_rd_prefix(m, NULL), ns);
 }
 
 static int r_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
@@ -939,8 +993,8 @@ static int r_rec_put(struct jo_meta *m, const char *ns, const char *key, const c
 	int64_t v;
 	int rc;
 
-	mk_keys(ns, &k);
-	rec_key(ns, rk, sizeof(rk));
+	mk_keys(m, ns, &k);
+	rec_key(m, ns, rk, sizeof(rk));
 	snprintf(sid, sizeof(sid), "%lld", (long long)(c->task_id > 0 ? c->task_id : 0));
 	keys[0] = rk;
 	keys[1] = k.queue;
@@ -975,7 +1029,7 @@ static int r_rec_get(struct jo_meta *m, const char *ns, const char *key, char **
 	redisReply *r;
 	int rc;
 
-	rec_key(ns, rk, sizeof(rk));
+	rec_key(m, ns, rk, sizeof(rk));
 	r = jo_rd_cmd(m, err, &rc, "HGET %s %s", rk, key);
 	if (!r)
 		return rc;
@@ -1000,7 +1054,7 @@ static int r_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_
 	size_t o = 0;
 	int rc = 0;
 
-	rec_key(ns, rk, sizeof(rk));
+	rec_key(m, ns, rk, sizeof(rk));
 	/* MATCH is a glob: escape its special characters in the prefix */
 	for (const char *p = prefix; *p && o + 3 < sizeof(match); p++) {
 		if (strchr("*?[]\\", *p))

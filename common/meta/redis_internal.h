@@ -1,10 +1,11 @@
 /*
- * redis_internal.h: the pieces of the redis family (meta_redis.c,
+ * redis_internal.h: the pieces of the redis family (redis_conn.c, meta_redis.c,
  * mut_redis.c, rm_redis.c, compact_redis.c) that its files share.
  */
 #ifndef JO_META_REDIS_INTERNAL_H
 #define JO_META_REDIS_INTERNAL_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -13,11 +14,44 @@
 
 struct jo_err;
 struct jo_meta;
-struct redisContext;
 struct redisReply;
 
-/* The connection of a redis-family handle. Borrowed; lives with m. */
-struct redisContext *jo_rd_conn(struct jo_meta *m);
+/*
+ * The connection (redis_conn.c): standalone, Sentinel or Cluster, plain or
+ * TLS. Commands use hiredis's format strings, with every key written as
+ * %K<key> (%K is the Cluster hash-tag prefix "{DB}", empty elsewhere).
+ * jo_rd_command and jo_rd_get_reply are redisCommand and redisGetReply
+ * (NULL / REDIS_ERR: the connection failed; jo_rd_conn_error says why);
+ * pipelines are jo_rd_append... then as many jo_rd_get_reply.
+ */
+int jo_rd_open(struct jo_meta *m, struct jo_err *err);
+void jo_rd_close(struct jo_meta *m);
+struct redisReply *jo_rd_command(struct jo_meta *m, const char *fmt, ...);
+struct redisReply *jo_rd_vcommand(struct jo_meta *m, const char *fmt, va_list ap);
+struct redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **argv,
+				      const size_t *lens);
+int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
+int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
+/* The key prefix ("" or "{DB}") and its length. */
+const char *jo_rd_prefix(struct jo_meta *m, size_t *len);
+/* A key name from SCAN without the prefix (in place); false: not ours. */
+bool jo_rd_unprefix(struct jo_meta *m, struct redisReply *k);
+/* +1 each time the handle connects again: a cursor scan that saw it change
+ * must start over (a cursor means nothing to another server). */
+unsigned jo_rd_epoch(struct jo_meta *m);
+/* rc came from a lost connection and nothing that ran can have been lost
+ * with it (no EXEC or non-repeatable write in flight, no transaction open):
+ * the whole operation may be run again (it reconnects). */
+bool jo_rd_retryable(struct jo_meta *m, int rc);
+/* A reply that says the command did not run on this server (MOVED, ASK,
+ * READONLY, LOADING...): the connection is replaced by the next command. */
+bool jo_rd_redirected(const struct redisReply *r);
+/* After a successful EXEC whose result will be acted on (objects deleted):
+ * when the master has replicas, wait until one has the write (WAIT), so
+ * that a failover cannot take back what was acted on. */
+int jo_rd_confirm(struct jo_meta *m, struct jo_err *err);
+/* "sentinel: master 'mymaster' at h:p, TLS: server certificate /CN=..." */
+void jo_rd_mode(struct jo_meta *m, char *buf, size_t cap);
 
 /*
  * Report a failed command. r NULL means the connection failed (JO_ECONNECT

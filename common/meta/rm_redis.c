@@ -42,16 +42,16 @@ static void stamp(uint8_t *attr, size_t off, const struct timespec *now)
 static int watch(struct jo_meta *m, struct jo_err *err, uint64_t a, uint64_t b, bool two)
 {
 	int rc;
-	redisReply *r = two ? jo_rd_cmd(m, err, &rc, "WATCH i%" PRIu64 " d%" PRIu64, a, b)
-			    : jo_rd_cmd(m, err, &rc, "WATCH i%" PRIu64, a);
+	redisReply *r = two ? jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, a, b)
+			    : jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64, a);
 
 	freeReplyObject(r);
 	return r ? 0 : rc;
 }
 
-static void unwatch(redisContext *c)
+static void unwatch(struct jo_meta *m)
 {
-	freeReplyObject(redisCommand(c, "UNWATCH")); /* best effort: no EXEC follows */
+	freeReplyObject(jo_rd_command(m, "UNWATCH")); /* best effort: no EXEC follows */
 }
 
 /* A directory entry value: [type u8][inode u64 BE] (spec §3.3). */
@@ -74,7 +74,6 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 		    struct jo_rm_res *res, redisReply **pattr, redisReply **attr,
 		    struct jo_err *err)
 {
-	redisContext *c = jo_rd_conn(m);
 	redisReply *r, *mg;
 	uint8_t type = 0;
 	uint64_t ino = 0;
@@ -84,18 +83,18 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 	res->status = JO_RM_DONE;
 	if ((rc = watch(m, err, parent, parent, true)) != 0)
 		return rc;
-	r = redisCommand(c, "HGET d%" PRIu64 " %b", parent, name, nlen);
+	r = jo_rd_command(m, "HGET %Kd%" PRIu64 " %b", parent, name, nlen);
 	if (!r || r->type == REDIS_REPLY_ERROR)
 		return jo_rd_fail(m, r, err, "HGET entry");
 	if (r->type == REDIS_REPLY_NIL) {
 		freeReplyObject(r);
-		unwatch(c);
+		unwatch(m);
 		res->status = JO_RM_GONE;
 		return 0;
 	}
 	if (parse_entry(r, &type, &ino) != 0) {
 		freeReplyObject(r);
-		unwatch(c);
+		unwatch(m);
 		return jo_err_set(err, JO_EPROTO, "entry %.*s of directory %" PRIu64
 				  " is malformed: left alone", (int)(nlen > 80 ? 80 : nlen), name, parent);
 	}
@@ -103,13 +102,13 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 	res->ino = ino;
 	res->type = type;
 	if ((type == JO_TYPE_DIR) != dir) {
-		unwatch(c);
+		unwatch(m);
 		res->status = JO_RM_WRONGTYPE;
 		return 0;
 	}
 	if ((rc = watch(m, err, ino, ino, dir)) != 0)
 		return rc;
-	mg = redisCommand(c, "MGET i%" PRIu64 " i%" PRIu64, parent, ino);
+	mg = jo_rd_command(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64, parent, ino);
 	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 2)
 		return jo_rd_fail(m, mg, err, "MGET attrs");
 	for (int i = 0; i < 2; i++) {
@@ -117,7 +116,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 
 		if (e->type == REDIS_REPLY_STRING && e->len < ATTR_MIN) {
 			freeReplyObject(mg);
-			unwatch(c);
+			unwatch(m);
 			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
 					  "left alone", i ? ino : parent, e->len);
 		}
@@ -132,7 +131,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 		/* the parent is gone (redis.Nil -> ENOENT) */
 		freeReplyObject(*attr);
 		*attr = NULL;
-		unwatch(c);
+		unwatch(m);
 		res->status = JO_RM_GONE;
 		return 0;
 	}
@@ -149,7 +148,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 		freeReplyObject(*pattr);
 		freeReplyObject(*attr);
 		*pattr = *attr = NULL;
-		unwatch(c);
+		unwatch(m);
 	}
 	return 0;
 }
@@ -173,8 +172,7 @@ static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo
  * the directory has statistics (a missing field is recomputed on demand). */
 static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64_t space)
 {
-	redisContext *c = jo_rd_conn(m);
-	redisReply *r = redisCommand(c, "HEXISTS dirUsedSpace %" PRIu64, dir);
+	redisReply *r = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
 	bool have = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 	int n = 0;
 
@@ -183,13 +181,13 @@ static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64
 		return;
 	/* one round trip, as doUpdateDirStat pipelines them */
 	if (length)
-		redisAppendCommand(c, "HINCRBY dirDataLength %" PRIu64 " %" PRId64, dir, -length), n++;
-	redisAppendCommand(c, "HINCRBY dirUsedSpace %" PRIu64 " %" PRId64, dir, -space), n++;
-	redisAppendCommand(c, "HINCRBY dirUsedInodes %" PRIu64 " -1", dir), n++;
+		jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir, -length), n++;
+	jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir, -space), n++;
+	jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " -1", dir), n++;
 	while (n-- > 0) {
-		void *v = NULL;
+		redisReply *v = NULL;
 
-		if (redisGetReply(c, &v) != REDIS_OK)
+		if (jo_rd_get_reply(m, &v) != REDIS_OK)
 			return; /* the connection is gone: the next command reports it */
 		freeReplyObject(v);
 	}
@@ -198,7 +196,7 @@ static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64
 int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
-	redisContext *c = jo_rd_conn(m);
+	int lost = 0;
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
 		redisReply *pattr = NULL, *attr = NULL;
@@ -211,6 +209,8 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 
 		memset(res, 0, sizeof(*res));
 		rc = begin_rm(m, parent, name, nlen, false, res, &pattr, &attr, err);
+		if (rc && jo_rd_retryable(m, rc) && ++lost <= 3)
+			continue; /* nothing ran: again on a new connection (a failover) */
 		if (rc || res->status != JO_RM_DONE)
 			return rc;
 		ino = res->ino;
@@ -231,7 +231,7 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 			if (res->status != JO_RM_DONE) {
 				freeReplyObject(pattr);
 				freeReplyObject(attr);
-				unwatch(c);
+				unwatch(m);
 				return rc;
 			}
 			stamp(b, AT_CTIME, &now);
@@ -248,37 +248,40 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 		res->length = a.length;
 		res->nlink = a.nlink;
 
-		redisAppendCommand(c, "MULTI");
-		redisAppendCommand(c, "HDEL d%" PRIu64 " %b", parent, name, nlen), q++;
+		jo_rd_append(m, "MULTI");
+		jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", parent, name, nlen), q++;
 		if (update_parent)
-			redisAppendCommand(c, "SET i%" PRIu64 " %b", parent, pattr->str, pattr->len), q++;
+			jo_rd_append(m, "SET %Ki%" PRIu64 " %b", parent, pattr->str, pattr->len), q++;
 		if (!last) {
-			redisAppendCommand(c, "SET i%" PRIu64 " %b", ino, attr->str, attr->len), q++;
+			jo_rd_append(m, "SET %Ki%" PRIu64 " %b", ino, attr->str, attr->len), q++;
 			if (a.parent == 0)
-				redisAppendCommand(c, "HINCRBY p%" PRIu64 " %" PRIu64 " -1", ino, parent), q++;
+				jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", ino, parent), q++;
 		} else {
 			int64_t space = 4096;
 
 			if (res->type == JO_TYPE_FILE) {
 				space = jo_align4k(a.length);
-				redisAppendCommand(c, "ZADD delfiles %lld %" PRIu64 ":%" PRIu64,
+				jo_rd_append(m, "ZADD %Kdelfiles %lld %" PRIu64 ":%" PRIu64,
 						   (long long)now.tv_sec, ino, a.length), q++;
 				res->delfile = true;
 			} else if (res->type == JO_TYPE_SYMLINK) {
-				redisAppendCommand(c, "DEL s%" PRIu64, ino), q++;
+				jo_rd_append(m, "DEL %Ks%" PRIu64, ino), q++;
 			}
-			redisAppendCommand(c, "DEL i%" PRIu64, ino), q++;
-			redisAppendCommand(c, "INCRBY usedSpace %" PRId64, -space), q++;
-			redisAppendCommand(c, "DECR totalInodes"), q++;
-			redisAppendCommand(c, "DEL x%" PRIu64, ino), q++;
+			jo_rd_append(m, "DEL %Ki%" PRIu64, ino), q++;
+			jo_rd_append(m, "INCRBY %KusedSpace %" PRId64, -space), q++;
+			jo_rd_append(m, "DECR %KtotalInodes"), q++;
+			jo_rd_append(m, "DEL %Kx%" PRIu64, ino), q++;
 			if (a.parent == 0)
-				redisAppendCommand(c, "DEL p%" PRIu64, ino), q++;
+				jo_rd_append(m, "DEL %Kp%" PRIu64, ino), q++;
 		}
-		redisAppendCommand(c, "EXEC");
+		jo_rd_append(m, "EXEC");
 		freeReplyObject(pattr);
 		freeReplyObject(attr);
-		if ((rc = exec_block(m, q, &aborted, err)) != 0)
+		if ((rc = exec_block(m, q, &aborted, err)) != 0) {
+			if (jo_rd_retryable(m, rc) && ++lost <= 3)
+				continue;
 			return rc;
+		}
 		if (aborted)
 			continue;
 		if (dir_stats) {
@@ -295,7 +298,7 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 			bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
-	redisContext *c = jo_rd_conn(m);
+	int lost = 0;
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
 		redisReply *pattr = NULL, *attr = NULL, *r;
@@ -309,11 +312,13 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 
 		memset(res, 0, sizeof(*res));
 		rc = begin_rm(m, parent, name, nlen, true, res, &pattr, &attr, err);
+		if (rc && jo_rd_retryable(m, rc) && ++lost <= 3)
+			continue;
 		if (rc || res->status != JO_RM_DONE)
 			return rc;
 		ino = res->ino;
 		freeReplyObject(attr); /* only its existence mattered to JuiceFS (a warning) */
-		r = redisCommand(c, "HLEN d%" PRIu64, ino);
+		r = jo_rd_command(m, "HLEN %Kd%" PRIu64, ino);
 		if (!r || r->type != REDIS_REPLY_INTEGER) {
 			freeReplyObject(pattr);
 			return jo_rd_fail(m, r, err, "HLEN");
@@ -321,7 +326,7 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		if (r->integer > 0) {
 			freeReplyObject(r);
 			freeReplyObject(pattr);
-			unwatch(c);
+			unwatch(m);
 			res->status = JO_RM_NOTEMPTY;
 			return 0;
 		}
@@ -332,24 +337,27 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		stamp((uint8_t *)pattr->str, AT_MTIME, &now);
 		stamp((uint8_t *)pattr->str, AT_CTIME, &now);
 
-		redisAppendCommand(c, "MULTI");
-		redisAppendCommand(c, "HDEL d%" PRIu64 " %b", parent, name, nlen), q++;
+		jo_rd_append(m, "MULTI");
+		jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", parent, name, nlen), q++;
 		if (!jo_ino_is_trash(parent))
-			redisAppendCommand(c, "SET i%" PRIu64 " %b", parent, pattr->str, pattr->len), q++;
-		redisAppendCommand(c, "DEL i%" PRIu64, ino), q++;
-		redisAppendCommand(c, "DEL x%" PRIu64, ino), q++;
-		redisAppendCommand(c, "INCRBY usedSpace -4096"), q++;
-		redisAppendCommand(c, "DECR totalInodes"), q++;
-		redisAppendCommand(c, "HDEL dirDataLength %" PRIu64, ino), q++;
-		redisAppendCommand(c, "HDEL dirUsedSpace %" PRIu64, ino), q++;
-		redisAppendCommand(c, "HDEL dirUsedInodes %" PRIu64, ino), q++;
-		redisAppendCommand(c, "HDEL dirQuota %" PRIu64, ino), q++;
-		redisAppendCommand(c, "HDEL dirQuotaUsedSpace %" PRIu64, ino), q++;
-		redisAppendCommand(c, "HDEL dirQuotaUsedInodes %" PRIu64, ino), q++;
-		redisAppendCommand(c, "EXEC");
+			jo_rd_append(m, "SET %Ki%" PRIu64 " %b", parent, pattr->str, pattr->len), q++;
+		jo_rd_append(m, "DEL %Ki%" PRIu64, ino), q++;
+		jo_rd_append(m, "DEL %Kx%" PRIu64, ino), q++;
+		jo_rd_append(m, "INCRBY %KusedSpace -4096"), q++;
+		jo_rd_append(m, "DECR %KtotalInodes"), q++;
+		jo_rd_append(m, "HDEL %KdirDataLength %" PRIu64, ino), q++;
+		jo_rd_append(m, "HDEL %KdirUsedSpace %" PRIu64, ino), q++;
+		jo_rd_append(m, "HDEL %KdirUsedInodes %" PRIu64, ino), q++;
+		jo_rd_append(m, "HDEL %KdirQuota %" PRIu64, ino), q++;
+		jo_rd_append(m, "HDEL %KdirQuotaUsedSpace %" PRIu64, ino), q++;
+		jo_rd_append(m, "HDEL %KdirQuotaUsedInodes %" PRIu64, ino), q++;
+		jo_rd_append(m, "EXEC");
 		freeReplyObject(pattr);
-		if ((rc = exec_block(m, q, &aborted, err)) != 0)
+		if ((rc = exec_block(m, q, &aborted, err)) != 0) {
+			if (jo_rd_retryable(m, rc) && ++lost <= 3)
+				continue;
 			return rc;
+		}
 		if (aborted)
 			continue;
 		if (dir_stats && parent != JO_TRASH_INODE)

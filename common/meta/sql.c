@@ -177,12 +177,13 @@ static int begin_with(struct jo_meta *m, const char *sql, struct jo_err *err)
 
 int jo_sql_begin(struct jo_meta *m, struct jo_err *err)
 {
-	/* SQLite's BEGIN IMMEDIATE waits out other writers (busy timeout); a
-	 * writer that keeps the lock makes it fail: try again as juicefs does */
+	/* SQLite's BEGIN IMMEDIATE waits out other writers (5 s busy timeout); a
+	 * writer that keeps the lock makes it fail: try a few more times (about
+	 * 30 s in all), then give up as a timeout rather than hang a cron run */
 	for (int attempt = 0;; attempt++) {
 		int rc = begin_with(m, jo_sql_dialect_of(m)->begin_rw, err);
 
-		if (rc == 0 || attempt + 1 >= JO_SQL_TXN_TRIES || !jo_sql_retry(m, attempt))
+		if (rc == 0 || attempt + 1 >= JO_SQL_BEGIN_TRIES || !jo_sql_retry(m, attempt))
 			return rc;
 	}
 }
@@ -305,6 +306,19 @@ static unsigned s_caps(const struct jo_meta *m)
 {
 	(void)m;
 	return JO_META_CAP_SNAPSHOT_SCANS;
+}
+
+static int s_snapshot_begin(struct jo_meta *m, struct jo_err *err)
+{
+	return jo_sql_begin_snapshot(m, err);
+}
+
+static void s_snapshot_end(struct jo_meta *m)
+{
+	struct jo_sql *s = jo_sql_of(m);
+
+	if (s->txn_depth)
+		(void)jo_sql_commit(m, NULL); /* read-only: nothing to keep or lose */
 }
 
 static int s_describe(struct jo_meta *m, char **out, struct jo_err *err)
@@ -795,6 +809,8 @@ const struct jo_meta_ops jo_meta_sql_ops = {
 	.open = s_open,
 	.close = s_close,
 	.describe = s_describe,
+	.snapshot_begin = s_snapshot_begin,
+	.snapshot_end = s_snapshot_end,
 	.get_setting = s_get_setting,
 	.lookup = s_lookup,
 	.getattr = s_getattr,

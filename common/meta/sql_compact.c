@@ -183,23 +183,6 @@ fail:
 	return rc;
 }
 
-static int add_freed(struct jo_slice_id **v, size_t *n, uint64_t id, uint32_t size)
-{
-	struct jo_slice_id *nv;
-
-	for (size_t k = 0; k < *n; k++)
-		if ((*v)[k].id == id)
-			return 0;
-	nv = realloc(*v, (*n + 1) * sizeof(*nv));
-	if (!nv)
-		return JO_ENOMEM;
-	nv[*n].id = id;
-	nv[*n].size = size;
-	*v = nv;
-	(*n)++;
-	return 0;
-}
-
 static int s_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 			    struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
@@ -242,7 +225,7 @@ static int s_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 		jo_slice_decode(c->origin + i * 24, &s);
 		if (!s.id || ref_count(m, s.id, &refs, &found, &e2))
 			continue;
-		if (found && refs <= 0 && add_freed(freed, nfreed, s.id, s.size))
+		if (found && refs <= 0 && jo_slice_id_add(freed, nfreed, s.id, s.size))
 			return 0; /* out of memory: the rest stays pending for gc */
 	}
 	return 0;

@@ -91,6 +91,8 @@ extern const struct jo_sql_driver jo_sqldrv_mysql;
 
 /* How many times a transaction is tried, as juicefs tries its own. */
 #define JO_SQL_TXN_TRIES 50
+/* How many times BEGIN is tried while another writer holds the database. */
+#define JO_SQL_BEGIN_TRIES 6
 
 struct jo_sql {
 	const struct jo_sql_driver *drv;

@@ -233,7 +233,7 @@ static int claim_once(struct jo_meta *m, const char *ns, const char *owner, int6
 	memset(out, 0, sizeof(*out));
 	if ((rc = jo_sql_prep(m, ns, &st, err, "SELECT id, kind, items, attempts FROM #task "
 			      "WHERE expire <= ? ORDER BY expire, id LIMIT 1")))
-		return rc;
+		return rc == JO_ENOTJFS ? jo_err_set(err, JO_ENOTFOUND, "no claimable task") : rc;
 	jo_sql_i64(m, st, 1, now);
 	s = jo_sql_step(m, st, err);
 	if (s <= 0) {
@@ -289,6 +289,8 @@ int jo_sql_task_claim(struct jo_meta *m, const char *ns, const char *owner, int6
 			continue;
 		if (rc == 1)
 			return jo_err_set(err, JO_ENOTFOUND, "no claimable task (lost every race)");
+		if (rc == JO_ENOTJFS)
+			return jo_err_set(err, JO_ENOTFOUND, "no claimable task (no task table yet)");
 		if (rc < 0 && rc != JO_ENOTFOUND && attempt + 1 < JO_SQL_TXN_TRIES &&
 		    jo_sql_retry(m, attempt))
 			continue;
@@ -383,6 +385,11 @@ int jo_sql_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t
 	int rc = jo_sql_run(m, ns, "SELECT count(*), coalesce(sum(CASE WHEN expire > ? THEN 1 "
 			    "ELSE 0 END), 0) FROM #task", &now, 1, NULL, 0, row, 2, NULL, NULL, err);
 
+	/* no task table yet (nothing was ever planned here): no task */
+	if (rc == JO_ENOTJFS) {
+		jo_err_clear(err);
+		rc = 0;
+	}
 	*total = row[0];
 	*leased = row[1];
 	return rc;
@@ -400,6 +407,11 @@ int jo_sql_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void 
 				     "FROM #task WHERE id > ? ORDER BY id LIMIT 100");
 		int n = 0;
 
+		if (rc == JO_ENOTJFS) {
+			/* no task table yet: no task */
+			jo_err_clear(err);
+			return 0;
+		}
 		if (rc)
 			return rc;
 		jo_sql_i64(m, st, 1, last);
@@ -419,8 +431,12 @@ int jo_sql_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void 
 				break;
 		}
 		jo_sql_free(m, st);
+		if (rc == JO_ENOTJFS && last == 0) {
+			jo_err_clear(err); /* no task table yet: no task */
+			return 0;
+		}
 		if (rc)
-			return rc < 0 && err && !err->code ? jo_err_wrap(err, "scan tasks") : rc;
+			return rc;
 		if (n < 100)
 			return 0;
 	}

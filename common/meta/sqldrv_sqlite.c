@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#define SQ_BUSY_MS 5000 /* how long a statement waits out another process's lock */
+
 struct jo_sqlc {
 	sqlite3 *db;
 	char *path;
@@ -36,6 +38,11 @@ static int fail(struct jo_sqlc *c, struct jo_err *err, const char *what)
 	int code = JO_EIO;
 
 	c->last = ec;
+	if (ec == SQLITE_BUSY || ec == SQLITE_LOCKED)
+		/* another process held the database past the busy timeout: a request
+		 * that cannot proceed (exit 5), not a lost lease or compare-and-swap */
+		return jo_err_set(err, JO_ETIMEOUT, "sqlite3 %s: %s: %s (still locked after %d s)",
+				  c->path, what, msg, SQ_BUSY_MS / 1000);
 	if (ec == SQLITE_NOTADB)
 		code = JO_ENOTJFS;
 	else if (ec == SQLITE_CORRUPT)
@@ -72,7 +79,7 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 		free(c);
 		return rc;
 	}
-	sqlite3_busy_timeout(c->db, 5000);
+	sqlite3_busy_timeout(c->db, SQ_BUSY_MS);
 	/* workers of several processes share a coordinator file: readers must
 	 * not wait for writers (best effort; a volume's mode is left alone) */
 	if (u->coordinator_only && !u->read_only)

@@ -32,7 +32,7 @@ for t in $targets; do
 	[ -f "$top/tests/fuzz/fuzz_$t.c" ] || { echo "run.sh: no target '$t' (known: $all)" >&2; exit 2; }
 done
 
-pkgs="libcurl openssl sqlite3 hiredis libzstd liblz4 jansson libarchive expat"
+pkgs="libcurl openssl sqlite3 hiredis libzstd liblz4 jansson libarchive expat libpq libmariadb"
 # shellcheck disable=SC2086
 pc_cflags=$(pkg-config --cflags $pkgs)
 # shellcheck disable=SC2086

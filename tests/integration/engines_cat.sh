@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jfsops info/cat on every engine of JO_ENGINES (default: the SQL servers,
-# PostgreSQL and MariaDB; any of redis sqlite3 postgres mysql): a volume made
+# jfsops info/cat on every engine of JO_ENGINES (default: PostgreSQL, MariaDB
+# and etcd; any of redis sqlite3 postgres mysql etcd): a volume made
 # by the real juicefs, fragmented files written through a mount, byte-exact
 # reads of every range shape, read-only commands change nothing.
 # run_all: asan
@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/engines.sh"
 . "$here/lib/infocat.sh"
 jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql}
+JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"
 	engine_meta "$e" "ic_$e"

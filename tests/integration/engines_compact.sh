@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jfsops compact on every engine of JO_ENGINES (default: PostgreSQL and
-# MariaDB), trash off and on: chunks of 90+ records rewritten as one slice
+# jfsops compact on every engine of JO_ENGINES (default: PostgreSQL,
+# MariaDB and etcd), trash off and on: chunks of 90+ records rewritten as one slice
 # beside an open reader and a live writer, workers killed mid-way, then the
 # whole cycle through jfsops gc and leakcheck; fsck clean, sha256s unchanged.
 set -euo pipefail
@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/engines.sh"
 . "$here/lib/compact.sh"
 jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql}
+JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"
 	engine_meta "$e" "cp0_$e"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# jfsops doctor on every engine of JO_ENGINES (default: PostgreSQL and
-# MariaDB): a healthy volume is all "ok" and names the server and its
+# jfsops doctor on every engine of JO_ENGINES (default: PostgreSQL,
+# MariaDB and etcd): a healthy volume is all "ok" and names the server and its
 # version; each broken setup gives a FAIL metadata line with a hint in that
-# engine's words and its own exit code: wrong SQL password 11 (and no
-# secret printed), the password from META_PASSWORD / META_PASSWORD_FILE 0,
+# engine's words and its own exit code: wrong SQL or etcd password 11 (and
+# no secret printed), the password from META_PASSWORD / META_PASSWORD_FILE 0,
 # unreachable server 5, missing database 8, a database without JuiceFS
 # tables (or another table_prefix) 7, a malformed URL 2.
 set -euo pipefail
@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
 . "$here/../lib/engines.sh"
 jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql}
+JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 DEAD=$((JO_PORT_BASE + 5))
 jo_port_busy "$DEAD" && jo_die "port $DEAD should be closed for the unreachable case"
 fails=0
@@ -31,7 +31,7 @@ case_() {
 		grep -qE "^FAIL +metadata .*($re)" "$JO_T/$name.out" || { echo "FAIL $name: no FAIL metadata line matching /$re/"; ok=0; }
 		grep -A1 -E '^FAIL +metadata ' "$JO_T/$name.out" | grep -q '^      hint: ' || { echo "FAIL $name: no hint"; ok=0; }
 	fi
-	if grep -qE "$JO_PG_PASS|$JO_MY_PASS|wrongpass" "$JO_T/$name.out" "$JO_T/$name.err"; then
+	if grep -qE "$JO_PG_PASS|$JO_MY_PASS|etcdroot|wrongpass" "$JO_T/$name.out" "$JO_T/$name.err"; then
 		echo "FAIL $name: a password appears in the output"; ok=0
 	fi
 	if [ $ok = 0 ]; then
@@ -66,6 +66,11 @@ for e in $(engine_list); do
 		dead="mysql://jfs@(127.0.0.1:$DEAD)/doc_$e?timeout=3s"
 		nodb=${good/\/doc_$e/\/no_such_db}
 		;;
+	etcd)
+		server='server etcd [0-9]+\.[0-9]+'
+		wrong=; nopw=; pw=; nodb=
+		dead="etcd://127.0.0.1:$DEAD/doc_$e"
+		;;
 	*) server=.; wrong=; nopw=; pw=; dead=; nodb= ;;
 	esac
 	case_ "$e-healthy" 0 "$server" "$JO_BIN" doctor "$good"
@@ -84,12 +89,25 @@ for e in $(engine_list); do
 	[ -z "$dead" ] || case_ "$e-unreachable" 5 'connect|refused|Connection' "$JO_BIN" doctor "$dead"
 	[ -z "$nodb" ] || case_ "$e-no-database" 8 'does not exist|Unknown database' "$JO_BIN" doctor "$nodb"
 	case_ "$e-not-a-volume" 7 'not a JuiceFS volume' "$JO_BIN" doctor "$empty"
+	[ "$e" != etcd ] || continue
 	case $good in
 	*\?*) other="$good&table_prefix=other" ;;
 	*) other="$good?table_prefix=other" ;;
 	esac
 	case_ "$e-other-prefix" 7 'jfs_other_setting' "$JO_BIN" doctor "$other"
 done
+
+# etcd with authentication on: a wrong password is exit 11 and never printed
+case " $(engine_list) " in
+*" etcd "*)
+	start_etcd $((JO_PORT_BASE + 28)) --auth etcdroot
+	good="etcd://root:etcdroot@127.0.0.1:$((JO_PORT_BASE + 28))/docauth"
+	jfs_format "$good" "$JO_T/bucket-doc-etcdauth" doc-etcdauth
+	case_ etcd-auth-healthy 0 'server etcd' "$JO_BIN" doctor "$good"
+	case_ etcd-wrong-password 11 'auth|password|authentication' \
+		"$JO_BIN" doctor "etcd://root:wrongpass@127.0.0.1:$((JO_PORT_BASE + 28))/docauth"
+	;;
+esac
 case_ malformed-pg 2 'postgres META-URL' "$JO_BIN" doctor "postgres://127.0.0.1:5432/jfs"
 case_ malformed-my 2 'mysql META-URL' "$JO_BIN" doctor "mysql://jfs@127.0.0.1:3306/jfs"
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # jfsops gc with TrashDays 1 on every engine of JO_ENGINES (default:
-# PostgreSQL and MariaDB), under ASan: delayed slices and trash entries of
+# PostgreSQL, MariaDB and etcd), under ASan: delayed slices and trash entries of
 # every shape kept while young and reclaimed once old, counters and bucket
 # agree with the metadata after; then workers beside a mount that runs its
 # own background jobs.
@@ -11,7 +11,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/engines.sh"
 . "$here/lib/gc.sh"
 jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql}
+JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"
 	engine_meta "$e" "gct_$e"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jfsops leakcheck on every engine of JO_ENGINES (default: PostgreSQL and
-# MariaDB): exactly the planted leaks found (as juicefs gc counts them), the
+# jfsops leakcheck on every engine of JO_ENGINES (default: PostgreSQL,
+# MariaDB and etcd): exactly the planted leaks found (as juicefs gc counts them), the
 # removed block reported missing, --delete-from with quarantine and
 # --restore, fsck clean after.
 set -euo pipefail
@@ -9,7 +9,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/engines.sh"
 . "$here/lib/leakcheck.sh"
 jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql}
+JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"
 	engine_meta "$e" "lk_$e"

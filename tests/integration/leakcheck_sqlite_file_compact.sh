@@ -28,8 +28,8 @@ jfs_umount "$JO_T/mnt"
 n=$(sqlite3 "$JO_T/meta.db" 'select count(*) from jfs_delslices')
 [ "$n" -gt 0 ] || jo_die "no delayed slices were made (compaction did not happen)"
 lk_run_variant "$META" "file:$JO_T/objs"
-compacted=$("$JO_VENV/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["compacted"])' "$JO_T/lk/summary.json")
+compacted=$("$JO_VENV/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["compacted"])' "$LK_DIR/summary.json")
 [ "$compacted" -gt 0 ] || { echo "FAIL: no compacted objects counted" >&2; exit 1; }
-pending=$("$JO_VENV/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pending"])' "$JO_T/lk/summary.json")
+pending=$("$JO_VENV/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["pending"])' "$LK_DIR/summary.json")
 echo "delayed slices: $n rows, $compacted compacted objects, $pending pending objects" >&2
 [ "$pending" -gt 0 ] || { echo "FAIL: no pending-delete objects counted" >&2; exit 1; }

@@ -23,7 +23,7 @@ meta_cleanup() {
 build_driver() {
 	cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -Wall -Wextra -Werror -Wshadow \
 		-Wformat=2 -Wno-missing-field-initializers -g -I"$ROOT" "$ROOT/tests/tools/meta_dump.c" \
-		"$BUILD/libjo_common.a" $(pkg-config --libs jansson hiredis sqlite3 libcrypto libpq libmariadb) \
+		"$BUILD/libjo_common.a" $(pkg-config --libs jansson hiredis sqlite3 libssl libcrypto libpq libmariadb libcurl) \
 		${META_DUMP_CFLAGS:-} -o "$T/meta_dump"
 }
 

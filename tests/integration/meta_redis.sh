@@ -22,8 +22,9 @@ expect_err "redis://:wrongpw@127.0.0.1:$PORT/1" EAUTH
 expect_err "redis://127.0.0.1:$PORT/1" EAUTH            # NOAUTH
 expect_err "redis://:pw@127.0.0.1:$PORT/1" ENOTJFS      # empty db
 expect_err "redis://:pw@127.0.0.1:1/1" ECONNECT
-expect_err "rediss://:pw@127.0.0.1:$PORT/1" EUNSUPPORTED
-expect_err "redis://:pw@a:1,b:2/1" EUNSUPPORTED
+expect_err "rediss://:pw@127.0.0.1:$PORT/1" 'ECONNECT.*TLS handshake'   # a plain port
+expect_err "redis://:pw@127.0.0.1:1,127.0.0.1:2/1" ECONNECT              # cluster seeds, none up
+expect_err "redis://:pw@mymaster,127.0.0.1:1/1" "ECONNECT.*mymaster"     # sentinel, none up
 
 META="redis://:pw@127.0.0.1:$PORT/1"
 run_scenario

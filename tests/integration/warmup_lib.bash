@@ -8,10 +8,20 @@ fail() {
 	exit 1
 }
 
-start_redis "${JO_WARMUP_REDIS_PORT:-6405}"
+# JO_WARMUP_ENGINE (default redis): the metadata engine of the volume, any
+# engine of tests/lib/engines.sh (engines_warmup.sh runs the scenario on each)
+if [ "${JO_WARMUP_ENGINE:-redis}" = redis ]; then
+	start_redis "${JO_WARMUP_REDIS_PORT:-6405}"
+	META=redis://127.0.0.1:$JO_REDIS_PORT/1
+else
+	# shellcheck source=../lib/engines.sh
+	. "$JO_REPO/tests/lib/engines.sh"
+	engine_start "$JO_WARMUP_ENGINE"
+	engine_meta "$JO_WARMUP_ENGINE" warmup1
+	META=$JO_META
+fi
 start_seaweed "${JO_WARMUP_SEAWEED_BASE:-9450}"
 s3_mkbucket warmup1
-META=redis://127.0.0.1:$JO_REDIS_PORT/1
 jfs_format "$META" "$JO_S3_ENDPOINT/warmup1" wvol --trash-days 0 --block-size 1M
 
 # mount_at MP CACHEDIR [flags...]: like jfs_mount, with a chosen cache dir.

@@ -13,10 +13,17 @@
 #   done
 #
 # Engines: redis, sqlite3, postgres (PostgreSQL 15 from Debian), mysql
-# (MariaDB 10.11 from Debian). engine_list prints $JO_ENGINES, default
-# "redis sqlite3 postgres mysql". Ports: postgres JO_PORT_BASE+24, mariadb
-# +25, redis +0 (when engine_start starts it). Passwords: postgres user
-# "postgres" / "pgpass" over TCP (scram), mysql user "jfs" / "jfspass".
+# (MariaDB 10.11 from Debian), etcd (etcd 3.4 from Debian's etcd-server; not
+# in the default list until the tkv family opens etcd:// volumes), and Redis
+# as production runs it: redis-tls (rediss:// with a CA made by jo_certs,
+# +6), redis-sentinel (a master +7, a replica +8 and 3 sentinels +17..+19,
+# passwords on all), redis-cluster (3 masters +14..+16, bus +10014..+10016;
+# the db number is juicefs's {DB} key prefix).
+# engine_list prints $JO_ENGINES, default "redis sqlite3 postgres mysql".
+# Ports: postgres JO_PORT_BASE+24, mariadb +25, etcd +26 (peer +27), redis
+# +0 (when engine_start starts it). Passwords: postgres user "postgres" /
+# "pgpass" over TCP (scram), mysql user "jfs" / "jfspass"; etcd has no auth
+# (start_etcd --auth starts one that has).
 # A server that does not start, or a database that cannot be created, makes
 # the script die loudly; nothing is skipped.
 
@@ -58,6 +65,8 @@ jo_stop_engines() {
 		jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi
 	local pid
+	# the server's own pid, from its pidfile (runuser does not pass signals on)
+	[ -z "${JO_MY_PIDFILE:-}" ] || [ ! -s "$JO_MY_PIDFILE" ] || JO_MY_PID=$(cat "$JO_MY_PIDFILE")
 	for pid in ${JO_MY_PID:-} ${JO_MY_RUNNER:-}; do
 		kill -TERM "$pid" 2>/dev/null
 		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
@@ -150,6 +159,7 @@ start_mariadb() {
 		--innodb-buffer-pool-size=64M --max-connections=300 --ssl-ca="$JO_MY_CERTS/ca.pem" \
 		--ssl-cert="$JO_MY_CERTS/server.pem" --ssl-key="$JO_MY_CERTS/server.key" >/dev/null 2>&1 &
 	JO_MY_RUNNER=$!   # runuser, which does not pass signals on: the server's own pid is in its pidfile
+	JO_MY_PIDFILE=$d/run/pid
 	JO_MY_SOCK=$d/run/s.sock
 	for i in $(seq 1 300); do
 		kill -0 "$JO_MY_RUNNER" 2>/dev/null || { jo_tail "$d/err.log"; jo_die "mariadbd exited during start-up"; }
@@ -175,6 +185,250 @@ my_sql() {
 	fi
 }
 
+# ---------------------------------------------------------------- Redis: TLS, Sentinel, Cluster
+
+JO_RS_PASS=redispw       # the data nodes of the Sentinel set (requirepass/masterauth)
+JO_SENT_PASS=sentpw      # the sentinels themselves (SENTINEL_PASSWORD)
+JO_RS_MASTER=jfsmaster   # the name the sentinels monitor
+
+# jo_redis_cli_tls PORT ARGS...: redis-cli to the TLS server.
+jo_redis_cli_tls() {
+	local port=$1
+	shift
+	redis-cli --tls --cacert "$JO_RTLS_CERTS/ca.pem" -h 127.0.0.1 -p "$port" "$@"
+}
+
+# start_redis_tls PORT: Debian's redis-server on TLS only (--port 0
+# --tls-port PORT), certificates by jo_certs (JO_RTLS_CERTS); client
+# certificates are optional and verified against the same CA when given.
+start_redis_tls() {
+	local port=$1 d i
+	jo_need_free_port "$port"
+	d=$JO_T/redis-tls-$port
+	mkdir -p "$d"
+	JO_RTLS_CERTS=$JO_T/redis-tls-certs
+	jo_certs "$JO_RTLS_CERTS"
+	redis-server --port 0 --tls-port "$port" --bind 127.0.0.1 --save '' --appendonly no \
+		--daemonize yes --dir "$d" --logfile "$d/redis.log" --pidfile "$d/redis.pid" \
+		--tls-cert-file "$JO_RTLS_CERTS/server.pem" --tls-key-file "$JO_RTLS_CERTS/server.key" \
+		--tls-ca-cert-file "$JO_RTLS_CERTS/ca.pem" --tls-auth-clients optional >/dev/null ||
+		{ jo_tail "$d/redis.log"; jo_die "TLS redis-server on port $port did not start"; }
+	JO_REDIS_PIDS+=("$d/redis.pid")
+	for i in $(seq 1 100); do
+		[ "$(jo_redis_cli_tls "$port" ping 2>/dev/null)" = PONG ] && break
+		sleep 0.1
+	done
+	[ "$i" -lt 100 ] || { jo_tail "$d/redis.log"; jo_die "TLS redis on 127.0.0.1:$port did not answer"; }
+	JO_RTLS_PORT=$port
+	export JO_RTLS_PORT JO_RTLS_CERTS
+}
+
+# jo_rs_cli PORT ARGS...: redis-cli to a data node of the Sentinel set;
+# jo_sent_cli PORT ARGS...: to a sentinel.
+jo_rs_cli() {
+	local port=$1
+	shift
+	redis-cli -h 127.0.0.1 -p "$port" -a "$JO_RS_PASS" --no-auth-warning "$@"
+}
+jo_sent_cli() {
+	local port=$1
+	shift
+	redis-cli -h 127.0.0.1 -p "$port" -a "$JO_SENT_PASS" --no-auth-warning "$@"
+}
+
+# start_redis_sentinel MASTER REPLICA S1 S2 S3: a master, its replica and 3
+# sentinels (quorum 2) on loopback, all with passwords; waits until the
+# replica is in sync and every sentinel knows the replica and the other two.
+# Exports SENTINEL_PASSWORD (juicefs and jfsops read it) and JO_RS_PORTS.
+start_redis_sentinel() {
+	local mp=$1 rp=$2 keep=${JO_REDIS_PORT:-} s d i ok
+	shift 2
+	start_redis "$mp" --requirepass "$JO_RS_PASS" --masterauth "$JO_RS_PASS"
+	start_redis "$rp" --requirepass "$JO_RS_PASS" --masterauth "$JO_RS_PASS" --replicaof 127.0.0.1 "$mp"
+	JO_REDIS_PORT=$keep
+	for i in $(seq 1 200); do
+		jo_rs_cli "$rp" info replication 2>/dev/null | grep -q 'master_link_status:up' && break
+		sleep 0.1
+	done
+	[ "$i" -lt 200 ] || jo_die "the Sentinel set's replica on $rp never synced with $mp"
+	for s in "$@"; do
+		jo_need_free_port "$s"
+		d=$JO_T/sentinel-$s
+		mkdir -p "$d"
+		cat >"$d/sentinel.conf" <<-EOC
+			port $s
+			bind 127.0.0.1
+			daemonize yes
+			dir $d
+			logfile $d/sentinel.log
+			pidfile $d/sentinel.pid
+			requirepass $JO_SENT_PASS
+			sentinel sentinel-pass $JO_SENT_PASS
+			sentinel monitor $JO_RS_MASTER 127.0.0.1 $mp 2
+			sentinel auth-pass $JO_RS_MASTER $JO_RS_PASS
+			sentinel down-after-milliseconds $JO_RS_MASTER 3000
+			sentinel failover-timeout $JO_RS_MASTER 10000
+			sentinel parallel-syncs $JO_RS_MASTER 1
+		EOC
+		redis-server "$d/sentinel.conf" --sentinel >/dev/null ||
+			{ jo_tail "$d/sentinel.log"; jo_die "sentinel on port $s did not start"; }
+		JO_REDIS_PIDS+=("$d/sentinel.pid")
+	done
+	for i in $(seq 1 300); do
+		ok=1
+		for s in "$@"; do
+			jo_sent_cli "$s" sentinel master "$JO_RS_MASTER" 2>/dev/null |
+				tr -d '\r' | awk 'p=="num-slaves"{r=$0} p=="num-other-sentinels"{o=$0} {p=$0}
+					END{exit !(r==1 && o==2)}' || ok=0
+		done
+		[ "$ok" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$i" -lt 300 ] || { jo_tail "$JO_T/sentinel-$1/sentinel.log"; jo_die "the sentinels did not find the replica and each other within 30 s"; }
+	JO_RS_PORTS="$mp $rp"
+	JO_SENT_PORTS="$*"
+	SENTINEL_PASSWORD=$JO_SENT_PASS
+	export SENTINEL_PASSWORD JO_RS_PORTS JO_SENT_PORTS
+}
+
+# jo_rs_master: the port the sentinels name as master now.
+jo_rs_master() {
+	local s
+	for s in $JO_SENT_PORTS; do
+		jo_sent_cli "$s" sentinel get-master-addr-by-name "$JO_RS_MASTER" 2>/dev/null | sed -n 2p && return 0
+	done
+	return 1
+}
+
+# start_redis_cluster P1 P2 P3: a Redis Cluster of 3 masters (no replicas;
+# cluster bus on P+10000), slots spread by redis-cli --cluster create.
+start_redis_cluster() {
+	local keep=${JO_REDIS_PORT:-} p i ok addrs=()
+	for p in "$@"; do
+		jo_need_free_port $((p + 10000))
+		start_redis "$p" --cluster-enabled yes --cluster-config-file nodes.conf \
+			--cluster-node-timeout 5000
+		addrs+=("127.0.0.1:$p")
+	done
+	JO_REDIS_PORT=$keep
+	redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >"$JO_T/cluster-create.log" 2>&1 ||
+		{ jo_tail "$JO_T/cluster-create.log"; jo_die "redis-cli --cluster create failed"; }
+	for i in $(seq 1 300); do
+		ok=1
+		for p in "$@"; do
+			redis-cli -h 127.0.0.1 -p "$p" cluster info 2>/dev/null | grep -q 'cluster_state:ok' || ok=0
+		done
+		[ "$ok" = 1 ] && break
+		sleep 0.1
+	done
+	[ "$i" -lt 300 ] || jo_die "the Redis Cluster on $* did not reach cluster_state:ok"
+	JO_RC_PORTS="$*"
+	export JO_RC_PORTS
+}
+
+# ---------------------------------------------------------------- etcd
+
+JO_ETCD_PIDS=()
+declare -gA JO_ETCD_CTL=() # client port -> etcdctl flags that reach it
+
+jo_stop_etcd() {
+	local pid
+	for pid in "${JO_ETCD_PIDS[@]}"; do
+		kill -CONT "$pid" 2>/dev/null # a test may have stopped it
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${JO_ETCD_PIDS[@]}"; do
+		for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	JO_ETCD_PIDS=()
+}
+JO_CLEANUP_HOOKS+=(jo_stop_etcd)
+
+# jo_etcdctl PORT ARGS...: ETCDCTL_API=3 etcdctl against the etcd started on
+# PORT (its scheme, CA, client certificate and root user).
+jo_etcdctl() {
+	local port=$1
+	shift
+	[ -n "${JO_ETCD_CTL[$port]:-}" ] || jo_die "jo_etcdctl: no etcd started on port $port"
+	# shellcheck disable=SC2086 # the flags are words without blanks
+	ETCDCTL_API=3 etcdctl ${JO_ETCD_CTL[$port]} "$@"
+}
+
+# start_etcd PORT [--tls] [--client-certs] [--auth ROOTPASS] [--token-ttl S]:
+# one loopback etcd 3.4 node, data under $JO_T, client port PORT, peer
+# PORT+1; stopped by pid at cleanup. --tls serves https with the jo_certs
+# certificate (JO_ETCD_CERTS holds ca.pem, other-ca.pem, server.pem/.key);
+# --client-certs also requires a client certificate signed by that CA (the
+# server's own pair will do); --auth ROOTPASS adds user root with that
+# password and turns authentication on; --token-ttl sets how long an auth
+# token lives unused (etcd's default: 300 s). Sets JO_ETCD_PORT and
+# JO_ETCD_PID. Dies loudly when it does not answer within 30 s.
+start_etcd() {
+	local port=$1 peer=$(($1 + 1)) tls= ccert= auth= ttl= scheme=http d pid i ctl
+	local extra=()
+	shift
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--tls) tls=1 ;;
+		--client-certs) tls=1 ccert=1 ;;
+		--auth) auth=$2; shift ;;
+		--token-ttl) ttl=$2; shift ;;
+		*) jo_die "start_etcd: unknown option '$1'" ;;
+		esac
+		shift
+	done
+	[ -n "${JO_T:-}" ] || jo_die "start_etcd: call jo_setup first"
+	command -v etcd >/dev/null || jo_die "etcd not found (apt-get install etcd-server)"
+	command -v etcdctl >/dev/null || jo_die "etcdctl not found (apt-get install etcd-client)"
+	jo_need_free_port "$port" "$peer"
+	d=$JO_T/etcd-$port
+	mkdir -p "$d"
+	ctl="--endpoints=$scheme://127.0.0.1:$port --dial-timeout=5s --command-timeout=30s"
+	if [ -n "$tls" ]; then
+		JO_ETCD_CERTS=$JO_T/etcd-certs
+		jo_certs "$JO_ETCD_CERTS"
+		scheme=https
+		extra+=(--cert-file "$JO_ETCD_CERTS/server.pem" --key-file "$JO_ETCD_CERTS/server.key")
+		ctl="--endpoints=https://127.0.0.1:$port --dial-timeout=5s --command-timeout=30s"
+		ctl+=" --cacert=$JO_ETCD_CERTS/ca.pem"
+		if [ -n "$ccert" ]; then
+			extra+=(--client-cert-auth --trusted-ca-file "$JO_ETCD_CERTS/ca.pem")
+			ctl+=" --cert=$JO_ETCD_CERTS/server.pem --key=$JO_ETCD_CERTS/server.key"
+		fi
+	fi
+	[ -z "$ttl" ] || extra+=(--auth-token-ttl "$ttl")
+	etcd --name "jo$port" --data-dir "$d/data" \
+		--listen-client-urls "$scheme://127.0.0.1:$port" \
+		--advertise-client-urls "$scheme://127.0.0.1:$port" \
+		--listen-peer-urls "http://127.0.0.1:$peer" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$peer" \
+		--initial-cluster "jo$port=http://127.0.0.1:$peer" --initial-cluster-state new \
+		"${extra[@]}" >"$d/log" 2>&1 &
+	pid=$!
+	JO_ETCD_PIDS+=("$pid")
+	JO_ETCD_CTL[$port]=$ctl
+	for i in $(seq 1 300); do
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$d/log"; jo_die "etcd on port $port exited during start-up"; }
+		jo_etcdctl "$port" endpoint health >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	[ "$i" -lt 300 ] || { jo_tail "$d/log"; jo_die "etcd on 127.0.0.1:$port did not answer within 30 s"; }
+	if [ -n "$auth" ]; then
+		jo_etcdctl "$port" user add "root:$auth" >/dev/null &&
+			jo_etcdctl "$port" user grant-role root root >/dev/null &&
+			jo_etcdctl "$port" auth enable >/dev/null ||
+			{ jo_tail "$d/log"; jo_die "cannot turn authentication on in etcd on port $port"; }
+		JO_ETCD_CTL[$port]="$ctl --user=root:$auth"
+		jo_etcdctl "$port" get --keys-only --limit 1 probe >/dev/null ||
+			jo_die "etcd on port $port does not take its root password"
+	fi
+	JO_ETCD_PORT=$port
+	JO_ETCD_PID=$pid
+	export JO_ETCD_PORT JO_ETCD_CERTS
+}
+
 # ---------------------------------------------------------------- per engine
 
 # engine_start ENGINE: start its server unless this script already did.
@@ -183,9 +437,19 @@ engine_start() {
 	case $JO_ENGINE_STARTED in *" $e "*) return 0 ;; esac
 	case $e in
 	redis) start_redis "${JO_ENGINE_REDIS_PORT:-$((JO_PORT_BASE + 0))}" ;;
+	redis-tls) start_redis_tls $((JO_PORT_BASE + 6)) ;;
+	redis-sentinel)
+		start_redis_sentinel $((JO_PORT_BASE + 7)) $((JO_PORT_BASE + 8)) \
+			$((JO_PORT_BASE + 17)) $((JO_PORT_BASE + 18)) $((JO_PORT_BASE + 19))
+		;;
+	redis-cluster) start_redis_cluster $((JO_PORT_BASE + 14)) $((JO_PORT_BASE + 15)) $((JO_PORT_BASE + 16)) ;;
 	sqlite3) ;;
 	postgres) start_postgres $((JO_PORT_BASE + 24)) ;;
 	mysql) start_mariadb $((JO_PORT_BASE + 25)) ;;
+	etcd)
+		start_etcd $((JO_PORT_BASE + 26))
+		JO_ETCD_ENGINE_PORT=$JO_ETCD_PORT
+		;;
 	*) jo_die "engine_start: unknown engine '$e'" ;;
 	esac
 	JO_ENGINE_STARTED="$JO_ENGINE_STARTED$e "
@@ -194,7 +458,8 @@ engine_start() {
 
 # engine_meta ENGINE NAME: JO_META := the META-URL of a new, empty database
 # for volume NAME (a Redis db number, a SQLite file, a PostgreSQL or MariaDB
-# database). Not in $(...): it counts Redis databases in this shell.
+# database, an etcd key prefix "/NAME"). Not in $(...): it counts Redis
+# databases in this shell.
 engine_meta() {
 	local e=$1 name=$2 db
 	db=$(echo "$name" | tr -c 'a-z0-9\n' '_')
@@ -202,6 +467,17 @@ engine_meta() {
 	redis)
 		[ "${JO_NEXT_DB:-1}" -lt 16 ] || jo_die "engine_meta: out of Redis databases"
 		JO_META="redis://127.0.0.1:$JO_REDIS_PORT/${JO_NEXT_DB:-1}"
+		JO_NEXT_DB=$((${JO_NEXT_DB:-1} + 1))
+		;;
+	redis-tls | redis-sentinel | redis-cluster)
+		[ "${JO_NEXT_DB:-1}" -lt 16 ] || jo_die "engine_meta: out of Redis databases"
+		case $e in
+		redis-tls) JO_META="rediss://127.0.0.1:$JO_RTLS_PORT/${JO_NEXT_DB:-1}?tls-ca-cert-file=$JO_RTLS_CERTS/ca.pem" ;;
+		redis-sentinel)
+			JO_META="redis://:$JO_RS_PASS@$JO_RS_MASTER$(printf ',127.0.0.1:%s' $JO_SENT_PORTS)/${JO_NEXT_DB:-1}"
+			;;
+		redis-cluster) JO_META="redis://$(echo $JO_RC_PORTS | sed 's/^/127.0.0.1:/; s/ /,127.0.0.1:/g')/${JO_NEXT_DB:-1}" ;;
+		esac
 		JO_NEXT_DB=$((${JO_NEXT_DB:-1} + 1))
 		;;
 	sqlite3) JO_META="sqlite3://$JO_T/$db.db" ;;
@@ -213,20 +489,28 @@ engine_meta() {
 		my_sql "" "CREATE DATABASE $db" || jo_die "cannot create MariaDB database $db"
 		JO_META="mysql://jfs:$JO_MY_PASS@(127.0.0.1:$JO_MY_PORT)/$db"
 		;;
+	etcd)
+		case $name in *[!A-Za-z0-9._-]* | "") jo_die "engine_meta: bad etcd volume name '$name'" ;; esac
+		[ -n "${JO_ETCD_ENGINE_PORT:-}" ] || jo_die "engine_meta etcd: engine_start etcd first"
+		# the volume's keys are "/NAME" + 0xFD + ...: that prefix must be unused
+		[ -z "$(jo_etcdctl "$JO_ETCD_ENGINE_PORT" get --prefix --keys-only --limit 1 \
+			"$(printf '/%s\375' "$name")")" ] || jo_die "engine_meta: etcd prefix /$name is in use"
+		JO_META="etcd://127.0.0.1:$JO_ETCD_ENGINE_PORT/$name"
+		;;
 	*) jo_die "engine_meta: unknown engine '$e'" ;;
 	esac
 }
 
 # engine_store ENGINE NAME: where volume NAME keeps its objects: JO_BUCKET
 # (for jfs_format) and JO_STORE (for the leakcheck helpers: file:DIR or
-# s3:BUCKET). By engine, so every run covers both stores: sqlite3 and
-# postgres use file storage, redis and mysql SeaweedFS (started once, at
-# JO_PORT_BASE+10); JO_STORAGE=file|s3 overrides.
+# s3:BUCKET). By engine, so every run covers both stores: sqlite3,
+# postgres and etcd use file storage, redis and mysql SeaweedFS (started
+# once, at JO_PORT_BASE+10); JO_STORAGE=file|s3 overrides.
 engine_store() {
 	local e=$1 name=$2 kind
 	kind=${JO_STORAGE:-}
 	if [ -z "$kind" ]; then
-		case $e in redis | mysql) kind=s3 ;; *) kind=file ;; esac
+		case $e in redis* | mysql) kind=s3 ;; *) kind=file ;; esac # sqlite3, postgres, etcd
 	fi
 	if [ "$kind" = s3 ]; then
 		[ -n "${JO_S3_ENDPOINT:-}" ] || start_seaweed $((JO_PORT_BASE + 10))

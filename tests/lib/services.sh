@@ -22,6 +22,52 @@
 # service that does not answer in time, makes the function print a message
 # (with the service's log tail) and exit the script non-zero: nothing is
 # skipped silently. Processes are stopped by pid, never by name.
+#
+# Faults between jfsops and its servers (tests/install.sh builds Toxiproxy
+# v2.12.0 into the venv as toxiproxy-server and toxiproxy-cli):
+#
+#   Toxiproxy, a real TCP proxy that misbehaves on request. One server, any
+#   number of proxies, each in front of one service; point jfsops (never the
+#   juicefs client, unless the test wants it faulted too) at the proxy port.
+#     start_toxiproxy PORT              API on 127.0.0.1:PORT ($JO_TOXI_API)
+#     toxi_proxy NAME LISTEN UPSTREAM   a proxy 127.0.0.1:LISTEN -> UPSTREAM
+#                                       (HOST:PORT or PORT); enabled, no toxics
+#     toxi_redis NAME LISTEN            the same in front of $JO_REDIS_PORT
+#     toxi_s3 NAME LISTEN [ENDPOINT]    in front of an S3 endpoint (default
+#                                       $JO_S3_ENDPOINT); the signed Host header
+#                                       is the proxy's, which the server accepts
+#     toxi_reset_peer PROXY TOXIC MS [STREAM]   TCP RST MS ms after data flows
+#     toxi_timeout PROXY TOXIC MS [STREAM]      data stops; closed after MS ms
+#                                               (0: held open, stalled for good)
+#     toxi_limit_data PROXY TOXIC BYTES [STREAM] the stream is cut after BYTES
+#                                               bytes (per connection)
+#     toxi_latency PROXY TOXIC MS [JITTER] [STREAM]
+#     toxi_bandwidth PROXY TOXIC KB_PER_S [STREAM]
+#     toxi_slicer PROXY TOXIC AVG_BYTES VARIATION DELAY_US [STREAM]
+#     toxi_add PROXY TOXIC TYPE STREAM ATTRS_JSON [TOXICITY]  any other toxic
+#     toxi_remove PROXY TOXIC; toxi_clear PROXY (every toxic of PROXY);
+#     toxi_disable PROXY / toxi_enable PROXY (refuse / accept connections)
+#     toxi_bytes PROXY [STREAM]         bytes it passed so far, all connections
+#                                       (to place a limit_data cut mid-scan)
+#   STREAM is downstream (server -> jfsops, the default) or upstream. Toxics
+#   apply to open connections too, so one added while a command runs cuts it
+#   mid-scan. All calls go to Toxiproxy's HTTP API with curl and fail the
+#   script when the API refuses them.
+#
+#   tests/tools/s3shim.py, our HTTP shim for what a TCP proxy cannot say: it
+#   forwards every S3 request unchanged and, by rules, answers chosen ones
+#   itself (503 SlowDown, 500 InternalError, any status/code; or a reset, a
+#   close, a reply cut mid-body, a delay) on a fraction, every Nth, the Nth
+#   only, only some request kinds (list, get, put, delete, delete_multi,
+#   ...; LIST continuation pages only), keys or prefixes. See its docstring.
+#     start_s3_shim PORT [UPSTREAM]     shim on 127.0.0.1:PORT ($JO_SHIM_ENDPOINT)
+#                                       in front of UPSTREAM ($JO_S3_ENDPOINT)
+#     shim_rules 'JSON LIST'            replace the rules (counters reset)
+#     shim_clear                        no rules: forward everything
+#     shim_stats                        the counters as JSON on stdout
+#     shim_stat PATH                    one counter, e.g. faults, kinds.list,
+#                                       faults_by_kind.delete_multi (0 if absent)
+#   Its request log is $JO_T/s3shim-PORT.log.
 
 JO_REPO=${JO_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 JO_PORT_BASE=${JO_PORT_BASE:-7000}
@@ -438,4 +484,159 @@ jfs_crash() {
 		[ "${JO_MOUNTS[i]}" = "$mp" ] && JO_MOUNTS[i]=
 	done
 	sleep 0.2
+}
+
+# ---------------------------------------------------------------- faults
+
+# start_toxiproxy PORT: the Toxiproxy server, its HTTP API on 127.0.0.1:PORT.
+start_toxiproxy() {
+	local port=$1
+	[ -n "${JO_T:-}" ] || jo_die "start_toxiproxy: call jo_setup first"
+	TOXIPROXY=${TOXIPROXY:-$JO_VENV/bin/toxiproxy-server}
+	[ -x "$TOXIPROXY" ] || jo_die "$TOXIPROXY is missing: run bash tests/install.sh"
+	jo_need_free_port "$port"
+	local log=$JO_T/toxiproxy-$port.log i
+	"$TOXIPROXY" -host 127.0.0.1 -port "$port" -proxy-metrics >"$log" 2>&1 &
+	local pid=$!
+	JO_KILL_PIDS+=("$pid")
+	JO_TOXI_API=http://127.0.0.1:$port
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "toxiproxy-server exited during start-up"; }
+		if curl -sf --max-time 2 "$JO_TOXI_API/version" >/dev/null 2>&1; then
+			export JO_TOXI_API
+			return 0
+		fi
+		sleep 0.1
+	done
+	jo_tail "$log"
+	jo_die "toxiproxy-server on 127.0.0.1:$port did not answer within 10 s"
+}
+
+# jo_toxi_call METHOD PATH [JSON]: one API call; dies unless it succeeds.
+jo_toxi_call() {
+	local method=$1 path=$2 body=${3:-} out code
+	[ -n "${JO_TOXI_API:-}" ] || jo_die "toxiproxy: call start_toxiproxy first"
+	if [ -n "$body" ]; then
+		out=$(curl -sS --max-time 10 -X "$method" -H 'Content-Type: application/json' \
+			--data-binary "$body" -w '\n%{http_code}' "$JO_TOXI_API$path") ||
+			jo_die "toxiproxy $method $path: request failed"
+	else
+		out=$(curl -sS --max-time 10 -X "$method" -w '\n%{http_code}' "$JO_TOXI_API$path") ||
+			jo_die "toxiproxy $method $path: request failed"
+	fi
+	code=${out##*$'\n'}
+	case $code in 2??) printf '%s' "${out%$'\n'*}" ;;
+	*) jo_die "toxiproxy $method $path ${body:+$body }-> HTTP $code: ${out%$'\n'*}" ;;
+	esac
+}
+
+# toxi_proxy NAME LISTEN_PORT UPSTREAM (HOST:PORT, or PORT on 127.0.0.1)
+toxi_proxy() {
+	local name=$1 listen=$2 up=$3
+	case $up in *:*) ;; *) up=127.0.0.1:$up ;; esac
+	jo_need_free_port "$listen"
+	jo_toxi_call POST /proxies \
+		"{\"name\":\"$name\",\"listen\":\"127.0.0.1:$listen\",\"upstream\":\"$up\",\"enabled\":true}" >/dev/null
+	jo_port_busy "$listen" || jo_die "toxiproxy: proxy $name does not listen on $listen"
+}
+
+toxi_redis() {
+	[ -n "${JO_REDIS_PORT:-}" ] || jo_die "toxi_redis: start_redis first"
+	toxi_proxy "$1" "$2" "$JO_REDIS_PORT"
+}
+
+toxi_s3() {
+	local ep=${3:-${JO_S3_ENDPOINT:-}} hp
+	[ -n "$ep" ] || jo_die "toxi_s3: no endpoint (start_seaweed first)"
+	hp=${ep#http://}
+	hp=${hp%%/*}
+	toxi_proxy "$1" "$2" "$hp"
+}
+
+# toxi_add PROXY TOXIC TYPE STREAM ATTRS_JSON [TOXICITY]
+toxi_add() {
+	local proxy=$1 toxic=$2 type=$3 stream=${4:-downstream} attrs=${5:-"{}"} tox=${6:-1.0}
+	jo_toxi_call POST "/proxies/$proxy/toxics" \
+		"{\"name\":\"$toxic\",\"type\":\"$type\",\"stream\":\"$stream\",\"toxicity\":$tox,\"attributes\":$attrs}" >/dev/null
+}
+
+toxi_reset_peer() { toxi_add "$1" "$2" reset_peer "${4:-downstream}" "{\"timeout\":$3}"; }
+toxi_timeout() { toxi_add "$1" "$2" timeout "${4:-downstream}" "{\"timeout\":$3}"; }
+toxi_limit_data() { toxi_add "$1" "$2" limit_data "${4:-downstream}" "{\"bytes\":$3}"; }
+toxi_latency() { toxi_add "$1" "$2" latency "${5:-downstream}" "{\"latency\":$3,\"jitter\":${4:-0}}"; }
+toxi_bandwidth() { toxi_add "$1" "$2" bandwidth "${4:-downstream}" "{\"rate\":$3}"; }
+toxi_slicer() {
+	toxi_add "$1" "$2" slicer "${6:-downstream}" \
+		"{\"average_size\":$3,\"size_variation\":$4,\"delay\":$5}"
+}
+
+toxi_remove() { jo_toxi_call DELETE "/proxies/$1/toxics/$2" >/dev/null; }
+
+toxi_clear() {
+	local t
+	for t in $(jo_toxi_call GET "/proxies/$1/toxics" |
+		"$JO_VENV/bin/python" -c 'import json,sys; print("\n".join(t["name"] for t in json.load(sys.stdin)))'); do
+		toxi_remove "$1" "$t"
+	done
+}
+
+toxi_disable() { jo_toxi_call POST "/proxies/$1" '{"enabled":false}' >/dev/null; }
+
+toxi_bytes() {
+	curl -sf --max-time 10 "$JO_TOXI_API/metrics" | "$JO_VENV/bin/python" -c '
+import re, sys
+proxy, stream = sys.argv[1], sys.argv[2]
+n = 0
+for line in sys.stdin:
+    m = re.match(r"toxiproxy_proxy_sent_bytes_total\{(.*)\} (\S+)$", line.strip())
+    if m and ("proxy=\"%s\"" % proxy) in m.group(1) and ("direction=\"%s\"" % stream) in m.group(1):
+        n += float(m.group(2))
+print(int(n))' "$1" "${2:-downstream}" || jo_die "toxiproxy: cannot read its metrics"
+}
+toxi_enable() { jo_toxi_call POST "/proxies/$1" '{"enabled":true}' >/dev/null; }
+
+# start_s3_shim PORT [UPSTREAM_ENDPOINT]: tests/tools/s3shim.py on 127.0.0.1:PORT.
+start_s3_shim() {
+	local port=$1 up=${2:-${JO_S3_ENDPOINT:-}} i
+	[ -n "${JO_T:-}" ] || jo_die "start_s3_shim: call jo_setup first"
+	[ -n "$up" ] || jo_die "start_s3_shim: no upstream endpoint (start_seaweed first)"
+	jo_need_free_port "$port"
+	local log=$JO_T/s3shim-$port.out
+	"$JO_VENV/bin/python" "$JO_REPO/tests/tools/s3shim.py" --listen "$port" --upstream "$up" \
+		--log "$JO_T/s3shim-$port.log" >"$log" 2>&1 &
+	local pid=$!
+	JO_KILL_PIDS+=("$pid")
+	JO_SHIM_ENDPOINT=http://127.0.0.1:$port
+	for i in $(seq 1 100); do
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "s3shim exited during start-up"; }
+		curl -sf --max-time 2 "$JO_SHIM_ENDPOINT/__shim/stats" >/dev/null 2>&1 && {
+			export JO_SHIM_ENDPOINT
+			return 0
+		}
+		sleep 0.1
+	done
+	jo_tail "$log"
+	jo_die "s3shim on 127.0.0.1:$port did not answer within 10 s"
+}
+
+jo_shim_call() {
+	local method=$1 path=$2 body=${3:-} out code
+	[ -n "${JO_SHIM_ENDPOINT:-}" ] || jo_die "s3shim: call start_s3_shim first"
+	out=$(curl -sS --max-time 10 -X "$method" ${body:+--data-binary "$body"} \
+		-w '\n%{http_code}' "$JO_SHIM_ENDPOINT$path") || jo_die "s3shim $method $path: request failed"
+	code=${out##*$'\n'}
+	[ "$code" = 200 ] || jo_die "s3shim $method $path -> HTTP $code: ${out%$'\n'*}"
+	printf '%s' "${out%$'\n'*}"
+}
+
+shim_rules() { jo_shim_call PUT /__shim/rules "$1" >/dev/null; }
+shim_clear() { jo_shim_call DELETE /__shim/rules >/dev/null; }
+shim_stats() { jo_shim_call GET /__shim/stats; echo; }
+shim_stat() {
+	jo_shim_call GET /__shim/stats | "$JO_VENV/bin/python" -c '
+import json, sys
+v = json.load(sys.stdin)
+for p in sys.argv[1].split("."):
+    v = v.get(p, 0) if isinstance(v, dict) else 0
+print(v)' "$1"
 }

@@ -16,7 +16,7 @@ From the dump (FSTree + Trash, inodes counted once even when hard-linked):
   hist           {"<records in a chunk>": number of chunks}
 A dump does not carry delayed slices nor the chunks still held by pending
 (removed, not yet cleaned) files; when META-URL (sqlite3:// or redis://) is
-given (sqlite3://, postgres://, mysql:// or redis://) they are read from the database directly:
+given (sqlite3://, postgres://, mysql://, etcd:// or redis://) they are read from the database directly:
   delayed_slices  12-byte records in delSlices / jfs_delslices
   delayed_entries entries (rows / hash fields) of delSlices / jfs_delslices
   pending_chunks / pending_records / pending_slice_records / pending_hist:
@@ -63,12 +63,15 @@ def walk(node, st, live):
 
 
 class Resp:
-    def __init__(self, host, port, db, password=None, user=None):
+    def __init__(self, host, port, db, password=None, user=None, tls=None):
         self.s = socket.create_connection((host, port), timeout=10)
+        if tls is not None:
+            self.s = tls.wrap_socket(self.s, server_hostname=host)
         self.f = self.s.makefile("rb")
         if password:
             self.cmd(*(["AUTH", user, password] if user else ["AUTH", password]))
-        self.cmd("SELECT", str(db))
+        if db is not None:
+            self.cmd("SELECT", str(db))
 
     def cmd(self, *args):
         out = b"*%d\r\n" % len(args)
@@ -97,6 +100,56 @@ class Resp:
             n = int(rest)
             return None if n < 0 else [self.read() for _ in range(n)]
         raise RuntimeError("bad RESP reply %r" % line)
+
+
+def redis_volume(url):
+    """(Resp to the server holding the volume, key prefix) for a juicefs Redis
+    META-URL: standalone, rediss:// (tls-ca-cert-file, tls-cert-file,
+    tls-key-file), Sentinel MASTER,host:port,... (SENTINEL_PASSWORD) or a
+    Cluster (several host:port, or one node in cluster mode; keys "{DB}"...)."""
+    import ssl
+    u = urllib.parse.urlsplit(url)
+    q = urllib.parse.parse_qs(u.query)
+    tls = None
+    if u.scheme == "rediss":
+        tls = ssl.create_default_context(cafile=(q.get("tls-ca-cert-file") or [None])[0])
+        if q.get("tls-cert-file"):
+            tls.load_cert_chain(q["tls-cert-file"][0], (q.get("tls-key-file") or [None])[0])
+    user = urllib.parse.unquote(u.username) if u.username else None
+    pw = urllib.parse.unquote(u.password) if u.password else None
+    db = int((u.path or "/0").strip("/") or 0)
+    hosts = u.netloc.rsplit("@", 1)[-1].split(",")
+
+    def hp(a, port):
+        h, _, p = a.rpartition(":")
+        return (h.strip("[]"), int(p)) if h else (a, port)
+    if len(hosts) > 1 and ":" in u.netloc.rsplit("@", 1)[-1] and \
+            u.netloc.rsplit("@", 1)[-1].index(",") < u.netloc.rsplit("@", 1)[-1].index(":"):
+        name = hosts[0]
+        for a in hosts[1:]:
+            try:
+                s = Resp(*hp(a, 26379), None, os.environ.get("SENTINEL_PASSWORD") or None,
+                         None, tls)
+                h, p = s.cmd("SENTINEL", "get-master-addr-by-name", name)
+                return Resp(h.decode(), int(p), db, pw, user, tls), ""
+            except OSError:
+                continue
+        sys.exit("no sentinel answered for %s" % name)
+    h, p = hp(hosts[0], 6379)
+    c = Resp(h, p, None, pw, user, tls)
+    try:
+        cluster = b"cluster_state:" in c.cmd("CLUSTER", "INFO")
+    except RuntimeError:
+        cluster = False
+    if not cluster:
+        c.cmd("SELECT", str(db))
+        return c, ""
+    prefix = "{%d}" % db
+    slot = c.cmd("CLUSTER", "KEYSLOT", prefix)
+    for r in c.cmd("CLUSTER", "SLOTS"):
+        if r[0] <= slot <= r[1]:
+            return Resp(r[2][0].decode() or h, r[2][1], None, pw, user, tls), prefix
+    sys.exit("no cluster node serves slot %d" % slot)
 
 
 def chunk_stats(blobs, res):
@@ -149,22 +202,32 @@ def from_db(url, pending_inodes):
         for ino in pending_inodes:
             blobs += [bytes(r[0]) for r in db.q("SELECT slices FROM @chunk WHERE inode=?", (ino,)).fetchall()]
         chunk_stats(blobs, res)
+    elif u.scheme == "etcd":
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        import kvmeta
+        kv = kvmeta.KV(url)
+        rows = [v for k, v in kv.scan(b"L") if len(k) == 17]
+        res["delayed_entries"] = len(rows)
+        res["delayed_slices"] = sum(len(r) // 12 for r in rows)
+        res["delayed_ids"] = delayed_ids(rows)
+        res["trash_root_node"] = len(kv.scan(b"A" + kvmeta.le64(TRASH_INODE) + b"I"))
+        blobs = []
+        for ino in pending_inodes:
+            blobs += [v for k, v in kv.scan(b"A" + kvmeta.le64(ino) + b"C") if len(k) == 14]
+        chunk_stats(blobs, res)
     elif u.scheme in ("redis", "rediss"):
-        db = int((u.path or "/0").strip("/") or 0)
-        conn = Resp(u.hostname or "127.0.0.1", u.port or 6379, db,
-                 urllib.parse.unquote(u.password) if u.password else None,
-                 urllib.parse.unquote(u.username) if u.username else None)
-        h = conn.cmd("HGETALL", "delSlices") or []
+        conn, pre = redis_volume(url)
+        h = conn.cmd("HGETALL", pre + "delSlices") or []
         vals = h[1::2]
         res["delayed_entries"] = len(vals)
         res["delayed_slices"] = sum(len(v) // 12 for v in vals)
         res["delayed_ids"] = delayed_ids(vals)
-        res["trash_root_node"] = conn.cmd("EXISTS", "i%d" % TRASH_INODE)
+        res["trash_root_node"] = conn.cmd("EXISTS", pre + "i%d" % TRASH_INODE)
         blobs = []
         for ino in pending_inodes:
             cur = b"0"
             while True:
-                cur, keys = conn.cmd("SCAN", cur, "MATCH", "c%d_*" % ino, "COUNT", "1000")
+                cur, keys = conn.cmd("SCAN", cur, "MATCH", pre + "c%d_*" % ino, "COUNT", "1000")
                 for k in keys:
                     blobs.append(b"".join(conn.cmd("LRANGE", k, "0", "-1") or []))
                 if cur == b"0":

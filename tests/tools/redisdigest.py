@@ -1,24 +1,20 @@
 #!/usr/bin/env python3
 """sha256 over every key, type and value of one Redis DB (for "nothing written"
-checks). usage: redisdigest.py redis://[user:pass@]host:port/db"""
+checks; a Cluster volume's {DB} keys only). usage: redisdigest.py META-URL
+(redis://, rediss://, Sentinel or Cluster, as juicefs spells them)"""
 import hashlib
 import os
 import sys
-import urllib.parse
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from dumpcount import Resp  # noqa: E402
+from dumpcount import redis_volume  # noqa: E402
 
 
 def main(url):
-    u = urllib.parse.urlsplit(url)
-    db = int((u.path or "/0").strip("/") or 0)
-    r = Resp(u.hostname, u.port or 6379, db,
-             urllib.parse.unquote(u.password) if u.password else None,
-             urllib.parse.unquote(u.username) if u.username else None)
+    r, pre = redis_volume(url)
     keys, cur = [], b"0"
     while True:
-        cur, ks = r.cmd("SCAN", cur, "COUNT", "1000")
+        cur, ks = r.cmd("SCAN", cur, "MATCH", pre.replace("{", "\\{") + "*", "COUNT", "1000")
         keys += ks
         if cur == b"0":
             break

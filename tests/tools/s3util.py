@@ -6,6 +6,10 @@ usage: s3util.py list   ENDPOINT AK SK BUCKET [PREFIX]   -> "key size etag" line
        s3util.py get    ENDPOINT AK SK BUCKET KEY        -> object bytes on stdout
        s3util.py delete ENDPOINT AK SK BUCKET KEY
        s3util.py put    ENDPOINT AK SK BUCKET KEY FILE
+       s3util.py mpput  ENDPOINT AK SK BUCKET KEY FILE PARTSIZE
+                        (multipart upload, one part per PARTSIZE bytes)
+       s3util.py md5s   ENDPOINT AK SK BUCKET [PREFIX]   -> "key md5-of-content size" lines
+                                                           (every object read whole)
 Exit 1 with a message on any HTTP error.
 """
 import datetime
@@ -25,7 +29,7 @@ def _quote(s, safe="-_.~"):
     return urllib.parse.quote(s, safe=safe)
 
 
-def request(ep, ak, sk, method, bucket, key="", query=None, body=b""):
+def request(ep, ak, sk, method, bucket, key="", query=None, body=b"", want_headers=False):
     u = urllib.parse.urlsplit(ep)
     host = u.netloc
     path = "/" + bucket + ("/" + key if key else "")
@@ -53,11 +57,14 @@ def request(ep, ak, sk, method, bucket, key="", query=None, body=b""):
     hdrs["Authorization"] = ("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
                              % (ak, scope, signed, sig))
     url = ep.rstrip("/") + cpath + ("?" + cquery if cquery else "")
-    req = urllib.request.Request(url, data=body if method == "PUT" else None,
+    req = urllib.request.Request(url, data=body if method in ("PUT", "POST") else None,
                                  headers=hdrs, method=method)
     try:
         with urllib.request.urlopen(req, timeout=60) as r:
-            return r.read()
+            data = r.read()
+            if want_headers:
+                return data, r.headers
+            return data
     except urllib.error.HTTPError as e:
         sys.exit("s3util: %s %s: HTTP %d %s" % (method, path, e.code, e.read()[:300]))
 
@@ -82,6 +89,35 @@ def list_keys(ep, ak, sk, bucket, prefix=""):
             break
 
 
+def multipart_put(ep, ak, sk, bucket, key, path, part_size):
+    """CreateMultipartUpload, one UploadPart per part_size bytes, Complete."""
+    root = ET.fromstring(request(ep, ak, sk, "POST", bucket, key, query={"uploads": ""}))
+    ns = root.tag[:root.tag.index("}") + 1] if root.tag.startswith("{") else ""
+    upload = root.findtext(ns + "UploadId")
+    if not upload:
+        sys.exit("s3util: CreateMultipartUpload of %s: no UploadId" % key)
+    done = []
+    with open(path, "rb") as f:
+        while True:
+            data = f.read(part_size)
+            if not data and done:
+                break
+            n = len(done) + 1
+            _, hdrs = request(ep, ak, sk, "PUT", bucket, key,
+                              query={"partNumber": str(n), "uploadId": upload}, body=data,
+                              want_headers=True)
+            done.append((n, hdrs.get("ETag", "")))
+            if len(data) < part_size:
+                break
+    body = "<CompleteMultipartUpload>" + "".join(
+        "<Part><PartNumber>%d</PartNumber><ETag>%s</ETag></Part>" % (n, e) for n, e in done) + \
+        "</CompleteMultipartUpload>"
+    out = request(ep, ak, sk, "POST", bucket, key, query={"uploadId": upload}, body=body.encode())
+    if b"Error" in out and b"CompleteMultipartUploadResult" not in out:
+        sys.exit("s3util: CompleteMultipartUpload of %s: %s" % (key, out[:300]))
+    return len(done)
+
+
 def main(a):
     if len(a) < 5:
         sys.exit(__doc__)
@@ -96,6 +132,10 @@ def main(a):
             h.update(("%s %d %s\n" % (k, s, e)).encode())
             n += 1
         print(h.hexdigest(), n)
+    elif cmd == "md5s":
+        for k, s, e in list_keys(ep, ak, sk, bucket, a[5] if len(a) > 5 else ""):
+            data = request(ep, ak, sk, "GET", bucket, k)
+            print(k, hashlib.md5(data).hexdigest(), len(data))
     elif cmd == "get":
         sys.stdout.buffer.write(request(ep, ak, sk, "GET", bucket, a[5]))
     elif cmd == "delete":
@@ -103,6 +143,8 @@ def main(a):
     elif cmd == "put":
         with open(a[6], "rb") as f:
             request(ep, ak, sk, "PUT", bucket, a[5], body=f.read())
+    elif cmd == "mpput":
+        print(multipart_put(ep, ak, sk, bucket, a[5], a[6], int(a[7])))
     else:
         sys.exit(__doc__)
 

@@ -570,6 +570,35 @@ static void coordinator_needs_no_volume(void **state)
 	jo_meta_close(m);
 }
 
+/* A namespace nothing was ever planned in (SQL: no task tables yet) has no
+ * task: count 0, claim "not found", scan empty, never an error. */
+static int count_cb(const struct jo_mut_task *t, void *p)
+{
+	(void)t;
+	(*(int *)p)++;
+	return 0;
+}
+
+static void a_namespace_never_used_has_no_task(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct jo_mut_task t;
+	int64_t total = -1, leased = -1;
+	int seen = 0;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_task_count(m, "neverused", &total, &leased, &err), 0);
+	assert_int_equal(total, 0);
+	assert_int_equal(leased, 0);
+	assert_int_equal(jo_mut_task_claim(m, "neverused", "w", 1000, &t, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_mut_task_scan(m, "neverused", count_cb, &seen, &err), 0);
+	assert_int_equal(seen, 0);
+	jo_meta_close(m);
+}
+
 #define BOTH(fn) \
 	cmocka_unit_test_setup(fn, redis_state), cmocka_unit_test_setup(fn, sqlite_state)
 
@@ -584,6 +613,7 @@ int main(void)
 		BOTH(records_put_get_scan),
 		BOTH(records_written_under_a_lease),
 		BOTH(coordinator_needs_no_volume),
+		BOTH(a_namespace_never_used_has_no_task),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -371,6 +371,43 @@ static void test_open_errors(void **state)
 	jo_meta_close(m);
 }
 
+/*
+ * A database another process holds exclusively: a scan that has already
+ * begun (on a connection that read the volume) fails with JO_ETIMEOUT once
+ * the busy timeout passed, naming the lock; never with JO_ECONFLICT (lost
+ * lease, exit 10) and never as an empty, successful scan. On a copy in
+ * rollback-journal mode (in WAL mode a BEGIN EXCLUSIVE keeps no reader out).
+ */
+static void test_locked(void **state)
+{
+	char cpy[512], curl[600];
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	struct tally t = { 0 };
+	struct jo_format f;
+	sqlite3 *db;
+
+	(void)state;
+	snprintf(cpy, sizeof(cpy), "%s/locked.db", dir);
+	sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\" && sqlite3 %s 'PRAGMA journal_mode=DELETE' >/dev/null",
+	   dir, cpy, cpy);
+	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
+	assert_int_equal(jo_meta_open(&m, curl, &err), 0);
+	assert_int_equal(jo_meta_load_format(m, &f, &err), 0);
+	jo_format_release(&f);
+	assert_int_equal(sqlite3_open(cpy, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, "BEGIN EXCLUSIVE", NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(jo_meta_scan_chunks(m, chunk_cb, &t, &err), JO_ETIMEOUT);
+	assert_int_equal(t.chunks, 0);
+	assert_non_null(strstr(err.msg, "locked"));
+	assert_int_equal(sqlite3_exec(db, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	/* the lock gone, the same handle scans again */
+	assert_int_equal(jo_meta_scan_chunks(m, chunk_cb, &t, &err), 0);
+	assert_int_equal(t.chunks, 2);
+	jo_meta_close(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -379,6 +416,7 @@ int main(void)
 		cmocka_unit_test(test_scans),
 		cmocka_unit_test(test_text_slices),
 		cmocka_unit_test(test_open_errors),
+		cmocka_unit_test(test_locked),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

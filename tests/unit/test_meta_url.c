@@ -109,6 +109,75 @@ static void test_redis_auth_and_redaction(void **state)
 	jo_meta_url_release(&u);
 }
 
+/* Sentinel, Cluster and TLS options, split as juicefs's newRedisMeta does. */
+static void test_redis_ha(void **state)
+{
+	struct jo_meta_url u;
+
+	(void)state;
+	/* a ',' before the first ':' : MASTER,sentinel,...; sentinels without a
+	 * port take the last one's */
+	parse_ok("redis://:pw@mymaster,s1,10.0.0.2:26380/2", &u);
+	assert_string_equal(u.master_name, "mymaster");
+	assert_string_equal(u.hosts, "s1:26380,10.0.0.2:26380");
+	assert_string_equal(u.host, "s1");
+	assert_int_equal(u.db, 2);
+	assert_string_equal(u.password, "pw");
+	assert_string_equal(u.redacted, "redis://:****@mymaster,s1,10.0.0.2:26380/2");
+	jo_meta_url_release(&u);
+
+	parse_ok("redis://m1,h1,[::1]:26400/0", &u);
+	assert_string_equal(u.master_name, "m1");
+	assert_string_equal(u.hosts, "h1:26400,[::1]:26400");
+	jo_meta_url_release(&u);
+
+	parse_ok("rediss://u:p@mm,[::1]:26379/3?tls-ca-cert-file=/c/ca.pem", &u);
+	assert_true(u.tls);
+	assert_string_equal(u.master_name, "mm");
+	assert_string_equal(u.hosts, "[::1]:26379");
+	assert_string_equal(u.tls_ca, "/c/ca.pem");
+	jo_meta_url_release(&u);
+
+	/* a ':' first: cluster seeds (default port 6379) */
+	parse_ok("redis://127.0.0.1:7000,127.0.0.1:7001,h3/1", &u);
+	assert_null(u.master_name);
+	assert_string_equal(u.hosts, "127.0.0.1:7000,127.0.0.1:7001,h3:6379");
+	assert_string_equal(u.host, "127.0.0.1");
+	assert_int_equal(u.port, 7000);
+	assert_int_equal(u.db, 1);
+	jo_meta_url_release(&u);
+
+	parse_ok("redis://a,b/4", &u); /* no ':' at all: juicefs takes it as cluster seeds */
+	assert_null(u.master_name);
+	assert_string_equal(u.hosts, "a:6379,b:6379");
+	jo_meta_url_release(&u);
+
+	/* juicefs's TLS and routing options; the tuning ones are ignored */
+	parse_ok("rediss://h:6390/1?tls-cert-file=/c/cl.crt&tls-key-file=/c/cl.key&"
+		 "tls-ca-cert-file=%2Fc%2Fca.pem&tls-server-name=redis.local&insecure-skip-verify=true&"
+		 "route-read=replica&read-timeout=10s&max_retries=3", &u);
+	assert_string_equal(u.tls_cert, "/c/cl.crt");
+	assert_string_equal(u.tls_key, "/c/cl.key");
+	assert_string_equal(u.tls_ca, "/c/ca.pem");
+	assert_string_equal(u.tls_server_name, "redis.local");
+	assert_true(u.tls_skip_verify);
+	assert_string_equal(u.route_read, "replica");
+	assert_null(u.hosts);
+	jo_meta_url_release(&u);
+
+	parse_ok("rediss://h/1?insecure-skip-verify=", &u); /* juicefs: any non-empty value skips */
+	assert_false(u.tls_skip_verify);
+	jo_meta_url_release(&u);
+
+	parse_code("redis://,s1:26379/1", JO_EINVAL);       /* no master name */
+	parse_code("redis://m,s1:26379,/1", JO_EINVAL);     /* an empty sentinel */
+	parse_code("redis://m,s1:0/1", JO_EINVAL);
+	parse_code("redis://h1:7000,h2:x/1", JO_EINVAL);
+	parse_code("redis://h1:7000,h%2:7001/1", JO_EINVAL);
+	parse_code("rediss://h/1?tls-key-file=/k", JO_EINVAL); /* a key without its certificate */
+	parse_code("rediss://h/1?tls-ca-cert-file=%zz", JO_EINVAL);
+}
+
 static void test_unix(void **state)
 {
 	struct jo_meta_url u;
@@ -177,12 +246,10 @@ static void test_unsupported(void **state)
 	struct jo_err err = { 0 };
 
 	(void)state;
-	parse_code("redis://h1:6379,h2:6379/1", JO_EUNSUPPORTED);
-	parse_code("redis://:pw@mymaster,s1,s2:26379/2", JO_EUNSUPPORTED);
 	parse_code("tikv://h:2379", JO_EUNSUPPORTED);
 	parse_code("postgresql://u@h/db", JO_EUNSUPPORTED); /* juicefs has no such driver */
 	/* the message of a rejected URL never contains its password */
-	assert_int_equal(jo_meta_url_parse(&u, "redis://:topsecret@a,b/1", &err), JO_EUNSUPPORTED);
+	assert_int_equal(jo_meta_url_parse(&u, "redis://:topsecret@a,/1", &err), JO_EINVAL);
 	assert_null(strstr(err.msg, "topsecret"));
 	assert_int_equal(jo_meta_url_parse(&u, "badger://root:topsecret@h/db", &err), JO_EUNSUPPORTED);
 	assert_null(strstr(err.msg, "topsecret"));
@@ -330,13 +397,22 @@ static void test_open_errors(void **state)
 	(void)state;
 	assert_int_equal(jo_meta_open(&m, "bogus", &err), JO_EINVAL);
 	assert_null(m);
-	/* TLS needs a hiredis with SSL: refused before any connection attempt */
-	assert_int_equal(jo_meta_open(&m, "rediss://:pw123@127.0.0.1:1/1", &err), JO_EUNSUPPORTED);
+	/* TLS: nothing listens on port 1 either; no password in the message */
+	assert_int_equal(jo_meta_open(&m, "rediss://:pw123@127.0.0.1:1/1", &err), JO_ECONNECT);
 	assert_null(strstr(err.msg, "pw123"));
 	assert_non_null(strstr(err.msg, "****"));
-	assert_int_equal(jo_meta_open_with(&m, "rediss://127.0.0.1:1/1", &o, &err),
-			 JO_EUNSUPPORTED);
+	assert_int_equal(jo_meta_open_with(&m, "rediss://127.0.0.1:1/1", &o, &err), JO_ECONNECT);
 	assert_null(strstr(err.msg, "override"));
+	/* an unreadable CA file is bad input, said before any connection */
+	assert_int_equal(jo_meta_open(&m, "rediss://127.0.0.1:1/1?tls-ca-cert-file=/nonexistent/ca.pem",
+				      &err), JO_EINVAL);
+	assert_non_null(strstr(err.msg, "/nonexistent/ca.pem"));
+	/* no sentinel answers: a connection error naming the master */
+	assert_int_equal(jo_meta_open(&m, "redis://:pw123@mymaster,127.0.0.1:1/1", &err),
+			 JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "mymaster"));
+	assert_null(strstr(err.msg, "pw123"));
+	assert_null(m);
 	/* nothing listens on port 1 */
 	assert_int_equal(jo_meta_open(&m, "redis://:pw123@127.0.0.1:1/1", &err), JO_ECONNECT);
 	assert_null(strstr(err.msg, "pw123"));
@@ -348,6 +424,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_redis_defaults),
 		cmocka_unit_test(test_redis_auth_and_redaction),
+		cmocka_unit_test(test_redis_ha),
 		cmocka_unit_test(test_unix),
 		cmocka_unit_test(test_sqlite),
 		cmocka_unit_test(test_malformed),

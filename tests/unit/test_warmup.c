@@ -3,7 +3,10 @@
  * mapping (pure and through an SQLite volume made by the real juicefs), the
  * read plan per mount configuration, and the mount helpers on plain files.
  */
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
+#include <sys/stat.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -400,6 +403,71 @@ static void mapper_crosses_chunks_and_reuses_chunk(void **state)
 	jo_meta_close(m);
 }
 
+/*
+ * Every block of every slice the file shows (what a mount evicts for the
+ * whole file): a block a later slice hides completely comes as HIDDEN.
+ */
+static void file_blocks_lists_whole_slices(void **state)
+{
+	struct jo_meta *m = NULL;
+	struct jo_warmup_mapper *mp = NULL;
+	struct jo_err err = { 0 };
+	struct blocks bl = { 0 };
+	struct jo_warmup_block b;
+	struct jo_warmup_read rd;
+	struct jo_warmup_mount mi = { .block_size = 4 * MiB, .cache_size = 1, .seekable = true,
+				      .prefetch = 1, .readahead = 0 };
+	sqlite3 *db;
+	char path[300];
+	uint64_t ino;
+	struct jo_slice recs[] = {
+		{ .pos = 0, .id = 200, .size = 12 * MiB, .off = 0, .len = 12 * MiB },
+		{ .pos = 4 * MiB, .id = 201, .size = 4 * MiB, .off = 0, .len = 4 * MiB },
+	};
+	bool seen[4] = { false };
+
+	(void)state;
+	assert_int_equal(jo_meta_open(&m, vurl, &err), 0);
+	assert_int_equal(jo_meta_resolve(m, "/f", &ino, &err), 0);
+	snprintf(path, sizeof(path), "%s/m.db", vdir);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	set_chunks(db, ino, 12 * MiB, 0, recs, 2);
+	sqlite3_close(db);
+	assert_int_equal(jo_warmup_mapper_new(&mp, m, 4 * MiB, &err), 0);
+	assert_int_equal(jo_warmup_file_blocks(mp, ino, 12 * MiB, collect_block, &bl, &err), 0);
+	assert_int_equal(bl.n, 4);
+	for (size_t i = 0; i < bl.n; i++) {
+		const struct jo_warmup_block *x = &bl.v[i];
+
+		if (x->id == 200 && x->indx == 0) {
+			assert_int_equal(x->anchor_kind, JO_WARMUP_AT_ZERO);
+			seen[0] = true;
+		} else if (x->id == 200 && x->indx == 1) {
+			/* wholly under slice 201: no read brings it, the mount evicts it */
+			assert_int_equal(x->anchor_kind, JO_WARMUP_HIDDEN);
+			assert_int_equal(x->bsize, 4 * MiB);
+			b = *x;
+			seen[1] = true;
+		} else if (x->id == 200 && x->indx == 2) {
+			expect_block(x, 200, 2, 4 * MiB, 0, 4 * MiB, JO_WARMUP_AT_START, 8 * MiB);
+			seen[2] = true;
+		} else if (x->id == 201 && x->indx == 0) {
+			expect_block(x, 201, 0, 4 * MiB, 0, 4 * MiB, JO_WARMUP_AT_START, 4 * MiB);
+			seen[3] = true;
+		} else {
+			fail_msg("unexpected block %llu_%u", (unsigned long long)x->id, x->indx);
+		}
+	}
+	assert_true(seen[0] && seen[1] && seen[2] && seen[3]);
+	assert_int_equal(jo_warmup_plan_read(&b, &mi, &rd, &err), JO_EUNSUPPORTED);
+	/* an empty file shows nothing */
+	bl.n = 0;
+	assert_int_equal(jo_warmup_file_blocks(mp, ino, 0, collect_block, &bl, &err), 0);
+	assert_int_equal(bl.n, 0);
+	jo_warmup_mapper_free(mp);
+	jo_meta_close(m);
+}
+
 /* ---------------------------------------------------------------- parsing */
 
 struct ranges {
@@ -675,6 +743,89 @@ static void fetcher_reads_and_counts_failures(void **state)
 	sh("rm -rf %s", dir);
 }
 
+struct done_log {
+	pthread_mutex_t mu;
+	int ok, bad;
+	uintptr_t tags;
+};
+
+static void count_done(void *tag, int rc, const struct jo_err *err, void *payload)
+{
+	struct done_log *d = payload;
+
+	pthread_mutex_lock(&d->mu);
+	if (rc) {
+		assert_non_null(err);
+		assert_true(err->msg[0] != '\0');
+		d->bad++;
+	} else {
+		d->ok++;
+	}
+	d->tags += (uintptr_t)tag;
+	pthread_mutex_unlock(&d->mu);
+}
+
+/* try_add never waits: a full queue says 1; every tagged read is reported once */
+static void fetcher_try_add_reports_each_read(void **state)
+{
+	char dir[] = "/tmp/jo-test-warmup-t.XXXXXX";
+	char p[512], fifo[512], q[512];
+	struct jo_warmup_fetcher *f = NULL;
+	struct jo_warmup_fetch_stats fs;
+	struct jo_warmup_read rd = { .off = 1, .confirm = false };
+	struct done_log d = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct jo_err err = { 0 };
+	int n = 0, wfd;
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	write_file(dir, "d", "xy");
+	snprintf(p, sizeof(p), "%s/d", dir);
+	snprintf(q, sizeof(q), "%s/nope", dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(jo_warmup_fetcher_new(&f, 1, 1, NULL, NULL, &err), 0);
+	jo_warmup_fetcher_on_done(f, count_done, &d);
+	/* the one worker hangs opening a FIFO nobody writes: the queue fills */
+	assert_int_equal(jo_warmup_fetcher_try_add(f, fifo, "k0", 10, &rd, (void *)1, &err), 0);
+	for (int i = 0; i < 50; i++) {
+		jo_warmup_fetcher_stats(f, &fs);
+		if (!fs.done && !fs.failed) {
+			usleep(20000);
+			if (i > 5)
+				break;
+		}
+	}
+	for (;;) {
+		int rc = jo_warmup_fetcher_try_add(f, p, "k", 10, &rd, (void *)2, &err);
+
+		if (rc == 1)
+			break;
+		assert_int_equal(rc, 0);
+		assert_true(++n <= 2); /* queue size is 2 x threads */
+	}
+	assert_int_equal(n, 2);
+	/* writers let the worker go (reading a FIFO at an offset fails; it may
+	 * open it twice, with and without O_DIRECT) */
+	for (int i = 0; i < 500; i++) {
+		wfd = open(fifo, O_WRONLY | O_NONBLOCK);
+		if (wfd >= 0)
+			close(wfd);
+		jo_warmup_fetcher_stats(f, &fs);
+		if (fs.done + fs.failed >= 1)
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(jo_warmup_fetcher_try_add(f, q, "k2", 10, &rd, (void *)4, &err) >= 0, 1);
+	jo_warmup_fetcher_finish(f);
+	jo_warmup_fetcher_stats(f, &fs);
+	assert_int_equal(d.ok + d.bad, (int)(fs.done + fs.failed));
+	assert_int_equal(d.ok, 2);
+	assert_true(d.bad >= 1);
+	jo_warmup_fetcher_free(f);
+	sh("rm -rf %s", dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -688,12 +839,15 @@ int main(void)
 		cmocka_unit_test(map_stops_when_callback_says_so),
 		cmocka_unit_test_setup_teardown(mapper_crosses_chunks_and_reuses_chunk, vol_setup,
 						vol_teardown),
+		cmocka_unit_test_setup_teardown(file_blocks_lists_whole_slices, vol_setup,
+						vol_teardown),
 		cmocka_unit_test(parse_accepts_every_form),
 		cmocka_unit_test(parse_skips_non_ranges),
 		cmocka_unit_test(parse_rejects_malformed_lines),
 		cmocka_unit_test(plan_reads_for_each_mount_kind),
 		cmocka_unit_test(mount_probe_and_stats_read_control_files),
 		cmocka_unit_test(fetcher_reads_and_counts_failures),
+		cmocka_unit_test(fetcher_try_add_reports_each_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -226,6 +226,9 @@ gc_age_delslices() {
 	sqlite3://* | postgres://* | mysql://*)
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" age-delslices "$meta" "$secs"
 		;;
+	etcd://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" age-delslices "$meta" "$secs"
+		;;
 	redis://*)
 		gc_redis_cli "$meta" EVAL "
 for _, f in ipairs(redis.call('HKEYS', 'delSlices')) do
@@ -245,6 +248,9 @@ gc_trash_entries() {
 	case $meta in
 	sqlite3://* | postgres://* | mysql://*)
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" trash-entries "$meta"
+		;;
+	etcd://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" trash-entries "$meta"
 		;;
 	redis://*)
 		# entry values are [type u8][inode u64 BE]: hex from Lua (its numbers are doubles)
@@ -287,6 +293,9 @@ gc_age_trash() {
 	case $meta in
 	sqlite3://* | postgres://* | mysql://*)
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" age-trash "$meta" "$secs"
+		;;
+	etcd://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" age-trash "$meta" "$secs"
 		;;
 	redis://*)
 		for old in $(gc_redis_cli "$meta" HKEYS d$((0x7FFFFFFF10000000))); do

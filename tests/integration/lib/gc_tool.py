@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Helpers for the gc integration tests (independent of jfsops).
 
-  write DIR MIRROR SEED COUNT   COUNT files of random sizes (some multi-block)
+  write DIR MIRROR SEED COUNT [BIG]
+                                COUNT files of random sizes (some multi-block)
                                 under DIR; their sha256 go to MIRROR (one
                                 "sha path" a line). About a quarter are copies
                                 made with os.copy_file_range, so the slices
                                 are shared and their refcounts exceed 1.
+                                One in 20 is big: BIG*4/9 to BIG bytes
+                                (default BIG 9 MiB: two or three 4 MiB blocks).
   remove DIR MIRROR SEED        remove about half the files (originals and
                                 copies alike); MIRROR keeps the rest
   verify DIR MIRROR             every file of MIRROR reads back the same
@@ -37,9 +40,10 @@ def sha(path):
     return h.hexdigest()
 
 
-def write(d, mirror, seed, count):
+def write(d, mirror, seed, count, big=9 << 20):
     rng = random.Random(int(seed))
     count = int(count)
+    big = int(big)
     os.makedirs(d, exist_ok=True)
     out = []
     originals = []
@@ -60,7 +64,7 @@ def write(d, mirror, seed, count):
         else:
             r = rng.random()
             if r < 0.05:
-                size = rng.randrange(4 << 20, 9 << 20)   # two or three blocks
+                size = rng.randrange(big * 4 // 9, big)   # several blocks
             elif r < 0.1:
                 size = 0
             else:
@@ -179,7 +183,7 @@ def gccount(log, what):
 
 def main(a):
     if a[0] == "write":
-        write(*a[1:5])
+        write(*a[1:6])
     elif a[0] == "remove":
         remove(*a[1:4])
     elif a[0] == "verify":

@@ -209,6 +209,9 @@ ic_meta_digest() {
 	postgres://* | mysql://*)
 		"$JO_PY" "$JO_REPO/tests/tools/sqlmeta.py" digest "$meta"
 		;;
+	etcd://*)
+		"$JO_PY" "$JO_REPO/tests/tools/kvmeta.py" digest "$meta"
+		;;
 	esac
 }
 

@@ -104,8 +104,11 @@ lk_gc_leaked() {
 lk_run_variant() {
 	LK_META=$1
 	LK_STORE=$2
-	LK_RUNS=$((${LK_RUNS:-0} + 1))   # several variants may run in one script
-	local src=$JO_T/src$LK_RUNS d=$JO_T/lk$LK_RUNS rc i
+	# several variants may run in one script: lk, lk2, lk3, ...
+	LK_RUNS=$((${LK_RUNS:-0} + 1))
+	LK_DIR=$JO_T/lk
+	[ "$LK_RUNS" = 1 ] || LK_DIR=$JO_T/lk$LK_RUNS
+	local src=$LK_DIR-src d=$LK_DIR rc i
 	mkdir -p "$src" "$d"
 	# (on MySQL, juicefs's ORM prints "[xorm] [info] PING DATABASE" lines first)
 	"$JUICEFS" status --no-agent "$LK_META" 2>/dev/null >"$d/status.out" ||
@@ -226,14 +229,17 @@ lk_run_variant() {
 }
 
 # lk_listing_error META: the object store is gone: the run fails (exit >= 2),
-# names the failure and leaves no report behind.
+# names the failure, leaves no report behind and says it is incomplete (its
+# only summary line has "complete": false).
 lk_listing_error() {
-	local meta=$1 d=$JO_T/lk rc=0
+	local meta=$1 d=${LK_DIR:-$JO_T/lk} rc=0
 	"$JO_BIN" leakcheck "$meta" --out "$d/broken.jsonl" --json >"$d/broken.json" 2>"$d/broken.err" || rc=$?
 	cat "$d/broken.err" >&2
 	[ $rc -ge 2 ] || lk_fail "listing error: exit $rc, expected >= 2"
 	[ ! -e "$d/broken.jsonl" ] && [ ! -e "$d/broken.jsonl.tmp" ] || lk_fail "listing error: a report was left"
-	grep -q '"type":"summary"' "$d/broken.json" && lk_fail "listing error: a summary was printed"
+	grep -q '"type":"summary","complete":true' "$d/broken.json" && lk_fail "listing error: a complete summary was printed"
+	grep -q '"type":"summary","complete":false' "$d/broken.json" || lk_fail "listing error: no summary with \"complete\": false"
+	grep -q 'INCOMPLETE' "$d/broken.err" || lk_fail "listing error: no INCOMPLETE line"
 	grep -qi 'list' "$d/broken.err" || lk_fail "listing error: message does not say what failed"
 	[ $LK_FAIL -eq 0 ]
 }
@@ -242,7 +248,7 @@ lk_listing_error() {
 # exist: one clear line, exit 8 (not found), no report; never an empty
 # listing that makes every reference "missing" (exit 1).
 lk_missing_bucket() {
-	local meta=$1 d=$JO_T/lk rc=0
+	local meta=$1 d=${LK_DIR:-$JO_T/lk} rc=0
 	shift
 	"$JO_BIN" leakcheck "$meta" "$@" --min-age 0s --out "$d/nobucket.jsonl" --json \
 		>"$d/nobucket.json" 2>"$d/nobucket.err" || rc=$?
@@ -268,7 +274,7 @@ lk_missing_bucket() {
 # behind them; --delete-from with a forged line for the linked block key
 # deletes neither the link nor its target; everything outside is unchanged.
 lk_symlinks() {
-	local objs=${LK_STORE#file:} d=$JO_T/lk out=$JO_T/lk-outside rc before after key a dir
+	local objs=${LK_STORE#file:} d=${LK_DIR:-$JO_T/lk} out=$JO_T/lk-outside rc before after key a dir
 	local chunks=$objs/$LK_NAME/chunks
 	mkdir -p "$out/77/77000"
 	for a in 77000123 77000124; do

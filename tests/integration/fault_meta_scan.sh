@@ -1,0 +1,527 @@
+#!/usr/bin/env bash
+# tests/integration/fault_meta_scan.sh: no metadata scan that feeds a decision
+# is taken as whole unless it was read whole. The same volume and the same
+# checks for each engine (FAULT_ENGINES, default "redis sqlite"):
+#
+#   redis   jfsops talks to Redis through Toxiproxy. The connection is cut
+#           after N bytes (N = half of what a clean run of the same command
+#           reads, so the cut lands inside its scans), stalled and closed,
+#           or the real server answers BUSY (a long EVAL from redis-cli) and
+#           LOADING (DEBUG RELOAD of a slowly loaded dataset).
+#   sqlite  another process (the sqlite3 CLI) holds BEGIN EXCLUSIVE. The lock
+#           is taken after jfsops has read the volume, while it is parked on
+#           a FIFO (its report file, its candidates file, its audit file)
+#           right before or in the middle of its scans. JuiceFS formats its
+#           SQLite volumes in WAL mode, where a BEGIN EXCLUSIVE does not keep
+#           readers out and where every open connection holds a shared lock
+#           that keeps even locking_mode=EXCLUSIVE out; so for these runs the
+#           database is switched to the rollback journal (journal_mode
+#           DELETE, as older or hand-made databases are), and back to WAL
+#           before the reruns.
+#
+# Each faulted run must: delete nothing (bucket and metadata unchanged), plan
+# nothing from the cut scan (gc: no task item of that scan's kind recorded),
+# say INCOMPLETE, print "complete": false in its --json summary, leave no
+# report, and exit 5 (a server unreachable, timed out, LOADING/BUSY, locked)
+# - except gc on a locked SQLite, which may count the item it could not read
+# as failed (exit 4) and go on once the lock is gone. Then, with the fault
+# removed, the reruns must be exact: leakcheck finds exactly the planted
+# leaks, --delete-from deletes exactly them, gc --delete leaves juicefs gc
+# with nothing leaked or pending, juicefs fsck clean, every file's sha256
+# unchanged and the bucket holding exactly the referenced blocks.
+#
+# Ports: JO_PORT_BASE+0 redis, +1 toxiproxy API, +2 the redis proxy
+# (+30..+50 juicefs metrics).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../lib/services.sh"
+. "$here/lib/gc.sh"
+jo_setup
+J=$JO_BIN
+[ -x "$J" ] || jo_die "$J not built"
+ENGINES=${FAULT_ENGINES:-redis sqlite}
+export JO_GC_FILES=${FAULT_FILES:-400}
+FAILS=0
+ok() { echo "ok   - $*"; }
+bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
+PY=$JO_VENV/bin/python
+
+# summary_field FILE FIELD: FIELD of the last JSON line of FILE whose type is summary.
+summary_field() {
+	"$PY" - "$1" "$2" <<'PY'
+import json, sys
+v = None
+for line in open(sys.argv[1]):
+    try:
+        r = json.loads(line)
+    except ValueError:
+        continue
+    if isinstance(r, dict) and r.get("type") == "summary":
+        v = r.get(sys.argv[2], "<absent>")
+print(json.dumps(v) if not isinstance(v, str) else v)
+PY
+}
+
+# expect_incomplete WHAT RC WANT OUT ERR: the run failed as a cut scan must.
+expect_incomplete() {
+	local what=$1 rc=$2 want=$3 out=$4 err=$5 c
+	case " $want " in *" $rc "*) ok "$what: exit $rc" ;;
+	*) bad "$what: exit $rc, want $want"; sed 's/^/    /' "$err" | tail -5 ;; esac
+	c=$(summary_field "$out" complete)
+	[ "$c" = false ] && ok "$what: summary says complete: false" ||
+		bad "$what: summary complete is '$c', want false"
+	grep -q INCOMPLETE "$err" && ok "$what: says INCOMPLETE" || bad "$what: no INCOMPLETE line"
+}
+
+# state_snapshot TAG: what a faulted run must not change: the bucket's keys
+# and what juicefs gc counts.
+state_snapshot() {
+	gc_bucket_keys "$BUCKET" "$NAME" >"$JO_T/keys-$1"
+	gc_juicefs_gc "$META" "$JO_T/gc-$1.log"
+	"$PY" "$GCTOOL" gcline "$JO_T/gc-$1.log" >"$JO_T/gcline-$1"
+}
+expect_unchanged() {
+	local what=$1 tag=$2
+	gc_bucket_keys "$BUCKET" "$NAME" | cmp -s - "$JO_T/keys-$tag" &&
+		ok "$what: no object deleted" || bad "$what: objects were deleted"
+	gc_juicefs_gc "$META" "$JO_T/gc-check.log"
+	[ "$("$PY" "$GCTOOL" gcline "$JO_T/gc-check.log")" = "$(cat "$JO_T/gcline-$tag")" ] &&
+		ok "$what: metadata unchanged (juicefs gc counts)" || bad "$what: metadata changed"
+}
+
+# task_items KIND: how many gc task items of KIND (f s d c t) are recorded.
+task_items() {
+	case $META in
+	redis://*) gc_redis_cli "$META" HKEYS jfsops:gc:items | { grep -c "^$1:" || true; } ;;
+	sqlite3://*)
+		"$PY" - "${META#sqlite3://}" "$1" <<'PY'
+import sqlite3, sys
+db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=30)
+try:
+    cols = [r[1] for r in db.execute("PRAGMA table_info(jfsops_gc_item)")]
+    col = "item" if "item" in cols else cols[0]
+    print(db.execute("SELECT COUNT(*) FROM jfsops_gc_item WHERE %s LIKE ?" % col,
+                     (sys.argv[2] + ":%",)).fetchone()[0])
+except sqlite3.OperationalError:
+    print(0)
+PY
+		;;
+	esac
+}
+
+# the scan a plan error names -> the item kind it records
+scan_kind() {
+	case $(cat "$1") in
+	*"plan: removed files"*) echo f ;;
+	*"plan: slice references"*) echo s ;;
+	*"plan: delayed slices"*) echo d ;;
+	*"plan: leaked chunks"*) echo c ;;
+	*"plan: trash"*) echo t ;;
+	*) echo none ;;
+	esac
+}
+
+# ---- faults
+
+# Redis: cut every connection through the proxy after half of what a clean
+# run of the same command reads.
+cut_at_half() { # CMD...
+	local b0 b1
+	toxi_clear redis
+	b0=$(toxi_bytes redis)
+	"$@" >/dev/null 2>&1 || true
+	b1=$(toxi_bytes redis)
+	RUN_BYTES=$((b1 - b0))
+	CUT=$((RUN_BYTES / 2))
+	[ "$CUT" -gt 2048 ] || jo_die "calibration: only $((b1 - b0)) bytes through the proxy"
+	toxi_limit_data redis cut "$CUT"
+}
+
+# SQLite: lock the database out of readers until sqlite_unlock.
+sqlite_lock() {
+	mkfifo "$JO_T/lockctl"
+	(
+		exec 3<"$JO_T/lockctl"
+		{
+			printf '.timeout 60000\nBEGIN EXCLUSIVE;\n'
+			printf 'SELECT count(*) FROM jfs_setting;\nSELECT '"'"'locked'"'"';\n'
+			cat <&3 # until sqlite_unlock writes
+			printf 'COMMIT;\n'
+		} | sqlite3 "${META#sqlite3://}" >"$JO_T/locker.out" 2>&1
+	) &
+	LOCKER=$!
+	exec 4>"$JO_T/lockctl"
+	local i
+	for i in $(seq 1 300); do
+		grep -q '^locked$' "$JO_T/locker.out" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	cat "$JO_T/locker.out" >&2
+	jo_die "sqlite3 did not get its exclusive lock"
+}
+sqlite_unlock() {
+	echo >&4
+	exec 4>&-
+	wait "$LOCKER" || true
+	rm -f "$JO_T/lockctl"
+}
+# is the database still locked out of readers? (the fault really held)
+sqlite_is_locked() {
+	! "$PY" -c 'import sqlite3,sys; sqlite3.connect(sys.argv[1], timeout=0.2).execute("SELECT 1 FROM jfs_setting").fetchall()' \
+		"${META#sqlite3://}" 2>/dev/null
+}
+
+# park_wait PID WCHAN-REGEX: until a thread of PID sleeps in a matching kernel
+# function (wait_for_partner: open() of a FIFO; pipe_write: a full FIFO).
+park_wait() {
+	local pid=$1 re=$2 i t
+	for i in $(seq 1 600); do
+		kill -0 "$pid" 2>/dev/null || jo_die "the parked command exited early"
+		for t in /proc/"$pid"/task/*; do
+			grep -Eqs "$re" "$t/wchan" && return 0
+		done
+		sleep 0.05
+	done
+	jo_die "the command never parked on its FIFO ($re)"
+}
+
+# run_parked NAME MODE FIFO HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc)
+# until it is parked on FIFO, take the lock there, let it go on, release the
+# lock at its end (HOLD=end) or HOLD seconds later. MODE says how CMD meets
+# the FIFO: open-write (CMD opens it to write: parked in open, then a reader
+# comes), open-read:FILE (CMD opens it to read: parked in open, then FILE is
+# written in), write (CMD writes into it: a holder keeps a 4 KiB pipe open
+# without reading, so CMD parks in a write, then the holder drains it).
+run_parked() {
+	local name=$1 mode=$2 fifo=$3 hold=$4 feeder=
+	shift 4
+	# juicefs (gc, fsck) puts the database back into WAL mode when it opens it
+	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
+		jo_die "cannot switch $META to the rollback journal"
+	mkfifo "$fifo"
+	if [ "$mode" = write ]; then
+		"$PY" - "$fifo" "$JO_T/$name.ctl" <<'PY' &
+import fcntl, os, sys, time
+fifo, ctl = sys.argv[1], sys.argv[2]
+fd = os.open(fifo, os.O_RDWR)            # a reader that is not reading (yet)
+fcntl.fcntl(fd, 1031, 4096)              # F_SETPIPE_SZ: a small pipe fills fast
+open(ctl + ".ready", "w").close()
+while not os.path.exists(ctl + ".drain"):
+    time.sleep(0.02)
+os.set_blocking(fd, False)
+while not os.path.exists(ctl + ".stop"):
+    try:
+        os.read(fd, 1 << 16)
+    except BlockingIOError:
+        time.sleep(0.01)
+PY
+		feeder=$!
+		local i
+		for i in $(seq 1 100); do [ -e "$JO_T/$name.ctl.ready" ] && break; sleep 0.05; done
+	fi
+	"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
+	local pid=$!
+	case $mode in
+	write) park_wait "$pid" pipe_write ;;
+	*) park_wait "$pid" wait_for_partner ;;
+	esac
+	sqlite_lock
+	case $mode in
+	open-write) cat "$fifo" >/dev/null & feeder=$! ;;
+	open-read:*) cat "${mode#open-read:}" >"$fifo" & feeder=$! ;;
+	write) touch "$JO_T/$name.ctl.drain" ;;
+	esac
+	local rc=0
+	if [ "$hold" = end ]; then
+		wait "$pid" || rc=$?
+		sqlite_is_locked && ok "$name: the database was still locked when the run ended" ||
+			bad "$name: the lock did not hold for the whole run"
+		sqlite_unlock
+	else
+		sleep "$hold"
+		sqlite_unlock
+		wait "$pid" || rc=$?
+	fi
+	echo "$rc" >"$JO_T/$name.rc"
+	touch "$JO_T/$name.ctl.stop"
+	wait "$feeder" 2>/dev/null || true
+	rm -f "$fifo"
+}
+
+# ---- leaks
+
+plant_leaks() {
+	jfs_dump "$META" "$JO_T/dump-plant.json"
+	local next maxid id
+	next=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["Counters"]["nextChunk"])' "$JO_T/dump-plant.json")
+	maxid=$(gc_bucket_keys "$BUCKET" "$NAME" | sed 's,.*/,,; s,_.*,,' | sort -n | tail -1)
+	[ $((maxid + 4)) -lt "$next" ] || jo_die "no free slice ids below the counter ($maxid, $next)"
+	: >"$JO_T/leaks.txt"
+	for id in $((maxid + 1)) $((maxid + 2)) $((maxid + 3)); do
+		local key=$NAME/chunks/$((id / 1000000))/$((id / 1000))/${id}_0_1000
+		mkdir -p "$(dirname "$BUCKET/$key")"
+		head -c 1000 /dev/urandom >"$BUCKET/$key"
+		touch -d '3 hours ago' "$BUCKET/$key"
+		echo "$key" >>"$JO_T/leaks.txt"
+	done
+	sort -o "$JO_T/leaks.txt" "$JO_T/leaks.txt"
+}
+
+leaks_present() {
+	local k n=0
+	while read -r k; do [ -e "$BUCKET/$k" ] && n=$((n + 1)); done <"$JO_T/leaks.txt"
+	echo $n
+}
+
+# ---- one engine
+
+run_engine() {
+	local E=$1 rc
+	NAME=fm$E
+	BUCKET=$JO_T/bucket-$E
+	MP=$JO_T/mnt-$E
+	case $E in
+	redis)
+		META=redis://127.0.0.1:$JO_REDIS_PORT/1
+		FMETA=redis://127.0.0.1:$((JO_PORT_BASE + 2))/1
+		;;
+	sqlite)
+		META=sqlite3://$JO_T/$E.db
+		FMETA=$META
+		;;
+	esac
+	echo "== $E: $META (jfsops through $FMETA)"
+	gc_populate "$META" "$BUCKET" "$NAME" 0 "$MP"
+	plant_leaks
+	state_snapshot start
+
+	# -- 1. leakcheck's reference scan
+	local LK=("$J" leakcheck "$FMETA" --min-age 1h --json)
+	case $E in
+	redis)
+		cut_at_half "${LK[@]}"
+		rc=0
+		"${LK[@]}" --out "$JO_T/rep1.jsonl" >"$JO_T/lk1.out" 2>"$JO_T/lk1.err" || rc=$?
+		toxi_clear redis
+		in_scan "leakcheck cut after $CUT of $RUN_BYTES bytes" "$JO_T/lk1.err"
+		;;
+	sqlite)
+		# parked in the open() of its report's temp file: after the counter
+		# read, right before the reference scan
+		run_parked lk1 open-write "$JO_T/rep1.jsonl.tmp" end "${LK[@]}" --out "$JO_T/rep1.jsonl"
+		rc=$(cat "$JO_T/lk1.rc")
+		grep -q "locked" "$JO_T/lk1.err" && ok "leakcheck locked: the error says locked" ||
+			bad "leakcheck locked: $(head -c 300 "$JO_T/lk1.err")"
+		;;
+	esac
+	expect_incomplete "leakcheck, $E scan cut" "$rc" 5 "$JO_T/lk1.out" "$JO_T/lk1.err"
+	[ ! -e "$JO_T/rep1.jsonl" ] && [ ! -e "$JO_T/rep1.jsonl.tmp" ] &&
+		ok "leakcheck cut: no report left" || bad "leakcheck cut: a report was left"
+
+	if [ "$E" = redis ]; then
+		redis_busy_loading_stall
+	fi
+
+	# -- 2. the clean check: exactly the planted leaks
+	rc=0
+	"${LK[@]}" --out "$JO_T/rep.jsonl" >"$JO_T/lk.out" 2>"$JO_T/lk.err" || rc=$?
+	[ $rc = 1 ] && ok "leakcheck clean run: exit 1" || bad "leakcheck clean run: exit $rc"
+	[ "$(summary_field "$JO_T/lk.out" complete)" = true ] && ok "leakcheck clean run: complete" ||
+		bad "leakcheck clean run: not complete"
+	"$PY" -c '
+import json, sys
+got = sorted(r["key"] for r in map(json.loads, open(sys.argv[1])) if r["type"] == "leaked")
+want = sorted(l.strip() for l in open(sys.argv[2]))
+miss = [r for r in map(json.loads, open(sys.argv[1])) if r["type"] == "missing"]
+sys.exit(0 if got == want and not miss else "leaked %s missing %d, want %s" % (got, len(miss), want))' \
+		"$JO_T/rep.jsonl" "$JO_T/leaks.txt" && ok "leakcheck clean run: exactly the planted leaks" ||
+		bad "leakcheck clean run: wrong report"
+
+	# -- 3. --delete-from: its re-check scan is cut
+	local LD=("$J" leakcheck "$FMETA" --min-age 1h --json --audit "$JO_T/audit-$E.jsonl")
+	case $E in
+	redis)
+		cut_at_half "$J" leakcheck "$FMETA" --min-age 1h --delete-from "$JO_T/rep.jsonl" --dry-run
+		rc=0
+		"${LD[@]}" --delete-from "$JO_T/rep.jsonl" >"$JO_T/ld1.out" 2>"$JO_T/ld1.err" || rc=$?
+		toxi_clear redis
+		;;
+	sqlite)
+		# parked reading its candidates from a FIFO: the lock is in place
+		# before the re-check scan reads anything
+		run_parked ld1 "open-read:$JO_T/rep.jsonl" "$JO_T/cands.fifo" end "${LD[@]}" \
+			--delete-from "$JO_T/cands.fifo"
+		rc=$(cat "$JO_T/ld1.rc")
+		;;
+	esac
+	expect_incomplete "leakcheck --delete-from, $E re-check cut" "$rc" 5 "$JO_T/ld1.out" "$JO_T/ld1.err"
+	[ "$(leaks_present)" = 3 ] && ok "--delete-from cut: the leaks are all still there" ||
+		bad "--delete-from cut: $(leaks_present) of 3 leaks left"
+	[ "$(summary_field "$JO_T/ld1.out" deleted)" = 0 ] && ok "--delete-from cut: summary says 0 deleted" ||
+		bad "--delete-from cut: summary deleted $(summary_field "$JO_T/ld1.out" deleted)"
+	expect_unchanged "leakcheck faults" start
+
+	# -- 4. gc's plan scans (dry run, --plan --delete, plan+work --delete)
+	case $E in
+	redis) gc_redis_cuts ;;
+	sqlite) gc_sqlite_lock ;;
+	esac
+
+	# -- 5. reruns without faults finish the job
+	if [ "$E" = sqlite ]; then
+		[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=WAL;')" = wal ] ||
+			jo_die "cannot switch $META back to WAL"
+	fi
+	rc=0
+	"${LD[@]}" --delete-from "$JO_T/rep.jsonl" >"$JO_T/ld.out" 2>"$JO_T/ld.err" || rc=$?
+	[ $rc = 0 ] && [ "$(summary_field "$JO_T/ld.out" deleted)" = 3 ] && [ "$(leaks_present)" = 0 ] &&
+		ok "--delete-from rerun: exactly the 3 leaks deleted" ||
+		bad "--delete-from rerun: exit $rc, $(summary_field "$JO_T/ld.out" deleted) deleted, $(leaks_present) left"
+	rc=0
+	"$J" gc "$FMETA" --delete --json >"$JO_T/gc-final.out" 2>"$JO_T/gc-final.err" || rc=$?
+	[ $rc = 0 ] && [ "$(summary_field "$JO_T/gc-final.out" complete)" = true ] &&
+		ok "gc --delete rerun: exit 0, complete" || { bad "gc --delete rerun: exit $rc"; tail -5 "$JO_T/gc-final.err"; }
+	gc_check_end "$META" "$BUCKET" "$NAME" "$MP"
+	ok "$E: end state: juicefs gc clean, fsck clean, bucket == referenced blocks, sha256 unchanged"
+}
+
+# slow_scan: throttle the proxy so the command calibrated last takes about
+# 8 s (its scans are then in progress when a fault comes 2-3 s in).
+slow_scan() {
+	local kbs=$((RUN_BYTES / 8 / 1024))
+	[ "$kbs" -ge 1 ] || kbs=1
+	toxi_bandwidth redis slow "$kbs"
+}
+
+# in_scan WHAT ERR: the failure came from inside a scan, not at the start.
+in_scan() {
+	grep -q "scan " "$2" && ok "$1: failed inside the reference scan" ||
+		bad "$1: did not fail inside a scan: $(head -c 300 "$2")"
+}
+
+redis_busy_loading_stall() {
+	local rc
+	# BUSY: a script runs on the real server while the scan is slowed down
+	slow_scan
+	gc_redis_cli "$META" CONFIG SET busy-reply-threshold 100 >/dev/null
+	( sleep 2
+	  gc_redis_cli "$META" EVAL "local t = redis.call('TIME')[1]
+while tonumber(redis.call('TIME')[1]) < t + 4 do end
+return 1" 0 >/dev/null ) &
+	local busy=$!
+	rc=0
+	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep2.jsonl" >"$JO_T/lk2.out" 2>"$JO_T/lk2.err" || rc=$?
+	wait "$busy" || true
+	toxi_clear redis
+	grep -q BUSY "$JO_T/lk2.err" && ok "BUSY: the real server answered BUSY mid-scan" ||
+		bad "BUSY: no BUSY reply seen: $(head -c 300 "$JO_T/lk2.err")"
+	expect_incomplete "leakcheck, Redis BUSY" "$rc" 5 "$JO_T/lk2.out" "$JO_T/lk2.err"
+	in_scan "BUSY" "$JO_T/lk2.err"
+	[ ! -e "$JO_T/rep2.jsonl" ] || bad "BUSY: a report was left"
+
+	# LOADING: DEBUG RELOAD of a dataset loaded slowly (1 ms per key)
+	slow_scan
+	gc_redis_cli "$META" CONFIG SET loading-process-events-interval-bytes 1024 >/dev/null
+	( sleep 2
+	  gc_redis_cli "$META" CONFIG SET key-load-delay 3000 >/dev/null
+	  gc_redis_cli "$META" DEBUG RELOAD >/dev/null
+	  gc_redis_cli "$META" CONFIG SET key-load-delay 0 >/dev/null ) &
+	local loading=$!
+	rc=0
+	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep3.jsonl" >"$JO_T/lk3.out" 2>"$JO_T/lk3.err" || rc=$?
+	wait "$loading" || true
+	toxi_clear redis
+	grep -q LOADING "$JO_T/lk3.err" && ok "LOADING: the real server answered LOADING mid-scan" ||
+		bad "LOADING: no LOADING reply seen: $(head -c 300 "$JO_T/lk3.err")"
+	expect_incomplete "leakcheck, Redis LOADING" "$rc" 5 "$JO_T/lk3.out" "$JO_T/lk3.err"
+	in_scan "LOADING" "$JO_T/lk3.err"
+	[ ! -e "$JO_T/rep3.jsonl" ] || bad "LOADING: a report was left"
+
+	# a stall: data stops mid-scan, the proxy closes the connection after 3 s
+	slow_scan
+	( sleep 2; toxi_timeout redis stall 3000 ) &
+	local stall=$!
+	rc=0
+	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep4.jsonl" >"$JO_T/lk4.out" 2>"$JO_T/lk4.err" || rc=$?
+	wait "$stall" || true
+	toxi_clear redis
+	expect_incomplete "leakcheck, Redis stalled mid-scan" "$rc" 5 "$JO_T/lk4.out" "$JO_T/lk4.err"
+	in_scan "stall" "$JO_T/lk4.err"
+	[ ! -e "$JO_T/rep4.jsonl" ] || bad "stall: a report was left"
+}
+
+gc_redis_cuts() {
+	local rc k
+	# dry run (plan + evaluation), cut mid-scan
+	cut_at_half "$J" gc "$FMETA" --plan
+	rc=0
+	"$J" gc "$FMETA" --json >"$JO_T/gc1.out" 2>"$JO_T/gc1.err" || rc=$?
+	toxi_clear redis
+	expect_incomplete "gc dry run, Redis cut" "$rc" 5 "$JO_T/gc1.out" "$JO_T/gc1.err"
+	# --plan --delete: tasks only from scans read whole. Shards of 20 items:
+	# the task-recording connection reads far less than the cut, the
+	# scanning one is cut in the middle of its scans.
+	cut_at_half "$J" gc "$FMETA" --plan
+	rc=0
+	"$J" gc "$FMETA" --plan --delete --task-size 20 --json >"$JO_T/gc2.out" 2>"$JO_T/gc2.err" || rc=$?
+	toxi_clear redis
+	expect_incomplete "gc --plan --delete, Redis cut" "$rc" 5 "$JO_T/gc2.out" "$JO_T/gc2.err"
+	k=$(scan_kind "$JO_T/gc2.err")
+	[ "$k" != none ] && ok "gc --plan --delete cut: inside the '$k' scan" ||
+		bad "gc --plan --delete cut: not inside a scan: $(head -c 300 "$JO_T/gc2.err")"
+	[ "$k" = none ] || { [ "$(task_items "$k")" = 0 ] &&
+		ok "gc --plan --delete cut: no task item planned from the cut scan" ||
+		bad "gc --plan --delete cut: $(task_items "$k") '$k' items planned from the cut scan"; }
+	"$J" gc "$META" --reset-tasks --delete >/dev/null
+	# plan + work with --delete: the scans slowed down, every connection
+	# reset (RST) 3 s in: nothing deleted
+	toxi_clear redis
+	slow_scan
+	( sleep 3; toxi_reset_peer redis rst 0 ) &
+	local rst=$!
+	rc=0
+	"$J" gc "$FMETA" --delete --task-size 20 --json >"$JO_T/gc3.out" 2>"$JO_T/gc3.err" || rc=$?
+	wait "$rst" || true
+	toxi_clear redis
+	expect_incomplete "gc --delete, Redis cut" "$rc" 5 "$JO_T/gc3.out" "$JO_T/gc3.err"
+	"$J" gc "$META" --reset-tasks --delete >/dev/null
+	expect_unchanged "gc with Redis cut" start
+}
+
+gc_sqlite_lock() {
+	local rc
+	# a dry run parked on its (full) audit FIFO while it evaluates the removed
+	# files, between two reads; the lock is taken there and held for 7 s
+	run_parked gc1 write "$JO_T/gc-audit.fifo" 7 "$J" gc "$FMETA" --json --batch 1 \
+		--task-size 100000 --audit "$JO_T/gc-audit.fifo"
+	rc=$(cat "$JO_T/gc1.rc")
+	case $rc in
+	5) expect_incomplete "gc dry run, SQLite locked" "$rc" 5 "$JO_T/gc1.out" "$JO_T/gc1.err" ;;
+	4) [ "$(summary_field "$JO_T/gc1.out" errors)" -gt 0 ] 2>/dev/null &&
+		ok "gc dry run, SQLite locked: exit 4, the items it could not read counted as errors" ||
+		bad "gc dry run, SQLite locked: exit 4 without errors" ;;
+	*) bad "gc dry run, SQLite locked: exit $rc, want 5 (or 4 with errors)"; tail -5 "$JO_T/gc1.err" ;;
+	esac
+	grep -q "locked" "$JO_T/gc1.err" && ok "gc dry run, SQLite locked: the error says locked" ||
+		bad "gc dry run, SQLite locked: $(head -c 300 "$JO_T/gc1.err")"
+	expect_unchanged "gc with SQLite locked" start
+}
+
+for E in $ENGINES; do
+	case $E in
+	redis)
+		start_redis "$JO_PORT_BASE" --enable-debug-command local
+		start_toxiproxy $((JO_PORT_BASE + 1))
+		toxi_redis redis $((JO_PORT_BASE + 2))
+		;;
+	sqlite) ;;
+	*) jo_die "unknown engine '$E' (redis, sqlite)" ;;
+	esac
+	run_engine "$E"
+done
+
+if [ "$FAILS" -gt 0 ]; then
+	echo "$FAILS check(s) failed"
+	exit 1
+fi
+echo "fault_meta_scan: all checks passed"

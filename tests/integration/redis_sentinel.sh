@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The engine scenarios on Redis Sentinel (1 master, 1 replica, 3 sentinels
+# on loopback, passwords on all, SENTINEL_PASSWORD), each on a
+# volume formatted by the real juicefs: byte-exact cat of fragmented files
+# (engines_cat.sh), gc with SIGKILLed workers (engines_gc.sh, its killed
+# variant) and leakcheck's planted leaks (engines_leakcheck.sh), unchanged,
+# with JO_ENGINES=redis-sentinel.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+export JO_ENGINES=redis-sentinel JO_GC_VARIANTS=${JO_GC_VARIANTS:-killed}
+bash "$here/engines_cat.sh"
+bash "$here/engines_gc.sh"
+bash "$here/engines_leakcheck.sh"
+echo "redis_sentinel: ok"

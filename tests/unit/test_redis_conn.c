@@ -1,0 +1,222 @@
+/*
+ * test_redis_conn.c: the reconnection rules of the redis family's connection
+ * (common/meta/redis_conn.c) on a real redis-server child, with the
+ * handle's connection killed under it (CLIENT KILL, as a sentinel does to a
+ * demoted master's clients):
+ *   - a read is sent again on a new connection, transparently;
+ *   - inside WATCH..EXEC nothing moves to a new connection: the command
+ *     fails, the operation may be run again from its WATCH (retryable);
+ *   - a non-repeatable write (HINCRBY) is never sent twice;
+ *   - an EXEC whose reply is lost is reported with an unknown outcome (not
+ *     retryable), and the next command works on a new connection.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_internal.h"
+#include "common/meta/redis_internal.h"
+#include "gc_testutil.h"
+
+static struct gct_redis g_redis;
+static bool g_have_redis;
+static char g_url[128];
+
+static const char fmt_json[] =
+	"{\"Name\":\"vol\",\"UUID\":\"11111111-2222-3333-4444-555555555555\",\"Storage\":\"file\","
+	"\"Bucket\":\"/tmp/none/\",\"BlockSize\":4096,\"TrashDays\":0,\"MetaVersion\":1}";
+
+static void checker(const char *fmt, const char *arg)
+{
+	redisContext *c = gct_redis_conn(g_redis.port, 5);
+	redisReply *r = arg ? redisCommand(c, fmt, arg) : redisCommand(c, fmt);
+
+	assert_non_null(r);
+	freeReplyObject(r);
+	redisFree(c);
+}
+
+/* Kill every client but the killer: the handle's connection goes. */
+static void kill_clients(void)
+{
+	checker("CLIENT KILL TYPE normal SKIPME yes", NULL);
+}
+
+static long long counter(void)
+{
+	redisContext *c = gct_redis_conn(g_redis.port, 5);
+	redisReply *r = redisCommand(c, "HGET h n");
+	long long v = r && r->type == REDIS_REPLY_STRING ? atoll(r->str) : 0;
+
+	freeReplyObject(r);
+	redisFree(c);
+	return v;
+}
+
+static int group_setup(void **state)
+{
+	int rc;
+
+	(void)state;
+	rc = gct_redis_start(&g_redis);
+	if (rc != 0) {
+		fprintf(stderr, "test_redis_conn: no redis-server (%d)\n", rc);
+		return rc == 77 ? 0 : -1;
+	}
+	g_have_redis = true;
+	checker("SET setting %s", fmt_json);
+	snprintf(g_url, sizeof(g_url), "redis://127.0.0.1:%d/5", g_redis.port);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	if (g_have_redis)
+		gct_redis_stop(&g_redis);
+	return 0;
+}
+
+static struct jo_meta *open_vol(void)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+
+	if (jo_meta_open(&m, g_url, &err) != 0)
+		fail_msg("open %s: %s", g_url, err.msg);
+	return m;
+}
+
+static void test_read_reconnects(void **state)
+{
+	struct jo_meta *m;
+	redisReply *r;
+	unsigned e0;
+	size_t plen = 99;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	m = open_vol();
+	assert_string_equal(jo_rd_prefix(m, &plen), "");
+	assert_int_equal(plen, 0);
+	e0 = jo_rd_epoch(m);
+	kill_clients();
+	r = jo_rd_command(m, "GET %Ksetting");
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_STRING);
+	freeReplyObject(r);
+	assert_int_equal(jo_rd_epoch(m), e0 + 1);
+	jo_meta_close(m);
+}
+
+static void test_watch_never_moves(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	redisReply *r;
+	int rc;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	m = open_vol();
+	r = jo_rd_command(m, "WATCH %Kk");
+	assert_non_null(r);
+	freeReplyObject(r);
+	kill_clients();
+	/* a read inside the transaction fails instead of going to a new connection */
+	r = jo_rd_command(m, "GET %Kk");
+	assert_null(r);
+	rc = jo_rd_conn_error(m, &err, "GET");
+	assert_int_equal(rc, JO_ECONNECT);
+	/* nothing that ran was lost: the operation may start over from WATCH */
+	assert_true(jo_rd_retryable(m, rc));
+	r = jo_rd_command(m, "WATCH %Kk");
+	assert_non_null(r);
+	freeReplyObject(r);
+	r = jo_rd_command(m, "UNWATCH");
+	assert_non_null(r);
+	freeReplyObject(r);
+	jo_meta_close(m);
+}
+
+static void test_write_not_repeated(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	redisReply *r;
+	int rc;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	checker("DEL h", NULL);
+	m = open_vol();
+	kill_clients();
+	r = jo_rd_command(m, "HINCRBY %Kh n 1");
+	/* the write failed with its connection: never sent again elsewhere */
+	assert_null(r);
+	rc = jo_rd_conn_error(m, &err, "HINCRBY");
+	assert_int_equal(rc, JO_ECONNECT);
+	assert_false(jo_rd_retryable(m, rc));
+	assert_true(counter() <= 1);
+	/* the next command reconnects; the count moved at most once in all */
+	r = jo_rd_command(m, "HINCRBY %Kh n 1");
+	assert_non_null(r);
+	freeReplyObject(r);
+	assert_true(counter() >= 1 && counter() <= 2);
+	jo_meta_close(m);
+}
+
+static void test_exec_outcome_unknown(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	redisReply *r = NULL;
+	int rc, got = 0;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	m = open_vol();
+	r = jo_rd_command(m, "PING");
+	assert_non_null(r);
+	freeReplyObject(r);
+	assert_int_equal(jo_rd_append(m, "MULTI"), REDIS_OK);
+	assert_int_equal(jo_rd_append(m, "SET %Kx 1"), REDIS_OK);
+	assert_int_equal(jo_rd_append(m, "EXEC"), REDIS_OK);
+	kill_clients();
+	while (jo_rd_get_reply(m, &r) == REDIS_OK) {
+		freeReplyObject(r);
+		got++;
+	}
+	assert_true(got < 3);
+	rc = jo_rd_conn_error(m, &err, "EXEC");
+	assert_int_equal(rc, JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "outcome is unknown"));
+	assert_false(jo_rd_retryable(m, rc));
+	r = jo_rd_command(m, "GET %Ksetting");
+	assert_non_null(r);
+	freeReplyObject(r);
+	jo_meta_close(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_read_reconnects),
+		cmocka_unit_test(test_watch_never_moves),
+		cmocka_unit_test(test_write_not_repeated),
+		cmocka_unit_test(test_exec_outcome_unknown),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}

@@ -1,0 +1,912 @@
+/*
+ * test_tkv.c: the tkv family (common/meta/tkv*.c) over an in-memory
+ * transport that keeps the contract of kv_internal.h (checked commits: a
+ * key or range read that changed fails the commit; per-transaction limits
+ * of 128 checks and 128 writes, as etcd's; snapshot scans), so the family's
+ * logic is tested apart from any store: reads of the B.2 layout, deleteChunk
+ * of a chunk with more slices than one transaction may carry (done in
+ * steps, each consistent), delayed-slice cleanup, forgetting slices, unlink
+ * and rmdir of trash entries, task records and leases, compaction commits,
+ * and a transaction retried after a concurrent writer changed what it read.
+ * The real store is tested by tests/integration/kv_etcd.sh and engines_*.sh.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/err.h"
+#include "common/jfs/jfs.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_compact.h"
+#include "common/meta/meta_internal.h"
+#include "common/meta/meta_mut.h"
+#include "common/meta/tkv_internal.h"
+
+/* ---------------------------------------------------------------- the store */
+
+struct kv {
+	uint8_t *k, *v;
+	size_t kl, vl;
+	int64_t ver;
+};
+
+static struct {
+	struct kv *e;
+	size_t n, cap;
+	int64_t rev;
+	int commits, conflicts, max_reads, max_writes;
+	/* before the next commit, change this key (a concurrent writer) */
+	uint8_t meddle[64];
+	size_t meddle_len;
+} S;
+
+static int kcmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+	int c = memcmp(a, b, al < bl ? al : bl);
+
+	return c ? c : (al < bl ? -1 : al > bl);
+}
+
+static size_t find(const uint8_t *k, size_t kl, bool *hit)
+{
+	size_t lo = 0, hi = S.n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = kcmp(S.e[mid].k, S.e[mid].kl, k, kl);
+
+		if (c == 0) {
+			*hit = true;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*hit = false;
+	return lo;
+}
+
+static void store_put(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl)
+{
+	bool hit;
+	size_t i = find(k, kl, &hit);
+
+	if (!hit) {
+		if (S.n == S.cap) {
+			S.cap = S.cap ? S.cap * 2 : 64;
+			S.e = realloc(S.e, S.cap * sizeof(*S.e));
+		}
+		memmove(S.e + i + 1, S.e + i, (S.n - i) * sizeof(*S.e));
+		S.n++;
+		S.e[i].k = malloc(kl);
+		memcpy(S.e[i].k, k, kl);
+		S.e[i].kl = kl;
+		S.e[i].v = NULL;
+	}
+	free(S.e[i].v);
+	S.e[i].v = malloc(vl ? vl : 1);
+	memcpy(S.e[i].v, v, vl);
+	S.e[i].vl = vl;
+	S.e[i].ver = ++S.rev;
+}
+
+static void store_del(const uint8_t *k, size_t kl)
+{
+	bool hit;
+	size_t i = find(k, kl, &hit);
+
+	if (!hit)
+		return;
+	free(S.e[i].k);
+	free(S.e[i].v);
+	memmove(S.e + i, S.e + i + 1, (S.n - i - 1) * sizeof(*S.e));
+	S.n--;
+	S.rev++;
+}
+
+static int64_t store_ver(const uint8_t *k, size_t kl)
+{
+	bool hit;
+	size_t i = find(k, kl, &hit);
+
+	return hit ? S.e[i].ver : 0;
+}
+
+static void store_reset(void)
+{
+	for (size_t i = 0; i < S.n; i++) {
+		free(S.e[i].k);
+		free(S.e[i].v);
+	}
+	free(S.e);
+	memset(&S, 0, sizeof(S));
+}
+
+/* ---------------------------------------------------------------- the transport */
+
+struct jo_kvc {
+	int unused;
+};
+
+struct op {
+	int kind; /* 0 read key, 1 read range, 2 put, 3 del, 4 del range */
+	uint8_t *k, *e, *v;
+	size_t kl, el, vl;
+	int64_t ver;
+};
+
+struct jo_kvt {
+	struct op *o;
+	size_t n;
+};
+
+static uint8_t *dup(const void *p, size_t n)
+{
+	uint8_t *d = malloc(n ? n : 1);
+
+	memcpy(d, p, n);
+	return d;
+}
+
+static void push(struct jo_kvt *t, struct op o)
+{
+	t->o = realloc(t->o, (t->n + 1) * sizeof(*t->o));
+	t->o[t->n++] = o;
+}
+
+static int m_connect(struct jo_kvc **out, const struct jo_meta_url *u, struct jo_err *err)
+{
+	(void)u;
+	(void)err;
+	*out = calloc(1, sizeof(**out));
+	return 0;
+}
+
+static void m_disconnect(struct jo_kvc *c)
+{
+	free(c);
+}
+
+static int m_version(struct jo_kvc *c, char **out, struct jo_err *err)
+{
+	(void)c;
+	(void)err;
+	*out = strdup("memkv 1");
+	return 0;
+}
+
+static int m_begin(struct jo_kvc *c, struct jo_kvt **out, struct jo_err *err)
+{
+	(void)c;
+	(void)err;
+	*out = calloc(1, sizeof(**out));
+	return 0;
+}
+
+/* The newest buffered write touching key k: 1 put (value), 0 deleted, -1 none. */
+static int buffered(struct jo_kvt *t, const uint8_t *k, size_t kl, struct op **w)
+{
+	for (size_t i = t->n; i-- > 0;) {
+		struct op *o = &t->o[i];
+
+		if ((o->kind == 2 || o->kind == 3) && !kcmp(o->k, o->kl, k, kl)) {
+			*w = o;
+			return o->kind == 2;
+		}
+		if (o->kind == 4 && kcmp(k, kl, o->k, o->kl) >= 0 && kcmp(k, kl, o->e, o->el) < 0)
+			return 0;
+	}
+	return -1;
+}
+
+static int m_get(struct jo_kvt *t, const uint8_t *k, size_t kl, uint8_t **v, size_t *vl,
+		 struct jo_err *err)
+{
+	struct op *w = NULL;
+	int b = buffered(t, k, kl, &w);
+	bool hit;
+	size_t i;
+
+	(void)err;
+	*v = NULL;
+	*vl = 0;
+	if (b == 1) {
+		*v = dup(w->v, w->vl);
+		*vl = w->vl;
+		return 0;
+	}
+	if (b == 0)
+		return 0;
+	i = find(k, kl, &hit);
+	push(t, (struct op){ .kind = 0, .k = dup(k, kl), .kl = kl, .ver = hit ? S.e[i].ver : 0 });
+	if (hit) {
+		*v = dup(S.e[i].v, S.e[i].vl);
+		*vl = S.e[i].vl;
+	}
+	return 0;
+}
+
+static int m_scan(struct jo_kvt *t, const uint8_t *start, size_t sl, const uint8_t *end, size_t el,
+		  size_t limit, bool keys_only, jo_kv_cb cb, void *payload, struct jo_err *err)
+{
+	bool hit;
+	size_t i = find(start, sl, &hit), n = 0;
+	int rc = 0;
+
+	(void)err;
+	/* a range read: checked at commit against the revision it was read at */
+	push(t, (struct op){ .kind = 1, .k = dup(start, sl), .kl = sl, .e = dup(end, el), .el = el,
+			     .ver = S.rev });
+	for (; i < S.n && kcmp(S.e[i].k, S.e[i].kl, end, el) < 0 && (!limit || n < limit); i++, n++)
+		if ((rc = cb(S.e[i].k, S.e[i].kl, keys_only ? NULL : S.e[i].v, keys_only ? 0 : S.e[i].vl,
+			     payload)) != 0)
+			break;
+	return rc;
+}
+
+static int m_put(struct jo_kvt *t, const uint8_t *k, size_t kl, const uint8_t *v, size_t vl,
+		 struct jo_err *err)
+{
+	(void)err;
+	push(t, (struct op){ .kind = 2, .k = dup(k, kl), .kl = kl, .v = dup(v, vl), .vl = vl });
+	return 0;
+}
+
+static int m_del(struct jo_kvt *t, const uint8_t *k, size_t kl, struct jo_err *err)
+{
+	(void)err;
+	push(t, (struct op){ .kind = 3, .k = dup(k, kl), .kl = kl });
+	return 0;
+}
+
+static int m_del_range(struct jo_kvt *t, const uint8_t *start, size_t sl, const uint8_t *end,
+		       size_t el, struct jo_err *err)
+{
+	(void)err;
+	push(t, (struct op){ .kind = 4, .k = dup(start, sl), .kl = sl, .e = dup(end, el), .el = el });
+	return 0;
+}
+
+static void m_abort(struct jo_kvt *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n; i++) {
+		free(t->o[i].k);
+		free(t->o[i].e);
+		free(t->o[i].v);
+	}
+	free(t->o);
+	free(t);
+}
+
+static bool range_changed(const struct op *o)
+{
+	for (size_t i = 0; i < S.n; i++)
+		if (kcmp(S.e[i].k, S.e[i].kl, o->k, o->kl) >= 0 &&
+		    kcmp(S.e[i].k, S.e[i].kl, o->e, o->el) < 0 && S.e[i].ver > o->ver)
+			return true;
+	return false;
+}
+
+static int m_commit(struct jo_kvt *t, struct jo_err *err)
+{
+	int reads = 0, writes = 0;
+	bool ok = true;
+
+	for (size_t i = 0; i < t->n; i++) {
+		reads += t->o[i].kind <= 1;
+		writes += t->o[i].kind >= 2;
+	}
+	if (reads > S.max_reads)
+		S.max_reads = reads;
+	if (writes > S.max_writes)
+		S.max_writes = writes;
+	if (reads > 128 || writes > 128) {
+		m_abort(t);
+		return jo_err_set(err, JO_EINVAL, "memkv: %d checks, %d writes: over the limits", reads,
+				  writes);
+	}
+	if (writes == 0) {
+		m_abort(t);
+		return 0;
+	}
+	if (S.meddle_len) {
+		uint8_t five[8];
+
+		jo_put_le64(five, 5); /* another client took references meanwhile */
+		store_put(S.meddle, S.meddle_len, five, 8);
+		S.meddle_len = 0;
+	}
+	for (size_t i = 0; i < t->n && ok; i++) {
+		const struct op *o = &t->o[i];
+
+		if (o->kind == 0)
+			ok = store_ver(o->k, o->kl) == o->ver;
+		else if (o->kind == 1)
+			ok = !range_changed(o);
+	}
+	if (!ok) {
+		S.conflicts++;
+		m_abort(t);
+		return JO_ECONFLICT;
+	}
+	for (size_t i = 0; i < t->n; i++) {
+		const struct op *o = &t->o[i];
+
+		if (o->kind == 2)
+			store_put(o->k, o->kl, o->v, o->vl);
+		else if (o->kind == 3)
+			store_del(o->k, o->kl);
+		else if (o->kind == 4)
+			for (size_t j = S.n; j-- > 0;)
+				if (kcmp(S.e[j].k, S.e[j].kl, o->k, o->kl) >= 0 &&
+				    kcmp(S.e[j].k, S.e[j].kl, o->e, o->el) < 0)
+					store_del(S.e[j].k, S.e[j].kl);
+	}
+	S.commits++;
+	m_abort(t);
+	return 0;
+}
+
+static int m_snapshot_scan(struct jo_kvc *c, const uint8_t *start, size_t sl, const uint8_t *end,
+			   size_t el, bool keys_only, int64_t *rev, jo_kv_cb cb, void *payload,
+			   struct jo_err *err)
+{
+	struct kv *copy;
+	size_t n = 0;
+	bool hit;
+	int rc = 0;
+
+	(void)c;
+	(void)err;
+	/* a snapshot: what was there when the scan began, whatever callbacks do */
+	copy = calloc(S.n + 1, sizeof(*copy));
+	for (size_t i = find(start, sl, &hit); i < S.n && kcmp(S.e[i].k, S.e[i].kl, end, el) < 0; i++) {
+		copy[n] = S.e[i];
+		copy[n].k = dup(S.e[i].k, S.e[i].kl);
+		copy[n].v = dup(S.e[i].v, S.e[i].vl);
+		n++;
+	}
+	if (rev)
+		*rev = S.rev;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = cb(copy[i].k, copy[i].kl, keys_only ? NULL : copy[i].v, keys_only ? 0 : copy[i].vl,
+			payload);
+	for (size_t i = 0; i < n; i++) {
+		free(copy[i].k);
+		free(copy[i].v);
+	}
+	free(copy);
+	return rc;
+}
+
+static const struct jo_kv_transport memkv = {
+	.name = "memkv",
+	.max_txn_reads = 128,
+	.max_txn_writes = 128,
+	.connect = m_connect,
+	.disconnect = m_disconnect,
+	.version = m_version,
+	.begin = m_begin,
+	.get = m_get,
+	.scan = m_scan,
+	.put = m_put,
+	.del = m_del,
+	.del_range = m_del_range,
+	.commit = m_commit,
+	.abort = m_abort,
+	.snapshot_scan = m_snapshot_scan,
+};
+
+/* ---------------------------------------------------------------- fixtures */
+
+#define P "/vol\xfd"
+#define PL 5
+
+static void raw_put(const void *k, size_t kl, const void *v, size_t vl)
+{
+	uint8_t key[256];
+
+	memcpy(key, P, PL);
+	memcpy(key + PL, k, kl);
+	store_put(key, PL + kl, v, vl);
+}
+
+static bool raw_get(const void *k, size_t kl, uint8_t *v, size_t *vl)
+{
+	uint8_t key[256];
+	bool hit;
+	size_t i;
+
+	memcpy(key, P, PL);
+	memcpy(key + PL, k, kl);
+	i = find(key, PL + kl, &hit);
+	if (hit && v) {
+		memcpy(v, S.e[i].v, S.e[i].vl);
+		*vl = S.e[i].vl;
+	}
+	return hit;
+}
+
+static size_t kchunk(uint8_t *b, uint64_t ino, uint32_t indx)
+{
+	b[0] = 'A';
+	jo_put_le64(b + 1, ino);
+	b[9] = 'C';
+	jo_put_be32(b + 10, indx);
+	return 14;
+}
+
+static size_t kslice(uint8_t *b, uint64_t id, uint32_t size)
+{
+	b[0] = 'K';
+	jo_put_be64(b + 1, id);
+	jo_put_be32(b + 9, size);
+	return 13;
+}
+
+static size_t kattr(uint8_t *b, uint64_t ino)
+{
+	b[0] = 'A';
+	jo_put_le64(b + 1, ino);
+	b[9] = 'I';
+	return 10;
+}
+
+static size_t kentry(uint8_t *b, uint64_t parent, const char *name)
+{
+	b[0] = 'A';
+	jo_put_le64(b + 1, parent);
+	b[9] = 'D';
+	memcpy(b + 10, name, strlen(name));
+	return 10 + strlen(name);
+}
+
+/* a 72-byte attr: type, mode, nlink, length, parent */
+static void attr_put(uint64_t ino, int type, uint32_t nlink, uint64_t length, uint64_t parent)
+{
+	uint8_t a[72] = { 0 }, k[16];
+
+	a[1] = (uint8_t)(type << 4);
+	a[2] = 0xa4;
+	jo_put_be32(a + 47, nlink);
+	jo_put_be64(a + 51, length);
+	jo_put_be64(a + 63, parent);
+	raw_put(k, kattr(k, ino), a, sizeof(a));
+}
+
+static void entry_put(uint64_t parent, const char *name, int type, uint64_t ino)
+{
+	uint8_t k[64], v[9];
+
+	v[0] = (uint8_t)type;
+	jo_put_be64(v + 1, ino);
+	raw_put(k, kentry(k, parent, name), v, 9);
+}
+
+static void slice_ref_put(uint64_t id, uint32_t size, int64_t refs_minus_one)
+{
+	uint8_t k[16], v[8];
+
+	jo_put_le64(v, (uint64_t)refs_minus_one);
+	raw_put(k, kslice(k, id, size), v, 8);
+}
+
+static bool slice_ref(uint64_t id, uint32_t size, int64_t *v)
+{
+	uint8_t k[16], b[8];
+	size_t bl;
+
+	if (!raw_get(k, kslice(k, id, size), b, &bl))
+		return false;
+	*v = (int64_t)jo_le64(b);
+	return true;
+}
+
+static void counter_put(const char *name, int64_t v)
+{
+	uint8_t k[64], b[8];
+
+	k[0] = 'C';
+	memcpy(k + 1, name, strlen(name));
+	jo_put_le64(b, (uint64_t)v);
+	raw_put(k, 1 + strlen(name), b, 8);
+}
+
+static int64_t counter(const char *name)
+{
+	uint8_t k[64], b[8];
+	size_t bl;
+
+	k[0] = 'C';
+	memcpy(k + 1, name, strlen(name));
+	return raw_get(k, 1 + strlen(name), b, &bl) ? (int64_t)jo_le64(b) : 0;
+}
+
+static struct jo_meta *open_vol(void)
+{
+	static const char fmt[] = "{\"Name\":\"v\",\"UUID\":\"u\",\"Storage\":\"file\",\"Bucket\":\"/b/\","
+				  "\"BlockSize\":4096,\"TrashDays\":1,\"MetaVersion\":1}";
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+
+	store_reset();
+	raw_put("setting", 7, fmt, strlen(fmt));
+	counter_put("nextInode", 2);
+	counter_put("nextChunk", 1);
+	counter_put("usedSpace", 1 << 20);
+	counter_put("totalInodes", 10);
+	jo_tkv_transport_override = &memkv;
+	assert_int_equal(jo_meta_open(&m, "etcd://127.0.0.1:2379/vol", &err), 0);
+	return m;
+}
+
+static void close_vol(struct jo_meta *m)
+{
+	jo_meta_close(m);
+	jo_tkv_transport_override = NULL;
+	store_reset();
+}
+
+/* a chunk of n records: record i is slice id base + i % distinct, size 1000 + that */
+static void chunk_put(uint64_t ino, uint32_t indx, size_t n, uint64_t base, size_t distinct)
+{
+	uint8_t *v = calloc(n, 24), k[16];
+
+	for (size_t i = 0; i < n; i++) {
+		struct jo_slice s = { .pos = (uint32_t)i, .id = base + i % distinct,
+				      .size = (uint32_t)(1000 + i % distinct) };
+
+		s.len = s.size;
+		jo_slice_encode(&s, v + i * 24);
+	}
+	raw_put(k, kchunk(k, ino, indx), v, n * 24);
+	free(v);
+}
+
+/* ---------------------------------------------------------------- tests */
+
+static void reads_of_the_layout(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_format f;
+	struct jo_attr a;
+	uint64_t ino;
+	uint8_t type, *raw = NULL;
+	size_t len = 0, n = 0;
+	uint32_t *idx = NULL;
+	int64_t refs;
+	bool ex;
+
+	(void)state;
+	assert_string_equal(jo_meta_engine(m), "memkv");
+	assert_int_equal(jo_meta_load_format(m, &f, &err), 0);
+	assert_string_equal(f.name, "v");
+	jo_format_release(&f);
+	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
+	attr_put(100, JO_TYPE_FILE, 1, 5 << 20, 1);
+	entry_put(1, "f", JO_TYPE_FILE, 100);
+	chunk_put(100, 0, 3, 4000, 3);
+	chunk_put(100, 7, 1, 5000, 1);
+	slice_ref_put(4000, 1000, 1);   /* 2 references */
+	assert_int_equal(jo_meta_lookup(m, 1, "f", &ino, &type, &err), 0);
+	assert_int_equal(ino, 100);
+	assert_int_equal(type, JO_TYPE_FILE);
+	assert_int_equal(jo_meta_getattr(m, 100, &a, &err), 0);
+	assert_int_equal(a.length, 5 << 20);
+	assert_int_equal(jo_meta_read_chunk(m, 100, 0, &raw, &len, &err), 0);
+	assert_int_equal(len, 72);
+	free(raw);
+	assert_int_equal(jo_meta_list_chunks(m, 100, &idx, &n, &err), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(idx[0], 0);
+	assert_int_equal(idx[1], 7);
+	free(idx);
+	assert_int_equal(jo_meta_get_slice_ref(m, 4000, 1000, &refs, &ex, &err), 0);
+	assert_true(ex);
+	assert_int_equal(refs, 2);
+	assert_int_equal(jo_meta_get_slice_ref(m, 4001, 1001, &refs, &ex, &err), 0);
+	assert_false(ex);
+	assert_int_equal(refs, 1);
+	{
+		int64_t v;
+
+		assert_int_equal(jo_meta_get_counter(m, "nextChunk", &v, &err), 0);
+		assert_int_equal(v, 1);
+	}
+	close_vol(m);
+}
+
+/* 250 distinct slices: more than one transaction may decrement; done in steps */
+static void delete_chunk_in_steps(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_sref *freed = NULL;
+	size_t nf = 0;
+	uint8_t k[16];
+	int64_t v;
+
+	(void)state;
+	chunk_put(200, 0, 300, 10000, 250);  /* slices 0..49 listed twice */
+	slice_ref_put(10000 + 7, 1007, 2);   /* 3 references: 2 from here, 1 elsewhere */
+	assert_int_equal(jo_mut_delete_chunk(m, 200, 0, &freed, &nf, &err), 0);
+	assert_false(raw_get(k, kchunk(k, 200, 0), NULL, NULL));
+	/* every slice but #7 fell below one reference; #7 keeps one (a slice
+	 * freed by two steps is listed twice, as the interface allows) */
+	{
+		size_t distinct = 0;
+
+		for (size_t i = 0; i < nf; i++) {
+			bool seen = freed[i].id == 10007;
+
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = freed[j].id == freed[i].id;
+			distinct += !seen;
+		}
+		assert_int_equal(distinct, 249);
+	}
+	assert_true(slice_ref(10000 + 7, 1007, &v));
+	assert_int_equal(v, 0);
+	assert_true(slice_ref(10000 + 3, 1003, &v));
+	assert_int_equal(v, -2);             /* listed twice: two references taken */
+	assert_true(slice_ref(10000 + 200, 1200, &v));
+	assert_int_equal(v, -1);
+	assert_true(S.max_reads <= 128 && S.max_writes <= 128);
+	assert_true(S.commits >= 3);
+	free(freed);
+	/* a gone chunk is success with nothing freed */
+	assert_int_equal(jo_mut_delete_chunk(m, 200, 0, &freed, &nf, &err), 0);
+	assert_int_equal(nf, 0);
+	close_vol(m);
+}
+
+/* a concurrent writer changes the chunk between the read and the commit */
+static void retried_after_a_conflict(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_sref *freed = NULL;
+	size_t nf = 0;
+	uint8_t k[16];
+	int64_t v;
+
+	(void)state;
+	chunk_put(300, 1, 2, 20000, 2);
+	memcpy(S.meddle, P, PL);
+	S.meddle_len = PL + kslice(S.meddle + PL, 20000, 1000);  /* someone touches K */
+	assert_int_equal(jo_mut_delete_chunk(m, 300, 1, &freed, &nf, &err), 0);
+	assert_int_equal(S.conflicts, 1);
+	assert_false(raw_get(k, kchunk(k, 300, 1), NULL, NULL));
+	assert_true(slice_ref(20001, 1001, &v));
+	assert_int_equal(v, -1);
+	/* the retry saw the other client's references: 5 - 1, not freed */
+	assert_true(slice_ref(20000, 1000, &v));
+	assert_int_equal(v, 4);
+	assert_int_equal(nf, 1);
+	free(freed);
+	close_vol(m);
+}
+
+static void delayed_slices_and_forget(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_sref *freed = NULL;
+	size_t nf = 0;
+	bool kept, del;
+	uint8_t k[32], recs[12 * 3];
+	int64_t v;
+
+	(void)state;
+	for (int i = 0; i < 3; i++) {
+		jo_put_be64(recs + i * 12, 30000 + i);
+		jo_put_be32(recs + i * 12 + 8, 500);
+	}
+	k[0] = 'L';
+	jo_put_be64(k + 1, 1000);
+	jo_put_be64(k + 9, 31000);
+	raw_put(k, 17, recs, sizeof(recs));
+	slice_ref_put(30001, 500, 1);  /* 2 references: this entry's and one other */
+	/* young: kept */
+	assert_int_equal(jo_mut_cleanup_delslice(m, 31000, 1000, 900, &freed, &nf, &kept, &err), 0);
+	assert_true(kept);
+	assert_true(raw_get(k, 17, NULL, NULL));
+	assert_int_equal(jo_mut_cleanup_delslice(m, 31000, 1000, 2000, &freed, &nf, &kept, &err), 0);
+	assert_false(kept);
+	assert_false(raw_get(k, 17, NULL, NULL));
+	assert_int_equal(nf, 2);
+	assert_true(slice_ref(30001, 500, &v));
+	assert_int_equal(v, 0);        /* one reference left */
+	free(freed);
+	assert_int_equal(jo_mut_slice_deletable(m, 30000, 500, &del, &err), 0);
+	assert_true(del);
+	assert_int_equal(jo_mut_forget_slice(m, 30000, 500, &err), 0);
+	assert_false(slice_ref(30000, 500, &v));
+	/* a slice referenced again meanwhile is not forgotten */
+	slice_ref_put(30002, 500, 0);
+	assert_int_equal(jo_mut_forget_slice(m, 30002, 500, &err), 0);
+	assert_true(slice_ref(30002, 500, &v));
+	close_vol(m);
+}
+
+static void unlink_and_rmdir(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_rm_res res;
+	const uint64_t H = JO_TRASH_INODE + 1;
+	uint8_t k[64];
+	int64_t used = counter("usedSpace");
+
+	(void)state;
+	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
+	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	attr_put(500, JO_TYPE_FILE, 1, 10000, H);
+	entry_put(H, "1-2-a", JO_TYPE_FILE, 500);
+	attr_put(501, JO_TYPE_DIR, 2, 4096, H);
+	entry_put(H, "1-3-d", JO_TYPE_DIR, 501);
+	attr_put(502, JO_TYPE_FILE, 1, 0, 501);
+	entry_put(501, "inner", JO_TYPE_FILE, 502);
+	/* rmdir of a directory with an entry: refused */
+	assert_int_equal(jo_mut_rmdir(m, H, "1-3-d", 5, false, &res, &err), 0);
+	assert_int_equal(res.status, JO_RM_NOTEMPTY);
+	/* unlink of a directory: wrong type */
+	assert_int_equal(jo_mut_unlink(m, H, "1-3-d", 5, false, &res, &err), 0);
+	assert_int_equal(res.status, JO_RM_WRONGTYPE);
+	assert_int_equal(jo_mut_unlink(m, H, "1-2-a", 5, false, &res, &err), 0);
+	assert_int_equal(res.status, JO_RM_DONE);
+	assert_true(res.delfile);
+	assert_int_equal(res.ino, 500);
+	assert_false(raw_get(k, kentry(k, H, "1-2-a"), NULL, NULL));
+	assert_false(raw_get(k, kattr(k, 500), NULL, NULL));
+	k[0] = 'D';
+	jo_put_le64(k + 1, 500);
+	jo_put_be64(k + 9, 10000);
+	assert_true(raw_get(k, 17, NULL, NULL));
+	assert_int_equal(counter("usedSpace"), used - 12288);
+	assert_int_equal(counter("totalInodes"), 9);
+	assert_int_equal(jo_mut_unlink(m, 501, "inner", 5, false, &res, &err), 0);
+	assert_int_equal(res.status, JO_RM_DONE);
+	assert_int_equal(jo_mut_rmdir(m, H, "1-3-d", 5, false, &res, &err), 0);
+	assert_int_equal(res.status, JO_RM_DONE);
+	assert_false(raw_get(k, kattr(k, 501), NULL, NULL));
+	assert_int_equal(counter("totalInodes"), 7);
+	/* gone now */
+	assert_int_equal(jo_mut_unlink(m, H, "1-2-a", 5, false, &res, &err), 0);
+	assert_int_equal(res.status, JO_RM_GONE);
+	close_vol(m);
+}
+
+static void tasks_and_leases(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	const char *items[120];
+	char names[120][16];
+	struct jo_mut_task t, t2;
+	int64_t id = 0, total, leased;
+	size_t added = 0;
+
+	(void)state;
+	for (int i = 0; i < 120; i++) {
+		snprintf(names[i], sizeof(names[i]), "s:%d", i);
+		items[i] = names[i];
+	}
+	assert_int_equal(jo_mut_task_max_items(m), JO_TKV_STEP);
+	/* more items than one transaction records: refused, nothing written */
+	assert_int_equal(jo_mut_task_add(m, "gc", "slice", items, 120, &id, &added, &err), JO_EINVAL);
+	assert_int_equal(jo_mut_task_add(m, "gc", "slice", items, 100, &id, &added, &err), 0);
+	assert_true(id > 0);
+	assert_int_equal(added, 100);
+	/* planned again: only what no pending task holds */
+	assert_int_equal(jo_mut_task_add(m, "gc", "slice", items + 90, 20, &id, &added, &err), 0);
+	assert_int_equal(added, 10);
+	assert_int_equal(jo_mut_task_count(m, "gc", &total, &leased, &err), 0);
+	assert_int_equal(total, 2);
+	assert_int_equal(leased, 0);
+	assert_int_equal(jo_mut_task_claim(m, "gc", "w1", 60000, &t, &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, "gc", "w2", 60000, &t2, &err), 0);
+	assert_true(t.id != t2.id);
+	jo_mut_task_release_mem(&t);
+	assert_int_equal(jo_mut_task_claim(m, "gc", "w3", 60000, &t, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_mut_task_renew(m, "gc", t2.id, "w1", 60000, NULL, &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_renew(m, "gc", t2.id, "w2", 60000, NULL, &err), 0);
+	assert_int_equal(jo_mut_task_complete(m, "gc", t2.id, "w2", &err), 0);
+	assert_int_equal(jo_mut_task_release(m, "gc", t2.id, "w2", &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_count(m, "gc", &total, &leased, &err), 0);
+	assert_int_equal(total, 1);
+	assert_int_equal(leased, 1);
+	jo_mut_task_release_mem(&t2);
+	assert_int_equal(jo_mut_task_clear(m, "gc", &err), 0);
+	assert_int_equal(jo_mut_task_count(m, "gc", &total, &leased, &err), 0);
+	assert_int_equal(total, 0);
+	close_vol(m);
+}
+
+static void compaction_commit(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_slice_id *freed = NULL;
+	size_t nf = 0;
+	uint8_t origin[24 * 3], *raw = NULL, k[32];
+	size_t len = 0;
+	uint64_t first = 0;
+	int64_t v;
+
+	(void)state;
+	assert_int_equal(jo_meta_compact_max_records(m), JO_TKV_STEP);
+	chunk_put(600, 0, 3, 40000, 3);
+	assert_int_equal(jo_meta_read_chunk(m, 600, 0, &raw, &len, &err), 0);
+	memcpy(origin, raw, sizeof(origin));
+	free(raw);
+	assert_int_equal(jo_meta_alloc_slice_ids(m, 1, &first, &err), 0);
+	assert_int_equal(first, 1);
+	assert_int_equal(counter("nextChunk"), 2);
+	{
+		struct jo_compact_commit c = { .ino = 600, .indx = 0, .origin = origin, .norigin = 3,
+					       .skipped = 0, .pos = 0, .new_id = first, .size = 3000,
+					       .trash_days = 0, .now = 1000 };
+
+		assert_int_equal(jo_meta_compact_commit(m, &c, &freed, &nf, &err), 0);
+		assert_int_equal(nf, 3);
+		free(freed);
+		/* the marker went (0 = one reference = absent), the old slices are pending */
+		assert_false(slice_ref(first, 3000, &v));
+		assert_true(slice_ref(40000, 1000, &v));
+		assert_int_equal(v, -1);
+		assert_int_equal(jo_meta_read_chunk(m, 600, 0, &raw, &len, &err), 0);
+		assert_int_equal(len, 24);
+		free(raw);
+		/* the chunk changed since: a conflict, nothing written */
+		assert_int_equal(jo_meta_compact_commit(m, &c, &freed, &nf, &err), JO_ECONFLICT);
+	}
+	/* trash on: the old slices go to an L entry */
+	chunk_put(601, 0, 3, 50000, 3);
+	assert_int_equal(jo_meta_read_chunk(m, 601, 0, &raw, &len, &err), 0);
+	memcpy(origin, raw, sizeof(origin));
+	free(raw);
+	{
+		struct jo_compact_commit c = { .ino = 601, .indx = 0, .origin = origin, .norigin = 3,
+					       .skipped = 0, .pos = 0, .new_id = 9, .size = 3000,
+					       .trash_days = 1, .now = 1234 };
+
+		assert_int_equal(jo_meta_compact_commit(m, &c, &freed, &nf, &err), 0);
+		assert_int_equal(nf, 0);
+		k[0] = 'L';
+		jo_put_be64(k + 1, 1234);
+		jo_put_be64(k + 9, 9);
+		assert_true(raw_get(k, 17, NULL, NULL));
+		assert_false(slice_ref(50000, 1000, &v)); /* untouched: still one reference */
+	}
+	assert_int_equal(jo_meta_slice_abandon(m, 77, 100, &err), 0);
+	assert_true(slice_ref(77, 100, &v));
+	assert_int_equal(v, -1);
+	close_vol(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(reads_of_the_layout),
+		cmocka_unit_test(delete_chunk_in_steps),
+		cmocka_unit_test(retried_after_a_conflict),
+		cmocka_unit_test(delayed_slices_and_forget),
+		cmocka_unit_test(unlink_and_rmdir),
+		cmocka_unit_test(tasks_and_leases),
+		cmocka_unit_test(compaction_commit),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
