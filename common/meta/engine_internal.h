@@ -55,11 +55,10 @@ struct jo_mut_ops {
 	size_t max_task_items;
 	/*
 	 * Records beside the tasks (meta_mut.h jo_mut_rec_*): redis in
-	 * mut_redis.c, sql in sql_task.c. A family without them leaves these
-	 * NULL and the calls are JO_EUNSUPPORTED. TODO(tkv): implement them in
-	 * tkv_task.c (a record key per (ns, key); put checks the task's owner
-	 * and completes it in the same transaction), then honour
-	 * url.coordinator_only in the family's open (skip the format check).
+	 * mut_redis.c, sql in sql_task.c, tkv in tkv_task.c. A family without
+	 * them leaves these NULL and the calls are JO_EUNSUPPORTED. A family
+	 * with them also honours url.coordinator_only in its open (no format
+	 * check: a sync coordinator holds no volume).
 	 */
 	int (*rec_put)(struct jo_meta *, const char *, const char *, const char *,
 		       const struct jo_mut_rec_cond *, bool *, struct jo_err *);

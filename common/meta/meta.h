@@ -129,7 +129,7 @@ struct jo_meta_open_opts {
 	 * the database need not hold a format record ("setting"), and an
 	 * SQLite file that does not exist yet is created. Only the task and
 	 * record calls of meta_mut.h are meant for such a handle; every family
-	 * honours the flag in its open (the tkv family too, when it lands).
+	 * honours the flag in its open.
 	 */
 	bool coordinator_only;
 };

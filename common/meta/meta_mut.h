@@ -222,7 +222,7 @@ int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
  * printable ASCII bytes; values at most JO_MUT_REC_MAX bytes of text.
  *   Redis:  jfsops:{ns}:rec (hash key -> value)
  *   SQL:    jfsops_[X_]{ns}_rec (k primary key, v), made on first use
- * (tkv: not yet; its family leaves these entries NULL: JO_EUNSUPPORTED.)
+ *   tkv:    P "jfsops/" ns "/r/" key (under the volume's prefix, as its tasks)
  */
 #define JO_MUT_REC_MAX (1u << 20)
 
