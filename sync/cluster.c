@@ -1751,9 +1751,15 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 		double busy = json_real_value(json_object_get(w, "busy_s"));
 		double span = (double)(ji(w, "seen") - ji(w, "started")) / 1000.0;
 		double basis = busy > 0.5 ? busy : span;
+		const char *wstate = js(w, "state");
 
+		/* a worker that was still at work when the job finished and has not
+		 * said since that it left was killed (or lost its coordinator) */
+		if (v.end && (!strcmp(wstate, "working") || !strcmp(wstate, "waiting")) &&
+		    ji(w, "seen") < ji(v.end, "at"))
+			wstate = "gone";
 		json_array_append_new(workers, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:f,s:f,s:I}",
-							 "worker", wk, "state", js(w, "state"), "copied",
+							 "worker", wk, "state", wstate, "copied",
 							 (json_int_t)ju(w, "copied"), "bytes",
 							 (json_int_t)ju(w, "bytes"), "ranges",
 							 (json_int_t)ju(w, "ranges"), "range",
