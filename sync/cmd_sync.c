@@ -82,6 +82,7 @@ static const char sync_usage[] =
 	"                           are on the same endpoint with the same access key)\n"
 	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
 	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes;\n"
+	"                           with --cluster: of this worker, not the whole job;\n"
 	"                           default: none, unlimited)\n"
 	"      --retries N          per-request retries in the object client (default 5)\n"
 	"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
