@@ -478,6 +478,12 @@ static const char *const task_ddl[] = {
 	NULL,
 };
 
+static const char *const rec_ddl[] = {
+	"CREATE TABLE IF NOT EXISTS #rec (k VARBINARY(255) NOT NULL PRIMARY KEY, "
+	"v MEDIUMBLOB NOT NULL) ENGINE=InnoDB",
+	NULL,
+};
+
 static const struct jo_sql_dialect dialect = {
 	.name = "mysql",
 	.label = "mysql",
@@ -487,6 +493,8 @@ static const struct jo_sql_dialect dialect = {
 	.insert_item = "INSERT IGNORE INTO #item (item, task) VALUES (?, ?)",
 	.returning_id = NULL,
 	.task_ddl = task_ddl,
+	.rec_ddl = rec_ddl,
+	.insert_rec = "INSERT IGNORE INTO #rec (k, v) VALUES (?, ?)",
 	.max_blob = 65535,
 };
 
