@@ -241,6 +241,13 @@ int jo_lease_release(struct jo_lease *l, struct jo_meta *m, struct jo_err *err)
 	return jo_mut_task_release(m, l->ns, id, l->owner, err);
 }
 
+void jo_lease_forget(struct jo_lease *l)
+{
+	bool lost;
+
+	(void)drop(l, &lost);
+}
+
 void jo_lease_stats(struct jo_lease *l, uint64_t *renewals, uint64_t *lost)
 {
 	pthread_mutex_lock(&l->mu);

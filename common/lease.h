@@ -58,6 +58,11 @@ int jo_lease_renew_now(struct jo_lease *l, struct jo_err *err);
 int jo_lease_complete(struct jo_lease *l, struct jo_meta *m, struct jo_err *err);
 /* Give the task back unfinished (shutdown, --max-time). */
 int jo_lease_release(struct jo_lease *l, struct jo_meta *m, struct jo_err *err);
+/*
+ * The held task was completed another way (jo_mut_rec_put with complete, in
+ * the same transaction as a record), or is known lost: stop renewing it.
+ */
+void jo_lease_forget(struct jo_lease *l);
 
 /* Renewals done and refused so far (for summaries and tests). */
 void jo_lease_stats(struct jo_lease *l, uint64_t *renewals, uint64_t *lost);

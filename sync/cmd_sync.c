@@ -22,6 +22,8 @@
 
 static const char sync_usage[] =
 	"usage: jfsops sync [OPTIONS] SRC DST\n"
+	"       jfsops sync [OPTIONS] SRC DST --cluster URL [--plan | --worker] [--id NAME]\n"
+	"       jfsops sync --cluster URL --status [SRC DST | --id NAME]\n"
 	"\n"
 	"Make DST hold the same objects as SRC: list both sides (many key ranges at\n"
 	"once), merge the two sorted listings in one pass, copy what differs, and\n"
@@ -80,6 +82,7 @@ static const char sync_usage[] =
 	"                           are on the same endpoint with the same access key)\n"
 	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
 	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes;\n"
+	"                           with --cluster: of this worker, not the whole job;\n"
 	"                           default: none, unlimited)\n"
 	"      --retries N          per-request retries in the object client (default 5)\n"
 	"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
@@ -97,6 +100,50 @@ static const char sync_usage[] =
 	"                           completed and SRC listed at least one object\n"
 	"      --max-delete N       refuse all deletions when more than N are due\n"
 	"                           (default: none, no limit)\n"
+	"\n"
+	"Cluster mode (any number of hosts run the same command and share the job):\n"
+	"      --cluster URL        the coordinator, a META-URL of an engine you already run\n"
+	"                           (redis://host:6379/5, postgres://..., mysql://...,\n"
+	"                           etcd://host:2379/NAME, sqlite3:///path.db on one host;\n"
+	"                           default: none, this host alone). It needs no JuiceFS\n"
+	"                           volume; the job's records go in a namespace of their\n"
+	"                           own. A password comes from the URL, else env\n"
+	"                           META_PASSWORD/REDIS_PASSWORD.\n"
+	"      --plan               only plan: sample both listings and record the key\n"
+	"                           ranges, then exit (default: plan if nobody has, then work)\n"
+	"      --worker             only work: claim ranges, never plan (waits for a plan;\n"
+	"                           default: plan if nobody has, then work)\n"
+	"      --id NAME            name the job (default: a hash of SRC, DST, filters and\n"
+	"                           options); another SRC/DST/options under the same NAME\n"
+	"                           is refused (exit 2). Use one NAME per run from cron\n"
+	"                           (--id nightly-$(date +%F)): a finished job stays finished\n"
+	"      --status             print the job (with SRC DST or --id) or every job of the\n"
+	"                           coordinator: ranges planned, leased (by whom, since\n"
+	"                           when), done, failed; objects and bytes copied; each\n"
+	"                           worker's throughput (--json: one object per job;\n"
+	"                           default: off)\n"
+	"      --reset              drop the job's records and start it over (refused while\n"
+	"                           a range is leased; default: off)\n"
+	"      --ranges N           ranges to cut the key space into (default 0: one per\n"
+	"                           ~2000 objects sampled, at least 16)\n"
+	"      --lease DUR          lease of a range (default 30s; renewed every third): a\n"
+	"                           killed worker's range goes to another worker after it\n"
+	"      --checkpoint DUR     how often a worker records its resume position in the\n"
+	"                           coordinator (default 10s; in-flight copies finish first)\n"
+	"      --max-attempts N     failures before a range is given up (default 3; the job\n"
+	"                           then finishes \"failed\" and a rerun retries it)\n"
+	"      --worker-id NAME     this worker's name in leases, --status and metrics\n"
+	"                           (default host:pid)\n"
+	"  Each range is listed on both sides by the worker that claims it, merged and\n"
+	"  copied; the worker records a resume position, and the range as done in the\n"
+	"  transaction that completes its lease: a done range is never copied again, a\n"
+	"  killed worker's range is continued by another one. Every copy carries\n"
+	"  x-amz-meta-jfsops-job, so a copy a killed worker made but never recorded is\n"
+	"  counted once, by the next attempt. --delete-dst runs as a second phase, only\n"
+	"  after every range was listed and copied without failure, with --max-delete\n"
+	"  and the empty-source brake applied to the whole job. No state file is used.\n"
+	"  Range bounds are byte-order keys; a store that lists directory by directory\n"
+	"  (SeaweedFS) is detected and each range sorted on the worker. DUR: 90s, 5m, 500ms.\n"
 	"\n"
 	"Symlinks in a local directory are skipped, never followed (rclone's default\n"
 	"on local paths): they are neither copied nor deleted, nothing they point at\n"
@@ -147,7 +194,9 @@ static const char sync_usage[] =
 	"                           JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config\n"
 	"                           or ~/.config/jfsops/config)\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics at the end of the\n"
-	"                           run, also when it fails (atomic; default: none):\n"
+	"                           run, also when it fails (atomic; default: none;\n"
+	"                           --cluster: this worker's share, labelled worker= and\n"
+	"                           job=, with jfsops_sync_job_ranges{state=...}):\n"
 	"                           jfsops_sync_listed_objects_total{side=src|dst},\n"
 	"                           _copied_objects_total, _copied_bytes_total,\n"
 	"                           _skipped_objects_total, _deleted_objects_total,\n"
@@ -197,14 +246,18 @@ static const char sync_usage[] =
 	"                s3://backup/train --delete-dst --max-delete 1000\n"
 	"  jfsops sync /srv/export/ s3://prod@archive/export --dry-run\n"
 	"  jfsops sync s3://src@train-data/ s3://dst@train-backup/ --config /etc/jfsops/config \\\n"
-	"      --delete-dst --metrics-file /var/lib/node_exporter/textfile/jfsops_sync.prom\n";
+	"      --delete-dst --metrics-file /var/lib/node_exporter/textfile/jfsops_sync.prom\n"
+	"  jfsops sync s3://src@train-data/ s3://dst@train-backup/ --cluster redis://10.0.0.5:6379/5 \\\n"
+	"      --id migration-1 --delete-dst --max-delete 1000      # on every host\n"
+	"  jfsops sync --cluster redis://10.0.0.5:6379/5 --status\n";
 
 enum {
 	O_TRANSFERS = 0x2000, O_LIST_THREADS, O_PART_SIZE, O_MP_THRESHOLD, O_PART_CONC,
 	O_NO_SS, O_NO_META, O_BWLIMIT, O_RETRIES, O_SIZE_ONLY, O_CHECKSUM, O_UPDATE,
 	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
 	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
-	O_TMP_DIR, O_CONFIG, O_METRICS,
+	O_TMP_DIR, O_CONFIG, O_METRICS, O_CLUSTER, O_PLAN, O_WORKER, O_ID, O_STATUS, O_RESET,
+	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID,
 	O_SIDE = 0x2100,  /* + side*16 + field */
 };
 enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
@@ -331,6 +384,7 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
  */
 static int write_metrics(const char *path, const struct jo_sync_opts *o,
 			 const struct jo_sync_summary *s, int rc, int64_t started, double secs,
+			 const struct jo_sync_cluster_opts *co, const struct jo_sync_cluster_result *cr,
 			 struct jo_err *err)
 {
 	const struct { const char *name, *type, *help, *labels; double v; } m[] = {
@@ -381,18 +435,157 @@ static int write_metrics(const char *path, const struct jo_sync_opts *o,
 	};
 	struct jo_metrics *mx = NULL;
 	int r = jo_metrics_new(&mx, err);
+	char base[300] = "", lab[400];
 
-	for (size_t i = 0; !r && i < sizeof(m) / sizeof(m[0]); i++)
-		r = jo_metrics_set(mx, m[i].name, m[i].type, m[i].help ? m[i].help : m[0].help,
-				   m[i].labels, m[i].v, err);
+	if (co) {
+		/* cluster: every series is this worker's share of one job */
+		char w[260];
+		size_t k = 0;
+
+		for (const char *q = co->worker; *q && k + 3 < sizeof(w); q++) {
+			if (*q == '"' || *q == '\\')
+				w[k++] = '\\';
+			w[k++] = *q;
+		}
+		w[k] = '\0';
+		snprintf(base, sizeof(base), "worker=\"%s\",job=\"%s\"", w, co->ns);
+	}
+	for (size_t i = 0; !r && i < sizeof(m) / sizeof(m[0]); i++) {
+		const char *l = m[i].labels;
+
+		if (co) {
+			snprintf(lab, sizeof(lab), "%s%s%s", base, l ? "," : "", l ? l : "");
+			l = lab;
+		}
+		r = jo_metrics_set(mx, m[i].name, m[i].type, m[i].help ? m[i].help : m[0].help, l,
+				   m[i].v, err);
+	}
 	if (!r && rc == JO_EXIT_OK)
 		r = jo_metrics_set(mx, "jfsops_sync_last_success_timestamp_seconds", "gauge",
-				   "end of the last successful run (unix seconds)", NULL,
+				   "end of the last successful run (unix seconds)", co ? base : NULL,
 				   (double)time(NULL), err);
+	if (!r && co && cr) {
+		const struct { const char *state; int v; } st[] = {
+			{ "planned", cr->ranges }, { "done", cr->ranges_done },
+			{ "failed", cr->ranges_failed }, { "by_this_worker", cr->ranges_mine },
+		};
+
+		for (size_t i = 0; !r && i < sizeof(st) / sizeof(st[0]); i++) {
+			snprintf(lab, sizeof(lab), "%s,state=\"%s\"", base, st[i].state);
+			r = jo_metrics_set(mx, "jfsops_sync_job_ranges", "gauge",
+					   "ranges of the cluster job, by state (at the end of this run)",
+					   lab, st[i].v, err);
+		}
+		if (!r)
+			r = jo_metrics_set(mx, "jfsops_sync_job_copied_objects", "gauge",
+					   "objects the whole cluster job copied so far", base,
+					   (double)cr->job.copied, err);
+		if (!r)
+			r = jo_metrics_set(mx, "jfsops_sync_job_finished", "gauge",
+					   "1 when the cluster job is finished", base, cr->finished ? 1 : 0,
+					   err);
+	}
 	if (!r)
 		r = jo_metrics_write(mx, path, err);
 	jo_metrics_free(mx);
 	return r;
+}
+
+/*
+ * What makes a cluster job: both sides (bucket and prefix, not the endpoint,
+ * which may be spelled differently on each host), the filter rules and
+ * every option that changes what DST ends up holding. A job named with --id
+ * must match it.
+ */
+static void job_fingerprint(const struct jo_sync_side *a, const struct jo_sync_side *b,
+			    const struct jo_sync_filter *f, const struct jo_sync_opts *o, char out[65])
+{
+	char txt[5000], ff[65];
+	unsigned char d[32];
+	unsigned int dl = 32;
+
+	jo_sync_filter_fingerprint(f, ff);
+	snprintf(txt, sizeof(txt),
+		 "v1\nsrc %s %s %s\ndst %s %s %s\nfilter %s\ncmp %d update %d ignore-existing %d "
+		 "existing %d\ndelete %d max-delete %" PRId64 "\nno-metadata %d\n",
+		 a->local ? "dir" : "s3", a->bucket, a->prefix, b->local ? "dir" : "s3", b->bucket,
+		 b->prefix, ff, (int)o->cmp.mode, o->cmp.update, o->cmp.ignore_existing,
+		 o->cmp.existing, o->delete_dst, o->max_delete, o->no_metadata);
+	EVP_Digest(txt, strlen(txt), d, &dl, EVP_sha256(), NULL);
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
+}
+
+/* Exit code of a cluster run: how the job stands. */
+static int cluster_exit(const struct jo_sync_cluster_opts *co, const struct jo_sync_cluster_result *r)
+{
+	if (co->mode == JO_SYNC_CLUSTER_PLAN && !r->finished)
+		return JO_EXIT_OK;
+	if (!r->finished)
+		return JO_EXIT_FAIL;
+	return strcmp(r->status, "ok") ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+}
+
+static void print_cluster_json(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+			       const struct jo_sync_cluster_opts *co,
+			       const struct jo_sync_cluster_result *r, int exit_code)
+{
+	const struct jo_sync_summary *m = &r->mine, *j = &r->job;
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:s,s:s,s:i,s:i,s:i,s:i,"
+			      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s,"
+			      "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:i}",
+			      "type", "summary", "src", src->desc, "dst", dst->desc, "job", co->ns,
+			      "name", co->name, "worker", co->worker, "finished", r->finished,
+			      "was_finished", r->was_finished, "status", r->status, "why", r->why,
+			      "ranges", r->ranges, "ranges_done", r->ranges_done, "ranges_failed",
+			      r->ranges_failed, "ranges_by_this_worker", r->ranges_mine,
+			      "copied", (json_int_t)j->copied, "copied_bytes", (json_int_t)j->copied_bytes,
+			      "skipped", (json_int_t)j->skipped, "extra", (json_int_t)j->extra,
+			      "deleted", (json_int_t)j->deleted, "listed_src", (json_int_t)j->src_listed,
+			      "listed_dst", (json_int_t)j->dst_listed, "credited", (json_int_t)j->credited,
+			      "delete_refused", j->delete_refused, "delete_refused_why",
+			      j->delete_refused_why, "this_worker", "copied", (json_int_t)m->copied,
+			      "copied_bytes", (json_int_t)m->copied_bytes, "credited",
+			      (json_int_t)m->credited, "skipped", (json_int_t)m->skipped, "deleted",
+			      (json_int_t)m->deleted, "failed", (json_int_t)m->failed, "listed_src",
+			      (json_int_t)m->src_listed, "listed_dst", (json_int_t)m->dst_listed,
+			      "exit", exit_code);
+	char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (txt)
+		printf("%s\n", txt);
+	free(txt);
+	json_decref(o);
+}
+
+static void print_cluster_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+				  const struct jo_sync_cluster_opts *co,
+				  const struct jo_sync_cluster_result *r, bool json, int exit_code)
+{
+	const struct jo_sync_summary *m = &r->mine, *j = &r->job;
+
+	if (co->mode == JO_SYNC_CLUSTER_PLAN && !r->finished)
+		fprintf(stderr, "jfsops sync: job %s: planned, %d ranges\n", co->ns, r->ranges);
+	else if (r->was_finished)
+		fprintf(stderr, "jfsops sync: job %s is finished (%s%s%s): nothing to do; a new run "
+			"needs another --id, or --reset\n", co->ns, r->status, r->why[0] ? ": " : "",
+			r->why);
+	else
+		fprintf(stderr, "jfsops sync: job %s %s%s%s%s; %d ranges (%d failed); this worker did %d, "
+			"copied %" PRIu64 " (%" PRIu64 " bytes), deleted %" PRIu64 ", failed %" PRIu64
+			"\n", co->ns, r->finished ? "finished " : "stopped", r->status, r->why[0] ? ": " : "",
+			r->why, r->ranges, r->ranges_failed, r->ranges_mine, m->copied, m->copied_bytes,
+			m->deleted, m->failed);
+	if (r->finished)
+		fprintf(stderr, "jfsops sync: job %s: listed %" PRIu64 " src / %" PRIu64 " dst, copied %"
+			PRIu64 " (%" PRIu64 " bytes), skipped %" PRIu64 ", extra %" PRIu64 ", deleted %"
+			PRIu64 "\n", co->ns, j->src_listed, j->dst_listed, j->copied, j->copied_bytes,
+			j->skipped, j->extra, j->deleted);
+	if (j->delete_refused)
+		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", j->extra,
+			j->delete_refused_why);
+	if (json)
+		print_cluster_json(src, dst, co, r, exit_code);
 }
 
 int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
@@ -434,6 +627,17 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		{ "tmp-dir", required_argument, NULL, O_TMP_DIR },
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "metrics-file", required_argument, NULL, O_METRICS },
+		{ "cluster", required_argument, NULL, O_CLUSTER },
+		{ "plan", no_argument, NULL, O_PLAN },
+		{ "worker", no_argument, NULL, O_WORKER },
+		{ "id", required_argument, NULL, O_ID },
+		{ "status", no_argument, NULL, O_STATUS },
+		{ "reset", no_argument, NULL, O_RESET },
+		{ "ranges", required_argument, NULL, O_RANGES },
+		{ "lease", required_argument, NULL, O_LEASE },
+		{ "checkpoint", required_argument, NULL, O_CHECKPOINT },
+		{ "max-attempts", required_argument, NULL, O_MAX_ATTEMPTS },
+		{ "worker-id", required_argument, NULL, O_WORKER_ID },
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -466,6 +670,16 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	int c, rc = 0;
 	long v;
 	int64_t sz;
+	/* cluster mode */
+	char *cluster = NULL;
+	const char *job_name = NULL, *worker_id = NULL;
+	bool c_plan = false, c_worker = false, c_status = false, c_reset = false;
+	bool state_given = false;
+	struct jo_sync_cluster_opts co = { .lease_ms = 30000, .max_attempts = 3,
+					   .checkpoint_s = 10 };
+	struct jo_sync_cluster_result cres;
+	char worker_buf[128], fp[65], ns[17];
+	int64_t dur;
 
 	memset(&sum, 0, sizeof(sum));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -585,7 +799,71 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 				goto out;
 			}
 			break;
-		case O_STATE: state_path = optarg; break;
+		case O_STATE: state_path = optarg; state_given = true; break;
+		case O_CLUSTER:
+			free(cluster);
+			cluster = strdup(optarg);
+			if (!cluster) {
+				rc = cmd_usage_error(ctx, "out of memory");
+				goto out;
+			}
+			cmd_scrub_url_password(optarg);
+			break;
+		case O_PLAN: c_plan = true; break;
+		case O_WORKER: c_worker = true; break;
+		case O_ID:
+			if (!*optarg || strlen(optarg) > 200) {
+				rc = cmd_usage_error(ctx, "bad --id '%s' (1..200 characters)", optarg);
+				goto out;
+			}
+			job_name = optarg;
+			break;
+		case O_STATUS: c_status = true; break;
+		case O_RESET: c_reset = true; break;
+		case O_RANGES:
+			if (parse_int(optarg, 0, 1000000, &v)) {
+				rc = cmd_usage_error(ctx, "bad --ranges '%s' (0..1000000)", optarg);
+				goto out;
+			}
+			co.ranges = (int)v;
+			break;
+		case O_LEASE:
+			dur = cmd_parse_duration(optarg);
+			if (dur < 1000) {
+				rc = cmd_usage_error(ctx, "bad --lease '%s' (a duration of at least 1s)", optarg);
+				goto out;
+			}
+			co.lease_ms = dur;
+			break;
+		case O_CHECKPOINT:
+			dur = cmd_parse_duration(optarg);
+			if (dur < 100) {
+				rc = cmd_usage_error(ctx, "bad --checkpoint '%s' (a duration of at least 100ms)",
+						     optarg);
+				goto out;
+			}
+			co.checkpoint_s = (double)dur / 1000.0;
+			break;
+		case O_MAX_ATTEMPTS:
+			if (parse_int(optarg, 1, 1000, &v)) {
+				rc = cmd_usage_error(ctx, "bad --max-attempts '%s' (1..1000)", optarg);
+				goto out;
+			}
+			co.max_attempts = (int)v;
+			break;
+		case O_WORKER_ID:
+			if (!*optarg || strlen(optarg) > 100) {
+				rc = cmd_usage_error(ctx, "bad --worker-id '%s' (1..100 characters)", optarg);
+				goto out;
+			}
+			for (const char *q = optarg; *q; q++)
+				if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~') {
+					rc = cmd_usage_error(ctx, "bad --worker-id '%s' (printable ASCII, no "
+							     "spaces)", optarg);
+					goto out;
+				}
+			worker_id = optarg;
+			break;
 		case O_NO_STATE: no_state = true; break;
 		case O_RESUME: o.resume = true; break;
 		case O_JSON: json = true; break;
@@ -615,6 +893,38 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			goto out;
 		}
 	}
+	if (!cluster && (c_plan || c_worker || c_status || c_reset || job_name || worker_id)) {
+		rc = cmd_usage_error(ctx, "--plan, --worker, --status, --reset, --id and --worker-id need "
+				     "--cluster URL");
+		goto out;
+	}
+	if (c_plan && c_worker) {
+		rc = cmd_usage_error(ctx, "--plan and --worker exclude each other (give neither to do both)");
+		goto out;
+	}
+	if (c_status && (c_plan || c_worker || c_reset)) {
+		rc = cmd_usage_error(ctx, "--status only reads: not with --plan, --worker or --reset");
+		goto out;
+	}
+	if (cluster && (o.dry_run || state_given)) {
+		rc = cmd_usage_error(ctx, "%s runs on one host: drop --cluster (the coordinator keeps the "
+				     "cluster's state)", o.dry_run ? "--dry-run" : "--state");
+		goto out;
+	}
+	if (c_status && argc - optind == 0) {
+		/* every job, or the one named */
+		struct jo_sync_status_opts sto = { .url = cluster, .json = json };
+
+		cmd_env_meta_passwords(&sto.password, &sto.redis_password);
+		if (job_name) {
+			jo_sync_job_ns(job_name, true, ns);
+			sto.ns = ns;
+		}
+		parsed = true;
+		if (jo_sync_cluster_status(&sto, stdout, &err))
+			rc = cmd_fail(ctx, &err);
+		goto out;
+	}
 	if (argc - optind != 2) {
 		rc = cmd_usage_error(ctx, "expected SRC and DST (see 'jfsops sync --help')");
 		goto out;
@@ -641,6 +951,26 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	if (!strcmp(sides[0].desc, sides[1].desc)) {
 		rc = cmd_usage_error(ctx, "SRC and DST are the same place");
 		goto out;
+	}
+	if (cluster) {
+		job_fingerprint(&sides[0], &sides[1], filter, &o, fp);
+		if (job_name) {
+			jo_sync_job_ns(job_name, true, ns);
+		} else {
+			char seed[1600];
+
+			snprintf(seed, sizeof(seed), "%s\n%s\n%s", fp, sides[0].desc, sides[1].desc);
+			jo_sync_job_ns(seed, false, ns);
+		}
+		if (c_status) {
+			struct jo_sync_status_opts sto = { .url = cluster, .json = json, .ns = ns };
+
+			cmd_env_meta_passwords(&sto.password, &sto.redis_password);
+			if (jo_sync_cluster_status(&sto, stdout, &err))
+				rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+		no_state = true;
 	}
 	if (!no_state) {
 		char def[2048];
@@ -696,6 +1026,41 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	o.bw = jo_sync_bw_new(bwlimit);
 	o.progress = ctx->tty && !ctx->quiet;
 	o.json = json;
+	if (cluster) {
+		if (!worker_id) {
+			char host[64] = "localhost";
+
+			if (gethostname(host, sizeof(host) - 1) != 0)
+				snprintf(host, sizeof(host), "localhost");
+			host[sizeof(host) - 1] = '\0';
+			snprintf(worker_buf, sizeof(worker_buf), "%s:%ld", host, (long)getpid());
+			for (char *q = worker_buf; *q; q++)
+				if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~')
+					*q = '_';
+			worker_id = worker_buf;
+		}
+		co.url = cluster;
+		cmd_env_meta_passwords(&co.password, &co.redis_password);
+		co.ns = ns;
+		co.name = job_name;
+		co.fp = fp;
+		co.worker = worker_id;
+		co.mode = c_plan ? JO_SYNC_CLUSTER_PLAN : c_worker ? JO_SYNC_CLUSTER_WORK
+								    : JO_SYNC_CLUSTER_ALL;
+		co.reset = c_reset;
+		int r = jo_sync_cluster_run(&sides[0], so, &sides[1], dobj, &o, &co, &cres, &err);
+		jo_sync_bw_free(o.bw);
+		sum = cres.mine;
+		if (r) {
+			rc = err.code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err.msg) : cmd_fail(ctx, &err);
+			if (json)
+				print_cluster_json(&sides[0], &sides[1], &co, &cres, rc);
+			goto out;
+		}
+		rc = cluster_exit(&co, &cres);
+		print_cluster_summary(&sides[0], &sides[1], &co, &cres, json, rc);
+		goto out;
+	}
 	int r = jo_sync_run(&sides[0], so, &sides[1], dobj, &o, &sum, &err);
 	jo_sync_bw_free(o.bw);
 	{
@@ -732,13 +1097,14 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	print_summary(&sides[0], &sides[1], &o, &sum, json, true, rc);
 out:
-	if (metrics && parsed) {
+	if (metrics && parsed && !c_status) {
 		struct timespec t1;
 		struct jo_err merr = { 0 };
 
 		clock_gettime(CLOCK_MONOTONIC, &t1);
 		if (write_metrics(metrics, &o, &sum, rc, started,
 				  (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
+				  cluster && co.worker ? &co : NULL, cluster && co.worker ? &cres : NULL,
 				  &merr)) {
 			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
 			if (!rc)
@@ -749,6 +1115,10 @@ out:
 	jo_obj_close(dobj);
 	jo_sync_state_close(st);
 	jo_sync_filter_free(filter);
+	if (cluster) {
+		memset(cluster, 0, strlen(cluster));
+		free(cluster);
+	}
 	for (int i = 0; i < 2; i++) {
 		free((char *)fl[i].secret_key);
 		jo_sync_side_free(&sides[i]);

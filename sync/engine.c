@@ -15,6 +15,14 @@
  * torn copy. Deletes (--delete-dst) run only after the copy pass finished
  * with no failure, both listings completed, the source listed at least one
  * object and the number of victims is within --max-delete.
+ *
+ * Cluster ranges (opts->range, driven by cluster.c): both listings are cut
+ * to [lo, hi); no state file; the merge stops every checkpoint_s, waits for
+ * the copies in flight and hands the exact position and counters to the
+ * range's callback; each copy also carries x-amz-meta-jfsops-job, and when
+ * an earlier attempt may have copied past its last checkpoint, the keys the
+ * merge would skip there are HEADed and counted as copies when they carry
+ * the mark. A range's deletions are a pass of their own (delete_only).
  */
 #include "sync/sync.h"
 
@@ -50,6 +58,7 @@ struct task {
 	/* In-flight list in dispatch (= key) order, for the listing position. */
 	struct task *iprev, *inext;
 	char *before;               /* last source key the merge finished before this one */
+	bool credit;                /* cluster: not a copy, a check that an earlier attempt copied it */
 };
 
 struct eng {
@@ -78,6 +87,14 @@ struct eng {
 	double pos_saved_at;
 	FILE *extras;               /* length-prefixed relative keys */
 	uint64_t nextras;
+	/* cluster range (o->range, else NULL) */
+	struct jo_sync_range *rg;
+	struct jo_sync_ckpt ck;     /* counters of the keys up to ck_pos (the base included) */
+	char *ck_pos;
+	double ck_at;               /* when the last checkpoint was taken */
+	bool rg_failed;             /* a copy failed in this attempt: ck_pos stays */
+	char *last_key;             /* the last key the merge processed (either side) */
+	bool uncounted;             /* keys past ck_pos may have been copied uncounted */
 };
 
 static void save_pos(struct eng *e, bool force);
@@ -188,12 +205,13 @@ struct meta {
 };
 
 static void meta_build(struct meta *m, char **srcmeta, int64_t mtime, const char *md5,
-		       const char *src_etag)
+		       const char *src_etag, const char *job)
 {
 	m->n = 0;
 	for (size_t i = 0; srcmeta && srcmeta[i] && srcmeta[i + 1] && m->n < 120; i += 2) {
 		const char *n = srcmeta[i];
-		if (!strcmp(n, "mtime") || !strcmp(n, "jfsops-md5") || !strcmp(n, "jfsops-src-etag"))
+		if (!strcmp(n, "mtime") || !strcmp(n, "jfsops-md5") || !strcmp(n, "jfsops-src-etag") ||
+		    !strcmp(n, "jfsops-job"))
 			continue;
 		if (!strcmp(n, "content-type"))
 			continue;
@@ -213,7 +231,17 @@ static void meta_build(struct meta *m, char **srcmeta, int64_t mtime, const char
 		m->kv[m->n++] = "jfsops-src-etag";
 		m->kv[m->n++] = m->etag;
 	}
+	if (job && job[0]) {
+		/* cluster: which job made this copy (a later attempt counts it, once) */
+		m->kv[m->n++] = "jfsops-job";
+		m->kv[m->n++] = job;
+	}
 	m->kv[m->n] = NULL;
+}
+
+static const char *job_mark(const struct eng *e)
+{
+	return e->rg ? e->rg->job_mark : NULL;
 }
 
 static const char *src_if_match(const struct jo_sync_ent *src)
@@ -282,7 +310,7 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 		goto out;
 	}
 	struct meta m;
-	meta_build(&m, smeta, t->src.mtime, row->md5, t->src.etag);
+	meta_build(&m, smeta, t->src.mtime, row->md5, t->src.etag, job_mark(e));
 	struct jo_obj_put_opts po = { .content_type = ctype, .meta = m.kv, .content_md5 = true };
 	rc = jo_obj_put(e->dobj, dkey, b.p, b.len, &po, err);
 	if (rc)
@@ -491,11 +519,20 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 		if (rc)
 			goto out;
 		struct meta mt;
-		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag);
+		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
 		struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
 		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
 		if (rc)
 			goto out;
+		if (e->rg && e->rg->mpu) {
+			rc = e->rg->mpu(t->rel, upload_id, true, err, e->rg->payload);
+			if (rc) {
+				struct jo_err aerr = { 0 };
+
+				jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+				goto out;
+			}
+		}
 		struct jo_sync_mpu nm = { .part_size = ps, .src_size = size, .src_mtime = t->src.mtime };
 		snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", upload_id);
 		snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
@@ -557,6 +594,14 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 	if (jo_sync_etag_is_md5(t->src.etag))
 		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
 out:
+	if (e->rg && e->rg->mpu && upload_id) {
+		/* nothing continues a range's upload later: one that failed goes now */
+		struct jo_err aerr = { 0 };
+
+		if (rc)
+			jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+		(void)e->rg->mpu(t->rel, upload_id, false, &aerr, e->rg->payload);
+	}
 	free(upload_id);
 	free(m.md5s);
 	free(m.parts);
@@ -608,6 +653,10 @@ static int copy_one(struct eng *e, const struct task *t, bool *ss, bool *mp, str
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
+	if (e->rg && e->rg->may_mutate && !e->rg->may_mutate(e->rg->payload)) {
+		rc = jo_err_set(err, JO_ECONFLICT, "the range's lease is lost: not copying");
+		goto out;
+	}
 	if (e->server_side && t->src.size <= COPY_MAX) {
 		*ss = true;
 		rc = copy_server_side(e, skey, dkey, t, &row, err);
@@ -622,6 +671,37 @@ static int copy_one(struct eng *e, const struct task *t, bool *ss, bool *mp, str
 		rc = jo_sync_state_put(e->o->state, t->rel, &row, err);
 out:
 	free(skey);
+	free(dkey);
+	return rc;
+}
+
+/*
+ * Cluster: an earlier attempt of this range may have copied t before it
+ * died. It did when DST's object carries this job's mark and the source
+ * ETag (or size) the copy was made from: then the copy counts now, once.
+ */
+static int credit_one(struct eng *e, const struct task *t, bool *yes, struct jo_err *err)
+{
+	char *dkey = join_key(e->dst->prefix, t->rel);
+	char **meta = NULL;
+	struct jo_obj_info info;
+	int rc;
+
+	*yes = false;
+	if (!dkey)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = jo_obj_head_meta(e->dobj, dkey, &info, &meta, err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(err);
+		rc = 0;
+	} else if (!rc) {
+		const char *job = jo_obj_meta_get(meta, "jfsops-job");
+		const char *se = jo_obj_meta_get(meta, "jfsops-src-etag");
+
+		*yes = job && job_mark(e) && !strcmp(job, job_mark(e)) && info.size == t->src.size &&
+		       (!t->src.etag[0] || (se && !strcasecmp(se, t->src.etag)));
+	}
+	jo_obj_meta_free(meta);
 	free(dkey);
 	return rc;
 }
@@ -671,17 +751,32 @@ static void *worker_main(void *p)
 		pthread_mutex_unlock(&e->mu);
 
 		struct jo_err err = { 0 };
-		bool ss = false, mp = false;
+		bool ss = false, mp = false, credited = false;
 		int rc = jo_cancelled() ? jo_err_set(&err, JO_ECANCELED, "cancelled")
+			 : t->credit	? credit_one(e, t, &credited, &err)
 					: copy_one(e, t, &ss, &mp, &err);
 		if (rc && rc != JO_ECANCELED)
-			jo_warn("copy \"%s\" failed: %s", t->rel, err.msg);
-		else if (!rc && e->o->verbose)
+			jo_warn("%s \"%s\" failed: %s", t->credit ? "checking" : "copy", t->rel, err.msg);
+		else if (!rc && e->o->verbose && !t->credit)
 			jo_info("copied \"%s\" (%" PRIu64 " bytes)%s", t->rel, t->src.size,
 				ss ? " server-side" : mp ? " multipart" : "");
+		else if (!rc && e->o->verbose && credited)
+			jo_info("counted \"%s\" (%" PRIu64 " bytes): copied by an earlier attempt",
+				t->rel, t->src.size);
+		if (!rc && e->o->live && (!t->credit || credited)) {
+			__atomic_add_fetch(&e->o->live->copied, 1, __ATOMIC_RELAXED);
+			__atomic_add_fetch(&e->o->live->copied_bytes, t->src.size, __ATOMIC_RELAXED);
+		}
 		pthread_mutex_lock(&e->mu);
 		if (rc) {
 			e->sum->failed++;
+			e->rg_failed = true;
+		} else if (t->credit) {
+			if (credited) {
+				e->sum->copied++;
+				e->sum->copied_bytes += t->src.size;
+				e->sum->credited++;
+			}
 		} else {
 			e->sum->copied++;
 			e->sum->copied_bytes += t->src.size;
@@ -803,9 +898,18 @@ static int add_extra(struct eng *e, const char *rel, struct jo_err *err)
 	return 0;
 }
 
+/* Cluster: may an earlier attempt have copied rel without counting it? */
+static bool in_credit_window(const struct eng *e, const char *rel)
+{
+	(void)rel; /* every key past the resume point: the merge only sees those */
+	return e->rg && e->uncounted;
+}
+
 static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
 			 const char *why, struct jo_err *err)
 {
+	bool credit = why == NULL;  /* dispatch_credit */
+
 	if (e->o->dry_run) {
 		e->sum->would_copy++;
 		e->sum->would_copy_bytes += s->size;
@@ -819,6 +923,7 @@ static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struc
 	}
 	t->src = *s;
 	t->src.key = t->rel;
+	t->credit = credit;
 	if (e->track_pos) {
 		t->before = strdup(e->merge_pos ? e->merge_pos : "");
 		if (!t->before) {
@@ -827,7 +932,8 @@ static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struc
 		}
 	}
 	pthread_mutex_lock(&e->mu);
-	e->planned_bytes += s->size;
+	if (!credit)
+		e->planned_bytes += s->size;
 	if (e->track_pos) {
 		t->iprev = e->itail;
 		if (e->itail)
@@ -842,10 +948,16 @@ static int dispatch_copy(struct eng *e, const struct jo_sync_ent *s, const struc
 		t->dst = *d;
 		t->dst.key = NULL;
 	}
-	if (e->o->verbose)
+	if (e->o->verbose && !credit)
 		jo_info("copy \"%s\" (%s)", s->key, why);
 	enqueue(e, t);
 	return 0;
+}
+
+/* Cluster: a HEAD to learn whether an earlier attempt copied s. */
+static int dispatch_credit(struct eng *e, const struct jo_sync_ent *s, struct jo_err *err)
+{
+	return dispatch_copy(e, s, NULL, NULL, err);
 }
 
 /*
@@ -886,6 +998,52 @@ static int set_merge_pos(struct eng *e, const char *key, struct jo_err *err)
 	return 0;
 }
 
+/*
+ * Cluster: a checkpoint. Wait until nothing is in flight, fold the pass's
+ * counters into e->ck and hand {last key, counters} to the range's
+ * callback, which records it as the resume position. After a failed copy
+ * the position stays where it was (the key must be copied again).
+ */
+static int range_checkpoint(struct eng *e, uint64_t *nsrc, uint64_t *ndst, uint64_t *skipped,
+			    uint64_t *excluded, uint64_t *nextra, struct jo_err *err)
+{
+	struct jo_sync_ckpt c;
+	bool failed;
+	int rc = 0;
+
+	drain(e);
+	e->ck_at = now_s();
+	pthread_mutex_lock(&e->mu);
+	failed = e->rg_failed;
+	c.copied = e->rg->base.copied + e->sum->copied;
+	c.copied_bytes = e->rg->base.copied_bytes + e->sum->copied_bytes;
+	c.credited = e->rg->base.credited + e->sum->credited;
+	pthread_mutex_unlock(&e->mu);
+	if (failed || !e->last_key)
+		return 0;
+	/* credited keys were counted as skipped by the merge: they were copies */
+	uint64_t cred = c.credited - e->ck.credited;
+	e->ck.src_listed += *nsrc;
+	e->ck.dst_listed += *ndst;
+	e->ck.skipped += *skipped > cred ? *skipped - cred : 0;
+	e->ck.excluded += *excluded;
+	e->ck.extra += *nextra;
+	*nsrc = *ndst = *skipped = *excluded = *nextra = 0;
+	e->ck.copied = c.copied;
+	e->ck.copied_bytes = c.copied_bytes;
+	e->ck.credited = c.credited;
+	char *np = strdup(e->last_key);
+	if (!np)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	free(e->ck_pos);
+	e->ck_pos = np;
+	c = e->ck;
+	c.pos = e->ck_pos;
+	c.failed = false;
+	rc = e->rg->checkpoint(&c, err, e->rg->payload);
+	return rc;
+}
+
 /* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
 static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *after,
 		      char *which_side, struct jo_err *err)
@@ -894,9 +1052,17 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	struct jo_sync_stream_opts sos = { .threads = o->list_threads, .sort = sort_src,
 					   .sort_mem = o->sort_mem, .tmp_dir = o->tmp_dir,
 					   .after = after, .desc = e->src->desc };
+	if (e->rg) {
+		sos.range = true;
+		sos.lo = e->rg->lo;
+		sos.hi = e->rg->hi;
+		sos.order = e->rg->src_order;
+	}
 	struct jo_sync_stream_opts sod = sos;
 	sod.sort = sort_dst;
 	sod.desc = e->dst->desc;
+	if (e->rg)
+		sod.order = e->rg->dst_order;
 	struct jo_sync_stream *ls = NULL, *ld = NULL;
 	int rc = jo_sync_stream_start(&ls, e->so, e->src->prefix, &sos, err);
 	/* A dry run to a local directory that a real run would create: nothing there yet. */
@@ -915,12 +1081,23 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	struct jo_err eb = { 0 };
 	int ra = jo_sync_stream_next(ls, &a, err);
 	int rb = ld ? jo_sync_stream_next(ld, &b, &eb) : 0;
-	uint64_t nsrc = 0, ndst = 0, skipped = 0, excluded = 0;
+	uint64_t nsrc = 0, ndst = 0, skipped = 0, excluded = 0, nextra = 0, iter = 0;
 	while (!jo_cancelled()) {
 		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
 			break;
 		if (ra == 0 && rb == 0)
 			break;
+		if (e->rg && (++iter & 255) == 0 && e->rg->may_mutate &&
+		    !e->rg->may_mutate(e->rg->payload)) {
+			rc = jo_err_set(err, JO_ECONFLICT, "the range's lease is lost");
+			break;
+		}
+		if (e->rg && !e->rg->delete_only && e->rg->checkpoint &&
+		    now_s() - e->ck_at >= e->rg->checkpoint_s) {
+			rc = range_checkpoint(e, &nsrc, &ndst, &skipped, &excluded, &nextra, err);
+			if (rc)
+				break;
+		}
 		int c = ra == 0 ? 1 : rb == 0 ? -1 : keycmp(a.key, b.key);
 		const struct jo_sync_ent *s = c <= 0 ? &a : NULL, *d = c >= 0 ? &b : NULL;
 		const char *rel = s ? s->key : d->key;
@@ -933,6 +1110,8 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 		    (rl && rel[rl - 1] == '/' && e->dst->local)) {
 			/* Excluded, or a "directory marker" key a directory cannot hold. */
 			excluded++;
+		} else if (s && e->rg && e->rg->delete_only) {
+			/* phase 2 compares nothing: it only finds what DST has in excess */
 		} else if (s) {
 			struct jo_sync_row row;
 			rc = jo_sync_state_get(o->state, rel, &row, err);
@@ -945,13 +1124,32 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 					break;
 			} else {
 				skipped++;
+				/* an earlier attempt may have copied it: count it if so */
+				if (d && in_credit_window(e, rel)) {
+					rc = dispatch_credit(e, s, err);
+					if (rc)
+						break;
+				}
 			}
 		} else if (o->delete_dst) {
 			rc = add_extra(e, rel, err);
 			if (rc)
 				break;
+			nextra++;
+		} else if (e->rg) {
+			nextra++;
 		} else {
 			e->sum->extra++;
+		}
+		if (e->rg && !e->rg->delete_only) {
+			char *lk = strdup(rel);
+
+			if (!lk) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				break;
+			}
+			free(e->last_key);
+			e->last_key = lk;
 		}
 		if (s && e->track_pos) {
 			rc = set_merge_pos(e, s->key, err);
@@ -993,6 +1191,14 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	e->sum->dst_links = ld ? jo_sync_stream_links(ld) : 0;
 	e->sum->skipped = skipped;
 	e->sum->excluded = excluded;
+	if (e->rg) {
+		/* the range's totals: up to the last checkpoint, then this pass */
+		e->sum->src_listed += e->ck.src_listed;
+		e->sum->dst_listed += e->ck.dst_listed;
+		e->sum->skipped += e->ck.skipped;
+		e->sum->excluded += e->ck.excluded;
+		e->sum->extra = e->ck.extra + nextra;
+	}
 	pthread_mutex_unlock(&e->mu);
 	jo_sync_stream_free(ls);
 	jo_sync_stream_free(ld);
@@ -1012,7 +1218,15 @@ static int delete_pass(struct eng *e, struct jo_err *err)
 	char buf[200];
 	if (sum->failed)
 		why = "some copies failed";
-	else if (sum->src_listed == 0)
+	else if (e->rg && e->rg->expect_src && sum->src_listed == 0)
+		why = "the source listed no objects in this range, which it did in the copy phase";
+	else if (e->rg && e->nextras > e->rg->max_extras) {
+		snprintf(buf, sizeof(buf), "%" PRIu64 " objects only in DST, the copy phase counted %"
+			 PRIu64 ": DST changed since", e->nextras, e->rg->max_extras);
+		why = buf;
+	} else if (e->rg) {
+		/* the job's brakes were applied to the whole job before phase 2 */
+	} else if (sum->src_listed == 0)
 		why = "the source listed no objects";
 	else if (o->max_delete >= 0 && e->nextras > (uint64_t)o->max_delete) {
 		snprintf(buf, sizeof(buf), "%" PRIu64 " deletions exceed --max-delete %" PRId64,
@@ -1055,6 +1269,8 @@ static int delete_pass(struct eng *e, struct jo_err *err)
 			}
 			n++;
 		}
+		if (n && !rc && e->rg && e->rg->may_mutate && !e->rg->may_mutate(e->rg->payload))
+			rc = jo_err_set(err, JO_ECONFLICT, "the range's lease is lost: not deleting");
 		if (n && !rc && !jo_cancelled()) {
 			struct jo_err derr = { 0 };
 			int drc = jo_obj_delete_batch(e->dobj, (const char *const *)keys, n, results, &derr);
@@ -1096,6 +1312,42 @@ static int abort_stale_cb(const char *key, const struct jo_sync_mpu *m, void *p)
 	return 0;
 }
 
+/*
+ * Cluster: a side broke the order its range listing relied on. List it
+ * again in a weaker order (byte -> directory-first -> whole prefix,
+ * sorted), from the last checkpoint, as a fresh attempt would: counters
+ * back to the checkpoint, and what this pass may have copied is credited
+ * (HEAD) rather than counted twice.
+ */
+static int range_relist(struct eng *e, char side, const struct jo_sync_side *bad, char **after,
+			struct jo_err *err)
+{
+	enum jo_sync_order *ord = side == 's' ? &e->rg->src_order : &e->rg->dst_order;
+
+	if (*ord == JO_SYNC_ORDER_ANY)
+		return jo_err_wrap(err, "%s", bad->desc);
+	*ord = *ord == JO_SYNC_ORDER_BYTES ? JO_SYNC_ORDER_DIRFIRST : JO_SYNC_ORDER_ANY;
+	jo_warn("%s: %s; listing the range again %s", bad->desc, err->msg,
+		*ord == JO_SYNC_ORDER_DIRFIRST ? "in directory-first order"
+					       : "whole, through an external sort");
+	jo_err_clear(err);
+	pthread_mutex_lock(&e->mu);
+	e->sum->copied = e->ck.copied - e->rg->base.copied;
+	e->sum->copied_bytes = e->ck.copied_bytes - e->rg->base.copied_bytes;
+	e->sum->credited = e->ck.credited - e->rg->base.credited;
+	e->sum->failed = 0;
+	e->rg_failed = false;
+	pthread_mutex_unlock(&e->mu);
+	e->uncounted = true;  /* this pass may have copied past the checkpoint */
+	free(*after);
+	*after = e->ck_pos ? strdup(e->ck_pos) : NULL;
+	if (e->ck_pos && !*after)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	free(e->last_key);
+	e->last_key = e->ck_pos ? strdup(e->ck_pos) : NULL;
+	return 0;
+}
+
 int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		const struct jo_sync_side *dst, struct jo_obj *dobj,
 		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
@@ -1122,6 +1374,18 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	int started = 0;
 	if (!workers)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	e.rg = opts->range;
+	if (e.rg) {
+		e.ck = e.rg->base;
+		e.ck.pos = NULL;
+		e.ck_at = now_s();
+		e.uncounted = e.rg->uncounted;
+		if (e.rg->after && !(e.ck_pos = strdup(e.rg->after))) {
+			free(e.ck_pos);
+			free(workers);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+	}
 	/* Uploads left by an earlier run that --resume will not continue. */
 	if (!opts->resume && !opts->dry_run && opts->state)
 		jo_sync_state_mpu_each(opts->state, abort_stale_cb, &e, err);
@@ -1162,15 +1426,17 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		sort_dst = true;
 	free(v);
 
-	e.track_pos = opts->state && !opts->dry_run && !opts->delete_dst;
+	e.track_pos = opts->state && !opts->dry_run && !opts->delete_dst && !opts->range;
 	char *after = NULL;
-	if (opts->resume && opts->state && !opts->delete_dst) {
+	if (e.rg && e.rg->after && !(after = strdup(e.rg->after)))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (opts->resume && opts->state && !opts->delete_dst && !e.rg) {
 		if (jo_sync_state_getkv(opts->state, "listpos", &after, err) == 0 && after && *after) {
 			sum->resumed_listing = true;
 			jo_warn("resuming: listing both sides after \"%s\"", after);
 		}
 	}
-	for (int attempt = 0;; attempt++) {
+	for (int attempt = 0; rc != JO_ENOMEM; attempt++) {
 		pthread_mutex_lock(&e.mu);
 		free(e.merge_pos);
 		e.merge_pos = after && *after ? strdup(after) : NULL;
@@ -1194,6 +1460,13 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		if (rc != JO_SYNC_EORDER)
 			break;
 		const struct jo_sync_side *bad = side == 's' ? src : dst;
+		if (e.rg) {
+			rc = range_relist(&e, side, bad, &after, err);
+			if (rc)
+				break;
+			sum->order_restarts++;
+			continue;
+		}
 		if (attempt >= 2 || (side == 's' ? sort_src : sort_dst)) {
 			rc = jo_err_wrap(err, "%s", bad->desc);
 			break;
@@ -1232,6 +1505,15 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	}
 	free(e.merge_pos);
 	free(after);
+	if (e.rg) {
+		/* credited keys were also counted as skipped since the last checkpoint */
+		uint64_t since = sum->credited - (e.ck.credited - e.rg->base.credited);
+
+		sum->skipped = sum->skipped > since ? sum->skipped - since : 0;
+		sum->copied += e.rg->base.copied;
+		sum->copied_bytes += e.rg->base.copied_bytes;
+		sum->credited += e.rg->base.credited;
+	}
 	if (!rc && opts->delete_dst)
 		rc = delete_pass(&e, err);
 	else if (rc && e.nextras) {
@@ -1251,5 +1533,7 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	sum->seconds = now_s() - e.t0;
 	pthread_mutex_destroy(&e.mu);
 	pthread_cond_destroy(&e.cv);
+	free(e.last_key);
+	free(e.ck_pos);
 	return rc;
 }

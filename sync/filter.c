@@ -22,6 +22,7 @@
 #include "common/err.h"
 
 #include <errno.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,4 +480,27 @@ int64_t jo_sync_parse_size(const char *s)
 	if (r > 9.0e18)
 		return -1;
 	return (int64_t)r;
+}
+
+void jo_sync_filter_fingerprint(const struct jo_sync_filter *f, char out[65])
+{
+	unsigned char d[32];
+	unsigned int dl = 32;
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+	memset(d, 0, sizeof(d));
+	if (c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1) {
+		for (size_t i = 0; f && i < f->n; i++) {
+			const struct rule *r = &f->rules[i];
+			char head[3] = { r->kind, r->anchored ? '^' : ' ', '\n' };
+
+			EVP_DigestUpdate(c, head, sizeof(head));
+			for (size_t k = 0; k < r->npats; k++)
+				EVP_DigestUpdate(c, r->pats[k], strlen(r->pats[k]) + 1);
+		}
+		EVP_DigestFinal_ex(c, d, &dl);
+	}
+	EVP_MD_CTX_free(c);
+	for (int i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", d[i]);
 }

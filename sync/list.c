@@ -36,6 +36,7 @@
 #define QCAP 4096
 #define MAXCP "\xf4\x8f\xbf\xbf"
 #define SEAM_EXTRA 1000
+#define RANGE_POS 32
 
 struct qent {
 	char *key;
@@ -59,6 +60,7 @@ struct range {
 	/* lister-local */
 	char *prev;              /* last full key seen (order check) */
 	int past_hi;             /* keys read after the range's end */
+	bool reached_hi;         /* cluster range: stopped at the first key past hi */
 };
 
 struct jo_sync_stream {
@@ -80,6 +82,13 @@ struct jo_sync_stream {
 	int cur;
 	/* sort mode */
 	struct jo_xsort *xs;
+	/* cluster range (opts.range): full keys, NULL = open; the listing prefix */
+	char *rlo, *rhi;
+	char *lprefix;
+	/* where the two orders disagree about the range (range_positions) */
+	size_t slash[RANGE_POS], low[RANGE_POS];
+	int nslash, nlow;
+	uint64_t seen_low[RANGE_POS], seen_dir[RANGE_POS];
 	/* consumer */
 	char *last;              /* previous relative key handed out */
 	struct qent curent;
@@ -464,10 +473,12 @@ static void *lister_main(void *p)
 	return NULL;
 }
 
+static void *range_lister_main(void *p);
+
 static void *planner_main(void *p)
 {
 	struct jo_sync_stream *s = p;
-	int rc = plan_ranges(s, &s->plan_err);
+	int rc = s->opts.range ? add_range(s, NULL, NULL, NULL) : plan_ranges(s, &s->plan_err);
 	if (!rc && s->opts.sort) {
 		struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
 		if (s->opts.sort_mem)
@@ -476,7 +487,8 @@ static void *planner_main(void *p)
 		rc = jo_xsort_new(&s->xs, &xo, &s->plan_err);
 	}
 	for (int i = 0; !rc && i < s->nranges; i++) {
-		if (pthread_create(&s->ranges[i]->th, NULL, lister_main, s->ranges[i]) != 0) {
+		if (pthread_create(&s->ranges[i]->th, NULL, s->opts.range ? range_lister_main : lister_main,
+				   s->ranges[i]) != 0) {
 			rc = jo_err_set(&s->plan_err, JO_EIO, "cannot start a lister thread");
 			break;
 		}
@@ -485,6 +497,472 @@ static void *planner_main(void *p)
 	pthread_mutex_lock(&s->mu);
 	s->plan_rc = rc;
 	s->planned = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* ---- cluster ranges ------------------------------------------------------ */
+
+/* Length of the UTF-8 sequence at s (n bytes left) and its code point, or 0. */
+static size_t utf8_cp(const unsigned char *s, size_t n, uint32_t *cp)
+{
+	unsigned char c = s[0];
+	size_t len;
+	uint32_t v;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf) {
+		len = 2;
+		v = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		len = 3;
+		v = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		len = 4;
+		v = c & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		v = (v << 6) | (s[i] & 0x3f);
+	}
+	if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10ffff)) ||
+	    (v >= 0xd800 && v <= 0xdfff))
+		return 0;
+	*cp = v;
+	return len;
+}
+
+static size_t utf8_put(uint32_t cp, char *out)
+{
+	if (cp < 0x80) {
+		out[0] = (char)cp;
+		return 1;
+	}
+	if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6));
+		out[1] = (char)(0x80 | (cp & 0x3f));
+		return 2;
+	}
+	if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12));
+		out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f));
+		return 3;
+	}
+	out[0] = (char)(0xf0 | (cp >> 18));
+	out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+	out[2] = (char)(0x80 | ((cp >> 6) & 0x3f));
+	out[3] = (char)(0x80 | (cp & 0x3f));
+	return 4;
+}
+
+bool jo_sync_bound_ok(const char *b)
+{
+	const unsigned char *p = (const unsigned char *)b;
+	size_t n = strlen(b), i = 0;
+	uint32_t cp;
+
+	if (!n)
+		return false;
+	while (i < n) {
+		size_t l = utf8_cp(p + i, n - i, &cp);
+
+		if (!l)
+			return false;
+		i += l;
+	}
+	return true;
+}
+
+int jo_sync_dircmp(const char *a, const char *b)
+{
+	for (;; a++, b++) {
+		unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
+
+		if (x == y) {
+			if (!x)
+				return 0;
+			continue;
+		}
+		if (!x || !y)
+			return x ? 1 : -1;
+		if (x == '/')
+			return -1;
+		if (y == '/')
+			return 1;
+		return x < y ? -1 : 1;
+	}
+}
+
+char *jo_sync_bound_pred(const char *key)
+{
+	size_t n = strlen(key), start = n;
+	uint32_t cp = 0;
+	char enc[4];
+	size_t el;
+
+	if (!n)
+		return NULL;
+	/* "d/": the prefix itself (keys below it in byte order are not after
+	 * it in directory-first order: '.' + U+10FFFF would be) */
+	if (key[n - 1] == '/')
+		return strndup(key, n - 1);
+	/* the last character: a code point when it is valid UTF-8, else a byte */
+	while (start > 0 && n - start < 4) {
+		start--;
+		if (((unsigned char)key[start] & 0xc0) != 0x80)
+			break;
+	}
+	if (utf8_cp((const unsigned char *)key + start, n - start, &cp) != n - start) {
+		start = n - 1;
+		cp = (unsigned char)key[start];
+		if (cp >= 0x80) {
+			/* not UTF-8: step the byte (local file names only) */
+			char *m = malloc(n + 5);
+			if (!m)
+				return NULL;
+			memcpy(m, key, n);
+			m[n - 1] = (char)(cp - 1);
+			memcpy(m + n, MAXCP, 5);
+			return m;
+		}
+	}
+	if (cp == 0)
+		return NULL;
+	cp--;
+	if (cp >= 0xd800 && cp <= 0xdfff)
+		cp = 0xd7ff;
+	el = utf8_put(cp, enc);
+	char *m = malloc(start + el + 5);
+	if (!m)
+		return NULL;
+	memcpy(m, key, start);
+	memcpy(m + start, enc, el);
+	memcpy(m + start + el, MAXCP, 5);
+	return m;
+}
+
+/*
+ * Where byte order and directory-first order disagree about a range
+ * [lo, hi) (first differing byte '/' in one key, below '/' in the other):
+ *  - a '/' of hi at i: the keys hi[0..i) + (byte < '/') ... ("d-x" for hi
+ *    "d/m") are in the range, but a directory-first store lists them after
+ *    the whole directory hi[0..i)/, past hi;
+ *  - a byte below '/' of the start point S (lo, or the resume key) at j:
+ *    the keys S[0..j) + '/' ... ("d/x" for lo "d-a") are in the range, but
+ *    a directory-first store lists them before S.
+ * (The other two cases put keys that are not in the range inside its
+ * listing: they are dropped by the byte-order filter.) Positions are full-key
+ * offsets past the listing prefix, which every key of the range shares.
+ */
+static void range_positions(struct jo_sync_stream *s)
+{
+	size_t from = strlen(s->lprefix);
+	const char *st = s->after ? s->after : s->rlo;
+
+	for (size_t i = from; s->rhi && s->rhi[i] && s->nslash < RANGE_POS; i++)
+		if (s->rhi[i] == '/')
+			s->slash[s->nslash++] = i;
+	for (size_t j = from; st && st[j] && s->nlow < RANGE_POS; j++)
+		if ((unsigned char)st[j] < '/')
+			s->low[s->nlow++] = j;
+}
+
+static int range_setup(struct jo_sync_stream *s, const struct jo_sync_stream_opts *so)
+{
+	const char *lo = so->lo, *hi = so->hi;
+	size_t c = 0;
+
+	if ((lo && !jo_sync_bound_ok(lo)) || (hi && !jo_sync_bound_ok(hi)) ||
+	    (lo && hi && strcmp(lo, hi) >= 0))
+		return JO_EINVAL;
+	if (lo && !(s->rlo = cat3(s->prefix, s->plen, lo, strlen(lo), NULL)))
+		return JO_ENOMEM;
+	if (hi && !(s->rhi = cat3(s->prefix, s->plen, hi, strlen(hi), NULL)))
+		return JO_ENOMEM;
+	/* every key of [lo, hi) starts with their common prefix */
+	if (lo && hi)
+		while (lo[c] && lo[c] == hi[c])
+			c++;
+	if (!(s->lprefix = cat3(s->prefix, s->plen, lo ? lo : "", c, NULL)))
+		return JO_ENOMEM;
+	if (s->after && s->rhi && strcmp(s->after, s->rhi) >= 0)
+		return JO_EINVAL;
+	if (s->after && s->rlo && strcmp(s->after, s->rlo) < 0) {
+		free(s->after);
+		s->after = NULL;
+	}
+	range_positions(s);
+	s->opts.sort = so->order != JO_SYNC_ORDER_BYTES;
+	s->opts.threads = 1;
+	return 0;
+}
+
+/* Does full key k belong to the range (and come after the resume point)? */
+static bool in_range(const struct jo_sync_stream *s, const char *k)
+{
+	if (s->rlo && strcmp(k, s->rlo) < 0)
+		return false;
+	if (s->rhi && strcmp(k, s->rhi) >= 0)
+		return false;
+	return !s->after || strcmp(k, s->after) > 0;
+}
+
+/* Count the in-range keys the main listing saw at the disagreement places. */
+static void note_seen(struct jo_sync_stream *s, const char *k)
+{
+	const char *st = s->after ? s->after : s->rlo;
+
+	for (int i = 0; i < s->nslash; i++) {
+		size_t p = s->slash[i];
+
+		if (!strncmp(k, s->rhi, p) && k[p] && (unsigned char)k[p] < '/')
+			s->seen_low[i]++;
+	}
+	for (int j = 0; j < s->nlow; j++) {
+		size_t p = s->low[j];
+
+		if (!strncmp(k, st, p) && k[p] == '/')
+			s->seen_dir[j]++;
+	}
+}
+
+static int sort_add(struct range *r, const struct jo_obj_info *info)
+{
+	size_t kl = strlen(info->key), el = strlen(info->etag);
+	size_t len = kl + 1 + 16 + el;
+	char stackbuf[2048];
+	char *rec = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
+	int rc;
+
+	if (!rec)
+		return JO_ENOMEM;
+	memcpy(rec, info->key, kl + 1);
+	memcpy(rec + kl + 1, &info->size, 8);
+	memcpy(rec + kl + 9, &info->mtime, 8);
+	memcpy(rec + kl + 17, info->etag, el);
+	rc = jo_xsort_add(r->s->xs, rec, len, &r->err);
+	if (rec != stackbuf)
+		free(rec);
+	if (!rc) {
+		pthread_mutex_lock(&r->s->mu);
+		r->s->listed++;
+		pthread_mutex_unlock(&r->s->mu);
+	}
+	return rc;
+}
+
+static int range_cb(const struct jo_obj_info *info, void *p)
+{
+	struct range *r = p;
+	struct jo_sync_stream *s = r->s;
+	enum jo_sync_order ord = s->opts.order;
+	const char *k = info->key;
+
+	if (info->is_prefix)
+		return 0;
+	if (jo_cancelled() || __atomic_load_n(&s->stop, __ATOMIC_RELAXED))
+		return JO_ECANCELED;
+	if (info->is_link) {
+		if (in_range(s, k))
+			note_link(s, k);
+		return 0;
+	}
+	/* the order this side promised, checked key by key */
+	if (r->prev && ord != JO_SYNC_ORDER_ANY &&
+	    (ord == JO_SYNC_ORDER_BYTES ? strcmp(k, r->prev) : jo_sync_dircmp(k, r->prev)) <= 0)
+		return JO_SYNC_EORDER;
+	if (ord != JO_SYNC_ORDER_ANY) {
+		char *np = strdup(k);
+		if (!np)
+			return JO_ENOMEM;
+		free(r->prev);
+		r->prev = np;
+	}
+	/*
+	 * Past hi in both orders: in either kind of store nothing of the range
+	 * comes later but the low siblings of hi's directories. (A key past hi
+	 * in byte order only is a directory that sorts first: more may follow.)
+	 */
+	if (s->rhi && ord != JO_SYNC_ORDER_ANY && strcmp(k, s->rhi) >= 0 &&
+	    jo_sync_dircmp(k, s->rhi) >= 0) {
+		r->reached_hi = true;
+		return 1;
+	}
+	if (!in_range(s, k))
+		return 0;
+	note_seen(s, k);
+	return ord == JO_SYNC_ORDER_BYTES ? push(r, info) : sort_add(r, info);
+}
+
+/* A disagreement probe: the first in-range key of a place (see range_positions). */
+struct probe2 {
+	struct range *r;
+	size_t at;               /* the byte that tells the place */
+	bool low;                /* looking for a byte below '/' (else for '/') */
+	bool add;                /* DIRFIRST: collect what is found into the sort */
+	int scanned;
+	bool found;
+	bool unsure;             /* the directory probe could not tell (see below) */
+	char *prev;              /* the directory probe: the last key, for the order */
+};
+
+#define PROBE_SCAN 2000
+
+static int probe2_cb(const struct jo_obj_info *info, void *p)
+{
+	struct probe2 *q = p;
+	struct jo_sync_stream *s = q->r->s;
+	unsigned char c = (unsigned char)info->key[q->at];
+
+	if (info->is_prefix || info->is_link)
+		return 0;
+	if (jo_cancelled() || __atomic_load_n(&s->stop, __ATOMIC_RELAXED))
+		return JO_ECANCELED;
+	if (++q->scanned > PROBE_SCAN && !q->add) {
+		q->unsure = true;
+		return 1;
+	}
+	if (q->low) {
+		/* after the directory come its low siblings, then the rest (>= '0') */
+		if (c >= '0')
+			return 1;
+		if (!c || c == '/' || !in_range(s, info->key))
+			return 0;
+	} else {
+		/*
+		 * The directory S[0..j)/: read in the store's order until a key past
+		 * hi in both orders (nothing of the range can follow in either kind
+		 * of store, but low siblings of hi's own directories, probed apart),
+		 * watching the byte order on the way.
+		 */
+		if (q->prev && strcmp(info->key, q->prev) <= 0) {
+			q->found = true;
+			return 1;
+		}
+		free(q->prev);
+		q->prev = strdup(info->key);
+		if (!q->prev)
+			return JO_ENOMEM;
+		if (s->rhi && strcmp(info->key, s->rhi) >= 0 && jo_sync_dircmp(info->key, s->rhi) >= 0)
+			return 1;
+		if (!in_range(s, info->key))
+			return 0;
+	}
+	q->found = true;
+	if (q->add)
+		return sort_add(q->r, info);
+	return 1;
+}
+
+/*
+ * After the main listing. BYTES: a place where the orders disagree and an
+ * in-range key exists that the main listing did not see means the store is
+ * directory-first: JO_SYNC_EORDER (a byte-order store lists those keys
+ * inside the range, in order). DIRFIRST: fetch hi's low siblings into the
+ * sort (the start point was covered by starting before its first byte below
+ * '/').
+ */
+static int disagreements(struct range *r, struct jo_err *err)
+{
+	struct jo_sync_stream *s = r->s;
+	bool bytes = s->opts.order == JO_SYNC_ORDER_BYTES;
+	const char *st = s->after ? s->after : s->rlo;
+	int rc = 0;
+
+	for (int i = 0; r->reached_hi && i < s->nslash && !rc; i++) {
+		size_t at = s->slash[i];
+		char *x = strndup(s->rhi, at);
+		char *marker = x ? cat3(x, at, "/", 1, MAXCP) : NULL;
+		struct probe2 q = { .r = r, .at = at, .low = true, .add = !bytes };
+
+		if (!marker) {
+			free(x);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		rc = jo_obj_list(s->o, x, marker, NULL, probe2_cb, &q, err);
+		if (rc == 1)
+			rc = 0;
+		if (!rc && bytes && q.found && !s->seen_low[i])
+			rc = JO_SYNC_EORDER;
+		free(x);
+		free(marker);
+	}
+	for (int j = 0; bytes && j < s->nlow && !rc; j++) {
+		size_t at = s->low[j];
+		char *xd = cat3(st, at, "/", 1, NULL);
+		struct probe2 q = { .r = r, .at = at, .low = false };
+
+		if (!xd)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		rc = jo_obj_list(s->o, xd, NULL, NULL, probe2_cb, &q, err);
+		if (rc == 1)
+			rc = 0;
+		/*
+		 * The directory S[0..j)/ sorts after S in byte order, before it
+		 * directory-first. The main listing saw none of it; a key of it in
+		 * the range (or out of byte order, or too many to tell) means the
+		 * store skipped it: an order break (the range is listed again
+		 * directory-first).
+		 */
+		if (!rc && !s->seen_dir[j] && (q.found || q.unsure))
+			rc = JO_SYNC_EORDER;
+		free(q.prev);
+		free(xd);
+	}
+	return rc;
+}
+
+/* The start-after of the main listing. */
+static char *range_marker(struct jo_sync_stream *s)
+{
+	const char *st = s->after ? s->after : s->rlo;
+	enum jo_sync_order ord = s->opts.order;
+
+	if (!st || ord == JO_SYNC_ORDER_ANY)
+		return NULL;
+	/* DIRFIRST: start before S's first byte below '/', so that the
+	 * directory S[0..j)/ (listed before S there) is read too */
+	if (ord == JO_SYNC_ORDER_DIRFIRST && s->nlow)
+		return strndup(st, s->low[0]);
+	return s->after ? strdup(s->after) : jo_sync_bound_pred(s->rlo);
+}
+
+static void *range_lister_main(void *p)
+{
+	struct range *r = p;
+	struct jo_sync_stream *s = r->s;
+	enum jo_sync_order ord = s->opts.order;
+	char *marker = range_marker(s);
+	int rc = 0;
+
+	if ((s->after || s->rlo) && ord != JO_SYNC_ORDER_ANY && !marker)
+		rc = jo_err_set(&r->err, JO_ENOMEM, "out of memory");
+	if (!rc)
+		rc = jo_obj_list(s->o, s->lprefix, marker, NULL, range_cb, r, &r->err);
+	if (rc == 1)
+		rc = 0;
+	if (!rc && ord != JO_SYNC_ORDER_ANY)
+		rc = disagreements(r, &r->err);
+	if (!rc && s->opts.sort)
+		rc = jo_xsort_finish(s->xs, &r->err);
+	if (rc == JO_SYNC_EORDER)
+		jo_err_set(&r->err, JO_EPROTO, "keys listed out of %s order near \"%s\"",
+			   ord == JO_SYNC_ORDER_BYTES ? "byte" : "directory-first",
+			   r->prev ? r->prev : "");
+	free(marker);
+	pthread_mutex_lock(&s->mu);
+	r->rc = rc;
+	r->done = true;
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	return NULL;
@@ -518,6 +996,20 @@ int jo_sync_stream_start(struct jo_sync_stream **out, struct jo_obj *o, const ch
 	}
 	if (s->opts.threads < 1)
 		s->opts.threads = 1;
+	if (s->opts.range) {
+		int rrc = range_setup(s, so);
+
+		if (rrc) {
+			free(s->rlo);
+			free(s->rhi);
+			free(s->lprefix);
+			free(s->after);
+			free(s->prefix);
+			free(s);
+			return jo_err_set(err, rrc, rrc == JO_EINVAL ? "range bounds are not boundaries"
+								   : "out of memory");
+		}
+	}
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
 	if (pthread_create(&s->planner, NULL, planner_main, s) != 0) {
@@ -557,7 +1049,7 @@ static int next_sorted(struct jo_sync_stream *s, struct jo_sync_ent *ent, struct
 	while (!r->done)
 		pthread_cond_wait(&s->cv, &s->mu);
 	pthread_mutex_unlock(&s->mu);
-	if (r->rc < 0) {
+	if (r->rc < 0 || r->rc == JO_SYNC_EORDER) {
 		*err = r->err;
 		return r->rc;
 	}
@@ -670,6 +1162,9 @@ void jo_sync_stream_free(struct jo_sync_stream *s)
 	free(s->last);
 	free(s->prefix);
 	free(s->after);
+	free(s->rlo);
+	free(s->rhi);
+	free(s->lprefix);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);
@@ -697,3 +1192,4 @@ uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s)
 	pthread_mutex_unlock(&m->mu);
 	return n;
 }
+

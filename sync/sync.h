@@ -11,6 +11,9 @@
  *              external-sort fallback)
  *   engine.c   merge-join, transfer workers, deletes, summary counters
  *   bwlimit.c  token bucket shared by all transfers
+ *   plan.c     cluster mode: sample both listings, cut the key space into ranges
+ *   cluster.c  cluster mode: a job's records and tasks in the coordinator,
+ *              the worker loop, the delete phase, --status
  */
 #ifndef JO_SYNC_H
 #define JO_SYNC_H
@@ -175,6 +178,15 @@ int jo_sync_state_mpu_each(struct jo_sync_state *st,
 /* Returned by jo_sync_stream_next when keys arrived out of byte order. */
 #define JO_SYNC_EORDER 1000
 
+/*
+ * How a store orders a listing (cluster ranges rely on it to stop early):
+ *   BYTES     byte order (AWS, MinIO, rclone serve s3, local directories)
+ *   DIRFIRST  directory by directory: byte order with '/' below every other
+ *             byte, start-after taken in that order (SeaweedFS)
+ *   ANY       no order assumed: the range's whole listing prefix is read
+ */
+enum jo_sync_order { JO_SYNC_ORDER_BYTES = 0, JO_SYNC_ORDER_DIRFIRST, JO_SYNC_ORDER_ANY };
+
 struct jo_sync_stream_opts {
 	int threads;           /* key-range listers (>= 1) */
 	bool sort;             /* list with one lister and sort externally */
@@ -182,6 +194,18 @@ struct jo_sync_stream_opts {
 	const char *tmp_dir;
 	const char *after;     /* relative key: hand out only keys after it (resume), or NULL */
 	const char *desc;      /* the side, for the warning about each skipped symlink */
+	/*
+	 * Cluster ranges: hand out exactly the keys k with lo <= k < hi in byte
+	 * order (relative; NULL = open end), whatever the store's order. lo and
+	 * hi must be boundaries (jo_sync_bound_ok). threads and sort are
+	 * ignored; `order` says how to list: BYTES streams and checks the
+	 * order (JO_SYNC_EORDER when the store breaks it, also for a
+	 * directory-first store caught past hi), DIRFIRST and ANY sort the range
+	 * externally (DIRFIRST: JO_SYNC_EORDER when the store is not even that).
+	 */
+	bool range;
+	const char *lo, *hi;
+	enum jo_sync_order order;
 };
 
 struct jo_sync_stream;
@@ -196,6 +220,26 @@ int jo_sync_stream_start(struct jo_sync_stream **out, struct jo_obj *o, const ch
 int jo_sync_stream_next(struct jo_sync_stream *s, struct jo_sync_ent *ent, struct jo_err *err);
 /* Stop listers, free everything. Accepts NULL. */
 void jo_sync_stream_free(struct jo_sync_stream *s);
+/*
+ * Range boundaries (cluster planning): non-empty valid UTF-8. Byte order
+ * and directory-first order put a key k on different sides of a boundary b
+ * only when at their first differing byte one has '/' and the other a byte
+ * below it (space, '%', '+', '-', '.', ...): for b = "d/x" the key "d-y"
+ * (before b in byte order, after all of "d/" directory-first), for b = "d-x"
+ * the key "d/y". Range listings stop only at a key past hi in both orders,
+ * and look at each such place with one request (list.c).
+ */
+bool jo_sync_bound_ok(const char *b);
+/* Directory-first order: byte order with '/' below every other byte. */
+int jo_sync_dircmp(const char *a, const char *b);
+/*
+ * A start-after marker m just below `key` in byte order (its last character
+ * replaced by the one before it, then U+10FFFF; a trailing '/' dropped):
+ * every key k >= key has k > m. In directory-first order too, except for the
+ * keys of the places described above. malloc'd, NULL when out of memory.
+ */
+char *jo_sync_bound_pred(const char *key);
+
 /* Key ranges actually used (for tests and debug output). */
 int jo_sync_stream_ranges(const struct jo_sync_stream *s);
 /* Entries listed so far (all listers). */
@@ -205,6 +249,36 @@ uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s);
  * copied nor deleted); each one was also reported with a warning line.
  */
 uint64_t jo_sync_stream_links(const struct jo_sync_stream *s);
+
+
+/* ---- cluster planning (plan.c) ------------------------------------------ */
+
+struct jo_sync_plan_opts {
+	int ranges;          /* ranges wanted; 0: one per ~2000 objects, at least 16 */
+	int max_probes;      /* list requests per side (0: 2000) */
+};
+
+struct jo_sync_plan {
+	/* ranges [-inf, b0), [b0, b1), ..., [b(n-1), +inf): n + 1 of them */
+	char **bounds;
+	size_t nbounds;
+	double *weights;     /* nbounds + 1: estimated objects (SRC + DST) per range */
+	double est_total;
+	uint64_t src_est, dst_est;   /* objects counted (a lower bound unless exact) */
+	bool src_exact, dst_exact;
+	/* what the samples showed: DIRFIRST when a page was out of byte order */
+	enum jo_sync_order src_order, dst_order;
+	int probes;          /* list requests made */
+};
+/*
+ * Sample both listings (dob may be NULL: nothing there yet) and cut the key
+ * space into ranges of about equal work; every bound passes
+ * jo_sync_bound_ok. Keys are relative to sprefix / dprefix.
+ */
+int jo_sync_plan_make(struct jo_obj *so, const char *sprefix, struct jo_obj *dob,
+		      const char *dprefix, const struct jo_sync_plan_opts *po,
+		      struct jo_sync_plan *out, struct jo_err *err);
+void jo_sync_plan_release(struct jo_sync_plan *p);
 
 /* ---- bandwidth limit ----------------------------------------------------- */
 
@@ -216,6 +290,59 @@ void jo_sync_bw_free(struct jo_sync_bw *b);
 void jo_sync_bw_take(struct jo_sync_bw *b, size_t n);
 
 /* ---- the engine ---------------------------------------------------------- */
+
+/*
+ * Cluster mode: one range of a job (cluster.c drives it). What a range
+ * attempt has done, exact for every key up to pos (both sides' keys).
+ */
+struct jo_sync_ckpt {
+	const char *pos;            /* last key processed (relative), NULL: none yet */
+	bool failed;                /* a copy failed: pos no longer moves */
+	uint64_t copied, copied_bytes, credited;
+	uint64_t skipped, extra, excluded, src_listed, dst_listed;
+};
+
+struct jo_sync_range {
+	const char *lo, *hi;        /* boundaries (relative), NULL = open */
+	enum jo_sync_order src_order, dst_order;   /* in: as planned; out: what worked */
+	const char *after;          /* resume after this key (NULL: from lo) */
+	struct jo_sync_ckpt base;   /* what earlier attempts did up to `after` */
+	/*
+	 * An earlier attempt may have copied keys after `after` without
+	 * recording them (it died between checkpoints). The merge then HEADs
+	 * each key past `after` it would skip and counts it as copied when it
+	 * carries this job's mark: a copy is counted once, whichever attempt
+	 * made it.
+	 */
+	bool uncounted;
+	const char *job_mark;       /* x-amz-meta-jfsops-job on every copy */
+	double checkpoint_s;        /* seconds between checkpoints (drain, then record) */
+	/* phase 2: list both sides, delete what only DST has, copy nothing */
+	bool delete_only;
+	uint64_t max_extras;        /* refuse when more than the copy phase counted */
+	bool expect_src;            /* refuse when SRC lists nothing where it listed some */
+	/*
+	 * Callbacks (payload last). checkpoint: nothing is in flight, store c
+	 * (a non-zero return stops the range with that error). may_mutate:
+	 * false once the range's lease is lost.
+	 */
+	int (*checkpoint)(const struct jo_sync_ckpt *c, struct jo_err *err, void *payload);
+	bool (*may_mutate)(void *payload);
+	/*
+	 * A multipart upload of key rel began (open) or ended: record it, so
+	 * that an attempt after a crash aborts what this one left behind (there
+	 * is no state file to continue it from). Called from transfer threads;
+	 * a non-zero return fails the copy.
+	 */
+	int (*mpu)(const char *rel, const char *upload_id, bool open, struct jo_err *err,
+		   void *payload);
+	void *payload;
+};
+
+/* Counters a progress display may read while a run goes on (atomics). */
+struct jo_sync_live {
+	uint64_t copied, copied_bytes, listed;
+};
 
 struct jo_sync_opts {
 	struct jo_sync_cmp_opts cmp;
@@ -240,6 +367,8 @@ struct jo_sync_opts {
 	bool verbose;                      /* one line per action on stderr */
 	bool json;                         /* dry-run plan as JSON lines */
 	bool dst_absent;                   /* a dry run to a local DST not created yet: list it as empty */
+	struct jo_sync_range *range;       /* cluster mode: this range only (no state file) */
+	struct jo_sync_live *live;         /* may be NULL */
 };
 
 struct jo_sync_summary {
@@ -251,6 +380,7 @@ struct jo_sync_summary {
 	char delete_refused_why[200];
 	int order_restarts;
 	bool resumed_listing;      /* --resume continued after a saved listing position */
+	uint64_t credited;         /* cluster: copies of an earlier attempt counted now */
 	uint64_t src_links, dst_links;  /* symlinks skipped in local directories */
 	/* object requests issued and connections opened, per side (the caller fills them) */
 	uint64_t src_requests, src_conns, dst_requests, dst_conns;
@@ -266,5 +396,62 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		const struct jo_sync_side *dst, struct jo_obj *dobj,
 		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
 		struct jo_err *err);
+
+/* ---- cluster mode (cluster.c) ------------------------------------------ */
+
+enum jo_sync_cluster_mode {
+	JO_SYNC_CLUSTER_ALL = 0,   /* plan if nobody did, then work (the cron case) */
+	JO_SYNC_CLUSTER_PLAN,      /* only plan; done once the plan is recorded */
+	JO_SYNC_CLUSTER_WORK,      /* only work (waits for a plan) */
+};
+
+struct jo_sync_cluster_opts {
+	const char *url;             /* the coordinator's META-URL */
+	const char *password, *redis_password;  /* for a URL without one, or NULL */
+	const char *ns;              /* the job's namespace (jo_sync_job_ns) */
+	const char *name;            /* --id NAME, or NULL */
+	const char *fp;              /* what the job is (hex): an --id job must match it */
+	const char *worker;          /* this worker's name: printable ASCII, no spaces */
+	enum jo_sync_cluster_mode mode;
+	int64_t lease_ms;
+	int ranges;                  /* the planner's target (0: auto) */
+	int max_attempts;            /* a range failing this often is given up */
+	double checkpoint_s;         /* resume positions at most this far apart */
+	bool reset;                  /* drop the job's records first */
+};
+
+struct jo_sync_cluster_result {
+	char ns[17];
+	bool finished;               /* the job is done (end recorded) */
+	bool was_finished;           /* ... already when this process came */
+	char status[16];             /* "ok", "failed", "refused" */
+	char why[256];
+	struct jo_sync_summary mine; /* this process's share */
+	struct jo_sync_summary job;  /* the whole job (from its records) */
+	int ranges, ranges_done, ranges_failed, ranges_mine;
+};
+
+/* The namespace of a job: "s" + 15 hex digits of a hash of `what` (its
+ * --id NAME when named, else what makes it). */
+void jo_sync_job_ns(const char *what, bool named, char out[17]);
+/*
+ * Work on the job (co->mode) until it is finished, a signal arrives or a
+ * fatal error. 0 when the run ended normally: res says how the job stands.
+ */
+int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
+			const struct jo_sync_side *dst, struct jo_obj *dobj,
+			const struct jo_sync_opts *o, const struct jo_sync_cluster_opts *co,
+			struct jo_sync_cluster_result *res, struct jo_err *err);
+
+struct jo_sync_status_opts {
+	const char *url, *password, *redis_password;
+	const char *ns;              /* one job, or NULL: every job of the coordinator */
+	bool json;                   /* one JSON object per job */
+};
+/* Print the state of the coordinator's sync job(s): JO_ENOTFOUND for an unknown ns. */
+int jo_sync_cluster_status(const struct jo_sync_status_opts *so, FILE *out, struct jo_err *err);
+
+/* Fingerprint of the filter rules (for a job's identity): 64 hex digits + NUL. */
+void jo_sync_filter_fingerprint(const struct jo_sync_filter *f, char out[65]);
 
 #endif

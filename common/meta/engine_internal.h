@@ -53,6 +53,18 @@ struct jo_mut_ops {
 	int (*task_clear)(struct jo_meta *, const char *, struct jo_err *);
 	/* the most items one task may hold (what one transaction can record); 0: no limit */
 	size_t max_task_items;
+	/*
+	 * Records beside the tasks (meta_mut.h jo_mut_rec_*): redis in
+	 * mut_redis.c, sql in sql_task.c, tkv in tkv_task.c. A family without
+	 * them leaves these NULL and the calls are JO_EUNSUPPORTED. A family
+	 * with them also honours url.coordinator_only in its open (no format
+	 * check: a sync coordinator holds no volume).
+	 */
+	int (*rec_put)(struct jo_meta *, const char *, const char *, const char *,
+		       const struct jo_mut_rec_cond *, bool *, struct jo_err *);
+	int (*rec_get)(struct jo_meta *, const char *, const char *, char **, struct jo_err *);
+	int (*rec_scan)(struct jo_meta *, const char *, const char *, jo_mut_rec_cb, void *,
+			struct jo_err *);
 };
 
 /* A family's compaction bookkeeping (meta_compact.h). */

@@ -1160,6 +1160,7 @@ struct jo_kvc {
 	bool resp_over;        /* it was over MAX_REPLY_BYTES */
 	bool resp_oom;         /* no memory for it */
 	bool cancellable;      /* the request in flight may be cut by jo_cancelled() */
+	bool hdr_end;          /* the last reply's header section ended (its blank line came) */
 	char curl_err[CURL_ERROR_SIZE];
 };
 
@@ -1196,6 +1197,25 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 	return n;
 }
 
+/*
+ * Header lines of the reply. libcurl takes a connection closed inside the
+ * header section for the end of a reply without a body (status 200, no
+ * body, CURLE_OK): only the blank line that ends the section says the
+ * header arrived whole. A status line starts a section (an interim 1xx
+ * reply has its own).
+ */
+static size_t on_header(char *p, size_t size, size_t nmemb, void *ud)
+{
+	struct jo_kvc *c = ud;
+	size_t n = size * nmemb;
+
+	if (n >= 5 && !memcmp(p, "HTTP/", 5))
+		c->hdr_end = false;
+	else if ((n == 2 && p[0] == '\r' && p[1] == '\n') || (n == 1 && p[0] == '\n'))
+		c->hdr_end = true;
+	return n;
+}
+
 static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
 		       curl_off_t ulnow)
 {
@@ -1226,6 +1246,7 @@ static int curl_class(CURLcode cc)
 	case CURLE_SEND_ERROR:
 	case CURLE_RECV_ERROR:
 	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE: /* the connection closed inside the reply */
 	case CURLE_UNSUPPORTED_PROTOCOL:
 		return JO_ECONNECT;
 	case CURLE_OPERATION_TIMEDOUT:
@@ -1294,6 +1315,7 @@ static CURLcode perform(struct jo_kvc *c, size_t e, enum call_kind kind, bool ge
 	c->resp_n = 0;
 	c->resp_over = false;
 	c->resp_oom = false;
+	c->hdr_end = false;
 	if (c->resp)
 		c->resp[0] = '\0';
 	c->curl_err[0] = '\0';
@@ -1308,6 +1330,12 @@ static CURLcode perform(struct jo_kvc *c, size_t e, enum call_kind kind, bool ge
 		curl_easy_setopt(c->h, CURLOPT_POSTFIELDS, body);
 	}
 	cc = curl_easy_perform(c->h);
+	if (cc == CURLE_OK && !c->hdr_end) {
+		/* a truncated reply, never an empty one */
+		snprintf(c->curl_err, sizeof(c->curl_err), "the connection closed inside the "
+			 "reply's header");
+		cc = CURLE_PARTIAL_FILE;
+	}
 	curl_easy_getinfo(c->h, CURLINFO_RESPONSE_CODE, status);
 	curl_easy_getinfo(c->h, CURLINFO_REQUEST_SIZE, &reqsize);
 	*sent = reqsize > 0;
@@ -1553,6 +1581,8 @@ static int etcd_connect(struct jo_kvc **out, const struct jo_meta_url *u, struct
 	curl_easy_setopt(c->h, CURLOPT_ERRORBUFFER, c->curl_err);
 	curl_easy_setopt(c->h, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c->h, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(c->h, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c->h, CURLOPT_HEADERDATA, c);
 	curl_easy_setopt(c->h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(c->h, CURLOPT_XFERINFOFUNCTION, on_progress);
 	curl_easy_setopt(c->h, CURLOPT_XFERINFODATA, c);

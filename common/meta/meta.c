@@ -458,6 +458,7 @@ int jo_meta_open_with(struct jo_meta **out, const char *url,
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	u.read_only = opts && opts->read_only;
+	u.coordinator_only = opts && opts->coordinator_only;
 	return open_parsed(out, &u, err);
 }
 

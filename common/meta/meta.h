@@ -124,6 +124,14 @@ struct jo_meta_open_opts {
 	 * changes). Mutating calls then fail.
 	 */
 	bool read_only;
+	/*
+	 * A jfsops coordinator (`sync --cluster URL`), not a JuiceFS volume:
+	 * the database need not hold a format record ("setting"), and an
+	 * SQLite file that does not exist yet is created. Only the task and
+	 * record calls of meta_mut.h are meant for such a handle; every family
+	 * honours the flag in its open.
+	 */
+	bool coordinator_only;
 };
 int jo_meta_open_with(struct jo_meta **out, const char *url,
 		      const struct jo_meta_open_opts *opts, struct jo_err *err);

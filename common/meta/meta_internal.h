@@ -23,6 +23,7 @@ struct jo_meta_url {
 	char *table_prefix; /* SQL: "jfs_" or "jfs_X_" */
 	char *redacted;     /* the URL with the password as "****" */
 	bool read_only;     /* opened for reading only (jo_meta_open_opts) */
+	bool coordinator_only; /* no volume: skip the format check (jo_meta_open_opts) */
 	/* redis: Sentinel, Cluster and TLS (as juicefs's newRedisMeta reads them) */
 	char *hosts;        /* sentinel/cluster: "h:p,h:p,..." (IPv6 as [a::b]:p), else NULL */
 	char *master_name;  /* sentinel: the master's name (NULL: not a sentinel URL) */

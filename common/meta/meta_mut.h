@@ -209,7 +209,45 @@ int jo_mut_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t
 typedef int (*jo_mut_task_cb)(const struct jo_mut_task *t, void *payload);
 int jo_mut_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
 		     struct jo_err *err);
-/* Remove every task record of ns (tests, `gc --reset-tasks`). */
+/* Remove every task record of ns, and its records below (tests, `gc --reset-tasks`). */
 int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
+
+/*
+ * ---- records of a namespace, beside its tasks
+ *
+ * Small named values that outlive the tasks they describe: a sync job's
+ * plan, a range's resume position (written while its worker holds the
+ * range's lease), the record that a range is done (written in the same
+ * transaction that completes its task), a worker's counters. Keys are 1..200
+ * printable ASCII bytes; values at most JO_MUT_REC_MAX bytes of text.
+ *   Redis:  jfsops:{ns}:rec (hash key -> value)
+ *   SQL:    jfsops_[X_]{ns}_rec (k primary key, v), made on first use
+ *   tkv:    P "jfsops/" ns "/r/" key (under the volume's prefix, as its tasks)
+ */
+#define JO_MUT_REC_MAX (1u << 20)
+
+/* Conditions of jo_mut_rec_put, checked in the same transaction as the write. */
+struct jo_mut_rec_cond {
+	int64_t task_id;     /* > 0: only while `owner` holds task task_id (else JO_ECONFLICT) */
+	const char *owner;
+	bool if_absent;      /* only if key has no record: else nothing is written, *written false */
+	bool complete;       /* also complete task task_id (as jo_mut_task_complete) */
+};
+/*
+ * Write key = val (val NULL: remove the record). cond may be NULL (no
+ * condition). *written (may be NULL) tells whether the write happened.
+ * JO_ECONFLICT when cond names a task the owner no longer holds: then
+ * nothing is written and the task is not completed.
+ */
+int jo_mut_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		   const struct jo_mut_rec_cond *cond, bool *written, struct jo_err *err);
+/* *val (malloc'd) gets the record. JO_ENOTFOUND when there is none. */
+int jo_mut_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		   struct jo_err *err);
+/* Every record whose key starts with prefix ("" = all), in no particular
+ * order; key and val are borrowed for the call. A non-zero return stops. */
+typedef int (*jo_mut_rec_cb)(const char *key, const char *val, void *payload);
+int jo_mut_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		    void *payload, struct jo_err *err);
 
 #endif

@@ -120,6 +120,9 @@ static int r_open(struct jo_meta *m, struct jo_err *err)
 
 	if ((rc = jo_rd_open(m, err)) != 0)
 		return rc;
+	/* a sync coordinator holds no volume: its records need no format */
+	if (m->url.coordinator_only)
+		return 0;
 	r = jo_rd_cmd(m, err, &rc, "EXISTS %Ksetting");
 	if (!r)
 		goto fail;

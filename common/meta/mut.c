@@ -280,3 +280,76 @@ int jo_mut_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 		return err->code;
 	return o->task_clear(m, ns, err);
 }
+
+/* ---- records */
+
+static int check_rec_key(const char *key, struct jo_err *err)
+{
+	size_t n = key ? strlen(key) : 0;
+
+	if (n == 0 || n > 200)
+		return jo_err_set(err, JO_EINVAL, "record key must be 1-200 characters");
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)key[i] < 0x21 || (unsigned char)key[i] > 0x7e)
+			return jo_err_set(err, JO_EINVAL, "record key '%.40s': printable ASCII only", key);
+	return 0;
+}
+
+static int no_recs(struct jo_meta *m, struct jo_err *err)
+{
+	return jo_err_set(err, JO_EUNSUPPORTED, "metadata engine %s keeps no jfsops records yet",
+			  jo_meta_engine(m));
+}
+
+int jo_mut_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		   const struct jo_mut_rec_cond *cond, bool *written, struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+	struct jo_mut_rec_cond none = { 0 };
+
+	if (written)
+		*written = false;
+	if (check_ns(ns, err) || check_rec_key(key, err))
+		return err->code;
+	if (!cond)
+		cond = &none;
+	if (val && strlen(val) > JO_MUT_REC_MAX)
+		return jo_err_set(err, JO_EINVAL, "record '%s' is longer than %u bytes", key,
+				  JO_MUT_REC_MAX);
+	if (cond->task_id > 0 && check_owner(cond->owner, err))
+		return err->code;
+	if (cond->complete && cond->task_id <= 0)
+		return jo_err_set(err, JO_EINVAL, "record '%s': complete needs a task", key);
+	if (!o->rec_put)
+		return no_recs(m, err);
+	return o->rec_put(m, ns, key, val, cond, written, err);
+}
+
+int jo_mut_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		   struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+
+	*val = NULL;
+	if (check_ns(ns, err) || check_rec_key(key, err))
+		return err->code;
+	if (!o->rec_get)
+		return no_recs(m, err);
+	return o->rec_get(m, ns, key, val, err);
+}
+
+int jo_mut_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		    void *payload, struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+
+	if (check_ns(ns, err))
+		return err->code;
+	if (!prefix)
+		prefix = "";
+	if (*prefix && check_rec_key(prefix, err))
+		return err->code;
+	if (!o->rec_scan)
+		return no_recs(m, err);
+	return o->rec_scan(m, ns, prefix, cb, payload, err);
+}

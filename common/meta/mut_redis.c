@@ -954,6 +954,142 @@ static int r_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 	return rc;
 }
 
+/* ---- records beside the tasks (meta_mut.h jo_mut_rec_*) */
+
+/*
+ * KEYS: rec, queue, items. ARGV: prefix, key, value, delete, if_absent,
+ * task id (0: none), owner, complete -> -1 not our task, 0 exists, 1 written
+ */
+static const char LUA_REC_PUT[] =
+	"local id = tonumber(ARGV[6]) "
+	"local tk = ARGV[1] .. 'task:' .. ARGV[6] "
+	"if id > 0 and redis.call('HGET', tk, 'owner') ~= ARGV[7] then return -1 end "
+	"if ARGV[5] == '1' and redis.call('HEXISTS', KEYS[1], ARGV[2]) == 1 then return 0 end "
+	"if ARGV[4] == '1' then redis.call('HDEL', KEYS[1], ARGV[2]) "
+	"else redis.call('HSET', KEYS[1], ARGV[2], ARGV[3]) end "
+	"if ARGV[8] == '1' then "
+	"  local items = redis.call('HGET', tk, 'items') or '' "
+	"  for it in string.gmatch(items, '[^\\n]+') do "
+	"    if redis.call('HGET', KEYS[3], it) == ARGV[6] then redis.call('HDEL', KEYS[3], it) end "
+	"  end "
+	"  redis.call('DEL', tk) "
+	"  redis.call('ZREM', KEYS[2], ARGV[6]) "
+	"end "
+	"return 1";
+
+/* Beside the task keys (a Cluster volume's hash tag first, as mk_keys). */
+static void rec_key(struct jo_meta *m, const char *ns, char *out, size_t n)
+{
+	snprintf(out, n, "%sjfsops:%s:rec", jo_rd_prefix(m, NULL), ns);
+}
+
+static int r_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		     const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err)
+{
+	struct rkeys k;
+	char rk[64], sid[32];
+	const char *keys[3], *args[8];
+	redisReply *r;
+	int64_t v;
+	int rc;
+
+	mk_keys(m, ns, &k);
+	rec_key(m, ns, rk, sizeof(rk));
+	snprintf(sid, sizeof(sid), "%lld", (long long)(c->task_id > 0 ? c->task_id : 0));
+	keys[0] = rk;
+	keys[1] = k.queue;
+	keys[2] = k.items;
+	args[0] = k.prefix;
+	args[1] = key;
+	args[2] = val ? val : "";
+	args[3] = val ? "0" : "1";
+	args[4] = c->if_absent ? "1" : "0";
+	args[5] = sid;
+	args[6] = c->task_id > 0 ? c->owner : "";
+	args[7] = c->complete ? "1" : "0";
+	r = eval(m, err, &rc, LUA_REC_PUT, 3, keys, 8, args);
+	if (!r)
+		return rc;
+	rc = reply_i64(r, &v);
+	freeReplyObject(r);
+	if (rc)
+		return jo_err_set(err, JO_EPROTO, "redis %s: unexpected record reply", m->url.redacted);
+	if (v < 0)
+		return jo_err_set(err, JO_ECONFLICT, "record '%s': task %lld is no longer leased by %s",
+				  key, (long long)c->task_id, c->owner);
+	if (written)
+		*written = v == 1;
+	return 0;
+}
+
+static int r_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		     struct jo_err *err)
+{
+	char rk[64];
+	redisReply *r;
+	int rc;
+
+	rec_key(m, ns, rk, sizeof(rk));
+	r = jo_rd_cmd(m, err, &rc, "HGET %s %s", rk, key);
+	if (!r)
+		return rc;
+	if (r->type == REDIS_REPLY_NIL) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_ENOTFOUND, "no record '%s'", key);
+	}
+	if (r->type != REDIS_REPLY_STRING) {
+		freeReplyObject(r);
+		return jo_err_set(err, JO_EPROTO, "redis %s: record '%s' is not a string",
+				  m->url.redacted, key);
+	}
+	*val = strndup(r->str, r->len);
+	freeReplyObject(r);
+	return *val ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
+}
+
+static int r_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		      void *payload, struct jo_err *err)
+{
+	char rk[64], cursor[32] = "0", match[420];
+	size_t o = 0;
+	int rc = 0;
+
+	rec_key(m, ns, rk, sizeof(rk));
+	/* MATCH is a glob: escape its special characters in the prefix */
+	for (const char *p = prefix; *p && o + 3 < sizeof(match); p++) {
+		if (strchr("*?[]\\", *p))
+			match[o++] = '\\';
+		match[o++] = *p;
+	}
+	match[o++] = '*';
+	match[o] = '\0';
+	do {
+		redisReply *r = jo_rd_cmd(m, err, &rc, "HSCAN %s %s MATCH %s COUNT 200", rk, cursor,
+					  match);
+		redisReply *el;
+
+		if (!r)
+			return rc;
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->len >= sizeof(cursor) || r->element[1]->type != REDIS_REPLY_ARRAY) {
+			freeReplyObject(r);
+			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected HSCAN reply",
+					  m->url.redacted);
+		}
+		memcpy(cursor, r->element[0]->str, r->element[0]->len);
+		cursor[r->element[0]->len] = '\0';
+		el = r->element[1];
+		for (size_t i = 0; i + 1 < el->elements && rc == 0; i += 2) {
+			/* strings from Redis are NUL-terminated by hiredis */
+			if (el->element[i]->type == REDIS_REPLY_STRING &&
+			    el->element[i + 1]->type == REDIS_REPLY_STRING)
+				rc = cb(el->element[i]->str, el->element[i + 1]->str, payload);
+		}
+		freeReplyObject(r);
+	} while (rc == 0 && strcmp(cursor, "0") != 0);
+	return rc;
+}
+
 const struct jo_mut_ops jo_rd_mut_ops = {
 	.delete_chunk = r_delete_chunk,
 	.file_chunks = r_file_chunks,
@@ -976,6 +1112,9 @@ const struct jo_mut_ops jo_rd_mut_ops = {
 	.task_count = r_task_count,
 	.task_scan = r_task_scan,
 	.task_clear = r_task_clear,
+	.rec_put = r_rec_put,
+	.rec_get = r_rec_get,
+	.rec_scan = r_rec_scan,
 };
 
 /* ---- shared with compact_redis.c (engine_internal.h) ---- */

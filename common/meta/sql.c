@@ -263,6 +263,9 @@ static int s_open(struct jo_meta *m, struct jo_err *err)
 	rc = s->drv->connect(&s->c, &m->url, err);
 	if (rc)
 		goto fail;
+	/* a sync coordinator holds no volume: its task tables come on first use */
+	if (m->url.coordinator_only)
+		return 0;
 	rc = jo_sql_prep(m, NULL, &st, err, "SELECT name FROM @setting WHERE name='format'");
 	if (rc == 0)
 		rc = jo_sql_step(m, st, err);

@@ -43,6 +43,10 @@ struct jo_sql_dialect {
 	const char *returning_id;
 	/* DDL creating our task tables if missing, NULL-terminated */
 	const char *const *task_ddl;
+	/* DDL of the records table beside them (made on first use), and
+	 * (k, v) into #rec unless k is there: 1 row changed or 0 */
+	const char *const *rec_ddl;
+	const char *insert_rec;
 	size_t max_blob;             /* the longest blob a column holds (0: no limit) */
 };
 
@@ -96,6 +100,7 @@ struct jo_sql {
 	const char *pfx;   /* JuiceFS table prefix, borrowed from m->url */
 	int txn_depth;     /* 1 inside jo_sql_begin/begin_snapshot .. commit/rollback */
 	bool retry;        /* the last failed driver call may succeed in a new attempt */
+	char rec_ns[JO_TASK_NS_MAX + 1]; /* the namespace whose #rec table is known to exist */
 };
 
 struct jo_sql *jo_sql_of(struct jo_meta *m);
@@ -171,5 +176,11 @@ int jo_sql_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t
 int jo_sql_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
 		     struct jo_err *err);
 int jo_sql_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
+int jo_sql_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
+int jo_sql_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		   struct jo_err *err);
+int jo_sql_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		    void *payload, struct jo_err *err);
 
 #endif

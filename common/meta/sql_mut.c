@@ -367,4 +367,7 @@ const struct jo_mut_ops jo_sql_mut_ops = {
 	.task_count = jo_sql_task_count,
 	.task_scan = jo_sql_task_scan,
 	.task_clear = jo_sql_task_clear,
+	.rec_put = jo_sql_rec_put,
+	.rec_get = jo_sql_rec_get,
+	.rec_scan = jo_sql_rec_scan,
 };

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/meta/meta_internal.h"
@@ -74,8 +75,17 @@ static int run_text(struct jo_meta *m, const char *ns, const char *tmpl, bool te
 int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	for (const char *const *d = jo_sql_dialect_of(m)->task_ddl; *d; d++) {
-		int rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
+		int rc = 0;
 
+		/* workers starting together race on CREATE ... IF NOT EXISTS, and
+		 * PostgreSQL reports the loser as a duplicate key of its catalog:
+		 * another try finds the table made */
+		for (int attempt = 0; attempt < 3; attempt++) {
+			rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
+			if (!rc)
+				break;
+			usleep(20000 * (useconds_t)(attempt + 1));
+		}
 		if (rc)
 			return jo_err_wrap(err, "create jfsops task tables");
 	}
@@ -432,6 +442,8 @@ int jo_sql_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void 
 	}
 }
 
+static int ensure_rec(struct jo_meta *m, const char *ns, struct jo_err *err);
+
 int jo_sql_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	int rc = jo_sql_task_init(m, ns, err);
@@ -440,5 +452,247 @@ int jo_sql_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 		rc = write_args(m, ns, "DELETE FROM #item", NULL, 0, NULL, NULL, err);
 	if (rc == 0)
 		rc = write_args(m, ns, "DELETE FROM #task", NULL, 0, NULL, NULL, err);
+	if (rc == 0)
+		rc = ensure_rec(m, ns, err);
+	if (rc == 0)
+		rc = write_args(m, ns, "DELETE FROM #rec", NULL, 0, NULL, NULL, err);
+	return rc;
+}
+
+/*
+ * ---- records beside the tasks: #rec (k primary key, v). Made on first
+ * use, not by task_init, so that namespaces that keep none (gc, compact)
+ * get no table for them.
+ */
+
+static int ensure_rec(struct jo_meta *m, const char *ns, struct jo_err *err)
+{
+	struct jo_sql *s = jo_sql_of(m);
+	int rc = 0;
+
+	if (!strcmp(s->rec_ns, ns))
+		return 0;
+	for (const char *const *d = jo_sql_dialect_of(m)->rec_ddl; *d && !rc; d++) {
+		/* workers starting together race on CREATE TABLE IF NOT EXISTS
+		 * (PostgreSQL can report the loser as a duplicate type): a
+		 * second try finds the table */
+		for (int attempt = 0; attempt < 3; attempt++) {
+			rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
+			if (!rc)
+				break;
+			usleep(20000 * (useconds_t)(attempt + 1));
+		}
+	}
+	if (rc)
+		return jo_err_wrap(err, "create jfsops record table");
+	snprintf(s->rec_ns, sizeof(s->rec_ns), "%s", ns);
+	return 0;
+}
+
+/* A statement of text parameters only. */
+static int run_texts(struct jo_meta *m, const char *ns, const char *tmpl, const char *a,
+		     const char *b, int64_t *changes, struct jo_err *err)
+{
+	struct jo_sqls *st;
+	int rc = jo_sql_prep(m, ns, &st, err, tmpl);
+
+	if (rc)
+		return rc;
+	jo_sql_text(m, st, 1, a);
+	if (b)
+		jo_sql_text(m, st, 2, b);
+	rc = jo_sql_step(m, st, err);
+	if (rc >= 0 && changes)
+		*changes = jo_sql_changes(m, st);
+	jo_sql_free(m, st);
+	return rc < 0 ? rc : 0;
+}
+
+/* One attempt: 1 = the task is not ours (nothing changed). */
+static int rec_put_once(struct jo_meta *m, const char *ns, const char *key, const char *val,
+			const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err)
+{
+	int64_t changes = 0;
+	int rc;
+
+	*written = false;
+	if ((rc = jo_sql_begin(m, err)) != 0)
+		return rc;
+	if (c->task_id > 0) {
+		struct jo_sqls *st = NULL;
+		bool ours = false;
+		int s;
+
+		if ((rc = jo_sql_prep(m, ns, &st, err, "SELECT owner FROM #task WHERE id=?~")))
+			goto fail;
+		jo_sql_i64(m, st, 1, c->task_id);
+		s = jo_sql_step(m, st, err);
+		if (s == 1) {
+			size_t n;
+			const uint8_t *o = jo_sql_col_blob(m, st, 0, &n);
+
+			ours = n == strlen(c->owner) && memcmp(o, c->owner, n) == 0;
+		}
+		jo_sql_free(m, st);
+		if (s < 0) {
+			rc = s;
+			goto fail;
+		}
+		if (!ours) {
+			jo_sql_rollback(m);
+			return 1;
+		}
+	}
+	if (!val) {
+		rc = run_texts(m, ns, "DELETE FROM #rec WHERE k=?", key, NULL, &changes, err);
+		*written = changes > 0;
+	} else if (c->if_absent) {
+		rc = run_texts(m, ns, jo_sql_dialect_of(m)->insert_rec, key, val, &changes, err);
+		*written = changes > 0;
+		if (!rc && !*written) {
+			jo_sql_rollback(m);
+			return 0;
+		}
+	} else {
+		rc = run_texts(m, ns, "DELETE FROM #rec WHERE k=?", key, NULL, NULL, err);
+		if (!rc)
+			rc = run_texts(m, ns, jo_sql_dialect_of(m)->insert_rec, key, val, &changes, err);
+		*written = changes > 0;
+	}
+	if (rc)
+		goto fail;
+	if (c->complete) {
+		rc = jo_sql_run(m, ns, "DELETE FROM #task WHERE id=?", &c->task_id, 1, NULL, 0, NULL, 0,
+				NULL, NULL, err);
+		if (!rc)
+			rc = jo_sql_run(m, ns, "DELETE FROM #item WHERE task=?", &c->task_id, 1, NULL, 0,
+					NULL, 0, NULL, NULL, err);
+		if (rc)
+			goto fail;
+	}
+	rc = jo_sql_commit(m, err);
+	if (rc)
+		*written = false;
+	return rc;
+fail:
+	jo_sql_rollback(m);
+	*written = false;
+	return rc;
+}
+
+int jo_sql_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err)
+{
+	bool w = false;
+	int rc = ensure_rec(m, ns, err);
+
+	for (int attempt = 0; !rc; attempt++) {
+		rc = rec_put_once(m, ns, key, val, c, &w, err);
+		if (rc == 1) {
+			rc = jo_err_set(err, JO_ECONFLICT, "record '%s': task %lld is no longer leased by %s",
+					key, (long long)c->task_id, c->owner);
+			break;
+		}
+		if (rc >= 0 || attempt + 1 >= JO_SQL_TXN_TRIES || !jo_sql_retry(m, attempt))
+			break;
+		rc = 0;
+	}
+	if (written)
+		*written = rc == 0 && w;
+	return rc;
+}
+
+int jo_sql_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		   struct jo_err *err)
+{
+	struct jo_sqls *st;
+	int rc = ensure_rec(m, ns, err);
+	int s;
+
+	if (rc)
+		return rc;
+	if ((rc = jo_sql_prep(m, ns, &st, err, "SELECT v FROM #rec WHERE k=?")))
+		return rc;
+	jo_sql_text(m, st, 1, key);
+	s = jo_sql_step(m, st, err);
+	if (s == 1) {
+		size_t n;
+		const uint8_t *v = jo_sql_col_blob(m, st, 0, &n);
+
+		*val = malloc(n + 1);
+		if (*val) {
+			memcpy(*val, v, n);
+			(*val)[n] = '\0';
+		}
+	}
+	jo_sql_free(m, st);
+	if (s < 0)
+		return jo_err_wrap(err, "read record '%s'", key);
+	if (s == 0)
+		return jo_err_set(err, JO_ENOTFOUND, "no record '%s'", key);
+	return *val ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
+}
+
+int jo_sql_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		    void *payload, struct jo_err *err)
+{
+	enum { PAGE = 100 };
+	char *keys[PAGE], *vals[PAGE], *last = NULL;
+	size_t plen = strlen(prefix);
+	int rc = ensure_rec(m, ns, err);
+
+	/* paged in key order, each page read whole before its callbacks run:
+	 * a callback may use this handle */
+	while (!rc) {
+		struct jo_sqls *st;
+		int n = 0, s;
+		bool past = false;
+
+		rc = jo_sql_prep(m, ns, &st, err, last ? "SELECT k, v FROM #rec WHERE k > ? ORDER BY k LIMIT 100"
+						       : "SELECT k, v FROM #rec WHERE k >= ? ORDER BY k LIMIT 100");
+		if (rc)
+			break;
+		jo_sql_text(m, st, 1, last ? last : prefix);
+		while (n < PAGE && (s = jo_sql_step(m, st, err)) == 1) {
+			size_t kl, vl;
+			const uint8_t *k = jo_sql_col_blob(m, st, 0, &kl);
+			const uint8_t *v = jo_sql_col_blob(m, st, 1, &vl);
+
+			if (kl < plen || memcmp(k, prefix, plen) != 0) {
+				past = true;
+				break;
+			}
+			keys[n] = malloc(kl + 1);
+			vals[n] = malloc(vl + 1);
+			if (!keys[n] || !vals[n]) {
+				free(keys[n]);
+				free(vals[n]);
+				s = jo_err_set(err, JO_ENOMEM, "out of memory");
+				break;
+			}
+			memcpy(keys[n], k, kl);
+			keys[n][kl] = '\0';
+			memcpy(vals[n], v, vl);
+			vals[n][vl] = '\0';
+			n++;
+		}
+		jo_sql_free(m, st);
+		if (s < 0)
+			rc = jo_err_wrap(err, "scan records");
+		for (int i = 0; i < n; i++) {
+			if (!rc)
+				rc = cb(keys[i], vals[i], payload);
+			if (i == n - 1 && !rc) {
+				free(last);
+				last = keys[i];
+			} else {
+				free(keys[i]);
+			}
+			free(vals[i]);
+		}
+		if (rc || past || n < PAGE)
+			break;
+	}
+	free(last);
 	return rc;
 }

@@ -22,6 +22,7 @@
 #include "common/err.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <mysql.h>
 #include <errmsg.h>
 #include <mysqld_error.h>
@@ -35,6 +36,7 @@ struct jo_sqlc {
 	MYSQL *my;
 	char label[160];
 	unsigned last;     /* the last error number (0 when none) */
+	unsigned rtmo, wtmo; /* read and write timeouts (s) */
 };
 
 enum ptype { P_NULL, P_INT, P_BLOB, P_TEXT };
@@ -81,9 +83,21 @@ static int classify(unsigned e)
 	return JO_EIO;
 }
 
+/*
+ * The error of the call that just failed; callers clear errno before it.
+ * Connector/C ends a read (or write) that waited out its timeout as a lost
+ * connection, CR_SERVER_LOST, with errno ETIMEDOUT from its poll: that is a
+ * timeout, and says so.
+ */
 static int fail(struct jo_sqlc *c, struct jo_err *err, const char *what)
 {
+	int e = errno;
+
 	c->last = mysql_errno(c->my);
+	if (c->last == CR_SERVER_LOST && e == ETIMEDOUT)
+		return jo_err_set(err, JO_ETIMEOUT, "%s: %s: timed out (readTimeout %u s, "
+				  "writeTimeout %u s): %s", c->label, what, c->rtmo, c->wtmo,
+				  mysql_error(c->my));
 	return jo_err_set(err, classify(c->last), "%s: %s: %s", c->label, what, mysql_error(c->my));
 }
 
@@ -178,6 +192,8 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 		rtmo = seconds_of(buf);
 	if (param(u->query, "writeTimeout", buf, sizeof(buf)))
 		wtmo = seconds_of(buf);
+	c->rtmo = rtmo;
+	c->wtmo = wtmo;
 	mysql_options(c->my, MYSQL_OPT_CONNECT_TIMEOUT, &ctmo);
 	mysql_options(c->my, MYSQL_OPT_READ_TIMEOUT, &rtmo);
 	mysql_options(c->my, MYSQL_OPT_WRITE_TIMEOUT, &wtmo);
@@ -356,12 +372,19 @@ static int d_step(struct jo_sqls *s, struct jo_err *err)
 
 		if (!q)
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		errno = 0;
 		rc = mysql_real_query(c->my, q, len);
+		if (rc)
+			rc = fail(c, err, "query");
 		free(q);
 		if (rc)
-			return fail(c, err, "query");
+			return rc;
+		errno = 0;
 		s->res = mysql_store_result(c->my);
-		if (!s->res && mysql_field_count(c->my) != 0)
+		/* a NULL result is no result set (an UPDATE) or a failed read; a
+		 * read cut by a lost connection has also reset the field count
+		 * (Connector/C's end_server), so only the error number tells */
+		if (!s->res && (mysql_errno(c->my) || mysql_field_count(c->my) != 0))
 			return fail(c, err, "read reply");
 		s->changes = s->res ? 0 : (int64_t)mysql_affected_rows(c->my);
 		s->executed = true;
@@ -425,11 +448,15 @@ static int d_exec(struct jo_sqlc *c, const char *sql, struct jo_err *err)
 	MYSQL_RES *r;
 
 	c->last = 0;
+	errno = 0;
 	if (mysql_query(c->my, sql))
 		return fail(c, err, sql);
+	errno = 0;
 	r = mysql_store_result(c->my);
 	if (r)
 		mysql_free_result(r);
+	else if (mysql_errno(c->my))
+		return fail(c, err, sql);
 	return 0;
 }
 
@@ -451,6 +478,12 @@ static const char *const task_ddl[] = {
 	NULL,
 };
 
+static const char *const rec_ddl[] = {
+	"CREATE TABLE IF NOT EXISTS #rec (k VARBINARY(255) NOT NULL PRIMARY KEY, "
+	"v MEDIUMBLOB NOT NULL) ENGINE=InnoDB",
+	NULL,
+};
+
 static const struct jo_sql_dialect dialect = {
 	.name = "mysql",
 	.label = "mysql",
@@ -460,6 +493,8 @@ static const struct jo_sql_dialect dialect = {
 	.insert_item = "INSERT IGNORE INTO #item (item, task) VALUES (?, ?)",
 	.returning_id = NULL,
 	.task_ddl = task_ddl,
+	.rec_ddl = rec_ddl,
+	.insert_rec = "INSERT IGNORE INTO #rec (k, v) VALUES (?, ?)",
 	.max_blob = 65535,
 };
 

@@ -589,6 +589,11 @@ static const char *const task_ddl[] = {
 	NULL,
 };
 
+static const char *const rec_ddl[] = {
+	"CREATE TABLE IF NOT EXISTS #rec (k TEXT COLLATE \"C\" PRIMARY KEY, v TEXT NOT NULL)",
+	NULL,
+};
+
 static const struct jo_sql_dialect dialect = {
 	.name = "postgres",
 	.label = "postgres",
@@ -598,6 +603,8 @@ static const struct jo_sql_dialect dialect = {
 	.insert_item = "INSERT INTO #item (item, task) VALUES (?, ?) ON CONFLICT (item) DO NOTHING",
 	.returning_id = " RETURNING id",
 	.task_ddl = task_ddl,
+	.rec_ddl = rec_ddl,
+	.insert_rec = "INSERT INTO #rec (k, v) VALUES (?, ?) ON CONFLICT (k) DO NOTHING",
 	.max_blob = 0,
 };
 

@@ -60,7 +60,8 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 	struct stat st;
 
 	*out = NULL;
-	if (stat(u->path, &st) != 0)
+	/* a coordinator's file is made on first use; a volume's must exist */
+	if (!u->coordinator_only && stat(u->path, &st) != 0)
 		return jo_err_set(err, JO_ENOTFOUND, "sqlite3 database %s does not exist", u->path);
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->path = strdup(u->path))) {
@@ -68,7 +69,8 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	if (sqlite3_open_v2(u->path, &c->db, (u->read_only ? SQLITE_OPEN_READONLY :
-					      SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX,
+					      SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX |
+				    (u->coordinator_only && !u->read_only ? SQLITE_OPEN_CREATE : 0),
 			    NULL) != SQLITE_OK) {
 		int rc = jo_err_set(err, JO_EIO, "cannot open sqlite3 database %s: %s", u->path,
 				    c->db ? sqlite3_errmsg(c->db) : "out of memory");
@@ -78,6 +80,10 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 		return rc;
 	}
 	sqlite3_busy_timeout(c->db, SQ_BUSY_MS);
+	/* workers of several processes share a coordinator file: readers must
+	 * not wait for writers (best effort; a volume's mode is left alone) */
+	if (u->coordinator_only && !u->read_only)
+		(void)sqlite3_exec(c->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
 	*out = c;
 	return 0;
 }
@@ -216,6 +222,11 @@ static const char *const task_ddl[] = {
 	NULL,
 };
 
+static const char *const rec_ddl[] = {
+	"CREATE TABLE IF NOT EXISTS #rec (k TEXT PRIMARY KEY, v TEXT NOT NULL)",
+	NULL,
+};
+
 static const struct jo_sql_dialect dialect = {
 	.name = "sqlite3",
 	.label = "sqlite3",
@@ -225,6 +236,8 @@ static const struct jo_sql_dialect dialect = {
 	.insert_item = "INSERT OR IGNORE INTO #item (item, task) VALUES (?, ?)",
 	.returning_id = NULL,
 	.task_ddl = task_ddl,
+	.rec_ddl = rec_ddl,
+	.insert_rec = "INSERT OR IGNORE INTO #rec (k, v) VALUES (?, ?)",
 	.max_blob = 0,
 };
 

@@ -357,6 +357,9 @@ static int t_open(struct jo_meta *m, struct jo_err *err)
 	rc = s->tr->connect(&s->c, &m->url, err);
 	if (rc)
 		goto fail;
+	/* a sync coordinator holds no volume: its records need no format */
+	if (m->url.coordinator_only)
+		return 0;
 	jo_key_init(&k, m);
 	jo_key_str(&k, "setting");
 	rc = jo_tkv_get(m, &k, &v, &vl, err);

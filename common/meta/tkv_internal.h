@@ -159,5 +159,11 @@ int jo_tkv_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t
 int jo_tkv_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
 		     struct jo_err *err);
 int jo_tkv_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
+int jo_tkv_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
+int jo_tkv_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		   struct jo_err *err);
+int jo_tkv_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		    void *payload, struct jo_err *err);
 
 #endif

@@ -336,4 +336,7 @@ const struct jo_mut_ops jo_tkv_mut_ops = {
 	.task_scan = jo_tkv_task_scan,
 	.task_clear = jo_tkv_task_clear,
 	.max_task_items = JO_TKV_STEP,
+	.rec_put = jo_tkv_rec_put,
+	.rec_get = jo_tkv_rec_get,
+	.rec_scan = jo_tkv_rec_scan,
 };

@@ -6,6 +6,8 @@
  *   P "jfsops/" ns "/t/" be64(id)      the task, JSON {kind, items, owner,
  *                                      expire (ms), attempts, created (ms)}
  *   P "jfsops/" ns "/i/" item          be64(id): the pending task holding it
+ *   P "jfsops/" ns "/r/" key           a record beside the tasks (meta_mut.h
+ *                                      jo_mut_rec_*): its text value
  * Every change is one transaction that checks what it read, so workers on
  * any host claim, renew, release and complete safely; a task holds at most
  * JO_TKV_STEP items so that recording it fits one transaction. Times are
@@ -439,4 +441,161 @@ static int clear_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 int jo_tkv_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	return jo_tkv_txn(m, clear_fn, (void *)ns, err);
+}
+
+/* ---- records beside the tasks (meta_mut.h jo_mut_rec_*) */
+
+static void rec_key(struct jo_key *k, struct jo_meta *m, const char *ns, const char *key)
+{
+	ns_key(k, m, ns, "/r/");
+	jo_key_str(k, key);
+}
+
+struct recput {
+	const char *ns, *key, *val;
+	const struct jo_mut_rec_cond *c;
+	bool written;
+};
+
+/* 1: the task is not the owner's (nothing written); 2: the record exists */
+static int rec_put_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct recput *r = p;
+	struct jo_mut_task t;
+	struct jo_key k;
+	int rc;
+
+	r->written = false;
+	if (r->c->task_id > 0) {
+		rc = get_task(tx, r->ns, r->c->task_id, &t, NULL, err);
+		if (rc < 0)
+			return rc;
+		if (rc > 0)
+			return 1;
+		if (strcmp(t.owner, r->c->owner) != 0) {
+			jo_mut_task_release_mem(&t);
+			return 1;
+		}
+		if (r->c->complete) {
+			char *save = NULL;
+			struct jo_key tk;
+
+			task_key(&tk, tx->m, r->ns, r->c->task_id);
+			rc = jo_tx_del(tx, &tk, err);
+			for (char *it = strtok_r(t.items, "\n", &save); it && !rc;
+			     it = strtok_r(NULL, "\n", &save)) {
+				struct jo_key ik;
+
+				item_key(&ik, tx->m, r->ns, it);
+				rc = jo_tx_del(tx, &ik, err);
+			}
+		} else {
+			rc = 0;
+		}
+		jo_mut_task_release_mem(&t);
+		if (rc)
+			return rc;
+	}
+	rec_key(&k, tx->m, r->ns, r->key);
+	if (k.over)
+		return jo_err_set(err, JO_EINVAL, "record key '%.40s' is too long for this engine",
+				  r->key);
+	if (r->c->if_absent || !r->val) {
+		uint8_t *v = NULL;
+		size_t vl = 0;
+
+		if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
+			return rc;
+		free(v);
+		if (v && r->c->if_absent && r->val)
+			return 2;
+		if (!v && !r->val)
+			return r->c->complete ? 0 : 2; /* nothing to remove */
+	}
+	rc = r->val ? jo_tx_put(tx, &k, r->val, strlen(r->val), err) : jo_tx_del(tx, &k, err);
+	if (rc == 0)
+		r->written = true;
+	return rc;
+}
+
+int jo_tkv_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err)
+{
+	struct recput r = { ns, key, val, c, false };
+	int rc = jo_tkv_txn(m, rec_put_fn, &r, err);
+
+	if (written)
+		*written = rc == 0 && r.written;
+	if (rc == 1)
+		return jo_err_set(err, JO_ECONFLICT, "record '%s': task %lld is no longer leased by %s",
+				  key, (long long)c->task_id, c->owner);
+	return rc > 0 ? 0 : rc;
+}
+
+int jo_tkv_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		   struct jo_err *err)
+{
+	struct jo_key k;
+	uint8_t *v = NULL;
+	size_t vl = 0;
+	int rc;
+
+	rec_key(&k, m, ns, key);
+	if (k.over)
+		return jo_err_set(err, JO_EINVAL, "record key '%.40s' is too long for this engine", key);
+	if ((rc = jo_tkv_get(m, &k, &v, &vl, err)) != 0)
+		return rc;
+	if (!v)
+		return jo_err_set(err, JO_ENOTFOUND, "no record '%s'", key);
+	*val = malloc(vl + 1);
+	if (*val) {
+		memcpy(*val, v, vl);
+		(*val)[vl] = '\0';
+	}
+	free(v);
+	return *val ? 0 : jo_err_set(err, JO_ENOMEM, "out of memory");
+}
+
+struct recscan {
+	size_t plen; /* the namespace's record prefix: the record key follows */
+	jo_mut_rec_cb cb;
+	void *payload;
+	struct jo_err *err;
+};
+
+static int rec_scan_cb(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, void *p)
+{
+	struct recscan *s = p;
+	char *key = malloc(kl - s->plen + 1), *val = malloc(vl + 1);
+	int rc;
+
+	if (!key || !val) {
+		free(key);
+		free(val);
+		return jo_err_set(s->err, JO_ENOMEM, "out of memory");
+	}
+	memcpy(key, k + s->plen, kl - s->plen);
+	key[kl - s->plen] = '\0';
+	memcpy(val, v, vl);
+	val[vl] = '\0';
+	rc = s->cb(key, val, s->payload);
+	free(key);
+	free(val);
+	return rc;
+}
+
+int jo_tkv_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
+		    void *payload, struct jo_err *err)
+{
+	struct jo_key base, k;
+	struct recscan s = { 0, cb, payload, err };
+
+	ns_key(&base, m, ns, "/r/");
+	s.plen = base.n;
+	k = base;
+	jo_key_str(&k, prefix);
+	if (k.over)
+		return jo_err_set(err, JO_EINVAL, "record prefix '%.40s' is too long for this engine",
+				  prefix);
+	return jo_tkv_scan_prefix(m, &k, false, rec_scan_cb, &s, err);
 }

@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # tests/integration/fault_meta_scan.sh: no metadata scan that feeds a decision
 # is taken as whole unless it was read whole. The same volume and the same
-# checks for each engine (FAULT_ENGINES, default "redis sqlite"):
+# checks for each engine (FAULT_ENGINES, default "redis sqlite postgres mysql
+# etcd"):
 #
 #   redis   jfsops talks to Redis through Toxiproxy. The connection is cut
 #           after N bytes (N = half of what a clean run of the same command
 #           reads, so the cut lands inside its scans), stalled and closed,
 #           or the real server answers BUSY (a long EVAL from redis-cli) and
 #           LOADING (DEBUG RELOAD of a slowly loaded dataset).
+#   postgres, mysql (MariaDB), etcd
+#           the server behind Toxiproxy, the same way: the connection cut
+#           after half the bytes a clean run reads, reset (RST) mid-scan, and
+#           stalled for good mid-scan (no byte comes back, the connection
+#           stays open), which only the driver's own timeout ends: libpq's
+#           reply wait (60 s), MariaDB Connector/C's read timeout (the
+#           META-URL sets readTimeout=5s, as a go-sql-driver DSN would, so
+#           that the wait stays short here), etcd's request timeout (60 s).
+#           One stall per engine (leakcheck's reference scan): each costs
+#           the driver's whole timeout.
 #   sqlite  another process (the sqlite3 CLI) holds BEGIN EXCLUSIVE. The lock
 #           is taken after jfsops has read the volume, while it is parked on
 #           a FIFO (its report file, its candidates file, its audit file)
@@ -24,22 +35,29 @@
 # say INCOMPLETE, print "complete": false in its --json summary, leave no
 # report, and exit 5 (a server unreachable, timed out, LOADING/BUSY, locked)
 # - except gc on a locked SQLite, which may count the item it could not read
-# as failed (exit 4) and go on once the lock is gone. Then, with the fault
-# removed, the reruns must be exact: leakcheck finds exactly the planted
-# leaks, --delete-from deletes exactly them, gc --delete leaves juicefs gc
-# with nothing leaked or pending, juicefs fsck clean, every file's sha256
+# as failed (exit 4) and go on once the lock is gone. A stalled run must end
+# by its driver's timeout, never hang. Then, with the fault removed, the
+# reruns must be exact: leakcheck finds exactly the planted leaks,
+# --delete-from deletes exactly them, gc --delete leaves juicefs gc with
+# nothing leaked or pending, juicefs fsck clean, every file's sha256
 # unchanged and the bucket holding exactly the referenced blocks.
 #
-# Ports: JO_PORT_BASE+0 redis, +1 toxiproxy API, +2 the redis proxy
-# (+30..+50 juicefs metrics).
+# juicefs (format, mount, gc, fsck) and the test's own readers
+# (tests/tools/sqlmeta.py, kvmeta.py, redis-cli) always talk to the server
+# directly; only jfsops goes through the proxy.
+#
+# Ports: JO_PORT_BASE+0 redis, +1 toxiproxy API, +2 the redis proxy, +3 the
+# postgres proxy, +4 the mysql proxy, +5 the etcd proxy, +24 postgres, +25
+# mariadb, +26/+27 etcd (tests/lib/engines.sh), +30..+50 juicefs metrics.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
+. "$here/../lib/engines.sh"
 . "$here/lib/gc.sh"
 jo_setup
 J=$JO_BIN
 [ -x "$J" ] || jo_die "$J not built"
-ENGINES=${FAULT_ENGINES:-redis sqlite}
+ENGINES=${FAULT_ENGINES:-redis sqlite postgres mysql etcd}
 export JO_GC_FILES=${FAULT_FILES:-400}
 FAILS=0
 ok() { echo "ok   - $*"; }
@@ -73,6 +91,25 @@ expect_incomplete() {
 	grep -q INCOMPLETE "$err" && ok "$what: says INCOMPLETE" || bad "$what: no INCOMPLETE line"
 }
 
+# at_the_cut WHAT ERR: the run failed at the request whose reply was cut, not
+# at a later one sent on the connection already lost (the driver's words for
+# that mean an earlier cut went unnoticed: a reply taken whole that was not).
+# Warnings are left out: gc counts its tasks for the summary after a failed
+# plan, on whatever connection it has.
+at_the_cut() {
+	local re
+	case $E in
+	mysql) re='gone away' ;; # CR_SERVER_GONE_ERROR: a command sent on a dead link
+	postgres) re='no connection to the server' ;;
+	*) return 0 ;;
+	esac
+	if grep -v ': warning: ' "$2" | grep -qi "$re"; then
+		bad "$1: a request went out on a connection already lost: $(grep -v ': warning: ' "$2" | grep -m1 -i "$re" | head -c 300)"
+	else
+		ok "$1: failed at the reply that was cut"
+	fi
+}
+
 # state_snapshot TAG: what a faulted run must not change: the bucket's keys
 # and what juicefs gc counts.
 state_snapshot() {
@@ -89,23 +126,14 @@ expect_unchanged() {
 		ok "$what: metadata unchanged (juicefs gc counts)" || bad "$what: metadata changed"
 }
 
-# task_items KIND: how many gc task items of KIND (f s d c t) are recorded.
+# task_items KIND: how many gc task items of KIND (f s d c t) are recorded
+# (read from the server directly, by each engine's own reader).
 task_items() {
 	case $META in
 	redis://*) gc_redis_cli "$META" HKEYS jfsops:gc:items | { grep -c "^$1:" || true; } ;;
-	sqlite3://*)
-		"$PY" - "${META#sqlite3://}" "$1" <<'PY'
-import sqlite3, sys
-db = sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True, timeout=30)
-try:
-    cols = [r[1] for r in db.execute("PRAGMA table_info(jfsops_gc_item)")]
-    col = "item" if "item" in cols else cols[0]
-    print(db.execute("SELECT COUNT(*) FROM jfsops_gc_item WHERE %s LIKE ?" % col,
-                     (sys.argv[2] + ":%",)).fetchone()[0])
-except sqlite3.OperationalError:
-    print(0)
-PY
-		;;
+	sqlite3://* | postgres://* | mysql://*) "$PY" "$JO_REPO/tests/tools/sqlmeta.py" gc-items "$META" "$1" ;;
+	etcd://*) "$PY" "$JO_REPO/tests/tools/kvmeta.py" gc-items "$META" "$1" ;;
+	*) jo_die "task_items: no reader for $META" ;;
 	esac
 }
 
@@ -123,18 +151,18 @@ scan_kind() {
 
 # ---- faults
 
-# Redis: cut every connection through the proxy after half of what a clean
-# run of the same command reads.
+# An engine behind the proxy ($PROXY): cut every connection through it
+# after half of what a clean run of the same command reads.
 cut_at_half() { # CMD...
 	local b0 b1
-	toxi_clear redis
-	b0=$(toxi_bytes redis)
+	toxi_clear "$PROXY"
+	b0=$(toxi_bytes "$PROXY")
 	"$@" >/dev/null 2>&1 || true
-	b1=$(toxi_bytes redis)
+	b1=$(toxi_bytes "$PROXY")
 	RUN_BYTES=$((b1 - b0))
 	CUT=$((RUN_BYTES / 2))
 	[ "$CUT" -gt 2048 ] || jo_die "calibration: only $((b1 - b0)) bytes through the proxy"
-	toxi_limit_data redis cut "$CUT"
+	toxi_limit_data "$PROXY" cut "$CUT"
 }
 
 # SQLite: lock the database out of readers until sqlite_unlock.
@@ -280,16 +308,7 @@ run_engine() {
 	NAME=fm$E
 	BUCKET=$JO_T/bucket-$E
 	MP=$JO_T/mnt-$E
-	case $E in
-	redis)
-		META=redis://127.0.0.1:$JO_REDIS_PORT/1
-		FMETA=redis://127.0.0.1:$((JO_PORT_BASE + 2))/1
-		;;
-	sqlite)
-		META=sqlite3://$JO_T/$E.db
-		FMETA=$META
-		;;
-	esac
+	engine_up "$E"
 	echo "== $E: $META (jfsops through $FMETA)"
 	gc_populate "$META" "$BUCKET" "$NAME" 0 "$MP"
 	plant_leaks
@@ -298,13 +317,6 @@ run_engine() {
 	# -- 1. leakcheck's reference scan
 	local LK=("$J" leakcheck "$FMETA" --min-age 1h --json)
 	case $E in
-	redis)
-		cut_at_half "${LK[@]}"
-		rc=0
-		"${LK[@]}" --out "$JO_T/rep1.jsonl" >"$JO_T/lk1.out" 2>"$JO_T/lk1.err" || rc=$?
-		toxi_clear redis
-		in_scan "leakcheck cut after $CUT of $RUN_BYTES bytes" "$JO_T/lk1.err"
-		;;
 	sqlite)
 		# parked in the open() of its report's temp file: after the counter
 		# read, right before the reference scan
@@ -313,14 +325,24 @@ run_engine() {
 		grep -q "locked" "$JO_T/lk1.err" && ok "leakcheck locked: the error says locked" ||
 			bad "leakcheck locked: $(head -c 300 "$JO_T/lk1.err")"
 		;;
+	*)
+		cut_at_half "${LK[@]}"
+		rc=0
+		"${LK[@]}" --out "$JO_T/rep1.jsonl" >"$JO_T/lk1.out" 2>"$JO_T/lk1.err" || rc=$?
+		toxi_clear "$PROXY"
+		in_scan "leakcheck cut after $CUT of $RUN_BYTES bytes" "$JO_T/lk1.err"
+		at_the_cut "leakcheck cut" "$JO_T/lk1.err"
+		;;
 	esac
 	expect_incomplete "leakcheck, $E scan cut" "$rc" 5 "$JO_T/lk1.out" "$JO_T/lk1.err"
 	[ ! -e "$JO_T/rep1.jsonl" ] && [ ! -e "$JO_T/rep1.jsonl.tmp" ] &&
 		ok "leakcheck cut: no report left" || bad "leakcheck cut: a report was left"
 
-	if [ "$E" = redis ]; then
-		redis_busy_loading_stall
-	fi
+	case $E in
+	redis) redis_busy_loading_stall ;;
+	sqlite) ;;
+	*) proxy_reset_stall ;;
+	esac
 
 	# -- 2. the clean check: exactly the planted leaks
 	rc=0
@@ -340,18 +362,19 @@ sys.exit(0 if got == want and not miss else "leaked %s missing %d, want %s" % (g
 	# -- 3. --delete-from: its re-check scan is cut
 	local LD=("$J" leakcheck "$FMETA" --min-age 1h --json --audit "$JO_T/audit-$E.jsonl")
 	case $E in
-	redis)
-		cut_at_half "$J" leakcheck "$FMETA" --min-age 1h --delete-from "$JO_T/rep.jsonl" --dry-run
-		rc=0
-		"${LD[@]}" --delete-from "$JO_T/rep.jsonl" >"$JO_T/ld1.out" 2>"$JO_T/ld1.err" || rc=$?
-		toxi_clear redis
-		;;
 	sqlite)
 		# parked reading its candidates from a FIFO: the lock is in place
 		# before the re-check scan reads anything
 		run_parked ld1 "open-read:$JO_T/rep.jsonl" "$JO_T/cands.fifo" end "${LD[@]}" \
 			--delete-from "$JO_T/cands.fifo"
 		rc=$(cat "$JO_T/ld1.rc")
+		;;
+	*)
+		cut_at_half "$J" leakcheck "$FMETA" --min-age 1h --delete-from "$JO_T/rep.jsonl" --dry-run
+		rc=0
+		"${LD[@]}" --delete-from "$JO_T/rep.jsonl" >"$JO_T/ld1.out" 2>"$JO_T/ld1.err" || rc=$?
+		toxi_clear "$PROXY"
+		at_the_cut "--delete-from cut" "$JO_T/ld1.err"
 		;;
 	esac
 	expect_incomplete "leakcheck --delete-from, $E re-check cut" "$rc" 5 "$JO_T/ld1.out" "$JO_T/ld1.err"
@@ -363,8 +386,8 @@ sys.exit(0 if got == want and not miss else "leaked %s missing %d, want %s" % (g
 
 	# -- 4. gc's plan scans (dry run, --plan --delete, plan+work --delete)
 	case $E in
-	redis) gc_redis_cuts ;;
 	sqlite) gc_sqlite_lock ;;
+	*) gc_proxy_cuts ;;
 	esac
 
 	# -- 5. reruns without faults finish the job
@@ -390,7 +413,7 @@ sys.exit(0 if got == want and not miss else "leaked %s missing %d, want %s" % (g
 slow_scan() {
 	local kbs=$((RUN_BYTES / 8 / 1024))
 	[ "$kbs" -ge 1 ] || kbs=1
-	toxi_bandwidth redis slow "$kbs"
+	toxi_bandwidth "$PROXY" slow "$kbs"
 }
 
 # in_scan WHAT ERR: the failure came from inside a scan, not at the start.
@@ -450,42 +473,113 @@ return 1" 0 >/dev/null ) &
 	[ ! -e "$JO_T/rep4.jsonl" ] || bad "stall: a report was left"
 }
 
-gc_redis_cuts() {
+# proxy_reset_stall (postgres, mysql, etcd): leakcheck's reference scan,
+# slowed down, its connections reset (RST) mid-scan; then stalled for good
+# mid-scan: nothing comes back and the connection stays open, so only the
+# driver's own timeout ($STALL_S per reply) can end the run; it must end
+# within a few of those (never hang; a reply already in flight when the
+# stall comes has used part of its wait), say it timed out, fail inside the
+# scan and take nothing from it.
+proxy_reset_stall() {
+	local rc t0 t1 el lim
+	slow_scan
+	( sleep 2; toxi_reset_peer "$PROXY" rst 0 ) &
+	local rst=$!
+	rc=0
+	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep5.jsonl" >"$JO_T/lk5.out" 2>"$JO_T/lk5.err" || rc=$?
+	wait "$rst" || true
+	toxi_clear "$PROXY"
+	expect_incomplete "leakcheck, $E connection reset mid-scan" "$rc" 5 "$JO_T/lk5.out" "$JO_T/lk5.err"
+	in_scan "reset" "$JO_T/lk5.err"
+	at_the_cut "reset" "$JO_T/lk5.err"
+	[ ! -e "$JO_T/rep5.jsonl" ] || bad "reset: a report was left"
+
+	slow_scan
+	( sleep 2; toxi_timeout "$PROXY" stall 0; date +%s >"$JO_T/stall.t" ) &
+	local stall=$!
+	lim=$((STALL_S * 4 + 60))
+	rc=0
+	t0=$(date +%s)
+	timeout -k 5 "$lim" "$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep6.jsonl" \
+		>"$JO_T/lk6.out" 2>"$JO_T/lk6.err" || rc=$?
+	t1=$(date +%s)
+	wait "$stall" || true
+	toxi_clear "$PROXY"
+	el=$((t1 - $(cat "$JO_T/stall.t")))
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		bad "leakcheck, $E stalled: still running after $lim s (hung)"
+	elif [ "$el" -ge $((STALL_S * 2 / 3)) ] && [ "$el" -le $((STALL_S * 3 + 20)) ]; then
+		ok "leakcheck, $E stalled: ended $el s after the stall (driver timeout $STALL_S s)"
+	else
+		bad "leakcheck, $E stalled: ended $el s after the stall, want $((STALL_S * 2 / 3))..$((STALL_S * 3 + 20)) s"
+	fi
+	expect_incomplete "leakcheck, $E stalled mid-scan" "$rc" 5 "$JO_T/lk6.out" "$JO_T/lk6.err"
+	in_scan "stall" "$JO_T/lk6.err"
+	grep -Eqi 'time[d ]* ?out|within [0-9]+ s' "$JO_T/lk6.err" && ok "stall: the error says it timed out" ||
+		bad "stall: the error does not say it timed out: $(grep -m1 'scan ' "$JO_T/lk6.err" | head -c 300)"
+	[ ! -e "$JO_T/rep6.jsonl" ] || bad "stall: a report was left"
+	echo "   ($E: the whole stalled run took $((t1 - t0)) s)"
+
+	if [ "$E" = etcd ]; then
+		# a reply cut inside its header (the first reply's is ~330 bytes):
+		# libcurl alone takes that for a whole reply with no body
+		toxi_limit_data "$PROXY" cut 200
+		rc=0
+		"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep7.jsonl" >"$JO_T/lk7.out" 2>"$JO_T/lk7.err" || rc=$?
+		toxi_clear "$PROXY"
+		[ "$rc" = 5 ] && grep -q "closed inside the reply's header" "$JO_T/lk7.err" &&
+			ok "etcd: a reply cut inside its header is a cut connection (exit 5)" ||
+			bad "etcd: a reply cut inside its header: exit $rc: $(head -c 300 "$JO_T/lk7.err")"
+		[ ! -e "$JO_T/rep7.jsonl" ] || bad "etcd header cut: a report was left"
+	fi
+}
+
+gc_proxy_cuts() {
 	local rc k
 	# dry run (plan + evaluation), cut mid-scan
 	cut_at_half "$J" gc "$FMETA" --plan
 	rc=0
 	"$J" gc "$FMETA" --json >"$JO_T/gc1.out" 2>"$JO_T/gc1.err" || rc=$?
-	toxi_clear redis
-	expect_incomplete "gc dry run, Redis cut" "$rc" 5 "$JO_T/gc1.out" "$JO_T/gc1.err"
+	toxi_clear "$PROXY"
+	expect_incomplete "gc dry run, $E cut" "$rc" 5 "$JO_T/gc1.out" "$JO_T/gc1.err"
+	at_the_cut "gc dry run cut" "$JO_T/gc1.err"
 	# --plan --delete: tasks only from scans read whole. Shards of 20 items:
 	# the task-recording connection reads far less than the cut, the
 	# scanning one is cut in the middle of its scans.
 	cut_at_half "$J" gc "$FMETA" --plan
 	rc=0
 	"$J" gc "$FMETA" --plan --delete --task-size 20 --json >"$JO_T/gc2.out" 2>"$JO_T/gc2.err" || rc=$?
-	toxi_clear redis
-	expect_incomplete "gc --plan --delete, Redis cut" "$rc" 5 "$JO_T/gc2.out" "$JO_T/gc2.err"
+	toxi_clear "$PROXY"
+	expect_incomplete "gc --plan --delete, $E cut" "$rc" 5 "$JO_T/gc2.out" "$JO_T/gc2.err"
+	at_the_cut "gc --plan --delete cut" "$JO_T/gc2.err"
 	k=$(scan_kind "$JO_T/gc2.err")
 	[ "$k" != none ] && ok "gc --plan --delete cut: inside the '$k' scan" ||
 		bad "gc --plan --delete cut: not inside a scan: $(head -c 300 "$JO_T/gc2.err")"
 	[ "$k" = none ] || { [ "$(task_items "$k")" = 0 ] &&
 		ok "gc --plan --delete cut: no task item planned from the cut scan" ||
 		bad "gc --plan --delete cut: $(task_items "$k") '$k' items planned from the cut scan"; }
+	# the same plan without the fault does record items of that kind (the
+	# count above can see them)
+	"$J" gc "$META" --plan --delete --task-size 20 >/dev/null
+	[ "$k" = none ] || { [ "$(task_items "$k")" -gt 0 ] &&
+		ok "gc --plan --delete without the fault: $(task_items "$k") '$k' items recorded" ||
+		bad "gc --plan --delete without the fault: no '$k' item recorded"; }
 	"$J" gc "$META" --reset-tasks --delete >/dev/null
+	[ "$k" = none ] || [ "$(task_items "$k")" = 0 ] || bad "gc --reset-tasks left '$k' items"
 	# plan + work with --delete: the scans slowed down, every connection
 	# reset (RST) 3 s in: nothing deleted
-	toxi_clear redis
+	toxi_clear "$PROXY"
 	slow_scan
-	( sleep 3; toxi_reset_peer redis rst 0 ) &
+	( sleep 3; toxi_reset_peer "$PROXY" rst 0 ) &
 	local rst=$!
 	rc=0
 	"$J" gc "$FMETA" --delete --task-size 20 --json >"$JO_T/gc3.out" 2>"$JO_T/gc3.err" || rc=$?
 	wait "$rst" || true
-	toxi_clear redis
-	expect_incomplete "gc --delete, Redis cut" "$rc" 5 "$JO_T/gc3.out" "$JO_T/gc3.err"
+	toxi_clear "$PROXY"
+	expect_incomplete "gc --delete, $E connections reset" "$rc" 5 "$JO_T/gc3.out" "$JO_T/gc3.err"
+	at_the_cut "gc --delete reset" "$JO_T/gc3.err"
 	"$J" gc "$META" --reset-tasks --delete >/dev/null
-	expect_unchanged "gc with Redis cut" start
+	expect_unchanged "gc with $E faults" start
 }
 
 gc_sqlite_lock() {
@@ -507,16 +601,77 @@ gc_sqlite_lock() {
 	expect_unchanged "gc with SQLite locked" start
 }
 
-for E in $ENGINES; do
+# ---- the engines
+
+need_toxiproxy() {
+	[ -n "${JO_TOXI_API:-}" ] || start_toxiproxy $((JO_PORT_BASE + 1))
+}
+
+# engine_up E: E's server started, an empty volume database on it and a
+# proxy in front of it. Sets META (direct: juicefs and the test's readers),
+# FMETA (what jfsops is given: through the proxy), PROXY (the proxy's name)
+# and STALL_S (the driver's wait for one reply, for the stall case).
+engine_up() {
+	local E=$1 lp
 	case $E in
 	redis)
 		start_redis "$JO_PORT_BASE" --enable-debug-command local
-		start_toxiproxy $((JO_PORT_BASE + 1))
-		toxi_redis redis $((JO_PORT_BASE + 2))
+		need_toxiproxy
+		PROXY=redis
+		toxi_redis "$PROXY" $((JO_PORT_BASE + 2))
+		META=redis://127.0.0.1:$JO_REDIS_PORT/1
+		FMETA=redis://127.0.0.1:$((JO_PORT_BASE + 2))/1
 		;;
-	sqlite) ;;
-	*) jo_die "unknown engine '$E' (redis, sqlite)" ;;
+	sqlite)
+		META=sqlite3://$JO_T/$E.db
+		FMETA=$META
+		PROXY=
+		;;
+	postgres)
+		engine_start postgres
+		engine_meta postgres "$NAME"
+		META=$JO_META
+		need_toxiproxy
+		PROXY=pg
+		lp=$((JO_PORT_BASE + 3))
+		toxi_proxy "$PROXY" "$lp" "$JO_PG_PORT"
+		FMETA=${META/@127.0.0.1:$JO_PG_PORT\//@127.0.0.1:$lp/}
+		STALL_S=60 # libpq reply wait (sqldrv_pg.c)
+		;;
+	mysql)
+		engine_start mysql
+		engine_meta mysql "$NAME"
+		META=$JO_META
+		need_toxiproxy
+		PROXY=my
+		lp=$((JO_PORT_BASE + 4))
+		toxi_proxy "$PROXY" "$lp" "$JO_MY_PORT"
+		# go-sql-driver's readTimeout: 5 s per read instead of 30 s
+		FMETA="${META/(127.0.0.1:$JO_MY_PORT)/(127.0.0.1:$lp)}?readTimeout=5s"
+		STALL_S=5
+		;;
+	etcd)
+		engine_start etcd
+		engine_meta etcd "$NAME"
+		META=$JO_META
+		need_toxiproxy
+		PROXY=etcd
+		lp=$((JO_PORT_BASE + 5))
+		toxi_proxy "$PROXY" "$lp" "$JO_ETCD_ENGINE_PORT"
+		FMETA=${META/127.0.0.1:$JO_ETCD_ENGINE_PORT\//127.0.0.1:$lp/}
+		STALL_S=60 # the request timeout (kv_etcd.c)
+		;;
 	esac
+	[ -z "$PROXY" ] || [ "$FMETA" != "$META" ] || jo_die "$E: cannot point $META at the proxy"
+}
+
+for E in $ENGINES; do
+	case $E in
+	redis | sqlite | postgres | mysql | etcd) ;;
+	*) jo_die "unknown engine '$E' (redis, sqlite, postgres, mysql, etcd)" ;;
+	esac
+done
+for E in $ENGINES; do
 	run_engine "$E"
 done
 

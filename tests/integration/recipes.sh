@@ -49,6 +49,7 @@ subst() { # HOST
 	printf '%s\t%s\n' \
 		/usr/local/bin/jfsops "$B" \
 		redis://10.0.0.5:6379/1 "$META" \
+		redis://10.0.0.5:6379/5 "redis://127.0.0.1:$JO_REDIS_PORT/5" \
 		/etc/jfsops "$JO_T/etc/jfsops" \
 		/var/lib/node_exporter/textfile "$h/textfile" \
 		/var/log/jfsops "$h/log" \
@@ -73,7 +74,7 @@ sed 's/^/  /' "$R/index"
 fails=0
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 need() { grep -q "^$1 " "$R/index" || bad "$1: no such recipe in $MD"; }
-for r in config gc-cron gc-service gc-timer leakcheck-cron sync-cron; do need "$r"; done
+for r in config gc-cron gc-service gc-timer leakcheck-cron sync-cron sync-cluster-cron; do need "$r"; done
 
 # cron_run RECIPE HOST N: run job N of a crontab recipe as cron would
 cron_run() {
@@ -229,6 +230,46 @@ else
 	bad "sync-cron: exit $rc: $(tail -n 3 "$JO_T/hostA/log/sync.log" 2>/dev/null | tr '\n' ' ')"
 fi
 prom sync "$JO_T/hostA/textfile/jfsops_sync.prom"
+
+# ---- sync on many hosts: the same cron file on two hosts at once
+# (DST emptied first, so that the job has everything to copy)
+s3_list_keys train-backup "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK" | while read -r k _; do
+	"$PY" "$JO_REPO/tests/tools/s3util.py" delete "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK" \
+		train-backup "$k" >/dev/null
+done
+[ -z "$(s3_list_keys train-backup "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK")" ] ||
+	bad "sync-cluster-cron: could not empty the destination first"
+rcA=0 rcB=0
+cron_run sync-cluster-cron hostA 1 & pA=$!
+cron_run sync-cluster-cron hostB 1 & pB=$!
+wait $pA || rcA=$?
+wait $pB || rcB=$?
+for h in hostA:$rcA hostB:$rcB; do
+	host=${h%%:*} rc=${h#*:}
+	nolog_errors "sync-cluster-cron ($host)" "$JO_T/$host/log/sync-cluster.log"
+	if [ "$rc" = 0 ]; then
+		echo "ok   sync-cluster-cron ($host)"
+	else
+		bad "sync-cluster-cron ($host): exit $rc: $(tail -n 3 "$JO_T/$host/log/sync-cluster.log" 2>/dev/null | tr '\n' ' ')"
+	fi
+	f=$JO_T/$host/textfile/jfsops_sync_cluster.prom
+	prom sync "$f"
+	grep -q '^jfsops_sync_copied_objects_total{worker="' "$f" 2>/dev/null ||
+		bad "sync-cluster-cron ($host): metrics without a worker label"
+done
+src=$(s3_list_keys train-data | awk '{print $1, $2}' | sort)
+dst=$(s3_list_keys train-backup "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK" | awk '{print $1, $2}' | sort)
+if [ "$src" = "$dst" ] && [ -n "$src" ]; then
+	echo "ok   sync-cluster-cron: two hosts synced $(echo "$src" | wc -l) objects"
+else
+	bad "sync-cluster-cron: destination differs from source after the run"
+fi
+# the next run of the day finds the job finished
+rc=0
+cron_run sync-cluster-cron hostA 1 || rc=$?
+[ "$rc" = 0 ] && tail -n 2 "$JO_T/hostA/log/sync-cluster.log" | grep -q "is finished" &&
+	echo "ok   sync-cluster-cron: a later run says the job is finished" ||
+	bad "sync-cluster-cron: a later run: exit $rc: $(tail -n 2 "$JO_T/hostA/log/sync-cluster.log" | tr '\n' ' ')"
 
 if [ "$fails" -gt 0 ]; then
 	echo "recipes: $fails failure(s)"

@@ -8,6 +8,8 @@ same commands as sqlmeta.py for the SQL engines):
     kvmeta.py age-trash META SECONDS
     kvmeta.py trash-entries META
     kvmeta.py digest META
+    kvmeta.py gc-items META KIND   jfsops gc task items of KIND (f s d c t)
+                                   recorded (keys "jfsops/gc/i/KIND:...")
     kvmeta.py pad META N      put N inert keys in the 'A' range (no JuiceFS kind)
     kvmeta.py unpad META      remove them
 
@@ -134,6 +136,10 @@ def unpad(kv):
     kv.call("/v3/kv/deleterange", {"key": kv.b64(start), "range_end": kv.b64(bytes(end))})
 
 
+def gc_items(kv, kind):
+    return len(kv.scan(b"jfsops/gc/i/" + kind.encode() + b":"))
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
@@ -146,6 +152,8 @@ def main():
         print(trash_entries(kv))
     elif cmd == "digest":
         print(digest(kv))
+    elif cmd == "gc-items":
+        print(gc_items(kv, sys.argv[3]))
     elif cmd == "pad":
         pad(kv, int(sys.argv[3]))
     elif cmd == "unpad":

@@ -9,6 +9,8 @@ entries, a digest of every table for "nothing was written" checks.
     sqlmeta.py age-trash META SECONDS
     sqlmeta.py trash-entries META
     sqlmeta.py digest META
+    sqlmeta.py gc-items META KIND   jfsops gc task items of KIND (f s d c t)
+                                    recorded (0 when no task table exists)
     sqlmeta.py sql META "SQL with ? params" [PARAM...]   (prints rows, tab-separated)
 
 Needs psycopg2 and PyMySQL for the server engines (tests/install.sh puts them
@@ -131,11 +133,19 @@ def digest(db):
     return h.hexdigest()
 
 
+def gc_items(db, kind):
+    """jfsops's item table is jfsops_[X_]gc_item beside jfs_[X_]*."""
+    t = "jfsops_%sgc_item" % db.pfx[len("jfs_"):]
+    if t not in [n.decode() if isinstance(n, bytes) else n for n in tables(db)]:
+        return 0
+    return db.q("SELECT COUNT(*) FROM %s WHERE item LIKE ?" % t, (kind + ":%",)).fetchone()[0]
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
     cmd, meta = sys.argv[1], sys.argv[2]
-    db = DB(meta, readonly=cmd in ("trash-entries", "digest"))
+    db = DB(meta, readonly=cmd in ("trash-entries", "digest", "gc-items"))
     if cmd == "age-delslices":
         age_delslices(db, int(sys.argv[3]))
     elif cmd == "age-trash":
@@ -144,6 +154,8 @@ def main():
         print(trash_entries(db))
     elif cmd == "digest":
         print(digest(db))
+    elif cmd == "gc-items":
+        print(gc_items(db, sys.argv[3]))
     elif cmd == "sql":
         cur = db.q(sys.argv[3], tuple(sys.argv[4:]))
         if cur.description:

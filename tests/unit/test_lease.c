@@ -373,6 +373,203 @@ static void bad_arguments_are_refused(void **state)
 	jo_meta_close(m);
 }
 
+/* ---- records beside the tasks (jo_mut_rec_*) */
+
+struct seen {
+	int n;
+	char keys[8][32];
+};
+
+static int seen_cb(const char *key, const char *val, void *payload)
+{
+	struct seen *s = payload;
+
+	assert_non_null(val);
+	if (s->n < 8)
+		snprintf(s->keys[s->n], sizeof(s->keys[0]), "%s", key);
+	s->n++;
+	return 0;
+}
+
+static bool seen_has(const struct seen *s, const char *key)
+{
+	for (int i = 0; i < s->n && i < 8; i++)
+		if (!strcmp(s->keys[i], key))
+			return true;
+	return false;
+}
+
+static void records_put_get_scan(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct seen sn = { 0 };
+	char *v = NULL;
+	bool w;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_rec_get(m, NS, "plan", &v, &err), JO_ENOTFOUND);
+	assert_null(v);
+	assert_int_equal(jo_mut_rec_put(m, NS, "plan", "{\"ranges\":3}", NULL, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_rec_get(m, NS, "plan", &v, &err), 0);
+	assert_string_equal(v, "{\"ranges\":3}");
+	free(v);
+	/* if_absent: the first writer wins, the second learns it lost */
+	struct jo_mut_rec_cond once = { .if_absent = true };
+	assert_int_equal(jo_mut_rec_put(m, NS, "plan", "other", &once, &w, &err), 0);
+	assert_false(w);
+	assert_int_equal(jo_mut_rec_get(m, NS, "plan", &v, &err), 0);
+	assert_string_equal(v, "{\"ranges\":3}");
+	free(v);
+	/* a plain put replaces; a value may hold newlines and quotes */
+	assert_int_equal(jo_mut_rec_put(m, NS, "def:000001", "a\nb \"c\"", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, NS, "def:000001", "x\ny", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_get(m, NS, "def:000001", &v, &err), 0);
+	assert_string_equal(v, "x\ny");
+	free(v);
+	assert_int_equal(jo_mut_rec_put(m, NS, "def:000002", "", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, NS, "def*", "glob", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, NS, "dex:1", "z", NULL, &w, &err), 0);
+	/* scan by prefix; a glob character in the prefix is literal */
+	assert_int_equal(jo_mut_rec_scan(m, NS, "def:", seen_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 2);
+	assert_true(seen_has(&sn, "def:000001") && seen_has(&sn, "def:000002"));
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(jo_mut_rec_scan(m, NS, "def*", seen_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 1);
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(jo_mut_rec_scan(m, NS, "", seen_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 5);
+	/* another namespace sees none of them */
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(jo_mut_task_init(m, "t2", &err), 0);
+	assert_int_equal(jo_mut_task_clear(m, "t2", &err), 0);
+	assert_int_equal(jo_mut_rec_scan(m, "t2", "", seen_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 0);
+	/* NULL removes */
+	assert_int_equal(jo_mut_rec_put(m, NS, "dex:1", NULL, NULL, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_rec_get(m, NS, "dex:1", &v, &err), JO_ENOTFOUND);
+	/* bad keys */
+	assert_int_equal(jo_mut_rec_put(m, NS, "has space", "v", NULL, &w, &err), JO_EINVAL);
+	assert_int_equal(jo_mut_rec_put(m, NS, "", "v", NULL, &w, &err), JO_EINVAL);
+	/* clearing the namespace removes its records too */
+	assert_int_equal(jo_mut_task_clear(m, NS, &err), 0);
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(jo_mut_rec_scan(m, NS, "", seen_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 0);
+	jo_meta_close(m);
+}
+
+static void records_written_under_a_lease(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	const char *a[] = { "r000001" }, *b[] = { "r000002" };
+	struct jo_mut_task t;
+	int64_t id, id2, total, leased;
+	size_t added;
+	char *v = NULL;
+	bool w;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_mut_task_add(m, NS, "range", a, 1, &id, &added, &err), 0);
+	assert_int_equal(jo_mut_task_add(m, NS, "range", b, 1, &id2, &added, &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, NS, "w1", 10000, &t, &err), 0);
+	assert_int_equal(t.id, id);
+	jo_mut_task_release_mem(&t);
+	/* the holder records its progress; anyone else is refused */
+	struct jo_mut_rec_cond mine = { .task_id = id, .owner = "w1" };
+	struct jo_mut_rec_cond theirs = { .task_id = id, .owner = "w2" };
+	assert_int_equal(jo_mut_rec_put(m, NS, "pos:000001", "k1", &mine, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_rec_put(m, NS, "pos:000001", "k9", &theirs, &w, &err), JO_ECONFLICT);
+	assert_false(w);
+	assert_int_equal(jo_mut_rec_get(m, NS, "pos:000001", &v, &err), 0);
+	assert_string_equal(v, "k1");
+	free(v);
+	/* an unclaimed task is nobody's */
+	struct jo_mut_rec_cond free_task = { .task_id = id2, .owner = "w1" };
+	assert_int_equal(jo_mut_rec_put(m, NS, "pos:000002", "x", &free_task, &w, &err),
+			 JO_ECONFLICT);
+	assert_int_equal(jo_mut_rec_get(m, NS, "pos:000002", &v, &err), JO_ENOTFOUND);
+	/* a refused completion completes nothing */
+	struct jo_mut_rec_cond theirs_done = { .task_id = id, .owner = "w2", .complete = true };
+	assert_int_equal(jo_mut_rec_put(m, NS, "done:000001", "{}", &theirs_done, &w, &err),
+			 JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 2);
+	assert_int_equal(jo_mut_rec_get(m, NS, "done:000001", &v, &err), JO_ENOTFOUND);
+	/* done: the record and the completion in one transaction */
+	struct jo_mut_rec_cond done = { .task_id = id, .owner = "w1", .complete = true };
+	assert_int_equal(jo_mut_rec_put(m, NS, "done:000001", "{\"copied\":7}", &done, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 1);
+	assert_int_equal(jo_mut_rec_get(m, NS, "done:000001", &v, &err), 0);
+	assert_string_equal(v, "{\"copied\":7}");
+	free(v);
+	/* the completed task's item may be planned again; its lease is gone */
+	assert_int_equal(jo_mut_rec_put(m, NS, "pos:000001", "k2", &mine, &w, &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_add(m, NS, "range", a, 1, &id, &added, &err), 0);
+	assert_int_equal(added, 1);
+	/* the other task is still there, claimable */
+	assert_int_equal(jo_mut_task_claim(m, NS, "w3", 10000, &t, &err), 0);
+	assert_int_equal(t.id, id2);
+	jo_mut_task_release_mem(&t);
+	/* complete needs a task */
+	struct jo_mut_rec_cond bad = { .complete = true };
+	assert_int_equal(jo_mut_rec_put(m, NS, "x", "y", &bad, &w, &err), JO_EINVAL);
+	jo_meta_close(m);
+}
+
+static void coordinator_needs_no_volume(void **state)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	struct jo_meta_open_opts co = { .coordinator_only = true };
+	char url[600], path[400];
+	char *v = NULL;
+	int64_t id;
+	size_t added;
+	const char *it[] = { "plan" };
+
+	if (!strncmp(url_of(state), "redis", 5)) {
+		if (!g_have_redis)
+			skip();
+		/* db 9 holds no "setting" key */
+		snprintf(url, sizeof(url), "redis://127.0.0.1:%d/9", g_redis.port);
+	} else {
+		snprintf(path, sizeof(path), "%s/coord-%d.db", g_dir, (int)getpid());
+		unlink(path);
+		snprintf(url, sizeof(url), "sqlite3://%s", path);
+	}
+	/* a volume needs its format record (SQLite: its file) */
+	int rc = jo_meta_open(&m, url, &err);
+	assert_true(rc == JO_ENOTJFS || rc == JO_ENOTFOUND);
+	assert_null(m);
+	/* a coordinator does not; SQLite makes the file */
+	assert_int_equal(jo_meta_open_with(&m, url, &co, &err), 0);
+	assert_int_equal(jo_mut_task_init(m, "sabc", &err), 0);
+	assert_int_equal(jo_mut_task_add(m, "sabc", "plan", it, 1, &id, &added, &err), 0);
+	assert_int_equal(added, 1);
+	assert_int_equal(jo_mut_rec_put(m, "sabc", "job", "{}", NULL, NULL, &err), 0);
+	/* a second connection (the lease keeper's) is a coordinator too */
+	struct jo_meta *d = NULL;
+	assert_int_equal(jo_meta_dup(m, &d, &err), 0);
+	assert_int_equal(jo_mut_rec_get(d, "sabc", "job", &v, &err), 0);
+	assert_string_equal(v, "{}");
+	free(v);
+	assert_int_equal(jo_mut_task_clear(d, "sabc", &err), 0);
+	jo_meta_close(d);
+	jo_meta_close(m);
+}
+
 /* A namespace nothing was ever planned in (SQL: no task tables yet) has no
  * task: count 0, claim "not found", scan empty, never an error. */
 static int count_cb(const struct jo_mut_task *t, void *p)
@@ -413,6 +610,9 @@ int main(void)
 		BOTH(claims_race_exactly_once),
 		BOTH(keeper_renews_and_notices_loss),
 		BOTH(bad_arguments_are_refused),
+		BOTH(records_put_get_scan),
+		BOTH(records_written_under_a_lease),
+		BOTH(coordinator_needs_no_volume),
 		BOTH(a_namespace_never_used_has_no_task),
 	};
 

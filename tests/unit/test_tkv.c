@@ -835,6 +835,126 @@ static void tasks_and_leases(void **state)
 	close_vol(m);
 }
 
+struct recs_seen {
+	int n;
+	char keys[8][32];
+	char vals[8][32];
+};
+
+static int recs_cb(const char *key, const char *val, void *payload)
+{
+	struct recs_seen *s = payload;
+
+	if (s->n < 8) {
+		snprintf(s->keys[s->n], sizeof(s->keys[0]), "%s", key);
+		snprintf(s->vals[s->n], sizeof(s->vals[0]), "%s", val);
+	}
+	s->n++;
+	return 0;
+}
+
+/* A sync coordinator on etcd: records beside the tasks, written under a
+ * lease, the done record and the completion in one transaction. */
+static void records_of_a_coordinator(void **state)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	struct jo_meta_open_opts co = { .coordinator_only = true };
+	const char *a[] = { "r000001" }, *b[] = { "r000002" };
+	struct jo_mut_task t;
+	struct recs_seen sn = { 0 };
+	int64_t id, id2, total, leased;
+	size_t added;
+	char *v = NULL;
+	bool w = true;
+
+	(void)state;
+	store_reset();
+	jo_tkv_transport_override = &memkv;
+	/* no format record: a volume is refused, a coordinator is not */
+	assert_int_equal(jo_meta_open(&m, "etcd://127.0.0.1:2379/coord", &err), JO_ENOTJFS);
+	assert_null(m);
+	assert_int_equal(jo_meta_open_with(&m, "etcd://127.0.0.1:2379/coord", &co, &err), 0);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "plan", &v, &err), JO_ENOTFOUND);
+	assert_null(v);
+	struct jo_mut_rec_cond once = { .if_absent = true };
+	assert_int_equal(jo_mut_rec_put(m, "sx", "plan", "{\"ranges\":2}", &once, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_rec_put(m, "sx", "plan", "other", &once, &w, &err), 0);
+	assert_false(w);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "plan", &v, &err), 0);
+	assert_string_equal(v, "{\"ranges\":2}");
+	free(v);
+	/* a value holds newlines; a plain put replaces */
+	assert_int_equal(jo_mut_rec_put(m, "sx", "def:1", "a\nb", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, "sx", "def:1", "c\nd", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, "sx", "def:2", "", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, "sx", "dex:1", "z", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_put(m, "other", "def:9", "no", NULL, &w, &err), 0);
+	assert_int_equal(jo_mut_rec_scan(m, "sx", "def:", recs_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 2);
+	assert_string_equal(sn.keys[0], "def:1");
+	assert_string_equal(sn.vals[0], "c\nd");
+	assert_string_equal(sn.keys[1], "def:2");
+	assert_string_equal(sn.vals[1], "");
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(jo_mut_rec_scan(m, "sx", "", recs_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 4);
+	/* NULL removes */
+	assert_int_equal(jo_mut_rec_put(m, "sx", "dex:1", NULL, NULL, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "dex:1", &v, &err), JO_ENOTFOUND);
+
+	/* under a lease */
+	assert_int_equal(jo_mut_task_add(m, "sx", "range", a, 1, &id, &added, &err), 0);
+	assert_int_equal(jo_mut_task_add(m, "sx", "range", b, 1, &id2, &added, &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, "sx", "w1", 60000, &t, &err), 0);
+	assert_int_equal(t.id, id);
+	jo_mut_task_release_mem(&t);
+	struct jo_mut_rec_cond mine = { .task_id = id, .owner = "w1" };
+	struct jo_mut_rec_cond theirs = { .task_id = id, .owner = "w2" };
+	struct jo_mut_rec_cond unclaimed = { .task_id = id2, .owner = "w1" };
+	assert_int_equal(jo_mut_rec_put(m, "sx", "pos:1", "k1", &mine, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_rec_put(m, "sx", "pos:1", "k9", &theirs, &w, &err), JO_ECONFLICT);
+	assert_false(w);
+	assert_int_equal(jo_mut_rec_put(m, "sx", "pos:2", "x", &unclaimed, &w, &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "pos:2", &v, &err), JO_ENOTFOUND);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "pos:1", &v, &err), 0);
+	assert_string_equal(v, "k1");
+	free(v);
+	/* a refused completion completes nothing */
+	struct jo_mut_rec_cond theirs_done = { .task_id = id, .owner = "w2", .complete = true };
+	assert_int_equal(jo_mut_rec_put(m, "sx", "done:1", "{}", &theirs_done, &w, &err),
+			 JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_count(m, "sx", &total, &leased, &err), 0);
+	assert_int_equal(total, 2);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "done:1", &v, &err), JO_ENOTFOUND);
+	/* done: the record and the completion together */
+	struct jo_mut_rec_cond done = { .task_id = id, .owner = "w1", .complete = true };
+	assert_int_equal(jo_mut_rec_put(m, "sx", "done:1", "{\"copied\":7}", &done, &w, &err), 0);
+	assert_true(w);
+	assert_int_equal(jo_mut_task_count(m, "sx", &total, &leased, &err), 0);
+	assert_int_equal(total, 1);
+	assert_int_equal(leased, 0);
+	assert_int_equal(jo_mut_rec_get(m, "sx", "done:1", &v, &err), 0);
+	assert_string_equal(v, "{\"copied\":7}");
+	free(v);
+	/* its lease is gone; its item may be planned again */
+	assert_int_equal(jo_mut_rec_put(m, "sx", "pos:1", "k2", &mine, &w, &err), JO_ECONFLICT);
+	assert_int_equal(jo_mut_task_add(m, "sx", "range", a, 1, &id, &added, &err), 0);
+	assert_int_equal(added, 1);
+	/* clearing the namespace removes its records, not another's */
+	assert_int_equal(jo_mut_task_clear(m, "sx", &err), 0);
+	memset(&sn, 0, sizeof(sn));
+	assert_int_equal(jo_mut_rec_scan(m, "sx", "", recs_cb, &sn, &err), 0);
+	assert_int_equal(sn.n, 0);
+	assert_int_equal(jo_mut_rec_get(m, "other", "def:9", &v, &err), 0);
+	assert_string_equal(v, "no");
+	free(v);
+	close_vol(m);
+}
+
 static void compaction_commit(void **state)
 {
 	struct jo_meta *m = open_vol();
@@ -906,6 +1026,7 @@ int main(void)
 		cmocka_unit_test(delayed_slices_and_forget),
 		cmocka_unit_test(unlink_and_rmdir),
 		cmocka_unit_test(tasks_and_leases),
+		cmocka_unit_test(records_of_a_coordinator),
 		cmocka_unit_test(compaction_commit),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

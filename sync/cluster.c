@@ -1,0 +1,1947 @@
+/*
+ * cluster.c: `jfsops sync --cluster URL`: one sync job shared by any number
+ * of processes on any number of hosts through a coordinator they already
+ * run (Redis, a SQL server: the lease framework's task records, in a
+ * namespace of the job's own, plus records beside them, meta_mut.h).
+ *
+ * A job is named by a hash of what makes it (SRC, DST, filters, options) or
+ * by --id NAME; its namespace is "s" + 15 hex digits of that hash, so two
+ * jobs never share a task or a record. Its records:
+ *   job          what the job is (the fingerprint a second --id NAME must match)
+ *   plan         written once, with the planner's task completed in the same
+ *                transaction: how many ranges, the job's mark, the orders
+ *   cuts, def:R  the planned ranges (boundaries, hex), before any range task
+ *   pos:R        a range's resume position and counters, written only by the
+ *                holder of the range's lease: a checkpoint (nothing in flight,
+ *                every key up to pos done), whether copies may have gone on
+ *                past it unrecorded (a later attempt counts those it finds
+ *                carrying the job's mark: no copy is counted twice or lost),
+ *                and the multipart uploads open (a later attempt aborts them)
+ *   done:R       the range done (or given up after --max-attempts), written
+ *                in the transaction that completes its task: never redone
+ *   fail:R       its last failure
+ *   gate         phase 2 decided, once, from every range's counters: delete
+ *                or refuse (--max-delete, a source that listed nothing, ...)
+ *   ddone:R      a range's deletions done
+ *   end          the job finished (ok, failed, refused)
+ *   w:WORKER     a worker's counters (status, throughput)
+ * Tasks: "plan" (one), "range" rNNNNNN, "del" dNNNNNN. Any worker that
+ * finds no task left advances the job (adds what is missing, decides the
+ * gate, writes end); every step is safe to repeat and to race.
+ */
+#include "sync/sync.h"
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/lease.h"
+#include "common/log.h"
+#include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
+#include "common/object/object.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define REGISTRY "syncjobs"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(int64_t ms)
+{
+	while (ms > 0 && !jo_cancelled()) {
+		int64_t step = ms > 200 ? 200 : ms;
+		struct timespec ts = { 0, (long)step * 1000000L };
+
+		nanosleep(&ts, NULL);
+		ms -= step;
+	}
+}
+
+void jo_sync_job_ns(const char *what, bool named, char out[17])
+{
+	unsigned char d[32];
+	unsigned int dl = 32;
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+	if (c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1) {
+		EVP_DigestUpdate(c, named ? "name\n" : "job\n", named ? 5 : 4);
+		EVP_DigestUpdate(c, what, strlen(what));
+		EVP_DigestFinal_ex(c, d, &dl);
+	} else {
+		memset(d, 0, sizeof(d));
+	}
+	EVP_MD_CTX_free(c);
+	out[0] = 's';
+	for (int i = 0; i < 15; i++)
+		out[1 + i] = "0123456789abcdef"[(d[i / 2] >> (i % 2 ? 0 : 4)) & 15];
+	out[16] = '\0';
+}
+
+/* ---- keys as hex, records as JSON ------------------------------------------ */
+
+static char *hex_of(const char *s)
+{
+	size_t n = strlen(s);
+	char *h = malloc(2 * n + 1);
+
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		h[2 * i] = "0123456789abcdef"[(unsigned char)s[i] >> 4];
+		h[2 * i + 1] = "0123456789abcdef"[(unsigned char)s[i] & 15];
+	}
+	h[2 * n] = '\0';
+	return h;
+}
+
+static int hexval(char c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* NULL for JSON null or a malformed value (*bad set). */
+static char *unhex(const json_t *v, bool *bad)
+{
+	const char *h = json_string_value(v);
+	size_t n;
+	char *s;
+
+	if (!v || json_is_null(v))
+		return NULL;
+	if (!h || (n = strlen(h)) % 2) {
+		*bad = true;
+		return NULL;
+	}
+	s = malloc(n / 2 + 1);
+	if (!s) {
+		*bad = true;
+		return NULL;
+	}
+	for (size_t i = 0; i < n / 2; i++) {
+		int a = hexval(h[2 * i]), b = hexval(h[2 * i + 1]);
+
+		if (a < 0 || b < 0 || (a == 0 && b == 0)) {
+			free(s);
+			*bad = true;
+			return NULL;
+		}
+		s[i] = (char)(a * 16 + b);
+	}
+	s[n / 2] = '\0';
+	return s;
+}
+
+static json_t *jhex(const char *s)
+{
+	char *h = s ? hex_of(s) : NULL;
+	json_t *j = h ? json_string(h) : json_null();
+
+	free(h);
+	return j;
+}
+
+static uint64_t ju(const json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+static int64_t ji(const json_t *o, const char *k)
+{
+	json_t *v = json_object_get(o, k);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
+}
+
+static const char *js(const json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "";
+}
+
+static bool jb(const json_t *o, const char *k)
+{
+	return json_is_true(json_object_get(o, k));
+}
+
+static int rec_put(struct jo_meta *m, const char *ns, const char *key, json_t *j,
+		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err)
+{
+	char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	int rc;
+
+	if (j && !txt)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = jo_mut_rec_put(m, ns, key, txt, c, written, err);
+	free(txt);
+	return rc;
+}
+
+/* *out NULL (and 0) when there is no record. */
+static int rec_get(struct jo_meta *m, const char *ns, const char *key, json_t **out,
+		   struct jo_err *err)
+{
+	char *txt = NULL;
+	json_error_t je;
+	int rc = jo_mut_rec_get(m, ns, key, &txt, err);
+
+	*out = NULL;
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*out = json_loads(txt, 0, &je);
+	free(txt);
+	if (!*out || !json_is_object(*out)) {
+		json_decref(*out);
+		*out = NULL;
+		return jo_err_set(err, JO_EPROTO, "coordinator record '%s' is not a JSON object", key);
+	}
+	return 0;
+}
+
+static const char *order_name(enum jo_sync_order o)
+{
+	return o == JO_SYNC_ORDER_DIRFIRST ? "dirfirst" : o == JO_SYNC_ORDER_ANY ? "any" : "bytes";
+}
+
+static enum jo_sync_order order_of(const char *s)
+{
+	return !strcmp(s, "dirfirst") ? JO_SYNC_ORDER_DIRFIRST
+	       : !strcmp(s, "any")    ? JO_SYNC_ORDER_ANY
+				      : JO_SYNC_ORDER_BYTES;
+}
+
+/* ---- the job's view (all its records at once) ---------------------------- */
+
+struct rview {
+	json_t *def, *pos, *done, *fail, *ddone, *dfail;
+};
+
+struct view {
+	json_t *job, *plan, *cuts, *gate, *end;
+	json_t *order_src, *order_dst;
+	int n;                   /* ranges planned (0: no plan yet) */
+	struct rview *r;
+	size_t rcap;
+	json_t *workers;         /* object: worker -> record */
+	bool bad;
+};
+
+static void view_release(struct view *v)
+{
+	json_decref(v->job);
+	json_decref(v->plan);
+	json_decref(v->cuts);
+	json_decref(v->gate);
+	json_decref(v->end);
+	json_decref(v->order_src);
+	json_decref(v->order_dst);
+	for (size_t i = 0; i < v->rcap; i++) {
+		json_decref(v->r[i].def);
+		json_decref(v->r[i].pos);
+		json_decref(v->r[i].done);
+		json_decref(v->r[i].fail);
+		json_decref(v->r[i].ddone);
+		json_decref(v->r[i].dfail);
+	}
+	free(v->r);
+	json_decref(v->workers);
+	memset(v, 0, sizeof(*v));
+}
+
+static struct rview *view_range(struct view *v, long i)
+{
+	if (i < 0 || i > 10000000)
+		return NULL;
+	if ((size_t)i >= v->rcap) {
+		size_t nc = v->rcap ? v->rcap : 64;
+		while (nc <= (size_t)i)
+			nc *= 2;
+		struct rview *nr = realloc(v->r, nc * sizeof(*nr));
+
+		if (!nr)
+			return NULL;
+		memset(nr + v->rcap, 0, (nc - v->rcap) * sizeof(*nr));
+		v->r = nr;
+		v->rcap = nc;
+	}
+	return &v->r[i];
+}
+
+static int view_cb(const char *key, const char *val, void *p)
+{
+	struct view *v = p;
+	json_error_t je;
+	json_t *j = json_loads(val, 0, &je);
+	const char *colon = strchr(key, ':');
+	json_t **slot = NULL;
+
+	if (!j || !json_is_object(j)) {
+		json_decref(j);
+		v->bad = true;
+		return 0;
+	}
+	if (!strcmp(key, "job"))
+		slot = &v->job;
+	else if (!strcmp(key, "plan"))
+		slot = &v->plan;
+	else if (!strcmp(key, "cuts"))
+		slot = &v->cuts;
+	else if (!strcmp(key, "gate"))
+		slot = &v->gate;
+	else if (!strcmp(key, "end"))
+		slot = &v->end;
+	else if (!strcmp(key, "order:src"))
+		slot = &v->order_src;
+	else if (!strcmp(key, "order:dst"))
+		slot = &v->order_dst;
+	else if (colon && !strncmp(key, "w:", 2)) {
+		json_object_set_new(v->workers, colon + 1, j);
+		return 0;
+	} else if (colon) {
+		char *end;
+		long i = strtol(colon + 1, &end, 10);
+		struct rview *r = *end ? NULL : view_range(v, i);
+
+		if (!r) {
+			json_decref(j);
+			return 0;
+		}
+		size_t kl = (size_t)(colon - key);
+		if (kl == 3 && !strncmp(key, "def", 3))
+			slot = &r->def;
+		else if (kl == 3 && !strncmp(key, "pos", 3))
+			slot = &r->pos;
+		else if (kl == 4 && !strncmp(key, "done", 4))
+			slot = &r->done;
+		else if (kl == 4 && !strncmp(key, "fail", 4))
+			slot = &r->fail;
+		else if (kl == 5 && !strncmp(key, "ddone", 5))
+			slot = &r->ddone;
+		else if (kl == 5 && !strncmp(key, "dfail", 5))
+			slot = &r->dfail;
+	}
+	if (!slot) {
+		json_decref(j);
+		return 0;
+	}
+	json_decref(*slot);
+	*slot = j;
+	return 0;
+}
+
+/* What the planner decided: the plan record, or the cuts it recorded first. */
+static const json_t *view_plan(const struct view *v)
+{
+	return v->plan ? v->plan : v->cuts;
+}
+
+static int view_load(struct jo_meta *m, const char *ns, struct view *v, struct jo_err *err)
+{
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	v->workers = json_object();
+	if (!v->workers)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = jo_mut_rec_scan(m, ns, "", view_cb, v, err);
+	if (rc) {
+		view_release(v);
+		return rc;
+	}
+	/* the ranges can be worked once recorded (cuts), before the plan record */
+	v->n = v->plan ? (int)ji(v->plan, "ranges") : v->cuts ? (int)ji(v->cuts, "n") : 0;
+	if (v->n < 0 || !view_range(v, v->n)) {
+		view_release(v);
+		return jo_err_set(err, JO_EPROTO, "coordinator: the job's plan is corrupt");
+	}
+	return 0;
+}
+
+/*
+ * The records one range's worker needs (the job's plan and order hints, the
+ * range's own): a handful of reads, whatever the number of ranges. The
+ * range's records are in v->r[0].
+ */
+static int view_load_range(struct jo_meta *m, const char *ns, int idx, struct view *v,
+			   struct jo_err *err)
+{
+	const char *jobkeys[] = { "plan", "cuts", "order:src", "order:dst" };
+	json_t **jobslots[] = { &v->plan, &v->cuts, &v->order_src, &v->order_dst };
+	const char *kinds[] = { "def", "pos", "done", "fail", "ddone", "dfail" };
+	int rc = 0;
+
+	memset(v, 0, sizeof(*v));
+	v->workers = json_object();
+	if (!v->workers || !view_range(v, 0)) {
+		view_release(v);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	json_t **rslots[] = { &v->r[0].def, &v->r[0].pos, &v->r[0].done, &v->r[0].fail,
+			      &v->r[0].ddone, &v->r[0].dfail };
+	for (size_t i = 0; !rc && i < sizeof(jobkeys) / sizeof(jobkeys[0]); i++)
+		rc = rec_get(m, ns, jobkeys[i], jobslots[i], err);
+	for (size_t i = 0; !rc && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		char key[32];
+
+		snprintf(key, sizeof(key), "%s:%06d", kinds[i], idx);
+		rc = rec_get(m, ns, key, rslots[i], err);
+	}
+	if (rc) {
+		view_release(v);
+		return rc;
+	}
+	v->n = v->plan ? (int)ji(v->plan, "ranges") : v->cuts ? (int)ji(v->cuts, "n") : 0;
+	return 0;
+}
+
+/* The job's totals from its range records. */
+struct totals {
+	int done, failed, leased, pending, deleted_ranges, del_failed;
+	uint64_t copied, bytes, credited, skipped, extra, excluded, src, dst, deleted, del_refused;
+};
+
+static void totals_of(const struct view *v, struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < v->n; i++) {
+		const json_t *d = v->r[i].done, *p = v->r[i].pos;
+		const json_t *c = d ? d : p;
+
+		if (d && jb(d, "failed"))
+			t->failed++;
+		else if (d)
+			t->done++;
+		if (c) {
+			t->copied += ju(c, "c");
+			t->bytes += ju(c, "cb");
+			t->credited += ju(c, "cr");
+			t->skipped += ju(c, "s");
+			t->extra += ju(c, "x");
+			t->excluded += ju(c, "e");
+			t->src += ju(c, "ls");
+			t->dst += ju(c, "ld");
+		}
+		const json_t *dd = v->r[i].ddone;
+		if (dd) {
+			t->deleted += ju(dd, "deleted");
+			if (jb(dd, "refused"))
+				t->del_refused++;
+			else if (jb(dd, "failed") || ju(dd, "fails"))
+				t->del_failed++;
+			else
+				t->deleted_ranges++;
+		}
+	}
+}
+
+/* ---- the job in this process --------------------------------------------- */
+
+struct job {
+	const struct jo_sync_side *src, *dst;
+	struct jo_obj *so, *dobj;
+	const struct jo_sync_opts *o;
+	const struct jo_sync_cluster_opts *co;
+	struct jo_meta *m;
+	struct jo_meta *mw;      /* the range callbacks' own connection (under mu) */
+	struct jo_lease *lease;
+	char ns[17];
+	char mark[64];
+	struct jo_sync_cluster_result *res;
+	struct jo_sync_live live;
+	int64_t started_ms;
+	double busy_s;
+	int fails_in_a_row;
+	/* progress */
+	pthread_mutex_t mu;
+	int cur_range;
+	bool stop_progress;
+	pthread_t progress_th;
+	bool progress_started;
+};
+
+static int job_fail_wrap(int rc, struct jo_err *err, const char *what)
+{
+	return rc ? jo_err_wrap(err, "coordinator: %s", what) : 0;
+}
+
+static int put_worker(struct job *j, const char *state, struct jo_err *err)
+{
+	char key[160];
+	json_t *w;
+	int rc;
+
+	snprintf(key, sizeof(key), "w:%s", j->co->worker);
+	w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
+		      (json_int_t)j->started_ms, "seen", (json_int_t)now_ms(), "copied",
+		      (json_int_t)j->res->mine.copied, "bytes", (json_int_t)j->res->mine.copied_bytes,
+		      "ranges", (json_int_t)j->res->ranges_mine, "busy_s", j->busy_s, "range",
+		      j->cur_range);
+	if (!w)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = rec_put(j->m, j->ns, key, w, NULL, NULL, err);
+	json_decref(w);
+	return rc;
+}
+
+/* Add one task per item (ranges/deletions: one range each); pending ones are kept. */
+static int add_tasks(struct job *j, const char *kind, char letter, const int *idx, int n,
+		     struct jo_err *err)
+{
+	for (int k = 0; k < n; k++) {
+		char item[16];
+		const char *it = item;
+		int64_t id;
+		size_t added;
+		int rc;
+
+		snprintf(item, sizeof(item), "%c%06d", letter, idx[k]);
+		rc = jo_mut_task_add(j->m, j->ns, kind, &it, 1, &id, &added, err);
+		if (rc)
+			return jo_err_wrap(err, "coordinator: add task %s", item);
+	}
+	return 0;
+}
+
+/* ---- planning -------------------------------------------------------------- */
+
+static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *err)
+{
+	struct jo_mut_rec_cond held = { .task_id = t->id, .owner = j->co->worker };
+	struct jo_sync_plan pl = { 0 };
+	json_t *plan = NULL, *cuts = NULL;
+	int rc, n;
+	double t0 = mono_s();
+
+	rc = rec_get(j->m, j->ns, "plan", &plan, err);
+	if (!rc && plan) {
+		/* planned already (an earlier planner completed; this task is a late copy) */
+		json_decref(plan);
+		return jo_lease_complete(j->lease, j->m, err);
+	}
+	if (!rc)
+		rc = rec_get(j->m, j->ns, "cuts", &cuts, err);
+	if (rc)
+		return rc;
+	enum jo_sync_order so = j->src->unordered ? JO_SYNC_ORDER_DIRFIRST : JO_SYNC_ORDER_BYTES;
+	enum jo_sync_order dso = j->dst->unordered ? JO_SYNC_ORDER_DIRFIRST : JO_SYNC_ORDER_BYTES;
+	char nonce[24];
+	{
+		/* the job's mark on every copy: which job, which plan */
+		unsigned char rb[8];
+		FILE *ur = fopen("/dev/urandom", "rb");
+		size_t got = ur ? fread(rb, 1, sizeof(rb), ur) : 0;
+
+		if (ur)
+			fclose(ur);
+		if (got != sizeof(rb)) {
+			int64_t x = now_ms() ^ ((int64_t)getpid() << 20);
+
+			memcpy(rb, &x, sizeof(rb));
+		}
+		for (int i = 0; i < 8; i++)
+			snprintf(nonce + 2 * i, 3, "%02x", rb[i]);
+	}
+	if (cuts) {
+		/* an earlier planner died after recording its ranges: use them */
+		n = (int)ji(cuts, "n");
+		so = order_of(js(cuts, "src_order"));
+		dso = order_of(js(cuts, "dst_order"));
+		snprintf(nonce, sizeof(nonce), "%s", js(cuts, "nonce"));
+		json_decref(cuts);
+		if (n < 1)
+			return jo_err_set(err, JO_EPROTO, "coordinator: record 'cuts' is corrupt");
+	} else {
+		struct jo_sync_plan_opts po = { .ranges = j->co->ranges };
+
+		jo_info("planning: sampling %s and %s", j->src->desc, j->dst->desc);
+		rc = jo_sync_plan_make(j->so, j->src->prefix, j->o->dst_absent ? NULL : j->dobj,
+				       j->dst->prefix, &po, &pl, err);
+		if (rc)
+			return jo_err_wrap(err, "planning");
+		if (pl.src_order == JO_SYNC_ORDER_DIRFIRST)
+			so = JO_SYNC_ORDER_DIRFIRST;
+		if (pl.dst_order == JO_SYNC_ORDER_DIRFIRST)
+			dso = JO_SYNC_ORDER_DIRFIRST;
+		n = (int)pl.nbounds + 1;
+		for (int i = 0; i < n && !rc; i++) {
+			char key[32];
+			json_t *d = json_pack("{s:o,s:o,s:f}", "lo", jhex(i ? pl.bounds[i - 1] : NULL),
+					      "hi", jhex(i < n - 1 ? pl.bounds[i] : NULL), "w",
+					      pl.weights ? pl.weights[i] : 0.0);
+
+			snprintf(key, sizeof(key), "def:%06d", i);
+			rc = d ? rec_put(j->m, j->ns, key, d, &held, NULL, err)
+			       : jo_err_set(err, JO_ENOMEM, "out of memory");
+			json_decref(d);
+		}
+		if (!rc) {
+			cuts = json_pack("{s:i,s:s,s:s,s:s}", "n", n, "src_order", order_name(so),
+					 "dst_order", order_name(dso), "nonce", nonce);
+			rc = cuts ? rec_put(j->m, j->ns, "cuts", cuts, &held, NULL, err)
+				  : jo_err_set(err, JO_ENOMEM, "out of memory");
+			json_decref(cuts);
+		}
+		if (rc) {
+			jo_sync_plan_release(&pl);
+			return job_fail_wrap(rc, err, "recording the ranges");
+		}
+	}
+	int *idx = calloc((size_t)n, sizeof(int));
+	if (!idx) {
+		jo_sync_plan_release(&pl);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (int i = 0; i < n; i++)
+		idx[i] = i;
+	rc = add_tasks(j, "range", 'r', idx, n, err);
+	free(idx);
+	if (!rc) {
+		plan = json_pack("{s:i,s:s,s:I,s:s,s:s,s:s,s:I,s:I,s:b,s:i,s:f}", "ranges", n, "nonce",
+				 nonce, "at", (json_int_t)now_ms(), "by", j->co->worker, "src_order",
+				 order_name(so), "dst_order", order_name(dso), "src_est",
+				 (json_int_t)pl.src_est, "dst_est", (json_int_t)pl.dst_est, "exact",
+				 pl.src_exact && pl.dst_exact, "probes", pl.probes, "secs",
+				 mono_s() - t0);
+		struct jo_mut_rec_cond fin = held;
+		bool written = false;
+
+		fin.complete = true;
+		fin.if_absent = true;
+		rc = plan ? rec_put(j->m, j->ns, "plan", plan, &fin, &written, err)
+			  : jo_err_set(err, JO_ENOMEM, "out of memory");
+		json_decref(plan);
+		if (!rc && !written)
+			rc = jo_lease_complete(j->lease, j->m, err);
+		else if (!rc)
+			jo_lease_forget(j->lease); /* completed with the record */
+		if (!rc)
+			jo_info("planned %d ranges (%" PRIu64 " SRC, %" PRIu64 " DST objects sampled, "
+				"%d list requests, %.1fs)", n, pl.src_est, pl.dst_est, pl.probes,
+				mono_s() - t0);
+	}
+	jo_sync_plan_release(&pl);
+	return job_fail_wrap(rc, err, "recording the plan");
+}
+
+/* ---- one range ----------------------------------------------------------- */
+
+struct upload {
+	char *key, *id;
+};
+
+struct rctx {
+	struct job *j;
+	pthread_mutex_t mu;      /* the fields below, and j->mw */
+	struct upload *up;       /* multipart uploads open now */
+	size_t nup, upcap;
+	int64_t task;
+	int idx;
+	int64_t since, attempt;
+	bool uncounted;          /* copies past the checkpoint may be unrecorded */
+	struct jo_sync_ckpt ck;  /* the last checkpoint */
+	char *ck_pos;
+	const char *kind;        /* "pos" */
+};
+
+static json_t *counters_json(const struct jo_sync_ckpt *c)
+{
+	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "c", (json_int_t)c->copied, "cb",
+			 (json_int_t)c->copied_bytes, "cr", (json_int_t)c->credited, "s",
+			 (json_int_t)c->skipped, "x", (json_int_t)c->extra, "e",
+			 (json_int_t)c->excluded, "ls", (json_int_t)c->src_listed, "ld",
+			 (json_int_t)c->dst_listed);
+}
+
+static void counters_from(const json_t *o, struct jo_sync_ckpt *c)
+{
+	c->copied = ju(o, "c");
+	c->copied_bytes = ju(o, "cb");
+	c->credited = ju(o, "cr");
+	c->skipped = ju(o, "s");
+	c->extra = ju(o, "x");
+	c->excluded = ju(o, "e");
+	c->src_listed = ju(o, "ls");
+	c->dst_listed = ju(o, "ld");
+}
+
+/* Record pos:R (r->mu held): the checkpoint, and the uploads open now. */
+static int write_pos_locked(struct rctx *r, struct jo_err *err)
+{
+	struct jo_mut_rec_cond held = { .task_id = r->task, .owner = r->j->co->worker };
+	char key[32];
+	json_t *p = counters_json(&r->ck), *ups = json_array();
+	int rc;
+
+	if (!p || !ups) {
+		json_decref(p);
+		json_decref(ups);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < r->nup; i++)
+		json_array_append_new(ups, json_pack("[o,s]", jhex(r->up[i].key), r->up[i].id));
+	json_object_set_new(p, "mpu", ups);
+	json_object_set_new(p, "pos", jhex(r->ck_pos));
+	json_object_set_new(p, "uncounted", json_boolean(r->uncounted));
+	json_object_set_new(p, "by", json_string(r->j->co->worker));
+	json_object_set_new(p, "since", json_integer(r->since));
+	json_object_set_new(p, "at", json_integer(now_ms()));
+	json_object_set_new(p, "att", json_integer(r->attempt));
+	snprintf(key, sizeof(key), "pos:%06d", r->idx);
+	rc = rec_put(r->j->mw, r->j->ns, key, p, &held, NULL, err);
+	json_decref(p);
+	return rc;
+}
+
+static int write_pos(struct rctx *r, struct jo_err *err)
+{
+	pthread_mutex_lock(&r->mu);
+	int rc = write_pos_locked(r, err);
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+static int cb_mpu(const char *rel, const char *upload_id, bool open, struct jo_err *err,
+		  void *payload)
+{
+	struct rctx *r = payload;
+	int rc = 0;
+
+	pthread_mutex_lock(&r->mu);
+	if (open) {
+		if (r->nup == r->upcap) {
+			size_t nc = r->upcap ? r->upcap * 2 : 8;
+			struct upload *nu = realloc(r->up, nc * sizeof(*nu));
+
+			if (!nu) {
+				pthread_mutex_unlock(&r->mu);
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			}
+			r->up = nu;
+			r->upcap = nc;
+		}
+		r->up[r->nup].key = strdup(rel);
+		r->up[r->nup].id = strdup(upload_id);
+		if (!r->up[r->nup].key || !r->up[r->nup].id) {
+			free(r->up[r->nup].key);
+			free(r->up[r->nup].id);
+			pthread_mutex_unlock(&r->mu);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		}
+		r->nup++;
+		/* recorded before any part goes out */
+		rc = write_pos_locked(r, err);
+	} else {
+		for (size_t i = 0; i < r->nup; i++) {
+			if (!strcmp(r->up[i].id, upload_id)) {
+				free(r->up[i].key);
+				free(r->up[i].id);
+				r->up[i] = r->up[--r->nup];
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&r->mu);
+	return rc;
+}
+
+/* Abort the multipart uploads an earlier attempt of the range left open. */
+static void abort_left_uploads(struct job *j, const json_t *pos)
+{
+	json_t *ups = json_object_get(pos, "mpu"), *u;
+	size_t i;
+
+	json_array_foreach(ups, i, u) {
+		bool bad = false;
+		char *rel = unhex(json_array_get(u, 0), &bad);
+		const char *id = json_string_value(json_array_get(u, 1));
+		size_t pl = strlen(j->dst->prefix);
+		char *dkey = rel ? malloc(pl + strlen(rel) + 1) : NULL;
+		struct jo_err e = { 0 };
+
+		if (dkey && id) {
+			memcpy(dkey, j->dst->prefix, pl);
+			strcpy(dkey + pl, rel);
+			if (jo_obj_mpu_abort(j->dobj, dkey, id, &e) == 0 && j->o->verbose)
+				jo_info("aborted the upload of \"%s\" a killed worker left", rel);
+		}
+		free(dkey);
+		free(rel);
+	}
+}
+
+static int cb_checkpoint(const struct jo_sync_ckpt *c, struct jo_err *err, void *payload)
+{
+	struct rctx *r = payload;
+	char *np = c->pos ? strdup(c->pos) : NULL;
+
+	if (c->pos && !np)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	free(r->ck_pos);
+	r->ck_pos = np;
+	r->ck = *c;
+	r->ck.pos = NULL;
+	return write_pos(r, err);
+}
+
+static bool cb_may_mutate(void *payload)
+{
+	struct rctx *r = payload;
+
+	return jo_lease_valid(r->j->lease) && !jo_cancelled();
+}
+
+static void add_summary(struct jo_sync_summary *a, const struct jo_sync_summary *b)
+{
+	a->src_listed += b->src_listed;
+	a->dst_listed += b->dst_listed;
+	a->excluded += b->excluded;
+	a->copied += b->copied;
+	a->copied_bytes += b->copied_bytes;
+	a->server_side += b->server_side;
+	a->multipart += b->multipart;
+	a->skipped += b->skipped;
+	a->extra += b->extra;
+	a->deleted += b->deleted;
+	a->failed += b->failed;
+	a->credited += b->credited;
+	a->order_restarts += b->order_restarts;
+	a->src_links += b->src_links;
+	a->dst_links += b->dst_links;
+}
+
+/* A range (or its deletions) failed: say why where everyone sees it, hand it back. */
+static int range_failed(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+			const char *why, uint64_t failures, struct jo_err *err)
+{
+	struct jo_mut_rec_cond held = { .task_id = t->id, .owner = j->co->worker };
+	char key[32];
+	json_t *f = json_pack("{s:s,s:s,s:I,s:I,s:I}", "error", why, "by", j->co->worker, "at",
+			      (json_int_t)now_ms(), "att", (json_int_t)t->attempts, "n",
+			      (json_int_t)failures + 1);
+	int rc;
+
+	jo_warn("range %06d%s failed (failure %" PRIu64 " of at most %d): %s", idx,
+		del ? " (deletions)" : "", failures + 1, j->co->max_attempts, why);
+	snprintf(key, sizeof(key), "%s:%06d", del ? "dfail" : "fail", idx);
+	rc = f ? rec_put(j->m, j->ns, key, f, &held, NULL, err) : JO_ENOMEM;
+	json_decref(f);
+	jo_err_clear(err);
+	(void)rc; /* a lost lease: the next holder records its own failure */
+	rc = jo_lease_release(j->lease, j->m, err);
+	if (rc)
+		jo_err_clear(err);
+	j->fails_in_a_row++;
+	/* back off, so that one worker does not spin on a store that is down */
+	int64_t ms = 1000LL << (j->fails_in_a_row < 5 ? j->fails_in_a_row : 5);
+	if (ms > j->co->lease_ms)
+		ms = j->co->lease_ms;
+	sleep_ms(ms);
+	return 0;
+}
+
+/* Give a range up after --max-attempts: recorded as failed, the job goes on. */
+static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+			 struct jo_err *err)
+{
+	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
+	json_t *last = NULL, *d;
+	char key[32];
+	int rc;
+
+	snprintf(key, sizeof(key), "%s:%06d", del ? "dfail" : "fail", idx);
+	rc = rec_get(j->m, j->ns, key, &last, err);
+	if (rc)
+		return rc;
+	d = json_pack("{s:b,s:s,s:s,s:I,s:I}", "failed", true, "error",
+		      last ? js(last, "error") : "?", "by", j->co->worker, "at", (json_int_t)now_ms(),
+		      "failures", (json_int_t)ju(last, "n"));
+	json_decref(last);
+	if (!d)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!del) {
+		/* keep the counters of what was done, for the totals */
+		json_t *p = NULL;
+
+		snprintf(key, sizeof(key), "pos:%06d", idx);
+		if (rec_get(j->m, j->ns, key, &p, err) == 0 && p) {
+			const char *f[] = { "c", "cb", "cr", "s", "x", "e", "ls", "ld" };
+
+			for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
+				json_object_set_new(d, f[i], json_integer((json_int_t)ju(p, f[i])));
+		}
+		json_decref(p);
+		jo_err_clear(err);
+	}
+	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
+	jo_warn("range %06d%s given up after %d failures", idx, del ? " (deletions)" : "",
+		j->co->max_attempts);
+	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
+	json_decref(d);
+	jo_lease_forget(j->lease); /* completed with the record, or lost */
+	if (rc == JO_ECONFLICT)
+		jo_err_clear(err);
+	return rc == JO_ECONFLICT ? 0 : rc;
+}
+
+static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+		    const struct view *v, const struct rview *rv, struct jo_err *err)
+{
+	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
+	struct rctx r = { .j = j, .task = t->id, .idx = idx, .since = now_ms(),
+			  .attempt = t->attempts, .mu = PTHREAD_MUTEX_INITIALIZER };
+	struct jo_sync_range rg = { 0 };
+	struct jo_sync_summary sum;
+	struct jo_sync_opts o = *j->o;
+	struct jo_err rerr = { 0 };
+	char key[32];
+	bool bad = false;
+	char *lo = NULL, *hi = NULL, *after = NULL;
+	int rc;
+
+	if (del ? rv->ddone != NULL : (rv->done && !jb(rv->done, "failed"))) {
+		/* done already: a task added again by a racing advance */
+		return jo_lease_complete(j->lease, j->m, err);
+	}
+	if (!rv->def)
+		return jo_err_set(err, JO_EPROTO, "coordinator: range %06d has no definition", idx);
+	/* failures only count (a killed worker's attempt is no failure) */
+	uint64_t failures = ju(del ? rv->dfail : rv->fail, "n");
+	if (failures >= (uint64_t)j->co->max_attempts)
+		return range_give_up(j, t, idx, del, err);
+	lo = unhex(json_object_get(rv->def, "lo"), &bad);
+	hi = unhex(json_object_get(rv->def, "hi"), &bad);
+	if (!del && rv->pos) {
+		after = unhex(json_object_get(rv->pos, "pos"), &bad);
+		r.uncounted = jb(rv->pos, "uncounted");
+		counters_from(rv->pos, &r.ck);
+	}
+	if (bad) {
+		rc = jo_err_set(err, JO_EPROTO, "coordinator: range %06d's records are corrupt", idx);
+		goto out;
+	}
+	r.ck_pos = after ? strdup(after) : NULL;
+	/*
+	 * From here on copies may land past the checkpoint without being
+	 * recorded: say so once, before the first. A later attempt then HEADs
+	 * the keys it would skip past the checkpoint, to count what this one
+	 * copied (one write per attempt, not per copy).
+	 */
+	bool prev_uncounted = r.uncounted;
+	r.uncounted = true;
+	pthread_mutex_lock(&j->mu);
+	j->cur_range = idx;
+	pthread_mutex_unlock(&j->mu);
+	if (!del) {
+		/* leased by whom, since when (the status shows it) */
+		rc = write_pos(&r, err);
+		if (rc)
+			goto lost;
+		if (rv->pos)
+			abort_left_uploads(j, rv->pos);
+	}
+	rg.lo = lo;
+	rg.hi = hi;
+	rg.src_order = order_of(js(view_plan(v), "src_order"));
+	rg.dst_order = order_of(js(view_plan(v), "dst_order"));
+	/* an order break another range met: start there */
+	if (v->order_src && order_of(js(v->order_src, "order")) > rg.src_order)
+		rg.src_order = order_of(js(v->order_src, "order"));
+	if (v->order_dst && order_of(js(v->order_dst, "order")) > rg.dst_order)
+		rg.dst_order = order_of(js(v->order_dst, "order"));
+	enum jo_sync_order so0 = rg.src_order, do0 = rg.dst_order;
+	rg.after = after;
+	rg.base = r.ck;
+	rg.uncounted = prev_uncounted;
+	rg.job_mark = j->mark;
+	rg.checkpoint_s = j->co->checkpoint_s;
+	rg.checkpoint = cb_checkpoint;
+	rg.may_mutate = cb_may_mutate;
+	rg.mpu = cb_mpu;
+	rg.payload = &r;
+	o.range = &rg;
+	o.live = &j->live;
+	o.state = NULL;
+	o.progress = false;
+	if (del) {
+		const json_t *d = rv->done;
+
+		o.delete_dst = true;
+		o.max_delete = -1;
+		rg.delete_only = true;
+		rg.max_extras = d ? ju(d, "x") : 0;
+		rg.expect_src = d && ju(d, "ls") > 0;
+		rg.after = NULL;
+		rg.uncounted = false;
+		memset(&rg.base, 0, sizeof(rg.base));
+		rg.checkpoint = NULL;
+	} else {
+		o.delete_dst = false;
+	}
+	double t0 = mono_s();
+	rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, &o, &sum, &rerr);
+	j->busy_s += mono_s() - t0;
+	add_summary(&j->res->mine, &sum);
+	if (!del) {
+		/* what counts for this range is its total; the process adds its own work */
+		j->res->mine.copied -= rg.base.copied;
+		j->res->mine.copied_bytes -= rg.base.copied_bytes;
+		j->res->mine.credited -= rg.base.credited;
+	}
+	if (rg.src_order > so0 || rg.dst_order > do0) {
+		json_t *h = json_pack("{s:s}", "order", order_name(rg.src_order > so0 ? rg.src_order
+										 : rg.dst_order));
+		if (h)
+			(void)rec_put(j->m, j->ns, rg.src_order > so0 ? "order:src" : "order:dst", h,
+				      NULL, NULL, &rerr);
+		json_decref(h);
+	}
+	if (rc == JO_ECANCELED || jo_cancelled()) {
+		rc = JO_ECANCELED;
+		*err = rerr;
+		(void)jo_lease_release(j->lease, j->m, &rerr);
+		goto out;
+	}
+	if (!jo_lease_valid(j->lease) || rc == JO_ECONFLICT) {
+		jo_warn("range %06d: the lease was lost (another worker has it now)", idx);
+		goto lost;
+	}
+	if (rc || sum.failed) {
+		char why[600];
+
+		if (rc)
+			snprintf(why, sizeof(why), "%s", rerr.msg);
+		else
+			snprintf(why, sizeof(why), "%" PRIu64 " object%s failed", sum.failed,
+				 sum.failed == 1 ? "" : "s");
+		rc = range_failed(j, t, idx, del, why, failures, err);
+		goto out;
+	}
+	json_t *d;
+	if (del) {
+		d = json_pack("{s:I,s:I,s:b,s:s,s:s,s:I,s:I,s:f}", "deleted", (json_int_t)sum.deleted,
+			      "extra", (json_int_t)sum.extra, "refused", sum.delete_refused, "why",
+			      sum.delete_refused_why, "by", j->co->worker, "started", (json_int_t)r.since,
+			      "at", (json_int_t)now_ms(), "secs", sum.seconds);
+	} else {
+		struct jo_sync_ckpt c = { .copied = sum.copied, .copied_bytes = sum.copied_bytes,
+					  .credited = sum.credited, .skipped = sum.skipped,
+					  .extra = sum.extra, .excluded = sum.excluded,
+					  .src_listed = sum.src_listed, .dst_listed = sum.dst_listed };
+
+		d = counters_json(&c);
+		if (d) {
+			json_object_set_new(d, "by", json_string(j->co->worker));
+			json_object_set_new(d, "at", json_integer(now_ms()));
+			json_object_set_new(d, "since", json_integer(r.since));
+			json_object_set_new(d, "att", json_integer(t->attempts));
+			json_object_set_new(d, "secs", json_real(sum.seconds));
+		}
+	}
+	if (!d) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
+	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
+	json_decref(d);
+	if (rc == JO_ECONFLICT) {
+		jo_warn("range %06d: the lease was lost before it was recorded done", idx);
+		jo_err_clear(err);
+		goto lost;
+	}
+	if (rc)
+		goto out;
+	jo_lease_forget(j->lease); /* completed with the record */
+	j->res->ranges_mine++;
+	j->fails_in_a_row = 0;
+	if (j->o->verbose)
+		jo_info("range %06d %s: %" PRIu64 " copied, %" PRIu64 " skipped, %" PRIu64
+			" deleted, %.1fs", idx, del ? "deletions done" : "done", sum.copied - rg.base.copied,
+			sum.skipped, sum.deleted, sum.seconds);
+	goto out;
+lost:
+	rc = 0;
+	jo_err_clear(err);
+	jo_lease_forget(j->lease);
+out:
+	pthread_mutex_lock(&j->mu);
+	j->cur_range = -1;
+	pthread_mutex_unlock(&j->mu);
+	(void)put_worker(j, "working", &rerr);
+	free(lo);
+	free(hi);
+	free(after);
+	free(r.ck_pos);
+	for (size_t i = 0; i < r.nup; i++) {
+		free(r.up[i].key);
+		free(r.up[i].id);
+	}
+	free(r.up);
+	pthread_mutex_destroy(&r.mu);
+	return rc;
+}
+
+/* ---- advancing the job when no task is left --------------------------------- */
+
+enum adv { ADV_WAIT, ADV_AGAIN, ADV_FINISHED };
+
+static int write_end(struct job *j, const struct view *v, const char *status, const char *why,
+		     struct jo_err *err)
+{
+	struct jo_mut_rec_cond once = { .if_absent = true };
+	struct totals t;
+	json_t *e;
+	int rc;
+
+	totals_of(v, &t);
+	e = json_pack("{s:s,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i}", "status", status,
+		      "why", why, "at", (json_int_t)now_ms(), "by", j->co->worker, "copied",
+		      (json_int_t)t.copied, "bytes", (json_int_t)t.bytes, "skipped",
+		      (json_int_t)t.skipped, "extra", (json_int_t)t.extra, "deleted",
+		      (json_int_t)t.deleted, "src", (json_int_t)t.src, "dst", (json_int_t)t.dst,
+		      "failed_ranges", t.failed, "ranges", v->n);
+	if (!e)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = rec_put(j->m, j->ns, "end", e, &once, NULL, err);
+	json_decref(e);
+	return rc;
+}
+
+static int advance(struct job *j, enum adv *out, struct jo_err *err)
+{
+	struct view v;
+	int rc = view_load(j->m, j->ns, &v, err);
+	int *idx = NULL, n = 0;
+
+	*out = ADV_WAIT;
+	if (rc)
+		return rc;
+	if (v.end) {
+		*out = ADV_FINISHED;
+		goto out;
+	}
+	if (!v.plan) {
+		if (j->co->mode != JO_SYNC_CLUSTER_WORK) {
+			const char *it = "plan";
+			int64_t id;
+			size_t added;
+
+			rc = jo_mut_task_add(j->m, j->ns, "plan", &it, 1, &id, &added, err);
+			*out = ADV_AGAIN;
+		}
+		goto out;
+	}
+	idx = calloc((size_t)v.n + 1, sizeof(int));
+	if (!idx) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (int i = 0; i < v.n; i++)
+		if (!v.r[i].done)
+			idx[n++] = i;
+	if (n) {
+		/* ranges without a task (a planner died while adding them) */
+		rc = add_tasks(j, "range", 'r', idx, n, err);
+		*out = ADV_AGAIN;
+		goto out;
+	}
+	struct totals t;
+	totals_of(&v, &t);
+	if (t.failed) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "%d range%s failed", t.failed, t.failed == 1 ? "" : "s");
+		rc = write_end(j, &v, "failed", why, err);
+		*out = ADV_FINISHED;
+		goto out;
+	}
+	if (!jb(v.job, "delete")) {
+		rc = write_end(j, &v, "ok", "", err);
+		*out = ADV_FINISHED;
+		goto out;
+	}
+	if (!v.gate) {
+		/* every range listed and copied without failure: the whole job's brakes */
+		int64_t maxd = ji(v.job, "max_delete");
+		char why[200] = "";
+		bool del = true;
+		json_t *g;
+
+		if (t.src == 0) {
+			del = false;
+			snprintf(why, sizeof(why), "the source listed no objects");
+		} else if (maxd >= 0 && t.extra > (uint64_t)maxd) {
+			del = false;
+			snprintf(why, sizeof(why), "%" PRIu64 " deletions exceed --max-delete %" PRId64,
+				 t.extra, maxd);
+		}
+		g = json_pack("{s:b,s:s,s:I,s:I,s:I,s:s}", "delete", del, "why", why, "extras",
+			      (json_int_t)t.extra, "src", (json_int_t)t.src, "at", (json_int_t)now_ms(),
+			      "by", j->co->worker);
+		struct jo_mut_rec_cond once = { .if_absent = true };
+		rc = g ? rec_put(j->m, j->ns, "gate", g, &once, NULL, err)
+		       : jo_err_set(err, JO_ENOMEM, "out of memory");
+		json_decref(g);
+		if (!rc)
+			jo_info("%s", del ? "every range is done: deleting what only DST has"
+					  : "every range is done; deletions refused");
+		*out = ADV_AGAIN;
+		goto out;
+	}
+	if (!jb(v.gate, "delete")) {
+		rc = write_end(j, &v, "refused", js(v.gate, "why"), err);
+		*out = ADV_FINISHED;
+		goto out;
+	}
+	n = 0;
+	for (int i = 0; i < v.n; i++)
+		if (ju(v.r[i].done, "x") > 0 && !v.r[i].ddone)
+			idx[n++] = i;
+	if (n) {
+		rc = add_tasks(j, "del", 'd', idx, n, err);
+		*out = ADV_AGAIN;
+		goto out;
+	}
+	if (t.del_refused) {
+		rc = write_end(j, &v, "refused", "DST changed between the copy and delete phases", err);
+	} else if (t.del_failed) {
+		rc = write_end(j, &v, "failed", "deletions failed", err);
+	} else {
+		rc = write_end(j, &v, "ok", "", err);
+	}
+	*out = ADV_FINISHED;
+out:
+	free(idx);
+	view_release(&v);
+	return rc;
+}
+
+/* ---- progress ------------------------------------------------------------ */
+
+static void human(double v, char *out, size_t n)
+{
+	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
+	int i = 0;
+
+	while (v >= 1024 && i < 4) {
+		v /= 1024;
+		i++;
+	}
+	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
+}
+
+/* One line about the whole job (and this worker), from the coordinator. */
+static void *progress_main(void *p)
+{
+	struct job *j = p;
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	double t0 = mono_s();
+
+	if (jo_meta_dup(j->m, &m, &err))
+		return NULL;
+	for (;;) {
+		for (int i = 0; i < 16; i++) {
+			pthread_mutex_lock(&j->mu);
+			bool stop = j->stop_progress;
+			pthread_mutex_unlock(&j->mu);
+			if (stop) {
+				fprintf(stderr, "\r\033[K");
+				jo_meta_close(m);
+				return NULL;
+			}
+			struct timespec ts = { 0, 250 * 1000 * 1000 };
+			nanosleep(&ts, NULL);
+		}
+		struct view v;
+		if (view_load(m, j->ns, &v, &err)) {
+			jo_err_clear(&err);
+			continue;
+		}
+		struct totals t;
+		int64_t total = 0, leased = 0;
+		totals_of(&v, &t);
+		(void)jo_mut_task_count(m, j->ns, &total, &leased, &err);
+		char b1[32], b2[32], b3[32];
+		uint64_t mine = __atomic_load_n(&j->live.copied, __ATOMIC_RELAXED);
+		uint64_t mineb = __atomic_load_n(&j->live.copied_bytes, __ATOMIC_RELAXED);
+		double el = mono_s() - t0;
+		human((double)t.bytes, b1, sizeof(b1));
+		human((double)mineb, b2, sizeof(b2));
+		human(el > 0 ? (double)mineb / el : 0, b3, sizeof(b3));
+		fprintf(stderr, "\r\033[Kjob %s: ranges %d/%d done, %" PRId64 " leased%s  copied %" PRIu64
+			" (%s)  this worker %" PRIu64 " (%s, %s/s)  %zu workers  %.0fs",
+			j->ns, t.done, v.n, leased, v.gate ? ", deleting" : "", t.copied, b1, mine, b2,
+			b3, json_object_size(v.workers), el);
+		view_release(&v);
+	}
+}
+
+/* ---- the worker loop ------------------------------------------------------- */
+
+static int register_job(struct job *j, struct jo_err *err)
+{
+	const struct jo_sync_cluster_opts *co = j->co;
+	struct jo_mut_rec_cond once = { .if_absent = true };
+	json_t *rec, *have = NULL;
+	bool written = false;
+	int rc;
+
+	rec = json_pack("{s:i,s:s?,s:s,s:s,s:s,s:b,s:I,s:I,s:s}", "v", 1, "name", co->name, "fp",
+			co->fp, "src", j->src->desc, "dst", j->dst->desc, "delete", j->o->delete_dst,
+			"max_delete", (json_int_t)j->o->max_delete, "created", (json_int_t)now_ms(),
+			"by", co->worker);
+	if (!rec)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = rec_put(j->m, j->ns, "job", rec, &once, &written, err);
+	if (!rc && !written)
+		rc = rec_get(j->m, j->ns, "job", &have, err);
+	if (!rc && have && strcmp(js(have, "fp"), co->fp) != 0)
+		rc = jo_err_set(err, JO_EINVAL,
+				"job %s%s%s is another sync (%s -> %s, with other filters or options): "
+				"pick another --id", co->name ? "\"" : "", co->name ? co->name : j->ns,
+				co->name ? "\"" : "", js(have, "src"), js(have, "dst"));
+	json_decref(have);
+	if (!rc) {
+		/* the registry the status reads; a job listed twice is the same job */
+		json_t *r = json_pack("{s:s,s:s?,s:s,s:s,s:I}", "ns", j->ns, "name", co->name, "src",
+				      j->src->desc, "dst", j->dst->desc, "created", (json_int_t)now_ms());
+		char key[32];
+
+		snprintf(key, sizeof(key), "job:%s", j->ns);
+		rc = r ? rec_put(j->m, REGISTRY, key, r, &once, NULL, err) : JO_ENOMEM;
+		json_decref(r);
+	}
+	json_decref(rec);
+	return rc;
+}
+
+/* A job that finished with failed ranges is continued: those ranges are retried. */
+static int reopen_failed(struct job *j, const struct view *v, struct jo_err *err)
+{
+	int rc = 0;
+
+	jo_warn("job %s finished with failed ranges (%s): retrying them", j->ns, js(v->end, "why"));
+	for (int i = 0; i < v->n && !rc; i++) {
+		char key[32];
+
+		if (v->r[i].done && jb(v->r[i].done, "failed")) {
+			snprintf(key, sizeof(key), "done:%06d", i);
+			rc = jo_mut_rec_put(j->m, j->ns, key, NULL, NULL, NULL, err);
+		}
+		if (!rc && v->r[i].ddone && (jb(v->r[i].ddone, "failed"))) {
+			snprintf(key, sizeof(key), "ddone:%06d", i);
+			rc = jo_mut_rec_put(j->m, j->ns, key, NULL, NULL, NULL, err);
+		}
+		/* their failures count afresh */
+		if (!rc && v->r[i].fail) {
+			snprintf(key, sizeof(key), "fail:%06d", i);
+			rc = jo_mut_rec_put(j->m, j->ns, key, NULL, NULL, NULL, err);
+		}
+		if (!rc && v->r[i].dfail) {
+			snprintf(key, sizeof(key), "dfail:%06d", i);
+			rc = jo_mut_rec_put(j->m, j->ns, key, NULL, NULL, NULL, err);
+		}
+	}
+	if (!rc)
+		rc = jo_mut_rec_put(j->m, j->ns, "end", NULL, NULL, NULL, err);
+	return rc;
+}
+
+static int parse_item(const char *items, char letter)
+{
+	char *end;
+	long v;
+
+	if (!items || items[0] != letter)
+		return -1;
+	v = strtol(items + 1, &end, 10);
+	return *end || v < 0 || v > 10000000 ? -1 : (int)v;
+}
+
+static void fill_result(struct job *j, const struct view *v)
+{
+	struct jo_sync_cluster_result *res = j->res;
+	struct totals t;
+
+	totals_of(v, &t);
+	res->ranges = v->n;
+	res->ranges_done = t.done;
+	res->ranges_failed = t.failed;
+	res->job.copied = t.copied;
+	res->job.copied_bytes = t.bytes;
+	res->job.credited = t.credited;
+	res->job.skipped = t.skipped;
+	res->job.extra = t.extra;
+	res->job.excluded = t.excluded;
+	res->job.src_listed = t.src;
+	res->job.dst_listed = t.dst;
+	res->job.deleted = t.deleted;
+	if (v->end) {
+		res->finished = true;
+		snprintf(res->status, sizeof(res->status), "%s", js(v->end, "status"));
+		snprintf(res->why, sizeof(res->why), "%s", js(v->end, "why"));
+	}
+	if (v->gate && !jb(v->gate, "delete")) {
+		res->job.delete_refused = true;
+		snprintf(res->job.delete_refused_why, sizeof(res->job.delete_refused_why), "%s",
+			 js(v->gate, "why"));
+	}
+}
+
+static int work_loop(struct job *j, struct jo_err *err)
+{
+	const struct jo_sync_cluster_opts *co = j->co;
+	int rc = 0;
+	double waited_log = 0;
+
+	while (!rc) {
+		struct jo_mut_task t = { 0 };
+
+		if (jo_cancelled())
+			return jo_err_set(err, JO_ECANCELED, "cancelled");
+		if (co->mode == JO_SYNC_CLUSTER_PLAN) {
+			/* --plan is done once the plan is recorded (by us or another) */
+			json_t *plan = NULL;
+
+			rc = rec_get(j->m, j->ns, "plan", &plan, err);
+			json_decref(plan);
+			if (rc || plan)
+				break;
+		}
+		rc = jo_lease_claim(j->lease, j->m, &t, err);
+		if (rc == JO_ENOTFOUND) {
+			int64_t total = 0, leased = 0;
+			enum adv a = ADV_WAIT;
+
+			jo_err_clear(err);
+			rc = jo_mut_task_count(j->m, j->ns, &total, &leased, err);
+			if (rc)
+				break;
+			if (total == 0) {
+				rc = advance(j, &a, err);
+				if (rc || a == ADV_FINISHED)
+					break;
+				if (a == ADV_AGAIN)
+					continue;
+			}
+			/* every task is leased by someone: wait for them, or for a lease
+			 * to run out (a dead worker's) */
+			if (mono_s() - waited_log > 60) {
+				jo_info("waiting: %" PRId64 " task%s leased by other workers", leased,
+					leased == 1 ? "" : "s");
+				waited_log = mono_s();
+			}
+			(void)put_worker(j, "waiting", err);
+			jo_err_clear(err);
+			sleep_ms(co->lease_ms / 8 > 2000 ? 2000 : co->lease_ms / 8 < 100 ? 100
+											       : co->lease_ms / 8);
+			continue;
+		}
+		if (rc)
+			break;
+		bool del = !strcmp(t.kind, "del");
+		int idx = parse_item(t.items, del ? 'd' : 'r');
+		struct view v;
+
+		rc = view_load_range(j->m, j->ns, idx < 0 ? 0 : idx, &v, err);
+		if (rc) {
+			jo_mut_task_release_mem(&t);
+			(void)jo_lease_release(j->lease, j->m, err);
+			break;
+		}
+		if (!j->mark[0] && view_plan(&v))
+			snprintf(j->mark, sizeof(j->mark), "%s.%s", j->ns, js(view_plan(&v), "nonce"));
+		bool mine_kind = true;
+		if (!strcmp(t.kind, "plan")) {
+			if (co->mode == JO_SYNC_CLUSTER_WORK) {
+				mine_kind = false;
+			} else {
+				rc = do_plan(j, &t, err);
+			}
+		} else if (!strcmp(t.kind, "range") || !strcmp(t.kind, "del")) {
+			if (co->mode == JO_SYNC_CLUSTER_PLAN) {
+				mine_kind = false;
+			} else if (idx < 0 || idx >= v.n) {
+				rc = jo_err_set(err, JO_EPROTO, "coordinator: task '%s' names no planned range",
+						t.items ? t.items : "");
+			} else {
+				rc = do_range(j, &t, idx, del, &v, &v.r[0], err);
+			}
+		} else {
+			rc = jo_err_set(err, JO_EPROTO, "coordinator: unknown task kind '%s'", t.kind);
+		}
+		view_release(&v);
+		jo_mut_task_release_mem(&t);
+		if (!mine_kind) {
+			/* --plan / --worker leave the other kind to the others */
+			(void)jo_lease_release(j->lease, j->m, err);
+			jo_err_clear(err);
+			if (co->mode != JO_SYNC_CLUSTER_PLAN)
+				sleep_ms(1000);
+		}
+	}
+	return rc;
+}
+
+int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
+			const struct jo_sync_side *dst, struct jo_obj *dobj,
+			const struct jo_sync_opts *o, const struct jo_sync_cluster_opts *co,
+			struct jo_sync_cluster_result *res, struct jo_err *err)
+{
+	struct job j = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = o, .co = co,
+			 .res = res, .cur_range = -1 };
+	struct jo_meta_open_opts mo = { .password = co->password,
+					.redis_password = co->redis_password,
+					.coordinator_only = true };
+	struct jo_lease_opts lo = { .owner = co->worker, .lease_ms = co->lease_ms };
+	struct view v = { 0 };
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	pthread_mutex_init(&j.mu, NULL);
+	j.started_ms = now_ms();
+	snprintf(j.ns, sizeof(j.ns), "%s", co->ns);
+	snprintf(res->ns, sizeof(res->ns), "%s", co->ns);
+	rc = jo_meta_open_with(&j.m, co->url, &mo, err);
+	if (rc) {
+		jo_err_wrap(err, "coordinator");
+		goto out;
+	}
+	rc = jo_meta_dup(j.m, &j.mw, err);
+	if (!rc)
+		rc = jo_mut_task_init(j.m, j.ns, err);
+	if (!rc)
+		rc = jo_mut_task_init(j.m, REGISTRY, err);
+	if (rc) {
+		jo_err_wrap(err, "coordinator");
+		goto out;
+	}
+	if (co->reset) {
+		int64_t total = 0, leased = 0;
+		char key[32];
+
+		rc = jo_mut_task_count(j.m, j.ns, &total, &leased, err);
+		if (!rc && leased)
+			rc = jo_err_set(err, JO_ECONFLICT, "job %s: %" PRId64 " range%s leased by "
+					"workers that are still at work (or died less than a lease ago): "
+					"not reset", j.ns, leased, leased == 1 ? " is" : "s are");
+		if (!rc)
+			rc = jo_mut_task_clear(j.m, j.ns, err);
+		snprintf(key, sizeof(key), "job:%s", j.ns);
+		if (!rc)
+			rc = jo_mut_rec_put(j.m, REGISTRY, key, NULL, NULL, NULL, err);
+		if (rc)
+			goto out;
+		jo_info("job %s: every record dropped, starting over", j.ns);
+	}
+	rc = register_job(&j, err);
+	if (rc)
+		goto out;
+	rc = view_load(j.m, j.ns, &v, err);
+	if (rc)
+		goto out;
+	if (v.end && !strcmp(js(v.end, "status"), "failed") && co->mode != JO_SYNC_CLUSTER_PLAN) {
+		rc = reopen_failed(&j, &v, err);
+		if (rc)
+			goto out;
+	} else if (v.end) {
+		res->was_finished = true;
+		fill_result(&j, &v);
+		goto out;
+	}
+	if (!v.plan && co->mode != JO_SYNC_CLUSTER_WORK) {
+		const char *it = "plan";
+		int64_t id;
+		size_t added;
+
+		rc = jo_mut_task_add(j.m, j.ns, "plan", &it, 1, &id, &added, err);
+		if (rc)
+			goto out;
+	}
+	view_release(&v);
+	lo.ns = j.ns;
+	rc = jo_lease_new(&j.lease, j.m, &lo, err);
+	if (rc)
+		goto out;
+	(void)put_worker(&j, "working", err);
+	jo_err_clear(err);
+	if (o->progress && co->mode != JO_SYNC_CLUSTER_PLAN &&
+	    jo_thread_start(&j.progress_th, progress_main, &j) == 0)
+		j.progress_started = true;
+	if (!rc)
+		rc = work_loop(&j, err);
+	if (j.progress_started) {
+		pthread_mutex_lock(&j.mu);
+		j.stop_progress = true;
+		pthread_mutex_unlock(&j.mu);
+		pthread_join(j.progress_th, NULL);
+	}
+	{
+		struct jo_err e2 = { 0 };
+
+		(void)put_worker(&j, rc == JO_ECANCELED ? "stopped" : rc ? "failed" : "done", &e2);
+		if (view_load(j.m, j.ns, &v, &e2) == 0)
+			fill_result(&j, &v);
+	}
+out:
+	view_release(&v);
+	jo_lease_free(j.lease);
+	jo_meta_close(j.mw);
+	jo_meta_close(j.m);
+	pthread_mutex_destroy(&j.mu);
+	return rc;
+}
+
+/* ---- status ---------------------------------------------------------------- */
+
+struct leases {
+	json_t *arr;             /* {kind, item, owner, expire} of leased tasks */
+	int64_t now;
+	int pending_range, pending_del;
+};
+
+static int lease_cb(const struct jo_mut_task *t, void *p)
+{
+	struct leases *l = p;
+
+	if (t->expire_ms > l->now && t->owner[0]) {
+		json_t *e = json_pack("{s:s,s:s,s:s,s:I,s:I}", "kind", t->kind, "item",
+				      t->items ? t->items : "", "owner", t->owner, "expire",
+				      (json_int_t)t->expire_ms, "attempts", (json_int_t)t->attempts);
+		if (e)
+			json_array_append_new(l->arr, e);
+	} else if (!strcmp(t->kind, "range")) {
+		l->pending_range++;
+	} else if (!strcmp(t->kind, "del")) {
+		l->pending_del++;
+	}
+	return 0;
+}
+
+static void fmt_time(int64_t ms, char *buf, size_t n)
+{
+	time_t s = (time_t)(ms / 1000);
+	struct tm tm;
+
+	localtime_r(&s, &tm);
+	strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
+}
+
+static void short_key(const char *k, char *buf, size_t n)
+{
+	if (!k) {
+		snprintf(buf, n, "(start)");
+		return;
+	}
+	if (strlen(k) + 3 <= n) {
+		snprintf(buf, n, "\"%s\"", k);
+		return;
+	}
+	snprintf(buf, n, "\"%.*s...\"", (int)(n > 8 ? n - 8 : 1), k);
+}
+
+static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
+		      struct jo_err *err)
+{
+	struct view v;
+	struct leases ls = { .now = now_ms() };
+	struct totals t;
+	int rc = view_load(m, ns, &v, err);
+
+	if (rc)
+		return rc;
+	if (!v.job) {
+		view_release(&v);
+		return jo_err_set(err, JO_ENOTFOUND, "the coordinator has no sync job %s", ns);
+	}
+	ls.arr = json_array();
+	if (!ls.arr) {
+		view_release(&v);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	rc = jo_mut_task_scan(m, ns, lease_cb, &ls, err);
+	if (rc) {
+		json_decref(ls.arr);
+		view_release(&v);
+		return rc;
+	}
+	totals_of(&v, &t);
+	size_t nl = json_array_size(ls.arr);
+	int leased_ranges = 0;
+	for (size_t i = 0; i < nl; i++)
+		if (!strcmp(js(json_array_get(ls.arr, i), "kind"), "range"))
+			leased_ranges++;
+	const char *state = v.end ? "finished" : v.gate ? "deleting" : view_plan(&v) ? "copying"
+									  : "planning";
+	int pending = v.n - t.done - t.failed - leased_ranges;
+	if (pending < 0 || v.gate)
+		pending = v.gate ? 0 : 0;
+	json_t *leases = json_array(), *fails = json_array(), *workers = json_array();
+	char buf[256], tb[64], kb[120];
+
+	for (size_t i = 0; i < nl; i++) {
+		const json_t *e = json_array_get(ls.arr, i);
+		const char *item = js(e, "item");
+		int idx = atoi(item + 1);
+		const json_t *pos = idx >= 0 && idx < v.n ? v.r[idx].pos : NULL;
+		bool bad = false;
+		char *at = pos ? unhex(json_object_get(pos, "pos"), &bad) : NULL;
+		int64_t since = pos && !strcmp(js(pos, "by"), js(e, "owner")) ? ji(pos, "since") : 0;
+
+		json_array_append_new(leases, json_pack("{s:s,s:i,s:s,s:I,s:I,s:s?,s:I,s:I}", "kind",
+							js(e, "kind"), "range", idx, "owner",
+							js(e, "owner"), "since", (json_int_t)since,
+							"expires_in_ms", (json_int_t)(ji(e, "expire") - ls.now),
+							"at", at, "copied", (json_int_t)ju(pos, "c"),
+							"attempt", (json_int_t)ji(e, "attempts")));
+		free(at);
+	}
+	for (int i = 0; i < v.n; i++) {
+		const json_t *d = v.r[i].done, *f = v.r[i].fail, *dd = v.r[i].ddone;
+
+		if (v.r[i].dfail && !dd)
+			f = v.r[i].dfail;
+
+		if (d && jb(d, "failed"))
+			json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i,
+							       "error", js(d, "error"), "by", js(d, "by"),
+							       "given_up", true, "at", (json_int_t)ji(d, "at")));
+		else if (dd && jb(dd, "failed"))
+			json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i,
+							       "error", js(dd, "error"), "by",
+							       js(dd, "by"), "given_up", true, "at",
+							       (json_int_t)ji(dd, "at")));
+		else if (f && (!d || f == v.r[i].dfail))
+			json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i,
+							       "error", js(f, "error"), "by", js(f, "by"),
+							       "given_up", false, "at", (json_int_t)ji(f, "at")));
+	}
+	const char *wk;
+	json_t *w;
+	json_object_foreach(v.workers, wk, w) {
+		double busy = json_real_value(json_object_get(w, "busy_s"));
+		double span = (double)(ji(w, "seen") - ji(w, "started")) / 1000.0;
+		double basis = busy > 0.5 ? busy : span;
+		const char *wstate = js(w, "state");
+
+		/* a worker that was still at work when the job finished and has not
+		 * said since that it left was killed (or lost its coordinator) */
+		if (v.end && (!strcmp(wstate, "working") || !strcmp(wstate, "waiting")) &&
+		    ji(w, "seen") < ji(v.end, "at"))
+			wstate = "gone";
+		json_array_append_new(workers, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:f,s:f,s:I}",
+							 "worker", wk, "state", wstate, "copied",
+							 (json_int_t)ju(w, "copied"), "bytes",
+							 (json_int_t)ju(w, "bytes"), "ranges",
+							 (json_int_t)ju(w, "ranges"), "range",
+							 (int)ji(w, "range"), "bytes_per_s",
+							 basis > 0 ? (double)ju(w, "bytes") / basis : 0.0,
+							 "objects_per_s",
+							 basis > 0 ? (double)ju(w, "copied") / basis : 0.0,
+							 "seen_ago_ms", (json_int_t)(ls.now - ji(w, "seen"))));
+	}
+	int64_t last_done = 0, first_del = 0;
+	for (int i = 0; i < v.n; i++) {
+		if (v.r[i].done && ji(v.r[i].done, "at") > last_done)
+			last_done = ji(v.r[i].done, "at");
+		if (v.r[i].ddone && (!first_del || ji(v.r[i].ddone, "started") < first_del))
+			first_del = ji(v.r[i].ddone, "started");
+	}
+	if (json) {
+		json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i},"
+				      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:O,s:O,s:O?,s:O?,s:O?}",
+				      "type", "job", "ns", ns, "name", json_string_value(json_object_get(v.job, "name")),
+				      "src", js(v.job, "src"), "dst", js(v.job, "dst"), "state", state,
+				      "status", v.end ? js(v.end, "status") : "", "why",
+				      v.end ? js(v.end, "why") : "", "ranges", "planned", v.n, "done",
+				      t.done, "leased", leased_ranges, "failed", t.failed, "pending",
+				      ls.pending_range, "copied", (json_int_t)t.copied, "copied_bytes",
+				      (json_int_t)t.bytes, "credited", (json_int_t)t.credited, "skipped",
+				      (json_int_t)t.skipped, "extra", (json_int_t)t.extra, "deleted",
+				      (json_int_t)t.deleted, "listed_src", (json_int_t)t.src,
+				      "listed_dst", (json_int_t)t.dst, "leases", leases, "failures", fails,
+				      "workers", workers, "plan", v.plan, "gate", v.gate, "end", v.end);
+		/* when the copy phase ended and the deletions began (unix ms; 0: not yet) */
+		if (o) {
+			json_object_set_new(o, "last_range_done_at", json_integer(last_done));
+			json_object_set_new(o, "first_delete_at", json_integer(first_del));
+		}
+		char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+		if (txt)
+			fprintf(out, "%s\n", txt);
+		free(txt);
+		json_decref(o);
+	} else {
+		const char *name = json_string_value(json_object_get(v.job, "name"));
+
+		fprintf(out, "job %s%s%s%s: %s -> %s\n", ns, name ? " \"" : "", name ? name : "",
+			name ? "\"" : "", js(v.job, "src"), js(v.job, "dst"));
+		if (v.end)
+			snprintf(buf, sizeof(buf), "finished %s%s%s", js(v.end, "status"),
+				 js(v.end, "why")[0] ? ": " : "", js(v.end, "why"));
+		else
+			snprintf(buf, sizeof(buf), "%s", state);
+		fprintf(out, "  state:    %s\n", buf);
+		if (v.plan) {
+			fmt_time(ji(v.plan, "at"), tb, sizeof(tb));
+			fprintf(out, "  planned:  %s by %s: %d ranges (%" PRIu64 " SRC / %" PRIu64
+				" DST objects sampled, %s / %s order)\n", tb, js(v.plan, "by"), v.n,
+				ju(v.plan, "src_est"), ju(v.plan, "dst_est"), js(v.plan, "src_order"),
+				js(v.plan, "dst_order"));
+		}
+		fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v.n,
+			t.done, leased_ranges, t.failed, ls.pending_range);
+		human((double)t.bytes, tb, sizeof(tb));
+		fprintf(out, "  objects:  %" PRIu64 " copied (%s), %" PRIu64 " skipped, %" PRIu64
+			" only in DST, %" PRIu64 " deleted; listed %" PRIu64 " SRC / %" PRIu64 " DST\n",
+			t.copied, tb, t.skipped, t.extra, t.deleted, t.src, t.dst);
+		if (v.gate)
+			fprintf(out, "  deletes:  %s%s%s (%" PRIu64 " due; deletions done in %d ranges)\n",
+				jb(v.gate, "delete") ? "running after the last range" : "refused",
+				js(v.gate, "why")[0] ? ": " : "", js(v.gate, "why"), ju(v.gate, "extras"),
+				t.deleted_ranges);
+		if (json_array_size(leases)) {
+			fprintf(out, "  leased:\n");
+			for (size_t i = 0; i < json_array_size(leases); i++) {
+				const json_t *e = json_array_get(leases, i);
+
+				if (ji(e, "since"))
+					fmt_time(ji(e, "since"), tb, sizeof(tb));
+				else
+					snprintf(tb, sizeof(tb), "?");
+				short_key(json_string_value(json_object_get(e, "at")), kb, sizeof(kb));
+				fprintf(out, "    %s %06d  by %s since %s (attempt %" PRId64 "), %" PRIu64
+					" copied so far, at %s\n", js(e, "kind"), (int)ji(e, "range"),
+					js(e, "owner"), tb, ji(e, "attempt"), ju(e, "copied"), kb);
+			}
+		}
+		if (json_array_size(fails)) {
+			fprintf(out, "  failed:\n");
+			for (size_t i = 0; i < json_array_size(fails); i++) {
+				const json_t *e = json_array_get(fails, i);
+
+				fprintf(out, "    range %06d%s: %s (%s)\n", (int)ji(e, "range"),
+					jb(e, "given_up") ? " (given up)" : "", js(e, "error"), js(e, "by"));
+			}
+		}
+		if (json_array_size(workers)) {
+			fprintf(out, "  workers:\n");
+			for (size_t i = 0; i < json_array_size(workers); i++) {
+				const json_t *e = json_array_get(workers, i);
+				char rb[32], rr[32];
+
+				human((double)ju(e, "bytes"), rb, sizeof(rb));
+				human(json_real_value(json_object_get(e, "bytes_per_s")), rr, sizeof(rr));
+				fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
+					"%d ranges  seen %.0fs ago\n", js(e, "worker"), js(e, "state"),
+					ju(e, "copied"), rb, rr,
+					json_real_value(json_object_get(e, "objects_per_s")),
+					(int)ji(e, "ranges"), (double)ji(e, "seen_ago_ms") / 1000.0);
+			}
+		}
+	}
+	json_decref(leases);
+	json_decref(fails);
+	json_decref(workers);
+	json_decref(ls.arr);
+	view_release(&v);
+	return 0;
+}
+
+struct jobs {
+	char (*ns)[17];
+	size_t n, cap;
+};
+
+static int jobs_cb(const char *key, const char *val, void *p)
+{
+	struct jobs *js_ = p;
+
+	(void)val;
+	if (strlen(key) != 4 + 16)
+		return 0;
+	if (js_->n == js_->cap) {
+		size_t nc = js_->cap ? js_->cap * 2 : 16;
+		char (*nn)[17] = realloc(js_->ns, nc * sizeof(*nn));
+
+		if (!nn)
+			return JO_ENOMEM;
+		js_->ns = nn;
+		js_->cap = nc;
+	}
+	snprintf(js_->ns[js_->n++], 17, "%s", key + 4);
+	return 0;
+}
+
+static int cmp_ns(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+int jo_sync_cluster_status(const struct jo_sync_status_opts *so, FILE *out, struct jo_err *err)
+{
+	struct jo_meta_open_opts mo = { .password = so->password,
+					.redis_password = so->redis_password,
+					.coordinator_only = true, .read_only = false };
+	struct jo_meta *m = NULL;
+	struct jobs jl = { 0 };
+	int rc = jo_meta_open_with(&m, so->url, &mo, err);
+
+	if (rc)
+		return jo_err_wrap(err, "coordinator");
+	if (so->ns) {
+		rc = status_one(m, so->ns, so->json, out, err);
+		jo_meta_close(m);
+		return rc;
+	}
+	rc = jo_mut_task_init(m, REGISTRY, err);
+	if (!rc)
+		rc = jo_mut_rec_scan(m, REGISTRY, "job:", jobs_cb, &jl, err);
+	if (!rc && !jl.n && !so->json)
+		fprintf(out, "no sync jobs in this coordinator\n");
+	if (!rc)
+		qsort(jl.ns, jl.n, sizeof(*jl.ns), cmp_ns);
+	for (size_t i = 0; !rc && i < jl.n; i++) {
+		rc = status_one(m, jl.ns[i], so->json, out, err);
+		if (rc == JO_ENOTFOUND) {
+			/* registered, then reset before it recorded anything */
+			jo_err_clear(err);
+			rc = 0;
+		}
+		if (!so->json && i + 1 < jl.n)
+			fprintf(out, "\n");
+	}
+	free(jl.ns);
+	jo_meta_close(m);
+	return rc;
+}

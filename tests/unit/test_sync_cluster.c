@@ -1,0 +1,1078 @@
+/*
+ * test_sync_cluster.c: the pieces of `jfsops sync --cluster`: range
+ * boundaries, range listings (exactly [lo, hi), whatever the store's order),
+ * the planner, and whole jobs of several workers sharing an SQLite
+ * coordinator, against an in-memory object store plugged in through the
+ * object client's vtable. The fake lists in byte order, or directory by
+ * directory with start-after in that order (as SeaweedFS does), or ignores
+ * start-after, and keeps user metadata (a later attempt reads the job's
+ * mark back with a HEAD).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/err.h"
+#include "common/object/object.h"
+#include "common/object/object_internal.h"
+#include "sync/sync.h"
+
+/* ---- the fake store ------------------------------------------------------ */
+
+struct mobj {
+	char *key;
+	unsigned char *data;
+	size_t len;
+	char etag[40];
+	int64_t mtime;
+	char **meta;             /* name, value, ..., NULL */
+};
+
+struct mem {
+	pthread_mutex_t mu;
+	struct mobj *o;          /* sorted by key (byte order) */
+	size_t n, cap;
+	bool ignore_start_after;
+	bool dir_first;
+	int lists, puts, heads, deletes;
+	int put_delay_us;        /* slow copies (kill tests) */
+};
+
+static void md5hex(const void *d, size_t n, char *out)
+{
+	unsigned char m[16];
+	unsigned int l = 16;
+
+	EVP_Digest(d, n, m, &l, EVP_md5(), NULL);
+	for (int i = 0; i < 16; i++)
+		sprintf(out + 2 * i, "%02x", m[i]);
+}
+
+static struct mem *M(struct jo_obj *o)
+{
+	return o->impl;
+}
+
+static size_t lower(struct mem *m, const char *key)
+{
+	size_t lo = 0, hi = m->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (strcmp(m->o[mid].key, key) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static ssize_t find(struct mem *m, const char *key)
+{
+	size_t i = lower(m, key);
+
+	return i < m->n && !strcmp(m->o[i].key, key) ? (ssize_t)i : -1;
+}
+
+/* As the real client: one allocation holds the pointer array and the strings
+ * (jo_obj_meta_free frees just that). */
+static char **meta_dup(const char *const *kv)
+{
+	size_t n = 0, bytes = 0;
+
+	while (kv && kv[n])
+		bytes += strlen(kv[n++]) + 1;
+	char **m = calloc(1, (n + 2) * sizeof(char *) + bytes);
+	char *p = (char *)(m + n + 2);
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(kv[i]) + 1;
+
+		memcpy(p, kv[i], l);
+		m[i] = p;
+		p += l;
+	}
+	return m;
+}
+
+static void meta_free(char **meta)
+{
+	free(meta);
+}
+
+static struct mobj *mem_set(struct mem *m, const char *key, const void *data, size_t len,
+			    int64_t mtime)
+{
+	ssize_t f = find(m, key);
+	size_t i;
+
+	if (f < 0) {
+		if (m->n == m->cap) {
+			m->cap = m->cap ? m->cap * 2 : 256;
+			m->o = realloc(m->o, m->cap * sizeof(*m->o));
+		}
+		i = lower(m, key);
+		memmove(m->o + i + 1, m->o + i, (m->n - i) * sizeof(*m->o));
+		memset(&m->o[i], 0, sizeof(m->o[i]));
+		m->o[i].key = strdup(key);
+		m->n++;
+	} else {
+		i = (size_t)f;
+	}
+	free(m->o[i].data);
+	m->o[i].data = malloc(len ? len : 1);
+	memcpy(m->o[i].data, data, len);
+	m->o[i].len = len;
+	m->o[i].mtime = mtime;
+	md5hex(data, len, m->o[i].etag);
+	meta_free(m->o[i].meta);
+	m->o[i].meta = NULL;
+	return &m->o[i];
+}
+
+static int f_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
+		 jo_obj_write_cb cb, void *payload, struct jo_err *err)
+{
+	struct mem *m = M(o);
+
+	pthread_mutex_lock(&m->mu);
+	ssize_t i = find(m, key);
+	if (i < 0) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
+	}
+	if (go->if_match && strcmp(go->if_match, m->o[i].etag)) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_ECONFLICT, "precondition failed %s", key);
+	}
+	size_t off = go->offset, len = m->o[i].len;
+	size_t n = off >= len ? 0 : len - off;
+	if (go->length >= 0 && (size_t)go->length < n)
+		n = (size_t)go->length;
+	unsigned char *copy = malloc(n ? n : 1);
+	memcpy(copy, m->o[i].data + (off < len ? off : len), n);
+	if (go->info) {
+		go->info->size = len;
+		snprintf(go->info->etag, sizeof(go->info->etag), "%s", m->o[i].etag);
+	}
+	if (go->meta_out)
+		*go->meta_out = meta_dup((const char *const *)m->o[i].meta);
+	pthread_mutex_unlock(&m->mu);
+	int rc = n ? cb(copy, n, payload) : 0;
+	free(copy);
+	return rc;
+}
+
+static int f_put(struct jo_obj *o, const char *key, const void *data, size_t len,
+		 const struct jo_obj_put_opts *po, struct jo_err *err)
+{
+	(void)err;
+	struct mem *m = M(o);
+
+	if (m->put_delay_us)
+		usleep((useconds_t)m->put_delay_us);
+	pthread_mutex_lock(&m->mu);
+	m->puts++;
+	struct mobj *ob = mem_set(m, key, data, len, (int64_t)time(NULL));
+	ob->meta = meta_dup(po ? po->meta : NULL);
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+static int f_head(struct jo_obj *o, const char *key, struct jo_obj_info *info, char ***meta_out,
+		  struct jo_err *err)
+{
+	struct mem *m = M(o);
+
+	pthread_mutex_lock(&m->mu);
+	m->heads++;
+	ssize_t i = find(m, key);
+	if (i < 0) {
+		pthread_mutex_unlock(&m->mu);
+		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
+	}
+	info->size = m->o[i].len;
+	info->mtime = m->o[i].mtime;
+	snprintf(info->etag, sizeof(info->etag), "%s", m->o[i].etag);
+	if (meta_out)
+		*meta_out = meta_dup((const char *const *)m->o[i].meta);
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+static int f_del(struct jo_obj *o, const char *key, struct jo_err *err)
+{
+	(void)err;
+	struct mem *m = M(o);
+
+	pthread_mutex_lock(&m->mu);
+	m->deletes++;
+	ssize_t i = find(m, key);
+	if (i >= 0) {
+		free(m->o[i].key);
+		free(m->o[i].data);
+		meta_free(m->o[i].meta);
+		memmove(m->o + i, m->o + i + 1, (m->n - (size_t)i - 1) * sizeof(*m->o));
+		m->n--;
+	}
+	pthread_mutex_unlock(&m->mu);
+	return 0;
+}
+
+static int f_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
+			  struct jo_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		results[i] = f_del(o, keys[i], err);
+	return 0;
+}
+
+static int cmp_dir(const void *a, const void *b)
+{
+	return jo_sync_dircmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int f_list(struct jo_obj *o, const char *prefix, const char *start_after,
+		  const char *delimiter, int page_keys, jo_obj_list_cb cb, void *payload,
+		  struct jo_err *err)
+{
+	(void)delimiter;
+	(void)page_keys;
+	(void)err;
+	struct mem *m = M(o);
+	size_t plen = strlen(prefix), k = 0;
+
+	pthread_mutex_lock(&m->mu);
+	m->lists++;
+	size_t first = lower(m, prefix);
+	size_t cap = m->n - first;
+	struct jo_obj_info *inf = calloc(cap + 1, sizeof(*inf));
+	char **keys = calloc(cap + 1, sizeof(char *));
+	for (size_t j = first; j < m->n && !strncmp(m->o[j].key, prefix, plen); j++) {
+		keys[k] = strdup(m->o[j].key);
+		inf[k].size = m->o[j].len;
+		inf[k].mtime = m->o[j].mtime;
+		snprintf(inf[k].etag, sizeof(inf[k].etag), "%s", m->o[j].etag);
+		k++;
+	}
+	pthread_mutex_unlock(&m->mu);
+	if (m->dir_first) {
+		/* reorder keys (and their infos) directory by directory */
+		struct pair { char *k; struct jo_obj_info i; } *pp = calloc(k + 1, sizeof(*pp));
+		for (size_t j = 0; j < k; j++)
+			pp[j].k = keys[j], pp[j].i = inf[j];
+		qsort(pp, k, sizeof(*pp), cmp_dir);
+		for (size_t j = 0; j < k; j++)
+			keys[j] = pp[j].k, inf[j] = pp[j].i;
+		free(pp);
+	}
+	int rc = 0;
+	size_t sent = 0;
+	for (size_t j = 0; j < k; j++) {
+		if (!rc && start_after && !m->ignore_start_after &&
+		    (m->dir_first ? jo_sync_dircmp(keys[j], start_after) : strcmp(keys[j], start_after)) <= 0) {
+			free(keys[j]);
+			continue;
+		}
+		inf[j].key = keys[j];
+		if (!rc) {
+			rc = cb(&inf[j], payload);
+			if (++sent % 1000 == 0) {
+				pthread_mutex_lock(&m->mu);
+				m->lists++;
+				pthread_mutex_unlock(&m->mu);
+			}
+		}
+		free(keys[j]);
+	}
+	free(keys);
+	free(inf);
+	return rc;
+}
+
+static int f_create_bucket(struct jo_obj *o, struct jo_err *err)
+{
+	(void)o;
+	(void)err;
+	return 0;
+}
+
+static int f_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
+		  const struct jo_obj_copy_opts *co, struct jo_err *err)
+{
+	(void)o; (void)src_key; (void)dst_key; (void)co;
+	return jo_err_set(err, JO_EUNSUPPORTED, "no copy in the fake");
+}
+
+static int f_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
+			char **upload_id_out, struct jo_err *err)
+{
+	(void)o; (void)key; (void)po;
+	*upload_id_out = NULL;
+	return jo_err_set(err, JO_EUNSUPPORTED, "no multipart in the fake");
+}
+
+static void f_close(struct jo_obj *o)
+{
+	struct mem *m = M(o);
+
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->o[i].key);
+		free(m->o[i].data);
+		meta_free(m->o[i].meta);
+	}
+	free(m->o);
+	pthread_mutex_destroy(&m->mu);
+	free(m);
+}
+
+static const struct jo_obj_ops fake_ops = {
+	.get = f_get, .put = f_put, .head = f_head, .del = f_del, .delete_batch = f_delete_batch,
+	.list = f_list, .create_bucket = f_create_bucket, .copy = f_copy,
+	.mpu_create = f_mpu_create, .close = f_close,
+};
+
+static struct jo_obj *fake_new(void)
+{
+	struct jo_obj *o = calloc(1, sizeof(*o));
+	struct mem *m = calloc(1, sizeof(*m));
+
+	pthread_mutex_init(&m->mu, NULL);
+	o->ops = &fake_ops;
+	o->impl = m;
+	o->ctr = &o->own_ctr;
+	snprintf(o->desc, sizeof(o->desc), "fake");
+	return o;
+}
+
+static void put_str(struct jo_obj *o, const char *key, const char *s)
+{
+	mem_set(M(o), key, s, strlen(s), 1000);
+}
+
+/* ---- boundaries ---------------------------------------------------------- */
+
+static void test_bound_rules(void **state)
+{
+	(void)state;
+	assert_true(jo_sync_bound_ok("a"));
+	assert_true(jo_sync_bound_ok("d/x"));
+	assert_true(jo_sync_bound_ok("0"));
+	assert_true(jo_sync_bound_ok("\xe6\x97\xa5"));          /* a whole CJK character */
+	assert_true(jo_sync_bound_ok("a/\xc3\xa9"));
+	assert_true(jo_sync_bound_ok("a/"));
+	assert_true(jo_sync_bound_ok("a-b"));
+	assert_true(jo_sync_bound_ok("a b"));
+	assert_true(jo_sync_bound_ok("a%2"));
+	assert_false(jo_sync_bound_ok(""));
+	assert_false(jo_sync_bound_ok("\xe6\x97"));               /* a cut UTF-8 sequence */
+	assert_false(jo_sync_bound_ok("\xc0\x80"));               /* overlong */
+	/* directory-first order: '/' below everything */
+	assert_true(jo_sync_dircmp("a/x", "a-b") < 0);
+	assert_true(jo_sync_dircmp("a-b", "a.txt") < 0);
+	assert_true(jo_sync_dircmp("a", "a/x") < 0);
+	assert_true(jo_sync_dircmp("a/x", "a/x") == 0);
+	assert_true(jo_sync_dircmp("b", "a/x") > 0);
+
+	/* pred(b): every key >= b is after it in byte order; in directory-first
+	 * order too unless b has a byte below '/' (the places list.c probes) */
+	const char *bounds[] = { "a", "a0", "b/c", "d/x0", "\xe6\x97\xa5", "a/\xc3\xa9", "z/0", "a1",
+				 "a/", "z/", "b/c/" };
+	const char *keys[] = { "a", "a/x", "a-b", "a.txt", "a0", "a0/z", "a1", "b", "b/c", "b/c-1",
+			       "b/c/d", "b/b", "b-", "d/x0", "d/x0/y", "d/x-", "d/x/1", "\xe6\x97\xa5",
+			       "\xe6\x97\xa4x", "\xe6\x97\xa5/a", "a/\xc3\xa9", "a/\xc3\xa8", "a/e",
+			       "z/0", "z/", "z/-", "z/00", "zz" };
+	for (size_t i = 0; i < sizeof(bounds) / sizeof(bounds[0]); i++) {
+		assert_true(jo_sync_bound_ok(bounds[i]));
+		char *m = jo_sync_bound_pred(bounds[i]);
+		assert_non_null(m);
+		assert_true(strcmp(m, bounds[i]) < 0);
+		for (size_t j = 0; j < sizeof(keys) / sizeof(keys[0]); j++) {
+			if (strcmp(keys[j], bounds[i]) < 0)
+				continue;
+			assert_true(strcmp(keys[j], m) > 0);
+			assert_true(jo_sync_dircmp(keys[j], m) > 0);
+		}
+		free(m);
+	}
+}
+
+/* ---- range listings ------------------------------------------------------ */
+
+/* The awkward corpus: directories next to siblings with bytes below '/',
+ * percent and plus signs, spaces, unicode, empty names' neighbours. */
+static const char *awkward[] = {
+	"a/x", "a/y/z", "a%20c", "a+d", "a-b", "a.txt", "a0", "a0/q", "ab", "b", "b/1", "b/2",
+	"b-1", "b.2", "b0", "c d/e", "c/d/e", "c/d-e", "c/d.e", "c/d0", "c-x", "d/x/y", "d/x-1",
+	"d/x.2", "d/x0", "d/x0/1", "d/y", "e%2Fnot-a-dir", "e+f", "e/f g", "\xc3\xa9t\xc3\xa9/1",
+	"\xc3\xa9t\xc3\xa9-2", "\xe6\x97\xa5\xe6\x9c\xac/\xe8\xaa\x9e", "\xe6\x97\xa5-x",
+	"\xe6\x97\xa5\xe6\x9c\xac.txt", "z/0", "z/00", "z/0-", "z/", "zz",
+};
+
+static void fill_awkward(struct jo_obj *o, const char *prefix)
+{
+	char k[256];
+
+	for (size_t i = 0; i < sizeof(awkward) / sizeof(awkward[0]); i++) {
+		snprintf(k, sizeof(k), "%s%s", prefix, awkward[i]);
+		put_str(o, k, awkward[i]);
+	}
+	put_str(o, "other", "not under the prefix");
+}
+
+/* Stream [lo, hi) after `after`: n keys into *out, or the error. */
+static int stream_range(struct jo_obj *o, const char *prefix, const char *lo, const char *hi,
+			const char *after, enum jo_sync_order ord, char ***out)
+{
+	struct jo_sync_stream_opts so = { .range = true, .lo = lo, .hi = hi, .order = ord,
+					  .after = after, .sort_mem = 1 << 20 };
+	struct jo_sync_stream *s = NULL;
+	struct jo_err err = { 0 };
+	struct jo_sync_ent e;
+	char **keys = NULL;
+	int n = 0, rc;
+
+	rc = jo_sync_stream_start(&s, o, prefix, &so, &err);
+	if (rc)
+		return rc;
+	while ((rc = jo_sync_stream_next(s, &e, &err)) == 1) {
+		keys = realloc(keys, (size_t)(n + 1) * sizeof(*keys));
+		keys[n++] = strdup(e.key);
+	}
+	jo_sync_stream_free(s);
+	*out = keys;
+	if (rc && rc != JO_SYNC_EORDER)
+		print_message("stream [%s, %s): %s\n", lo ? lo : "-", hi ? hi : "+", err.msg);
+	if (rc) {
+		for (int i = 0; i < n; i++)
+			free(keys[i]);
+		free(keys);
+		*out = NULL;
+		return rc;
+	}
+	return n;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The keys of the corpus in [lo, hi) after `after`, sorted. */
+static int expected(const char *lo, const char *hi, const char *after, const char **want)
+{
+	int n = 0;
+
+	for (size_t i = 0; i < sizeof(awkward) / sizeof(awkward[0]); i++) {
+		const char *k = awkward[i];
+
+		if ((lo && strcmp(k, lo) < 0) || (hi && strcmp(k, hi) >= 0) ||
+		    (after && strcmp(k, after) <= 0))
+			continue;
+		want[n++] = k;
+	}
+	qsort(want, (size_t)n, sizeof(*want), cmp_strp);
+	return n;
+}
+
+static void check_range(struct jo_obj *o, const char *lo, const char *hi, const char *after)
+{
+	const char *want[64];
+	int nw = expected(lo, hi, after, want);
+	enum jo_sync_order ords[] = { JO_SYNC_ORDER_BYTES, JO_SYNC_ORDER_DIRFIRST,
+				      JO_SYNC_ORDER_ANY };
+	bool dirfirst = M(o)->dir_first;
+
+	for (size_t oi = 0; oi < 3; oi++) {
+		char **got = NULL;
+		int n = stream_range(o, "p/", lo, hi, after, ords[oi], &got);
+
+		if (n == JO_SYNC_EORDER) {
+			/*
+			 * never wrong, at worst an order break (then the engine lists
+			 * the range again in the next weaker order): ANY never breaks,
+			 * nor the store's own order
+			 */
+			assert_true(ords[oi] != JO_SYNC_ORDER_ANY);
+			if (dirfirst)
+				assert_true(ords[oi] == JO_SYNC_ORDER_BYTES);
+			else
+				assert_true(ords[oi] == JO_SYNC_ORDER_DIRFIRST);
+			continue;
+		}
+		if (n != nw) {
+			print_message("range [%s, %s) after %s, order %zu: %d keys, want %d\n",
+				      lo ? lo : "-", hi ? hi : "+", after ? after : "-", oi, n, nw);
+			for (int i = 0; i < n; i++)
+				print_message("  got %s\n", got[i]);
+		}
+		assert_int_equal(n, nw);
+		for (int i = 0; i < n; i++) {
+			assert_string_equal(got[i], want[i]);
+			free(got[i]);
+		}
+		free(got);
+	}
+}
+
+static void range_listings(bool dir_first, bool ignore_sa)
+{
+	struct jo_obj *o = fake_new();
+	const char *bounds[] = { NULL, "a+", "a-b", "a.t", "a/", "a/y", "a0", "a0/q", "b", "b-1", "b/",
+				 "b/2", "c", "c d", "c/d", "c/d-e", "c/d0", "d/x", "d/x-1", "d/x.",
+				 "d/x0", "d/x0/1", "e%", "e/f", "z/0", "z/0-", "z/00", "\xc3\xa9t\xc3\xa9",
+				 "\xe6\x97\xa5", "\xe6\x97\xa5\xe6\x9c\xac", NULL };
+	size_t nb = sizeof(bounds) / sizeof(bounds[0]);
+
+	M(o)->dir_first = dir_first;
+	M(o)->ignore_start_after = ignore_sa;
+	fill_awkward(o, "p/");
+	/* every pair of bounds, and resume points inside */
+	for (size_t i = 0; i + 1 < nb; i++) {
+		for (size_t j = i + 1; j < nb; j++) {
+			if (bounds[i] && bounds[j] && strcmp(bounds[i], bounds[j]) >= 0)
+				continue;
+			if (!bounds[j] && j != nb - 1)
+				continue;
+			check_range(o, bounds[i], bounds[j], NULL);
+			for (size_t a = 0; a < sizeof(awkward) / sizeof(awkward[0]); a += 3)
+				if ((!bounds[i] || strcmp(awkward[a], bounds[i]) >= 0) &&
+				    (!bounds[j] || strcmp(awkward[a], bounds[j]) < 0))
+					check_range(o, bounds[i], bounds[j], awkward[a]);
+		}
+	}
+	/* consecutive ranges cover every key exactly once */
+	int total = 0;
+	for (size_t i = 0; i + 1 < nb; i++) {
+		char **got = NULL;
+		int n = stream_range(o, "p/", bounds[i], bounds[i + 1], NULL, JO_SYNC_ORDER_ANY, &got);
+
+		assert_true(n >= 0);
+		total += n;
+		for (int k = 0; k < n; k++)
+			free(got[k]);
+		free(got);
+	}
+	assert_int_equal(total, (int)(sizeof(awkward) / sizeof(awkward[0])));
+	jo_obj_close(o);
+}
+
+static void test_range_listings_bytes(void **state)
+{
+	(void)state;
+	range_listings(false, false);
+}
+
+static void test_range_listings_dirfirst(void **state)
+{
+	(void)state;
+	range_listings(true, false);
+}
+
+static void test_range_listings_ignore_start_after(void **state)
+{
+	(void)state;
+	range_listings(false, true);
+	range_listings(true, true);
+}
+
+static void test_range_bounds_refused(void **state)
+{
+	(void)state;
+	struct jo_obj *o = fake_new();
+	char **got = NULL;
+
+	assert_int_equal(stream_range(o, "p/", "\xe6\x97", NULL, NULL, JO_SYNC_ORDER_BYTES, &got),
+			 JO_EINVAL);
+	assert_int_equal(stream_range(o, "p/", "b", "a", NULL, JO_SYNC_ORDER_BYTES, &got), JO_EINVAL);
+	jo_obj_close(o);
+}
+
+/* ---- the planner --------------------------------------------------------- */
+
+static void fill_dirs(struct jo_obj *o, const char *prefix, int n)
+{
+	char k[256];
+
+	for (int i = 0; i < n; i++) {
+		/* a few hundred directories of uneven sizes, and flat keys beside them */
+		int d = (i * 7919) % 257;
+		if (i % 5 == 0)
+			snprintf(k, sizeof(k), "%sflat-%07d", prefix, i);
+		else if (d < 40)
+			snprintf(k, sizeof(k), "%sbig/%03d/obj %07d.bin", prefix, d, i);
+		else
+			snprintf(k, sizeof(k), "%sd%03d/%s%07d", prefix, d, i % 3 ? "x" : "y-", i);
+		put_str(o, k, "v");
+	}
+}
+
+static void check_plan(struct jo_obj *src, struct jo_obj *dst, int want, int total)
+{
+	struct jo_sync_plan_opts po = { .ranges = want };
+	struct jo_sync_plan pl;
+	struct jo_err err = { 0 };
+
+	assert_int_equal(jo_sync_plan_make(src, "p/", dst, "p/", &po, &pl, &err), 0);
+	assert_true(pl.nbounds + 1 <= (size_t)want);
+	assert_true(pl.nbounds + 1 >= (size_t)want / 2);
+	for (size_t i = 0; i < pl.nbounds; i++) {
+		assert_true(jo_sync_bound_ok(pl.bounds[i]));
+		if (i)
+			assert_true(strcmp(pl.bounds[i - 1], pl.bounds[i]) < 0);
+	}
+	/* the ranges hold every key once, and none is far heavier than the mean */
+	int seen = 0, most = 0;
+	for (size_t i = 0; i <= pl.nbounds; i++) {
+		char **got = NULL;
+		int n = stream_range(src, "p/", i ? pl.bounds[i - 1] : NULL,
+				     i < pl.nbounds ? pl.bounds[i] : NULL, NULL, JO_SYNC_ORDER_ANY, &got);
+
+		assert_true(n >= 0);
+		seen += n;
+		if (n > most)
+			most = n;
+		for (int k = 0; k < n; k++)
+			free(got[k]);
+		free(got);
+	}
+	assert_int_equal(seen, total);
+	double mean = (double)total / (double)(pl.nbounds + 1);
+	print_message("plan: %zu ranges, heaviest %d keys, mean %.0f, %d requests\n",
+		      pl.nbounds + 1, most, mean, pl.probes);
+	assert_true(most <= 2.5 * mean);
+	jo_sync_plan_release(&pl);
+}
+
+static void test_plan_balanced(void **state)
+{
+	(void)state;
+	struct jo_obj *src = fake_new(), *dst = fake_new();
+
+	fill_dirs(src, "p/", 20000);
+	check_plan(src, dst, 16, 20000);
+	check_plan(src, dst, 64, 20000);
+	/* the same corpus on a directory-first store */
+	M(src)->dir_first = true;
+	check_plan(src, dst, 16, 20000);
+	/* a store that ignores start-after is sampled page by page */
+	M(src)->dir_first = false;
+	M(src)->ignore_start_after = true;
+	check_plan(src, dst, 16, 20000);
+	jo_obj_close(src);
+	jo_obj_close(dst);
+}
+
+static void test_plan_awkward_and_tiny(void **state)
+{
+	(void)state;
+	struct jo_obj *src = fake_new(), *dst = fake_new();
+	struct jo_sync_plan pl;
+	struct jo_err err = { 0 };
+	struct jo_sync_plan_opts po = { .ranges = 8 };
+
+	/* nothing at all: one range */
+	assert_int_equal(jo_sync_plan_make(src, "p/", dst, "p/", &po, &pl, &err), 0);
+	assert_int_equal(pl.nbounds, 0);
+	jo_sync_plan_release(&pl);
+	fill_awkward(src, "p/");
+	fill_awkward(dst, "p/");
+	assert_int_equal(jo_sync_plan_make(src, "p/", dst, "p/", &po, &pl, &err), 0);
+	assert_true(pl.nbounds >= 2);
+	for (size_t i = 0; i < pl.nbounds; i++)
+		assert_true(jo_sync_bound_ok(pl.bounds[i]));
+	jo_sync_plan_release(&pl);
+	M(src)->dir_first = true;
+	assert_int_equal(jo_sync_plan_make(src, "p/", NULL, "p/", &po, &pl, &err), 0);
+	assert_int_equal(pl.src_order, JO_SYNC_ORDER_DIRFIRST);
+	jo_sync_plan_release(&pl);
+	jo_obj_close(src);
+	jo_obj_close(dst);
+}
+
+
+/* ---- whole jobs on an SQLite coordinator --------------------------------- */
+
+#include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
+#include <jansson.h>
+#include <sys/stat.h>
+
+static char g_dir[256];
+static int g_seq;
+
+static void coord_url(char *buf, size_t n)
+{
+	snprintf(buf, n, "sqlite3://%s/coord-%d.db", g_dir, ++g_seq);
+}
+
+static void mkside(struct jo_sync_side *s, const char *ep, const char *prefix)
+{
+	memset(s, 0, sizeof(*s));
+	s->endpoint = strdup(ep);
+	s->bucket = strdup("b");
+	s->prefix = strdup(prefix);
+	snprintf(s->desc, sizeof(s->desc), "s3:%s/b/%s", ep, prefix);
+}
+
+static struct jo_sync_opts job_opts(void)
+{
+	struct jo_sync_opts o = { .transfers = 4, .list_threads = 1, .part_concurrency = 1,
+				  .part_size = 5u << 20, .multipart_threshold = 64u << 20,
+				  .max_delete = -1, .sort_mem = 1 << 20, .no_metadata = true };
+	return o;
+}
+
+struct worker_arg {
+	struct jo_sync_side *src, *dst;
+	struct jo_obj *so, *dobj;
+	struct jo_sync_opts o;
+	struct jo_sync_cluster_opts co;
+	char worker[32];
+	struct jo_sync_cluster_result res;
+	int rc;
+	struct jo_err err;
+};
+
+static void *worker_thread(void *p)
+{
+	struct worker_arg *w = p;
+
+	w->co.worker = w->worker;
+	w->rc = jo_sync_cluster_run(w->src, w->so, w->dst, w->dobj, &w->o, &w->co, &w->res, &w->err);
+	if (w->rc)
+		print_message("%s: %s\n", w->worker, w->err.msg);
+	return NULL;
+}
+
+static void fill_job(struct jo_obj *o, int n)
+{
+	char k[128], v[64];
+
+	for (int i = 0; i < n; i++) {
+		/* directories next to siblings below '/', and flat keys */
+		if (i % 4 == 0)
+			snprintf(k, sizeof(k), "src/flat-%05d", i);
+		else if (i % 4 == 1)
+			snprintf(k, sizeof(k), "src/d%02d/x%05d", i % 23, i);
+		else if (i % 4 == 2)
+			snprintf(k, sizeof(k), "src/d%02d-y/%05d", i % 23, i);
+		else
+			snprintf(k, sizeof(k), "src/d%02d.z%05d", i % 23, i);
+		snprintf(v, sizeof(v), "value %d", i);
+		put_str(o, k, v);
+	}
+}
+
+/* DST holds the same keys (under its prefix) with the same bytes as SRC. */
+static int same_tree(struct jo_obj *a, const char *pa, struct jo_obj *b, const char *pb)
+{
+	struct mem *x = M(a), *y = M(b);
+	size_t la = strlen(pa), lb = strlen(pb), na = 0, nb = 0;
+
+	for (size_t i = 0; i < x->n; i++) {
+		if (strncmp(x->o[i].key, pa, la))
+			continue;
+		na++;
+		char k[1200];
+		snprintf(k, sizeof(k), "%s%s", pb, x->o[i].key + la);
+		ssize_t j = find(y, k);
+		if (j < 0 || y->o[j].len != x->o[i].len || memcmp(y->o[j].data, x->o[i].data, x->o[i].len))
+			return -1;
+	}
+	for (size_t i = 0; i < y->n; i++)
+		if (!strncmp(y->o[i].key, pb, lb))
+			nb++;
+	return na == nb ? (int)na : -2;
+}
+
+static void test_cluster_job_threads(void **state)
+{
+	(void)state;
+	struct jo_obj *so = fake_new(), *dobj = fake_new();
+	struct jo_sync_side src, dst;
+	char url[512], ns[17];
+	struct worker_arg w[3];
+	pthread_t th[3];
+
+	M(so)->dir_first = true;  /* SeaweedFS-like SRC */
+	fill_job(so, 3000);
+	put_str(dobj, "dst/flat-00004", "stale, other size");
+	mkside(&src, "mem://a", "src/");
+	mkside(&dst, "mem://b", "dst/");
+	coord_url(url, sizeof(url));
+	jo_sync_job_ns("threads", true, ns);
+	memset(w, 0, sizeof(w));
+	for (int i = 0; i < 3; i++) {
+		w[i].src = &src;
+		w[i].dst = &dst;
+		w[i].so = so;
+		w[i].dobj = dobj;
+		w[i].o = job_opts();
+		w[i].co = (struct jo_sync_cluster_opts){ .url = url, .ns = ns, .name = "threads",
+							 .fp = "fp1", .lease_ms = 3000, .ranges = 12,
+							 .max_attempts = 3, .checkpoint_s = 0.05 };
+		snprintf(w[i].worker, sizeof(w[i].worker), "w%d", i);
+		assert_int_equal(pthread_create(&th[i], NULL, worker_thread, &w[i]), 0);
+	}
+	int ranges = 0;
+	for (int i = 0; i < 3; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+		assert_true(w[i].res.finished);
+		assert_string_equal(w[i].res.status, "ok");
+		ranges += w[i].res.ranges_mine;
+	}
+	/* every range done exactly once, every object copied once */
+	assert_int_equal(ranges, w[0].res.ranges);
+	assert_true(w[0].res.ranges >= 6);
+	assert_int_equal(w[0].res.job.copied, 3000);
+	assert_int_equal(w[0].res.job.src_listed, 3000);
+	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 3000);
+	/* a finished job says so, and does nothing */
+	struct worker_arg again = w[0];
+	snprintf(again.worker, sizeof(again.worker), "late");
+	int puts = M(dobj)->puts;
+	worker_thread(&again);
+	assert_int_equal(again.rc, 0);
+	assert_true(again.res.was_finished);
+	assert_int_equal(M(dobj)->puts, puts);
+	/* the same --id for another sync is refused */
+	again.co.fp = "fp2";
+	worker_thread(&again);
+	assert_int_equal(again.rc, JO_EINVAL);
+	jo_sync_side_free(&src);
+	jo_sync_side_free(&dst);
+	jo_obj_close(so);
+	jo_obj_close(dobj);
+}
+
+/* A worker that died after copying some keys, before recording them. */
+static void test_cluster_counts_a_dead_workers_copies(void **state)
+{
+	(void)state;
+	struct jo_obj *so = fake_new(), *dobj = fake_new();
+	struct jo_sync_side src, dst;
+	char url[512], ns[17];
+	struct worker_arg w;
+	struct jo_meta *m;
+	struct jo_meta_open_opts mo = { .coordinator_only = true };
+	struct jo_err err = { 0 };
+
+	fill_job(so, 400);
+	mkside(&src, "mem://a", "src/");
+	mkside(&dst, "mem://b", "dst/");
+	coord_url(url, sizeof(url));
+	jo_sync_job_ns("crash", true, ns);
+	memset(&w, 0, sizeof(w));
+	w.src = &src;
+	w.dst = &dst;
+	w.so = so;
+	w.dobj = dobj;
+	w.o = job_opts();
+	w.co = (struct jo_sync_cluster_opts){ .url = url, .ns = ns, .name = "crash", .fp = "fp",
+					      .lease_ms = 1000, .ranges = 4, .max_attempts = 3,
+					      .checkpoint_s = 60, .mode = JO_SYNC_CLUSTER_PLAN };
+	snprintf(w.worker, sizeof(w.worker), "planner");
+	worker_thread(&w);
+	assert_int_equal(w.rc, 0);
+	assert_false(w.res.finished);
+
+	/* the dead worker: claims range 0, records that it copies from here, copies
+	 * the first 30 keys of the range with the job's mark, then vanishes */
+	assert_int_equal(jo_meta_open_with(&m, url, &mo, &err), 0);
+	struct jo_mut_task t;
+	assert_int_equal(jo_mut_task_claim(m, ns, "dead", 300, &t, &err), 0);
+	assert_string_equal(t.kind, "range");
+	int idx = atoi(t.items + 1);
+	char *plan = NULL, key[32];
+	assert_int_equal(jo_mut_rec_get(m, ns, "plan", &plan, &err), 0);
+	json_t *pj = json_loads(plan, 0, NULL);
+	char mark[64];
+	snprintf(mark, sizeof(mark), "%s.%s", ns, json_string_value(json_object_get(pj, "nonce")));
+	json_decref(pj);
+	free(plan);
+	struct jo_mut_rec_cond held = { .task_id = t.id, .owner = "dead" };
+	snprintf(key, sizeof(key), "pos:%06d", idx);
+	assert_int_equal(jo_mut_rec_put(m, ns, key, "{\"uncounted\":true,\"by\":\"dead\",\"att\":1}",
+					&held, NULL, &err), 0);
+	char *def = NULL;
+	snprintf(key, sizeof(key), "def:%06d", idx);
+	assert_int_equal(jo_mut_rec_get(m, ns, key, &def, &err), 0);
+	free(def);
+	jo_mut_task_release_mem(&t);
+	/* range 0 starts at the beginning: its first keys in byte order */
+	int copied = 0;
+	for (size_t i = 0; i < M(so)->n && copied < 30; i++) {
+		struct mobj *ob = &M(so)->o[i];
+		char dk[256];
+		const char *meta[] = { "jfsops-job", mark, "jfsops-src-etag", ob->etag, "mtime", "1000", NULL };
+		struct jo_obj_put_opts po = { .meta = meta };
+
+		if (strncmp(ob->key, "src/", 4))
+			continue;
+		snprintf(dk, sizeof(dk), "dst/%s", ob->key + 4);
+		assert_int_equal(jo_obj_put(dobj, dk, ob->data, ob->len, &po, &err), 0);
+		copied++;
+	}
+	/* one more with another job's mark: an older copy, not this job's */
+	jo_meta_close(m);
+	usleep(400000);  /* its lease runs out */
+
+	w.co.mode = JO_SYNC_CLUSTER_ALL;
+	w.co.checkpoint_s = 0.05;
+	snprintf(w.worker, sizeof(w.worker), "rescuer");
+	worker_thread(&w);
+	assert_int_equal(w.rc, 0);
+	assert_true(w.res.finished);
+	assert_string_equal(w.res.status, "ok");
+	/* the dead worker's 30 copies count once: the job copied each object once */
+	assert_int_equal(w.res.job.copied, 400);
+	assert_int_equal(w.res.job.credited, 30);
+	assert_int_equal(w.res.job.skipped, 0);
+	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 400);
+	jo_sync_side_free(&src);
+	jo_sync_side_free(&dst);
+	jo_obj_close(so);
+	jo_obj_close(dobj);
+}
+
+static void test_cluster_deletes_after_every_range(void **state)
+{
+	(void)state;
+	struct jo_obj *so = fake_new(), *dobj = fake_new();
+	struct jo_sync_side src, dst;
+	char url[512], ns[17];
+	struct worker_arg w;
+
+	fill_job(so, 600);
+	put_str(dobj, "dst/aaa-extra", "x");
+	put_str(dobj, "dst/d05/extra", "x");
+	put_str(dobj, "dst/zzz/extra", "x");
+	mkside(&src, "mem://a", "src/");
+	mkside(&dst, "mem://b", "dst/");
+	coord_url(url, sizeof(url));
+	memset(&w, 0, sizeof(w));
+	w.src = &src;
+	w.dst = &dst;
+	w.so = so;
+	w.dobj = dobj;
+	w.o = job_opts();
+	w.o.delete_dst = true;
+	w.o.max_delete = 2;
+	jo_sync_job_ns("del1", true, ns);
+	w.co = (struct jo_sync_cluster_opts){ .url = url, .ns = ns, .name = "del1", .fp = "fp-d1",
+					      .lease_ms = 3000, .ranges = 8, .max_attempts = 3,
+					      .checkpoint_s = 0.05 };
+	snprintf(w.worker, sizeof(w.worker), "w");
+	/* three extras over the whole job, --max-delete 2: nothing deleted */
+	worker_thread(&w);
+	assert_int_equal(w.rc, 0);
+	assert_string_equal(w.res.status, "refused");
+	assert_true(w.res.job.delete_refused);
+	assert_int_equal(w.res.job.extra, 3);
+	assert_true(find(M(dobj), "dst/aaa-extra") >= 0);
+	assert_true(find(M(dobj), "dst/zzz/extra") >= 0);
+	/* a second job (other options): its own ranges, and it deletes */
+	w.o.max_delete = 3;
+	jo_sync_job_ns("del2", true, ns);
+	w.co.ns = ns;
+	w.co.name = "del2";
+	w.co.fp = "fp-d2";
+	worker_thread(&w);
+	assert_int_equal(w.rc, 0);
+	assert_string_equal(w.res.status, "ok");
+	assert_int_equal(w.res.job.deleted, 3);
+	assert_int_equal(w.res.job.copied, 0);   /* the first job copied everything */
+	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 600);
+	/* the deletions came after the last range was done */
+	struct jo_meta *m;
+	struct jo_meta_open_opts mo = { .coordinator_only = true };
+	struct jo_err err = { 0 };
+	assert_int_equal(jo_meta_open_with(&m, url, &mo, &err), 0);
+	char *gate = NULL;
+	assert_int_equal(jo_mut_rec_get(m, ns, "gate", &gate, &err), 0);
+	json_t *g = json_loads(gate, 0, NULL);
+	int64_t gate_at = json_integer_value(json_object_get(g, "at"));
+	json_decref(g);
+	free(gate);
+	for (int i = 0; i < w.res.ranges; i++) {
+		char key[32], *v = NULL;
+
+		snprintf(key, sizeof(key), "done:%06d", i);
+		assert_int_equal(jo_mut_rec_get(m, ns, key, &v, &err), 0);
+		json_t *d = json_loads(v, 0, NULL);
+		assert_true(json_integer_value(json_object_get(d, "at")) <= gate_at);
+		json_decref(d);
+		free(v);
+		snprintf(key, sizeof(key), "ddone:%06d", i);
+		if (jo_mut_rec_get(m, ns, key, &v, &err) == 0) {
+			d = json_loads(v, 0, NULL);
+			assert_true(json_integer_value(json_object_get(d, "started")) >= gate_at);
+			json_decref(d);
+			free(v);
+		}
+	}
+	jo_meta_close(m);
+	/* an empty source never deletes, whatever the brake */
+	struct jo_obj *empty = fake_new();
+	w.so = empty;
+	w.o.max_delete = -1;
+	jo_sync_job_ns("del3", true, ns);
+	w.co.ns = ns;
+	w.co.name = "del3";
+	w.co.fp = "fp-d3";
+	worker_thread(&w);
+	assert_int_equal(w.rc, 0);
+	assert_string_equal(w.res.status, "refused");
+	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 600);
+	jo_obj_close(empty);
+	jo_sync_side_free(&src);
+	jo_sync_side_free(&dst);
+	jo_obj_close(so);
+	jo_obj_close(dobj);
+}
+
+static int cluster_setup(void **state)
+{
+	(void)state;
+	snprintf(g_dir, sizeof(g_dir), "/tmp/jo-cluster-test-XXXXXX");
+	return mkdtemp(g_dir) ? 0 : -1;
+}
+
+static int cluster_teardown(void **state)
+{
+	char cmd[400];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_bound_rules),
+		cmocka_unit_test(test_range_listings_bytes),
+		cmocka_unit_test(test_range_listings_dirfirst),
+		cmocka_unit_test(test_range_listings_ignore_start_after),
+		cmocka_unit_test(test_range_bounds_refused),
+		cmocka_unit_test(test_plan_balanced),
+		cmocka_unit_test(test_plan_awkward_and_tiny),
+		cmocka_unit_test(test_cluster_job_threads),
+		cmocka_unit_test(test_cluster_counts_a_dead_workers_copies),
+		cmocka_unit_test(test_cluster_deletes_after_every_range),
+	};
+
+	return cmocka_run_group_tests(tests, cluster_setup, cluster_teardown);
+}
