@@ -25,6 +25,7 @@
 #include "common/lease.h"
 #include "common/meta/meta_mut.h"
 #include "common/metrics.h"
+#include "common/object/object.h"
 #include "gc/compact.h"
 
 static const char compact_usage[] =
@@ -100,6 +101,7 @@ struct cstats {
 	/* work */
 	uint64_t tasks_done, compacted, conflicts, gave_up, nothing, failed, leases_lost;
 	uint64_t records_removed, bytes_read, bytes_written, slices_freed, blocks_deleted;
+	uint64_t gets;                 /* GETs of old slices' blocks */
 };
 
 struct run {
@@ -433,6 +435,7 @@ static void work_item(struct run *r, struct jo_vol *v, const struct compact_audi
 		emit_chunk_json(r, ino, indx, &res, NULL);
 	}
 	r->st.bytes_read += res.bytes_read;
+	r->st.gets += res.gets;
 	r->st.bytes_written += res.bytes_written;
 	r->st.slices_freed += res.slices_freed;
 	r->st.blocks_deleted += res.blocks_deleted;
@@ -552,6 +555,9 @@ static void print_summary(struct run *r)
 	double secs = (double)(jo_lease_mono_ms() - r->started_ms) / 1000.0;
 	bool surveyed = s->chunks > 0 || !r->o.worker;
 	char label[32];
+	struct jo_obj_stats os;
+
+	jo_obj_get_stats(r->vol ? r->vol->obj : NULL, &os);
 
 	if (r->ctx->tty && !r->ctx->quiet && r->o.apply)
 		fputc('\n', stderr);
@@ -595,6 +601,9 @@ static void print_summary(struct run *r)
 		json_object_set_new(o, "bytes_written", json_integer((json_int_t)s->bytes_written));
 		json_object_set_new(o, "slices_freed", json_integer((json_int_t)s->slices_freed));
 		json_object_set_new(o, "blocks_deleted", json_integer((json_int_t)s->blocks_deleted));
+		json_object_set_new(o, "block_gets", json_integer((json_int_t)s->gets));
+		json_object_set_new(o, "requests", json_integer((json_int_t)os.requests));
+		json_object_set_new(o, "connections", json_integer((json_int_t)os.connections));
 		json_object_set_new(o, "elapsed_seconds", json_real(secs));
 		json_object_set_new(o, "hist", h);
 		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -628,9 +637,12 @@ static void print_summary(struct run *r)
 	       " records removed, %" PRIu64 " conflicts (%" PRIu64 " chunks left for a later run), %"
 	       PRIu64 " failed\n", s->compacted, s->tasks_done, s->records_removed, s->conflicts,
 	       s->gave_up, s->failed);
-	printf("data:              %.1f MiB read, %.1f MiB written, %" PRIu64 " old slices freed (%"
-	       PRIu64 " blocks deleted), %.1f s\n", (double)s->bytes_read / 1048576.0,
-	       (double)s->bytes_written / 1048576.0, s->slices_freed, s->blocks_deleted, secs);
+	printf("data:              %.1f MiB read (%" PRIu64 " GETs), %.1f MiB written, %" PRIu64
+	       " old slices freed (%" PRIu64 " blocks deleted), %.1f s\n",
+	       (double)s->bytes_read / 1048576.0, s->gets, (double)s->bytes_written / 1048576.0,
+	       s->slices_freed, s->blocks_deleted, secs);
+	printf("object store:      %" PRIu64 " requests, %" PRIu64 " connections opened\n",
+	       os.requests, os.connections);
 }
 
 static int write_metrics(struct run *r, bool success, struct jo_err *err)

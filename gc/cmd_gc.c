@@ -20,6 +20,7 @@
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/metrics.h"
+#include "common/object/object.h"
 #include "gc/gc.h"
 
 static const char usage_text[] =
@@ -160,7 +161,8 @@ static void sum(const struct gc_stats *s, struct totals *t)
 
 static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const char *mode,
 			  const struct gc_stats *s, int64_t left, int64_t leased, double dur,
-			  const char *status, bool complete, const struct jo_err *err, int exit_code)
+			  const char *status, bool complete, const struct jo_err *err, int exit_code,
+			  const struct jo_obj_stats *os)
 {
 	struct totals t;
 	char hb[32];
@@ -205,6 +207,8 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		json_object_set_new(o, "tasks_leased", json_integer(leased));
 		json_object_set_new(o, "leases_lost", json_integer((json_int_t)s->leases_lost));
 		json_object_set_new(o, "duration_s", json_real(dur));
+		json_object_set_new(o, "requests", json_integer((json_int_t)os->requests));
+		json_object_set_new(o, "connections", json_integer((json_int_t)os->connections));
 		line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
 		if (line) {
 			printf("%s\n", line);
@@ -224,12 +228,14 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		       (unsigned long long)s->k[k].bytes, (unsigned long long)s->k[k].errors);
 	human_bytes(t.bytes, hb, sizeof(hb));
 	printf("gc %s (%s): %s %llu objects (%s) of %llu slices; tasks planned %llu, done %llu, "
-	       "released %llu, left %lld; leases lost %llu; %llu errors; %.1fs; %s\n",
+	       "released %llu, left %lld; leases lost %llu; %llu errors; %.1fs; %s; "
+	       "object requests %llu, connections opened %llu\n",
 	       del ? "delete" : "dry-run", mode, del ? "deleted" : "would delete",
 	       (unsigned long long)t.objects, hb, (unsigned long long)t.slices,
 	       (unsigned long long)s->tasks_planned, (unsigned long long)s->tasks_done,
 	       (unsigned long long)s->tasks_released, (long long)left,
-	       (unsigned long long)s->leases_lost, (unsigned long long)t.errors, dur, status);
+	       (unsigned long long)s->leases_lost, (unsigned long long)t.errors, dur, status,
+	       (unsigned long long)os->requests, (unsigned long long)os->connections);
 	fflush(stdout);
 }
 
@@ -504,8 +510,11 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		}
 		if (!complete)
 			say_incomplete(ctx, in_plan, o.delete_);
+		struct jo_obj_stats os;
+
+		jo_obj_get_stats(vol->obj, &os);
 		print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname, complete,
-			      rc ? &err : NULL, exit_code);
+			      rc ? &err : NULL, exit_code, &os);
 		/*
 		 * For the last-success metric a run that did all it could claim counts:
 		 * on a fleet whose workers start together the first to finish always

@@ -110,60 +110,6 @@ void compact_pick_release(struct compact_pick *pick)
 	pick->segs = NULL;
 }
 
-/* Produces the new slice's bytes from the visible segments. */
-struct source {
-	struct jo_vol *v;
-	struct jo_vol_reader *rd;
-	const struct jo_slice *segs;
-	size_t nsegs;
-	uint64_t bytes_read;
-	uint8_t *dst;
-	size_t filled;
-};
-
-static int copy_out(const void *data, size_t len, void *payload)
-{
-	struct source *s = payload;
-
-	memcpy(s->dst + s->filled, data, len);
-	s->filled += len;
-	return 0;
-}
-
-static int source_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload,
-		       struct jo_err *err)
-{
-	struct source *s = payload;
-	uint64_t at = 0, end = (uint64_t)off + len;
-
-	s->dst = dst;
-	s->filled = 0;
-	for (size_t i = 0; i < s->nsegs && at < end; i++) {
-		const struct jo_slice *g = &s->segs[i];
-		uint64_t gs = at, ge = at + g->len;
-		uint64_t b = off > gs ? off : gs, e = end < ge ? end : ge;
-		int rc;
-
-		at = ge;
-		if (e <= b)
-			continue;
-		if (g->id == 0) {
-			memset(dst + s->filled, 0, (size_t)(e - b));
-			s->filled += (size_t)(e - b);
-			continue;
-		}
-		rc = jo_vol_reader_slice(s->rd, g->id, g->size, g->off + (uint32_t)(b - gs),
-					 (uint32_t)(e - b), copy_out, s, err);
-		if (rc)
-			return rc;
-		s->bytes_read += e - b;
-	}
-	if (s->filled != len)
-		return jo_err_set(err, JO_EPROTO, "compaction source ended early (%zu of %u bytes)",
-				  s->filled, len);
-	return 0;
-}
-
 /*
  * Remove the blocks of a slice nobody references any more (its count,
  * re-read now, must say so), audit each key, then forget its count.
@@ -257,7 +203,7 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	struct jo_slice_id *freed = NULL;
 	struct compact_pick pick = { 0 };
 	struct jo_compact_commit cc = { 0 };
-	struct source src = { 0 };
+	struct compact_src *src = NULL;
 	uint64_t id = 0;
 	int rc;
 
@@ -289,15 +235,12 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	rc = jo_meta_alloc_slice_ids(v->meta, 1, &id, err);
 	if (rc)
 		goto out;
-	src.v = v;
-	src.segs = pick.segs;
-	src.nsegs = pick.nsegs;
-	rc = jo_vol_reader_new(v, 8, &src.rd, err);
+	rc = compact_src_new(v, pick.segs, pick.nsegs, &src, err);
 	if (rc)
 		goto out;
-	rc = jo_vol_write_slice(v, id, pick.size, source_fill, &src, err);
-	jo_vol_reader_free(src.rd);
-	res->bytes_read = src.bytes_read;
+	rc = jo_vol_write_slice(v, id, pick.size, compact_src_fill, src, err);
+	compact_src_counts(src, &res->bytes_read, &res->gets);
+	compact_src_free(src);
 	if (rc == JO_ENOTFOUND && chunk_changed(v, ino, indx, raw, n)) {
 		/* another compactor (a live client) won and freed the old slices
 		 * while we read them: our half-written slice is already removed */

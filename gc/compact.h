@@ -45,9 +45,25 @@ struct compact_result {
 	size_t records_before, records_after;
 	uint64_t new_id;
 	uint32_t new_size;
-	uint64_t bytes_read, bytes_written;
+	uint64_t bytes_read, bytes_written;   /* read: bytes fetched from the old slices */
+	uint64_t gets;                        /* GETs of old slices' blocks */
 	uint64_t slices_freed, blocks_deleted;
 };
+
+/*
+ * The source of a new slice (compact_read.c): the visible segments segs
+ * (new-slice order) planned as GETs of the old slices' blocks (only the
+ * ranges needed when uncompressed, merged across small gaps; whole blocks
+ * when compressed) and fetched ahead by a few threads within a memory
+ * budget. compact_src_fill is a jo_vol_source_cb asked for the new slice's
+ * bytes in order. compact_src_counts: bytes fetched and GETs so far.
+ */
+struct compact_src;
+int compact_src_new(struct jo_vol *v, const struct jo_slice *segs, size_t nsegs,
+		    struct compact_src **out, struct jo_err *err);
+int compact_src_fill(uint8_t *dst, uint32_t off, uint32_t len, void *payload, struct jo_err *err);
+void compact_src_counts(struct compact_src *s, uint64_t *bytes, uint64_t *gets);
+void compact_src_free(struct compact_src *s);
 
 /* Who does the work, for the audit lines of deleted blocks. */
 struct compact_audit {

@@ -317,7 +317,7 @@ static int open_s3(struct jo_obj **obj, struct lance_io **io, const char *url,
 	oo.access_key = getenv("JFSOPS_ACCESS_KEY");
 	oo.secret_key = getenv("JFSOPS_SECRET_KEY");
 	oo.region = getenv("JFSOPS_REGION");
-	oo.max_conns = 4;
+	oo.max_conns = 16;   /* the scan reads data-file tails 16 at once */
 	if ((rc = jo_obj_open(obj, &oo, err)) < 0)
 		return rc;
 	return lance_io_open_obj(io, *obj, slash ? slash + 1 : "", err);

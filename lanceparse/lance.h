@@ -95,6 +95,8 @@ struct lance_io_ops {
 
 struct lance_io {
 	const struct lance_io_ops *ops;
+	/* ops->pread may run from several threads at once (the object store's) */
+	bool concurrent_pread;
 	uint64_t reads;      /* pread calls (statistics) */
 	uint64_t bytes;      /* bytes read */
 };

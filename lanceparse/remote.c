@@ -339,6 +339,7 @@ int lance_io_open_obj(struct lance_io **out, struct jo_obj *obj, const char *pre
 		o->prefix[n++] = '/';
 	o->prefix[n] = '\0';
 	o->io.ops = &obj_ops;
+	o->io.concurrent_pread = true;   /* obj_pread keeps no state: jo_obj is thread-safe */
 	o->obj = obj;
 	*out = &o->io;
 	return 0;

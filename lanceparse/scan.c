@@ -2,6 +2,7 @@
 #include "lanceparse/lance.h"
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +23,11 @@ static uint64_t le(const uint8_t *p, int n)
 	return v;
 }
 
+struct prefetch;
+
 struct ctx {
 	struct lance_io *io;
+	struct prefetch *pf;  /* tails of v2 data files read ahead, or NULL */
 	const struct lance_manifest *m;
 	const struct lance_scan_opts *opts;
 	struct lance_rangeset *s;
@@ -82,11 +86,16 @@ static int add_tail_block(struct ctx *c, int file, uint64_t size)
 }
 
 /* Read [off, size) of rel into a malloc'd buffer. */
+static int pf_take(struct ctx *c, const char *rel, uint64_t off, uint64_t size, uint8_t **out,
+		   int *rc);
+
 static int read_tail(struct ctx *c, const char *rel, uint64_t off, uint64_t size, uint8_t **out)
 {
 	int rc;
 
 	*out = NULL;
+	if (c->pf && pf_take(c, rel, off, size, out, &rc))
+		return rc;
 	if (size - off > LANCE_MAX_META)
 		return jo_err_set(c->err, JO_EPROTO, "'%s': metadata of %" PRIu64 " bytes is too large",
 				  rel, size - off);
@@ -698,6 +707,172 @@ out:
 	return rc;
 }
 
+/*
+ * Read-ahead of data-file tails on a store that takes concurrent reads: the
+ * scan reads one tail per v2 data file (the last 16 KiB, see scan_v2), one
+ * file after another, so on an object store each costs a round trip in a
+ * row. PF_THREADS threads read the tails of the files the scan will visit,
+ * in its order, at most PF_AHEAD files ahead of it (a bounded buffer); the
+ * scan takes each when it gets there. A tail the scan asks for that is not
+ * the next planned one is read as before.
+ */
+#define PF_THREADS 16
+#define PF_AHEAD 64
+#define PF_TAIL 16384
+
+enum { PF_QUEUED, PF_RUNNING, PF_DONE };
+
+struct pf_item {
+	char *rel;
+	uint64_t off, size;
+	uint8_t *buf;
+	int rc, state;
+	struct jo_err err;
+};
+
+struct prefetch {
+	struct lance_io *io;
+	struct pf_item *it;
+	size_t n, next, used;   /* next: first not started; used: first not taken */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_t th[PF_THREADS];
+	int nth;
+	bool stop;
+};
+
+static void *pf_main(void *arg)
+{
+	struct prefetch *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		while (!p->stop && p->next < p->n && p->next >= p->used + PF_AHEAD)
+			pthread_cond_wait(&p->cv, &p->mu);
+		if (p->stop || p->next >= p->n)
+			break;
+		struct pf_item *x = &p->it[p->next++];
+		size_t len = (size_t)(x->size - x->off);
+		uint8_t *buf;
+		int rc;
+
+		x->state = PF_RUNNING;
+		pthread_mutex_unlock(&p->mu);
+		buf = malloc(len ? len : 1);
+		rc = buf ? p->io->ops->pread(p->io, x->rel, buf, len, x->off, &x->err)
+			 : jo_err_set(&x->err, JO_ENOMEM, "out of memory");
+		pthread_mutex_lock(&p->mu);
+		if (rc < 0) {
+			free(buf);
+			buf = NULL;
+		}
+		x->buf = buf;
+		x->rc = rc;
+		x->state = PF_DONE;
+		pthread_cond_broadcast(&p->cv);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+static void pf_free(struct prefetch *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < p->nth; i++)
+		pthread_join(p->th[i], NULL);
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->it[i].rel);
+		free(p->it[i].buf);
+	}
+	free(p->it);
+	pthread_mutex_destroy(&p->mu);
+	pthread_cond_destroy(&p->cv);
+	free(p);
+}
+
+/* 1: the tail was planned (taken, *out and *rc set); 0: read it yourself. */
+static int pf_take(struct ctx *c, const char *rel, uint64_t off, uint64_t size, uint8_t **out,
+		   int *rc)
+{
+	struct prefetch *p = c->pf;
+	struct pf_item *x;
+
+	pthread_mutex_lock(&p->mu);
+	if (p->used >= p->n || strcmp(p->it[p->used].rel, rel) != 0 || p->it[p->used].off != off ||
+	    p->it[p->used].size != size) {
+		pthread_mutex_unlock(&p->mu);
+		return 0;
+	}
+	x = &p->it[p->used];
+	while (x->state != PF_DONE)
+		pthread_cond_wait(&p->cv, &p->mu);
+	p->used++;
+	pthread_cond_broadcast(&p->cv);
+	pthread_mutex_unlock(&p->mu);
+	c->io->reads++;
+	c->io->bytes += size - off;
+	*out = x->buf;
+	x->buf = NULL;
+	*rc = x->rc;
+	if (x->rc < 0)
+		*c->err = x->err;
+	return 1;
+}
+
+/* Plan the tails scan_file will read first (v2 files of known size holding a selected field). */
+static int pf_start(struct ctx *c, struct prefetch **out)
+{
+	struct prefetch *p;
+	size_t cap = 0;
+
+	*out = NULL;
+	if (!c->io->concurrent_pread)
+		return 0;
+	for (size_t i = 0; i < c->m->nfrags; i++)
+		cap += c->m->frags[i].nfiles;
+	if (cap < 2)
+		return 0;
+	if (!(p = calloc(1, sizeof(*p))) || !(p->it = calloc(cap, sizeof(*p->it)))) {
+		free(p);
+		return jo_err_set(c->err, JO_ENOMEM, "out of memory");
+	}
+	p->io = c->io;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->cv, NULL);
+	for (size_t i = 0; i < c->m->nfrags; i++)
+		for (size_t j = 0; j < c->m->frags[i].nfiles; j++) {
+			const struct lance_datafile *df = &c->m->frags[i].files[j];
+			bool any = false;
+			char *rel;
+
+			for (size_t k = 0; k < df->nfields && !any; k++)
+				any = df->fields[k] >= 0 && selected(c, df->fields[k]);
+			if (!any || df->file_size < LANCE_V2_FOOTER || (df->major == 0 && df->minor < 3))
+				continue;
+			if (!(rel = lance_datafile_relpath(c->m, df)))
+				continue;   /* scan_file says why */
+			p->it[p->n++] = (struct pf_item){
+				.rel = rel, .size = df->file_size,
+				.off = df->file_size > PF_TAIL ? df->file_size - PF_TAIL : 0 };
+		}
+	for (int i = 0; i < PF_THREADS && (size_t)i < p->n; i++) {
+		if (pthread_create(&p->th[i], NULL, pf_main, p) != 0)
+			break;
+		p->nth++;
+	}
+	if (p->nth == 0) {
+		pf_free(p);
+		return 0;
+	}
+	*out = p;
+	return 0;
+}
+
 static int add_whole(struct ctx *c, const char *rel, uint64_t size, int kind)
 {
 	int file, rc;
@@ -745,6 +920,8 @@ int lance_scan_ranges(struct lance_io *io, const struct lance_manifest *m,
 	if ((rc = add_whole(&c, m->manifest_path ? m->manifest_path : "", m->manifest_size,
 			    LANCE_RK_META)) < 0)
 		goto out;
+	if ((rc = pf_start(&c, &c.pf)) < 0)
+		goto out;
 	for (size_t i = 0; i < m->nfrags; i++) {
 		const struct lance_fragment *fr = &m->frags[i];
 		if (fr->del.present) {
@@ -769,6 +946,7 @@ int lance_scan_ranges(struct lance_io *io, const struct lance_manifest *m,
 				goto out;
 	}
 out:
+	pf_free(c.pf);
 	free(mark);
 	free(c.sel);
 	return rc;

@@ -16,6 +16,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/object/object.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/metrics.h"
@@ -298,6 +299,9 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 {
 	char b[LEAK_NKINDS][32], tot[32], rss[32];
 	uint64_t foreign = ls->foreign;
+	struct jo_obj_stats os;
+
+	jo_obj_get_stats(r->vol->obj, &os);
 
 	for (int k = 0; k < LEAK_NKINDS; k++)
 		human_bytes(c->bytes[k], b[k], sizeof(b[k]));
@@ -309,7 +313,8 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 			"  valid %llu (%s), pending delete %llu (%s), compacted %llu (%s), "
 			"removed files %llu (%s)\n"
 			"  leaked %llu (%s), missing %llu (%s), skipped %llu (%s), foreign %llu\n"
-			"  slice counter %llu; peak RSS %s; sort runs %llu+%llu\n",
+			"  slice counter %llu; peak RSS %s; sort runs %llu+%llu\n"
+			"  object requests %llu (%llu key ranges), connections opened %llu\n",
 			r->ctx->prog, r->ctx->cmd,
 			(unsigned long long)c->objects, tot, (unsigned long long)c->slices, elapsed,
 			(unsigned long long)c->n[LEAK_VALID], b[LEAK_VALID],
@@ -320,7 +325,9 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 			(unsigned long long)c->n[LEAK_MISSING], b[LEAK_MISSING],
 			(unsigned long long)c->n[LEAK_SKIPPED], b[LEAK_SKIPPED],
 			(unsigned long long)foreign, (unsigned long long)next_chunk, rss,
-			(unsigned long long)xr->runs, (unsigned long long)xo->runs);
+			(unsigned long long)xr->runs, (unsigned long long)xo->runs,
+			(unsigned long long)os.requests, (unsigned long long)ls->ranges,
+			(unsigned long long)os.connections);
 		if (c->skipped_new_slice)
 			fprintf(stderr, "  (%llu skipped because their slice id is not below the counter)\n",
 				(unsigned long long)c->skipped_new_slice);
@@ -350,6 +357,9 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 		json_object_set_new(j, "elapsed_s", json_real(elapsed));
 		json_object_set_new(j, "peak_rss_bytes", json_integer((json_int_t)peak_rss()));
 		json_object_set_new(j, "sort_runs", json_integer((json_int_t)(xr->runs + xo->runs)));
+		json_object_set_new(j, "requests", json_integer((json_int_t)os.requests));
+		json_object_set_new(j, "connections", json_integer((json_int_t)os.connections));
+		json_object_set_new(j, "list_ranges", json_integer((json_int_t)ls->ranges));
 		s = json_dumps(j, JSON_COMPACT);
 		if (s)
 			printf("%s\n", s);

@@ -141,13 +141,17 @@ struct leak_list_opts {
 	void (*progress)(uint64_t listed, uint64_t prefixes_done, uint64_t prefixes, void *payload);
 };
 struct leak_list_stats {
-	uint64_t listed, blocks, foreign, prefixes;
+	uint64_t listed, blocks, foreign;
+	uint64_t prefixes;            /* items listed: prefixes and key ranges */
+	uint64_t ranges;              /* of which key ranges cut off long leaf prefixes */
 };
 /*
  * List every object under NAME/chunks/ with opts->threads listers, split by
  * the layout's own prefixes (two id-derived levels without hash prefix, the
- * 256 hash directories with it), and add one record per block to xs.
- * Any listing error fails the whole call (with the prefix in the message).
+ * 256 hash directories with it) and, inside a long leaf prefix, by key
+ * ranges cut while it is listed (whenever a lister is idle), and add one
+ * record per block to xs. Any listing error fails the whole call (with the
+ * prefix in the message); so does a leaf the store lists out of byte order.
  */
 int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct jo_xsort *xs,
 		      struct leak_list_stats *st, struct jo_err *err);

@@ -1,4 +1,16 @@
-/* leakcheck: the object side, listed by many threads into a sorter. */
+/*
+ * leakcheck: the object side, listed by many threads into a sorter.
+ *
+ * The work items are the layout's prefixes (listed with "/" to find the next
+ * level) and, at the leaves, key ranges (after, upto] of one prefix. A leaf
+ * starts as one range; a lister whose range proves long (a page of keys and
+ * more) while another lister sits idle cuts the rest of its range at split
+ * keys (jo_obj_key_split) and hands the pieces out, so a flat prefix of a
+ * million keys is listed by every lister at once, without probing first.
+ * A store that does not honour start-after, or lists a leaf out of byte
+ * order, is caught: the first stops the cutting, the second fails the run
+ * (a range's end is only sound on an ordered listing).
+ */
 #include "leakcheck/leak.h"
 
 #include <errno.h>
@@ -17,10 +29,22 @@
 
 #define LIST_BATCH 1024
 #define LIST_MAX_THREADS 1024
+#define SPLIT_EVERY 1000   /* keys a range lists between looks for idle listers */
+#define SPLIT_MAX 8        /* pieces one cut makes at most */
+/*
+ * The first request of a piece asks for a short page: a piece is often
+ * short, and the keys a page holds past the piece's end are read for
+ * nothing (the store builds and sends them all the same).
+ */
+#define PIECE_FIRST_PAGE 250
+#define RANGE_SKIP 1       /* range_key: not this range's key */
+#define RANGE_END 2        /* on_entry: the range's end was passed */
+#define PAGE_FULL 3        /* on_entry: the short first page is read */
 
 struct pfx {
 	char *prefix;
 	int depth;
+	char *after, *upto;   /* leaves: the key range (after, upto]; NULL: open */
 };
 
 struct lister {
@@ -35,11 +59,12 @@ struct lister {
 	pthread_cond_t cond;
 	struct pfx *q;
 	size_t qn, qcap;
-	int active;
+	int active, nthreads;
 	atomic_bool stop;         /* read by listers' callbacks without the lock */
+	bool no_split;            /* the store ignores start-after: cut nothing more */
 	int rc;
 	struct jo_err err;
-	uint64_t listed, blocks, foreign, prefixes, prefixes_done;
+	uint64_t listed, blocks, foreign, prefixes, prefixes_done, ranges;
 	bool done;
 };
 
@@ -49,6 +74,15 @@ struct worker {
 	size_t nbatch;
 	uint64_t listed;
 	int cur_depth;
+	/* the range being listed (leaves) */
+	struct pfx *cur;
+	char *prev;               /* last key of the range so far (order check, split point) */
+	size_t prev_cap;
+	uint64_t in_range;        /* keys of this range so far */
+	bool first;               /* no key of this range yet */
+	bool told;                /* this range said the store ignores start-after */
+	int page_left;            /* keys left in a short page (0: no limit) */
+	bool alphabet[256];
 	struct jo_err err;
 };
 
@@ -83,24 +117,146 @@ static int flush_batch(struct worker *w)
 	return rc;
 }
 
-static int push_locked(struct lister *l, const char *prefix, int depth)
+static void pfx_free(struct pfx *p)
 {
+	free(p->prefix);
+	free(p->after);
+	free(p->upto);
+}
+
+/* Queue a prefix, or a range of one (after/upto are taken over, even on failure). */
+static int push_range_locked(struct lister *l, const char *prefix, int depth, char *after,
+			     char *upto)
+{
+	struct pfx *e;
+
 	if (l->qn == l->qcap) {
 		size_t nc = l->qcap ? l->qcap * 2 : 64;
 		struct pfx *p = realloc(l->q, nc * sizeof(*p));
 
-		if (!p)
+		if (!p) {
+			free(after);
+			free(upto);
 			return JO_ENOMEM;
+		}
 		l->q = p;
 		l->qcap = nc;
 	}
-	l->q[l->qn].prefix = strdup(prefix);
-	if (!l->q[l->qn].prefix)
+	e = &l->q[l->qn];
+	e->prefix = strdup(prefix);
+	if (!e->prefix) {
+		free(after);
+		free(upto);
 		return JO_ENOMEM;
-	l->q[l->qn].depth = depth;
+	}
+	e->depth = depth;
+	e->after = after;
+	e->upto = upto;
 	l->qn++;
-	l->prefixes++;
-	pthread_cond_signal(&l->cond);
+	l->prefixes++;            /* work items, for the progress line */
+	if (after || upto)
+		l->ranges++;
+	/* all: the main thread waits on this condition too, and a signal it
+	 * took would leave the item queued with listers asleep */
+	pthread_cond_broadcast(&l->cond);
+	return 0;
+}
+
+static int push_locked(struct lister *l, const char *prefix, int depth)
+{
+	return push_range_locked(l, prefix, depth, NULL, NULL);
+}
+
+/*
+ * A long range while listers sit idle: keep (prev, b1] of it and queue
+ * (b1, b2] ... (bk, upto]. The listing under way stops at its first key
+ * past b1 (on_entry compares with cur->upto).
+ */
+static int maybe_split(struct worker *w)
+{
+	struct lister *l = w->l;
+	struct pfx *cur = w->cur;
+	char **keys = NULL;
+	int idle, n, k, rc = 0;
+
+	pthread_mutex_lock(&l->lock);
+	idle = l->no_split ? 0 : l->nthreads - l->active - (int)l->qn;
+	pthread_mutex_unlock(&l->lock);
+	if (idle <= 0)
+		return 0;
+	n = idle + 1 < SPLIT_MAX ? idle + 1 : SPLIT_MAX;
+	k = jo_obj_key_split(cur->prefix, w->prev, cur->upto, w->alphabet, n, &keys);
+	if (k < 0)
+		return jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
+	if (k == 0)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	/* pieces 2..k+1, from the top down so that idle listers take the low ones first */
+	for (int i = k - 1; i >= 0 && !rc; i--) {
+		char *after = strdup(keys[i]);
+		char *upto = i == k - 1 ? (cur->upto ? strdup(cur->upto) : NULL) : strdup(keys[i + 1]);
+
+		if (!after || (!upto && (i < k - 1 || cur->upto))) {
+			free(after);
+			free(upto);
+			rc = JO_ENOMEM;
+			break;
+		}
+		rc = push_range_locked(l, cur->prefix, cur->depth, after, upto);
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (rc == 0) {
+		free(cur->upto);
+		cur->upto = keys[0];
+		keys[0] = NULL;
+	}
+	for (int i = 0; i < k; i++)
+		free(keys[i]);
+	free(keys);
+	return rc ? jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory") : 0;
+}
+
+/* Range bookkeeping for a key of a leaf: 0 to take it, RANGE_SKIP, RANGE_END, or an error. */
+static int range_key(struct worker *w, const char *key)
+{
+	struct pfx *cur = w->cur;
+	struct lister *l = w->l;
+	size_t kl;
+
+	if (cur->after && strcmp(key, cur->after) <= 0) {
+		/* the store listed from before our start: it ignores start-after */
+		if (w->first && !w->told) {
+			pthread_mutex_lock(&l->lock);
+			l->no_split = true;
+			pthread_mutex_unlock(&l->lock);
+			w->told = true;
+		}
+		return RANGE_SKIP;
+	}
+	if (cur->upto && strcmp(key, cur->upto) > 0)
+		return RANGE_END;
+	if (w->prev && !w->first && strcmp(key, w->prev) <= 0)
+		return jo_err_set(&w->err, JO_EPROTO,
+				  "leakcheck: '%s' listed after '%s': the store does not list '%s' "
+				  "in byte order", key, w->prev, cur->prefix);
+	kl = strlen(key);
+	if (kl + 1 > w->prev_cap) {
+		char *np = realloc(w->prev, kl + 1);
+
+		if (!np)
+			return jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
+		w->prev = np;
+		w->prev_cap = kl + 1;
+	}
+	memcpy(w->prev, key, kl + 1);
+	w->first = false;
+	jo_obj_key_alphabet_add(w->alphabet, key + strlen(cur->prefix));
+	if (++w->in_range % SPLIT_EVERY == 0) {
+		int rc = maybe_split(w);
+
+		if (rc)
+			return rc;
+	}
 	return 0;
 }
 
@@ -121,14 +277,32 @@ static int report_foreign(struct worker *w, const struct jo_obj_info *info)
 	return rc;
 }
 
+/* One object of the layout: a block record for the sorter, or a foreign key. */
+static int take(struct worker *w, const struct jo_obj_info *info)
+{
+	const struct leak_list_opts *o = w->l->o;
+	uint64_t id;
+	uint32_t indx, bsize;
+	char canon[1200];
+
+	w->listed++;
+	/* A symlink (file storage) is no object, whatever its name: never followed or deleted. */
+	if (info->is_link)
+		return report_foreign(w, info);
+	if (jo_block_parse(info->key, &id, &indx, &bsize) != 0 ||
+	    jo_block_key(canon, sizeof(canon), o->volname, o->hash_prefix, id, indx, bsize) < 0 ||
+	    strcmp(canon, info->key) != 0)
+		return report_foreign(w, info);
+	leak_obj_encode(w->batch[w->nbatch++], id, indx, bsize, info->size, info->mtime);
+	if (w->nbatch == LIST_BATCH)
+		return flush_batch(w);
+	return 0;
+}
+
 static int on_entry(const struct jo_obj_info *info, void *payload)
 {
 	struct worker *w = payload;
 	struct lister *l = w->l;
-	const struct leak_list_opts *o = l->o;
-	uint64_t id;
-	uint32_t indx, bsize;
-	char canon[1200];
 
 	if (l->stop)
 		return JO_ECANCELED;
@@ -144,18 +318,20 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 			return jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
 		return 0;
 	}
-	w->listed++;
-	/* A symlink (file storage) is no object, whatever its name: never followed or deleted. */
-	if (info->is_link)
-		return report_foreign(w, info);
-	if (jo_block_parse(info->key, &id, &indx, &bsize) != 0 ||
-	    jo_block_key(canon, sizeof(canon), o->volname, o->hash_prefix, id, indx, bsize) < 0 ||
-	    strcmp(canon, info->key) != 0)
-		return report_foreign(w, info);
-	leak_obj_encode(w->batch[w->nbatch++], id, indx, bsize, info->size, info->mtime);
-	if (w->nbatch == LIST_BATCH)
-		return flush_batch(w);
-	return 0;
+	if (w->cur_depth >= l->max_depth) {
+		bool last = w->page_left > 0 && --w->page_left == 0;
+		int rc = range_key(w, info->key);
+
+		if (rc == RANGE_SKIP)
+			rc = 0;
+		else if (rc == 0)
+			rc = take(w, info);
+		/* a store that ignores start-after is read on, by its own pages */
+		if (rc == 0 && last && !w->told)
+			rc = PAGE_FULL;
+		return rc;
+	}
+	return take(w, info);
 }
 
 static void list_one(struct worker *w, struct pfx *p)
@@ -169,7 +345,27 @@ static void list_one(struct worker *w, struct pfx *p)
 		/* discover the next level of the layout's own directories */
 		rc = jo_obj_list(l->obj, p->prefix, NULL, "/", on_entry, w, &w->err);
 	} else {
-		rc = jo_obj_list(l->obj, p->prefix, NULL, NULL, on_entry, w, &w->err);
+		w->cur = p;
+		w->first = true;
+		w->told = false;
+		w->in_range = 0;
+		memset(w->alphabet, 0, sizeof(w->alphabet));
+		/* a piece starts with a short page, then goes on in full ones */
+		w->page_left = p->after ? PIECE_FIRST_PAGE : 0;
+		rc = jo_obj_list_page(l->obj, p->prefix, p->after, NULL, w->page_left, on_entry, w,
+				      &w->err);
+		if (rc == PAGE_FULL) {
+			/* on from the last key (a copy: the callback moves w->prev) */
+			char *from = strdup(w->prev);
+
+			w->page_left = 0;
+			rc = from ? jo_obj_list(l->obj, p->prefix, from, NULL, on_entry, w, &w->err)
+				  : jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
+			free(from);
+		}
+		if (rc == RANGE_END)
+			rc = 0;
+		w->cur = NULL;
 	}
 	if (!rc && w->nbatch)
 		rc = flush_batch(w);
@@ -202,7 +398,7 @@ static void *worker_main(void *arg)
 		l->active++;
 		pthread_mutex_unlock(&l->lock);
 		list_one(w, &p);
-		free(p.prefix);
+		pfx_free(&p);
 		pthread_mutex_lock(&l->lock);
 		l->active--;
 		if (l->qn == 0 && l->active == 0) {
@@ -227,6 +423,7 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 	memset(st, 0, sizeof(*st));
 	if (nthreads > LIST_MAX_THREADS)
 		nthreads = LIST_MAX_THREADS;
+	l.nthreads = nthreads;
 	int n = snprintf(l.root, sizeof(l.root), "%s/chunks/", o->volname);
 
 	if (n < 0 || (size_t)n >= sizeof(l.root))
@@ -251,6 +448,9 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 			break;
 		started++;
 	}
+	pthread_mutex_lock(&l.lock);
+	l.nthreads = started;
+	pthread_mutex_unlock(&l.lock);
 	if (!started) {
 		rc = jo_err_set(err, JO_ENOMEM, "leakcheck: cannot start lister threads");
 		goto out;
@@ -286,14 +486,17 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 	}
 out:
 	for (size_t i = 0; i < l.qn; i++)
-		free(l.q[i].prefix);
+		pfx_free(&l.q[i]);
 	free(l.q);
 	free(tids);
+	for (int i = 0; ws && i < nthreads; i++)
+		free(ws[i].prev);
 	free(ws);
 	st->listed = l.listed;
 	st->blocks = l.blocks;
 	st->foreign = l.foreign;
 	st->prefixes = l.prefixes;
+	st->ranges = l.ranges;
 	pthread_mutex_destroy(&l.lock);
 	pthread_cond_destroy(&l.cond);
 	return rc;

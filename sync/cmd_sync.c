@@ -323,12 +323,15 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 	fprintf(stderr,
 		"jfsops sync: listed %" PRIu64 " src / %" PRIu64 " dst, %s %" PRIu64 " (%" PRIu64
 		" bytes), skipped %" PRIu64 ", excluded %" PRIu64 ", extra %" PRIu64 ", %s %" PRIu64
-		", failed %" PRIu64 ", symlinks skipped %" PRIu64 " src / %" PRIu64 " dst, %.1fs\n",
+		", failed %" PRIu64 ", symlinks skipped %" PRIu64 " src / %" PRIu64 " dst, %.1fs"
+		", requests %" PRIu64 " src / %" PRIu64 " dst, connections opened %" PRIu64
+		" src / %" PRIu64 " dst\n",
 		s->src_listed, s->dst_listed, o->dry_run ? "would copy" : "copied",
 		o->dry_run ? s->would_copy : s->copied,
 		o->dry_run ? s->would_copy_bytes : s->copied_bytes, s->skipped, s->excluded, s->extra,
 		o->dry_run ? "would delete" : "deleted", o->dry_run ? s->would_delete : s->deleted,
-		s->failed, s->src_links, s->dst_links, s->seconds);
+		s->failed, s->src_links, s->dst_links, s->seconds, s->src_requests, s->dst_requests,
+		s->src_conns, s->dst_conns);
 	if (s->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
 			s->delete_refused_why);
@@ -344,7 +347,7 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			       bool complete, int exit_code)
 {
 	json_t *j = json_pack("{s:s,s:s,s:b,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i}",
+			      "s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i,s:I,s:I,s:I,s:I}",
 			      "src", src->desc, "dst", dst->desc, "complete", complete,
 			      "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
@@ -363,7 +366,11 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			      "delete_refused_why", s->delete_refused_why,
 			      "order_restarts", s->order_restarts,
 			      "resumed_listing", s->resumed_listing, "seconds", s->seconds,
-			      "exit", exit_code);
+			      "exit", exit_code,
+			      "requests_src", (json_int_t)s->src_requests,
+			      "requests_dst", (json_int_t)s->dst_requests,
+			      "connections_src", (json_int_t)s->src_conns,
+			      "connections_dst", (json_int_t)s->dst_conns);
 	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	if (txt)
 		printf("%s\n", txt);
@@ -1056,6 +1063,16 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	int r = jo_sync_run(&sides[0], so, &sides[1], dobj, &o, &sum, &err);
 	jo_sync_bw_free(o.bw);
+	{
+		struct jo_obj_stats ss, ds;
+
+		jo_obj_get_stats(so, &ss);
+		jo_obj_get_stats(dobj, &ds);
+		sum.src_requests = ss.requests;
+		sum.src_conns = ss.connections;
+		sum.dst_requests = ds.requests;
+		sum.dst_conns = ds.connections;
+	}
 	if (r) {
 		rc = cmd_fail(ctx, &err);
 		/*

@@ -107,6 +107,7 @@ static void qent_free(struct qent *e)
 struct probe {
 	const char *after;
 	char *key;
+	size_t n, stop_at;
 };
 
 static int probe_cb(const struct jo_obj_info *info, void *p)
@@ -114,18 +115,22 @@ static int probe_cb(const struct jo_obj_info *info, void *p)
 	struct probe *pr = p;
 	if (info->is_prefix || info->is_link)
 		return 0;
-	pr->key = strdup(info->key);
-	return 1;
+	if (!pr->key)
+		pr->key = strdup(info->key);
+	return ++pr->n >= pr->stop_at ? 1 : 0;
 }
 
-/* First key after `after` (NULL: none). Sets *ignored when the store returned
- * a key not above `after` (it does not honour start-after). */
+/*
+ * First key after `after` (NULL: none), asked for alone (max-keys 1: a probe
+ * costs a round trip, not a page). Sets *ignored when the store returned a
+ * key not above `after` (it does not honour start-after).
+ */
 static int first_after(struct jo_sync_stream *s, const char *after, char **out, bool *ignored,
 		       struct jo_err *err)
 {
-	struct probe pr = { .after = after };
+	struct probe pr = { .after = after, .stop_at = 1 };
 	*out = NULL;
-	int rc = jo_obj_list(s->o, s->prefix, after, NULL, probe_cb, &pr, err);
+	int rc = jo_obj_list_page(s->o, s->prefix, after, NULL, 1, probe_cb, &pr, err);
 	if (rc < 0) {
 		free(pr.key);
 		return rc;
@@ -204,11 +209,22 @@ static int probe_ranges(struct jo_sync_stream *s, int n, struct jo_err *err)
 {
 	bool ignored = false;
 	char *first = NULL;
-	int rc = first_after(s, NULL, &first, &ignored, err);
-	if (rc < 0)
+	/*
+	 * The first page: a listing that fits in it is not worth a dozen probes
+	 * in a row (one round trip each); one lister reads it again.
+	 */
+	struct probe pr = { .stop_at = 1000 };
+	int rc = jo_obj_list(s->o, s->prefix, NULL, NULL, probe_cb, &pr, err);
+	if (rc < 0) {
+		free(pr.key);
 		return rc;
-	if (!first)
+	}
+	first = pr.key;
+	if (!first || pr.n < pr.stop_at) {
+		free(first);
 		return 1;
+	}
+	rc = 0;
 	/* Longest stem of `first` shared by every key (binary search). */
 	size_t lo = s->plen, hi = strlen(first);
 	while (lo < hi && !ignored) {

@@ -382,6 +382,8 @@ struct jo_sync_summary {
 	bool resumed_listing;      /* --resume continued after a saved listing position */
 	uint64_t credited;         /* cluster: copies of an earlier attempt counted now */
 	uint64_t src_links, dst_links;  /* symlinks skipped in local directories */
+	/* object requests issued and connections opened, per side (the caller fills them) */
+	uint64_t src_requests, src_conns, dst_requests, dst_conns;
 	double seconds;
 };
 

@@ -166,6 +166,16 @@ int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off
 		      uint32_t len, jo_vol_write_cb cb, void *payload, struct jo_err *err);
 
 /*
+ * Bytes [lo, hi) of block indx of slice (id, size), decoded, into dst
+ * (hi - lo bytes). Uncompressed volumes read just those bytes (a ranged GET
+ * unless they are the whole block); compressed blocks are read and decoded
+ * whole. JO_ENOTFOUND (the key in the message) when the block is missing,
+ * JO_EPROTO when it has another length than its key says. Thread-safe.
+ */
+int jo_vol_read_block(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t indx, uint32_t lo,
+		      uint32_t hi, uint8_t *dst, struct jo_err *err);
+
+/*
  * A reader of slice bytes that keeps the last cache_blocks decoded blocks,
  * for callers that revisit blocks (compaction copies many windows of the
  * same old slices). One per thread.

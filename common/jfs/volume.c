@@ -265,6 +265,67 @@ static int load_block(struct reader *r, uint64_t id, uint32_t size, uint32_t ind
 	return 0;
 }
 
+int jo_vol_read_block(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t indx, uint32_t lo,
+		      uint32_t hi, uint8_t *dst, struct jo_err *err)
+{
+	uint32_t bsize;
+	char key[512];
+	int rc;
+
+	if ((uint64_t)indx * v->block_size >= size)
+		return jo_err_set(err, JO_EPROTO, "slice %llu has no block %u",
+				  (unsigned long long)id, indx);
+	bsize = jo_block_len(size, v->block_size, indx);
+	if (lo >= hi || hi > bsize)
+		return jo_err_set(err, JO_EINVAL, "bytes %u..%u of a block of %u", lo, hi, bsize);
+	if (v->fmt.has_encrypt_key)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "volume '%s' encrypts its data: not supported", v->fmt.name);
+	jo_vol_block_key(v, key, sizeof(key), id, indx, bsize);
+	if (v->compress == JO_COMPRESS_NONE) {
+		/* the bytes asked for, and no more (a ranged GET unless it is all of it) */
+		struct bufsink b = { dst, hi - lo, 0 };
+		struct jo_obj_get_opts go = { .offset = lo, .length = lo == 0 && hi == bsize ? -1 : (int64_t)(hi - lo) };
+		struct jo_obj_info info = { 0 };
+
+		go.info = &info;
+		rc = jo_obj_get(v->obj, key, &go, bufsink_write, &b, err);
+		if (rc == JO_EPROTO && b.len == hi - lo)
+			return jo_err_set(err, JO_EPROTO, "block '%s' is longer than its key says", key);
+		if (rc)
+			return rc == JO_ENOTFOUND ? jo_err_set(err, rc, "block '%s' is missing", key)
+						  : jo_err_wrap(err, "read block '%s'", key);
+		if (b.len != hi - lo || (info.size && info.size != bsize))
+			return jo_err_set(err, JO_EPROTO, "block '%s' has %llu bytes, expected %u", key,
+					  (unsigned long long)(info.size ? info.size : b.len), bsize);
+		return 0;
+	} else {
+		/* a compressed block is read and decoded whole */
+		uint8_t *raw = NULL, *whole = dst;
+		size_t rawlen = 0;
+
+		rc = jo_obj_get_buf(v->obj, key, 0, -1, (size_t)bsize + bsize / 8 + 65536, &raw, &rawlen,
+				    err);
+		if (rc)
+			return rc == JO_ENOTFOUND ? jo_err_set(err, rc, "block '%s' is missing", key)
+						  : jo_err_wrap(err, "read block '%s'", key);
+		if (lo != 0 || hi != bsize) {
+			whole = malloc(bsize);
+			if (!whole) {
+				free(raw);
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			}
+		}
+		rc = jo_block_decode(v->compress, raw, rawlen, whole, bsize, err);
+		free(raw);
+		if (!rc && whole != dst)
+			memcpy(dst, whole + lo, hi - lo);
+		if (whole != dst)
+			free(whole);
+		return rc ? jo_err_wrap(err, "block '%s'", key) : 0;
+	}
+}
+
 /* Emit slice bytes [from, to) of slice (id, size). */
 static int emit_slice(struct reader *r, uint64_t id, uint32_t size, uint64_t from,
 		      uint64_t to, struct jo_err *err)

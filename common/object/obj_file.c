@@ -886,8 +886,10 @@ static int walk_dir(struct walk *w, int dfd, const char *keyprefix)
 }
 
 static int file_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		     const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+		     const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+		     struct jo_err *err)
 {
+	(void)page; /* a directory walk has no pages */
 	struct walk w = { .o = o, .prefix = prefix, .prefix_len = strlen(prefix),
 			  .start_after = start_after, .delim = delimiter, .cb = cb,
 			  .payload = payload, .err = err };

@@ -2,9 +2,19 @@
  * obj_s3.c: the "s3"/"minio" backend over libcurl, signed by obj_sigv4.
  *
  * Concurrency: a pool of curl easy handles (up to max_conns) guarded by a
- * mutex and condition variable, all attached to one CURLSH that shares DNS,
- * TLS sessions and connections, so many threads can each run one request.
+ * mutex and condition variable, so many threads can each run one request.
  * Retries with exponential backoff and full jitter happen in s3_do().
+ *
+ * Connections: one pool of kept-alive connections per endpoint (scheme +
+ * host, TLS verification setting) for the whole process, a CURLSH sharing
+ * connections, DNS and TLS sessions, used by every handle open on that
+ * endpoint (the shards of a volume, both sides of a sync on one endpoint,
+ * every command's handle). Its size is the sum of the max_conns of the
+ * handles open on it, so a connection that goes back idle stays open for the
+ * next request instead of being closed as over the limit (libcurl's default
+ * keeps 5, which closes nearly every connection once more than 5 requests
+ * run at once). Connections opened are counted (CURLINFO_NUM_CONNECTS) into
+ * the stats: after warm-up, about none per request.
  */
 #include "common/object/object_internal.h"
 
@@ -30,6 +40,24 @@
 #define S3_BACKOFF_BASE_MS 100
 #define S3_BACKOFF_CAP_MS 10000
 
+/*
+ * A kept-alive connection pool of one endpoint, shared by the handles open
+ * on it. The registry is the one process-wide state of this file besides
+ * curl's own: connections belong to the endpoint, not to the handle that
+ * happened to open them.
+ */
+struct s3_endpoint {
+	char key[700];                 /* "http(s)://host[:port] insecure=0|1" */
+	CURLSH *share;
+	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+	int refs;                      /* handles open on it (under ep_mu) */
+	atomic_int capacity;           /* sum of their max_conns: the pool size */
+	struct s3_endpoint *next;
+};
+
+static pthread_mutex_t ep_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct s3_endpoint *ep_list;
+
 struct s3_impl {
 	struct jo_s3_loc loc;
 	char *access_key, *secret_key, *session_token;
@@ -43,8 +71,7 @@ struct s3_impl {
 	pthread_cond_t cv;
 	CURL **idle;
 	int nidle, nlive;
-	CURLSH *share;
-	pthread_mutex_t share_mu[CURL_LOCK_DATA_LAST];
+	struct s3_endpoint *ep;
 	unsigned int seed;
 };
 
@@ -233,19 +260,82 @@ int jo_s3_parse_bucket(const char *storage, const char *bucket, const struct jo_
 
 static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
 {
-	struct s3_impl *s = ud;
+	struct s3_endpoint *e = ud;
 
 	(void)h;
 	(void)access;
-	pthread_mutex_lock(&s->share_mu[data]);
+	pthread_mutex_lock(&e->share_mu[data]);
 }
 
 static void share_unlock(CURL *h, curl_lock_data data, void *ud)
 {
-	struct s3_impl *s = ud;
+	struct s3_endpoint *e = ud;
 
 	(void)h;
-	pthread_mutex_unlock(&s->share_mu[data]);
+	pthread_mutex_unlock(&e->share_mu[data]);
+}
+
+/* The endpoint's pool, made on first use; its size grows by max_conns. NULL: out of memory. */
+static struct s3_endpoint *endpoint_get(const char *base, bool insecure, int max_conns)
+{
+	char key[sizeof(((struct s3_endpoint *)0)->key)];
+	struct s3_endpoint *e;
+
+	snprintf(key, sizeof(key), "%s insecure=%d", base, insecure ? 1 : 0);
+	pthread_mutex_lock(&ep_mu);
+	for (e = ep_list; e; e = e->next)
+		if (strcmp(e->key, key) == 0)
+			break;
+	if (!e) {
+		e = calloc(1, sizeof(*e));
+		if (e)
+			e->share = curl_share_init();
+		if (!e || !e->share) {
+			free(e);
+			pthread_mutex_unlock(&ep_mu);
+			return NULL;
+		}
+		snprintf(e->key, sizeof(e->key), "%s", key);
+		for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+			pthread_mutex_init(&e->share_mu[i], NULL);
+		curl_share_setopt(e->share, CURLSHOPT_LOCKFUNC, share_lock);
+		curl_share_setopt(e->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
+		curl_share_setopt(e->share, CURLSHOPT_USERDATA, e);
+		curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
+		curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
+		curl_share_setopt(e->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
+		e->next = ep_list;
+		ep_list = e;
+	}
+	e->refs++;
+	atomic_fetch_add(&e->capacity, max_conns);
+	pthread_mutex_unlock(&ep_mu);
+	return e;
+}
+
+/* Give back a handle's share of the pool; the last one closes its connections. */
+static void endpoint_put(struct s3_endpoint *e, int max_conns)
+{
+	struct s3_endpoint **pp;
+
+	if (!e)
+		return;
+	pthread_mutex_lock(&ep_mu);
+	atomic_fetch_sub(&e->capacity, max_conns);
+	if (--e->refs > 0) {
+		pthread_mutex_unlock(&ep_mu);
+		return;
+	}
+	for (pp = &ep_list; *pp; pp = &(*pp)->next)
+		if (*pp == e) {
+			*pp = e->next;
+			break;
+		}
+	pthread_mutex_unlock(&ep_mu);
+	curl_share_cleanup(e->share);
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		pthread_mutex_destroy(&e->share_mu[i]);
+	free(e);
 }
 
 static CURL *pool_take(struct s3_impl *s)
@@ -661,7 +751,9 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 		hl = curl_slist_append(hl, "Content-Type:");
 
 	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_SHARE, s->share);
+	curl_easy_setopt(h, CURLOPT_SHARE, s->ep->share);
+	/* the whole endpoint's pool: an idle connection is kept, not closed as one too many */
+	curl_easy_setopt(h, CURLOPT_MAXCONNECTS, (long)atomic_load(&s->ep->capacity));
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_URL, url.p);
 	/* Keys may hold "." / ".." segments: curl must not squash them (the signature covers the path). */
@@ -713,10 +805,15 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 	{
 		curl_off_t up = 0, down = 0;
 
+		long nconn = 0;
+
 		curl_easy_getinfo(h, CURLINFO_SIZE_UPLOAD_T, &up);
 		curl_easy_getinfo(h, CURLINFO_SIZE_DOWNLOAD_T, &down);
+		curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &nconn);
 		atomic_fetch_add(&o->ctr->bytes_out, (uint64_t)up);
 		atomic_fetch_add(&o->ctr->bytes_in, (uint64_t)down);
+		if (nconn > 0)
+			atomic_fetch_add(&o->ctr->connections, (uint64_t)nconn);
 	}
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
@@ -1182,7 +1279,8 @@ static void add_param(struct jo_obj_buf *q, const char *name, const char *value)
 }
 
 static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		   const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+		   const char *delimiter, int page_keys, jo_obj_list_cb cb, void *payload,
+		   struct jo_err *err)
 {
 	struct s3_impl *s = SI(o);
 	char *token = NULL, *marker = start_after ? strdup(start_after) : NULL;
@@ -1208,7 +1306,12 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 		} else if (marker) {
 			add_param(&q, "marker", marker);
 		}
-		add_param(&q, "max-keys", "1000");
+		{
+			char mk[16];
+
+			snprintf(mk, sizeof(mk), "%d", page_keys > 0 ? page_keys : 1000);
+			add_param(&q, "max-keys", mk);
+		}
 		add_param(&q, "prefix", prefix);
 		if (!s->list_v1 && !token && start_after)
 			add_param(&q, "start-after", start_after);
@@ -1560,10 +1663,8 @@ static void s3_close(struct jo_obj *o)
 		return;
 	for (int i = 0; i < s->nidle; i++)
 		curl_easy_cleanup(s->idle[i]);
-	if (s->share)
-		curl_share_cleanup(s->share);
-	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-		pthread_mutex_destroy(&s->share_mu[i]);
+	/* after the handles: a share is cleaned up only with none attached */
+	endpoint_put(s->ep, s->max_conns);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s->idle);
@@ -1634,22 +1735,13 @@ int jo_obj_s3_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_e
 	s->idle = calloc((size_t)s->max_conns, sizeof(*s->idle));
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-		pthread_mutex_init(&s->share_mu[i], NULL);
-	s->share = curl_share_init();
 	o->impl = s;
 	o->ops = &s3_ops;
-	if (oom || !s->idle || !s->share) {
+	if (oom || !s->idle) {
 		s3_close(o);
 		o->impl = NULL;
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	curl_share_setopt(s->share, CURLSHOPT_LOCKFUNC, share_lock);
-	curl_share_setopt(s->share, CURLSHOPT_UNLOCKFUNC, share_unlock);
-	curl_share_setopt(s->share, CURLSHOPT_USERDATA, s);
-	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS);
-	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION);
-	curl_share_setopt(s->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT);
 	if (s->loc.vhost) {
 		snprintf(s->host_hdr, sizeof(s->host_hdr), "%s.%s", s->loc.bucket, s->loc.host);
 		s->path_prefix[0] = '\0';
@@ -1665,6 +1757,18 @@ int jo_obj_s3_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_e
 	}
 	snprintf(s->base_url, sizeof(s->base_url), "%s://%s", s->loc.https ? "https" : "http",
 		 s->host_hdr);
+	{
+		/* the pool is the endpoint's (host, not bucket: virtual hosts share it too) */
+		char ep[600];
+
+		snprintf(ep, sizeof(ep), "%s://%s", s->loc.https ? "https" : "http", s->loc.host);
+		s->ep = endpoint_get(ep, s->loc.insecure, s->max_conns);
+	}
+	if (!s->ep) {
+		s3_close(o);
+		o->impl = NULL;
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
 	if (snprintf(o->desc, sizeof(o->desc), "%s://%s/%s", s->loc.https ? "https" : "http",
 		     s->loc.host, s->loc.bucket) >= (int)sizeof(o->desc))
 		o->desc[sizeof(o->desc) - 1] = '\0';

@@ -104,6 +104,7 @@ struct lentry {
 struct lstream {
 	struct jo_obj *child;
 	const char *prefix, *start_after, *delim;
+	int page_keys;
 	pthread_t th;
 	bool started;
 	pthread_mutex_t mu;
@@ -174,7 +175,8 @@ static int producer_cb(const struct jo_obj_info *info, void *payload)
 static void *producer(void *arg)
 {
 	struct lstream *s = arg;
-	int rc = jo_obj_list(s->child, s->prefix, s->start_after, s->delim, producer_cb, s, &s->err);
+	int rc = jo_obj_list_page(s->child, s->prefix, s->start_after, s->delim, s->page_keys,
+				  producer_cb, s, &s->err);
 
 	if (rc == 0 && s->nfill)
 		rc = hand_over(s);
@@ -215,7 +217,8 @@ static struct lentry *stream_head(struct lstream *s, int *rc)
 }
 
 static int sh_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		   const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+		   const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+		   struct jo_err *err)
 {
 	struct shard_impl *h = HI(o);
 	struct lstream *st = calloc((size_t)h->n, sizeof(*st));
@@ -229,6 +232,7 @@ static int sh_list(struct jo_obj *o, const char *prefix, const char *start_after
 		st[i].prefix = prefix;
 		st[i].start_after = start_after;
 		st[i].delim = delimiter;
+		st[i].page_keys = page;
 		pthread_mutex_init(&st[i].mu, NULL);
 		pthread_cond_init(&st[i].cv, NULL);
 		if (pthread_create(&st[i].th, NULL, producer, &st[i]) != 0) {

@@ -233,3 +233,133 @@ int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 	*nsec = ns;
 	return 0;
 }
+
+/* ---- cutting a key range into pieces (parallel listings) ---- */
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* after[0..len) + c, malloc'd. */
+static char *stem_plus(const char *after, size_t len, unsigned char c)
+{
+	char *k = malloc(len + 2);
+
+	if (!k)
+		return NULL;
+	memcpy(k, after, len);
+	k[len] = (char)c;
+	k[len + 1] = '\0';
+	return k;
+}
+
+int jo_obj_key_split(const char *prefix, const char *after, const char *upto,
+		     const bool alphabet[256], int n, char ***out)
+{
+	size_t plen = strlen(prefix), alen = strlen(after), p = 0;
+	char **cand = NULL;
+	size_t nc = 0, cap = 0;
+	int k = 0;
+
+	*out = NULL;
+	if (n < 2 || strncmp(after, prefix, plen) != 0 ||
+	    (upto && (strncmp(upto, prefix, plen) != 0 || strcmp(after, upto) >= 0)))
+		return 0;
+	/* where after and upto part (upto NULL: the end of the prefix) */
+	if (upto)
+		while (after[p] && after[p] == upto[p])
+			p++;
+	else
+		p = plen;
+	if (p < plen)
+		return 0;
+	/*
+	 * Split keys, shallowest first: at depth p the branches between after's
+	 * and upto's byte, then deeper and deeper into after's own branch,
+	 * until there are enough. Each is > after and < upto.
+	 */
+	for (size_t d = p; d <= alen && nc < (size_t)(n - 1); d++) {
+		unsigned char from = (unsigned char)after[d];  /* 0 past its end */
+
+		for (int c = from + 1; c < 256; c++) {
+			char *key;
+
+			if (!alphabet[c])
+				continue;
+			if (d == p && upto) {
+				unsigned char u = (unsigned char)upto[p];
+
+				if (c > u || (c == u && upto[p + 1] == '\0'))
+					break;
+			}
+			key = stem_plus(after, d, (unsigned char)c);
+			if (!key)
+				goto fail;
+			if (nc == cap) {
+				size_t ncap = cap ? cap * 2 : 16;
+				char **nca = realloc(cand, ncap * sizeof(*nca));
+
+				if (!nca) {
+					free(key);
+					goto fail;
+				}
+				cand = nca;
+				cap = ncap;
+			}
+			cand[nc++] = key;
+		}
+	}
+	if (nc == 0) {
+		free(cand);
+		return 0;
+	}
+	qsort(cand, nc, sizeof(*cand), cmp_str);
+	if (nc > (size_t)(n - 1)) {
+		/* n - 1 of them, evenly spread */
+		char **pick = calloc((size_t)n - 1, sizeof(*pick));
+
+		if (!pick)
+			goto fail;
+		for (int i = 0; i < n - 1; i++) {
+			size_t j = (size_t)(((uint64_t)(i + 1) * nc) / (uint64_t)n);
+
+			pick[i] = cand[j];
+			cand[j] = NULL;
+		}
+		for (size_t j = 0; j < nc; j++)
+			free(cand[j]);
+		free(cand);
+		cand = pick;
+		nc = (size_t)n - 1;
+	}
+	k = (int)nc;
+	*out = cand;
+	return k;
+fail:
+	for (size_t j = 0; j < nc; j++)
+		free(cand[j]);
+	free(cand);
+	return JO_ENOMEM;
+}
+
+void jo_obj_key_alphabet_add(bool alphabet[256], const char *s)
+{
+	for (const unsigned char *q = (const unsigned char *)s; *q; q++) {
+		unsigned char c = *q;
+
+		if (alphabet[c])
+			continue;
+		alphabet[c] = true;
+		/* a digit, a lower or an upper case letter stands for its whole class */
+		if (c >= '0' && c <= '9')
+			for (int x = '0'; x <= '9'; x++)
+				alphabet[x] = true;
+		else if (c >= 'a' && c <= 'z')
+			for (int x = 'a'; x <= 'z'; x++)
+				alphabet[x] = true;
+		else if (c >= 'A' && c <= 'Z')
+			for (int x = 'A'; x <= 'Z'; x++)
+				alphabet[x] = true;
+	}
+}

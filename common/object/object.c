@@ -251,16 +251,25 @@ int jo_obj_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int
 	return o->ops->delete_batch(o, keys, n, results, err);
 }
 
-int jo_obj_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+int jo_obj_list_page(struct jo_obj *o, const char *prefix, const char *start_after,
+		     const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+		     struct jo_err *err)
 {
 	jo_err_clear(err);
 	if (!cb)
 		return jo_err_set(err, JO_EINVAL, "list: no callback");
 	if (jo_cancelled())
 		return jo_err_set(err, JO_ECANCELED, "list: canceled");
+	if (page <= 0 || page > 1000)
+		page = 0;
 	return o->ops->list(o, prefix ? prefix : "", start_after && *start_after ? start_after : NULL,
-			    delimiter && *delimiter ? delimiter : NULL, cb, payload, err);
+			    delimiter && *delimiter ? delimiter : NULL, page, cb, payload, err);
+}
+
+int jo_obj_list(struct jo_obj *o, const char *prefix, const char *start_after,
+		const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+{
+	return jo_obj_list_page(o, prefix, start_after, delimiter, 0, cb, payload, err);
 }
 
 int jo_obj_create_bucket(struct jo_obj *o, struct jo_err *err)
@@ -368,4 +377,5 @@ void jo_obj_get_stats(struct jo_obj *o, struct jo_obj_stats *out)
 	out->errors = atomic_load(&o->ctr->errors);
 	out->bytes_in = atomic_load(&o->ctr->bytes_in);
 	out->bytes_out = atomic_load(&o->ctr->bytes_out);
+	out->connections = atomic_load(&o->ctr->connections);
 }

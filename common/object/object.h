@@ -9,8 +9,11 @@
  * Keys are full keys inside the bucket (e.g. "myvol/chunks/0/0/1_0_4194304");
  * the client adds no prefix of its own.
  *
- * Threading: a struct jo_obj IS safe to use from many threads at once; it keeps
- * a pool of connections (up to opts.max_conns) and reuses them.
+ * Threading: a struct jo_obj IS safe to use from many threads at once; up to
+ * opts.max_conns requests run at once. s3: connections are kept alive in one
+ * pool per endpoint for the whole process (every handle open on the same
+ * scheme://host shares it; its size is the sum of their max_conns), so
+ * requests after the first ones open no new connection.
  *
  * Retries: transient failures (5xx, SlowDown, 429, timeouts, connection resets)
  * are retried inside the client with exponential backoff and full jitter, up
@@ -227,12 +230,45 @@ int jo_obj_list(struct jo_obj *o, const char *prefix, const char *start_after,
 		const char *delimiter, jo_obj_list_cb cb, void *payload,
 		struct jo_err *err);
 
+/*
+ * jo_obj_list, at most `page` keys per request (S3 max-keys, 1..1000; 0 or
+ * more than 1000: 1000). For a caller that wants only the first key or few
+ * (a probe), so that the store does not build and send a page of 1000.
+ */
+int jo_obj_list_page(struct jo_obj *o, const char *prefix, const char *start_after,
+		     const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+		     struct jo_err *err);
+
+/*
+ * Cut the key range (after, upto] into at most n pieces for listers that
+ * run at once: split keys b1 < ... < bk (k < n) with after < b1 and
+ * bk < upto give (after, b1], (b1, b2], ..., (bk, upto]; upto NULL stands
+ * for the end of `prefix` (after and upto start with prefix). A lister of
+ * (lo, hi] lists with start_after = lo and stops at its first key > hi, so
+ * the pieces hold every key of the range exactly once, whatever the keys
+ * are. The split keys are built from after and the bytes in alphabet
+ * (those the keys seen so far use, see jo_obj_key_alphabet_add), from the
+ * widest branches down, so they fall where keys are likely. Returns k
+ * (0: the range cannot be cut) with *out a malloc'd array of k malloc'd
+ * keys in ascending order, or JO_ENOMEM.
+ */
+int jo_obj_key_split(const char *prefix, const char *after, const char *upto,
+		     const bool alphabet[256], int n, char ***out);
+/* Add the bytes of s to alphabet (a digit or letter adds its whole class). */
+void jo_obj_key_alphabet_add(bool alphabet[256], const char *s);
+
 /* Create the bucket (file: the directory). Existing is success. */
 int jo_obj_create_bucket(struct jo_obj *o, struct jo_err *err);
 
-/* Request counters since open (for summaries and benchmarks). */
+/*
+ * Request counters since open (for summaries and benchmarks). requests
+ * counts every attempt (retries too); connections the TCP connections the
+ * requests had to open (s3; 0 for file): with connections kept alive it
+ * stays near the concurrency, however many requests ran.
+ */
 struct jo_obj_stats {
 	uint64_t requests, retries, errors, bytes_in, bytes_out;
+	uint64_t connections;
 };
 void jo_obj_get_stats(struct jo_obj *o, struct jo_obj_stats *out);
 

@@ -27,8 +27,9 @@ struct jo_obj_ops {
 	int (*del)(struct jo_obj *o, const char *key, struct jo_err *err);
 	int (*delete_batch)(struct jo_obj *o, const char *const *keys, size_t n,
 			    int *results, struct jo_err *err);
+	/* page: keys per request (S3 max-keys), 0 for the backend's default */
 	int (*list)(struct jo_obj *o, const char *prefix, const char *start_after,
-		    const char *delimiter, jo_obj_list_cb cb, void *payload,
+		    const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
 		    struct jo_err *err);
 	int (*create_bucket)(struct jo_obj *o, struct jo_err *err);
 	int (*copy)(struct jo_obj *o, const char *src_key, const char *dst_key,
@@ -48,7 +49,7 @@ struct jo_obj_ops {
 };
 
 struct jo_obj_counters {
-	atomic_uint_fast64_t requests, retries, errors, bytes_in, bytes_out;
+	atomic_uint_fast64_t requests, retries, errors, bytes_in, bytes_out, connections;
 };
 
 struct jo_obj {

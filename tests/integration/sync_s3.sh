@@ -211,13 +211,19 @@ check_eq "$(js .failed)" 0 "directory-first source syncs"
 check_eq "$(js .deleted)" 0 "nothing deleted by a mis-ordered merge"
 if rc check SW:src/ord RS:dst/ord 2>"$JO_T/check.txt"; then ok "rclone check of the directory-first tree"; else
 	bad "rclone check of the directory-first tree"; cat "$JO_T/check.txt"; fi
-# Same with several key-range listers (the seam check must catch it too).
+# Same with several key-range listers (the seam check must catch it too):
+# more keys than one listing page, so that the key space is cut into ranges
+# (a listing that fits in one page is read by one lister).
+cp -r "$O" "$JO_T/ord4"
+mkdir -p "$JO_T/ord4/c"
+for i in $(seq 1 1100); do : >"$JO_T/ord4/c/f$i"; done
+rc copy --transfers 16 "$JO_T/ord4" SW:src/ord4
 echo xyzw | rc rcat RS:dst/ord2/a/x
 "$J" sync -q --json --no-state --delete-dst --list-threads 4 \
-	"s3://src/ord?endpoint=$SW&path_style=1" "s3://dst/ord2?endpoint=$RS&path_style=1" >"$JO_T/out.json" 2>>"$JO_T/ord.txt"
+	"s3://src/ord4?endpoint=$SW&path_style=1" "s3://dst/ord2?endpoint=$RS&path_style=1" >"$JO_T/out.json" 2>>"$JO_T/ord.txt"
 echo "     (order restarts with 4 listers: $(js .order_restarts))"
 check_eq "$(js .deleted)" 0 "4 listers: nothing deleted by a mis-ordered merge"
-if rc check SW:src/ord RS:dst/ord2 2>"$JO_T/check.txt"; then ok "4 listers: rclone check of the directory-first tree"; else
+if rc check SW:src/ord4 RS:dst/ord2 2>"$JO_T/check.txt"; then ok "4 listers: rclone check of the directory-first tree"; else
 	bad "4 listers: rclone check of the directory-first tree"; cat "$JO_T/check.txt"; fi
 # The explicit per-endpoint setting sorts from the start.
 "$J" sync -q --json --no-state "s3://src/ord?endpoint=$SW&path_style=1&unordered=1" \

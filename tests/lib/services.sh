@@ -268,7 +268,7 @@ EOF
 		-s3 -s3.port=$sp -s3.port.grpc=$((sp + 10000)) -s3.port.iceberg=0 -s3.port.lance=0 \
 		-s3.config="$d/s3.json" \
 		-master.volumeSizeLimitMB="${JO_WEED_VOLUME_MB:-64}" -volume.max="${JO_WEED_VOLUME_MAX:-200}" \
-		-master.telemetry=false -metricsPort=0 \
+		-master.telemetry=false -metricsPort="${JO_WEED_METRICS_PORT:-0}" \
 		>"$d/weed.out" 2>&1 &
 	local pid=$!
 	JO_KILL_PIDS+=("$pid")
@@ -285,6 +285,43 @@ EOF
 	JO_SEAWEED_PID=$pid
 	JO_SEAWEED_LOG=$d/weed.out
 	export JO_S3_ENDPOINT JO_S3_AK JO_S3_SK JO_SEAWEED_PID JO_SEAWEED_LOG
+	if [ -n "${JO_WEED_METRICS_PORT:-}" ]; then
+		JO_WEED_METRICS=http://127.0.0.1:$JO_WEED_METRICS_PORT/metrics
+		curl -sf --max-time 5 -o /dev/null "$JO_WEED_METRICS" ||
+			jo_die "SeaweedFS metrics on port $JO_WEED_METRICS_PORT do not answer"
+		export JO_WEED_METRICS
+	fi
+}
+
+# s3_requests BUCKET: the S3 requests SeaweedFS served for BUCKET so far, by
+# kind, as one line "total=N GET=n PUT=n ..." (its own Prometheus counters;
+# start_seaweed with JO_WEED_METRICS_PORT set). Every tool is counted the same
+# way, at the server.
+s3_requests() {
+	[ -n "${JO_WEED_METRICS:-}" ] || jo_die "s3_requests: start_seaweed with JO_WEED_METRICS_PORT"
+	curl -sf --max-time 10 "$JO_WEED_METRICS" | python3 -c '
+import re, sys
+b = sys.argv[1]
+by = {}
+for line in sys.stdin:
+    m = re.match(r"SeaweedFS_s3_request_total\{(.*)\} (\S+)$", line.strip())
+    if not m:
+        continue
+    lab = dict(re.findall(r"(\w+)=\"([^\"]*)\"", m.group(1)))
+    if lab.get("bucket") != b:
+        continue
+    by[lab.get("type", "?")] = by.get(lab.get("type", "?"), 0) + int(float(m.group(2)))
+print(" ".join(["total=%d" % sum(by.values())] + ["%s=%d" % kv for kv in sorted(by.items())]))' "$1" ||
+		jo_die "s3_requests: cannot read SeaweedFS metrics"
+}
+
+# s3_req_delta BEFORE AFTER: the request count between two s3_requests lines.
+s3_req_delta() {
+	python3 -c '
+import sys
+a = dict(x.split("=") for x in sys.argv[1].split())
+b = dict(x.split("=") for x in sys.argv[2].split())
+print(" ".join("%s=%d" % (k, int(b[k]) - int(a.get(k, 0))) for k in b if int(b[k]) - int(a.get(k, 0))) or "total=0")' "$1" "$2"
 }
 
 # start_rclone_s3 PORT [AK SK]: rclone serve s3 on its own root directory.
@@ -496,14 +533,18 @@ start_toxiproxy() {
 	[ -x "$TOXIPROXY" ] || jo_die "$TOXIPROXY is missing: run bash tests/install.sh"
 	jo_need_free_port "$port"
 	local log=$JO_T/toxiproxy-$port.log i
-	"$TOXIPROXY" -host 127.0.0.1 -port "$port" -proxy-metrics >"$log" 2>&1 &
+	# JO_TOXI_LOG_LEVEL (info, debug, trace...): benchmarks keep the log to a
+	# line per connection ("Accepted client", which net_conns counts)
+	LOG_LEVEL=${JO_TOXI_LOG_LEVEL:-trace} \
+		"$TOXIPROXY" -host 127.0.0.1 -port "$port" -proxy-metrics >"$log" 2>&1 &
 	local pid=$!
 	JO_KILL_PIDS+=("$pid")
 	JO_TOXI_API=http://127.0.0.1:$port
+	JO_TOXI_LOG=$log
 	for i in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "toxiproxy-server exited during start-up"; }
 		if curl -sf --max-time 2 "$JO_TOXI_API/version" >/dev/null 2>&1; then
-			export JO_TOXI_API
+			export JO_TOXI_API JO_TOXI_LOG
 			return 0
 		fi
 		sleep 0.1
@@ -594,6 +635,140 @@ for line in sys.stdin:
 print(int(n))' "$1" "${2:-downstream}" || jo_die "toxiproxy: cannot read its metrics"
 }
 toxi_enable() { jo_toxi_call POST "/proxies/$1" '{"enabled":true}' >/dev/null; }
+
+# ---------------------------------------------------------------- network presets
+
+# The benchmarks' networks: every bench script takes --net PRESET and runs
+# jfsops and its peer through the same Toxiproxy proxies.
+#   loopback      the servers on 127.0.0.1 as they are (no proxy)
+#   region        S3: +15 ms per request, 50 MiB/s per connection each way;
+#                 metadata (Redis, SQL, etcd): +1 ms per request
+#   cross-region  S3: +60 ms per request, 20 MiB/s per connection each way;
+#                 metadata: +1 ms
+# The latency is a Toxiproxy latency toxic on the replies (downstream), so
+# a request costs one added round trip whatever its size; the bandwidth is a
+# bandwidth toxic per connection in both directions (Toxiproxy's KB are
+# 1000 bytes). 1 ms is Toxiproxy's smallest latency step. A new connection
+# costs nothing extra here (Toxiproxy accepts at once, no TLS): on a real
+# network it costs a round trip or three more, so connection counts are
+# printed beside the times.
+#
+#   net_preset NAME           NET_NAME, NET_S3_MS, NET_S3_MIBS, NET_S3_KBS,
+#                             NET_META_MS, NET_DESC (one line, for the output)
+#   net_start PORT            Toxiproxy for the preset (API on PORT; nothing
+#                             on loopback)
+#   net_s3 NAME LISTEN [EP]   NET_ENDPOINT: what the tools are given for S3
+#                             endpoint EP (default $JO_S3_ENDPOINT): EP itself
+#                             on loopback, else a proxy 127.0.0.1:LISTEN
+#   net_meta NAME LISTEN PORT NET_META_PORT: the port the tools use for the
+#                             metadata server on PORT (a proxy unless loopback)
+#   net_meta_url URL          URL with its 127.0.0.1 port replaced by the one
+#                             net_meta made for it (sqlite3:// is left as is)
+#   net_on / net_off          add / remove the preset's toxics on every proxy
+#                             net_s3 and net_meta made (building a volume runs
+#                             unshaped, the measured runs shaped)
+#   net_conns NAME            connections proxy NAME accepted so far (0 on
+#                             loopback: there is no proxy to count them)
+#   net_limit REQUESTS CONC [BYTES]  the physical limit of a run in seconds:
+#                             REQUESTS x latency / CONC + BYTES / (CONC x bandwidth)
+
+NET_PROXIES=()          # "name kind" of every proxy made for the preset
+declare -gA NET_META_PORTS=()  # upstream port -> proxy port
+
+net_preset() {
+	NET_NAME=$1
+	case $1 in
+	loopback) NET_S3_MS=0 NET_S3_MIBS=0 NET_META_MS=0 ;;
+	region) NET_S3_MS=15 NET_S3_MIBS=50 NET_META_MS=1 ;;
+	cross-region) NET_S3_MS=60 NET_S3_MIBS=20 NET_META_MS=1 ;;
+	*) jo_die "--net '$1': loopback, region or cross-region" ;;
+	esac
+	NET_S3_KBS=$((NET_S3_MIBS * 1048576 / 1000))
+	if [ "$1" = loopback ]; then
+		NET_DESC="net loopback: servers on 127.0.0.1, no proxy, no added latency"
+	else
+		NET_DESC="net $1: S3 +${NET_S3_MS} ms per request, ${NET_S3_MIBS} MiB/s per connection each way; metadata +${NET_META_MS} ms per request (Toxiproxy)"
+	fi
+	export NET_NAME NET_S3_MS NET_S3_MIBS NET_S3_KBS NET_META_MS NET_DESC
+}
+
+net_start() {
+	[ -n "${NET_NAME:-}" ] || jo_die "net_start: net_preset first"
+	[ "$NET_NAME" = loopback ] && return 0
+	JO_TOXI_LOG_LEVEL=${JO_TOXI_LOG_LEVEL:-info} start_toxiproxy "$1"
+}
+
+net_s3() {
+	local name=$1 listen=$2 ep=${3:-${JO_S3_ENDPOINT:-}}
+	[ -n "$ep" ] || jo_die "net_s3: no endpoint"
+	if [ "$NET_NAME" = loopback ]; then
+		NET_ENDPOINT=$ep
+		return 0
+	fi
+	toxi_s3 "$name" "$listen" "$ep"
+	NET_PROXIES+=("$name s3")
+	NET_ENDPOINT=http://127.0.0.1:$listen
+}
+
+net_meta() {
+	local name=$1 listen=$2 up=$3
+	if [ "$NET_NAME" = loopback ]; then
+		NET_META_PORT=$up
+		return 0
+	fi
+	toxi_proxy "$name" "$listen" "$up"
+	NET_PROXIES+=("$name meta")
+	NET_META_PORTS[$up]=$listen
+	NET_META_PORT=$listen
+}
+
+net_meta_url() {
+	local url=$1 up
+	for up in "${!NET_META_PORTS[@]}"; do
+		case $url in *"127.0.0.1:$up"*)
+			echo "${url/127.0.0.1:$up/127.0.0.1:${NET_META_PORTS[$up]}}"
+			return 0 ;;
+		esac
+	done
+	echo "$url"
+}
+
+net_on() {
+	local p name kind
+	for p in "${NET_PROXIES[@]}"; do
+		read -r name kind <<<"$p"
+		if [ "$kind" = s3 ]; then
+			toxi_latency "$name" net_latency "$NET_S3_MS" 0 downstream
+			toxi_bandwidth "$name" net_bw_down "$NET_S3_KBS" downstream
+			toxi_bandwidth "$name" net_bw_up "$NET_S3_KBS" upstream
+		else
+			toxi_latency "$name" net_latency "$NET_META_MS" 0 downstream
+		fi
+	done
+}
+
+net_off() {
+	local p name kind
+	for p in "${NET_PROXIES[@]}"; do
+		read -r name kind <<<"$p"
+		toxi_clear "$name"
+	done
+}
+
+net_conns() {
+	[ "${NET_NAME:-loopback}" = loopback ] && { echo 0; return 0; }
+	grep -c "\"name\":\"$1\".*\"message\":\"Accepted client\"" "$JO_TOXI_LOG" || true
+}
+
+net_limit() {
+	python3 -c '
+import sys
+req, conc, byts, ms, mibs = (float(x) for x in sys.argv[1:6])
+t = req * ms / 1000.0 / conc
+if mibs > 0:
+    t += byts / (conc * mibs * 1048576.0)
+print("%.2f" % t)' "$1" "$2" "${3:-0}" "$NET_S3_MS" "$NET_S3_MIBS"
+}
 
 # start_s3_shim PORT [UPSTREAM_ENDPOINT]: tests/tools/s3shim.py on 127.0.0.1:PORT.
 start_s3_shim() {

@@ -1,12 +1,24 @@
-/* Unit tests for the compaction choice (gc/compact.c), against JuiceFS's rules. */
+/*
+ * Unit tests for the compaction choice (gc/compact.c), against JuiceFS's
+ * rules, and for its source (gc/compact_read.c): the bytes of the visible
+ * segments, read as ranged GETs (uncompressed) or whole blocks (lz4) from a
+ * real file-storage volume on SQLite.
+ */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
+#include <sqlite3.h>
 
+#include "common/err.h"
+#include "common/jfs/jfs.h"
+#include "common/object/object.h"
 #include "gc/compact.h"
 
 #define MiB (1u << 20)
@@ -126,6 +138,205 @@ static void pick_of_one_record_has_nothing_to_do(void **state)
 	compact_pick_release(&p);
 }
 
+/* ---- the source of a compaction ---- */
+
+struct vfx {
+	char dir[64];
+	struct jo_vol *v;
+};
+
+/* Deterministic bytes of slice id at offset off. */
+static uint8_t byte_of(uint64_t id, uint64_t off)
+{
+	uint64_t x = id * 0x9e3779b97f4a7c15ull + off * 0xbf58476d1ce4e5b9ull;
+
+	return (uint8_t)(x >> 56 ^ x >> 29);
+}
+
+static int gen_cb(uint8_t *dst, uint32_t off, uint32_t len, void *payload, struct jo_err *err)
+{
+	uint64_t id = *(uint64_t *)payload;
+
+	(void)err;
+	for (uint32_t i = 0; i < len; i++)
+		dst[i] = byte_of(id, (uint64_t)off + i);
+	return 0;
+}
+
+/* A volume on SQLite + file storage with 4 MiB blocks, slices 10 and 11 of 8 MiB each. */
+static void vol_setup(struct vfx *f, const char *compression)
+{
+	char db[128], url[160], js[512], *q;
+	struct jo_vol_opts vo = { 0 };
+	struct jo_err err = { 0 };
+	sqlite3 *h;
+
+	snprintf(f->dir, sizeof(f->dir), "/tmp/test_compact-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(db, sizeof(db), "%s/meta.db", f->dir);
+	assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+	snprintf(js, sizeof(js), "{\"Name\":\"v\",\"UUID\":\"11111111-2222-3333-4444-555555555555\","
+		 "\"Storage\":\"file\",\"Bucket\":\"%s/b/\",\"BlockSize\":4096,\"Compression\":\"%s\","
+		 "\"TrashDays\":0,\"MetaVersion\":1}", f->dir, compression);
+	q = sqlite3_mprintf("CREATE TABLE jfs_setting (name VARCHAR(255) PRIMARY KEY, value TEXT);"
+			    "INSERT INTO jfs_setting VALUES('format', %Q);", js);
+	assert_int_equal(sqlite3_exec(h, q, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_free(q);
+	sqlite3_close(h);
+	snprintf(url, sizeof(url), "sqlite3://%s", db);
+	snprintf(js, sizeof(js), "mkdir -p '%s/b'", f->dir);
+	assert_int_equal(system(js), 0);
+	vo.meta_url = url;
+	if (jo_vol_open(&f->v, &vo, &err))
+		fail_msg("open: %s", err.msg);
+	for (uint64_t id = 10; id <= 11; id++)
+		if (jo_vol_write_slice(f->v, id, 8 * MiB, gen_cb, &id, &err))
+			fail_msg("write slice %llu: %s", (unsigned long long)id, err.msg);
+}
+
+static void vol_teardown(struct vfx *f)
+{
+	char cmd[128];
+
+	jo_vol_close(f->v);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+#define SEG(i, o, l) { .id = (i), .size = (i) ? 8 * MiB : 0, .off = (o), .len = (l) }
+
+/* Visible segments of a would-be chunk, in new-slice order. */
+static const struct jo_slice segs[] = {
+	SEG(10, 1 * MiB, 4096),        /* slice 10 block 0 ... */
+	SEG(0, 0, 100),                /* a hole */
+	SEG(10, 3 * MiB, 4096),        /* ... again, 2 MiB further: a ranged GET of its own */
+	SEG(11, 0, 4 * MiB),           /* all of slice 11 block 0: one plain GET */
+	SEG(10, 5 * MiB, 100),         /* slice 10 block 1 */
+	SEG(10, 3 * MiB + 4096, 8192), /* right after an earlier range: merged with it */
+};
+#define NSEGS (sizeof(segs) / sizeof(segs[0]))
+
+/* Fill the new slice block by block (as jo_vol_write_slice asks) and check every byte. */
+static void fill_and_check(struct vfx *f, struct compact_src *src)
+{
+	uint64_t total = 0;
+	uint8_t *got, *want;
+	struct jo_err err = { 0 };
+	uint64_t at = 0;
+
+	for (size_t i = 0; i < NSEGS; i++)
+		total += segs[i].len;
+	got = malloc(total);
+	want = malloc(total);
+	for (size_t i = 0; i < NSEGS; i++) {
+		for (uint32_t k = 0; k < segs[i].len; k++)
+			want[at + k] = segs[i].id ? byte_of(segs[i].id, segs[i].off + k) : 0;
+		at += segs[i].len;
+	}
+	for (uint64_t off = 0; off < total; off += f->v->block_size) {
+		uint32_t n = (uint32_t)(total - off < f->v->block_size ? total - off : f->v->block_size);
+
+		if (compact_src_fill(got + off, (uint32_t)off, n, src, &err))
+			fail_msg("fill at %llu: %s", (unsigned long long)off, err.msg);
+	}
+	assert_memory_equal(got, want, total);
+	free(got);
+	free(want);
+}
+
+static void source_reads_only_the_ranges_it_copies(void **state)
+{
+	struct vfx f;
+	struct compact_src *src;
+	struct jo_err err = { 0 };
+	uint64_t bytes, gets;
+
+	(void)state;
+	vol_setup(&f, "none");
+	assert_int_equal(compact_src_new(f.v, segs, NSEGS, &src, &err), 0);
+	fill_and_check(&f, src);
+	compact_src_counts(src, &bytes, &gets);
+	/* 1 MiB+4K of block 10/0; 3 MiB..3 MiB+12K of it; 11/0 whole; 100 bytes of 10/1 */
+	assert_int_equal(gets, 4);
+	assert_int_equal(bytes, 4096 + 12288 + 4 * MiB + 100);
+	compact_src_free(src);
+	vol_teardown(&f);
+}
+
+static void source_reads_compressed_blocks_whole_and_once(void **state)
+{
+	struct vfx f;
+	struct compact_src *src;
+	struct jo_err err = { 0 };
+	uint64_t bytes, gets;
+
+	(void)state;
+	vol_setup(&f, "lz4");
+	assert_int_equal(compact_src_new(f.v, segs, NSEGS, &src, &err), 0);
+	fill_and_check(&f, src);
+	compact_src_counts(src, &bytes, &gets);
+	/* blocks 10/0, 10/1 and 11/0, each read once although 10/0 gives three ranges */
+	assert_int_equal(gets, 3);
+	assert_int_equal(bytes, 3 * 4 * MiB);
+	compact_src_free(src);
+	vol_teardown(&f);
+}
+
+static void source_reports_a_missing_block(void **state)
+{
+	struct vfx f;
+	struct compact_src *src;
+	struct jo_err err = { 0 };
+	struct jo_slice one[] = { SEG(12, 0, 4096) };   /* slice 12 was never written */
+	uint8_t buf[4096];
+
+	(void)state;
+	vol_setup(&f, "none");
+	assert_int_equal(compact_src_new(f.v, one, 1, &src, &err), 0);
+	assert_int_equal(compact_src_fill(buf, 0, sizeof(buf), src, &err), JO_ENOTFOUND);
+	assert_non_null(strstr(err.msg, "missing"));
+	compact_src_free(src);
+	vol_teardown(&f);
+}
+
+/*
+ * One new block made of ten old blocks, each read whole (compressed): more
+ * than the source's memory budget (32 MiB) before the first byte of the new
+ * block can be handed on. The reads held are released only after it, so the
+ * read waited for must start all the same (it waited forever before).
+ */
+static void source_over_its_budget_within_one_block_goes_on(void **state)
+{
+	struct vfx f;
+	struct compact_src *src;
+	struct jo_err err = { 0 };
+	struct jo_slice many[10];
+	uint8_t *got = malloc(10 * 4096);
+	uint64_t bytes, gets;
+
+	(void)state;
+	assert_non_null(got);
+	vol_setup(&f, "lz4");
+	for (uint64_t id = 12; id <= 14; id++)
+		if (jo_vol_write_slice(f.v, id, 8 * MiB, gen_cb, &id, &err))
+			fail_msg("write slice %llu: %s", (unsigned long long)id, err.msg);
+	for (int i = 0; i < 10; i++)
+		many[i] = (struct jo_slice)SEG(10 + (uint64_t)(i / 2), (uint32_t)(i % 2) * 4 * MiB + 8192,
+					      4096);
+	assert_int_equal(compact_src_new(f.v, many, 10, &src, &err), 0);
+	if (compact_src_fill(got, 0, 10 * 4096, src, &err))
+		fail_msg("fill: %s", err.msg);
+	for (int i = 0; i < 10; i++)
+		for (uint32_t k = 0; k < 4096; k++)
+			assert_int_equal(got[i * 4096 + k], byte_of(many[i].id, many[i].off + k));
+	compact_src_counts(src, &bytes, &gets);
+	assert_int_equal(gets, 10);
+	assert_int_equal(bytes, 10 * 4 * MiB);
+	compact_src_free(src);
+	vol_teardown(&f);
+	free(got);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -135,6 +346,10 @@ int main(void)
 		cmocka_unit_test(skip_some_keeps_a_big_visible_first_record),
 		cmocka_unit_test(skip_some_stops_at_small_or_covered_records),
 		cmocka_unit_test(pick_of_one_record_has_nothing_to_do),
+		cmocka_unit_test(source_reads_only_the_ranges_it_copies),
+		cmocka_unit_test(source_reads_compressed_blocks_whole_and_once),
+		cmocka_unit_test(source_reports_a_missing_block),
+		cmocka_unit_test(source_over_its_budget_within_one_block_goes_on),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -200,14 +200,14 @@ static int fail_cb(const struct jo_obj_info *info, void *payload)
 }
 
 static int failing_list(struct jo_obj *o, const char *prefix, const char *start_after,
-			const char *delimiter, jo_obj_list_cb cb, void *payload,
+			const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
 			struct jo_err *err)
 {
 	struct fail_wrap w = { cb, payload, 0 };
 
 	if (strcmp(prefix, "vol/chunks/0/1/") != 0)
-		return real_ops->list(o, prefix, start_after, delimiter, cb, payload, err);
-	int rc = real_ops->list(o, prefix, start_after, delimiter, fail_cb, &w, err);
+		return real_ops->list(o, prefix, start_after, delimiter, page, cb, payload, err);
+	int rc = real_ops->list(o, prefix, start_after, delimiter, page, fail_cb, &w, err);
 
 	if (rc == JO_ECONNECT)
 		jo_err_set(err, rc, "connection refused");
@@ -241,6 +241,263 @@ static void list_error_midway_fails_the_whole_listing(void **state)
 	assert_non_null(strstr(err.msg, "connection refused"));
 }
 
+/* ---- key ranges: the split keys, and a long leaf listed by every lister ---- */
+
+static void check_split(const char *prefix, const char *after, const char *upto,
+			const char *chars, int n, int want_min)
+{
+	bool alpha[256] = { false };
+	char **keys = NULL;
+	int k;
+
+	jo_obj_key_alphabet_add(alpha, chars);
+	k = jo_obj_key_split(prefix, after, upto, alpha, n, &keys);
+	assert_true(k >= want_min);
+	assert_true(k < n);
+	for (int i = 0; i < k; i++) {
+		assert_int_equal(strncmp(keys[i], prefix, strlen(prefix)), 0);
+		assert_true(strcmp(keys[i], after) > 0);
+		if (upto)
+			assert_true(strcmp(keys[i], upto) < 0);
+		if (i)
+			assert_true(strcmp(keys[i - 1], keys[i]) < 0);
+	}
+	for (int i = 0; i < k; i++)
+		free(keys[i]);
+	free(keys);
+}
+
+static void key_split_cuts_between_its_ends(void **state)
+{
+	bool alpha[256] = { false };
+	char **keys = NULL;
+
+	(void)state;
+	/* an open range after a JuiceFS block key: the next ids' digits */
+	check_split("v/chunks/0/0/", "v/chunks/0/0/101_5_65536", NULL, "0_", 8, 7);
+	/* a closed range whose ends part at once: deeper into after's branch */
+	check_split("p/", "p/2345_1_9", "p/3", "0_", 8, 7);
+	check_split("p/", "p/2", "p/3", "0_", 4, 3);
+	/* letters and punctuation */
+	check_split("", "abc/x-1", "abd", "a-/", 16, 5);
+	check_split("", "k", NULL, "a", 40, 25);
+	/* nothing fits between "p/a" and "p/a0" with the byte '0' alone */
+	jo_obj_key_alphabet_add(alpha, "0");
+	assert_int_equal(jo_obj_key_split("p/", "p/a", "p/a0", alpha, 8, &keys), 0);
+	assert_null(keys);
+	/* ends out of order, or not under the prefix: no cut */
+	assert_int_equal(jo_obj_key_split("p/", "p/9", "p/1", alpha, 8, &keys), 0);
+	assert_int_equal(jo_obj_key_split("p/", "q/1", NULL, alpha, 8, &keys), 0);
+}
+
+/* Random ends and alphabets: every split key lies strictly inside its range. */
+static void key_split_random_ranges_hold_their_keys(void **state)
+{
+	unsigned int seed = 12345;
+	const char pool[] = "0123456789_az-/.A";
+
+	(void)state;
+	for (int round = 0; round < 2000; round++) {
+		char a[12], b[12], chars[8];
+		int la = 1 + rand_r(&seed) % 10, lb = 1 + rand_r(&seed) % 10;
+		int lc = 1 + rand_r(&seed) % 6;
+
+		for (int i = 0; i < la; i++)
+			a[i] = pool[rand_r(&seed) % (sizeof(pool) - 1)];
+		a[la] = '\0';
+		for (int i = 0; i < lb; i++)
+			b[i] = pool[rand_r(&seed) % (sizeof(pool) - 1)];
+		b[lb] = '\0';
+		for (int i = 0; i < lc; i++)
+			chars[i] = pool[rand_r(&seed) % (sizeof(pool) - 1)];
+		chars[lc] = '\0';
+		if (strcmp(a, b) == 0)
+			continue;
+		if (strcmp(a, b) > 0) {
+			char t[12];
+
+			memcpy(t, a, sizeof(t));
+			memcpy(a, b, sizeof(a));
+			memcpy(b, t, sizeof(b));
+		}
+		check_split("", a, round % 3 ? b : NULL, chars, 2 + round % 20, 0);
+	}
+}
+
+#define LEAF_IDS 600
+#define LEAF_BLOCKS 10
+#define LEAF_KEYS (LEAF_IDS * LEAF_BLOCKS)
+
+/* Check the sorted records: every block of ids 1..LEAF_IDS once, in order. */
+static void check_leaf(const char *out)
+{
+	const char *p = out;
+
+	for (unsigned i = 1; i <= LEAF_IDS; i++)
+		for (unsigned b = 0; b < LEAF_BLOCKS; b++) {
+			char want[64];
+
+			snprintf(want, sizeof(want), "%u/%u/100/4 ", i, b);
+			assert_int_equal(strncmp(p, want, strlen(want)), 0);
+			p += strlen(want);
+		}
+	assert_string_equal(p, "");
+}
+
+/* One leaf (ids below 1000 all live in chunks/0/0/) of LEAF_KEYS blocks. */
+static void fill_leaf(struct fx *f)
+{
+	char key[64];
+
+	for (unsigned i = 1; i <= LEAF_IDS; i++)
+		for (unsigned b = 0; b < LEAF_BLOCKS; b++) {
+			snprintf(key, sizeof(key), "vol/chunks/0/0/%u_%u_100", i, b);
+			put(f, key, 4);
+		}
+}
+
+/* Count what the store hands out: a range must not read far past its end. */
+static _Atomic unsigned long delivered, list_calls;
+
+struct count_wrap {
+	jo_obj_list_cb cb;
+	void *payload;
+};
+
+static int count_cb(const struct jo_obj_info *info, void *payload)
+{
+	struct count_wrap *w = payload;
+
+	delivered++;
+	return w->cb(info, w->payload);
+}
+
+static int counting_list(struct jo_obj *o, const char *prefix, const char *start_after,
+			 const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+			 struct jo_err *err)
+{
+	struct count_wrap w = { cb, payload };
+
+	list_calls++;
+	return real_ops->list(o, prefix, start_after, delimiter, page, count_cb, &w, err);
+}
+
+static void long_flat_leaf_is_cut_into_ranges(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char *out = malloc(LEAF_KEYS * 24);
+
+	fill_leaf(f);
+	real_ops = f->obj->ops;
+	failing_ops = *real_ops;
+	failing_ops.list = counting_list;
+	f->obj->ops = &failing_ops;
+	delivered = list_calls = 0;
+	assert_int_equal(list_all(f, false, 8, out, LEAF_KEYS * 24, &st, &err), 0);
+	f->obj->ops = real_ops;
+	/* each range stops at its first key past its end: every key is read about once */
+	print_message("%lu keys delivered in %lu listings, %llu ranges\n", (unsigned long)delivered,
+		      (unsigned long)list_calls, (unsigned long long)st.ranges);
+	assert_true(delivered <= LEAF_KEYS + list_calls + 8);
+	assert_int_equal(st.blocks, LEAF_KEYS);
+	assert_int_equal(st.listed, LEAF_KEYS);
+	assert_true(st.ranges > 0);       /* the one leaf was listed in pieces */
+	check_leaf(out);
+	free(out);
+}
+
+/* A store that ignores start-after: every range lists from the start, drops what is not its own. */
+static int no_start_after_list(struct jo_obj *o, const char *prefix, const char *start_after,
+			       const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+			       struct jo_err *err)
+{
+	(void)start_after;
+	return real_ops->list(o, prefix, NULL, delimiter, page, cb, payload, err);
+}
+
+static void store_ignoring_start_after_lists_each_key_once(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char *out = malloc(LEAF_KEYS * 24);
+	int rc;
+
+	fill_leaf(f);
+	real_ops = f->obj->ops;
+	failing_ops = *real_ops;
+	failing_ops.list = no_start_after_list;
+	f->obj->ops = &failing_ops;
+	rc = list_all(f, false, 8, out, LEAF_KEYS * 24, &st, &err);
+	f->obj->ops = real_ops;
+	assert_int_equal(rc, 0);
+	assert_int_equal(st.blocks, LEAF_KEYS);
+	check_leaf(out);
+	free(out);
+}
+
+/* A store that lists a leaf backwards: a range's end would be unsound, so the run fails. */
+struct rev {
+	char **keys;
+	size_t n, cap;
+};
+
+static int collect_cb(const struct jo_obj_info *info, void *payload)
+{
+	struct rev *r = payload;
+
+	if (r->n == r->cap) {
+		r->cap = r->cap ? r->cap * 2 : 64;
+		r->keys = realloc(r->keys, r->cap * sizeof(*r->keys));
+		assert_non_null(r->keys);
+	}
+	r->keys[r->n++] = strdup(info->key);
+	return 0;
+}
+
+static int backwards_list(struct jo_obj *o, const char *prefix, const char *start_after,
+			  const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+			  struct jo_err *err)
+{
+	struct rev r = { 0 };
+	int rc;
+
+	if (delimiter)
+		return real_ops->list(o, prefix, start_after, delimiter, page, cb, payload, err);
+	rc = real_ops->list(o, prefix, start_after, delimiter, page, collect_cb, &r, err);
+	for (size_t i = r.n; rc == 0 && i > 0; i--) {
+		struct jo_obj_info info = { .key = r.keys[i - 1], .size = 4, .mtime = 1700000000 };
+
+		rc = cb(&info, payload);
+	}
+	for (size_t i = 0; i < r.n; i++)
+		free(r.keys[i]);
+	free(r.keys);
+	return rc;
+}
+
+static void leaf_listed_out_of_order_fails(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct jo_err err = { 0 };
+	char out[256];
+	int rc;
+
+	put(f, "vol/chunks/0/0/1_0_100", 4);
+	put(f, "vol/chunks/0/0/2_0_100", 4);
+	real_ops = f->obj->ops;
+	failing_ops = *real_ops;
+	failing_ops.list = backwards_list;
+	f->obj->ops = &failing_ops;
+	rc = list_all(f, false, 2, out, sizeof(out), &st, &err);
+	f->obj->ops = real_ops;
+	assert_int_equal(rc, JO_EPROTO);
+	assert_non_null(strstr(err.msg, "byte order"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,6 +505,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(list_hash_prefix_layout, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_empty_volume, setup, teardown),
 		cmocka_unit_test_setup_teardown(list_error_midway_fails_the_whole_listing, setup, teardown),
+		cmocka_unit_test(key_split_cuts_between_its_ends),
+		cmocka_unit_test(key_split_random_ranges_hold_their_keys),
+		cmocka_unit_test_setup_teardown(long_flat_leaf_is_cut_into_ranges, setup, teardown),
+		cmocka_unit_test_setup_teardown(store_ignoring_start_after_lists_each_key_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(leaf_listed_out_of_order_fails, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

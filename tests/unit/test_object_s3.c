@@ -414,6 +414,266 @@ static void delete_batch_maps_per_key_errors(void **state)
 	server_stop(&s);
 }
 
+/*
+ * A keep-alive server: every accepted connection gets a thread that answers
+ * request after request on it (HTTP/1.1, Content-Length bodies), so the
+ * connections a client opens can be counted.
+ */
+struct ka_server {
+	int fd, port;
+	pthread_t th;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int accepted, served;
+	int open;              /* connection threads still running */
+};
+
+struct ka_conn {
+	struct ka_server *s;
+	int fd;
+};
+
+static void *ka_serve_conn(void *arg)
+{
+	struct ka_conn *c = arg;
+	char buf[16384];
+	size_t len = 0;
+
+	for (;;) {
+		char *end;
+		long clen = 0;
+		size_t need;
+
+		while (!(end = strstr(buf, "\r\n\r\n"))) {
+			ssize_t r;
+
+			if (len >= sizeof(buf) - 1)
+				goto out;
+			r = read(c->fd, buf + len, sizeof(buf) - 1 - len);
+			if (r <= 0)
+				goto out;
+			len += (size_t)r;
+			buf[len] = '\0';
+		}
+		{
+			char *cl = ci_find(buf, "\r\ncontent-length:");
+
+			if (cl && cl < end)
+				clen = strtol(cl + 17, NULL, 10);
+		}
+		need = (size_t)(end + 4 - buf) + (size_t)clen;
+		while (len < need) {
+			ssize_t r = read(c->fd, buf + len, sizeof(buf) - 1 - len);
+
+			if (r <= 0)
+				goto out;
+			len += (size_t)r;
+		}
+		pthread_mutex_lock(&c->s->mu);
+		c->s->served++;
+		pthread_mutex_unlock(&c->s->mu);
+		{
+			const char *resp = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nETag: \"e\"\r\n"
+					   "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\n\r\nhello";
+
+			if (write(c->fd, resp, strlen(resp)) < 0)
+				goto out;
+		}
+		memmove(buf, buf + need, len - need);
+		len -= need;
+		buf[len] = '\0';
+	}
+out:
+	close(c->fd);
+	pthread_mutex_lock(&c->s->mu);
+	c->s->open--;
+	pthread_cond_broadcast(&c->s->cv);
+	pthread_mutex_unlock(&c->s->mu);
+	free(c);
+	return NULL;
+}
+
+static void *ka_accept(void *arg)
+{
+	struct ka_server *s = arg;
+
+	for (;;) {
+		int fd = accept(s->fd, NULL, NULL);
+		struct ka_conn *c;
+
+		if (fd < 0)
+			break;
+		pthread_t t;
+
+		c = calloc(1, sizeof(*c));
+		if (!c) {
+			close(fd);
+			continue;
+		}
+		c->s = s;
+		c->fd = fd;
+		pthread_mutex_lock(&s->mu);
+		s->accepted++;
+		s->open++;
+		pthread_mutex_unlock(&s->mu);
+		if (pthread_create(&t, NULL, ka_serve_conn, c) != 0) {
+			close(fd);
+			free(c);
+			pthread_mutex_lock(&s->mu);
+			s->open--;
+			pthread_mutex_unlock(&s->mu);
+			continue;
+		}
+		pthread_detach(t);
+	}
+	return NULL;
+}
+
+static void ka_start(struct ka_server *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	int one = 1;
+
+	memset(s, 0, sizeof(*s));
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv, NULL);
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(s->fd >= 0);
+	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(s->fd, 64), 0);
+	getsockname(s->fd, (struct sockaddr *)&a, &al);
+	s->port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&s->th, NULL, ka_accept, s), 0);
+}
+
+/* After the clients closed their connections (jo_obj_close of the last handle). */
+static void ka_stop(struct ka_server *s)
+{
+	shutdown(s->fd, SHUT_RDWR);
+	close(s->fd);
+	pthread_join(s->th, NULL);
+	pthread_mutex_lock(&s->mu);
+	while (s->open > 0)
+		pthread_cond_wait(&s->cv, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->mu);
+}
+
+static struct jo_obj *open_ka(struct ka_server *s, const char *bucket, int max_conns)
+{
+	struct jo_obj_opts o = JO_OBJ_OPTS_INIT;
+	struct jo_obj *obj = NULL;
+	struct jo_err err;
+	char url[96];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s", s->port, bucket);
+	o.storage = "s3";
+	o.bucket = url;
+	o.access_key = "AKTEST";
+	o.secret_key = "SECRETVALUE123";
+	o.retries = 0;
+	o.timeout_ms = 5000;
+	o.max_conns = max_conns;
+	assert_int_equal(jo_obj_open(&obj, &o, &err), 0);
+	return obj;
+}
+
+#define KA_THREADS 16
+#define KA_PER_THREAD 40
+
+static void *ka_client(void *arg)
+{
+	struct jo_obj *o = arg;
+
+	for (int i = 0; i < KA_PER_THREAD; i++) {
+		struct jo_err err;
+		uint8_t *buf = NULL;
+		size_t len = 0;
+
+		if (jo_obj_get_buf(o, "k", 0, -1, 100, &buf, &len, &err) != 0 || len != 5)
+			return (void *)1;
+		free(buf);
+	}
+	return NULL;
+}
+
+/*
+ * 16 threads x 40 requests through one handle sized to 16: every connection
+ * is kept alive and reused, so at most one per thread is ever opened (not
+ * one per request, as when the pool closes idle connections above
+ * libcurl's default of 5), and the count the client reports is the count
+ * the server saw.
+ */
+static void connections_are_kept_alive_and_counted(void **state)
+{
+	struct ka_server s;
+	pthread_t th[KA_THREADS];
+	struct jo_obj_stats st;
+	struct jo_obj *o;
+
+	(void)state;
+	ka_start(&s);
+	o = open_ka(&s, "bkt", KA_THREADS);
+	for (int i = 0; i < KA_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], NULL, ka_client, o), 0);
+	for (int i = 0; i < KA_THREADS; i++) {
+		void *r;
+
+		pthread_join(th[i], &r);
+		assert_null(r);
+	}
+	jo_obj_get_stats(o, &st);
+	assert_int_equal(st.requests, KA_THREADS * KA_PER_THREAD);
+	pthread_mutex_lock(&s.mu);
+	assert_int_equal(s.served, KA_THREADS * KA_PER_THREAD);
+	assert_int_equal((int)st.connections, s.accepted);
+	assert_true(s.accepted >= 1);
+	assert_true(s.accepted <= KA_THREADS);
+	pthread_mutex_unlock(&s.mu);
+	jo_obj_close(o);
+	ka_stop(&s);
+}
+
+/*
+ * Two handles on one endpoint (two buckets, as a sync between buckets or
+ * the shards of a volume): one pool, so requests taking turns on the two
+ * handles run on one connection.
+ */
+static void handles_on_one_endpoint_share_its_connections(void **state)
+{
+	struct ka_server s;
+	struct jo_obj_stats sa, sb;
+	struct jo_obj *a, *b;
+
+	(void)state;
+	ka_start(&s);
+	a = open_ka(&s, "bkta", 4);
+	b = open_ka(&s, "bktb", 4);
+	for (int i = 0; i < 20; i++) {
+		struct jo_err err;
+		uint8_t *buf = NULL;
+		size_t len = 0;
+
+		assert_int_equal(jo_obj_get_buf(i % 2 ? b : a, "k", 0, -1, 100, &buf, &len, &err), 0);
+		free(buf);
+	}
+	jo_obj_get_stats(a, &sa);
+	jo_obj_get_stats(b, &sb);
+	assert_int_equal(sa.requests + sb.requests, 20);
+	pthread_mutex_lock(&s.mu);
+	assert_int_equal(s.served, 20);
+	assert_int_equal(s.accepted, 1);
+	assert_int_equal((int)(sa.connections + sb.connections), 1);
+	pthread_mutex_unlock(&s.mu);
+	jo_obj_close(a);
+	jo_obj_close(b);
+	ka_stop(&s);
+}
+
 static void *cancel_soon(void *arg)
 {
 	(void)arg;
@@ -460,6 +720,8 @@ int main(void)
 		cmocka_unit_test(list_v1_continues_after_the_last_key),
 		cmocka_unit_test(list_that_does_not_advance_is_an_error),
 		cmocka_unit_test(delete_batch_maps_per_key_errors),
+		cmocka_unit_test(connections_are_kept_alive_and_counted),
+		cmocka_unit_test(handles_on_one_endpoint_share_its_connections),
 		cmocka_unit_test(cancel_aborts_in_flight_transfer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

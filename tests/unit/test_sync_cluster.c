@@ -243,9 +243,11 @@ static int cmp_dir(const void *a, const void *b)
 }
 
 static int f_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		  const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+		  const char *delimiter, int page_keys, jo_obj_list_cb cb, void *payload,
+		  struct jo_err *err)
 {
 	(void)delimiter;
+	(void)page_keys;
 	(void)err;
 	struct mem *m = M(o);
 	size_t plen = strlen(prefix), k = 0;

@@ -221,9 +221,11 @@ static int cmp_idx(const void *a, const void *b)
 static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static int f_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		  const char *delimiter, jo_obj_list_cb cb, void *payload, struct jo_err *err)
+		  const char *delimiter, int page_keys, jo_obj_list_cb cb, void *payload,
+		  struct jo_err *err)
 {
 	(void)delimiter;
+	(void)page_keys;
 	(void)err;
 	struct mem *m = M(o);
 	pthread_mutex_lock(&m->mu);
