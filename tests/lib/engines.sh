@@ -47,16 +47,18 @@ jo_as() {
 	fi
 }
 
-# jo_service_dir USER NAME: a scratch directory the service user can own
-# (JO_T is private to us, so servers running as their own user live beside it).
+# jo_service_dir VAR USER NAME: a scratch directory the service user can own
+# (JO_T is private to us, so servers running as their own user live beside it),
+# its path in VAR. It is removed at cleanup, so it must be made in this shell,
+# never in a $(...) subshell (whose JO_ENGINE_DIRS would be lost).
 jo_service_dir() {
-	local user=$1 name=$2 d
-	d=$(mktemp -d "${TMPDIR:-/tmp}/jo-$name.XXXXXX")
+	local jo_sd_dir
+	jo_sd_dir=$(mktemp -d "${TMPDIR:-/tmp}/jo-$3.XXXXXX") || jo_die "mktemp failed"
 	if [ "$(id -u)" = 0 ]; then
-		chown "$user" "$d"
+		chown "$2" "$jo_sd_dir"
 	fi
-	JO_ENGINE_DIRS+=("$d")
-	echo "$d"
+	JO_ENGINE_DIRS+=("$jo_sd_dir")
+	printf -v "$1" '%s' "$jo_sd_dir"
 }
 
 jo_stop_engines() {
@@ -111,7 +113,7 @@ start_postgres() {
 	jo_need_free_port "$port"
 	JO_PG_BIN=${JO_PG_BIN:-$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1)}
 	[ -x "$JO_PG_BIN/initdb" ] || jo_die "PostgreSQL server binaries not found (apt-get install postgresql)"
-	d=$(jo_service_dir postgres pg)
+	jo_service_dir d postgres pg
 	JO_PG_DATA=$d/data
 	mkdir -p "$d/sock"
 	echo "$JO_PG_PASS" >"$d/pw"
@@ -145,7 +147,7 @@ start_mariadb() {
 	local port=$1 d i
 	jo_need_free_port "$port"
 	command -v mariadbd >/dev/null || jo_die "mariadbd not found (apt-get install mariadb-server)"
-	d=$(jo_service_dir mysql maria)
+	jo_service_dir d mysql maria
 	mkdir -p "$d/run"
 	if [ "$(id -u)" = 0 ]; then chown mysql "$d/run"; fi
 	JO_MY_CERTS=$d/certs
