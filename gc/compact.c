@@ -110,58 +110,107 @@ void compact_pick_release(struct compact_pick *pick)
 	pick->segs = NULL;
 }
 
-/*
- * Remove the blocks of a slice nobody references any more (its count,
- * re-read now, must say so), audit each key, then forget its count.
- */
-static int delete_slice_blocks(struct jo_vol *v, uint64_t id, uint32_t size, const char *reason,
-			       const struct compact_audit *au, struct compact_result *res,
-			       bool *deleted, struct jo_err *err)
+static size_t count_true(const bool *b, size_t n)
 {
-	uint32_t nb = jo_slice_nblocks(size, v->block_size);
+	size_t c = 0;
+
+	for (size_t i = 0; i < n; i++)
+		c += b[i];
+	return c;
+}
+
+/*
+ * Remove the blocks of the slices nobody references any more (each one's
+ * count, re-read now, must say so; a slice still referenced, or whose count
+ * could not be read, is left alone), in as few DeleteObjects requests as
+ * the keys of all of them need; audit each key. deleted[i] says slice i is
+ * gone whole, so its count may be forgotten. Returns the first error (the
+ * slices it concerns stay pending for gc); the others are still tried.
+ */
+static int delete_slices_blocks(struct jo_vol *v, const struct jo_slice_id *sl, size_t n,
+				const char *reason, const struct compact_audit *au,
+				struct compact_result *res, bool *deleted, struct jo_err *err)
+{
 	char (*keys)[256] = NULL;
 	const char **kp = NULL;
 	int *results = NULL;
-	bool deletable = false;
-	int rc;
+	size_t *owner = NULL, nk = 0, cap = 0;
+	int rc = 0;
 
-	*deleted = false;
-	rc = jo_mut_slice_deletable(v->meta, id, size, &deletable, err);
-	if (rc || !deletable)
+	for (size_t i = 0; i < n; i++) {
+		bool deletable = false;
+		struct jo_err e2 = { 0 };
+		int r = jo_mut_slice_deletable(v->meta, sl[i].id, sl[i].size, &deletable, &e2);
+
+		deleted[i] = false;
+		if (r) {
+			if (!rc) {
+				*err = e2;
+				rc = r;
+			}
+			continue;
+		}
+		if (deletable) {
+			deleted[i] = true;  /* until one of its keys fails */
+			cap += jo_slice_nblocks(sl[i].size, v->block_size);
+		}
+	}
+	if (!cap)
 		return rc;
-	keys = calloc(nb, sizeof(*keys));
-	kp = calloc(nb, sizeof(*kp));
-	results = calloc(nb, sizeof(*results));
-	if (!keys || !kp || !results) {
+	keys = calloc(cap, sizeof(*keys));
+	kp = calloc(cap, sizeof(*kp));
+	results = calloc(cap, sizeof(*results));
+	owner = calloc(cap, sizeof(*owner));
+	if (!keys || !kp || !results || !owner) {
+		for (size_t i = 0; i < n; i++)
+			deleted[i] = false;
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (uint32_t i = 0; i < nb; i++) {
-		jo_vol_block_key(v, keys[i], sizeof(keys[i]), id, i, jo_block_len(size, v->block_size, i));
-		kp[i] = keys[i];
+	for (size_t i = 0; i < n; i++) {
+		if (!deleted[i])
+			continue;
+		uint32_t nb = jo_slice_nblocks(sl[i].size, v->block_size);
+
+		for (uint32_t b = 0; b < nb; b++, nk++) {
+			jo_vol_block_key(v, keys[nk], sizeof(keys[nk]), sl[i].id, b,
+					 jo_block_len(sl[i].size, v->block_size, b));
+			kp[nk] = keys[nk];
+			owner[nk] = i;
+		}
 	}
-	rc = jo_obj_delete_batch(v->obj, kp, nb, results, err);
-	for (uint32_t i = 0; i < nb; i++) {
-		int r = rc ? rc : results[i];
+	struct jo_err be = { 0 };
+	int brc = jo_obj_delete_batch(v->obj, kp, nk, results, &be);
+
+	if (brc && !rc) {
+		*err = be;
+		rc = brc;
+	}
+	for (size_t k = 0; k < nk; k++) {
+		size_t i = owner[k];
+		int r = brc ? brc : results[k];
 		struct jo_audit_rec ar = {
 			.action = "delete", .worker = au ? au->worker : NULL, .task = au ? au->task : 0,
-			.key = keys[i], .slice_id = id, .slice_size = size, .reason = reason,
+			.key = keys[k], .slice_id = sl[i].id, .slice_size = sl[i].size, .reason = reason,
 			.result = r == 0 ? "ok" : r == JO_ENOTFOUND ? "not-found" : "error",
 			.error = r && r != JO_ENOTFOUND ? jo_err_name(r) : NULL,
 		};
 
 		if (au && au->audit)
 			(void)jo_audit_write(au->audit, &ar, NULL);  /* audit errors surface at close */
-		if (r == 0 || r == JO_ENOTFOUND)
+		if (r == 0 || r == JO_ENOTFOUND) {
 			res->blocks_deleted++;
-		else if (!rc)
-			rc = jo_err_set(err, r, "delete block '%s': %s", keys[i], jo_err_name(r));
+		} else {
+			deleted[i] = false;
+			if (!rc)
+				rc = jo_err_set(err, r, "delete block '%s': %s", keys[k], jo_err_name(r));
+		}
 	}
-	*deleted = rc == 0;
 out:
 	free(keys);
 	free(kp);
 	free(results);
+	free(owner);
 	return rc;
 }
 
@@ -170,8 +219,8 @@ static int drop_slice(struct jo_vol *v, uint64_t id, uint32_t size, const char *
 		      const struct compact_audit *au, struct compact_result *res, struct jo_err *err)
 {
 	struct jo_slice_id one = { id, size };
-	bool deleted;
-	int rc = delete_slice_blocks(v, id, size, reason, au, res, &deleted, err);
+	bool deleted = false;
+	int rc = delete_slices_blocks(v, &one, 1, reason, au, res, &deleted, err);
 
 	if (!rc && deleted)
 		rc = jo_meta_forget_slices(v->meta, &one, 1, err);
@@ -292,27 +341,28 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	}
 	res->outcome = COMPACT_DONE;
 	res->records_after = res->records_before - n + pick.skipped + 1;
-	/* blocks first (each slice re-checked), then the counts in one go */
-	{
+	/* blocks first (each slice re-checked, all their keys in as few
+	 * requests as they need), then the counts in one go */
+	if (nfreed) {
+		bool *gone = calloc(nfreed, sizeof(*gone));
 		size_t ngone = 0;
+		struct jo_err e2 = { 0 };
 
-		for (size_t i = 0; i < nfreed; i++) {
-			struct jo_err e2 = { 0 };
-			bool deleted = false;
-
-			if (delete_slice_blocks(v, freed[i].id, freed[i].size, "compacted-slice", au, res,
-						&deleted, &e2)) {
-				/* the ref stays <= 0: gc finishes it */
-				jo_warn("slice %llu stays pending: %s", (unsigned long long)freed[i].id,
-					e2.msg);
-				continue;
-			}
-			if (deleted)
-				freed[ngone++] = freed[i];
+		if (!gone) {
+			/* the refs stay <= 0: gc finishes them */
+			jo_warn("%zu freed slices stay pending: out of memory", nfreed);
+			goto out;
 		}
+		if (delete_slices_blocks(v, freed, nfreed, "compacted-slice", au, res, gone, &e2))
+			/* the ref of each slice not deleted whole stays <= 0: gc finishes it */
+			jo_warn("%zu of %zu freed slices stay pending: %s",
+				nfreed - count_true(gone, nfreed), nfreed, e2.msg);
+		for (size_t i = 0; i < nfreed; i++)
+			if (gone[i])
+				freed[ngone++] = freed[i];
+		free(gone);
 		if (ngone) {
-			struct jo_err e2 = { 0 };
-
+			jo_err_clear(&e2);
 			if (jo_meta_forget_slices(v->meta, freed, ngone, &e2))
 				jo_warn("%zu freed slices stay pending (gc forgets them): %s", ngone, e2.msg);
 			else

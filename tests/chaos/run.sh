@@ -144,7 +144,7 @@ ch_wait_all() {
 		# a gc worker's exit 4 with status tasks-left and no error is a
 		# documented outcome: a task stayed under a killed worker's lease
 		if [ "$rc" = 4 ] && [ -n "${CH_WLOG[$p]:-}" ] &&
-			grep 'gc delete (worker):' "${CH_WLOG[$p]}" | tail -n 1 | grep -q ' 0 errors; .*; tasks-left$'; then
+			grep 'gc delete (worker):' "${CH_WLOG[$p]}" | tail -n 1 | grep -Eq ' 0 errors; .*; tasks-left(;|$)'; then
 			rc=0
 		fi
 		if [ -n "${CH_WLOG[$p]:-}" ]; then
