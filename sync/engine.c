@@ -834,10 +834,11 @@ static void drain(struct eng *e)
 
 /* ---- progress ------------------------------------------------------------ */
 
-static void human(double v, char *out, size_t n)
+void jo_sync_human(double v, char *out, size_t n)
 {
 	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
 	int i = 0;
+
 	while (v >= 1024 && i < 4) {
 		v /= 1024;
 		i++;
@@ -869,8 +870,8 @@ static void *progress_main(void *p)
 		double el = now_s() - e->t0;
 		double rate = el > 0 ? (double)cb / el : 0;
 		char b1[32], b2[32], eta[32] = "?";
-		human((double)cb, b1, sizeof(b1));
-		human(rate, b2, sizeof(b2));
+		jo_sync_human((double)cb, b1, sizeof(b1));
+		jo_sync_human(rate, b2, sizeof(b2));
 		/* ETA of the copies known so far (the listings may still add more). */
 		if (rate > 0 && pb >= cb)
 			snprintf(eta, sizeof(eta), "%.0fs", (double)(pb - cb) / rate);

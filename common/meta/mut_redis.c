@@ -37,6 +37,26 @@ static int cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...)
 	return 0;
 }
 
+/*
+ * The [cursor, [elements]] reply of a SCAN, HSCAN or ZSCAN (cursor: 32
+ * bytes): the next cursor copied out and the elements returned; NULL with
+ * the reply freed and err set when it has another shape.
+ */
+static redisReply *scan_page(struct jo_meta *m, redisReply *r, const char *cmd, char *cursor,
+			     struct jo_err *err)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+	    r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= 32 ||
+	    r->element[1]->type != REDIS_REPLY_ARRAY) {
+		freeReplyObject(r);
+		jo_err_set(err, JO_EPROTO, "redis %s: unexpected %s reply", m->url.redacted, cmd);
+		return NULL;
+	}
+	memcpy(cursor, r->element[0]->str, r->element[0]->len);
+	cursor[r->element[0]->len] = '\0';
+	return r->element[1];
+}
+
 /* Read one pipelined reply into *out (error replies returned as such). */
 static int get_reply(struct jo_meta *m, redisReply **out, struct jo_err *err)
 {
@@ -486,16 +506,9 @@ static int r_scan_orphan_chunks(struct jo_meta *m, jo_mut_chunk_cb cb, void *pay
 					  "over", m->url.redacted);
 		}
 		first = false;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= sizeof(cursor) ||
-		    r->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected SCAN reply",
-					  m->url.redacted);
-		}
-		memcpy(cursor, r->element[0]->str, r->element[0]->len);
-		cursor[r->element[0]->len] = '\0';
-		keys = r->element[1];
+		keys = scan_page(m, r, "SCAN", cursor, err);
+		if (!keys)
+			return JO_EPROTO; /* scan_page said why */
 		if (keys->elements) {
 			inos = calloc(keys->elements, sizeof(*inos));
 			idx = calloc(keys->elements, sizeof(*idx));
@@ -878,15 +891,9 @@ static int r_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, voi
 
 		if (!r)
 			return rc;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->len >= sizeof(cursor) || r->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected ZSCAN reply",
-					  m->url.redacted);
-		}
-		memcpy(cursor, r->element[0]->str, r->element[0]->len);
-		cursor[r->element[0]->len] = '\0';
-		el = r->element[1];
+		el = scan_page(m, r, "ZSCAN", cursor, err);
+		if (!el)
+			return JO_EPROTO; /* scan_page said why */
 		for (size_t i = 0; i + 1 < el->elements && rc == 0; i += 2) {
 			struct jo_mut_task t = { 0 };
 			redisReply *h;
@@ -936,16 +943,12 @@ static int r_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err)
 
 		if (!r)
 			return rc;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->len >= sizeof(cursor) || r->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected SCAN reply",
-					  m->url.redacted);
-		}
-		memcpy(cursor, r->element[0]->str, r->element[0]->len);
-		cursor[r->element[0]->len] = '\0';
-		for (size_t i = 0; i < r->element[1]->elements && rc == 0; i++) {
-			const redisReply *key = r->element[1]->element[i];
+		const redisReply *keys = scan_page(m, r, "SCAN", cursor, err);
+
+		if (!keys)
+			return JO_EPROTO; /* scan_page said why */
+		for (size_t i = 0; i < keys->elements && rc == 0; i++) {
+			const redisReply *key = keys->element[i];
 
 			rc = cmd_ok(m, err, "DEL %b", key->str, key->len);
 		}
@@ -1070,15 +1073,9 @@ static int r_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_
 
 		if (!r)
 			return rc;
-		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-		    r->element[0]->len >= sizeof(cursor) || r->element[1]->type != REDIS_REPLY_ARRAY) {
-			freeReplyObject(r);
-			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected HSCAN reply",
-					  m->url.redacted);
-		}
-		memcpy(cursor, r->element[0]->str, r->element[0]->len);
-		cursor[r->element[0]->len] = '\0';
-		el = r->element[1];
+		el = scan_page(m, r, "HSCAN", cursor, err);
+		if (!el)
+			return JO_EPROTO; /* scan_page said why */
 		for (size_t i = 0; i + 1 < el->elements && rc == 0; i += 2) {
 			/* strings from Redis are NUL-terminated by hiredis */
 			if (el->element[i]->type == REDIS_REPLY_STRING &&
