@@ -410,6 +410,8 @@ static int list_cb(const struct jo_obj_info *info, void *p)
 	return push(r, info);
 }
 
+static int sort_add(struct range *r, const struct jo_obj_info *info);
+
 /* Sort mode: everything into the external sort. Record = key NUL size mtime etag. */
 static int sort_cb(const struct jo_obj_info *info, void *p)
 {
@@ -424,25 +426,7 @@ static int sort_cb(const struct jo_obj_info *info, void *p)
 		note_link(r->s, info->key);
 		return 0;
 	}
-	size_t kl = strlen(info->key), el = strlen(info->etag);
-	size_t len = kl + 1 + 16 + el;
-	char stackbuf[2048];
-	char *rec = len <= sizeof(stackbuf) ? stackbuf : malloc(len);
-	if (!rec)
-		return JO_ENOMEM;
-	memcpy(rec, info->key, kl + 1);
-	memcpy(rec + kl + 1, &info->size, 8);
-	memcpy(rec + kl + 9, &info->mtime, 8);
-	memcpy(rec + kl + 17, info->etag, el);
-	int rc = jo_xsort_add(r->s->xs, rec, len, &r->err);
-	if (rec != stackbuf)
-		free(rec);
-	if (!rc) {
-		pthread_mutex_lock(&r->s->mu);
-		r->s->listed++;
-		pthread_mutex_unlock(&r->s->mu);
-	}
-	return rc;
+	return sort_add(r, info);
 }
 
 static void *lister_main(void *p)

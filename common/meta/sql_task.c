@@ -72,20 +72,29 @@ static int run_text(struct jo_meta *m, const char *ns, const char *tmpl, bool te
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * One CREATE ... IF NOT EXISTS of our tables. Workers starting together race
+ * on it, and PostgreSQL reports the loser as a duplicate key (or type) of its
+ * catalog: another try finds the table made.
+ */
+static int create_table(struct jo_meta *m, const char *ns, const char *ddl, struct jo_err *err)
+{
+	int rc = 0;
+
+	for (int attempt = 0; attempt < 3; attempt++) {
+		rc = write_args(m, ns, ddl, NULL, 0, NULL, NULL, err);
+		if (!rc)
+			break;
+		usleep(20000 * (useconds_t)(attempt + 1));
+	}
+	return rc;
+}
+
 int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
 {
 	for (const char *const *d = jo_sql_dialect_of(m)->task_ddl; *d; d++) {
-		int rc = 0;
+		int rc = create_table(m, ns, *d, err);
 
-		/* workers starting together race on CREATE ... IF NOT EXISTS, and
-		 * PostgreSQL reports the loser as a duplicate key of its catalog:
-		 * another try finds the table made */
-		for (int attempt = 0; attempt < 3; attempt++) {
-			rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
-			if (!rc)
-				break;
-			usleep(20000 * (useconds_t)(attempt + 1));
-		}
 		if (rc)
 			return jo_err_wrap(err, "create jfsops task tables");
 	}
@@ -472,17 +481,8 @@ static int ensure_rec(struct jo_meta *m, const char *ns, struct jo_err *err)
 
 	if (!strcmp(s->rec_ns, ns))
 		return 0;
-	for (const char *const *d = jo_sql_dialect_of(m)->rec_ddl; *d && !rc; d++) {
-		/* workers starting together race on CREATE TABLE IF NOT EXISTS
-		 * (PostgreSQL can report the loser as a duplicate type): a
-		 * second try finds the table */
-		for (int attempt = 0; attempt < 3; attempt++) {
-			rc = write_args(m, ns, *d, NULL, 0, NULL, NULL, err);
-			if (!rc)
-				break;
-			usleep(20000 * (useconds_t)(attempt + 1));
-		}
-	}
+	for (const char *const *d = jo_sql_dialect_of(m)->rec_ddl; *d && !rc; d++)
+		rc = create_table(m, ns, *d, err);
 	if (rc)
 		return jo_err_wrap(err, "create jfsops record table");
 	snprintf(s->rec_ns, sizeof(s->rec_ns), "%s", ns);
