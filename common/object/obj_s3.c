@@ -644,6 +644,13 @@ static bool transient_code(const char *code)
 	       strcmp(code, "Throttling") == 0 || strcmp(code, "ThrottlingException") == 0;
 }
 
+static bool throttle_code(const char *code)
+{
+	return strcmp(code, "SlowDown") == 0 || strcmp(code, "Throttling") == 0 ||
+	       strcmp(code, "ThrottlingException") == 0 || strcmp(code, "RequestLimitExceeded") == 0 ||
+	       strcmp(code, "TooManyRequests") == 0;
+}
+
 static void sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -884,10 +891,10 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 	h = pool_take(s);
 	if (!h)
 		return jo_err_set(err, JO_ENOMEM, "s3: cannot create a curl handle");
-	for (int attempt = 0;; attempt++) {
+	for (int attempt = 0, other = 0, throttled = 0;; attempt++) {
 		CURLcode cc;
 		char code[64] = "", msg[256] = "";
-		bool retry = false;
+		bool retry = false, throttle = false;
 
 		if (jo_cancelled()) {
 			rc = jo_err_set(err, JO_ECANCELED, "s3 %s '%s': canceled", r->op, req_what(r));
@@ -930,11 +937,17 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 						 sizeof(msg)) != 1)
 				code[0] = msg[0] = '\0';
 			retry = r->status >= 500 || r->status == 429 || transient_code(code);
+			throttle = r->status == 429 || r->status == 503 || throttle_code(code);
 			rc = jo_err_set(err, map_code(r->status, code), "s3 %s '%s' at %s: %ld %s%s%s",
 					r->op, req_what(r), o->desc, r->status,
 					code[0] ? code : status_text(r->status), msg[0] ? ": " : "", msg);
 		}
-		if (!retry || attempt >= s->retries)
+		/*
+		 * A throttled reply is a live server asking us to slow down, not a
+		 * failure of the request: it has a budget of its own, twice the
+		 * general one (the default 10 is rclone's --low-level-retries).
+		 */
+		if (!retry || (throttle ? throttled++ >= 2 * s->retries : other++ >= s->retries))
 			break;
 		/* A streamed GET resumes after the bytes already delivered. */
 		if (r->sink && r->delivered && !r->ranged) {

@@ -17,7 +17,8 @@
  *
  * Retries: transient failures (5xx, SlowDown, 429, timeouts, connection resets)
  * are retried inside the client with exponential backoff and full jitter, up
- * to opts.retries times. Nothing above retries again.
+ * to opts.retries times; throttled replies (503, 429, SlowDown) up to twice
+ * that, on a budget of their own. Nothing above retries again.
  *
  * Errors: JO_ENOTFOUND (404 NoSuchKey), JO_EAUTH (403 / SignatureDoesNotMatch /
  * InvalidAccessKeyId), JO_ECONNECT (unreachable, TLS), JO_ESTATE (NoSuchBucket),
@@ -58,7 +59,8 @@ struct jo_obj_opts {
 	bool insecure;            /* do not verify TLS certificates */
 	bool list_v1;             /* use ListObjects V1 (endpoints without V2) */
 	int max_conns;            /* connection pool size (default 64) */
-	int retries;              /* transient-failure retries (default 5) */
+	int retries;              /* transient-failure retries (default 5; twice as many
+	                           * for throttled replies: 503, 429, SlowDown) */
 	int timeout_ms;           /* per-request stall timeout (default 60000) */
 	int shards;               /* >1: bucket is a printf pattern with %d */
 	/*

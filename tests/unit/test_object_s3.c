@@ -182,10 +182,13 @@ static void retries_5xx_then_succeeds(void **state)
 	server_stop(&s);
 }
 
+#define INTERNAL "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>"
+
 static void gives_up_after_the_retry_budget(void **state)
 {
-	struct server s = { .steps = { { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 } },
-			    .nsteps = 3 };
+	struct server s = { .steps = { { 500, INTERNAL, 0 }, { 500, INTERNAL, 0 }, { 500, INTERNAL, 0 },
+				       { 200, "", 0 } },
+			    .nsteps = 4 };
 	struct jo_obj_info info;
 	struct jo_err err;
 	struct jo_obj *o;
@@ -194,7 +197,7 @@ static void gives_up_after_the_retry_budget(void **state)
 	server_start(&s);
 	o = open_at(&s, 2);
 	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
-	assert_non_null(strstr(err.msg, "SlowDown"));
+	assert_non_null(strstr(err.msg, "InternalError"));
 	assert_non_null(strstr(err.msg, "'k'"));
 	assert_non_null(strstr(err.msg, "127.0.0.1"));
 	assert_null(strstr(err.msg, "SECRETVALUE123"));
@@ -202,6 +205,47 @@ static void gives_up_after_the_retry_budget(void **state)
 	(void)info;
 	jo_obj_close(o);
 	server_stop(&s);
+}
+
+/* Throttled replies (503 SlowDown) have twice the budget: 2 retries -> 4. */
+static void throttled_replies_have_twice_the_budget(void **state)
+{
+	struct server ok = { .steps = { { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 },
+					{ 503, SLOWDOWN, 0 }, { 200, "", 0 } },
+			     .nsteps = 5 };
+	struct server no = { .steps = { { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 },
+					{ 503, SLOWDOWN, 0 }, { 503, SLOWDOWN, 0 }, { 200, "", 0 } },
+			     .nsteps = 6 };
+	struct server mixed = { .steps = { { 503, SLOWDOWN, 0 }, { 500, INTERNAL, 0 }, { 503, SLOWDOWN, 0 },
+					   { 500, INTERNAL, 0 }, { 500, INTERNAL, 0 }, { 200, "", 0 } },
+				.nsteps = 6 };
+	struct jo_err err;
+	struct jo_obj *o;
+
+	(void)state;
+	server_start(&ok);
+	o = open_at(&ok, 2);
+	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), 0);
+	assert_int_equal(ok.served, 5);
+	jo_obj_close(o);
+	server_stop(&ok);
+
+	server_start(&no);
+	o = open_at(&no, 2);
+	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
+	assert_non_null(strstr(err.msg, "SlowDown"));
+	assert_int_equal(no.served, 5);
+	jo_obj_close(o);
+	server_stop(&no);
+
+	/* The general budget still ends the run at its third 500. */
+	server_start(&mixed);
+	o = open_at(&mixed, 2);
+	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
+	assert_non_null(strstr(err.msg, "InternalError"));
+	assert_int_equal(mixed.served, 5);
+	jo_obj_close(o);
+	server_stop(&mixed);
 }
 
 static void forbidden_is_eauth_without_retry(void **state)
@@ -713,6 +757,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(retries_5xx_then_succeeds),
 		cmocka_unit_test(gives_up_after_the_retry_budget),
+		cmocka_unit_test(throttled_replies_have_twice_the_budget),
 		cmocka_unit_test(forbidden_is_eauth_without_retry),
 		cmocka_unit_test(ranged_get_sends_range_and_reads_404_as_enotfound),
 		cmocka_unit_test(copy_with_200_error_body_fails),
