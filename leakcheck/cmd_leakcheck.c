@@ -379,6 +379,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	struct leak_list_stats ls = { 0 };
 	struct leak_counts counts = { 0 };
 	struct jo_xsort_stats sr = { 0 }, so = { 0 };
+	struct leak_density density = { 0 };
 	int64_t next_chunk = 0;
 	char *tmp_out = NULL;
 	double t0 = now_s();
@@ -389,6 +390,10 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	rc = jo_meta_get_counter(v->meta, "nextChunk", &next_chunk, err);
 	if (rc) {
 		jo_err_wrap(err, "read nextChunk");
+		goto out;
+	}
+	if (leak_density_init(&density, (uint64_t)next_chunk, v->block_size)) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
 	xo.mem_limit = (size_t)(o->mem / 2);
@@ -425,7 +430,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		r->progress_shown = true;
 	}
 	r->stage = "the metadata reference scan";
-	rc = leak_refs_scan(v->meta, xrefs, &rs, err);
+	rc = leak_refs_scan(v->meta, xrefs, &density, &rs, err);
 	if (!rc)
 		rc = jo_xsort_finish(xrefs, err);
 	if (rc)
@@ -434,7 +439,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 
 	struct leak_list_opts lo = {
 		.volname = v->fmt.name, .hash_prefix = v->fmt.hash_prefix,
-		.block_size = v->block_size, .threads = o->threads,
+		.block_size = v->block_size, .threads = o->threads, .density = &density,
 		.foreign_cb = write_item, .payload = r, .progress = on_progress,
 	};
 
@@ -497,6 +502,7 @@ out:
 	}
 	jo_xsort_free(xrefs);
 	jo_xsort_free(xobjs);
+	leak_density_free(&density);
 	return rc;
 }
 

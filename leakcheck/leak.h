@@ -101,6 +101,27 @@ int leak_merge(const struct leak_merge_opts *o, leak_next_fn refs_next, void *re
 	       leak_next_fn objs_next, void *objs_src, struct leak_counts *counts,
 	       struct jo_err *err);
 
+/* ---- where the referenced blocks are (density.c) ---- */
+
+/*
+ * Expected block objects per range of slice ids, counted from the references
+ * (ceil(size / block size) per referenced slice) in a fixed number of
+ * buckets over [0, next_chunk): about 0.5 MiB whatever the volume's size.
+ * Ids at or above next_chunk count in the last bucket.
+ */
+#define LEAK_DENSITY_BUCKETS 65536
+struct leak_density {
+	uint64_t width;          /* slice ids per bucket (>= 1) */
+	uint32_t block_size;
+	uint64_t total;          /* blocks counted */
+	uint64_t *n;             /* LEAK_DENSITY_BUCKETS counters */
+};
+int leak_density_init(struct leak_density *d, uint64_t next_chunk, uint32_t block_size);
+void leak_density_add(struct leak_density *d, uint64_t id, uint64_t size);
+/* Expected blocks of the slice ids lo..hi (inclusive). */
+double leak_density_est(const struct leak_density *d, uint64_t lo, uint64_t hi);
+void leak_density_free(struct leak_density *d);
+
 /* ---- reference side ---- */
 
 struct leak_ref_stats {
@@ -112,8 +133,8 @@ struct leak_ref_stats {
  * refcounts <= 0 (PENDING) and every delSlices record (TRASH), regardless of
  * TrashDays.
  */
-int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_ref_stats *st,
-		   struct jo_err *err);
+int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_density *density,
+		   struct leak_ref_stats *st, struct jo_err *err);
 
 /*
  * The targeted re-check before deletion: the references of just these slice
@@ -135,6 +156,9 @@ struct leak_list_opts {
 	bool hash_prefix;
 	uint32_t block_size;
 	int threads;                  /* concurrent listers (default 32) */
+	/* where the referenced blocks are (NULL: unknown): leaf prefixes are cut
+	 * into ranges of about equal expected length before they are listed */
+	const struct leak_density *density;
 	leak_item_cb foreign_cb;      /* objects that are no block key (any thread, serialised) */
 	void *payload;
 	/* progress: called from the calling thread about once a second */

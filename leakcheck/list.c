@@ -10,10 +10,19 @@
  * A store that does not honour start-after, or lists a leaf out of byte
  * order, is caught: the first stops the cutting, the second fails the run
  * (a range's end is only sound on an ordered listing).
+ *
+ * When the reference scan said where the referenced blocks are (a density
+ * map, density.c), a leaf expected to hold many keys is cut as soon as it is
+ * found, at slice-id boundaries, into pieces of about equal expected length,
+ * and a piece asks for pages no longer than what it expects to hold: the
+ * keys a page holds past a piece's end are read for nothing, and a piece cut
+ * where no key lies is a request for nothing. The cutting while listing
+ * stays for what the map cannot see (leaked objects, foreign keys).
  */
 #include "leakcheck/leak.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -37,6 +46,8 @@
  * nothing (the store builds and sends them all the same).
  */
 #define PIECE_FIRST_PAGE 250
+#define PIECE_MIN_KEYS 2000 /* a leaf expected to hold fewer than twice this is one range */
+#define PIECE_MAX 256       /* pieces one leaf is cut into before listing, at most */
 #define RANGE_SKIP 1       /* range_key: not this range's key */
 #define RANGE_END 2        /* on_entry: the range's end was passed */
 #define PAGE_FULL 3        /* on_entry: the short first page is read */
@@ -45,6 +56,7 @@ struct pfx {
 	char *prefix;
 	int depth;
 	char *after, *upto;   /* leaves: the key range (after, upto]; NULL: open */
+	uint64_t expect;      /* leaves: block keys the density map expects (0: unknown) */
 };
 
 struct lister {
@@ -65,6 +77,7 @@ struct lister {
 	int rc;
 	struct jo_err err;
 	uint64_t listed, blocks, foreign, prefixes, prefixes_done, ranges;
+	uint64_t piece_keys;      /* expected keys per piece of a cut leaf */
 	bool done;
 };
 
@@ -152,6 +165,7 @@ static int push_range_locked(struct lister *l, const char *prefix, int depth, ch
 	e->depth = depth;
 	e->after = after;
 	e->upto = upto;
+	e->expect = 0;
 	l->qn++;
 	l->prefixes++;            /* work items, for the progress line */
 	if (after || upto)
@@ -165,6 +179,99 @@ static int push_range_locked(struct lister *l, const char *prefix, int depth, ch
 static int push_locked(struct lister *l, const char *prefix, int depth)
 {
 	return push_range_locked(l, prefix, depth, NULL, NULL);
+}
+
+/* The slice ids of a leaf "ROOT/A/B/" of the plain layout: B*1000 .. B*1000+999. */
+static bool leaf_ids(const struct lister *l, const char *prefix, uint64_t *lo)
+{
+	const char *p = prefix + l->root_len;
+	char *end;
+	unsigned long long a, b;
+
+	if (strncmp(prefix, l->root, l->root_len) != 0 || *p < '0' || *p > '9')
+		return false;
+	a = strtoull(p, &end, 10);
+	if (*end != '/' || end[1] < '0' || end[1] > '9')
+		return false;
+	b = strtoull(end + 1, &end, 10);
+	if (end[0] != '/' || end[1] != '\0' || b / 1000 != a || b > UINT64_MAX / 1000)
+		return false;
+	*lo = (uint64_t)b * 1000;
+	return true;
+}
+
+/* Keys of a leaf sort by "ID_": ids below 1000 share leaf 0 in that order, not numerically. */
+static int id_key_cmp(const void *a, const void *b)
+{
+	char x[24], y[24];
+
+	snprintf(x, sizeof(x), "%" PRIu64 "_", *(const uint64_t *)a);
+	snprintf(y, sizeof(y), "%" PRIu64 "_", *(const uint64_t *)b);
+	return strcmp(x, y);
+}
+
+/*
+ * Queue a leaf found by the discovery: cut at slice-id boundaries into
+ * pieces of about l->piece_keys expected keys when the density map expects
+ * it to be long, else as one range (with what it expects, so that it is not
+ * cut while listed unless it proves longer). The cut before id Y is the key
+ * "ROOT/A/B/Y_": every key of an id sorting before Y is below it, every key
+ * of Y above it.
+ */
+static int push_leaf_locked(struct lister *l, const char *prefix, int depth)
+{
+	const struct leak_density *d = l->o->density;
+	uint64_t order[1000], lo, pieces;
+	double e, per, acc = 0;
+	char *after = NULL;
+	size_t plen = strlen(prefix);
+	int rc;
+
+	if (!d || l->o->hash_prefix || !leaf_ids(l, prefix, &lo))
+		return push_locked(l, prefix, depth);
+	e = leak_density_est(d, lo, lo + 999);
+	if (e < 2.0 * (double)l->piece_keys) {
+		rc = push_locked(l, prefix, depth);
+		if (!rc)
+			l->q[l->qn - 1].expect = (uint64_t)(e + 0.5);
+		return rc;
+	}
+	pieces = (uint64_t)(e / (double)l->piece_keys + 0.5);
+	if (pieces > PIECE_MAX)
+		pieces = PIECE_MAX;
+	per = e / (double)pieces;
+	for (unsigned i = 0; i < 1000; i++)
+		order[i] = lo + i;
+	if (lo == 0)
+		qsort(order, 1000, sizeof(order[0]), id_key_cmp);
+	for (unsigned i = 0; i < 1000; i++) {
+		double x = leak_density_est(d, order[i], order[i]);
+		char *upto;
+
+		if (acc + x / 2 < per || i == 0) {
+			acc += x;
+			continue;
+		}
+		/* cut before order[i] */
+		upto = malloc(plen + 24);
+		if (!upto) {
+			free(after);
+			return JO_ENOMEM;
+		}
+		snprintf(upto, plen + 24, "%s%" PRIu64 "_", prefix, order[i]);
+		rc = push_range_locked(l, prefix, depth, after, upto);
+		if (rc)
+			return rc;
+		l->q[l->qn - 1].expect = (uint64_t)(acc + 0.5);
+		after = strdup(upto);
+		if (!after)
+			return JO_ENOMEM;
+		acc = x;
+	}
+	rc = push_range_locked(l, prefix, depth, after, NULL);
+	if (!rc)
+		l->q[l->qn - 1].expect = (uint64_t)(acc + 0.5);
+	return rc;
 }
 
 /*
@@ -251,7 +358,8 @@ static int range_key(struct worker *w, const char *key)
 	memcpy(w->prev, key, kl + 1);
 	w->first = false;
 	jo_obj_key_alphabet_add(w->alphabet, key + strlen(cur->prefix));
-	if (++w->in_range % SPLIT_EVERY == 0) {
+	if (++w->in_range % SPLIT_EVERY == 0 &&
+	    (!cur->expect || w->in_range > cur->expect + SPLIT_EVERY)) {
 		int rc = maybe_split(w);
 
 		if (rc)
@@ -312,7 +420,8 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 		int rc;
 
 		pthread_mutex_lock(&l->lock);
-		rc = push_locked(l, info->key, w->cur_depth + 1);
+		rc = w->cur_depth + 1 == l->max_depth ? push_leaf_locked(l, info->key, w->cur_depth + 1)
+						      : push_locked(l, info->key, w->cur_depth + 1);
 		pthread_mutex_unlock(&l->lock);
 		if (rc)
 			return jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
@@ -334,6 +443,20 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 	return take(w, info);
 }
 
+/*
+ * The page a piece of `expect` keys asks for after `done` of them: up to
+ * what it expects and an eighth more (its last page then reads only a little
+ * past its end); full pages (0) once it holds more than that.
+ */
+static int piece_page(uint64_t expect, uint64_t done)
+{
+	uint64_t limit = expect + expect / 8 + 32;
+
+	if (done >= limit)
+		return 0;
+	return limit - done >= 1000 ? 1000 : (int)(limit - done);
+}
+
 static void list_one(struct worker *w, struct pfx *p)
 {
 	struct lister *l = w->l;
@@ -350,17 +473,26 @@ static void list_one(struct worker *w, struct pfx *p)
 		w->told = false;
 		w->in_range = 0;
 		memset(w->alphabet, 0, sizeof(w->alphabet));
-		/* a piece starts with a short page, then goes on in full ones */
-		w->page_left = p->after ? PIECE_FIRST_PAGE : 0;
+		/*
+		 * A piece cut by the density map asks for what it expects to hold;
+		 * one cut while listing starts with a short page; then full ones.
+		 */
+		w->page_left = p->upto && p->expect ? piece_page(p->expect, 0)
+			     : p->after ? PIECE_FIRST_PAGE : 0;
 		rc = jo_obj_list_page(l->obj, p->prefix, p->after, NULL, w->page_left, on_entry, w,
 				      &w->err);
-		if (rc == PAGE_FULL) {
+		while (rc == PAGE_FULL) {
 			/* on from the last key (a copy: the callback moves w->prev) */
 			char *from = strdup(w->prev);
 
-			w->page_left = 0;
-			rc = from ? jo_obj_list(l->obj, p->prefix, from, NULL, on_entry, w, &w->err)
-				  : jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
+			w->page_left = p->upto && p->expect ? piece_page(p->expect, w->in_range) : 0;
+			if (!from)
+				rc = jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
+			else if (w->page_left)
+				rc = jo_obj_list_page(l->obj, p->prefix, from, NULL, w->page_left,
+						      on_entry, w, &w->err);
+			else
+				rc = jo_obj_list(l->obj, p->prefix, from, NULL, on_entry, w, &w->err);
 			free(from);
 		}
 		if (rc == RANGE_END)
@@ -430,6 +562,10 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 		return jo_err_set(err, JO_EINVAL, "leakcheck: volume name too long");
 	l.root_len = (size_t)n;
 	l.max_depth = o->hash_prefix ? 1 : 2;
+	/* pieces of a cut leaf: four per lister over the whole volume, and not short */
+	l.piece_keys = o->density ? o->density->total / ((uint64_t)nthreads * 4) : 0;
+	if (l.piece_keys < PIECE_MIN_KEYS)
+		l.piece_keys = PIECE_MIN_KEYS;
 	pthread_mutex_init(&l.lock, NULL);
 	pthread_cond_init(&l.cond, NULL);
 	if (push_locked(&l, l.root, 0)) {

@@ -19,6 +19,7 @@ struct inoset {
 struct refs_ctx {
 	int (*sink)(struct refs_ctx *c, uint64_t id, uint32_t size, int cls);
 	struct jo_xsort *xs;
+	struct leak_density *density;   /* scan mode: counted as they go (or NULL) */
 	/* lookup mode: only these ids (sorted), hits collected */
 	const uint64_t *only;
 	size_t nonly;
@@ -84,6 +85,8 @@ static int sink_xsort(struct refs_ctx *c, uint64_t id, uint32_t size, int cls)
 	uint8_t rec[LEAK_REF_REC_LEN];
 	int rc;
 
+	if (c->density)
+		leak_density_add(c->density, id, size);
 	leak_ref_encode(rec, id, size, cls);
 	rc = jo_xsort_add(c->xs, rec, sizeof(rec), c->err);
 	if (rc)
@@ -215,10 +218,11 @@ out:
 	return rc;
 }
 
-int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_ref_stats *st,
-		   struct jo_err *err)
+int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_density *density,
+		   struct leak_ref_stats *st, struct jo_err *err)
 {
-	struct refs_ctx c = { .sink = sink_xsort, .xs = xs, .st = st, .err = err };
+	struct refs_ctx c = { .sink = sink_xsort, .xs = xs, .density = density, .st = st,
+			      .err = err };
 
 	return refs_run(m, &c);
 }

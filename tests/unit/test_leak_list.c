@@ -85,6 +85,8 @@ static bool foreign_has(const struct fx *f, const char *key)
 	return false;
 }
 
+static const struct leak_density *test_density;  /* list_all's density map, or NULL */
+
 /* List, sort and return the records as "id/indx/bsize/size" lines. */
 static int list_all(struct fx *f, bool hash_prefix, int threads, char *out, size_t cap,
 		    struct leak_list_stats *st, struct jo_err *err)
@@ -92,7 +94,7 @@ static int list_all(struct fx *f, bool hash_prefix, int threads, char *out, size
 	struct jo_xsort *xs = NULL;
 	struct leak_list_opts lo = {
 		.volname = "vol", .hash_prefix = hash_prefix, .block_size = 4u << 20,
-		.threads = threads, .foreign_cb = on_foreign, .payload = f,
+		.threads = threads, .foreign_cb = on_foreign, .payload = f, .density = test_density,
 	};
 	const void *rec;
 	size_t len, used = 0;
@@ -408,6 +410,100 @@ static void long_flat_leaf_is_cut_into_ranges(void **state)
 	free(out);
 }
 
+/* What the leaf listings ask of an S3 store: requests, and keys per page (0 is a full 1000). */
+static _Atomic unsigned long leaf_calls, leaf_asked;
+
+static int asking_list(struct jo_obj *o, const char *prefix, const char *start_after,
+		       const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
+		       struct jo_err *err)
+{
+	if (strcmp(prefix, "vol/chunks/0/0/") == 0) {
+		leaf_calls++;
+		leaf_asked += page > 0 && page < 1000 ? (unsigned long)page : 1000;
+	}
+	return real_ops->list(o, prefix, start_after, delimiter, page, cb, payload, err);
+}
+
+static int list_with_density(struct fx *f, const struct leak_density *d, char *out,
+			     struct leak_list_stats *st)
+{
+	struct jo_err err = { 0 };
+	int rc;
+
+	real_ops = f->obj->ops;
+	failing_ops = *real_ops;
+	failing_ops.list = asking_list;
+	f->obj->ops = &failing_ops;
+	leaf_calls = leaf_asked = 0;
+	test_density = d;
+	rc = list_all(f, false, 8, out, LEAF_KEYS * 24, st, &err);
+	test_density = NULL;
+	f->obj->ops = real_ops;
+	if (rc)
+		fail_msg("list: %s", err.msg);
+	print_message("%lu leaf requests asking for %lu keys, %llu ranges\n",
+		      (unsigned long)leaf_calls, (unsigned long)leaf_asked,
+		      (unsigned long long)st->ranges);
+	return rc;
+}
+
+/*
+ * The reference scan's density map cuts the leaf before it is listed, at
+ * slice-id boundaries (ids 1..600 share leaf 0 in "ID_" order), and each
+ * piece asks for about what it holds: every key once, and the pages asked
+ * for hold little more than the leaf (the old cutting read ~2x on S3).
+ */
+static void density_cuts_a_leaf_before_it_is_listed(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct leak_density d;
+	char *out = malloc(LEAF_KEYS * 24);
+
+	fill_leaf(f);
+	assert_int_equal(leak_density_init(&d, 1000, 4u << 20), 0);
+	for (unsigned i = 1; i <= LEAF_IDS; i++)
+		leak_density_add(&d, i, (uint64_t)LEAF_BLOCKS * (4u << 20) - 7);
+	assert_int_equal(d.total, LEAF_KEYS);
+	assert_int_equal((int)leak_density_est(&d, 1, 1), LEAF_BLOCKS);
+	list_with_density(f, &d, out, &st);
+	assert_int_equal(st.blocks, LEAF_KEYS);
+	assert_int_equal(st.listed, LEAF_KEYS);
+	check_leaf(out);
+	assert_int_equal(st.ranges, 3);               /* 6000 expected keys, pieces of 2000 */
+	assert_true(leaf_calls <= 3 * 3);             /* 1000 + 1000 + the end, per piece */
+	assert_true(leaf_asked <= LEAF_KEYS + LEAF_KEYS / 8 + 3 * 32);
+	leak_density_free(&d);
+	free(out);
+}
+
+/* A wrong map costs balance, never a key: too dense at the low ids, or empty here. */
+static void wrong_density_still_lists_each_key_once(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct leak_density d;
+	char *out = malloc(LEAF_KEYS * 24);
+
+	fill_leaf(f);
+	assert_int_equal(leak_density_init(&d, 1000, 4u << 20), 0);
+	for (unsigned i = 1; i <= 100; i++)  /* all 6000 expected in ids 1..100 */
+		leak_density_add(&d, i, (uint64_t)60 * (4u << 20));
+	list_with_density(f, &d, out, &st);
+	assert_int_equal(st.blocks, LEAF_KEYS);
+	check_leaf(out);
+	leak_density_free(&d);
+
+	assert_int_equal(leak_density_init(&d, 100000, 4u << 20), 0);
+	for (unsigned i = 5000; i < 11000; i++)  /* everything expected in other leaves */
+		leak_density_add(&d, i, 4u << 20);
+	list_with_density(f, &d, out, &st);
+	assert_int_equal(st.blocks, LEAF_KEYS);
+	check_leaf(out);
+	leak_density_free(&d);
+	free(out);
+}
+
 /* A store that ignores start-after: every range lists from the start, drops what is not its own. */
 static int no_start_after_list(struct jo_obj *o, const char *prefix, const char *start_after,
 			       const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
@@ -509,6 +605,8 @@ int main(void)
 		cmocka_unit_test(key_split_random_ranges_hold_their_keys),
 		cmocka_unit_test_setup_teardown(long_flat_leaf_is_cut_into_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(store_ignoring_start_after_lists_each_key_once, setup, teardown),
+		cmocka_unit_test_setup_teardown(density_cuts_a_leaf_before_it_is_listed, setup, teardown),
+		cmocka_unit_test_setup_teardown(wrong_density_still_lists_each_key_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(leaf_listed_out_of_order_fails, setup, teardown),
 	};
 
