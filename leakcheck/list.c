@@ -244,14 +244,16 @@ static int push_leaf_locked(struct lister *l, const char *prefix, int depth)
 		order[i] = lo + i;
 	if (lo == 0)
 		qsort(order, 1000, sizeof(order[0]), id_key_cmp);
-	for (unsigned i = 0; i < 1000; i++) {
+	for (unsigned i = 0, cuts = 0; i < 1000; i++) {
 		double x = leak_density_est(d, order[i], order[i]);
 		char *upto;
 
-		if (acc + x / 2 < per || i == 0) {
+		/* cut only before an id that holds keys, and pieces - 1 times at most */
+		if (x <= 0 || acc + x / 2 < per || acc <= 0 || cuts + 1 >= pieces) {
 			acc += x;
 			continue;
 		}
+		cuts++;
 		/* cut before order[i] */
 		upto = malloc(plen + 24);
 		if (!upto) {
@@ -474,10 +476,11 @@ static void list_one(struct worker *w, struct pfx *p)
 		w->in_range = 0;
 		memset(w->alphabet, 0, sizeof(w->alphabet));
 		/*
-		 * A piece cut by the density map asks for what it expects to hold;
-		 * one cut while listing starts with a short page; then full ones.
+		 * A piece cut by the density map asks for what it expects to hold
+		 * (its last piece, open at the leaf's end, for full pages); one cut
+		 * while listing starts with a short page; then full ones.
 		 */
-		w->page_left = p->upto && p->expect ? piece_page(p->expect, 0)
+		w->page_left = p->expect ? (p->upto ? piece_page(p->expect, 0) : 0)
 			     : p->after ? PIECE_FIRST_PAGE : 0;
 		rc = jo_obj_list_page(l->obj, p->prefix, p->after, NULL, w->page_left, on_entry, w,
 				      &w->err);

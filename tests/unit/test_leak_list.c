@@ -412,12 +412,13 @@ static void long_flat_leaf_is_cut_into_ranges(void **state)
 
 /* What the leaf listings ask of an S3 store: requests, and keys per page (0 is a full 1000). */
 static _Atomic unsigned long leaf_calls, leaf_asked;
+static const char *asked_leaf = "vol/chunks/0/0/";
 
 static int asking_list(struct jo_obj *o, const char *prefix, const char *start_after,
 		       const char *delimiter, int page, jo_obj_list_cb cb, void *payload,
 		       struct jo_err *err)
 {
-	if (strcmp(prefix, "vol/chunks/0/0/") == 0) {
+	if (strcmp(prefix, asked_leaf) == 0) {
 		leaf_calls++;
 		leaf_asked += page > 0 && page < 1000 ? (unsigned long)page : 1000;
 	}
@@ -475,6 +476,38 @@ static void density_cuts_a_leaf_before_it_is_listed(void **state)
 	assert_true(leaf_asked <= LEAF_KEYS + LEAF_KEYS / 8 + 3 * 32);
 	leak_density_free(&d);
 	free(out);
+}
+
+/* A leaf of ids >= 1000 (same digit count: key order is id order) is cut the same way. */
+static void density_cuts_a_leaf_of_high_ids(void **state)
+{
+	struct fx *f = *state;
+	struct leak_list_stats st;
+	struct leak_density d;
+	char key[64], *out = malloc(LEAF_KEYS * 24), *want = malloc(LEAF_KEYS * 24);
+	size_t used = 0;
+
+	want[0] = '\0';
+	for (unsigned i = 5000; i < 5000 + LEAF_IDS; i++)
+		for (unsigned b = 0; b < LEAF_BLOCKS; b++) {
+			snprintf(key, sizeof(key), "vol/chunks/0/5/%u_%u_100", i, b);
+			put(f, key, 4);
+			used += (size_t)snprintf(want + used, LEAF_KEYS * 24 - used, "%u/%u/100/4 ", i, b);
+		}
+	assert_int_equal(leak_density_init(&d, 6000, 4u << 20), 0);
+	for (unsigned i = 5000; i < 5000 + LEAF_IDS; i++)
+		leak_density_add(&d, i, (uint64_t)LEAF_BLOCKS * (4u << 20));
+	asked_leaf = "vol/chunks/0/5/";
+	list_with_density(f, &d, out, &st);
+	asked_leaf = "vol/chunks/0/0/";
+	assert_int_equal(st.blocks, LEAF_KEYS);
+	assert_string_equal(out, want);
+	assert_int_equal(st.ranges, 3);
+	assert_true(leaf_calls <= 3 * 3);
+	assert_true(leaf_asked <= LEAF_KEYS + LEAF_KEYS / 8 + 3 * 32);
+	leak_density_free(&d);
+	free(out);
+	free(want);
 }
 
 /* A wrong map costs balance, never a key: too dense at the low ids, or empty here. */
@@ -606,6 +639,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(long_flat_leaf_is_cut_into_ranges, setup, teardown),
 		cmocka_unit_test_setup_teardown(store_ignoring_start_after_lists_each_key_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(density_cuts_a_leaf_before_it_is_listed, setup, teardown),
+		cmocka_unit_test_setup_teardown(density_cuts_a_leaf_of_high_ids, setup, teardown),
 		cmocka_unit_test_setup_teardown(wrong_density_still_lists_each_key_once, setup, teardown),
 		cmocka_unit_test_setup_teardown(leaf_listed_out_of_order_fails, setup, teardown),
 	};
