@@ -13,6 +13,10 @@
 #   bench_field LABEL EXPR       a value of that JSON (a Python expression on
 #                                `r`, e.g. 'r["seconds"]')
 #   bench_header TITLE           the title, the preset line, date and machine
+#   bench_cpu_report             where the CPU went in each measured run: the
+#                                tool's own, SeaweedFS's and Toxiproxy's (and
+#                                BENCH_CPU_PIDS="NAME:PID ..."), against what
+#                                the machine's cores give in the run's time
 # The command's stdout goes to $JO_T/LABEL.out, its stderr to LABEL.err; a
 # failing command ends the bench (its stderr tail shown).
 
@@ -39,19 +43,54 @@ bench_counters() {
 	echo "{\"requests\": {${reqs%, }}, \"conns\": {${conns%, }}, \"bytes\": {${bytes%, }}}"
 }
 
+# bench_cpu_ticks: "NAME:TICKS ..." of the servers (utime + stime, clock ticks).
+bench_cpu_ticks() {
+	local x name pid t out=""
+	for x in ${JO_SEAWEED_PID:+seaweedfs:$JO_SEAWEED_PID} ${JO_TOXI_PID:+toxiproxy:$JO_TOXI_PID} \
+		${BENCH_CPU_PIDS:-}; do
+		name=${x%%:*} pid=${x#*:}
+		# fields 14 and 15 of /proc/PID/stat, counted after the ")" of the name
+		t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}') || t=
+		[ -n "$t" ] && out+="$name:$t "
+	done
+	echo "$out"
+}
+
+# bench_redis_cpu: count the first Redis server's CPU too (after engine_start redis).
+bench_redis_cpu() {
+	local pf=${JO_REDIS_PIDS[0]:-}
+	[ -n "$pf" ] && [ -s "$pf" ] && BENCH_CPU_PIDS="${BENCH_CPU_PIDS:-} redis:$(cat "$pf")"
+	return 0
+}
+
 bench_measure() {
-	local label=$1 before after
+	local label=$1 before after cpu0 cpu1
 	shift
 	before=$(bench_counters)
-	if ! /usr/bin/time -f '%e %M' -o "$JO_T/$label.time" "$@" >"$JO_T/$label.out" 2>"$JO_T/$label.err"; then
+	cpu0=$(bench_cpu_ticks)
+	if ! /usr/bin/time -f '%e %M %U %S' -o "$JO_T/$label.time" "$@" >"$JO_T/$label.out" 2>"$JO_T/$label.err"; then
 		tail -n 20 "$JO_T/$label.err" >&2
 		jo_die "$label failed: $*"
 	fi
+	cpu1=$(bench_cpu_ticks)
 	after=$(bench_counters)
+	python3 - "$JO_T/$label.time" "$cpu0" "$cpu1" "$(getconf CLK_TCK)" "$(nproc)" >"$JO_T/$label.cpu" <<'PY'
+import sys
+secs, rss, user, sys_ = [l for l in open(sys.argv[1]).read().split("\n") if l.strip()][-1].split()[:4]
+tick, cores = float(sys.argv[4]), int(sys.argv[5])
+a = dict(x.split(":") for x in sys.argv[2].split())
+b = dict(x.split(":") for x in sys.argv[3].split())
+parts = [("tool", float(user) + float(sys_))]
+parts += [(k, (int(b[k]) - int(a[k])) / tick) for k in b if k in a]
+total = sum(v for _, v in parts)
+print("%.2f s wall; CPU %s = %.2f of the %.2f CPU-s %d cores give in that time (%.0f%%)"
+      % (float(secs), ", ".join("%s %.2f s" % kv for kv in parts), total, float(secs) * cores,
+         cores, 100 * total / max(float(secs) * cores, 1e-9)))
+PY
 	python3 - "$JO_T/$label.time" "$before" "$after" >"$JO_T/$label.json" <<'PY'
 import json, sys
 lines = [l for l in open(sys.argv[1]).read().split("\n") if l.strip()]
-secs, rss = lines[-1].split()
+secs, rss = lines[-1].split()[:2]
 a, b = json.loads(sys.argv[2]), json.loads(sys.argv[3])
 def kinds(s):
     return {k: int(v) for k, v in (x.split("=") for x in s.split())}
@@ -67,6 +106,16 @@ for p in b["conns"]:
 print(json.dumps({"seconds": float(secs), "rss_kib": int(rss), "requests": req,
                   "conns": conns, "bytes": byts}))
 PY
+}
+
+bench_cpu_report() {
+	local f
+	echo "where the CPU went (the tool's own from /usr/bin/time, the servers' from /proc; near 100% of"
+	echo "the cores means the run was CPU-bound on this machine, not bound by the network preset):"
+	for f in "$JO_T"/*.cpu; do
+		[ -e "$f" ] || continue
+		echo "  $(basename "$f" .cpu): $(cat "$f")"
+	done
 }
 
 bench_field() {

@@ -541,10 +541,11 @@ start_toxiproxy() {
 	JO_KILL_PIDS+=("$pid")
 	JO_TOXI_API=http://127.0.0.1:$port
 	JO_TOXI_LOG=$log
+	JO_TOXI_PID=$pid
 	for i in $(seq 1 100); do
 		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "toxiproxy-server exited during start-up"; }
 		if curl -sf --max-time 2 "$JO_TOXI_API/version" >/dev/null 2>&1; then
-			export JO_TOXI_API JO_TOXI_LOG
+			export JO_TOXI_API JO_TOXI_LOG JO_TOXI_PID
 			return 0
 		fi
 		sleep 0.1
