@@ -8,8 +8,8 @@
 #   a config file readable by others that holds a secret 2.
 # Also: a profile's path_style/list_v1 reach a volume command (leakcheck's
 # LIST requests seen with strace).
-# Ports (operator helper): redis 6407 + 6408 (password), SeaweedFS 9460-9463,
-# 9464 is left closed (the unreachable endpoint).
+# Ports: JO_PORT_BASE +0 and +1 (redis; the second with a password),
+# SeaweedFS +10..+13, +5 left closed (the unreachable endpoint).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
@@ -19,12 +19,12 @@ B=$JO_BIN
 command -v faketime >/dev/null || jo_die "faketime is not installed (apt-get install faketime; tests/install.sh)"
 command -v openssl >/dev/null || jo_die "openssl is not installed"
 
-start_redis "${JO_DOCTOR_REDIS:-6407}"
+start_redis "${JO_DOCTOR_REDIS:-$((JO_PORT_BASE + 0))}"
 R1=$JO_REDIS_PORT
-start_redis "${JO_DOCTOR_REDIS_PW:-6408}" --requirepass docpw
+start_redis "${JO_DOCTOR_REDIS_PW:-$((JO_PORT_BASE + 1))}" --requirepass docpw
 R2=$JO_REDIS_PORT
-start_seaweed "${JO_DOCTOR_SEAWEED:-9460}"
-DEAD=${JO_DOCTOR_DEAD_PORT:-9464}
+start_seaweed "${JO_DOCTOR_SEAWEED:-$((JO_PORT_BASE + 10))}"
+DEAD=${JO_DOCTOR_DEAD_PORT:-$((JO_PORT_BASE + 5))}
 jo_port_busy "$DEAD" && jo_die "port $DEAD should be closed for the unreachable-endpoint case"
 s3_mkbucket dochealthy
 s3_mkbucket docenc

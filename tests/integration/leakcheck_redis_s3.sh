@@ -9,8 +9,8 @@ export JO_PORT_BASE=${JO_PORT_BASE:-9400}
 . "$here/../lib/services.sh"
 . "$here/lib/leakcheck.sh"
 jo_setup
-start_redis "${LK_REDIS_PORT:-6403}"
-start_seaweed "${LK_WEED_BASE:-9420}"
+start_redis "${LK_REDIS_PORT:-$((JO_PORT_BASE + 0))}"
+start_seaweed "${LK_WEED_BASE:-$((JO_PORT_BASE + 10))}"
 s3_mkbucket lkrs
 META="redis://127.0.0.1:$JO_REDIS_PORT/3"
 jfs_format "$META" "$JO_S3_ENDPOINT/lkrs" lkrs --block-size 1M --hash-prefix --trash-days 1

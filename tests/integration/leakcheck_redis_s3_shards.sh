@@ -6,8 +6,8 @@ export JO_PORT_BASE=${JO_PORT_BASE:-9400}
 . "$here/../lib/services.sh"
 . "$here/lib/leakcheck.sh"
 jo_setup
-start_redis "${LK_REDIS_PORT:-6403}"
-start_seaweed "${LK_WEED_BASE:-9420}"
+start_redis "${LK_REDIS_PORT:-$((JO_PORT_BASE + 0))}"
+start_seaweed "${LK_WEED_BASE:-$((JO_PORT_BASE + 10))}"
 for i in 0 1 2; do s3_mkbucket "lksh-$i"; done
 META="redis://127.0.0.1:$JO_REDIS_PORT/4"
 jfs_format "$META" "$JO_S3_ENDPOINT/lksh-%d" lksh --shards 3 --trash-days 0

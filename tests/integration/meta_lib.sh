@@ -31,7 +31,7 @@ jfs() { "$J" --no-agent "$@"; }
 
 mount_fg() { # mount in the foreground as a child we own, wait until ready
 	mkdir -p "$T/mnt"
-	"$J" mount --no-agent "$META" "$T/mnt" --metrics 127.0.0.1:9601 --no-usage-report \
+	"$J" mount --no-agent "$META" "$T/mnt" --metrics 127.0.0.1:$((${JO_PORT_BASE:-7000} + 30)) --no-usage-report \
 		--backup-meta 0 --no-bgjob >"$T/mount.log" 2>&1 &
 	MNT_PID=$!
 	for _ in $(seq 100); do

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # meta_redis.sh: common/meta against a real Redis volume made by juicefs.
-# Starts its own redis-server on 127.0.0.1:${META_REDIS_PORT:-6401}.
+# Starts its own redis-server on 127.0.0.1:${META_REDIS_PORT:-JO_PORT_BASE+1}.
 #   BUILD=/path/to/build tests/integration/meta_redis.sh
 set -euo pipefail
 T=$(mktemp -d /tmp/jo-meta-redis.XXXXXX)
-PORT=${META_REDIS_PORT:-6401}
+PORT=${META_REDIS_PORT:-$((${JO_PORT_BASE:-7000} + 1))}
 source "$(dirname "$0")/meta_lib.sh"
 stop_redis() { [ -n "${KEEP:-}" ] && return 0; redis-cli -p "$PORT" -a pw --no-auth-warning shutdown nosave >/dev/null 2>&1 || true; }
 trap 'meta_cleanup; stop_redis; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT

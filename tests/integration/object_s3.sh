@@ -6,8 +6,8 @@
 # delete, batch delete, awkward keys, metadata, copy, multipart; wrong
 # secret -> EAUTH, unreachable -> ECONNECT, missing bucket -> ESTATE.
 #
-# Ports (object helper): SeaweedFS master 9400, volume 9401, filer 9402,
-# s3 9403 (gRPC +10000); rclone serve s3 9404. Override with OBJ_PORT_BASE.
+# Ports: OBJ_PORT_BASE (default JO_PORT_BASE+10): SeaweedFS master +0, volume
+# +1, filer +2, s3 +3 (gRPC +10000); rclone serve s3 +4.
 #
 # The driver is tests/tools/objtool.c; OBJTOOL names a built binary, else it
 # is compiled here with cc against the sources.
@@ -16,7 +16,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
 jo_setup
 
-base=${OBJ_PORT_BASE:-9400}
+base=${OBJ_PORT_BASE:-$((JO_PORT_BASE + 10))}
 tool=${OBJTOOL:-}
 if [ -z "$tool" ]; then
 	tool=$JO_T/objtool

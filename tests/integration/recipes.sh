@@ -10,8 +10,8 @@
 # A recipe whose command or flag the binary lacks FAILS (never skipped).
 #
 # JO_RECIPES_MD=FILE reads the recipes from FILE instead of README.md.
-# Ports (operator helper): redis 6407, SeaweedFS 9460-9463, rclone 9464,
-# juicefs metrics 9690+.
+# Ports: JO_PORT_BASE +0 (redis), +10..+13 (SeaweedFS), +4 (rclone serve s3),
+# +30.. (juicefs metrics).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
@@ -22,9 +22,9 @@ PY=$JO_VENV/bin/python
 MD=${JO_RECIPES_MD:-$JO_REPO/README.md}
 [ -f "$MD" ] || jo_die "no $MD"
 
-start_redis "${JO_RECIPES_REDIS:-6407}"
-start_seaweed "${JO_RECIPES_SEAWEED:-9460}"
-start_rclone_s3 "${JO_RECIPES_RCLONE:-9464}"
+start_redis "${JO_RECIPES_REDIS:-$((JO_PORT_BASE + 0))}"
+start_seaweed "${JO_RECIPES_SEAWEED:-$((JO_PORT_BASE + 10))}"
+start_rclone_s3 "${JO_RECIPES_RCLONE:-$((JO_PORT_BASE + 4))}"
 
 # the test volume
 META="redis://127.0.0.1:$JO_REDIS_PORT/1"

@@ -6,8 +6,8 @@
 #   bash tests/integration/sync_s3.sh            # N=300 small objects
 #   SYNC_N=50000 bash tests/integration/sync_s3.sh
 #
-# Env: JFSOPS_BIN (default build/jfsops), SYNC_N, SYNC_SW_PORT (9430: master,
-# +1 volume, +2 filer, +3 s3), SYNC_RS_PORT (9434).
+# Env: JFSOPS_BIN (default build/jfsops), SYNC_N, SYNC_SW_PORT (JO_PORT_BASE+10:
+# master, +1 volume, +2 filer, +3 s3), SYNC_RS_PORT (JO_PORT_BASE+4).
 # Checks: rclone check finds no difference after a sync; a second run copies
 # nothing; --dry-run changes nothing; --delete-dst removes exactly the
 # extras; kill -9 mid-run then --resume completes without recopying what
@@ -20,8 +20,8 @@ jo_setup
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 N=${SYNC_N:-300}
-SWP=${SYNC_SW_PORT:-9430}
-RSP=${SYNC_RS_PORT:-9434}
+SWP=${SYNC_SW_PORT:-$((JO_PORT_BASE + 10))}
+RSP=${SYNC_RS_PORT:-$((JO_PORT_BASE + 4))}
 FAILS=0
 
 start_seaweed "$SWP" swak swsk

@@ -6,15 +6,16 @@
 # failed; it never reports success with objects missing.
 #
 #   bash tests/integration/sync_slowdown.sh
-# Env: JFSOPS_BIN, SYNC_RS_PORT (9434), SYNC_PROXY_PORT (19434), SYNC_N (200).
+# Env: JFSOPS_BIN, SYNC_RS_PORT (JO_PORT_BASE+4), SYNC_PROXY_PORT (JO_PORT_BASE+5),
+# SYNC_N (200).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/services.sh"
 jo_setup
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
-RSP=${SYNC_RS_PORT:-9434}
-PXP=${SYNC_PROXY_PORT:-19434}
+RSP=${SYNC_RS_PORT:-$((JO_PORT_BASE + 4))}
+PXP=${SYNC_PROXY_PORT:-$((JO_PORT_BASE + 5))}
 N=${SYNC_N:-200}
 FAILS=0
 ok() { echo "ok   - $*"; }
