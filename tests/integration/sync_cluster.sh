@@ -172,8 +172,10 @@ for w in a1 a2 a3 a4; do start_worker $w; done
 	done
 ) >"$JO_T/samples.txt" &
 SAMPLER=$!
-# a fifth worker joins 3 s in; from 1.5 s in, each half second a random
-# worker is SIGKILLed with probability 1/5 (at most 6 kills) and replaced
+# a fifth worker joins 3 s in; a random worker is SIGKILLed and replaced at
+# 1.5 s and at 2.5 s, then each half second with probability 1/5 (at most 6
+# kills): a short job still sees two kills (with chance alone, a 9 s job had
+# fewer than two about one run in four)
 kills=0 late=0 next=a5 late_at=
 for tick in $(seq 1 600); do
 	sleep 0.5
@@ -187,7 +189,8 @@ for tick in $(seq 1 600); do
 		*) start_worker a-late; late=1 ;;
 		esac
 	fi
-	if [ $kills -lt 6 ] && [ "$tick" -ge 3 ] && [ $((RANDOM % 5)) = 0 ]; then
+	if [ $kills -lt 6 ] && [ "$tick" -ge 3 ] &&
+		{ [ "$tick" -ge $((3 + 2 * kills)) ] && [ $kills -lt 2 ] || [ $((RANDOM % 5)) = 0 ]; }; then
 		# (the late worker is spared: it must show that a late join takes ranges)
 		cand=()
 		for w in "${alive[@]}"; do [ "$w" = a-late ] || cand+=("$w"); done
