@@ -637,18 +637,19 @@ static const char *status_text(long status)
 	}
 }
 
-static bool transient_code(const char *code)
-{
-	return strcmp(code, "SlowDown") == 0 || strcmp(code, "InternalError") == 0 ||
-	       strcmp(code, "ServiceUnavailable") == 0 || strcmp(code, "RequestTimeout") == 0 ||
-	       strcmp(code, "Throttling") == 0 || strcmp(code, "ThrottlingException") == 0;
-}
-
+/* The server asks for a slower pace (retried on the throttle budget). */
 static bool throttle_code(const char *code)
 {
 	return strcmp(code, "SlowDown") == 0 || strcmp(code, "Throttling") == 0 ||
 	       strcmp(code, "ThrottlingException") == 0 || strcmp(code, "RequestLimitExceeded") == 0 ||
 	       strcmp(code, "TooManyRequests") == 0;
+}
+
+/* Worth retrying whatever the status: every throttle code, and a few more. */
+static bool transient_code(const char *code)
+{
+	return throttle_code(code) || strcmp(code, "InternalError") == 0 ||
+	       strcmp(code, "ServiceUnavailable") == 0 || strcmp(code, "RequestTimeout") == 0;
 }
 
 static void sleep_ms(long ms)
