@@ -448,6 +448,23 @@ static int list_with_density(struct fx *f, const struct leak_density *d, char *o
 	return rc;
 }
 
+/* A density map over [0, next_chunk) expecting one slice of `size` bytes (4 MiB blocks) per id lo..hi. */
+static void density_of(struct leak_density *d, uint64_t next_chunk, unsigned lo, unsigned hi,
+		       uint64_t size)
+{
+	assert_int_equal(leak_density_init(d, next_chunk, 4u << 20), 0);
+	for (unsigned i = lo; i <= hi; i++)
+		leak_density_add(d, i, size);
+}
+
+/* 6000 expected keys in pieces of 2000; per piece 1000 + 1000 + the end, a page at most an eighth long. */
+static void check_cut_in_three(const struct leak_list_stats *st)
+{
+	assert_int_equal(st->ranges, 3);
+	assert_true(leaf_calls <= 3 * 3);
+	assert_true(leaf_asked <= LEAF_KEYS + LEAF_KEYS / 8 + 3 * 32);
+}
+
 /*
  * The reference scan's density map cuts the leaf before it is listed, at
  * slice-id boundaries (ids 1..600 share leaf 0 in "ID_" order), and each
@@ -462,18 +479,14 @@ static void density_cuts_a_leaf_before_it_is_listed(void **state)
 	char *out = malloc(LEAF_KEYS * 24);
 
 	fill_leaf(f);
-	assert_int_equal(leak_density_init(&d, 1000, 4u << 20), 0);
-	for (unsigned i = 1; i <= LEAF_IDS; i++)
-		leak_density_add(&d, i, (uint64_t)LEAF_BLOCKS * (4u << 20) - 7);
+	density_of(&d, 1000, 1, LEAF_IDS, (uint64_t)LEAF_BLOCKS * (4u << 20) - 7);
 	assert_int_equal(d.total, LEAF_KEYS);
 	assert_int_equal((int)leak_density_est(&d, 1, 1), LEAF_BLOCKS);
 	list_with_density(f, &d, out, &st);
 	assert_int_equal(st.blocks, LEAF_KEYS);
 	assert_int_equal(st.listed, LEAF_KEYS);
 	check_leaf(out);
-	assert_int_equal(st.ranges, 3);               /* 6000 expected keys, pieces of 2000 */
-	assert_true(leaf_calls <= 3 * 3);             /* 1000 + 1000 + the end, per piece */
-	assert_true(leaf_asked <= LEAF_KEYS + LEAF_KEYS / 8 + 3 * 32);
+	check_cut_in_three(&st);
 	leak_density_free(&d);
 	free(out);
 }
@@ -494,17 +507,13 @@ static void density_cuts_a_leaf_of_high_ids(void **state)
 			put(f, key, 4);
 			used += (size_t)snprintf(want + used, LEAF_KEYS * 24 - used, "%u/%u/100/4 ", i, b);
 		}
-	assert_int_equal(leak_density_init(&d, 6000, 4u << 20), 0);
-	for (unsigned i = 5000; i < 5000 + LEAF_IDS; i++)
-		leak_density_add(&d, i, (uint64_t)LEAF_BLOCKS * (4u << 20));
+	density_of(&d, 6000, 5000, 5000 + LEAF_IDS - 1, (uint64_t)LEAF_BLOCKS * (4u << 20));
 	asked_leaf = "vol/chunks/0/5/";
 	list_with_density(f, &d, out, &st);
 	asked_leaf = "vol/chunks/0/0/";
 	assert_int_equal(st.blocks, LEAF_KEYS);
 	assert_string_equal(out, want);
-	assert_int_equal(st.ranges, 3);
-	assert_true(leaf_calls <= 3 * 3);
-	assert_true(leaf_asked <= LEAF_KEYS + LEAF_KEYS / 8 + 3 * 32);
+	check_cut_in_three(&st);
 	leak_density_free(&d);
 	free(out);
 	free(want);
@@ -519,17 +528,13 @@ static void wrong_density_still_lists_each_key_once(void **state)
 	char *out = malloc(LEAF_KEYS * 24);
 
 	fill_leaf(f);
-	assert_int_equal(leak_density_init(&d, 1000, 4u << 20), 0);
-	for (unsigned i = 1; i <= 100; i++)  /* all 6000 expected in ids 1..100 */
-		leak_density_add(&d, i, (uint64_t)60 * (4u << 20));
+	density_of(&d, 1000, 1, 100, (uint64_t)60 * (4u << 20));  /* all 6000 expected in ids 1..100 */
 	list_with_density(f, &d, out, &st);
 	assert_int_equal(st.blocks, LEAF_KEYS);
 	check_leaf(out);
 	leak_density_free(&d);
 
-	assert_int_equal(leak_density_init(&d, 100000, 4u << 20), 0);
-	for (unsigned i = 5000; i < 11000; i++)  /* everything expected in other leaves */
-		leak_density_add(&d, i, 4u << 20);
+	density_of(&d, 100000, 5000, 10999, 4u << 20);  /* everything expected in other leaves */
 	list_with_density(f, &d, out, &st);
 	assert_int_equal(st.blocks, LEAF_KEYS);
 	check_leaf(out);

@@ -207,6 +207,23 @@ static void gives_up_after_the_retry_budget(void **state)
 	server_stop(&s);
 }
 
+/* One PUT with `retries` against s: its result, the S3 code in the error, and how many replies it took. */
+static void put_against(struct server *s, int retries, int want_rc, const char *want_code,
+			int want_served)
+{
+	struct jo_err err;
+	struct jo_obj *o;
+
+	server_start(s);
+	o = open_at(s, retries);
+	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), want_rc);
+	if (want_code)
+		assert_non_null(strstr(err.msg, want_code));
+	assert_int_equal(s->served, want_served);
+	jo_obj_close(o);
+	server_stop(s);
+}
+
 /* Throttled replies (503 SlowDown) have twice the budget: 2 retries -> 4. */
 static void throttled_replies_have_twice_the_budget(void **state)
 {
@@ -219,33 +236,12 @@ static void throttled_replies_have_twice_the_budget(void **state)
 	struct server mixed = { .steps = { { 503, SLOWDOWN, 0 }, { 500, INTERNAL, 0 }, { 503, SLOWDOWN, 0 },
 					   { 500, INTERNAL, 0 }, { 500, INTERNAL, 0 }, { 200, "", 0 } },
 				.nsteps = 6 };
-	struct jo_err err;
-	struct jo_obj *o;
 
 	(void)state;
-	server_start(&ok);
-	o = open_at(&ok, 2);
-	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), 0);
-	assert_int_equal(ok.served, 5);
-	jo_obj_close(o);
-	server_stop(&ok);
-
-	server_start(&no);
-	o = open_at(&no, 2);
-	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
-	assert_non_null(strstr(err.msg, "SlowDown"));
-	assert_int_equal(no.served, 5);
-	jo_obj_close(o);
-	server_stop(&no);
-
+	put_against(&ok, 2, 0, NULL, 5);
+	put_against(&no, 2, JO_EIO, "SlowDown", 5);
 	/* The general budget still ends the run at its third 500. */
-	server_start(&mixed);
-	o = open_at(&mixed, 2);
-	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
-	assert_non_null(strstr(err.msg, "InternalError"));
-	assert_int_equal(mixed.served, 5);
-	jo_obj_close(o);
-	server_stop(&mixed);
+	put_against(&mixed, 2, JO_EIO, "InternalError", 5);
 }
 
 static void forbidden_is_eauth_without_retry(void **state)
