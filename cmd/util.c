@@ -155,7 +155,21 @@ int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
 	case CMD_OPT_INSECURE: a->insecure = true; return 1;
 	case CMD_OPT_PROFILE: a->profile = arg; return 1;
 	case CMD_OPT_CONFIG: a->config = arg; return 1;
+	case CMD_OPT_RETRIES: a->retries = arg; return 1;
 	}
+	return 0;
+}
+
+int cmd_parse_retries(const char *arg, int *out, struct jo_err *err)
+{
+	char *end;
+	long n;
+
+	errno = 0;
+	n = strtol(arg, &end, 10);
+	if (errno || end == arg || *end || n < 0 || n > 100)
+		return jo_err_set(err, JO_EINVAL, "bad --retries '%s' (0..100)", arg);
+	*out = (int)n;
 	return 0;
 }
 
@@ -272,6 +286,12 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	char *url;
 
 	*out = NULL;
+	if (a->retries) {
+		rc = cmd_parse_retries(a->retries, &vo.retries, err);
+		if (rc)
+			return rc;
+		vo.retries_set = true;
+	}
 	rc = cmd_resolve_storage(a, &cv, NULL, err);
 	if (rc)
 		return rc;

@@ -20,6 +20,7 @@ enum {
 	CMD_OPT_INSECURE,
 	CMD_OPT_PROFILE,
 	CMD_OPT_CONFIG,
+	CMD_OPT_RETRIES,
 };
 #define CMD_VOL_LONGOPTS \
 	{ "bucket", required_argument, NULL, CMD_OPT_BUCKET }, \
@@ -27,7 +28,8 @@ enum {
 	{ "secret-key", required_argument, NULL, CMD_OPT_SECRET_KEY }, \
 	{ "insecure", no_argument, NULL, CMD_OPT_INSECURE }, \
 	{ "profile", required_argument, NULL, CMD_OPT_PROFILE }, \
-	{ "config", required_argument, NULL, CMD_OPT_CONFIG }
+	{ "config", required_argument, NULL, CMD_OPT_CONFIG }, \
+	{ "retries", required_argument, NULL, CMD_OPT_RETRIES }
 #define CMD_VOL_HELP \
 	"Storage (flags > environment > config file profile > the volume's format record):\n" \
 	"      --bucket URL         object-store bucket URL (default: env JFSOPS_BUCKET, the\n" \
@@ -41,6 +43,8 @@ enum {
 	"                           JFSOPS_PROFILE, else [default] when the file has one)\n" \
 	"      --config FILE        config file (default: env JFSOPS_CONFIG, else\n" \
 	"                           $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config)\n" \
+	"      --retries N          per-request retries in the object client, 0..100 (default 5;\n" \
+	"                           twice as many for throttled replies: 503 SlowDown, 429)\n" \
 	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD;\n" \
 	"a Sentinel URL's sentinels take theirs from SENTINEL_PASSWORD.\n"
 
@@ -51,6 +55,7 @@ struct cmd_vol_args {
 	bool insecure;
 	const char *profile;  /* --profile NAME, or NULL */
 	const char *config;   /* --config FILE, or NULL */
+	const char *retries;  /* --retries N as given, or NULL (checked when opening) */
 	bool read_only;       /* set by read-only commands before opening */
 	bool list_temp_files; /* set by leakcheck: see jo_vol_opts */
 	bool list_links;      /* set by leakcheck: see jo_vol_opts */
@@ -58,6 +63,8 @@ struct cmd_vol_args {
 	char *url_copy;     /* owned */
 };
 
+/* --retries N: 0..100, else JO_EINVAL with err set. */
+int cmd_parse_retries(const char *arg, int *out, struct jo_err *err);
 /* Handle one of CMD_OPT_*: returns 1 when consumed, 0 when not ours. */
 int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg);
 /*

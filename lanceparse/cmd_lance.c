@@ -295,7 +295,7 @@ out:
  * (anonymous when unset), the region from JFSOPS_REGION.
  */
 static int open_s3(struct jo_obj **obj, struct lance_io **io, const char *url,
-		   const char *endpoint, struct jo_err *err)
+		   const char *endpoint, const char *retries, struct jo_err *err)
 {
 	struct jo_obj_opts oo = JO_OBJ_OPTS_INIT;
 	const char *rest = url + 5, *slash = strchr(rest, '/');
@@ -318,6 +318,8 @@ static int open_s3(struct jo_obj **obj, struct lance_io **io, const char *url,
 	oo.secret_key = getenv("JFSOPS_SECRET_KEY");
 	oo.region = getenv("JFSOPS_REGION");
 	oo.max_conns = 16;   /* the scan reads data-file tails 16 at once */
+	if (retries && (rc = cmd_parse_retries(retries, &oo.retries, err)) < 0)
+		return rc;
 	if ((rc = jo_obj_open(obj, &oo, err)) < 0)
 		return rc;
 	return lance_io_open_obj(io, *obj, slash ? slash + 1 : "", err);
@@ -443,7 +445,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 		USAGE("--format juicefs only applies to ranges");
 
 	if (strncmp(a.dataset, "s3://", 5) == 0) {
-		if ((rc = open_s3(&obj, &io, a.dataset, endpoint, &err)) < 0)
+		if ((rc = open_s3(&obj, &io, a.dataset, endpoint, va.retries, &err)) < 0)
 			goto fail;
 	} else if (strstr(a.dataset, "://")) {
 		const char *sep = strstr(a.dataset, "://") + 3, *p, *split = NULL;

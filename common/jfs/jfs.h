@@ -116,6 +116,8 @@ struct jo_vol_opts {
 	int addressing;          /* 0 from the bucket URL, 1 path style (profile path_style=1) */
 	bool list_v1;            /* ListObjects V1 (profile list_v1=1) */
 	int max_conns;           /* object-store connection pool (0: default) */
+	bool retries_set;        /* retries below replaces the object client's default */
+	int retries;             /* per-request retries (throttled replies: twice as many) */
 	bool list_temp_files;    /* file storage: list leftover ".jfs.*.tmp.*" files */
 	bool list_links;         /* file storage: report symlinks in listings (is_link) */
 };

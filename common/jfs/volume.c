@@ -60,6 +60,8 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 	oo.list_links = opts->list_links;
 	if (opts->max_conns > 0)
 		oo.max_conns = opts->max_conns;
+	if (opts->retries_set)
+		oo.retries = opts->retries;
 	rc = jo_obj_open(&v->obj, &oo, err);
 	if (rc) {
 		jo_err_wrap(err, "object store of volume '%s'", v->fmt.name);
