@@ -206,6 +206,13 @@ int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out,
 
 	if (profile_out)
 		*profile_out = NULL;
+	if (a->retries) { /* checked here too for the commands that open no store */
+		int n;
+
+		rc = cmd_parse_retries(a->retries, &n, err);
+		if (rc)
+			return rc;
+	}
 	rc = cmd_load_config(a->config, a->profile, &cfg, &profile, err);
 	if (rc)
 		return rc;
