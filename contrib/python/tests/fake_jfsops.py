@@ -53,12 +53,15 @@ def warmup(argv):
             with lock:
                 while in_window() >= ahead:
                     lock.wait()
+                # logged before the batch can be seen as admitted (status,
+                # done): a test that kills the fake right after "done" must
+                # find every batch it saw in the log
+                with open(os.path.join(log, "stream.%d" % os.getpid()), "a") as f:
+                    f.write(json.dumps({"batch": bid, "ranges": cur}) + "\n")
                 st["batches"].append(bid)
                 st["ranges"][bid] = cur
                 idx = len(st["batches"]) - 1
             cur = []
-            with open(os.path.join(log, "stream.%d" % os.getpid()), "a") as f:
-                f.write(json.dumps({"batch": bid, "ranges": st["ranges"][bid]}) + "\n")
             emit({"type": "admit", "batch": bid, "index": idx, "position_at_open": st["pos"]})
             emit({"type": "batch", "batch": bid, "index": idx, "ready": True})
         with lock:
