@@ -206,7 +206,7 @@ int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out,
 
 	if (profile_out)
 		*profile_out = NULL;
-	if (a->retries) { /* checked here too for the commands that open no store */
+	if (a->retries) { /* here, so that commands opening no store check it too */
 		int n;
 
 		rc = cmd_parse_retries(a->retries, &n, err);
@@ -293,15 +293,10 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	char *url;
 
 	*out = NULL;
-	if (a->retries) {
-		rc = cmd_parse_retries(a->retries, &vo.retries, err);
-		if (rc)
-			return rc;
-		vo.retries_set = true;
-	}
-	rc = cmd_resolve_storage(a, &cv, NULL, err);
+	rc = cmd_resolve_storage(a, &cv, NULL, err); /* also checks --retries */
 	if (rc)
 		return rc;
+	vo.retries_set = a->retries && !cmd_parse_retries(a->retries, &vo.retries, err);
 	url = strdup(meta_url);
 	if (!url) {
 		jo_cfg_values_release(&cv);

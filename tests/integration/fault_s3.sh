@@ -78,20 +78,15 @@ expect_incomplete() { # WHAT RC WANT OUT ERR
 	grep -q INCOMPLETE "$err" && ok "$what: says INCOMPLETE" || bad "$what: no INCOMPLETE line"
 }
 
-shim_faulted() { # WHAT MIN: the shim really injected at least MIN faults
+shim_faulted() { # WHAT MIN [TRIES]: the shim really injected at least MIN faults;
+	# with TRIES, every faulted request was tried exactly TRIES times (--retries 1:
+	# 1 + 2 tries on the throttle budget), so the faults are a multiple of TRIES,
+	# which the default (1 + 10 tries) would not give
 	local n
 	n=$(shim_stat faults)
 	[ "$n" -ge "$2" ] && ok "$1: the shim injected $n faults" || bad "$1: only $n faults injected (want >= $2)"
-}
-
-# shim_faulted_tries WHAT TRIES: every faulted request was tried exactly TRIES
-# times (--retries 1: 1 + 2 tries on the throttle budget), so the faults are a
-# positive multiple of TRIES; the default (1 + 10 tries) would not give that
-shim_faulted_tries() {
-	local n
-	n=$(shim_stat faults)
-	[ "$n" -gt 0 ] && [ $((n % $2)) = 0 ] && ok "$1: the shim injected $n faults, $2 tries per request" ||
-		bad "$1: $n faults injected, not a multiple of $2 tries per request (--retries not applied?)"
+	[ -z "${3:-}" ] || { [ $((n % $3)) = 0 ] && ok "$1: $3 tries per request" ||
+		bad "$1: $n faults injected, not a multiple of $3 tries per request (--retries not applied?)"; }
 }
 
 # slow_link BYTES: throttle the S3 proxy so BYTES take about 8 s
@@ -204,8 +199,7 @@ shim_rules '[{"kinds":["delete_multi","delete"],"status":503,"code":"SlowDown"}]
 rc=0
 "$J" leakcheck "$METAL" --bucket "$SH/lkf" --min-age 2s --json --delete-from "$JO_T/lk0.jsonl" \
 	--delete-rate 4 --retries 1 --audit "$JO_T/lkdel1.audit" >"$JO_T/lkdel1.out" 2>"$JO_T/lkdel1.err" || rc=$?
-shim_faulted "--delete-from, DeleteObjects always 503" 6
-shim_faulted_tries "--delete-from, DeleteObjects always 503, --retries 1" 3
+shim_faulted "--delete-from, DeleteObjects always 503, --retries 1" 6 3
 [ $rc = 4 ] && [ "$(summary_field "$JO_T/lkdel1.out" failed)" = "$NLEAK" ] &&
 	[ "$(summary_field "$JO_T/lkdel1.out" deleted)" = 0 ] && [ "$(leaks_present)" = "$NLEAK" ] &&
 	ok "--delete-from, DeleteObjects always 503: exit 4, all $NLEAK failed, all still there" ||
@@ -383,8 +377,7 @@ gc_leaked() { gc_juicefs_gc "$METAG" "$JO_T/gcf-$1.log"; gc_count "$JO_T/gcf-$1.
 shim_rules '[{"kinds":["delete_multi","delete"],"status":503,"code":"SlowDown"}]'
 rc=0
 "$J" gc "$METAG" --bucket "$SH/gcf" --delete --batch 10 --retries 1 --json >"$JO_T/gcf1.out" 2>"$JO_T/gcf1.err" || rc=$?
-shim_faulted "gc --delete, DeleteObjects always 503" 6
-shim_faulted_tries "gc --delete, DeleteObjects always 503, --retries 1" 3
+shim_faulted "gc --delete, DeleteObjects always 503, --retries 1" 6 3
 [ $rc = 4 ] && [ "$(summary_field "$JO_T/gcf1.out" object_errors)" -gt 0 ] &&
 	ok "gc --delete, DeleteObjects always 503: exit 4, object errors counted" ||
 	bad "gc --delete, DeleteObjects always 503: exit $rc, $(summary_field "$JO_T/gcf1.out" object_errors) object errors"
