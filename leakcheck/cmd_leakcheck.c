@@ -1,7 +1,6 @@
 /* jfsops leakcheck: objects no metadata references, and references with no object. */
 #include <errno.h>
 #include <getopt.h>
-#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -716,21 +715,6 @@ static int write_metrics(const struct lc_run *r, bool success, bool failed, int6
 	return rc;
 }
 
-/*
- * Each lister thread would get a malloc arena of its own (glibc makes up to
- * 8 per core), and each arena keeps the list-page buffers its thread freed:
- * on 200k objects that was 14 MiB of a 42 MiB peak RSS at --mem-limit 16M.
- * Two arenas make it 29 MiB at the same speed (the listers wait on the
- * network, not on malloc). MALLOC_ARENA_MAX in the environment wins.
- */
-static void limit_malloc_arenas(void)
-{
-#ifdef M_ARENA_MAX
-	if (!getenv("MALLOC_ARENA_MAX"))
-		mallopt(M_ARENA_MAX, 2);
-#endif
-}
-
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 {
 	static const struct option opts[] = {
@@ -763,7 +747,6 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	int64_t started = (int64_t)time(NULL);
 	double t0 = now_s();
 
-	limit_malloc_arenas();
 	o.json = ctx->json;
 	o.tmp = getenv("TMPDIR");
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
