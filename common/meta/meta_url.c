@@ -716,7 +716,11 @@ static int parse_etcd(struct jo_meta_url *u, const char *rest, const char **pw_s
 		slash = end;
 	if (slash == hp)
 		return jo_err_set(err, JO_EINVAL, "etcd META-URL has no host: etcd://host:2379/NAME");
-	cap = (size_t)(slash - hp) * 2 + 16;
+	/* each host comes out at most as long as it came in, plus ",[]:65535" */
+	cap = (size_t)(slash - hp) + 16;
+	for (const char *p = hp; p < slash; p++)
+		cap += *p == ',' ? 9 : 0;
+	cap += 9;
 	if (!(u->host = malloc(cap)))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	for (const char *h = hp; h < slash;) {
@@ -733,7 +737,10 @@ static int parse_etcd(struct jo_meta_url *u, const char *rest, const char **pw_s
 			int n = snprintf(u->host + o, cap - o, "%s%s%s%s:%d", o ? "," : "", v6 ? "[" : "",
 					 one.host, v6 ? "]" : "", one.port);
 
-			o += n > 0 ? (size_t)n : 0;
+			if (n < 0 || (size_t)n >= cap - o)
+				rc = jo_err_set(err, JO_EINVAL, "etcd META-URL: bad host list");
+			else
+				o += (size_t)n;
 		}
 		free(one.host);
 		if (rc)

@@ -329,6 +329,12 @@ static void test_etcd(void **state)
 	assert_string_equal(u.path, "");
 	jo_meta_url_release(&u);
 
+	/* many one-letter hosts each get ":2379": the host list grows 3.5x (fuzzer) */
+	parse_ok("etcd://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t/v", &u);
+	assert_string_equal(u.host, "a:2379,b:2379,c:2379,d:2379,e:2379,f:2379,g:2379,h:2379,"
+				    "i:2379,j:2379,k:2379,l:2379,m:2379,n:2379,o:2379,p:2379,"
+				    "q:2379,r:2379,s:2379,t:2379");
+	jo_meta_url_release(&u);
 	parse_code("etcd:///vol", JO_EINVAL);
 	parse_code("etcd://h1,,h2/vol", JO_EINVAL);
 	parse_code("etcd://h:0/vol", JO_EINVAL);
