@@ -15,6 +15,7 @@
 
 #define XML_MAX_TEXT (64 * 1024)
 #define XML_MAX_DEPTH 16
+#define XML_FEED (16 * 1024)   /* bytes handed to expat at a time */
 
 struct xp;
 typedef void (*xp_start_fn)(struct xp *x, const char *name);
@@ -100,9 +101,21 @@ static int xp_run(struct xp *x, const char *xml, size_t len, struct jo_err *err)
 	XML_SetUserData(x->parser, x);
 	XML_SetElementHandler(x->parser, xp_start, xp_end);
 	XML_SetCharacterDataHandler(x->parser, xp_chars);
-	if (len > (size_t)INT32_MAX) {
-		rc = jo_err_set(err, JO_EPROTO, "XML reply too large");
-	} else if (XML_Parse(x->parser, xml, (int)len, XML_TRUE) == XML_STATUS_ERROR) {
+	/*
+	 * Fed in pieces: expat copies what it is given into a buffer of its own,
+	 * so a whole 200 KB LIST page at once would be held twice (heaptrack:
+	 * 1.6 MB of leakcheck's 13 MB peak heap with 32 listers).
+	 */
+	enum XML_Status st = XML_STATUS_OK;
+	size_t at = 0;
+
+	do {
+		size_t n = len - at > XML_FEED ? XML_FEED : len - at;
+
+		st = XML_Parse(x->parser, xml + at, (int)n, at + n == len ? XML_TRUE : XML_FALSE);
+		at += n;
+	} while (st == XML_STATUS_OK && at < len);
+	if (st == XML_STATUS_ERROR) {
 		if (x->rc)
 			rc = jo_err_set(err, x->rc, "S3 reply: %s", x->why);
 		else
