@@ -20,6 +20,7 @@
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
+#include "common/meta/meta_compact.h"
 #include "common/meta/meta_mut.h"
 #include "common/object/object.h"
 
@@ -157,8 +158,12 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 	const struct jo_vol *v = r->vol;
 	uint32_t bs = v->block_size;
 	char **keys = NULL;
-	int *res = NULL;
+	int *res = NULL, *rcs = NULL;
+	struct jo_slice_id *ids = NULL;
+	bool *dels = NULL;
+	size_t *gone = NULL, ngone = 0;
 	size_t nk = 0, kcap = 0;
+	unsigned told = 0;   /* per-slice failures reported with their message */
 	bool canceled = false;
 	int rc = 0;
 
@@ -167,25 +172,40 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 	/* A signal does not cut a batch: it is finished (deleted, audited, its
 	 * refcount entries dropped), then the caller stops. */
 	jo_cancel_shield(1);
-	/* 1. re-check every slice; compute its keys */
+	/* 1. re-check every slice (one round trip for the batch where the engine
+	 * can); compute its keys */
+	if (r->o.delete_) {
+		if ((rc = may_mutate(w, err)) != 0)
+			goto out;
+		ids = calloc(w->npend, sizeof(*ids));
+		dels = calloc(w->npend, sizeof(*dels));
+		rcs = calloc(w->npend, sizeof(*rcs));
+		gone = calloc(w->npend, sizeof(*gone));
+		if (!ids || !dels || !rcs || !gone) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < w->npend; i++)
+			ids[i] = (struct jo_slice_id){ w->pend[i].id, w->pend[i].size };
+		rc = jo_mut_slices_deletable(w->m, ids, w->npend, dels, rcs, err);
+		if (rc)
+			goto out; /* engine gone: nothing of this batch is deleted */
+	}
 	for (size_t i = 0; i < w->npend; i++) {
 		struct gc_pend *p = &w->pend[i];
 		bool del = true;
 		uint32_t nb;
 
 		if (r->o.delete_) {
-			if ((rc = may_mutate(w, err)) != 0)
-				goto out;
-			rc = jo_mut_slice_deletable(w->m, p->id, p->size, &del, err);
-			if (rc == JO_ECONNECT || rc == JO_ETIMEOUT)
-				goto out; /* engine gone: nothing of this batch is deleted */
-			if (rc) {
-				jo_warn("slice %" PRIu64 ": %s", p->id, err->msg);
+			if (rcs[i]) {
+				/* *err says why for the first one */
+				jo_warn("slice %" PRIu64 ": %s", p->id,
+					!told++ && err->msg[0] ? err->msg : jo_err_name(rcs[i]));
 				w->st.k[p->kind].errors++;
 				p->skip = true;
-				rc = 0;
 				continue;
 			}
+			del = dels[i];
 		}
 		if (!del) {
 			/* someone else (a client's own cleanup) already deleted it */
@@ -282,12 +302,26 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			continue; /* the refcount stays negative: retried by the next run */
 		w->st.k[p->kind].slices++;
 		if (r->o.delete_) {
-			struct jo_err e2 = { 0 };
+			ids[ngone] = (struct jo_slice_id){ p->id, p->size };
+			gone[ngone++] = i;
+		}
+	}
+	if (ngone) {
+		struct jo_err e2 = { 0 };
 
-			/* the blocks are gone: dropping the entry is right even if our lease
-			 * just expired (doDeleteSlice after the block deletes) */
-			if (jo_mut_forget_slice(w->m, p->id, p->size, &e2) != 0) {
-				jo_warn("slice %" PRIu64 ": %s", p->id, e2.msg);
+		told = 0;
+		/* the blocks are gone: dropping the entries is right even if our lease
+		 * just expired (doDeleteSlice after the block deletes); one that stays
+		 * is still negative, and the next run finds it again */
+		int frc = jo_mut_forget_slices(w->m, ids, ngone, rcs, &e2);
+
+		for (size_t j = 0; j < ngone; j++) {
+			struct gc_pend *p = &w->pend[gone[j]];
+			int code = frc ? frc : rcs[j];
+
+			if (code) {
+				jo_warn("slice %" PRIu64 ": %s", p->id,
+					!told++ && e2.msg[0] ? e2.msg : jo_err_name(code));
 				w->st.k[p->kind].errors++;
 			}
 		}
@@ -308,6 +342,10 @@ out:
 		free(keys[i]);
 	free(keys);
 	free(res);
+	free(ids);
+	free(dels);
+	free(rcs);
+	free(gone);
 	w->npend = 0;
 	w->pend_keys = 0;
 	return rc;

@@ -30,6 +30,12 @@ struct jo_mut_ops {
 				size_t *, bool *, struct jo_err *);
 	int (*slice_deletable)(struct jo_meta *, uint64_t, uint32_t, bool *, struct jo_err *);
 	int (*forget_slice)(struct jo_meta *, uint64_t, uint32_t, struct jo_err *);
+	/* optional: the two above for many slices in one round trip (0: every
+	 * slice answered in out/rcs; else the caller asks slice by slice) */
+	int (*slices_deletable)(struct jo_meta *, const struct jo_slice_id *, size_t, bool *, int *,
+				struct jo_err *);
+	int (*forget_slices)(struct jo_meta *, const struct jo_slice_id *, size_t, int *,
+			     struct jo_err *);
 	int (*inode_exists)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
 	int (*is_detached)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
 	int (*scan_orphan_chunks)(struct jo_meta *, jo_mut_chunk_cb, void *, struct jo_err *);

@@ -93,6 +93,20 @@ int jo_mut_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool *
  * DELETE FROM jfs_chunk_ref WHERE chunkid=id (as doDeleteSlice). */
 int jo_mut_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err);
 
+/*
+ * The two above for n slices, in one round trip where the family can
+ * (Redis: pipelined HGET / HDEL), else one slice after the other. Each
+ * slice gets its own answer: out[i] (deletable) and rcs[i] (0, or the code
+ * of its own failure; *err then says why for the first one). Returns
+ * JO_ECONNECT / JO_ETIMEOUT when the engine went away (nothing to trust in
+ * out/rcs), else 0.
+ */
+struct jo_slice_id;
+int jo_mut_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, size_t n, bool *out,
+			    int *rcs, struct jo_err *err);
+int jo_mut_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n, int *rcs,
+			 struct jo_err *err);
+
 /* Does inode ino exist (Redis EXISTS i{ino}; SQL a jfs_node row)? */
 int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err);
 /* Is ino a detached node (detachedNodes / jfs_detached_node)? */

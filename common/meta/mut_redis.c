@@ -15,6 +15,7 @@
 #include "common/err.h"
 #include "common/meta/redis_internal.h"
 #include "common/meta/meta_internal.h"
+#include "common/meta/meta_compact.h"
 
 #define TXN_RETRIES 50
 
@@ -438,6 +439,88 @@ static int r_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool
 static int r_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)
 {
 	return cmd_ok(m, err, "HDEL %KsliceRef k%llu_%u", (unsigned long long)id, size);
+}
+
+/*
+ * r_slice_deletable / r_forget_slice for many slices: one HGET / HDEL each,
+ * pipelined in runs of up to 1000, so a delete batch costs one round trip
+ * instead of one per slice. Any reply lost (the link went, a redirect the
+ * pipeline could not follow) returns the code and the caller asks slice by
+ * slice; an error reply for one field fails that slice only.
+ */
+#define RD_PIPE_MAX 1000
+
+static int pipe_slices(struct jo_meta *m, const char *fmt, const struct jo_slice_id *v, size_t n,
+		       bool *out, int *rcs, struct jo_err *err)
+{
+	bool told = false;
+
+	for (size_t base = 0; base < n; base += RD_PIPE_MAX) {
+		size_t k = n - base < RD_PIPE_MAX ? n - base : RD_PIPE_MAX;
+
+		for (size_t i = 0; i < k; i++) {
+			if (jo_rd_append(m, fmt, (unsigned long long)v[base + i].id,
+					 v[base + i].size) != REDIS_OK) {
+				for (size_t j = 0; j <= i; j++) {
+					redisReply *r = NULL;
+
+					if (jo_rd_get_reply(m, &r) != REDIS_OK)
+						break;
+					freeReplyObject(r);
+				}
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			}
+		}
+		for (size_t i = 0; i < k; i++) {
+			size_t at = base + i;
+			redisReply *r = NULL;
+			int64_t val;
+
+			if (jo_rd_get_reply(m, &r) != REDIS_OK || !r)
+				return jo_rd_conn_error(m, err, "pipelined sliceRef"); /* the rest went with it */
+			rcs[at] = 0;
+			if (out)
+				out[at] = false;
+			if (r->type == REDIS_REPLY_ERROR) {
+				rcs[at] = JO_EIO;
+				if (!told)
+					jo_err_set(err, JO_EIO, "redis %s: sliceRef k%llu_%u: %.200s",
+						   m->url.redacted, (unsigned long long)v[at].id, v[at].size,
+						   r->str);
+				told = true;
+			} else if (out && r->type == REDIS_REPLY_STRING) {
+				if (reply_i64(r, &val) != 0) {
+					rcs[at] = JO_EPROTO;
+					if (!told)
+						jo_err_set(err, JO_EPROTO, "sliceRef k%llu_%u is not an integer",
+							   (unsigned long long)v[at].id, v[at].size);
+					told = true;
+				} else {
+					out[at] = val < 0;
+				}
+			} else if (out && r->type != REDIS_REPLY_NIL) {
+				rcs[at] = JO_EPROTO;
+				if (!told)
+					jo_err_set(err, JO_EPROTO, "sliceRef k%llu_%u: unexpected reply",
+						   (unsigned long long)v[at].id, v[at].size);
+				told = true;
+			}
+			freeReplyObject(r);
+		}
+	}
+	return 0;
+}
+
+static int r_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, size_t n, bool *out,
+			      int *rcs, struct jo_err *err)
+{
+	return pipe_slices(m, "HGET %KsliceRef k%llu_%u", v, n, out, rcs, err);
+}
+
+static int r_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n, int *rcs,
+			   struct jo_err *err)
+{
+	return pipe_slices(m, "HDEL %KsliceRef k%llu_%u", v, n, NULL, rcs, err);
 }
 
 static int r_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
@@ -1095,6 +1178,8 @@ const struct jo_mut_ops jo_rd_mut_ops = {
 	.cleanup_delslice = r_cleanup_delslice,
 	.slice_deletable = r_slice_deletable,
 	.forget_slice = r_forget_slice,
+	.slices_deletable = r_slices_deletable,
+	.forget_slices = r_forget_slices,
 	.inode_exists = r_inode_exists,
 	.is_detached = r_is_detached,
 	.scan_orphan_chunks = r_scan_orphan_chunks,

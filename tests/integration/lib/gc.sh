@@ -647,3 +647,63 @@ PY
 	"$JO_BIN" gc "$meta" --reset-tasks >/dev/null 2>&1 || rc=$?
 	[ $rc = 2 ] || jo_die "--reset-tasks without --delete: exit $rc, expected 2"
 }
+
+# gc_bad_ref META BUCKET NAME (Redis): a delete batch in which one slice's
+# count became unreadable after planning (HSET sliceRef F x). The worker
+# re-reads every count of the batch before deleting (pipelined on Redis):
+# that slice alone must fail (exit 4, "partial", its blocks kept, a warning
+# naming it), the others are deleted and forgotten. Once the count says -1
+# again, a new run finishes it and the volume ends clean.
+gc_bad_ref() {
+	local meta=$1 bucket=$2 name=$3
+	local mp=$JO_T/mnt-$name field id rc=0
+	jfs_format "$meta" "$bucket" "$name" --trash-days 0
+	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0
+	python3 - "$mp" <<'PY'
+import os, random, sys
+r = random.Random(5)
+for i in range(30):
+    with open(os.path.join(sys.argv[1], "f%02d" % i), "wb") as f:
+        f.write(r.randbytes(r.randrange(5000, 20000)))
+PY
+	rm -f "$mp"/f*
+	jfs_umount "$mp"
+	"$JO_BIN" gc "$meta" --plan --delete --json >"$JO_T/badref-plan.json" || jo_die "$name: plan failed"
+	field=$(gc_redis_cli "$meta" HGETALL sliceRef | python3 -c '
+import sys
+v = sys.stdin.read().split()
+neg = [k for k, c in zip(v[0::2], v[1::2]) if c.lstrip("-").isdigit() and int(c) < 0]
+assert len(neg) >= 10, neg
+print(sorted(neg)[len(neg) // 2])')
+	id=${field#k}
+	id=${id%%_*}
+	gc_redis_cli "$meta" HSET sliceRef "$field" x >/dev/null
+	gc_bucket_keys "$bucket" "$name" >"$JO_T/badref-before.txt"
+	"$JO_BIN" gc "$meta" --worker --delete --json >"$JO_T/badref-work.json" 2>"$JO_T/badref-work.err" || rc=$?
+	[ "$rc" = 4 ] || { cat "$JO_T/badref-work.err" >&2; jo_die "$name: expected exit 4 (partial), got $rc"; }
+	grep -q "slice $id: .*not an integer" "$JO_T/badref-work.err" ||
+		{ cat "$JO_T/badref-work.err" >&2; jo_die "$name: no warning names slice $id"; }
+	gc_bucket_keys "$bucket" "$name" >"$JO_T/badref-after.txt"
+	python3 - "$JO_T/badref-before.txt" "$JO_T/badref-after.txt" "$JO_T/badref-work.json" "$id" <<'PY' ||
+import json, sys
+before = set(open(sys.argv[1]).read().split())
+after = set(open(sys.argv[2]).read().split())
+s = json.loads(open(sys.argv[3]).read().splitlines()[-1])
+sid = sys.argv[4]
+mine = {k for k in before if k.rsplit("/", 1)[1].startswith(sid + "_")}
+assert mine, "no block of slice %s before" % sid
+assert after == mine, ("left", sorted(after), "expected", sorted(mine))
+assert s["status"] == "partial" and s["errors"] >= 1, s
+assert s["objects"] == len(before) - len(mine), (s["objects"], len(before), len(mine))
+PY
+		jo_die "$name: the unreadable count did not fail its slice alone"
+	# the others' counts were forgotten; the bad one is still there
+	[ "$(gc_redis_cli "$meta" HLEN sliceRef)" = 1 ] || jo_die "$name: counts left: $(gc_redis_cli "$meta" HKEYS sliceRef)"
+	gc_redis_cli "$meta" HSET sliceRef "$field" -1 >/dev/null
+	"$JO_BIN" gc "$meta" --delete --json >"$JO_T/badref-again.json" || jo_die "$name: the run after the repair failed"
+	[ -z "$(gc_bucket_keys "$bucket" "$name")" ] || jo_die "$name: blocks left after the repair"
+	gc_juicefs_gc "$meta" "$JO_T/gc-badref.log"
+	[ "$(gc_count "$JO_T/gc-badref.log" pending)" = 0 ] && [ "$(gc_count "$JO_T/gc-badref.log" leaked)" = 0 ] ||
+		jo_die "$name: juicefs gc finds pending or leaked objects after the repair"
+	echo "$name: one unreadable count failed its slice alone, the rest of the batch went" >&2
+}
