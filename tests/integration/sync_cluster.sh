@@ -172,7 +172,7 @@ for w in a1 a2 a3 a4; do start_worker $w; done
 	done
 ) >"$JO_T/samples.txt" &
 SAMPLER=$!
-# a fifth worker joins 3 s in; a random worker is SIGKILLed and replaced at
+# a fifth worker joins as soon as the ranges are planned; a random worker is SIGKILLed and replaced at
 # 1.5 s and at 2.5 s, then each half second with probability 1/5 (at most 6
 # kills): a short job still sees two kills (with chance alone, a 9 s job had
 # fewer than two about one run in four)
@@ -182,8 +182,13 @@ for tick in $(seq 1 600); do
 	alive=()
 	for w in "${!WPID[@]}"; do kill -0 "${WPID[$w]}" 2>/dev/null && alive+=("$w"); done
 	[ ${#alive[@]} -gt 0 ] || break
-	if [ $late = 0 ] && [ $((SECONDS - t0)) -ge 3 ]; then
-		late_at=$(status_json "$CO" migration-a 2>/dev/null | jq -r '"\(.state) \(.ranges.done)/\(.ranges.planned)"') || late_at=
+	# it joins at the first look that finds the ranges planned: joining at a
+	# fixed 3 s, it once found the last 7 ranges all leased by the others (a
+	# fast machine had done 9 of 16 by then) and never got one
+	if [ $late = 0 ]; then
+		late_at=$(status_json "$CO" migration-a 2>/dev/null |
+			jq -r '"\(.state) \(.ranges.done)/\(.ranges.planned) (\(.ranges.pending) unclaimed)"') ||
+			late_at=
 		case $late_at in
 		planning* | "") ;; # not planned yet: join once it is
 		*) start_worker a-late; late=1 ;;
