@@ -124,87 +124,57 @@ int jo_mut_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo
 	return o->forget_slice(m, id, size, err);
 }
 
-static bool engine_gone(int rc)
+/*
+ * Both batch calls: the family's one-round-trip form when it has one and
+ * it got through, else slice by slice (a lost link, a redirect: re-reading
+ * a count or forgetting it twice is harmless). out NULL: forget.
+ */
+static int each_slice(struct jo_meta *m, const struct jo_slice_id *v, size_t n, bool *out,
+		      int *rcs, struct jo_err *err)
 {
-	return rc == JO_ECONNECT || rc == JO_ETIMEOUT;
+	const struct jo_mut_ops *o = m->ops->mut;
+	struct jo_err e = { 0 };
+	int rc = -1;
+
+	if (n == 0)
+		return 0;
+	if (out && o->slices_deletable)
+		rc = o->slices_deletable(m, v, n, out, rcs, &e);
+	else if (!out && o->forget_slices)
+		rc = o->forget_slices(m, v, n, rcs, &e);
+	if (rc == 0) {
+		if (e.code)   /* set only by a slice's own failure */
+			*err = e;
+		return 0;
+	}
+	jo_err_clear(err);
+	for (size_t i = 0; i < n; i++) {
+		jo_err_clear(&e);
+		rc = out ? o->slice_deletable(m, v[i].id, v[i].size, &out[i], &e)
+			 : o->forget_slice(m, v[i].id, v[i].size, &e);
+		if (rc == JO_ECONNECT || rc == JO_ETIMEOUT) {
+			*err = e;
+			return rc;
+		}
+		rcs[i] = rc;
+		if (rc && out)
+			out[i] = false;
+		if (rc && !err->code)
+			*err = e;
+	}
+	return 0;
 }
 
 int jo_mut_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, size_t n, bool *out,
 			    int *rcs, struct jo_err *err)
 {
-	const struct jo_mut_ops *o = m->ops->mut;
-	bool told = false;
-
-	if (n == 0)
-		return 0;
-	if (o->slices_deletable) {
-		struct jo_err e = { 0 };
-
-		if (o->slices_deletable(m, v, n, out, rcs, &e) == 0) {
-			for (size_t i = 0; i < n && !told; i++)
-				told = rcs[i] != 0;
-			if (told)
-				*err = e;
-			return 0;
-		}
-		/* the batch did not get through (a lost link, a redirect): each
-		 * slice on its own, as before, reads being safe to repeat */
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct jo_err e = { 0 };
-		int rc = o->slice_deletable(m, v[i].id, v[i].size, &out[i], &e);
-
-		if (engine_gone(rc)) {
-			*err = e;
-			return rc;
-		}
-		rcs[i] = rc;
-		if (rc) {
-			out[i] = false;
-			if (!told) {
-				*err = e;
-				told = true;
-			}
-		}
-	}
-	return 0;
+	return each_slice(m, v, n, out, rcs, err);
 }
 
 int jo_mut_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n, int *rcs,
 			 struct jo_err *err)
 {
-	const struct jo_mut_ops *o = m->ops->mut;
-	bool told = false;
-
-	if (n == 0)
-		return 0;
-	if (o->forget_slices) {
-		struct jo_err e = { 0 };
-
-		if (o->forget_slices(m, v, n, rcs, &e) == 0) {
-			for (size_t i = 0; i < n && !told; i++)
-				told = rcs[i] != 0;
-			if (told)
-				*err = e;
-			return 0;
-		}
-		/* each on its own: forgetting a count twice is forgetting it once */
-	}
-	for (size_t i = 0; i < n; i++) {
-		struct jo_err e = { 0 };
-		int rc = o->forget_slice(m, v[i].id, v[i].size, &e);
-
-		if (engine_gone(rc)) {
-			*err = e;
-			return rc;
-		}
-		rcs[i] = rc;
-		if (rc && !told) {
-			*err = e;
-			told = true;
-		}
-	}
-	return 0;
+	return each_slice(m, v, n, NULL, rcs, err);
 }
 
 int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
