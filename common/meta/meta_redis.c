@@ -103,16 +103,6 @@ static int rs_reserve(redisReply ***rs, size_t *cap, size_t n, struct jo_err *er
 }
 
 /* Drain n pending pipelined replies after an error, to keep the link in sync. */
-static void rdrain(struct jo_meta *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		redisReply *r = NULL;
-		if (jo_rd_get_reply(m, &r) != REDIS_OK)
-			return;
-		freeReplyObject(r);
-	}
-}
-
 static int r_open(struct jo_meta *m, struct jo_err *err)
 {
 	redisReply *r;
@@ -439,7 +429,7 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 		for (uint32_t i = 0; i < k; i++) {
 			if (jo_rd_append(m, "EXISTS %Kc%llu_%u", (unsigned long long)ino,
 					       base + i) != REDIS_OK) {
-				rdrain(m, i);
+				jo_rd_drain(m, i);
 				free(v);
 				free(rs);
 				return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -518,7 +508,7 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		    parse_two(el[i]->str, el[i]->len, 'c', &ino, &indx) != 0 || indx > UINT32_MAX)
 			continue;
 		if (jo_rd_append(m, "LRANGE %K%b 0 -1", el[i]->str, el[i]->len) != REDIS_OK) {
-			rdrain(m, k);
+			jo_rd_drain(m, k);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		}
 		c->ino[k] = ino;
@@ -608,7 +598,7 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		    jo_meta_parse_u64(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
 			continue;
 		if (jo_rd_append(m, "GET %K%b", el[i]->str, el[i]->len) != REDIS_OK) {
-			rdrain(m, k);
+			jo_rd_drain(m, k);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		}
 		c->ino[k++] = ino;
@@ -890,7 +880,7 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 			continue;
 		if (jo_rd_append(m, "HGET %KsessionInfos %b", el[i]->str, el[i]->len) !=
 		    REDIS_OK) {
-			rdrain(m, k);
+			jo_rd_drain(m, k);
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		}
 		c->sid[k] = sid;

@@ -1359,6 +1359,17 @@ int jo_rd_get_reply(struct jo_meta *m, redisReply **out)
 	return REDIS_OK;
 }
 
+void jo_rd_drain(struct jo_meta *m, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		redisReply *r = NULL;
+
+		if (jo_rd_get_reply(m, &r) != REDIS_OK)
+			return;
+		freeReplyObject(r);
+	}
+}
+
 int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
 {
 	struct rd *d = RD(m);

@@ -32,6 +32,8 @@ struct redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **
 				      const size_t *lens);
 int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
 int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
+/* Read and drop n pipelined replies (after a failed append), up to the first lost one. */
+void jo_rd_drain(struct jo_meta *m, size_t n);
 /* The key prefix ("" or "{DB}") and its length. */
 const char *jo_rd_prefix(struct jo_meta *m, size_t *len);
 /* A key name from SCAN without the prefix (in place); false: not ours. */

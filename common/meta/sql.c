@@ -59,27 +59,38 @@ int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct j
 {
 	struct jo_sql *s = jo_sql_of(m);
 	const char *pfx = s->pfx, *fu = s->drv->dialect->for_update;
-	char sql[2048], ours[96];
-	size_t o = 0;
+	char stack[2048], ours[96], *sql = stack;
+	size_t o = 0, need = 1;
+	int rc;
 
 	*st = NULL;
 	/* "jfs_" -> "jfsops_gc_"; "jfs_X_" -> "jfsops_X_gc_" */
 	snprintf(ours, sizeof(ours), "jfsops_%s%s_", strncmp(pfx, "jfs_", 4) == 0 ? pfx + 4 : pfx,
 		 ns ? ns : "");
-	for (const char *p = tmpl; *p; p++) {
-		const char *sub = *p == '@' ? pfx : *p == '#' ? ours : *p == '~' ? fu : NULL;
-		size_t l = sub ? strlen(sub) : 1;
+	for (int pass = 0; pass < 2; pass++) {
+		for (const char *p = tmpl; *p; p++) {
+			const char *sub = *p == '@' ? pfx : *p == '#' ? ours : *p == '~' ? fu : NULL;
+			size_t l = sub ? strlen(sub) : 1;
 
-		if (o + l + 1 >= sizeof(sql))
-			return jo_err_set(err, JO_EINVAL, "sql statement too long");
-		if (sub)
-			memcpy(sql + o, sub, l);
-		else
-			sql[o] = *p;
-		o += l;
+			if (pass == 0) {
+				need += l;
+				continue;
+			}
+			if (sub)
+				memcpy(sql + o, sub, l);
+			else
+				sql[o] = *p;
+			o += l;
+		}
+		/* a statement longer than the stack buffer (a batch's id list) */
+		if (pass == 0 && need > sizeof(stack) && !(sql = malloc(need)))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	sql[o] = '\0';
-	return noted(s, s->drv->prepare(s->c, sql, st, err));
+	rc = noted(s, s->drv->prepare(s->c, sql, st, err));
+	if (sql != stack)
+		free(sql);
+	return rc;
 }
 
 void jo_sql_i64(struct jo_meta *m, struct jo_sqls *st, int i, int64_t v)

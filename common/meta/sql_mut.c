@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/meta/meta_compact.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/sql_internal.h"
 
@@ -326,6 +327,90 @@ static int s_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct 
 	return write1(m, "DELETE FROM @chunk_ref WHERE chunkid=?", (int64_t)id, err);
 }
 
+/*
+ * s_slice_deletable / s_forget_slice for many slices: one statement per run
+ * of up to SQL_BATCH ids (the ids are our own integers, written into the
+ * statement as literals: the drivers bind at most 16 parameters). A failed
+ * statement returns its code and the caller asks slice by slice.
+ */
+#define SQL_BATCH 256
+
+static int id_list(struct jo_meta *m, const char *head, const struct jo_slice_id *v, size_t k,
+		   struct jo_sqls **st, struct jo_err *err)
+{
+	size_t cap = strlen(head) + k * 21 + 2, o;
+	char *q = malloc(cap);
+	int rc;
+
+	if (!q)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	o = (size_t)snprintf(q, cap, "%s", head);
+	for (size_t i = 0; i < k; i++)
+		o += (size_t)snprintf(q + o, cap - o, "%s%lld", i ? "," : "", (long long)(int64_t)v[i].id);
+	snprintf(q + o, cap - o, ")");
+	rc = jo_sql_prep(m, NULL, st, err, q);
+	free(q);
+	return rc;
+}
+
+static int s_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, size_t n, bool *out,
+			      int *rcs, struct jo_err *err)
+{
+	for (size_t base = 0; base < n; base += SQL_BATCH) {
+		size_t k = n - base < SQL_BATCH ? n - base : SQL_BATCH;
+		struct jo_sqls *st;
+		int rc = id_list(m, "SELECT chunkid, refs FROM @chunk_ref WHERE chunkid IN (",
+				 v + base, k, &st, err);
+
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < k; i++) {
+			out[base + i] = false; /* no row: nothing to delete (as one slice) */
+			rcs[base + i] = 0;
+		}
+		while ((rc = jo_sql_step(m, st, err)) == 1) {
+			uint64_t id = (uint64_t)jo_sql_col_i64(m, st, 0);
+			int64_t refs = jo_sql_col_i64(m, st, 1);
+
+			for (size_t i = 0; i < k; i++) /* an id may be listed twice */
+				if (v[base + i].id == id)
+					out[base + i] = refs <= 0;
+		}
+		jo_sql_free(m, st);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+static int s_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n, int *rcs,
+			   struct jo_err *err)
+{
+	for (size_t base = 0; base < n; base += SQL_BATCH) {
+		size_t k = n - base < SQL_BATCH ? n - base : SQL_BATCH;
+		int rc;
+
+		for (int attempt = 0;; attempt++) {
+			struct jo_sqls *st;
+
+			rc = id_list(m, "DELETE FROM @chunk_ref WHERE chunkid IN (", v + base, k, &st,
+				     err);
+			if (rc == 0) {
+				rc = jo_sql_step(m, st, err);
+				rc = rc < 0 ? rc : 0;
+				jo_sql_free(m, st);
+			}
+			if (rc == 0 || attempt + 1 >= JO_SQL_TXN_TRIES || !jo_sql_retry(m, attempt))
+				break;
+		}
+		if (rc)
+			return rc; /* the rest slice by slice: a second DELETE of a row is none */
+		for (size_t i = 0; i < k; i++)
+			rcs[base + i] = 0;
+	}
+	return 0;
+}
+
 static int s_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
 	return exists1(m, "SELECT 1 FROM @node WHERE inode=?", ino, out, err);
@@ -353,6 +438,8 @@ const struct jo_mut_ops jo_sql_mut_ops = {
 	.cleanup_delslice = s_cleanup_delslice,
 	.slice_deletable = s_slice_deletable,
 	.forget_slice = s_forget_slice,
+	.slices_deletable = s_slices_deletable,
+	.forget_slices = s_forget_slices,
 	.inode_exists = s_inode_exists,
 	.is_detached = s_is_detached,
 	.scan_orphan_chunks = s_scan_orphan_chunks,

@@ -17,6 +17,8 @@
 
 #include "common/err.h"
 #include "common/meta/meta.h"
+#include "common/meta/meta_compact.h"
+#include "common/meta/meta_mut.h"
 
 static char dir[256], url[512], jfs[1024];
 
@@ -340,6 +342,93 @@ static void test_text_slices(void **state)
 	jo_meta_close(m);
 }
 
+/*
+ * The gc delete batch (jo_mut_slices_deletable / jo_mut_forget_slices): 600
+ * slices, more than one statement's run, each with its own answer; an id
+ * listed twice gets the same one; an id with no row is not deletable. On a
+ * copy of the db.
+ */
+static void test_batch_slices(void **state)
+{
+	enum { N = 600 };
+	char cpy[512], curl[600];
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	struct jo_slice_id *v = calloc(N + 2, sizeof(*v));
+	bool *out = calloc(N + 2, sizeof(*out));
+	int *rcs = calloc(N + 2, sizeof(*rcs));
+	sqlite3 *db;
+	sqlite3_stmt *st;
+
+	(void)state;
+	assert_non_null(v);
+	assert_non_null(out);
+	assert_non_null(rcs);
+	snprintf(cpy, sizeof(cpy), "%s/batch.db", dir);
+	sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\"", dir, cpy);
+	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
+	assert_int_equal(sqlite3_open(cpy, &db), SQLITE_OK);
+	/* ids 1000000+i: refs 0 (deletable) for even i, 1 for odd i; i % 7 == 3 has no row */
+	for (int i = 0; i < N; i++) {
+		char sql[160];
+
+		v[i].id = 1000000 + (uint64_t)i;
+		v[i].size = 4096;
+		if (i % 7 == 3)
+			continue;
+		snprintf(sql, sizeof(sql), "INSERT INTO jfs_chunk_ref (chunkid, size, refs) "
+			 "VALUES (%d, 4096, %d)", 1000000 + i, i % 2);
+		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	}
+	v[N] = v[10];     /* listed twice, in another run */
+	v[N + 1] = v[511];
+	assert_int_equal(jo_meta_open(&m, curl, &err), 0);
+	assert_int_equal(jo_mut_slices_deletable(m, v, N + 2, out, rcs, &err), 0);
+	for (int i = 0; i < N + 2; i++) {
+		int j = i < N ? i : i == N ? 10 : 511;
+
+		assert_int_equal(rcs[i], 0);
+		if (out[i] != (j % 2 == 0 && j % 7 != 3))
+			fail_msg("slice %d: deletable %d", i, out[i]);
+	}
+	/* forget the deletable ones (and one id twice): exactly their rows go */
+	{
+		struct jo_slice_id *del = calloc(N + 1, sizeof(*del));
+		size_t nd = 0;
+		int left = -1;
+
+		assert_non_null(del);
+		for (int i = 0; i < N; i++)
+			if (out[i])
+				del[nd++] = v[i];
+		del[nd++] = v[10];
+		assert_int_equal(jo_mut_forget_slices(m, del, nd, rcs, &err), 0);
+		for (size_t i = 0; i < nd; i++)
+			assert_int_equal(rcs[i], 0);
+		assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*), sum(refs) FROM jfs_chunk_ref "
+						    "WHERE chunkid >= 1000000", -1, &st, NULL),
+				 SQLITE_OK);
+		assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+		left = sqlite3_column_int(st, 0);
+		/* the odd ids with a row remain, each with refs 1 */
+		{
+			int want = 0;
+
+			for (int i = 0; i < N; i++)
+				want += i % 2 == 1 && i % 7 != 3;
+			assert_int_equal(left, want);
+			assert_int_equal(sqlite3_column_int(st, 1), want);
+		}
+		sqlite3_finalize(st);
+		free(del);
+	}
+	sqlite3_close(db);
+	jo_meta_close(m);
+	free(v);
+	free(out);
+	free(rcs);
+}
+
 static void test_open_errors(void **state)
 {
 	struct jo_meta *m = NULL;
@@ -415,6 +504,7 @@ int main(void)
 		cmocka_unit_test(test_tree),
 		cmocka_unit_test(test_scans),
 		cmocka_unit_test(test_text_slices),
+		cmocka_unit_test(test_batch_slices),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_locked),
 	};
