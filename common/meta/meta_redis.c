@@ -102,7 +102,6 @@ static int rs_reserve(redisReply ***rs, size_t *cap, size_t n, struct jo_err *er
 	return 0;
 }
 
-/* Drain n pending pipelined replies after an error, to keep the link in sync. */
 static int r_open(struct jo_meta *m, struct jo_err *err)
 {
 	redisReply *r;

@@ -54,39 +54,43 @@ static int noted(struct jo_sql *s, int rc)
 }
 
 
+/* tmpl with '@' -> pfx, '#' -> ours, '~' -> fu into out (NULL: only measure); its length. */
+static size_t expand(const char *tmpl, const char *pfx, const char *ours, const char *fu,
+		     char *out)
+{
+	size_t o = 0;
+
+	for (const char *p = tmpl; *p; p++) {
+		const char *sub = *p == '@' ? pfx : *p == '#' ? ours : *p == '~' ? fu : NULL;
+		size_t l = sub ? strlen(sub) : 1;
+
+		if (out)
+			memcpy(out + o, sub ? sub : p, l);
+		o += l;
+	}
+	if (out)
+		out[o] = '\0';
+	return o;
+}
+
 int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct jo_err *err,
 		const char *tmpl)
 {
 	struct jo_sql *s = jo_sql_of(m);
 	const char *pfx = s->pfx, *fu = s->drv->dialect->for_update;
 	char stack[2048], ours[96], *sql = stack;
-	size_t o = 0, need = 1;
+	size_t need;
 	int rc;
 
 	*st = NULL;
 	/* "jfs_" -> "jfsops_gc_"; "jfs_X_" -> "jfsops_X_gc_" */
 	snprintf(ours, sizeof(ours), "jfsops_%s%s_", strncmp(pfx, "jfs_", 4) == 0 ? pfx + 4 : pfx,
 		 ns ? ns : "");
-	for (int pass = 0; pass < 2; pass++) {
-		for (const char *p = tmpl; *p; p++) {
-			const char *sub = *p == '@' ? pfx : *p == '#' ? ours : *p == '~' ? fu : NULL;
-			size_t l = sub ? strlen(sub) : 1;
-
-			if (pass == 0) {
-				need += l;
-				continue;
-			}
-			if (sub)
-				memcpy(sql + o, sub, l);
-			else
-				sql[o] = *p;
-			o += l;
-		}
-		/* a statement longer than the stack buffer (a batch's id list) */
-		if (pass == 0 && need > sizeof(stack) && !(sql = malloc(need)))
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
-	sql[o] = '\0';
+	need = expand(tmpl, pfx, ours, fu, NULL) + 1;
+	/* a statement longer than the stack buffer (a batch's id list) */
+	if (need > sizeof(stack) && !(sql = malloc(need)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	expand(tmpl, pfx, ours, fu, sql);
 	rc = noted(s, s->drv->prepare(s->c, sql, st, err));
 	if (sql != stack)
 		free(sql);

@@ -196,15 +196,21 @@ static int s_delfile_exists(struct jo_meta *m, uint64_t ino, uint64_t length, bo
 	return exists1(m, "SELECT 1 FROM @delfile WHERE inode=?", ino, out, err);
 }
 
-/* One-statement write (autocommit), tried again on a lock conflict. */
-static int write1(struct jo_meta *m, const char *tmpl, int64_t a, struct jo_err *err)
+/* One-statement write (autocommit) of the n integers of v, tried again on a lock conflict. */
+static int write_n(struct jo_meta *m, const char *tmpl, const int64_t *v, int n,
+		   struct jo_err *err)
 {
 	for (int attempt = 0;; attempt++) {
-		int rc = jo_sql_run(m, NULL, tmpl, &a, 1, NULL, 0, NULL, 0, NULL, NULL, err);
+		int rc = jo_sql_run(m, NULL, tmpl, v, n, NULL, 0, NULL, 0, NULL, NULL, err);
 
 		if (rc == 0 || attempt + 1 >= JO_SQL_TXN_TRIES || !jo_sql_retry(m, attempt))
 			return rc;
 	}
+}
+
+static int write1(struct jo_meta *m, const char *tmpl, int64_t a, struct jo_err *err)
+{
+	return write_n(m, tmpl, &a, 1, err);
 }
 
 static int s_remove_delfile(struct jo_meta *m, uint64_t ino, uint64_t length, struct jo_err *err)
@@ -335,22 +341,19 @@ static int s_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct 
  */
 #define SQL_BATCH 256
 
-static int id_list(struct jo_meta *m, const char *head, const struct jo_slice_id *v, size_t k,
-		   struct jo_sqls **st, struct jo_err *err)
+/* head followed by the k ids, comma-separated, and ")"; NULL when out of memory. */
+static char *id_list(const char *head, const struct jo_slice_id *v, size_t k)
 {
 	size_t cap = strlen(head) + k * 21 + 2, o;
 	char *q = malloc(cap);
-	int rc;
 
 	if (!q)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
+		return NULL;
 	o = (size_t)snprintf(q, cap, "%s", head);
 	for (size_t i = 0; i < k; i++)
 		o += (size_t)snprintf(q + o, cap - o, "%s%lld", i ? "," : "", (long long)(int64_t)v[i].id);
 	snprintf(q + o, cap - o, ")");
-	rc = jo_sql_prep(m, NULL, st, err, q);
-	free(q);
-	return rc;
+	return q;
 }
 
 static int s_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, size_t n, bool *out,
@@ -358,10 +361,14 @@ static int s_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, si
 {
 	for (size_t base = 0; base < n; base += SQL_BATCH) {
 		size_t k = n - base < SQL_BATCH ? n - base : SQL_BATCH;
+		char *q = id_list("SELECT chunkid, refs FROM @chunk_ref WHERE chunkid IN (", v + base, k);
 		struct jo_sqls *st;
-		int rc = id_list(m, "SELECT chunkid, refs FROM @chunk_ref WHERE chunkid IN (",
-				 v + base, k, &st, err);
+		int rc;
 
+		if (!q)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		rc = jo_sql_prep(m, NULL, &st, err, q);
+		free(q);
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < k; i++) {
@@ -388,21 +395,13 @@ static int s_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_
 {
 	for (size_t base = 0; base < n; base += SQL_BATCH) {
 		size_t k = n - base < SQL_BATCH ? n - base : SQL_BATCH;
+		char *q = id_list("DELETE FROM @chunk_ref WHERE chunkid IN (", v + base, k);
 		int rc;
 
-		for (int attempt = 0;; attempt++) {
-			struct jo_sqls *st;
-
-			rc = id_list(m, "DELETE FROM @chunk_ref WHERE chunkid IN (", v + base, k, &st,
-				     err);
-			if (rc == 0) {
-				rc = jo_sql_step(m, st, err);
-				rc = rc < 0 ? rc : 0;
-				jo_sql_free(m, st);
-			}
-			if (rc == 0 || attempt + 1 >= JO_SQL_TXN_TRIES || !jo_sql_retry(m, attempt))
-				break;
-		}
+		if (!q)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		rc = write_n(m, q, NULL, 0, err);
+		free(q);
 		if (rc)
 			return rc; /* the rest slice by slice: a second DELETE of a row is none */
 		for (size_t i = 0; i < k; i++)
