@@ -73,7 +73,7 @@ static const char warmup_usage[] =
 	"                       (default: none, the volume root)\n"
 	"  -p, --threads N      blocks read in parallel (default 8); also the\n"
 	"                       parallelism asked of the mount by --check/--evict\n"
-	"      --mem-limit SIZE memory for sorting block records (default 64M)\n"
+	"      --mem-limit SIZE most memory for sorting block records (default 64M)\n"
 	"      --json           JSON lines: one per block with --dry-run and\n"
 	"                       --check, errors, and a summary (default: text)\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics at the end of\n"

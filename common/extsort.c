@@ -26,6 +26,17 @@
 /* Compression context at low levels with the small window (estimate). */
 #define XS_CCTX_COST ((size_t)(1u << XS_WINDOW_LOG) * 3 + (256u << 10))
 #define XS_CANCEL_EVERY 65536
+/*
+ * A fill buffer starts at XS_START_BUF and doubles after every XS_GROW_RUNS
+ * runs written at its size, up to the budget: memory follows the input (about
+ * a 32nd of what was added so far) instead of taking the whole budget for any
+ * input above a megabyte. On a large input the buffers reach the budget after
+ * a few hundred small runs, which the merge folds in with the rest.
+ */
+#define XS_START_BUF (1u << 20)
+#define XS_GROW_RUNS 32
+/* Fewest runs a merge opens at once while the buffers are still growing. */
+#define XS_MIN_FANIN 8
 
 /*
  * One buffered record: a prefix for fast byte-order compares, and where it
@@ -75,7 +86,9 @@ struct xs_job {
 
 struct jo_xsort {
 	size_t mem_limit;
-	size_t buf_budget;        /* per fill buffer */
+	size_t buf_budget;        /* per fill buffer, now */
+	size_t buf_max;           /* per fill buffer, at most */
+	unsigned runs_at_budget;  /* runs written since buf_budget last grew */
 	jo_xsort_cmp_fn cmp;
 	void *cmp_payload;
 	int level;
@@ -743,7 +756,8 @@ int jo_xsort_new(struct jo_xsort **out, const struct jo_xsort_opts *opts, struct
 	size_t fixed = XS_CCTX_COST + 2 * XS_IO_BUF;
 	size_t avail = s->mem_limit > fixed + XS_MIN_MEM / 2 ? s->mem_limit - fixed : XS_MIN_MEM / 2;
 
-	s->buf_budget = s->threaded ? avail / 2 : avail;
+	s->buf_max = s->threaded ? avail / 2 : avail;
+	s->buf_budget = s->buf_max < XS_START_BUF ? s->buf_max : XS_START_BUF;
 	s->cmp = opts->cmp;
 	s->cmp_payload = opts->cmp_payload;
 	s->level = opts->zstd_level > 0 ? opts->zstd_level : 1;
@@ -814,6 +828,10 @@ static int spill(struct jo_xsort *s, struct jo_err *err)
 	unsigned run = s->runs_made;
 
 	s->runs_made = run + 1;
+	if (++s->runs_at_budget >= XS_GROW_RUNS && s->buf_budget < s->buf_max) {
+		s->buf_budget = s->buf_budget > s->buf_max / 2 ? s->buf_max : 2 * s->buf_budget;
+		s->runs_at_budget = 0;
+	}
 	if (s->threaded) {
 
 		s->job.s = s;
@@ -911,6 +929,22 @@ int jo_xsort_add(struct jo_xsort *s, const void *rec, size_t len, struct jo_err 
 	return 0;
 }
 
+/*
+ * Memory for the merge's readers: the whole budget once the fill buffers
+ * have grown to it; before that what they grew to, but never fewer than
+ * XS_MIN_FANIN readers' worth (a merge of two at a time would be slow).
+ */
+static size_t merge_mem(const struct jo_xsort *s)
+{
+	size_t m = (s->threaded ? 2 : 1) * s->buf_budget;
+
+	if (s->buf_budget >= s->buf_max)
+		return s->mem_limit;
+	if (m < XS_MIN_FANIN * XS_READER_COST)
+		m = XS_MIN_FANIN * XS_READER_COST;
+	return m < s->mem_limit ? m : s->mem_limit;
+}
+
 static void buf_release(struct xs_buf *b)
 {
 	free(b->arena);
@@ -949,7 +983,7 @@ int jo_xsort_finish(struct jo_xsort *s, struct jo_err *err)
 	buf_release(&s->bufs[0]);
 	buf_release(&s->bufs[1]);
 
-	size_t fanin = s->mem_limit / XS_READER_COST;
+	size_t fanin = merge_mem(s) / XS_READER_COST;
 
 	if (fanin < 2)
 		fanin = 2;

@@ -21,7 +21,11 @@
  *
  * Memory: opts.mem_limit bounds the record buffer, its index and the merge
  * buffers (zstd streams, read buffers). Expect the process RSS to exceed the
- * budget by the allocator's slack only.
+ * budget by the allocator's slack only. The budget is a ceiling, not a size:
+ * the buffer starts at 1 MiB and doubles after every 32 runs written at its
+ * size, so an input uses about a 32nd of its size in memory until it reaches
+ * the budget, and the merge opens as many runs at once as that memory allows
+ * (at least 8).
  *
  * Threading: one handle belongs to one thread. opts.threads > 1 sorts and
  * writes a full buffer in a background thread while the caller fills the
