@@ -936,10 +936,10 @@ int jo_xsort_add(struct jo_xsort *s, const void *rec, size_t len, struct jo_err 
  */
 static size_t merge_mem(const struct jo_xsort *s)
 {
-	size_t m = (s->threaded ? 2 : 1) * s->buf_budget;
-
 	if (s->buf_budget >= s->buf_max)
 		return s->mem_limit;
+	size_t m = (s->threaded ? 2 : 1) * s->buf_budget;
+
 	if (m < XS_MIN_FANIN * XS_READER_COST)
 		m = XS_MIN_FANIN * XS_READER_COST;
 	return m < s->mem_limit ? m : s->mem_limit;
