@@ -13,8 +13,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <jansson.h>
 
 #include "common/cancel.h"
@@ -22,6 +20,7 @@
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/object/object.h"
+#include "leakcheck/la.h"
 
 #define DEL_GROUP 1000000         /* candidates re-checked per metadata scan */
 #define DEL_MAX_LINE (64u << 10)
@@ -43,6 +42,7 @@ struct delctx {
 	const struct leak_delete_opts *o;
 	struct leak_delete_stats *st;
 	FILE *audit;
+	const struct jo_la *la;   /* libarchive, loaded for a quarantine */
 	struct archive *ar;
 	char *ar_tmp;
 	char *ar_path;
@@ -241,12 +241,18 @@ static int archive_open(struct delctx *d, struct jo_err *err)
 	if (access(d->ar_path, F_OK) == 0)
 		return jo_err_set(err, JO_EINVAL, "quarantine archive '%s' already exists",
 				  d->ar_path);
-	d->ar = archive_write_new();
-	if (!d->ar || archive_write_add_filter_zstd(d->ar) != ARCHIVE_OK ||
-	    archive_write_set_format_pax_restricted(d->ar) != ARCHIVE_OK ||
-	    archive_write_open_filename(d->ar, d->ar_tmp) != ARCHIVE_OK)
+	if (!d->la) {
+		int rc = jo_la_load(&d->la, err);
+
+		if (rc)
+			return rc;
+	}
+	d->ar = d->la->archive_write_new();
+	if (!d->ar || d->la->archive_write_add_filter_zstd(d->ar) != ARCHIVE_OK ||
+	    d->la->archive_write_set_format_pax_restricted(d->ar) != ARCHIVE_OK ||
+	    d->la->archive_write_open_filename(d->ar, d->ar_tmp) != ARCHIVE_OK)
 		return jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
-				  d->ar ? archive_error_string(d->ar) : "out of memory");
+				  d->ar ? d->la->archive_error_string(d->ar) : "out of memory");
 	return 0;
 }
 
@@ -255,10 +261,10 @@ static int archive_commit(struct delctx *d, struct jo_err *err)
 {
 	int fd, rc = 0;
 
-	if (archive_write_close(d->ar) != ARCHIVE_OK)
+	if (d->la->archive_write_close(d->ar) != ARCHIVE_OK)
 		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
-				archive_error_string(d->ar));
-	archive_write_free(d->ar);
+				d->la->archive_error_string(d->ar));
+	d->la->archive_write_free(d->ar);
 	d->ar = NULL;
 	if (rc)
 		return rc;
@@ -279,7 +285,7 @@ static int archive_commit(struct delctx *d, struct jo_err *err)
 static void archive_abort(struct delctx *d)
 {
 	if (d->ar) {
-		archive_write_free(d->ar);
+		d->la->archive_write_free(d->ar);
 		d->ar = NULL;
 		(void)unlink(d->ar_tmp); /* an incomplete archive protects nothing */
 	}
@@ -305,21 +311,21 @@ static int quarantine_one(struct delctx *d, struct cand *c, struct jo_err *err)
 		snprintf(c->fail, sizeof(c->fail), "failed: quarantine get: %.120s", e.msg);
 		return 0;
 	}
-	ae = archive_entry_new();
+	ae = d->la->archive_entry_new();
 	if (!ae) {
 		free(data);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	archive_entry_set_pathname(ae, c->key);
-	archive_entry_set_filetype(ae, AE_IFREG);
-	archive_entry_set_perm(ae, 0644);
-	archive_entry_set_size(ae, (la_int64_t)len);
-	archive_entry_set_mtime(ae, c->mtime, 0);
-	if (archive_write_header(d->ar, ae) != ARCHIVE_OK ||
-	    (len && archive_write_data(d->ar, data, len) != (la_ssize_t)len))
+	d->la->archive_entry_set_pathname(ae, c->key);
+	d->la->archive_entry_set_filetype(ae, AE_IFREG);
+	d->la->archive_entry_set_perm(ae, 0644);
+	d->la->archive_entry_set_size(ae, (la_int64_t)len);
+	d->la->archive_entry_set_mtime(ae, c->mtime, 0);
+	if (d->la->archive_write_header(d->ar, ae) != ARCHIVE_OK ||
+	    (len && d->la->archive_write_data(d->ar, data, len) != (la_ssize_t)len))
 		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
-				archive_error_string(d->ar));
-	archive_entry_free(ae);
+				d->la->archive_error_string(d->ar));
+	d->la->archive_entry_free(ae);
 	free(data);
 	if (!rc)
 		d->st->quarantined++;
@@ -521,23 +527,28 @@ out:
 
 int leak_restore(struct jo_vol *v, const char *path, uint64_t *restored, struct jo_err *err)
 {
-	struct archive *a = archive_read_new();
+	const struct jo_la *la;
+	struct archive *a;
 	struct archive_entry *ae;
 	uint8_t *buf = NULL;
-	int rc = 0, r;
+	int rc, r;
 
 	*restored = 0;
+	rc = jo_la_load(&la, err);
+	if (rc)
+		return rc;
+	a = la->archive_read_new();
 	if (!a)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	if (archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-		rc = jo_err_set(err, JO_EIO, "open archive '%s': %s", path, archive_error_string(a));
+	la->archive_read_support_filter_all(a);
+	la->archive_read_support_format_tar(a);
+	if (la->archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
+		rc = jo_err_set(err, JO_EIO, "open archive '%s': %s", path, la->archive_error_string(a));
 		goto out;
 	}
-	while ((r = archive_read_next_header(a, &ae)) == ARCHIVE_OK) {
-		const char *key = archive_entry_pathname(ae);
-		la_int64_t size = archive_entry_size(ae);
+	while ((r = la->archive_read_next_header(a, &ae)) == ARCHIVE_OK) {
+		const char *key = la->archive_entry_pathname(ae);
+		la_int64_t size = la->archive_entry_size(ae);
 		uint64_t id;
 		uint32_t indx, bsize;
 		char canon[1200];
@@ -559,7 +570,7 @@ int leak_restore(struct jo_vol *v, const char *path, uint64_t *restored, struct 
 			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 			goto out;
 		}
-		la_ssize_t got = size ? archive_read_data(a, buf, (size_t)size) : 0;
+		la_ssize_t got = size ? la->archive_read_data(a, buf, (size_t)size) : 0;
 
 		if (got != size) {
 			rc = jo_err_set(err, JO_EPROTO, "archive '%s': short entry '%s'", path, key);
@@ -577,9 +588,9 @@ int leak_restore(struct jo_vol *v, const char *path, uint64_t *restored, struct 
 		}
 	}
 	if (r != ARCHIVE_EOF)
-		rc = jo_err_set(err, JO_EPROTO, "archive '%s': %s", path, archive_error_string(a));
+		rc = jo_err_set(err, JO_EPROTO, "archive '%s': %s", path, la->archive_error_string(a));
 out:
 	free(buf);
-	archive_read_free(a);
+	la->archive_read_free(a);
 	return rc;
 }
