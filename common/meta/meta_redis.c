@@ -428,10 +428,9 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 		for (uint32_t i = 0; i < k; i++) {
 			if (jo_rd_append(m, "EXISTS %Kc%llu_%u", (unsigned long long)ino,
 					       base + i) != REDIS_OK) {
-				jo_rd_drain(m, i);
 				free(v);
 				free(rs);
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
+				return jo_rd_append_failed(m, i, err, "EXISTS pipeline");
 			}
 		}
 		rc = rget_all(m, rs, k, err);
@@ -507,8 +506,7 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		    parse_two(el[i]->str, el[i]->len, 'c', &ino, &indx) != 0 || indx > UINT32_MAX)
 			continue;
 		if (jo_rd_append(m, "LRANGE %K%b 0 -1", el[i]->str, el[i]->len) != REDIS_OK) {
-			jo_rd_drain(m, k);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
+			return jo_rd_append_failed(m, k, err, "LRANGE pipeline");
 		}
 		c->ino[k] = ino;
 		c->indx[k] = (uint32_t)indx;
@@ -597,8 +595,7 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 		    jo_meta_parse_u64(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
 			continue;
 		if (jo_rd_append(m, "GET %K%b", el[i]->str, el[i]->len) != REDIS_OK) {
-			jo_rd_drain(m, k);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
+			return jo_rd_append_failed(m, k, err, "GET pipeline");
 		}
 		c->ino[k++] = ino;
 	}
@@ -879,8 +876,7 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 			continue;
 		if (jo_rd_append(m, "HGET %KsessionInfos %b", el[i]->str, el[i]->len) !=
 		    REDIS_OK) {
-			jo_rd_drain(m, k);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
+			return jo_rd_append_failed(m, k, err, "HGET pipeline");
 		}
 		c->sid[k] = sid;
 		c->exp[k] = parse_score(el[i + 1]);

@@ -461,8 +461,7 @@ static int pipe_slices(struct jo_meta *m, const char *fmt, const struct jo_slice
 		for (size_t i = 0; i < k; i++) {
 			if (jo_rd_append(m, fmt, (unsigned long long)v[base + i].id,
 					 v[base + i].size) != REDIS_OK) {
-				jo_rd_drain(m, i);
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
+				return jo_rd_append_failed(m, i, err, "sliceRef pipeline");
 			}
 		}
 		for (size_t i = 0; i < k; i++) {

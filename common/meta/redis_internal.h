@@ -34,6 +34,14 @@ int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
 int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
 /* Read and drop n pipelined replies (after a failed append), up to the first lost one. */
 void jo_rd_drain(struct jo_meta *m, size_t n);
+/*
+ * A jo_rd_append failed after `appended` others of its pipeline: drop the
+ * pipeline and report why (JO_ECONNECT when the connection was lost and
+ * could not be made again, JO_ENOMEM when a command could not be
+ * formatted). Afterwards nothing is pending: a read-only operation whose
+ * error jo_rd_retryable() accepts may be run again.
+ */
+int jo_rd_append_failed(struct jo_meta *m, size_t appended, struct jo_err *err, const char *what);
 /* The key prefix ("" or "{DB}") and its length. */
 const char *jo_rd_prefix(struct jo_meta *m, size_t *len);
 /* A key name from SCAN without the prefix (in place); false: not ours. */

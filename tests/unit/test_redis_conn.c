@@ -8,7 +8,10 @@
  *     fails, the operation may be run again from its WATCH (retryable);
  *   - a non-repeatable write (HINCRBY) is never sent twice;
  *   - an EXEC whose reply is lost is reported with an unknown outcome (not
- *     retryable), and the next command works on a new connection.
+ *     retryable), and the next command works on a new connection;
+ *   - a pipeline that cannot start because the server is gone is reported
+ *     as a connection error (not "out of memory"), with nothing left
+ *     pending, so a read-only caller may run it again.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -209,6 +212,41 @@ static void test_exec_outcome_unknown(void **state)
 	jo_meta_close(m);
 }
 
+static void test_append_server_gone(void **state)
+{
+	struct gct_redis r2;
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	redisContext *c;
+	redisReply *r;
+	char url[128];
+	int rc;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	assert_int_equal(gct_redis_start(&r2), 0);
+	c = gct_redis_conn(r2.port, 5);
+	r = redisCommand(c, "SET setting %s", fmt_json);
+	assert_non_null(r);
+	freeReplyObject(r);
+	redisFree(c);
+	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/5", r2.port);
+	if (jo_meta_open(&m, url, &err) != 0)
+		fail_msg("open %s: %s", url, err.msg);
+	gct_redis_stop(&r2);
+	assert_null(jo_rd_command(m, "PING")); /* the connection goes, no new one */
+	assert_int_not_equal(jo_rd_append(m, "GET %Ksetting"), REDIS_OK);
+	rc = jo_rd_append_failed(m, 0, &err, "GET pipeline");
+	assert_int_equal(rc, JO_ECONNECT);
+	assert_int_equal(err.code, JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "GET pipeline"));
+	assert_non_null(strstr(err.msg, "reconnecting"));
+	assert_null(strstr(err.msg, "out of memory"));
+	assert_true(jo_rd_retryable(m, rc)); /* nothing pending, nothing unknown */
+	jo_meta_close(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -216,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_watch_never_moves),
 		cmocka_unit_test(test_write_not_repeated),
 		cmocka_unit_test(test_exec_outcome_unknown),
+		cmocka_unit_test(test_append_server_gone),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
