@@ -572,8 +572,7 @@ struct rd {
 	bool pipe_broken;  /* this pipeline could not be sent: every reply fails */
 	bool unknown;      /* the last failure may have lost the reply of a write that ran */
 	char err[480];     /* the last failure */
-	bool err_io;
-	bool err_nomem;    /* ... was an allocation */
+	int err_code;      /* its JO_E* code: ECONNECT (I/O, EOF), EIO, ENOMEM */
 };
 
 static struct rd *RD(struct jo_meta *m)
@@ -614,8 +613,7 @@ static void set_err(struct rd *d, bool io, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(d->err, sizeof(d->err), fmt, ap);
 	va_end(ap);
-	d->err_io = io;
-	d->err_nomem = false;
+	d->err_code = io ? JO_ECONNECT : JO_EIO;
 }
 
 /* ---------------------------------------------------------------- connecting */
@@ -1298,7 +1296,7 @@ int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
 		va_end(ap);
 		if (n < 0 || (!d->pipe_broken && rc_append(&d->c, cmd, (size_t)n) != 0)) {
 			set_err(d, false, "out of memory");
-			d->err_nomem = true;
+			d->err_code = JO_ENOMEM;
 			d->pipe_broken = true;
 		}
 		redisFreeCommand(cmd);
@@ -1366,25 +1364,20 @@ int jo_rd_append_failed(struct jo_meta *m, size_t appended, struct jo_err *err, 
 {
 	/* the failed command counts as pending too; the first read after a
 	 * failed append fails and ends the pipeline (pending back to 0) */
-	jo_rd_drain(m, appended + 1);
-	return jo_rd_conn_error(m, err, what);
-}
-
-void jo_rd_drain(struct jo_meta *m, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i <= appended; i++) {
 		redisReply *r = NULL;
 
 		if (jo_rd_get_reply(m, &r) != REDIS_OK)
-			return;
+			break;
 		freeReplyObject(r);
 	}
+	return jo_rd_conn_error(m, err, what);
 }
 
 int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what)
 {
 	struct rd *d = RD(m);
-	int code = d->err_nomem ? JO_ENOMEM : d->err_io ? JO_ECONNECT : JO_EIO;
+	int code = d->err_code ? d->err_code : JO_EIO;
 
 	return jo_err_set(err, code, "redis %s: %s: %s%s", m->url.redacted, what,
 			  d->err[0] ? d->err : "connection lost",

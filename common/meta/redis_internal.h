@@ -32,8 +32,6 @@ struct redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **
 				      const size_t *lens);
 int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
 int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
-/* Read and drop n pipelined replies (after a failed append), up to the first lost one. */
-void jo_rd_drain(struct jo_meta *m, size_t n);
 /*
  * A jo_rd_append failed after `appended` others of its pipeline: drop the
  * pipeline and report why (JO_ECONNECT when the connection was lost and
