@@ -57,6 +57,16 @@ static const char sync_usage[] =
 	"  session_token, path_style, list_v1, insecure, unordered. A missing\n"
 	"  file or profile, or a file holding a secret that group or others can\n"
 	"  read (chmod 600), is a usage error (exit 2).\n"
+	"  SRC and DST may not overlap, filters or not (rclone refuses it too): the\n"
+	"  same tree, or one inside the other, is a usage error (exit 2) before\n"
+	"  anything is listed, created or written, also with --cluster. A local\n"
+	"  side is taken at its real path (symlinks, '..', '.', repeated and\n"
+	"  trailing slashes resolved; a DST not created yet as far as it exists);\n"
+	"  an s3 side is endpoint + bucket + prefix, the prefix a directory:\n"
+	"  s3://b/p overlaps s3://b/p and s3://b/p/q, not s3://b/pq. Two names of\n"
+	"  one server (an address and a host name, a DNS alias, another port in\n"
+	"  front) cannot be known: never point SRC and DST at one bucket through\n"
+	"  two endpoint names.\n"
 	"\n"
 	"Comparison (from the listings and the state file; never a HEAD per object):\n"
 	"  default            copy when missing or sizes differ; else skip when the\n"
@@ -156,6 +166,18 @@ static const char sync_usage[] =
 	"of the whole machine, with no way to tell a link retargeted between listing\n"
 	"and reading. Copy the tree a link points to, or name it as the side.\n"
 	"\n"
+	"A local DST holds a key at DIR/KEY, so keys whose paths would fold into\n"
+	"another's (\"a//b\" and \"a/b\", \"./a\" and \"a\", \"/a\" and \"a\") or leave\n"
+	"DIR are refused one by one: an empty path segment, a '.' or '..' segment,\n"
+	"a leading '/', a trailing '/' on a non-empty object, and '.jfs.*.tmp.*'\n"
+	"names (the temp files of the directory store, which its listing hides).\n"
+	"Each refused key gets a warning line (control characters as \\xNN), the\n"
+	"summary counts them (\"unrepresentable\" in --json), the exit status is 4,\n"
+	"every rerun refuses them again, and no --delete-dst deletion runs while\n"
+	"one is refused: --exclude them to sync the rest. A zero-size key ending\n"
+	"in '/' is a directory marker, counted as excluded. A key with a NUL byte\n"
+	"stops the listing (exit 3).\n"
+	"\n"
 	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
 	"neither copied nor deleted):\n"
 	"      --include PATTERN    copy (and delete) only keys some include matches\n"
@@ -234,7 +256,8 @@ static const char sync_usage[] =
 	"      --dst-unordered      DST does not list in byte order\n"
 	"\n"
 	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
-	"--max-delete); 2 usage; 3 failure (a listing page that still failed after\n"
+	"--max-delete, or SRC keys a local DST cannot hold were refused); 2 usage\n"
+	"(also SRC and DST overlapping); 3 failure (a listing page that still failed after\n"
 	"--retries, ...); 5 unreachable or timed out; 6 credentials rejected;\n"
 	"8 bucket or directory missing (a missing SRC is never an empty listing; an\n"
 	"existing empty one is, and then --delete-dst deletes nothing); 130/143\n"
@@ -259,8 +282,7 @@ enum {
 	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
 	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
 	O_TMP_DIR, O_CONFIG, O_METRICS, O_CLUSTER, O_PLAN, O_WORKER, O_ID, O_STATUS, O_RESET,
-	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID,
-	O_SIDE = 0x2100,  /* + side*16 + field */
+	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID,	O_SIDE = 0x2100,  /* + side*16 + field */
 };
 enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
 
@@ -334,6 +356,10 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 		o->dry_run ? "would delete" : "deleted", o->dry_run ? s->would_delete : s->deleted,
 		s->failed, s->src_links, s->dst_links, s->seconds, s->src_requests, s->dst_requests,
 		s->src_conns, s->dst_conns);
+	if (s->unrepresentable)
+		fprintf(stderr, "jfsops sync: %" PRIu64 " SRC key%s refused: not representable on a "
+			"local filesystem (see the lines above)\n", s->unrepresentable,
+			s->unrepresentable == 1 ? "" : "s");
 	if (s->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
 			s->delete_refused_why);
@@ -349,7 +375,7 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			       bool complete, int exit_code)
 {
 	json_t *j = json_pack("{s:s,s:s,s:b,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i,s:I,s:I,s:I,s:I}",
+			      "s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i,s:I,s:I,s:I,s:I}",
 			      "src", src->desc, "dst", dst->desc, "complete", complete,
 			      "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
@@ -359,7 +385,9 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			      "multipart", (json_int_t)s->multipart,
 			      "skipped", (json_int_t)s->skipped, "excluded", (json_int_t)s->excluded,
 			      "extra", (json_int_t)s->extra, "deleted", (json_int_t)s->deleted,
-			      "failed", (json_int_t)s->failed, "would_copy", (json_int_t)s->would_copy,
+			      "failed", (json_int_t)s->failed,
+			      "unrepresentable", (json_int_t)s->unrepresentable,
+			      "would_copy", (json_int_t)s->would_copy,
 			      "would_copy_bytes", (json_int_t)s->would_copy_bytes,
 			      "would_delete", (json_int_t)s->would_delete,
 			      "links_skipped_src", (json_int_t)s->src_links,
@@ -423,6 +451,9 @@ static int write_metrics(const char *path, const struct jo_sync_opts *o,
 		  (double)s->dst_links },
 		{ "jfsops_sync_failed_objects_total", "counter",
 		  "objects whose copy or deletion failed", NULL, (double)s->failed },
+		{ "jfsops_sync_unrepresentable_objects_total", "counter",
+		  "SRC keys refused because a local DST cannot hold them one-to-one", NULL,
+		  (double)s->unrepresentable },
 		{ "jfsops_sync_errors_total", "counter",
 		  "failed objects, plus 1 when the run itself failed", NULL,
 		  (double)s->failed + (rc != JO_EXIT_OK && rc != JO_EXIT_PARTIAL ? 1 : 0) },
@@ -950,9 +981,20 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			goto out;
 		}
 	}
-	if (!strcmp(sides[0].desc, sides[1].desc)) {
-		rc = cmd_usage_error(ctx, "SRC and DST are the same place");
-		goto out;
+	if (!c_status) {
+		/* Nothing is listed, created or written for overlapping trees (filters or not). */
+		char why[9000];
+		int ov = jo_sync_sides_overlap(&sides[0], &sides[1], why, sizeof(why), &err);
+
+		if (ov < 0) {
+			rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+		if (ov) {
+			rc = cmd_usage_error(ctx, "SRC and DST overlap (%s): one would copy into or "
+					     "delete from the other", why);
+			goto out;
+		}
 	}
 	if (cluster) {
 		job_fingerprint(&sides[0], &sides[1], filter, &o, fp);
@@ -1096,7 +1138,8 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			print_json_summary(&sides[0], &sides[1], &o, &sum, false, rc);
 		goto out;
 	}
-	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	rc = sum.failed || sum.unrepresentable || (sum.delete_refused && o.delete_dst)
+		     ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	print_summary(&sides[0], &sides[1], &o, &sum, json, true, rc);
 out:
 	if (metrics && parsed && !c_status) {
