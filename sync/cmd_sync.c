@@ -91,6 +91,15 @@ static const char sync_usage[] =
 	"      --no-server-side     never use CopyObject (default: used when both sides\n"
 	"                           are on the same endpoint with the same access key)\n"
 	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
+	"      --perms              local SRC and local DST: a copy keeps the source\n"
+	"                           file's permission bits (rwx of owner, group and\n"
+	"                           others; never setuid, setgid or sticky; owners are\n"
+	"                           never copied), set before the file appears (default:\n"
+	"                           off: a new file gets 0666 less the umask, like\n"
+	"                           juicefs sync without --perms; objects of an s3 SRC\n"
+	"                           have no bits, so always the default). A file already\n"
+	"                           in sync keeps its mode; directories are made 0777\n"
+	"                           less the umask. Not with an s3 DST (exit 2)\n"
 	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes;\n"
 	"                           with --cluster: of this worker, not the whole job;\n"
 	"                           default: none, unlimited)\n"
@@ -282,7 +291,8 @@ enum {
 	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
 	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
 	O_TMP_DIR, O_CONFIG, O_METRICS, O_CLUSTER, O_PLAN, O_WORKER, O_ID, O_STATUS, O_RESET,
-	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID,	O_SIDE = 0x2100,  /* + side*16 + field */
+	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID, O_PERMS,
+	O_SIDE = 0x2100,  /* + side*16 + field */
 };
 enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
 
@@ -544,6 +554,12 @@ static void job_fingerprint(const struct jo_sync_side *a, const struct jo_sync_s
 		 a->local ? "dir" : "s3", a->bucket, a->prefix, b->local ? "dir" : "s3", b->bucket,
 		 b->prefix, ff, (int)o->cmp.mode, o->cmp.update, o->cmp.ignore_existing,
 		 o->cmp.existing, o->delete_dst, o->max_delete, o->no_metadata);
+	if (o->perms) {
+		/* only then: the jobs of before keep their fingerprint */
+		size_t l = strlen(txt);
+
+		snprintf(txt + l, sizeof(txt) - l, "perms 1\n");
+	}
 	EVP_Digest(txt, strlen(txt), d, &dl, EVP_sha256(), NULL);
 	for (int i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
@@ -639,6 +655,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		{ "part-concurrency", required_argument, NULL, O_PART_CONC },
 		{ "no-server-side", no_argument, NULL, O_NO_SS },
 		{ "no-metadata", no_argument, NULL, O_NO_META },
+		{ "perms", no_argument, NULL, O_PERMS },
 		{ "bwlimit", required_argument, NULL, O_BWLIMIT },
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "size-only", no_argument, NULL, O_SIZE_ONLY },
@@ -784,6 +801,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			break;
 		case O_NO_SS: o.server_side = false; break;
 		case O_NO_META: o.no_metadata = true; break;
+		case O_PERMS: o.perms = true; break;
 		case O_BWLIMIT:
 			sz = jo_sync_parse_size(optarg);
 			if (sz <= 0) {
@@ -995,6 +1013,15 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 					     "delete from the other", why);
 			goto out;
 		}
+	}
+	if (o.perms && !sides[1].local) {
+		rc = cmd_usage_error(ctx, "--perms is for a local DST (objects have no permission bits)");
+		goto out;
+	}
+	if (o.perms && !sides[0].local) {
+		jo_warn("--perms: the objects of SRC %s carry no permission bits: files get the "
+			"default mode (0666 less the umask)", sides[0].desc);
+		o.perms = false;
 	}
 	if (cluster) {
 		job_fingerprint(&sides[0], &sides[1], filter, &o, fp);

@@ -313,6 +313,11 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 	struct meta m;
 	meta_build(&m, smeta, t->src.mtime, row->md5, t->src.etag, job_mark(e));
 	struct jo_obj_put_opts po = { .content_type = ctype, .meta = m.kv, .content_md5 = true };
+	if (e->o->perms) {
+		/* the bits of the very file read (its fstat), on DST's file before it appears */
+		po.set_mode = true;
+		po.mode = ginfo.mode & 0777;
+	}
 	rc = jo_obj_put(e->dobj, dkey, b.p, b.len, &po, err);
 	if (rc)
 		goto out;
@@ -522,6 +527,15 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 		struct meta mt;
 		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
 		struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
+		if (o->perms) {
+			struct jo_obj_info hi = { 0 };
+
+			rc = jo_obj_head(e->so, skey, &hi, err);
+			if (rc)
+				goto out;
+			po.set_mode = true;
+			po.mode = hi.mode & 0777;
+		}
 		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
 		if (rc)
 			goto out;

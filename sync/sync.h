@@ -397,6 +397,7 @@ struct jo_sync_opts {
 	bool verbose;                      /* one line per action on stderr */
 	bool json;                         /* dry-run plan as JSON lines */
 	bool dst_absent;                   /* a dry run to a local DST not created yet: list it as empty */
+	bool perms;                        /* local SRC and DST: copies keep the source's mode bits */
 	struct jo_sync_range *range;       /* cluster mode: this range only (no state file) */
 	struct jo_sync_live *live;         /* may be NULL */
 };
