@@ -185,7 +185,7 @@ static const char sync_usage[] =
 	"every rerun refuses them again, and no --delete-dst deletion runs while\n"
 	"one is refused: --exclude them to sync the rest. A zero-size key ending\n"
 	"in '/' is a directory marker, counted as excluded. A key with a NUL byte\n"
-	"stops the listing (exit 3).\n"
+	"stops the listing as a malformed reply (exit 7).\n"
 	"\n"
 	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
 	"neither copied nor deleted):\n"
