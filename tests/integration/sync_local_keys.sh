@@ -2,7 +2,7 @@
 # tests/integration/sync_local_keys.sh: a local DST never folds two keys
 # into one file, never lets a key out of DST, and sets modes as documented.
 #
-# Ports: JO_PORT_BASE+10..+13 SeaweedFS (gRPC +10000), +20 the S3 shim.
+# Ports: JO_PORT_BASE+1 Redis, +10..+13 SeaweedFS (gRPC +10000), +20 the S3 shim.
 #
 # SeaweedFS cannot store the odd keys (it refuses "." and ".." segments and
 # folds "a//b" and "/a" into "a/b" and "a"; AWS keeps them), so the shim in
@@ -21,6 +21,8 @@
 #    byte the same; a --dry-run says the same;
 #  - --delete-dst with an extra file in DST: refused, nothing deleted;
 #  - the same keys excluded by filters: exit 0, and --delete-dst deletes;
+#  - --cluster: each refused key is a failed object of its range, the job
+#    ends "failed" (exit 4), the good keys are copied, nothing is deleted;
 #  - modes (local -> local): by default 0666 less the umask (umask 022 and
 #    027), whatever the source's bits; with --perms the source's rwx bits,
 #    never setuid/setgid/sticky, for one-request and multipart copies;
@@ -155,7 +157,26 @@ rc=0
 	jo_die "excluded odd keys: exit $rc, $(cat "$W/out6") $(cat "$W/err6")"
 echo "ok   - with the odd keys excluded: exit 0, --delete-dst deletes"
 
-# ---- 4. modes -------------------------------------------------------------------
+# ---- 4. --cluster: a refused key is a failed object, the job ends failed ----------
+# One range: the shim shows the odd keys where upstream lists odd/N, so a
+# listing that starts after a key (a range's start) would not be faithful.
+start_redis $((JO_PORT_BASE + 1))
+D2=$W/cdst
+mkdir -p "$D2" && echo extra >"$D2/extra.txt"
+rc=0
+"$J" sync -q --json --delete-dst --max-attempts 1 --ranges 1 --cluster "redis://127.0.0.1:$JO_REDIS_PORT/2" \
+	"$SRC" "$D2" >"$W/outc" 2>"$W/errc" || rc=$?
+[ $rc = 4 ] || jo_die "--cluster: exit $rc, want 4: $(tail -n 5 "$W/errc")"
+[ "$(grep -c '^jfsops sync: warning: refused "' "$W/errc")" = 9 ] || jo_die "--cluster: want 9 refusal lines: $(cat "$W/errc")"
+[ "$(jv "$W/outc" status)" = failed ] && [ -e "$D2/extra.txt" ] && [ "$(jv "$W/outc" deleted)" = 0 ] ||
+	jo_die "--cluster: the job did not end failed, or it deleted: $(cat "$W/outc")"
+for k in dot.txt a/b.txt abs.txt sub/ok.txt top.txt; do
+	[ "$(cat "$D2/$k")" = "good:$k" ] || jo_die "--cluster: $k holds '$(cat "$D2/$k" 2>&1)'"
+done
+! grep -rq ODD "$D2" || jo_die "--cluster: an odd key's bytes landed in DST"
+echo "ok   - --cluster: 9 refused as failed objects, the job ends failed (exit 4), nothing deleted"
+
+# ---- 5. modes -------------------------------------------------------------------
 S=$W/msrc
 mkdir -p "$S/d"
 printf a >"$S/f600" && chmod 600 "$S/f600"

@@ -50,7 +50,8 @@ anyway, each backed by an ordinary upstream object:
 
 A listing of the bucket shows each upstream key under its shown name
 (url-encoded when the request asked for encoding-type=url; the order and
-the prefix are upstream's: list the whole bucket, and expect no byte order);
+the prefix are upstream's: list the whole bucket from its start, with no
+start-after, and expect no byte order);
 a GET or HEAD of a shown key is sent upstream for its upstream key, signed
 again with the given credentials (Range and If-* headers go along). Other
 requests on shown keys are refused (501 NotImplemented): a test that writes
