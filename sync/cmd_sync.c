@@ -57,6 +57,16 @@ static const char sync_usage[] =
 	"  session_token, path_style, list_v1, insecure, unordered. A missing\n"
 	"  file or profile, or a file holding a secret that group or others can\n"
 	"  read (chmod 600), is a usage error (exit 2).\n"
+	"  SRC and DST may not overlap, filters or not (rclone refuses it too): the\n"
+	"  same tree, or one inside the other, is a usage error (exit 2) before\n"
+	"  anything is listed, created or written, also with --cluster. A local\n"
+	"  side is taken at its real path (symlinks, '..', '.', repeated and\n"
+	"  trailing slashes resolved; a DST not created yet as far as it exists);\n"
+	"  an s3 side is endpoint + bucket + prefix, the prefix a directory:\n"
+	"  s3://b/p overlaps s3://b/p and s3://b/p/q, not s3://b/pq. Two names of\n"
+	"  one server (an address and a host name, a DNS alias, another port in\n"
+	"  front) cannot be known: never point SRC and DST at one bucket through\n"
+	"  two endpoint names.\n"
 	"\n"
 	"Comparison (from the listings and the state file; never a HEAD per object):\n"
 	"  default            copy when missing or sizes differ; else skip when the\n"
@@ -81,6 +91,15 @@ static const char sync_usage[] =
 	"      --no-server-side     never use CopyObject (default: used when both sides\n"
 	"                           are on the same endpoint with the same access key)\n"
 	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
+	"      --perms              local SRC and local DST: a copy keeps the source\n"
+	"                           file's permission bits (rwx of owner, group and\n"
+	"                           others; never setuid, setgid or sticky; owners are\n"
+	"                           never copied), set before the file appears (default:\n"
+	"                           off: a new file gets 0666 less the umask, like\n"
+	"                           juicefs sync without --perms; objects of an s3 SRC\n"
+	"                           have no bits, so always the default). A file already\n"
+	"                           in sync keeps its mode; directories are made 0777\n"
+	"                           less the umask. Not with an s3 DST (exit 2)\n"
 	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes;\n"
 	"                           with --cluster: of this worker, not the whole job;\n"
 	"                           default: none, unlimited)\n"
@@ -155,6 +174,18 @@ static const char sync_usage[] =
 	"SRC a link to '/', to a parent or /proc/self/root turns the run into a copy\n"
 	"of the whole machine, with no way to tell a link retargeted between listing\n"
 	"and reading. Copy the tree a link points to, or name it as the side.\n"
+	"\n"
+	"A local DST holds a key at DIR/KEY, so keys whose paths would fold into\n"
+	"another's (\"a//b\" and \"a/b\", \"./a\" and \"a\", \"/a\" and \"a\") or leave\n"
+	"DIR are refused one by one: an empty path segment, a '.' or '..' segment,\n"
+	"a leading '/', a trailing '/' on a non-empty object, and '.jfs.*.tmp.*'\n"
+	"names (the temp files of the directory store, which its listing hides).\n"
+	"Each refused key gets a warning line (control characters as \\xNN), the\n"
+	"summary counts them (\"unrepresentable\" in --json), the exit status is 4,\n"
+	"every rerun refuses them again, and no --delete-dst deletion runs while\n"
+	"one is refused: --exclude them to sync the rest. A zero-size key ending\n"
+	"in '/' is a directory marker, counted as excluded. A key with a NUL byte\n"
+	"stops the listing as a malformed reply (exit 7).\n"
 	"\n"
 	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
 	"neither copied nor deleted):\n"
@@ -234,7 +265,8 @@ static const char sync_usage[] =
 	"      --dst-unordered      DST does not list in byte order\n"
 	"\n"
 	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
-	"--max-delete); 2 usage; 3 failure (a listing page that still failed after\n"
+	"--max-delete, or SRC keys a local DST cannot hold were refused); 2 usage\n"
+	"(also SRC and DST overlapping); 3 failure (a listing page that still failed after\n"
 	"--retries, ...); 5 unreachable or timed out; 6 credentials rejected;\n"
 	"8 bucket or directory missing (a missing SRC is never an empty listing; an\n"
 	"existing empty one is, and then --delete-dst deletes nothing); 130/143\n"
@@ -259,7 +291,7 @@ enum {
 	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
 	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
 	O_TMP_DIR, O_CONFIG, O_METRICS, O_CLUSTER, O_PLAN, O_WORKER, O_ID, O_STATUS, O_RESET,
-	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID,
+	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID, O_PERMS,
 	O_SIDE = 0x2100,  /* + side*16 + field */
 };
 enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
@@ -334,6 +366,10 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 		o->dry_run ? "would delete" : "deleted", o->dry_run ? s->would_delete : s->deleted,
 		s->failed, s->src_links, s->dst_links, s->seconds, s->src_requests, s->dst_requests,
 		s->src_conns, s->dst_conns);
+	if (s->unrepresentable)
+		fprintf(stderr, "jfsops sync: %" PRIu64 " SRC key%s refused: not representable on a "
+			"local filesystem (see the lines above)\n", s->unrepresentable,
+			s->unrepresentable == 1 ? "" : "s");
 	if (s->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
 			s->delete_refused_why);
@@ -349,7 +385,7 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			       bool complete, int exit_code)
 {
 	json_t *j = json_pack("{s:s,s:s,s:b,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i,s:I,s:I,s:I,s:I}",
+			      "s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i,s:I,s:I,s:I,s:I}",
 			      "src", src->desc, "dst", dst->desc, "complete", complete,
 			      "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
@@ -359,7 +395,9 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			      "multipart", (json_int_t)s->multipart,
 			      "skipped", (json_int_t)s->skipped, "excluded", (json_int_t)s->excluded,
 			      "extra", (json_int_t)s->extra, "deleted", (json_int_t)s->deleted,
-			      "failed", (json_int_t)s->failed, "would_copy", (json_int_t)s->would_copy,
+			      "failed", (json_int_t)s->failed,
+			      "unrepresentable", (json_int_t)s->unrepresentable,
+			      "would_copy", (json_int_t)s->would_copy,
 			      "would_copy_bytes", (json_int_t)s->would_copy_bytes,
 			      "would_delete", (json_int_t)s->would_delete,
 			      "links_skipped_src", (json_int_t)s->src_links,
@@ -423,6 +461,9 @@ static int write_metrics(const char *path, const struct jo_sync_opts *o,
 		  (double)s->dst_links },
 		{ "jfsops_sync_failed_objects_total", "counter",
 		  "objects whose copy or deletion failed", NULL, (double)s->failed },
+		{ "jfsops_sync_unrepresentable_objects_total", "counter",
+		  "SRC keys refused because a local DST cannot hold them one-to-one", NULL,
+		  (double)s->unrepresentable },
 		{ "jfsops_sync_errors_total", "counter",
 		  "failed objects, plus 1 when the run itself failed", NULL,
 		  (double)s->failed + (rc != JO_EXIT_OK && rc != JO_EXIT_PARTIAL ? 1 : 0) },
@@ -513,6 +554,12 @@ static void job_fingerprint(const struct jo_sync_side *a, const struct jo_sync_s
 		 a->local ? "dir" : "s3", a->bucket, a->prefix, b->local ? "dir" : "s3", b->bucket,
 		 b->prefix, ff, (int)o->cmp.mode, o->cmp.update, o->cmp.ignore_existing,
 		 o->cmp.existing, o->delete_dst, o->max_delete, o->no_metadata);
+	if (o->perms) {
+		/* only then: the jobs of before keep their fingerprint */
+		size_t l = strlen(txt);
+
+		snprintf(txt + l, sizeof(txt) - l, "perms 1\n");
+	}
 	EVP_Digest(txt, strlen(txt), d, &dl, EVP_sha256(), NULL);
 	for (int i = 0; i < 32; i++)
 		snprintf(out + 2 * i, 3, "%02x", d[i]);
@@ -608,6 +655,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		{ "part-concurrency", required_argument, NULL, O_PART_CONC },
 		{ "no-server-side", no_argument, NULL, O_NO_SS },
 		{ "no-metadata", no_argument, NULL, O_NO_META },
+		{ "perms", no_argument, NULL, O_PERMS },
 		{ "bwlimit", required_argument, NULL, O_BWLIMIT },
 		{ "retries", required_argument, NULL, O_RETRIES },
 		{ "size-only", no_argument, NULL, O_SIZE_ONLY },
@@ -753,6 +801,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			break;
 		case O_NO_SS: o.server_side = false; break;
 		case O_NO_META: o.no_metadata = true; break;
+		case O_PERMS: o.perms = true; break;
 		case O_BWLIMIT:
 			sz = jo_sync_parse_size(optarg);
 			if (sz <= 0) {
@@ -950,9 +999,29 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			goto out;
 		}
 	}
-	if (!strcmp(sides[0].desc, sides[1].desc)) {
-		rc = cmd_usage_error(ctx, "SRC and DST are the same place");
+	if (!c_status) {
+		/* Nothing is listed, created or written for overlapping trees (filters or not). */
+		char why[9000];
+		int ov = jo_sync_sides_overlap(&sides[0], &sides[1], why, sizeof(why), &err);
+
+		if (ov < 0) {
+			rc = cmd_fail(ctx, &err);
+			goto out;
+		}
+		if (ov) {
+			rc = cmd_usage_error(ctx, "SRC and DST overlap (%s): one would copy into or "
+					     "delete from the other", why);
+			goto out;
+		}
+	}
+	if (o.perms && !sides[1].local) {
+		rc = cmd_usage_error(ctx, "--perms is for a local DST (objects have no permission bits)");
 		goto out;
+	}
+	if (o.perms && !sides[0].local) {
+		jo_warn("--perms: the objects of SRC %s carry no permission bits: files get the "
+			"default mode (0666 less the umask)", sides[0].desc);
+		o.perms = false;
 	}
 	if (cluster) {
 		job_fingerprint(&sides[0], &sides[1], filter, &o, fp);
@@ -1096,7 +1165,8 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			print_json_summary(&sides[0], &sides[1], &o, &sum, false, rc);
 		goto out;
 	}
-	rc = sum.failed || (sum.delete_refused && o.delete_dst) ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	rc = sum.failed || sum.unrepresentable || (sum.delete_refused && o.delete_dst)
+		     ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	print_summary(&sides[0], &sides[1], &o, &sum, json, true, rc);
 out:
 	if (metrics && parsed && !c_status) {

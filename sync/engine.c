@@ -83,6 +83,7 @@ struct eng {
 	uint64_t planned_bytes;     /* bytes of the copies dispatched so far */
 	struct task *ihead, *itail; /* dispatched, not yet succeeded (failed ones stay) */
 	char *merge_pos;            /* last source key the merge finished */
+	char *refused_pos;          /* merge_pos at the first refused key: --resume lists it again */
 	bool track_pos;             /* save the listing position (state, no --delete-dst) */
 	double pos_saved_at;
 	FILE *extras;               /* length-prefixed relative keys */
@@ -312,6 +313,11 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 	struct meta m;
 	meta_build(&m, smeta, t->src.mtime, row->md5, t->src.etag, job_mark(e));
 	struct jo_obj_put_opts po = { .content_type = ctype, .meta = m.kv, .content_md5 = true };
+	if (e->o->perms) {
+		/* the bits of the very file read (its fstat), on DST's file before it appears */
+		po.set_mode = true;
+		po.mode = ginfo.mode & 0777;
+	}
 	rc = jo_obj_put(e->dobj, dkey, b.p, b.len, &po, err);
 	if (rc)
 		goto out;
@@ -521,6 +527,15 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 		struct meta mt;
 		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
 		struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
+		if (o->perms) {
+			struct jo_obj_info hi = { 0 };
+
+			rc = jo_obj_head(e->so, skey, &hi, err);
+			if (rc)
+				goto out;
+			po.set_mode = true;
+			po.mode = hi.mode & 0777;
+		}
 		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
 		if (rc)
 			goto out;
@@ -899,6 +914,28 @@ static int add_extra(struct eng *e, const char *rel, struct jo_err *err)
 	return 0;
 }
 
+/*
+ * A SRC key with no one-to-one path in the local DST: one line on stderr,
+ * counted. In a cluster range it is also a failed object, so the range
+ * (and the job) ends failed and its deletions are never run.
+ */
+static void refuse_key(struct eng *e, const char *rel, const char *why)
+{
+	char k[1200];
+
+	jo_sync_key_escape(rel, k, sizeof(k));
+	jo_warn("refused \"%s\": not representable on a local filesystem (%s)", k, why);
+	pthread_mutex_lock(&e->mu);
+	e->sum->unrepresentable++;
+	if (e->track_pos && !e->refused_pos)
+		e->refused_pos = strdup(e->merge_pos ? e->merge_pos : "");
+	if (e->rg) {
+		e->sum->failed++;
+		e->rg_failed = true;
+	}
+	pthread_mutex_unlock(&e->mu);
+}
+
 /* Cluster: may an earlier attempt have copied rel without counting it? */
 static bool in_credit_window(const struct eng *e, const char *rel)
 {
@@ -977,6 +1014,8 @@ static void save_pos(struct eng *e, bool force)
 	}
 	e->pos_saved_at = t;
 	const char *src = e->ihead ? e->ihead->before : e->merge_pos;
+	if (e->refused_pos && (!src || strcmp(e->refused_pos, src) < 0))
+		src = e->refused_pos;  /* a refused key is listed (and refused) again */
 	char *w = strdup(src ? src : "");
 	pthread_mutex_unlock(&e->mu);
 	if (!w)
@@ -1107,10 +1146,20 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 		if (d)
 			ndst++;
 		size_t rl = strlen(rel);
+		const char *bad = NULL;
 		if (!jo_sync_filter_pass(o->filter, rel) ||
-		    (rl && rel[rl - 1] == '/' && e->dst->local)) {
+		    (e->dst->local && (s ? s->size : 0) == 0 && (rl == 0 || rel[rl - 1] == '/'))) {
 			/* Excluded, or a "directory marker" key a directory cannot hold. */
 			excluded++;
+		} else if (s && e->dst->local && (bad = jo_sync_local_key_why(rel, s->size))) {
+			/*
+			 * A key a local DST cannot hold one-to-one ("a//b" and "a/b" are
+			 * one file): refused, every run alike; no deletion follows a run
+			 * that refused one. A local listing never yields such a key, so
+			 * d is NULL.
+			 */
+			if (!(e->rg && e->rg->delete_only))
+				refuse_key(e, rel, bad);
 		} else if (s && e->rg && e->rg->delete_only) {
 			/* phase 2 compares nothing: it only finds what DST has in excess */
 		} else if (s) {
@@ -1219,6 +1268,12 @@ static int delete_pass(struct eng *e, struct jo_err *err)
 	char buf[200];
 	if (sum->failed)
 		why = "some copies failed";
+	else if (sum->unrepresentable) {
+		snprintf(buf, sizeof(buf), "%" PRIu64 " SRC key%s not representable on a local "
+			 "filesystem (exclude them to allow deletions)", sum->unrepresentable,
+			 sum->unrepresentable == 1 ? " is" : "s are");
+		why = buf;
+	}
 	else if (e->rg && e->rg->expect_src && sum->src_listed == 0)
 		why = "the source listed no objects in this range, which it did in the copy phase";
 	else if (e->rg && e->nextras > e->rg->max_extras) {
@@ -1441,12 +1496,15 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		pthread_mutex_lock(&e.mu);
 		free(e.merge_pos);
 		e.merge_pos = after && *after ? strdup(after) : NULL;
+		free(e.refused_pos);
+		e.refused_pos = NULL;
 		pthread_mutex_unlock(&e.mu);
 		if (e.extras)
 			fclose(e.extras);
 		e.extras = NULL;
 		e.nextras = 0;
 		sum->extra = 0;
+		sum->unrepresentable = 0;  /* the pass refuses them again */
 		sum->would_copy = sum->would_copy_bytes = 0;
 		if (opts->delete_dst) {
 			e.extras = tmpfile();
@@ -1505,6 +1563,7 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 		}
 	}
 	free(e.merge_pos);
+	free(e.refused_pos);
 	free(after);
 	if (e.rg) {
 		/* credited keys were also counted as skipped since the last checkpoint */

@@ -69,6 +69,36 @@ void jo_sync_side_free(struct jo_sync_side *s);
 int jo_sync_side_open(const struct jo_sync_side *s, int max_conns, int retries,
 		      struct jo_obj **out, struct jo_err *err);
 
+/* ---- paths (paths.c) ----------------------------------------------------- */
+
+/*
+ * The real absolute path of a local directory, whether it exists or not:
+ * the longest leading part that exists through realpath(3), the rest
+ * lexically ("//", "." and ".." folded). No trailing '/' (except "/").
+ * *out malloc'd.
+ */
+int jo_sync_local_resolve(const char *path, char **out, struct jo_err *err);
+/*
+ * Whether SRC and DST are the same tree or one holds the other: local sides
+ * by their resolved paths, s3 sides by endpoint (scheme and host
+ * case-insensitive, default port dropped), bucket and prefix (a directory:
+ * "p/" holds "p/q/", not "pq/"). A local side never overlaps an s3 side.
+ * 1 (why gets both places), 0, or a negative JO_E* code.
+ */
+int jo_sync_sides_overlap(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+			  char *why, size_t n, struct jo_err *err);
+/*
+ * Why the key rel (relative to the prefix; size: the object's) has no
+ * one-to-one local path, or NULL when DIR/rel is its own path: a leading
+ * '/', an empty, "." or ".." segment, a non-empty object ending in '/',
+ * or a ".jfs.*.tmp.*" name (the directory store's temp files, never
+ * listed). Static string. A zero-size key ending in '/' is a directory
+ * marker (NULL: the caller skips it as such).
+ */
+const char *jo_sync_local_key_why(const char *rel, uint64_t size);
+/* key for a message: control bytes as \xNN, '\' and '"' escaped, cut to n. */
+void jo_sync_key_escape(const char *key, char *out, size_t n);
+
 /* ---- filters ------------------------------------------------------------- */
 
 struct jo_sync_filter;
@@ -367,6 +397,7 @@ struct jo_sync_opts {
 	bool verbose;                      /* one line per action on stderr */
 	bool json;                         /* dry-run plan as JSON lines */
 	bool dst_absent;                   /* a dry run to a local DST not created yet: list it as empty */
+	bool perms;                        /* local SRC and DST: copies keep the source's mode bits */
 	struct jo_sync_range *range;       /* cluster mode: this range only (no state file) */
 	struct jo_sync_live *live;         /* may be NULL */
 };
@@ -375,6 +406,7 @@ struct jo_sync_summary {
 	uint64_t src_listed, dst_listed, excluded;
 	uint64_t copied, copied_bytes, server_side, multipart;
 	uint64_t skipped, extra, deleted, failed;
+	uint64_t unrepresentable;  /* SRC keys a local DST cannot hold one-to-one (refused) */
 	uint64_t would_copy, would_copy_bytes, would_delete;
 	bool delete_refused;
 	char delete_refused_why[200];

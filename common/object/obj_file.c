@@ -311,7 +311,7 @@ static int open_temp(int dfd, const char *leaf, const char *tag, char *tmp)
 }
 
 /* Write data as key: temp file + rename inside the key's directory. */
-static int put_file(struct jo_obj *o, const char *key, const void *data, size_t len,
+static int put_file(struct jo_obj *o, const char *key, const void *data, size_t len, int mode,
 		    struct jo_err *err)
 {
 	char tmp[NAME_MAX + 1];
@@ -333,7 +333,9 @@ static int put_file(struct jo_obj *o, const char *key, const void *data, size_t 
 		close(dfd);
 		return rc;
 	}
-	if (write_all(fd, data, len) < 0 || close(fd) < 0) {
+	/* mode >= 0: the bits before the name appears (no moment with looser ones) */
+	if ((mode >= 0 && fchmod(fd, (mode_t)mode & 0777) < 0) || write_all(fd, data, len) < 0 ||
+	    close(fd) < 0) {
 		int e = errno;
 
 		unlinkat(dfd, tmp, 0);
@@ -357,7 +359,7 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 {
 	int rc;
 
-	(void)po; /* content type and metadata have no place in a plain file */
+	/* content type and metadata have no place in a plain file; po->mode has */
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
@@ -372,7 +374,7 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 		else
 			close(fd);
 	} else {
-		rc = put_file(o, key, data, len, err);
+		rc = put_file(o, key, data, len, po->set_mode ? (int)(po->mode & 0777) : -1, err);
 	}
 	if (rc)
 		atomic_fetch_add(&o->ctr->errors, 1);
@@ -385,6 +387,7 @@ static void fill_info(struct jo_obj_info *info, const struct stat *st)
 	info->mtime = (int64_t)st->st_mtim.tv_sec;
 	info->mtime_nsec = (int32_t)st->st_mtim.tv_nsec;
 	info->etag[0] = '\0';
+	info->mode = (uint32_t)(st->st_mode & 07777);
 }
 
 /*
@@ -1078,7 +1081,6 @@ static int file_mpu_create(struct jo_obj *o, const char *key, const struct jo_ob
 	char id[25], *marker;
 	int rc;
 
-	(void)po;
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
@@ -1089,7 +1091,8 @@ static int file_mpu_create(struct jo_obj *o, const char *key, const struct jo_ob
 	marker = part_key(key, id, 0);
 	if (!marker)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = put_file(o, marker, "", 0, err);
+	/* the marker's permission bits are the ones complete gives the object */
+	rc = put_file(o, marker, "", 0, po->set_mode ? (int)(po->mode & 0777) : -1, err);
 	free(marker);
 	if (rc)
 		return rc;
@@ -1135,7 +1138,7 @@ static int file_mpu_put_part(struct jo_obj *o, const char *key, const char *uplo
 	if (!upload_exists(o, marker))
 		rc = jo_err_set(err, JO_ENOTFOUND, "file: upload part '%s': NoSuchUpload", key);
 	else
-		rc = put_file(o, p, data, len, err);
+		rc = put_file(o, p, data, len, -1, err);
 	if (rc == 0)
 		jo_obj_md5_hex(data, len, etag_out);
 	free(marker);
@@ -1236,6 +1239,21 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 		rc = jo_err_set(err, errno_code(errno), "file: complete '%s': %s", key,
 				strerror(errno));
 		goto done;
+	}
+	{
+		/* the object gets the marker's permission bits (mpu_create's po->mode) */
+		char *mk = part_key(key, upload_id, 0);
+		struct jo_err e1;
+		struct stat st;
+		int in = mk ? open_read(o, mk, "upload", &st, &e1) : -1;
+
+		free(mk);
+		if (in >= 0) {
+			if (fchmod(out, st.st_mode & 0777) < 0)
+				rc = jo_err_set(err, errno_code(errno), "file: complete '%s': %s", key,
+						strerror(errno));
+			close(in);
+		}
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		char *pk = part_key(key, upload_id, parts[i].number);

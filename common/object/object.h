@@ -93,6 +93,8 @@ struct jo_obj_info {
 	 * link's; nothing behind it is listed.
 	 */
 	bool is_link;
+	/* file: the permission bits (st_mode & 07777) of get/head/list; 0 elsewhere */
+	uint32_t mode;
 };
 
 int jo_obj_open(struct jo_obj **out, const struct jo_obj_opts *opts, struct jo_err *err);
@@ -140,6 +142,14 @@ struct jo_obj_put_opts {
 	 */
 	const char *const *meta;
 	bool content_md5;                   /* compute and send Content-MD5 */
+	/*
+	 * file: the new file's permission bits (mode & 0777, set on the temp
+	 * file before the rename: never looser for a moment, nothing followed);
+	 * without set_mode 0666 less the umask. For a multipart upload give it
+	 * to jo_obj_mpu_create. s3: ignored.
+	 */
+	bool set_mode;
+	uint32_t mode;
 };
 /* PUT a whole object (s3: one request; file: temp file + rename). po may be NULL. */
 int jo_obj_put(struct jo_obj *o, const char *key, const void *data, size_t len,

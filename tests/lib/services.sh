@@ -67,6 +67,9 @@
 #     shim_stats                        the counters as JSON on stdout
 #     shim_stat PATH                    one counter, e.g. faults, kinds.list,
 #                                       faults_by_kind.delete_multi (0 if absent)
+#     shim_aliases 'JSON'               show keys SeaweedFS cannot store ("a//b",
+#                                       "./a", "/a", "../a"), each backed by an
+#                                       upstream object (see the shim's docstring)
 #   Its request log is $JO_T/s3shim-PORT.log.
 
 JO_REPO=${JO_REPO:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -807,6 +810,7 @@ jo_shim_call() {
 
 shim_rules() { jo_shim_call PUT /__shim/rules "$1" >/dev/null; }
 shim_clear() { jo_shim_call DELETE /__shim/rules >/dev/null; }
+shim_aliases() { jo_shim_call PUT /__shim/aliases "$1" >/dev/null; }
 shim_stats() { jo_shim_call GET /__shim/stats; echo; }
 shim_stat() {
 	jo_shim_call GET /__shim/stats | "$JO_VENV/bin/python" -c '

@@ -39,6 +39,24 @@ faults when its count selectors (nth, every, after, fraction, limit) say so.
 The first rule that faults a request wins. Without a selector every matching
 request is faulted.
 
+Aliases: keys the upstream server cannot store. SeaweedFS refuses "." and
+".." segments and folds "a//b" and "/a" into "a/b" and "a" (a key is a
+filer path); AWS keeps every key as given. The shim can show such keys
+anyway, each backed by an ordinary upstream object:
+
+    PUT /__shim/aliases  {"bucket": "b", "access_key": "AK", "secret_key": "SK",
+                          "keys": {"SHOWN KEY": "UPSTREAM KEY", ...}}
+                         (replaces the aliases; {} for none)
+
+A listing of the bucket shows each upstream key under its shown name
+(url-encoded when the request asked for encoding-type=url; the order and
+the prefix are upstream's: list the whole bucket from its start, with no
+start-after, and expect no byte order);
+a GET or HEAD of a shown key is sent upstream for its upstream key, signed
+again with the given credentials (Range and If-* headers go along). Other
+requests on shown keys are refused (501 NotImplemented): a test that writes
+or deletes them is not what this is for.
+
 Standard library only. Bodies are buffered (test-sized objects).
 """
 import argparse
@@ -52,6 +70,10 @@ import sys
 import threading
 import time
 import urllib.parse
+import xml.sax.saxutils
+
+sys.path.insert(0, __import__("os").path.dirname(__import__("os").path.abspath(__file__)))
+import s3util  # noqa: E402  (the SigV4 signer of the test bed)
 
 HOP = {"connection", "keep-alive", "proxy-connection", "proxy-authenticate",
        "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"}
@@ -167,6 +189,7 @@ class State:
         self.rng = random.Random(seed)
         self.lock = threading.Lock()
         self.rules = []
+        self.aliases = {}  # {"bucket", "access_key", "secret_key", "keys": {shown: upstream}}
         self.log = open(log, "a", buffering=1) if log else None
         self.reset_stats()
 
@@ -212,6 +235,30 @@ def error_body(code, message):
     return ('<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>%s</Code>'
             '<Message>%s</Message><RequestId>s3shim</RequestId></Error>' %
             (code, message)).encode()
+
+
+def show_aliases(body, keys, url_encoded):
+    """A listing's <Key>UPSTREAM</Key> as <Key>SHOWN</Key> for every alias."""
+    back = {v: k for k, v in keys.items()}
+    text = body.decode("utf-8")
+    out, pos = [], 0
+    while True:
+        i = text.find("<Key>", pos)
+        if i < 0:
+            break
+        j = text.find("</Key>", i)
+        raw = text[i + 5:j]
+        k = xml.sax.saxutils.unescape(raw, {"&quot;": '"', "&apos;": "'"})
+        if url_encoded:
+            k = urllib.parse.unquote(k)
+        if k in back:
+            shown = back[k]
+            raw = (urllib.parse.quote(shown, safe="/") if url_encoded
+                   else xml.sax.saxutils.escape(shown))
+        out.append(text[pos:i + 5] + raw)
+        pos = j
+    out.append(text[pos:])
+    return "".join(out).encode("utf-8")
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -278,21 +325,34 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 return self.reply(400, ("bad rules: %s\n" % e).encode(), "text/plain")
             st.note("rules %s" % json.dumps(rules))
             return self.reply(200, b"ok\n", "text/plain")
+        if self.path == "/__shim/aliases" and self.command == "PUT":
+            try:
+                a = json.loads(body or b"{}")
+                if not isinstance(a, dict) or (a and not (isinstance(a.get("keys"), dict) and
+                                                          a.get("bucket"))):
+                    raise ValueError("want {bucket, access_key, secret_key, keys: {shown: upstream}}")
+                with st.lock:
+                    st.aliases = a
+            except (ValueError, TypeError) as e:
+                return self.reply(400, ("bad aliases: %s\n" % e).encode(), "text/plain")
+            st.note("aliases %s" % json.dumps(a))
+            return self.reply(200, b"ok\n", "text/plain")
         if self.path == "/__shim/rules" and self.command == "DELETE":
             st.set_rules([])
             st.note("rules []")
             return self.reply(200, b"ok\n", "text/plain")
         return self.reply(404, b"unknown control request\n", "text/plain")
 
-    def upstream(self, st, body):
+    def upstream(self, st, body, path=None, hdrs=None):
         for attempt in (0, 1):
             if self.up is None:
                 self.up = http.client.HTTPConnection(st.up_host, st.up_port, timeout=120)
-            hdrs = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
+            if hdrs is None:
+                hdrs = {k: v for k, v in self.headers.items() if k.lower() not in HOP}
             if body or self.command in ("PUT", "POST"):
                 hdrs["Content-Length"] = str(len(body))
             try:
-                self.up.request(self.command, self.path, body=body or None, headers=hdrs)
+                self.up.request(self.command, path or self.path, body=body or None, headers=hdrs)
                 r = self.up.getresponse()
                 data = r.read()
                 return r, data
@@ -327,13 +387,33 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if act in ("reset", "close"):
             st.note("%s %s %s -> %s (fault)" % (kind, self.command, self.path, act))
             return self.drop(act == "reset")
+        with st.lock:
+            al = st.aliases
+        bucket = u.path.lstrip("/").split("/", 1)[0]
+        alias = al.get("keys", {}).get(key) if al and bucket == al.get("bucket") and key else None
+        path = hdrs = None
+        if alias is not None:
+            if kind not in ("get", "head"):
+                st.note("%s %s %s -> 501 (an alias)" % (kind, self.command, self.path))
+                return self.reply(501, error_body("NotImplemented", "s3shim: an alias is read-only"))
+            # the upstream key, signed anew; Range and If-* go along unsigned
+            cpath, _, hdrs = s3util.signed_headers("%s:%d" % (st.up_host, st.up_port),
+                                                   al.get("access_key", ""),
+                                                   al.get("secret_key", ""), self.command,
+                                                   bucket, alias)
+            for k, v in self.headers.items():
+                if k.lower() == "range" or k.lower().startswith("if-"):
+                    hdrs[k] = v
+            path = cpath
         try:
-            r, data = self.upstream(st, body)
+            r, data = self.upstream(st, body, path, hdrs)
         except (http.client.HTTPException, OSError) as e:
             st.note("%s %s %s -> upstream failed: %s" % (kind, self.command, self.path, e))
             return self.reply(502, error_body("BadGateway", "s3shim: upstream: %s" % e))
         with st.lock:
             st.forwarded += 1
+        if kind == "list" and al and bucket == al.get("bucket") and r.status == 200:
+            data = show_aliases(data, al.get("keys", {}), "encoding-type=url" in u.query)
         self.send_response(r.status, r.reason)
         for k, v in r.getheaders():
             if k.lower() in HOP or k.lower() == "content-length":

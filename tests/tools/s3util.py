@@ -29,9 +29,8 @@ def _quote(s, safe="-_.~"):
     return urllib.parse.quote(s, safe=safe)
 
 
-def request(ep, ak, sk, method, bucket, key="", query=None, body=b"", want_headers=False):
-    u = urllib.parse.urlsplit(ep)
-    host = u.netloc
+def signed_headers(host, ak, sk, method, bucket, key="", query=None, body=b""):
+    """(encoded path, encoded query, headers) of a SigV4-signed request (host: "HOST:PORT")."""
     path = "/" + bucket + ("/" + key if key else "")
     cpath = _quote(path, safe="/-_.~")
     q = sorted((query or {}).items())
@@ -56,6 +55,13 @@ def request(ep, ak, sk, method, bucket, key="", query=None, body=b"", want_heade
     del hdrs["host"]
     hdrs["Authorization"] = ("AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, Signature=%s"
                              % (ak, scope, signed, sig))
+    return cpath, cquery, hdrs
+
+
+def request(ep, ak, sk, method, bucket, key="", query=None, body=b"", want_headers=False):
+    path = "/" + bucket + ("/" + key if key else "")
+    cpath, cquery, hdrs = signed_headers(urllib.parse.urlsplit(ep).netloc, ak, sk, method,
+                                         bucket, key, query, body)
     url = ep.rstrip("/") + cpath + ("?" + cquery if cquery else "")
     req = urllib.request.Request(url, data=body if method in ("PUT", "POST") else None,
                                  headers=hdrs, method=method)

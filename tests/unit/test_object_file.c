@@ -286,6 +286,39 @@ static void batch_delete_and_delete(void **state)
 	assert_int_equal(jo_obj_head(f->o, "d/4", &info, &err), JO_ENOTFOUND);
 }
 
+/* put/mpu with set_mode: those bits (0777 of them); without: 0666 less the umask. */
+static void put_mode(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_put_opts po = { .set_mode = true, .mode = 04750 };
+	struct jo_obj_part part = { .number = 1 };
+	struct jo_obj_info info = { 0 };
+	struct jo_err err;
+	struct stat st;
+	char path[400], *id = NULL;
+	mode_t old = umask(027);
+
+	assert_int_equal(jo_obj_put(f->o, "m/plain", "x", 1, NULL, &err), 0);
+	assert_int_equal(jo_obj_put(f->o, "m/kept", "x", 1, &po, &err), 0);
+	po.mode = 0604;
+	assert_int_equal(jo_obj_mpu_create(f->o, "m/big", &po, &id, &err), 0);
+	assert_int_equal(jo_obj_mpu_put_part(f->o, "m/big", id, 1, "hello", 5, part.etag, &err), 0);
+	assert_int_equal(jo_obj_mpu_complete(f->o, "m/big", id, &part, 1, &err), 0);
+	free(id);
+	umask(old);
+	snprintf(path, sizeof(path), "%s/bkt/m/plain", f->dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	snprintf(path, sizeof(path), "%s/bkt/m/kept", f->dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0750);      /* no setuid */
+	snprintf(path, sizeof(path), "%s/bkt/m/big", f->dir);
+	assert_int_equal(stat(path, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0604);
+	assert_int_equal(jo_obj_head(f->o, "m/kept", &info, &err), 0);
+	assert_int_equal(info.mode, 0750);
+}
+
 static void copy_and_multipart(void **state)
 {
 	struct fx *f = *state;
@@ -673,6 +706,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(listing_prefix_start_after_delimiter, setup, teardown),
 		cmocka_unit_test_setup_teardown(batch_delete_and_delete, setup, teardown),
 		cmocka_unit_test_setup_teardown(copy_and_multipart, setup, teardown),
+		cmocka_unit_test_setup_teardown(put_mode, setup, teardown),
 		cmocka_unit_test_setup_teardown(sharded_file_stores_merge_listings, setup, teardown),
 		cmocka_unit_test_setup_teardown(shard_placement_is_fnv1a_of_full_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(symlinks_are_never_followed, setup, teardown),
