@@ -452,8 +452,10 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		vol->fmt.trash_days, o.threads);
 	bool in_plan = plan;
 
+	/* a dry plan evaluates what it finds, --plan alone too: it says what
+	 * would be deleted, as a dry plan+work run does */
 	if (plan)
-		rc = gc_plan(run, !o.delete_ && work, &err);
+		rc = gc_plan(run, !o.delete_, &err);
 	/* dry plan+work evaluated everything while planning; a failed plan
 	 * (a scan not read whole) is never followed by work */
 	if (rc == 0 && work && (o.delete_ || !plan)) {
