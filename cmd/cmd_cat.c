@@ -1,4 +1,5 @@
 /* jfsops cat: a file's bytes, read from the metadata and the objects, no mount. */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,11 +31,13 @@ static const char cat_usage[] =
 	"  jfsops cat sqlite3:///var/jfs/meta.db /logs/app.log | tail\n"
 	"  jfsops cat redis://127.0.0.1:6379/1 /data/part-0 --offset 64M --length 4M | sha256sum\n";
 
+/* payload: an int that takes the errno of a failed write */
 static int write_stdout(const void *data, size_t len, void *payload)
 {
-	(void)payload;
-	if (fwrite(data, 1, len, stdout) != len)
+	if (fwrite(data, 1, len, stdout) != len) {
+		*(int *)payload = errno;
 		return JO_EIO;
+	}
 	return 0;
 }
 
@@ -51,7 +54,7 @@ int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_vol *vol = NULL;
 	struct jo_err err = { 0 };
 	uint64_t off = 0, len = UINT64_MAX, ino;
-	int c, rc;
+	int c, rc, werr = 0;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		if (cmd_vol_opt(&va, c, optarg))
@@ -80,13 +83,14 @@ int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 		goto out;
 	rc = jo_meta_resolve(vol->meta, argv[optind + 1], &ino, &err);
 	if (!rc)
-		rc = jo_vol_read(vol, ino, off, len, write_stdout, NULL, &err);
-	if (rc) {
-		if (rc == JO_EIO && ferror(stdout))
-			rc = JO_EXIT_FAIL;  /* stdout broke: reported by main */
-		else
-			rc = cmd_fail(ctx, &err);
-	}
+		rc = jo_vol_read(vol, ino, off, len, write_stdout, &werr, &err);
+	if (rc == JO_EIO && werr == EPIPE)
+		rc = JO_EXIT_FAIL;  /* the reader went away: main makes it a quiet 141 */
+	else if (rc == JO_EIO && werr)
+		rc = cmd_fail(ctx, (jo_err_set(&err, JO_EIO, "cannot write to stdout: %s",
+					       strerror(werr)), &err));
+	else if (rc)
+		rc = cmd_fail(ctx, &err);
 out:
 	jo_vol_close(vol);
 	cmd_vol_args_release(&va);

@@ -27,8 +27,11 @@ static const char doctor_usage[] =
 	"Check, one line each, that jfsops can work on a volume: the metadata engine\n"
 	"is reachable and holds a JuiceFS volume; its format version, compression\n"
 	"and encryption are supported; the object store is reachable with the stored\n"
-	"(or given) credentials - a probe object is listed, written, read back and\n"
-	"deleted under NAME/jfsops-doctor/; the local clock agrees with the object\n"
+	"(or given) credentials - a probe object NAME/jfsops-doctor-probe-... is\n"
+	"written, read back and deleted (nothing is left behind); blocks the metadata\n"
+	"references are there (a sample of up to 32 slices: a bucket emptied or\n"
+	"replaced fails here; `jfsops leakcheck` checks every block); the local clock\n"
+	"agrees with the object\n"
 	"store's; whether live clients run background jobs (then gc workers\n"
 	"overlap with their hourly cleanups: mount them with --no-bgjob); and whether\n"
 	"anything reclaims the volume: a warning when trash hours, removed files or\n"
@@ -155,7 +158,9 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	snprintf(detail, sizeof(detail), "listed %s under %s", jo_obj_describe(v->obj), key);
 	report(d, "object-list", OK, 0, detail, NULL);
 
-	snprintf(key, sizeof(key), "%s/jfsops-doctor/probe-%ld-%d", v->fmt.name, (long)time(NULL),
+	/* beside chunks/, not in a directory of its own: file storage would keep
+	 * that directory after the delete */
+	snprintf(key, sizeof(key), "%s/jfsops-doctor-probe-%ld-%d", v->fmt.name, (long)time(NULL),
 		 (int)getpid());
 	snprintf(body, sizeof(body), "jfsops doctor probe %ld\n", (long)time(NULL));
 	before = time(NULL);
@@ -197,6 +202,88 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	}
 	snprintf(detail, sizeof(detail), "wrote, read and deleted %s", key);
 	report(d, "object-rw", OK, 0, detail, NULL);
+}
+
+/* Referenced slices sampled: the first ones a chunk scan finds. */
+#define SAMPLE_SLICES 32
+
+struct sample {
+	uint64_t id[SAMPLE_SLICES];
+	uint32_t size[SAMPLE_SLICES];
+	size_t n;
+};
+
+static int on_sample_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
+			   void *payload)
+{
+	struct sample *sm = payload;
+
+	(void)ino;
+	(void)indx;
+	for (size_t off = 0; off + 24 <= len && sm->n < SAMPLE_SLICES; off += 24) {
+		struct jo_slice s;
+		size_t i;
+
+		jo_slice_decode(raw + off, &s);
+		for (i = 0; i < sm->n && sm->id[i] != s.id; i++)
+			;
+		if (s.id && s.size && i == sm->n) {
+			sm->id[sm->n] = s.id;
+			sm->size[sm->n++] = s.size;
+		}
+	}
+	return sm->n == SAMPLE_SLICES; /* 1 stops the scan */
+}
+
+/*
+ * The blocks the metadata references are in the object store: the first
+ * block of a sample of slices. All (or most) gone is a bucket emptied or
+ * replaced, or a wrong bucket/endpoint; a few gone may be a file being
+ * removed right now (its chunks go after its blocks), hence only a warning.
+ */
+static void check_blocks(struct doc *d, struct jo_vol *v)
+{
+	struct sample sm = { .n = 0 };
+	struct jo_err err = { 0 };
+	char key[1200], first[1200] = "", detail[1600];
+	size_t missing = 0;
+	int rc;
+
+	rc = jo_meta_scan_chunks(v->meta, on_sample_chunk, &sm, &err);
+	if (rc < 0) {
+		report(d, "blocks", FAIL, rc, err.msg, jo_meta_hint(jo_meta_url_redacted(v->meta), rc));
+		return;
+	}
+	if (!sm.n) {
+		report(d, "blocks", OK, 0, "no block referenced yet", NULL);
+		return;
+	}
+	for (size_t i = 0; i < sm.n; i++) {
+		struct jo_obj_info info = { 0 };
+
+		if (jo_vol_block_key(v, key, sizeof(key), sm.id[i], 0,
+				     jo_block_len(sm.size[i], v->block_size, 0)) < 0)
+			continue;
+		rc = jo_obj_head(v->obj, key, &info, &err);
+		if (rc == JO_ENOTFOUND) {
+			if (!missing++)
+				snprintf(first, sizeof(first), "%s", key);
+		} else if (rc) {
+			obj_fail(d, "blocks", rc, &err);
+			return;
+		}
+	}
+	if (!missing) {
+		snprintf(detail, sizeof(detail), "the first block of %zu referenced slices is there", sm.n);
+		report(d, "blocks", OK, 0, detail, NULL);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "%zu of %zu sampled referenced blocks are missing (first: %s)",
+		 missing, sm.n, first);
+	report(d, "blocks", missing * 2 >= sm.n ? FAIL : WARN, JO_ENOTFOUND, detail,
+	       "the bucket was emptied or replaced, or the storage settings name another bucket: "
+	       "check --bucket/--endpoint and the format record; `jfsops leakcheck` lists every "
+	       "missing block and the files it breaks");
 }
 
 struct bg {
@@ -436,6 +523,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		goto done;
 	}
 	check_object_store(&d, v);
+	check_blocks(&d, v);
 done:
 	if (ctx->json) {
 		json_t *o = json_pack("{s:s,s:i,s:i}", "type", "summary", "failed", d.fails, "warnings", d.warns);

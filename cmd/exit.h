@@ -20,6 +20,7 @@ enum jo_exit {
 	JO_EXIT_META_AUTH = 11,  /* doctor: the metadata engine refused the password */
 	JO_EXIT_CLOCK = 12,      /* doctor: the clock differs from the object store's */
 	JO_EXIT_SIGINT = 130,
+	JO_EXIT_SIGPIPE = 141,   /* stdout's reader went away (`| head`), as SIGPIPE */
 	JO_EXIT_SIGTERM = 143,
 };
 

@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <malloc.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,19 +94,44 @@ static void usage(FILE *f)
 		"3 failed, 4 partly failed, 5 unreachable, 6 credentials rejected,\n"
 		"7 not a JuiceFS volume or corrupt data, 8 not found, 9 unsupported,\n"
 		"10 lost a lease/compare-and-swap, 11 metadata password rejected (doctor),\n"
-		"12 clock skew (doctor), 130/143 interrupted.\n");
+		"12 clock skew (doctor), 130/143 interrupted, 141 stdout closed by its\n"
+		"reader.\n");
 }
 
-/* Flush and check stdout: a full disk or a closed pipe is an error, not silence. */
+/*
+ * Whether stdout is a pipe or socket whose reader has gone: its write end
+ * polls as an error. errno after a failed fflush() cannot tell, as a write
+ * that failed earlier (with EPIPE, SIGPIPE being ignored) left the stream's
+ * error flag set and errno to whatever ran since.
+ */
+static bool stdout_reader_gone(void)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
+/*
+ * Flush and check stdout: a full disk is an error, not silence. A reader that
+ * closed the pipe early (`jfsops cat ... | head`) ends the command quietly
+ * with 141, the status of a program that SIGPIPE stopped (as cat's), unless
+ * a signal stopped it first.
+ */
 static int finish_stdout(int rc)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
-		if (errno == EPIPE)
-			return rc;
-		fprintf(stderr, "jfsops: error writing to stdout: %s\n", strerror(errno));
-		return rc ? rc : JO_EXIT_FAIL;
-	}
-	return rc;
+	bool flushed = fflush(stdout) == 0;
+	int e = errno;
+
+	if (flushed && !ferror(stdout))
+		return rc;
+	if ((!flushed && e == EPIPE) || stdout_reader_gone())
+		return rc == JO_EXIT_SIGINT || rc == JO_EXIT_SIGTERM ? rc : JO_EXIT_SIGPIPE;
+	/* a write that failed before this flush was the command's to report */
+	if (!flushed)
+		fprintf(stderr, "jfsops: error writing to stdout: %s\n", strerror(e));
+	else if (!rc)
+		fprintf(stderr, "jfsops: error writing to stdout\n");
+	return rc ? rc : JO_EXIT_FAIL;
 }
 
 static int run(const struct cmd_entry *c, int argc, char **argv)

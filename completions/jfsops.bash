@@ -3,7 +3,7 @@
 # Commands and flags are read from the binary itself (`jfsops --list-commands`
 # and `jfsops CMD --help`), so this file cannot drift from the command table.
 # Values are completed where the help names them: a flag documented as
-# `--format jsonl|csv|juicefs` completes those words; FILE/DIR/PATH arguments
+# `--format jsonl|csv|ranges|juicefs` completes those words; FILE/DIR/PATH arguments
 # complete file names.
 
 _jfsops_help_cache=()

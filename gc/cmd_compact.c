@@ -55,6 +55,9 @@ static const char compact_usage[] =
 	"      --path PATH          only files under PATH (default: the whole volume)\n"
 	"      --min-slices N       chunks with at least N records (default 2)\n"
 	"      --min-garbage PCT    and at least PCT% of their written bytes hidden (default 0)\n"
+	"      --top N              name the N chunks worth compacting that hold the most\n"
+	"                           records: file path, chunk index, records, bytes\n"
+	"                           (default 10; 0: none)\n"
 	"      --threads N          workers in this process (default 4)\n"
 	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
 	"      --lease DUR          lease length (default 60s; renewed every third)\n"
@@ -90,6 +93,13 @@ struct copts {
 	int64_t lease_ms, max_time_ms;
 	long task_size;
 	const char *id, *audit_path, *metrics_path;
+	unsigned top;
+};
+
+/* A chunk among the most fragmented the survey saw. */
+struct frag {
+	uint64_t ino, hidden, written;
+	uint32_t indx, n;
 };
 
 
@@ -112,6 +122,8 @@ struct run {
 	pthread_mutex_t mu;   /* guards st and stdout once workers run */
 	struct jo_err first_err;
 	struct jo_xsort *plan;   /* candidates ordered by benefit */
+	struct frag *top;        /* the --top most fragmented candidates, most first */
+	size_t ntop;
 	struct jo_audit *audit;
 	char owner[128];
 	int64_t started_ms, deadline_ms;
@@ -151,6 +163,31 @@ static void plan_rec(uint8_t rec[PLAN_REC], uint64_t hidden, uint32_t nrec, uint
 	put_be(rec + 20, indx, 4);
 }
 
+/* a before b in the --top list: more records, then more hidden bytes */
+static bool frag_before(const struct frag *a, const struct frag *b)
+{
+	if (a->n != b->n)
+		return a->n > b->n;
+	if (a->hidden != b->hidden)
+		return a->hidden > b->hidden;
+	return a->ino != b->ino ? a->ino < b->ino : a->indx < b->indx;
+}
+
+/* Keep f if it is among the --top most fragmented so far (a sorted array of
+ * at most --top entries: an insertion only when f beats the last). */
+static void top_add(struct run *r, const struct frag *f)
+{
+	size_t i;
+
+	if (!r->top || (r->ntop == r->o.top && !frag_before(f, &r->top[r->ntop - 1])))
+		return;
+	if (r->ntop < r->o.top)
+		r->ntop++;
+	for (i = r->ntop - 1; i > 0 && frag_before(f, &r->top[i - 1]); i--)
+		r->top[i] = r->top[i - 1];
+	r->top[i] = *f;
+}
+
 /* Survey one chunk; remember it for planning when it is worth compacting. */
 static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
 		  struct jo_err *err)
@@ -179,6 +216,8 @@ static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw
 	r->st.candidates++;
 	r->st.candidate_records += n;
 	r->st.candidate_hidden += hidden;
+	top_add(r, &(struct frag){ .ino = ino, .indx = indx, .n = (uint32_t)n, .hidden = hidden,
+				   .written = written });
 	if (r->plan) {
 		uint8_t rec[PLAN_REC];
 		int rc;
@@ -549,6 +588,52 @@ static int run_workers(struct run *r)
 	return nt ? 0 : JO_ENOMEM;
 }
 
+static const char *mib(uint64_t b, char buf[32])
+{
+	snprintf(buf, 32, "%.1f MiB", (double)b / 1048576.0);
+	return buf;
+}
+
+/* The --top list: JSON lines of type "fragmented", or a table. */
+static void print_top(struct run *r)
+{
+	if (!r->ntop)
+		return;
+	if (!r->ctx->json)
+		printf("most fragmented chunks (top %zu):\n  %8s %12s %12s %6s  %s\n", r->ntop,
+		       "records", "hidden", "written", "chunk", "path");
+	for (size_t i = 0; i < r->ntop; i++) {
+		const struct frag *f = &r->top[i];
+		struct jo_err e = { 0 };
+		char *path = NULL, h[32], w[32];
+
+		/* a file removed since the survey, or a hard link: named by inode */
+		if (jo_meta_path_of(r->vol->meta, f->ino, &path, &e) != 0)
+			path = NULL;
+		if (r->ctx->json) {
+			json_t *o = json_pack("{s:s,s:o,s:I,s:I,s:I,s:I,s:I}", "type", "fragmented",
+					      "path", path ? json_string(path) : json_null(), "inode",
+					      (json_int_t)f->ino, "chunk", (json_int_t)f->indx,
+					      "records", (json_int_t)f->n, "hidden_bytes",
+					      (json_int_t)f->hidden, "written_bytes",
+					      (json_int_t)f->written);
+
+			if (o) {
+				json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+				fputc('\n', stdout);
+				json_decref(o);
+			}
+		} else if (path) {
+			printf("  %8" PRIu32 " %12s %12s %6" PRIu32 "  %s\n", f->n, mib(f->hidden, h),
+			       mib(f->written, w), f->indx, path);
+		} else {
+			printf("  %8" PRIu32 " %12s %12s %6" PRIu32 "  (%s)\n", f->n,
+			       mib(f->hidden, h), mib(f->written, w), f->indx, e.msg);
+		}
+		free(path);
+	}
+}
+
 static void print_summary(struct run *r)
 {
 	struct cstats *s = &r->st;
@@ -561,6 +646,8 @@ static void print_summary(struct run *r)
 
 	if (r->ctx->tty && !r->ctx->quiet && r->o.apply)
 		fputc('\n', stderr);
+	if (r->ctx->json && surveyed && !r->incomplete)
+		print_top(r);
 	if (r->incomplete)
 		fprintf(stderr, "%s %s: INCOMPLETE: %s did not finish: %s\n", r->ctx->prog,
 			r->ctx->cmd, r->incomplete, strcmp(r->incomplete, "the chunk survey") == 0 ?
@@ -623,6 +710,8 @@ static void print_summary(struct run *r)
 			jo_hist_label(b, label, sizeof(label));
 			printf("  %-10s %" PRIu64 "\n", label, s->hist[b]);
 		}
+		if (!r->incomplete)
+			print_top(r);
 	}
 	if (!r->o.apply) {
 		printf("dry run: nothing changed; add --apply to compact\n");
@@ -700,6 +789,7 @@ static void default_owner(struct run *r)
 enum {
 	OPT_PATH = 0x2000, OPT_MINS, OPT_MING, OPT_APPLY, OPT_PLAN, OPT_WORKER, OPT_STATUS,
 	OPT_THREADS, OPT_ID, OPT_LEASE, OPT_MAXTIME, OPT_TASKSIZE, OPT_AUDIT, OPT_METRICS, OPT_JSON,
+	OPT_TOP,
 };
 
 int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
@@ -720,6 +810,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		{ "audit", required_argument, NULL, OPT_AUDIT },
 		{ "metrics-file", required_argument, NULL, OPT_METRICS },
 		{ "json", no_argument, NULL, OPT_JSON },
+		{ "top", required_argument, NULL, OPT_TOP },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		CMD_VOL_LONGOPTS,
@@ -727,7 +818,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct cmd_vol_args va = { 0 };
 	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4, .lease_ms = 60000,
-					     .task_size = 0 } };
+					     .task_size = 0, .top = 10 } };
 	struct jo_err err = { 0 };
 	int c, rc;
 
@@ -776,6 +867,12 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 			if (*end || v < 1 || v > 10000)
 				return cmd_usage_error(ctx, "bad --task-size '%s' (1-10000)", optarg);
 			r.o.task_size = v;
+			break;
+		case OPT_TOP:
+			v = strtol(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-' || optarg[0] == '+' || v < 0 || v > 1000)
+				return cmd_usage_error(ctx, "bad --top '%s' (0-1000)", optarg);
+			r.o.top = (unsigned)v;
 			break;
 		case OPT_AUDIT: r.o.audit_path = optarg; break;
 		case OPT_METRICS: r.o.metrics_path = optarg; break;
@@ -833,6 +930,10 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	/* survey (and plan) unless this process only works */
 	if (!(r.o.worker && r.o.apply)) {
 		r.incomplete = "the chunk survey";
+		if (r.o.top && !(r.top = calloc(r.o.top, sizeof(*r.top)))) {
+			rc = jo_err_set(&err, JO_ENOMEM, "out of memory");
+			goto failed;
+		}
 		if (r.o.apply) {
 			struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
 
@@ -906,6 +1007,7 @@ out:
 		jo_audit_close(r.audit);
 	}
 	jo_vol_close(r.vol);
+	free(r.top);
 out_args:
 	cmd_vol_args_release(&va);
 	return rc;

@@ -61,12 +61,12 @@ static const char usage_text[] =
 	"\n"
 	CMD_VOL_HELP
 	"\n"
-	"Exit codes: 0 done (with --delete: no task left, or --max-time stopped the\n"
-	"run: status \"max-time\"), 2 usage, 3 failed,\n"
-	"4 finished but some items failed, or (status \"tasks-left\") tasks are still\n"
-	"recorded that this run could not claim: another worker holds their lease,\n"
-	"or held it and died (its lease expires after at most --lease; the next run\n"
-	"takes them over), 5 unreachable or timed out (also Redis LOADING/BUSY, SQLite\n"
+	"Exit codes: 0 done (with --delete: no task left; --max-time stopped the\n"
+	"run: status \"max-time\"; or every task left is under another worker's\n"
+	"lease: status \"tasks-left\", a peer at work or one that died, whose lease\n"
+	"expires after at most --lease and the next run takes over), 2 usage,\n"
+	"3 failed, 4 finished but some items failed, or a task nobody holds was left\n"
+	"undone, 5 unreachable or timed out (also Redis LOADING/BUSY, SQLite\n"
 	"locked), 9 unsupported volume (ChangeLog on), 10 a lease was lost,\n"
 	"130/143 interrupted (SIGINT/SIGTERM: the delete batch in flight is finished,\n"
 	"no new one is started, the lease is released; what is left stays recorded\n"
@@ -452,13 +452,28 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		vol->fmt.trash_days, o.threads);
 	bool in_plan = plan;
 
+	/* a dry plan evaluates what it finds, --plan alone too: it says what
+	 * would be deleted, as a dry plan+work run does */
 	if (plan)
-		rc = gc_plan(run, !o.delete_ && work, &err);
+		rc = gc_plan(run, !o.delete_, &err);
 	/* dry plan+work evaluated everything while planning; a failed plan
 	 * (a scan not read whole) is never followed by work */
 	if (rc == 0 && work && (o.delete_ || !plan)) {
 		in_plan = false;
 		rc = gc_work(run, &err);
+		/*
+		 * A task whose lease ran out after this run's last claim (its worker
+		 * died) is nobody's: claim again rather than leave it undone. A
+		 * count that fails leaves the decision to the count below.
+		 */
+		for (int again = 0; rc == 0 && o.delete_ && again < 3 && !jo_cancelled() &&
+				    !gc_run_deadline_passed(run); again++) {
+			struct jo_err cerr = { 0 };
+
+			if (gc_task_counts(run, &left, &leased, &cerr) != 0 || left <= leased)
+				break;
+			rc = gc_work(run, &err);
+		}
 	}
 	gc_run_stats(run, &st);
 	if (o.delete_) {
@@ -497,12 +512,16 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 			stname = "max-time"; /* stopped claiming as asked: what is left is for the next run */
 		} else if (work && o.delete_ && left > 0) {
 			/*
-			 * Tasks this run could not claim: another worker holds them (or
-			 * held them and died: its lease runs out first). Not a success
-			 * a cron wrapper should take for "all reclaimed".
+			 * Tasks this run could not claim. Under another worker's lease
+			 * they are that worker's (a peer at work, or one that died: its
+			 * lease runs out first and the next run takes them over): this
+			 * run did all it could and exits 0, its status and tasks_leased
+			 * saying what is left. A task nobody holds and this run did not
+			 * finish is a partial run.
 			 */
 			stname = "tasks-left";
-			exit_code = JO_EXIT_PARTIAL;
+			if (leased < left)
+				exit_code = JO_EXIT_PARTIAL;
 			jo_warn("%lld task(s) still recorded, %lld of them under another worker's lease "
 				"(a dead worker's lease expires after at most its --lease): not done by "
 				"this run; the next run or that worker finishes them", (long long)left,

@@ -16,7 +16,8 @@
 #include "common/object/object.h"
 
 static const char lance_usage[] =
-	"usage: jfsops lance DATASET --columns a,b.c [--version V] [--format jsonl|csv|juicefs]\n"
+	"usage: jfsops lance DATASET --columns a,b.c [--version V]\n"
+	"                    [--format jsonl|csv|ranges|juicefs]\n"
 	"                    [--align BYTES] [--prefix P] [--merge-gap BYTES] [--blobs]\n"
 	"                    [--tail-block BYTES]\n"
 	"       jfsops lance DATASET --list-versions\n"
@@ -40,13 +41,19 @@ static const char lance_usage[] =
 	"                           the column with all its children, a dotted path\n"
 	"                           (st.x) one nested field (required for ranges)\n"
 	"  -v, --version V          dataset version (default: the latest)\n"
-	"  -f, --format FMT         jsonl, csv or juicefs (default: csv, or jsonl\n"
-	"                           with the global --json): csv is 'file,offset,length';\n"
-	"                           juicefs is the 'path [start-end;...]' list that\n"
-	"                           'juicefs warmup -f' reads (end exclusive)\n"
+	"  -f, --format FMT         jsonl, csv, ranges or juicefs (default: csv, or\n"
+	"                           jsonl with the global --json): csv is\n"
+	"                           'file,offset,length'; ranges is one line per file,\n"
+	"                           'path [start-end;...]' (end exclusive), which\n"
+	"                           'jfsops warmup --ranges' reads (no released juicefs\n"
+	"                           takes ranges: 'juicefs warmup -f' reads whole\n"
+	"                           paths, up to 1.4.2 at least); juicefs is one path\n"
+	"                           per line, each file once: the list 'juicefs warmup\n"
+	"                           -f' reads (it warms those files whole)\n"
 	"  -a, --align BYTES        round ranges out to multiples of BYTES and merge\n"
 	"                           (e.g. 4M, the volume's block size; default: none)\n"
-	"  -p, --prefix P           path prefix for --format juicefs (default: DATASET\n"
+	"  -p, --prefix P           path prefix for --format ranges and juicefs\n"
+	"                           (default: DATASET\n"
 	"                           when it is a local directory), e.g. the dataset's\n"
 	"                           path under a JuiceFS mount\n"
 	"      --merge-gap BYTES    merge ranges of a file less than BYTES apart\n"
@@ -73,9 +80,11 @@ static const char lance_usage[] =
 	"  jfsops lance /data/train.lance --columns image,label --format juicefs \\\n"
 	"      --prefix /mnt/jfs/train.lance > warm.txt && juicefs warmup -f warm.txt\n"
 	"  jfsops lance sqlite3:///var/jfs/meta.db:/train.lance --version 12 \\\n"
-	"      --columns emb --align 4M --format jsonl | jfsops warmup sqlite3:///var/jfs/meta.db --ranges -\n";
+	"      --columns emb --align 4M --format jsonl | jfsops warmup sqlite3:///var/jfs/meta.db --ranges -\n"
+	"  jfsops lance /mnt/jfs/train.lance --columns image --format ranges \\\n"
+	"      | jfsops warmup redis://127.0.0.1:6379/1 --mount /mnt/jfs --ranges -\n";
 
-enum { FMT_CSV, FMT_JSONL, FMT_JUICEFS };
+enum { FMT_CSV, FMT_JSONL, FMT_RANGES, FMT_JUICEFS };
 enum { OPT_LIST = 0x2000, OPT_SCHEMA, OPT_BLOBS, OPT_TAIL, OPT_ENDPOINT, OPT_GAP, OPT_JSON };
 
 struct lance_args {
@@ -198,15 +207,23 @@ static int print_ranges(const struct lance_rangeset *s, const struct lance_args 
 	for (size_t i = 0; i < s->n && rc == 0;) {
 		const struct lance_range *r = &s->r[i];
 		const char *file = s->files[r->file];
-		if (a->format == FMT_JUICEFS) {
+		if (a->format == FMT_RANGES || a->format == FMT_JUICEFS) {
+			/* ranges of one file are adjacent: one line per file */
 			size_t j = i;
 			if (prefix && *prefix)
 				printf("%s%s", prefix, prefix[strlen(prefix) - 1] == '/' ? "" : "/");
-			printf("%s [", file);
-			for (; j < s->n && s->r[j].file == r->file; j++)
-				printf("%s%" PRIu64 "-%" PRIu64, j > i ? ";" : "", s->r[j].off,
-				       s->r[j].off + s->r[j].len);
-			puts("]");
+			fputs(file, stdout);
+			if (a->format == FMT_RANGES) {
+				fputs(" [", stdout);
+				for (; j < s->n && s->r[j].file == r->file; j++)
+					printf("%s%" PRIu64 "-%" PRIu64, j > i ? ";" : "",
+					       s->r[j].off, s->r[j].off + s->r[j].len);
+				fputc(']', stdout);
+			} else {
+				while (j < s->n && s->r[j].file == r->file)
+					j++;
+			}
+			fputc('\n', stdout);
 			i = j;
 			continue;
 		}
@@ -385,10 +402,12 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 				a.format = FMT_CSV;
 			else if (strcmp(optarg, "jsonl") == 0 || strcmp(optarg, "json") == 0)
 				a.format = FMT_JSONL;
+			else if (strcmp(optarg, "ranges") == 0)
+				a.format = FMT_RANGES;
 			else if (strcmp(optarg, "juicefs") == 0)
 				a.format = FMT_JUICEFS;
 			else
-				USAGE("bad --format '%s' (jsonl, csv or juicefs)",
+				USAGE("bad --format '%s' (jsonl, csv, ranges or juicefs)",
 						       optarg);
 			break;
 		case 'a':
@@ -441,8 +460,9 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 		USAGE("--columns is required (or --list-versions, --schema)");
 	if (a.list_versions && a.schema)
 		USAGE("--list-versions and --schema exclude each other");
-	if (a.format == FMT_JUICEFS && (a.list_versions || a.schema))
-		USAGE("--format juicefs only applies to ranges");
+	if ((a.format == FMT_JUICEFS || a.format == FMT_RANGES) && (a.list_versions || a.schema))
+		USAGE("--format %s only applies to ranges",
+		      a.format == FMT_JUICEFS ? "juicefs" : "ranges");
 
 	if (strncmp(a.dataset, "s3://", 5) == 0) {
 		if ((rc = open_s3(&obj, &io, a.dataset, endpoint, va.retries, &err)) < 0)

@@ -46,7 +46,9 @@ static const char leakcheck_usage[] =
 	"Check options:\n"
 	"      --out FILE          write candidates as JSON lines (type leaked, missing,\n"
 	"                          skipped, foreign; key, slice, size, last_modified,\n"
-	"                          reason); published only when the run completes\n"
+	"                          reason; a missing block also names its files:\n"
+	"                          inode, chunk, path); published only when the run\n"
+	"                          completes\n"
 	"                          (default: none, candidates go to stdout)\n"
 	"      --json              summary (and, without --out, candidates) as JSON\n"
 	"                          lines on stdout\n"
@@ -129,6 +131,10 @@ struct lc_opts {
 	const char *metrics;      /* --metrics-file PATH, or NULL */
 };
 
+/* Missing blocks whose files a report names (24 bytes of memory each, with
+ * their owners); past that, missing lines go out without files. */
+#define LC_OWNERS_MAX 100000
+
 /* What the run did, for --metrics-file. */
 struct lc_mx {
 	bool checked;             /* the check's merge completed */
@@ -148,6 +154,7 @@ struct lc_run {
 	bool progress_shown;
 	int werr;                 /* errno of a failed write */
 	const char *stage;        /* what the run was doing (for an incomplete run) */
+	struct leak_owners *owners; /* missing items held back to name their files */
 	struct lc_mx mx;
 };
 
@@ -251,10 +258,14 @@ static void on_progress(uint64_t listed, uint64_t done, uint64_t prefixes, void 
 	r->progress_shown = true;
 }
 
-/* One candidate line: JSON (jansson) or a tab-separated human line. */
-static int write_item(const struct leak_item *it, void *payload)
+/*
+ * One candidate line: JSON (jansson) or a tab-separated human line. A
+ * missing block's line names the files whose chunks list its slice (owners,
+ * when they were looked for: o non-NULL).
+ */
+static int write_line(struct lc_run *r, const struct leak_item *it, const struct leak_owners *o,
+		      const struct leak_owner *own, size_t nown)
 {
-	struct lc_run *r = payload;
 	char key[1200], ts[32];
 	const char *k = it->key;
 
@@ -278,6 +289,21 @@ static int write_item(const struct leak_item *it, void *payload)
 			json_object_set_new(j, "last_modified", json_string(ts));
 			json_object_set_new(j, "mtime", json_integer(it->mtime));
 		}
+		if (o) {
+			json_t *fs = json_array();
+
+			for (size_t i = 0; fs && i < nown; i++) {
+				const char *why, *path = leak_owner_path(o, &own[i], &why);
+				json_t *f = json_pack("{s:I,s:i,s:o}", "inode", (json_int_t)own[i].ino,
+						      "chunk", (int)own[i].indx, "path",
+						      path ? json_string(path) : json_null());
+
+				if (f && !path)
+					json_object_set_new(f, "why", json_string(why));
+				json_array_append_new(fs, f);
+			}
+			json_object_set_new(j, "files", fs);
+		}
 		s = json_dumps(j, JSON_COMPACT);
 		json_decref(j);
 		if (!s)
@@ -286,11 +312,63 @@ static int write_item(const struct leak_item *it, void *payload)
 			r->werr = errno ? errno : EIO;
 		free(s);
 	} else {
-		if (fprintf(r->out, "%s\t%s\t%llu\t%s\n", leak_kind_name(it->kind), k,
+		if (fprintf(r->out, "%s\t%s\t%llu\t%s", leak_kind_name(it->kind), k,
 			    (unsigned long long)it->size, it->reason) < 0)
+			r->werr = errno ? errno : EIO;
+		for (size_t i = 0; o && i < nown; i++) {
+			const char *why, *path = leak_owner_path(o, &own[i], &why);
+
+			if (fprintf(r->out, "%sinode %llu chunk %u %s%s%s", i ? ", " : "\t",
+				    (unsigned long long)own[i].ino, (unsigned)own[i].indx,
+				    path ? path : "(", path ? "" : why, path ? "" : ")") < 0)
+				r->werr = errno ? errno : EIO;
+		}
+		if (o && !nown && fputs("\tno file lists it (a removed file's or a delayed slice)",
+					r->out) < 0)
+			r->werr = errno ? errno : EIO;
+		if (fputc('\n', r->out) == EOF)
 			r->werr = errno ? errno : EIO;
 	}
 	return r->werr ? JO_EIO : 0;
+}
+
+static int write_item(const struct leak_item *it, void *payload)
+{
+	struct lc_run *r = payload;
+
+	/* held back until the merge is over (at most LC_OWNERS_MAX: the rest
+	 * go out now, without the files they belong to) */
+	if (it->kind == LEAK_MISSING && r->owners && leak_owners_add(r->owners, it))
+		return 0;
+	return write_line(r, it, NULL, NULL, 0);
+}
+
+/* The held-back missing lines, with their files when the chunk scan worked. */
+static int write_owned(struct lc_run *r, struct jo_err *err)
+{
+	struct leak_owners *o = r->owners;
+	size_t n = leak_owners_count(o);
+	struct jo_err e = { 0 };
+	bool named;
+	int rc = 0;
+
+	if (!n)
+		return 0;
+	r->stage = "naming the files of missing blocks";
+	named = leak_owners_resolve(o, r->vol->meta, &e) == 0;
+	if (!named)
+		fprintf(stderr, "%s %s: warning: the files of %zu missing blocks are not named: %s\n",
+			r->ctx->prog, r->ctx->cmd, n, e.msg);
+	for (size_t i = 0; i < n && !rc; i++) {
+		const struct leak_owner *own;
+		size_t nown;
+		const struct leak_item *it = leak_owners_item(o, i, &own, &nown);
+
+		rc = write_line(r, it, named ? o : NULL, own, nown);
+	}
+	if (rc)
+		return jo_err_set(err, rc, "write candidates: %s", strerror(r->werr ? r->werr : EIO));
+	return 0;
 }
 
 static void print_summary(struct lc_run *r, const struct leak_counts *c,
@@ -461,7 +539,11 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	};
 
 	r->stage = "the merge";
-	rc = leak_merge(&mo, leak_xsort_next, xrefs, leak_xsort_next, xobjs, &counts, err);
+	rc = leak_owners_new(&r->owners, LC_OWNERS_MAX, err);
+	if (!rc)
+		rc = leak_merge(&mo, leak_xsort_next, xrefs, leak_xsort_next, xobjs, &counts, err);
+	if (!rc)
+		rc = write_owned(r, err);
 	if (rc)
 		goto out;
 	r->stage = "writing the report";
@@ -504,6 +586,8 @@ out:
 	jo_xsort_free(xrefs);
 	jo_xsort_free(xobjs);
 	leak_density_free(&density);
+	leak_owners_free(r->owners);
+	r->owners = NULL;
 	return rc;
 }
 

@@ -122,6 +122,36 @@ void leak_density_add(struct leak_density *d, uint64_t id, uint64_t size);
 double leak_density_est(const struct leak_density *d, uint64_t lo, uint64_t hi);
 void leak_density_free(struct leak_density *d);
 
+/* ---- who owns the missing blocks (owners.c) ---- */
+
+/*
+ * Missing items held back until the merge has ended, then named by the files
+ * whose chunks list their slices (one more chunk scan, run only when
+ * something is missing). At most `cap` items: leak_owners_add() returns
+ * false once full (or out of memory), and the caller writes that item
+ * without owners.
+ */
+struct leak_owners;
+struct leak_owner {
+	uint64_t id;      /* the slice */
+	uint64_t ino;     /* a file whose chunk lists it */
+	uint32_t indx;    /* that chunk's index */
+};
+struct jo_meta;
+int leak_owners_new(struct leak_owners **out, size_t cap, struct jo_err *err);
+void leak_owners_free(struct leak_owners *o);
+bool leak_owners_add(struct leak_owners *o, const struct leak_item *it);
+size_t leak_owners_count(const struct leak_owners *o);
+/* The chunk scan and the paths (jo_meta_path_of; at most 8 owners a slice). */
+int leak_owners_resolve(struct leak_owners *o, struct jo_meta *m, struct jo_err *err);
+/* Item i (borrowed) and its owners (borrowed, *nowners may be 0: the slice is
+ * referenced from a removed file's or a delayed slice list only). */
+const struct leak_item *leak_owners_item(const struct leak_owners *o, size_t i,
+					  const struct leak_owner **owners, size_t *nowners);
+/* An owner's path (borrowed), or NULL with *why saying why none. */
+const char *leak_owner_path(const struct leak_owners *o, const struct leak_owner *w,
+			    const char **why);
+
 /* ---- reference side ---- */
 
 struct leak_ref_stats {

@@ -599,6 +599,102 @@ int jo_meta_resolve(struct jo_meta *m, const char *path, uint64_t *ino_out, stru
 	return 0;
 }
 
+struct find_name {
+	uint64_t ino;
+	char name[256];
+	bool found;
+};
+
+static int on_find_name(const char *name, size_t name_len, uint64_t ino, uint8_t type,
+			void *payload)
+{
+	struct find_name *f = payload;
+
+	(void)type;
+	if (ino != f->ino || name_len >= sizeof(f->name))
+		return 0;
+	memcpy(f->name, name, name_len);
+	f->name[name_len] = '\0';
+	f->found = true;
+	return 1; /* stop: the first name is the one */
+}
+
+int jo_meta_path_of(struct jo_meta *m, uint64_t ino, char **out, struct jo_err *err)
+{
+	size_t cap = 256, start = cap - 1;
+	char *buf = malloc(cap);
+	uint64_t cur = ino;
+	int rc = 0;
+
+	*out = NULL;
+	if (!buf)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	buf[start] = '\0';
+	/* a chain longer than this is a loop in corrupt metadata */
+	for (int depth = 0; cur != JO_ROOT_INODE; depth++) {
+		struct find_name f = { .ino = cur };
+		struct jo_attr a;
+		uint64_t parent;
+		size_t n;
+
+		if (depth > 100000) {
+			rc = jo_err_set(err, JO_EPROTO, "inode %llu: parents form a loop",
+					(unsigned long long)ino);
+			goto out;
+		}
+		if (cur == JO_TRASH_INODE) {
+			strcpy(f.name, ".trash");
+			parent = JO_ROOT_INODE;
+		} else {
+			if ((rc = m->ops->getattr(m, cur, &a, err)) != 0)
+				goto out;
+			if (!a.parent) {
+				rc = jo_err_set(err, JO_ENOTFOUND, "inode %llu is hard-linked: "
+						"no single path", (unsigned long long)cur);
+				goto out;
+			}
+			parent = a.parent;
+			rc = m->ops->readdir(m, parent, on_find_name, &f, err);
+			if (rc == 1)
+				rc = 0;
+			if (rc)
+				goto out;
+			if (!f.found) {
+				rc = jo_err_set(err, JO_ENOTFOUND, "inode %llu: no entry in its parent %llu",
+						(unsigned long long)cur, (unsigned long long)parent);
+				goto out;
+			}
+		}
+		n = strlen(f.name);
+		while (start < n + 1) {
+			char *nb;
+			size_t used = cap - start;
+
+			if (cap > SIZE_MAX / 2 || !(nb = malloc(cap * 2))) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				goto out;
+			}
+			memcpy(nb + cap * 2 - used, buf + start, used);
+			free(buf);
+			buf = nb;
+			start = cap * 2 - used;
+			cap *= 2;
+		}
+		start -= n;
+		memcpy(buf + start, f.name, n);
+		buf[--start] = '/';
+		cur = parent;
+	}
+	if (buf[start] == '\0')
+		buf[--start] = '/'; /* the root itself */
+	memmove(buf, buf + start, cap - start);
+	*out = buf;
+	buf = NULL;
+out:
+	free(buf);
+	return rc;
+}
+
 int jo_meta_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err)
 {
 	return m->ops->getattr(m, ino, out, err);

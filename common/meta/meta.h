@@ -199,6 +199,15 @@ int jo_meta_lookup(struct jo_meta *m, uint64_t parent, const char *name,
 /* Resolve an absolute or root-relative path ("/a/b", "a/b", "/") to an inode. */
 int jo_meta_resolve(struct jo_meta *m, const char *path, uint64_t *ino_out,
 		    struct jo_err *err);
+/*
+ * One path of inode ino ("/a/b/f"; an entry in the trash "/.trash/HOUR/..."),
+ * malloc'd into *out, found by climbing the parents in the attributes and
+ * reading each parent directory for the entry's name: meant for the few
+ * inodes a report names, not for a whole volume. JO_ENOTFOUND when the inode
+ * or an entry on the way is gone, or when the inode is hard-linked (its
+ * attributes keep no parent).
+ */
+int jo_meta_path_of(struct jo_meta *m, uint64_t ino, char **out, struct jo_err *err);
 /* Attributes of an inode. JO_ENOTFOUND when the inode does not exist. */
 int jo_meta_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out,
 		    struct jo_err *err);

@@ -64,9 +64,8 @@ static int errno_code(int e)
 		return JO_ENOTFOUND;
 	case ENOMEM:
 		return JO_ENOMEM;
-	case EACCES:
-	case EPERM:
-		return JO_EAUTH;
+	/* a permission on a local path is no credential: an I/O failure whose
+	 * message says "Permission denied" (exit 3, not 6) */
 	case EINVAL:
 	case ENAMETOOLONG:
 	case EISDIR:

@@ -141,12 +141,6 @@ ch_wait_all() {
 	for p in "$@"; do
 		rc=0
 		wait "$p" || rc=$?
-		# a gc worker's exit 4 with status tasks-left and no error is a
-		# documented outcome: a task stayed under a killed worker's lease
-		if [ "$rc" = 4 ] && [ -n "${CH_WLOG[$p]:-}" ] &&
-			grep 'gc delete (worker):' "${CH_WLOG[$p]}" | tail -n 1 | grep -Eq ' 0 errors; .*; tasks-left(;|$)'; then
-			rc=0
-		fi
 		if [ -n "${CH_WLOG[$p]:-}" ]; then
 			# (a worker killed right after the fork never opened its log)
 			[ ! -f "${CH_WLOG[$p]}" ] || cat "${CH_WLOG[$p]}" >>"$CH_LOG"
@@ -163,7 +157,7 @@ ch_wait_all() {
 	CH_KILLED=$((CH_KILLED + k))
 }
 # ch_lease_lost_only KIND: the workers that were not killed exited 0 (gc's
-# 4 with status tasks-left and no error counts as 0, see ch_wait_all), or 10
+# status tasks-left, a task under a killed worker's lease, exits 0), or 10
 # (a lease lost, e.g. a renewal late on a loaded machine: a documented
 # outcome that leaves the task to the next run)
 ch_lease_lost_only() {

@@ -28,9 +28,13 @@ DEAD=${JO_DOCTOR_DEAD_PORT:-$((JO_PORT_BASE + 5))}
 jo_port_busy "$DEAD" && jo_die "port $DEAD should be closed for the unreachable-endpoint case"
 s3_mkbucket dochealthy
 s3_mkbucket docenc
+s3_mkbucket docempty
 
 GOOD="redis://127.0.0.1:$R1/1"
 jfs_format "$GOOD" "$JO_S3_ENDPOINT/dochealthy" dochealthy
+mkdir -p "$JO_T/src"
+for i in 1 2 3; do head -c $((i * 300000)) /dev/urandom >"$JO_T/src/f$i"; done
+jfs_sync_in "$JO_T/src" "$GOOD"
 PWMETA="redis://:docpw@127.0.0.1:$R2/1"
 jfs_format "$PWMETA" "$JO_S3_ENDPOINT/dochealthy" docauth
 openssl genrsa -out "$JO_T/enc.pem" 2048 2>/dev/null
@@ -88,6 +92,22 @@ run_case unreachable 5 object-list 'connect|refused|unreachable' \
 run_case unreachable-meta 5 metadata 'connect|refused|unreachable' "$B" doctor "redis://127.0.0.1:$DEAD/1"
 run_case bucket-missing 8 object-list 'NoSuchBucket|bucket|not exist|not found' \
 	"$B" doctor "$GOOD" --bucket "$JO_S3_ENDPOINT/nosuchbucket"
+# the referenced blocks are checked: an empty bucket in place of the volume's
+# (emptied or replaced) fails, although it lists, reads and writes fine
+grep -qE '^ok +blocks +the first block of 3 referenced slices is there' "$JO_T/healthy.out" ||
+	{ echo "FAIL healthy: no 'ok blocks' line for the 3 files' slices"; fails=$((fails + 1)); }
+run_case bucket-replaced 8 blocks '3 of 3 sampled referenced blocks are missing' \
+	"$B" doctor "$GOOD" --bucket "$JO_S3_ENDPOINT/docempty"
+# nothing of doctor's is left in the buckets (its probe objects are deleted,
+# and no directory-like prefix of its own stays behind)
+for b in dochealthy docempty; do
+	if s3_list_keys "$b" | grep -q 'doctor'; then
+		echo "FAIL leftovers: $b still holds: $(s3_list_keys "$b" | grep doctor | head -3)"
+		fails=$((fails + 1))
+	else
+		echo "ok   leftovers: nothing of doctor's in $b"
+	fi
+done
 # (an ASan build must tolerate libfaketime being preloaded before its runtime)
 run_case clock-skew 12 clock-skew 'clock|skew|Skewed' \
 	env ASAN_OPTIONS="verify_asan_link_order=0${ASAN_OPTIONS:+:$ASAN_OPTIONS}" faketime -f '+2h' "$B" doctor "$GOOD"

@@ -75,6 +75,14 @@ for e in $(engine_list); do
 	esac
 	case_ "$e-healthy" 0 "$server" "$JO_BIN" doctor "$good"
 	case_ "$e-healthy-json" 0 "$server" "$JO_BIN" doctor "$good" --json
+	# file storage keeps directories: doctor's probe leaves none behind
+	left=$(find "$JO_T/bucket-doc-$e/doc-$e" -mindepth 1 -maxdepth 1 ! -name juicefs_uuid ! -name chunks)
+	if [ -n "$left" ]; then
+		echo "FAIL $e-leftovers: doctor left $left"
+		fails=$((fails + 1))
+	else
+		echo "ok   $e-leftovers: nothing of doctor's in the bucket"
+	fi
 	[ -z "$wrong" ] || case_ "$e-wrong-password" 11 'password|authentication|Access denied' "$JO_BIN" doctor "$wrong"
 	grep -q 'META_PASSWORD' "$JO_T/$e-wrong-password.out" 2>/dev/null ||
 		[ -z "$wrong" ] || { echo "FAIL $e-wrong-password: the hint does not name META_PASSWORD"; fails=$((fails + 1)); }

@@ -52,9 +52,13 @@ for r in rs:
     prev_end = r["offset"] + r["length"]
     last = key
 PYEOF
-"$J" lance -q "$D" --columns vec --format juicefs --prefix /mnt/jfs/ds > "$JO_T/jfs"
-check "juicefs format: path [s-e;...]" grep -qE '^/mnt/jfs/ds/data/[01]{24}[0-9a-f]{26}\.lance \[[0-9]+-[0-9]+(;[0-9]+-[0-9]+)*\]$' "$JO_T/jfs"
-check "juicefs format: one line per file" test "$(cut -d' ' -f1 "$JO_T/jfs" | sort | uniq -d | wc -l)" = 0
+"$J" lance -q "$D" --columns vec --format ranges --prefix /mnt/jfs/ds > "$JO_T/jfs"
+check "ranges format: path [s-e;...]" grep -qE '^/mnt/jfs/ds/data/[01]{24}[0-9a-f]{26}\.lance \[[0-9]+-[0-9]+(;[0-9]+-[0-9]+)*\]$' "$JO_T/jfs"
+check "ranges format: one line per file" test "$(cut -d' ' -f1 "$JO_T/jfs" | sort | uniq -d | wc -l)" = 0
+"$J" lance -q "$D" --columns vec --format juicefs --prefix /mnt/jfs/ds > "$JO_T/jfs-plain"
+check "juicefs format: only paths, the files of the ranges list" test "$(cat "$JO_T/jfs-plain")" = "$(cut -d' ' -f1 "$JO_T/jfs")"
+check "juicefs format: no range brackets, no blanks" test "$(grep -c '[][ ]' "$JO_T/jfs-plain")" = 0
+check "--format juicefs refused with --schema" test "$("$J" lance "$D" --schema --format juicefs >/dev/null 2>&1; echo $?)" = 2
 "$J" lance -q "$D" --columns vec --align 4K --format jsonl > "$JO_T/aligned"
 check "--align 4K: offsets aligned, ends aligned or EOF" "$PY" - "$JO_T/aligned" "$D" <<'PYEOF'
 import json, os, sys

@@ -129,9 +129,9 @@ wait $pB || rcB=$?
 for h in hostA:$rcA hostB:$rcB; do
 	host=${h%%:*} rc=${h#*:}
 	nolog_errors "gc-cron ($host)" "$JO_T/$host/log/gc.log"
-	if [ "$rc" = 4 ] && tail -n 1 "$JO_T/$host/log/gc.log" | grep -q '; tasks-left$'; then
-		# finished while the other host still held tasks by lease: said so, exit 4
-		echo "ok   gc-cron ($host): done while the other host still worked (exit 4, tasks-left)"
+	if [ "$rc" = 0 ] && tail -n 1 "$JO_T/$host/log/gc.log" | grep -q '; tasks-left$'; then
+		# finished while the other host still held tasks by lease: said so, exit 0
+		echo "ok   gc-cron ($host): done while the other host still worked (exit 0, tasks-left)"
 	elif [ "$rc" != 0 ]; then
 		bad "gc-cron ($host): exit $rc"; sed 's/^/    | /' "$JO_T/$host/log/gc.log" 2>/dev/null | tail -n 5
 	else

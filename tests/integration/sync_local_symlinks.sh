@@ -143,5 +143,24 @@ else
 	ok "-v names the state file without a warning"
 fi
 
+# ---- 7. an unreadable SRC directory is a permission error (exit 3), not
+# rejected credentials (6); run as another user, root reads anything
+P=$JO_T/perm
+mkdir -p "$P/src/locked" "$P/dst"
+echo x >"$P/src/locked/f"
+chmod 0755 "$JO_T" "$P" "$P/src"
+chmod 0700 "$P/src/locked"
+chown 65534:65534 "$P/dst"
+for from in "$P/src/locked" "$P/src"; do
+	rc=0
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$JO_BIN" sync --no-state \
+		"$from" "$P/dst" >"$JO_T/out9" 2>"$JO_T/err9" || rc=$?
+	if [ $rc = 3 ] && grep -q 'Permission denied' "$JO_T/err9"; then
+		ok "an unreadable SRC ($from) is a permission error: exit 3, $(head -n 1 "$JO_T/err9")"
+	else
+		bad "an unreadable SRC ($from): exit $rc (want 3, 'Permission denied'): $(cat "$JO_T/err9")"
+	fi
+done
+
 echo "$(basename "$0"): $PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]

@@ -42,7 +42,8 @@ jfs_umount "$MP"
 
 "$JO_BIN" lance "$META:/ds" --columns id,f --format jsonl >"$JO_T/ranges.jsonl" ||
 	fail "jfsops lance failed"
-"$JO_BIN" lance "$META:/ds" --columns id,f --format juicefs --prefix "$MP/ds" >"$JO_T/ranges.jfs"
+"$JO_BIN" lance "$META:/ds" --columns id,f --format ranges --prefix "$MP/ds" >"$JO_T/ranges.jfs"
+"$JO_BIN" lance "$META:/ds" --columns id,f --format juicefs --prefix "$MP/ds" >"$JO_T/ranges.paths"
 nfiles=$(grep -c '"type":"range"' "$JO_T/ranges.jsonl")
 [ "$nfiles" -ge 5 ] || fail "expected ranges in 4 data files + the manifest, got $nfiles"
 
@@ -53,7 +54,7 @@ nfiles=$(grep -c '"type":"range"' "$JO_T/ranges.jsonl")
 "$JO_BIN" warmup "$META" --mount "$MP" --ranges "$JO_T/ranges.jfs" --dry-run |
 	grep $'\t' | sort >"$JO_T/b2"
 [ -s "$JO_T/b1" ] || fail "no blocks listed"
-diff "$JO_T/b1" "$JO_T/b2" || fail "jsonl and juicefs-format lists give different blocks"
+diff "$JO_T/b1" "$JO_T/b2" || fail "jsonl and ranges-format lists give different blocks"
 
 C1=$JO_T/cache-1
 mount_at "$MP" "$C1"
@@ -90,8 +91,14 @@ for l in open(sys.argv[1]):
     o=json.loads(l)
     if o.get('type')=='range' and o['file'] not in seen: seen.append(o['file'])
 print('\n'.join(seen))" "$JO_T/ranges.jsonl")
-"$JUICEFS" warmup --no-agent "${files[@]/#/$MP/ds/}" >"$JO_T/jwarm.log" 2>&1 ||
-	{ cat "$JO_T/jwarm.log" >&2; fail "juicefs warmup failed"; }
+# --format juicefs is the list the real `juicefs warmup -f` reads: the files
+# of the ranges, each once, whole
+[ "$(printf '%s\n' "${files[@]/#/$MP/ds/}")" = "$(cat "$JO_T/ranges.paths")" ] ||
+	fail "--format juicefs does not list the files of the ranges, each once"
+"$JUICEFS" warmup --no-agent -f "$JO_T/ranges.paths" >"$JO_T/jwarm.log" 2>&1 ||
+	{ cat "$JO_T/jwarm.log" >&2; fail "juicefs warmup -f (the --format juicefs list) failed"; }
+grep -Eq "${#files[@]} files" "$JO_T/jwarm.log" ||
+	{ cat "$JO_T/jwarm.log" >&2; fail "juicefs warmup -f did not warm the ${#files[@]} listed files"; }
 sleep 1
 theirs=$(($(getbytes "$MP") - b0))
 jfs_umount "$MP"

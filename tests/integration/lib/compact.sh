@@ -91,6 +91,25 @@ PY
 		jo_die "$name: jfsops compact (report) failed"
 	grep -q 'dry run: nothing changed' "$JO_T/report-$name.txt" || jo_die "$name: report is not a dry run"
 	[ "$(compact_max_records "$meta")" = "$before" ] || jo_die "$name: the report changed the volume"
+	# the report names the most fragmented chunks: the path of each (its inode
+	# as the mount stats it), most records first, the first the volume's most
+	"$JO_BIN" compact "$meta" --json --top 3 >"$JO_T/report-$name.json" ||
+		jo_die "$name: jfsops compact --json --top 3 failed"
+	python3 - "$JO_T/report-$name.json" "$mp" "$before" <<'PY' || jo_die "$name: the report does not name the most fragmented files right"
+import json, os, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+top = [l for l in lines if l["type"] == "fragmented"]
+assert lines[-1]["type"] == "summary" and len(top) == 3, lines
+assert top[0]["records"] == int(sys.argv[3]), (top[0], sys.argv[3])
+assert [t["records"] for t in top] == sorted((t["records"] for t in top), reverse=True), top
+for t in top:
+    assert t["path"] in ("/a", "/b", "/c", "/d"), t
+    assert os.stat(sys.argv[2] + t["path"]).st_ino == t["inode"], t
+    assert t["chunk"] == (1 if t["path"] == "/d" else 0) and 0 < t["hidden_bytes"] < t["written_bytes"], t
+print("report: top 3 %s" % ", ".join("%s#%d (%d records)" % (t["path"], t["chunk"], t["records"]) for t in top), file=sys.stderr)
+PY
+	grep -Eq "^ +$before +[0-9.]+ MiB +[0-9.]+ MiB +0  /[abc]\$" "$JO_T/report-$name.txt" ||
+		jo_die "$name: the human report does not name the most fragmented file: $(cat "$JO_T/report-$name.txt")"
 
 	"$JO_BIN" compact "$meta" --apply --threads 4 --json >"$JO_T/apply-$name.json" &
 	local cpid=$!

@@ -20,16 +20,17 @@ gc_juicefs_gc() {
 gc_count() { python3 "$GCTOOL" gccount "$1" "$2"; }
 
 # gc_ok_or_tasks_left RC SUMMARY_JSON: a worker of several may finish while a
-# peer still holds a task's lease: then it exits 4 with status "tasks-left"
-# and no errors; anything else but 0 is a failure.
+# peer still holds a task's lease: then it exits 0 with status "tasks-left",
+# no errors and every task left under a lease (it did all it could); any
+# other exit, or a tasks-left status with errors, is a failure.
 gc_ok_or_tasks_left() {
 	local rc=$1 sumfile=$2
-	[ "$rc" = 0 ] && return 0
-	[ "$rc" = 4 ] || return 1
+	[ "$rc" = 0 ] || return 1
 	python3 - "$sumfile" <<'PY'
 import json, sys
 s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
-sys.exit(0 if s["status"] == "tasks-left" and s["errors"] == 0 and s["tasks_left"] > 0 else 1)
+ok = s["status"] != "tasks-left" or (s["errors"] == 0 and 0 < s["tasks_left"] <= s["tasks_leased"])
+sys.exit(0 if ok and s["exit"] == 0 else 1)
 PY
 }
 
@@ -108,6 +109,15 @@ import json, sys
 s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 assert s["type"] == "summary" and s["dry_run"], s
 assert s["objects"] >= int(sys.argv[2]), (s["objects"], sys.argv[2])
+PY
+	# a dry --plan alone says what would be deleted, as the dry plan+work run
+	"$JO_BIN" gc "$meta" --plan --json >"$JO_T/dryplan-$name.json" || jo_die "$name: dry --plan failed"
+	python3 - "$JO_T/dry-$name.json" "$JO_T/dryplan-$name.json" <<'PY' || jo_die "$name: dry --plan does not say what would be deleted"
+import json, sys
+a, b = (json.loads(open(f).read().splitlines()[-1]) for f in sys.argv[1:3])
+assert b["dry_run"] and b["mode"] == "plan" and b["tasks_planned"] == 0, b
+for k in ("objects", "bytes", "slices"):
+    assert a[k] == b[k] and a[k] > 0, (k, a[k], b[k])
 PY
 	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/keys-before-$name.txt" ||
 		jo_die "$name: the dry run deleted objects"
@@ -190,7 +200,7 @@ gc_run_killed() {
 		fi
 	done
 	# finish: leases of killed workers expire (2 s), then anyone takes over;
-	# until then a run says so (exit 4, "tasks-left")
+	# until then a run says so (exit 0, "tasks-left")
 	local tries=0 left rc
 	while :; do
 		rc=0
@@ -592,8 +602,9 @@ PY
 }
 
 # gc_dead_worker META NAME: a worker killed while it holds a task's lease;
-# a run right after it must not say "ok": exit 4, status tasks-left, a line
-# saying what is left. Once the lease has expired the next run takes over.
+# a run right after it must not say "ok": status tasks-left, a line saying
+# what is left, exit 0 (it did all it could: the task is under a lease).
+# Once the lease has expired the next run takes over.
 gc_dead_worker() {
 	local meta=$1 name=$2 pid rc i counts
 	"$JO_BIN" gc "$meta" --plan --delete --task-size 5 >/dev/null || jo_die "$name: plan failed"
@@ -611,7 +622,7 @@ gc_dead_worker() {
 	wait $pid 2>/dev/null || true
 	rc=0
 	"$JO_BIN" gc "$meta" --worker --delete --json >"$JO_T/dead-$name.json" 2>"$JO_T/dead-$name.err" || rc=$?
-	[ $rc = 4 ] || { cat "$JO_T/dead-$name.err" >&2; jo_die "$name: run beside a dead worker's lease: exit $rc, expected 4"; }
+	[ $rc = 0 ] || { cat "$JO_T/dead-$name.err" >&2; jo_die "$name: run beside a dead worker's lease: exit $rc, expected 0 (status tasks-left)"; }
 	python3 - "$JO_T/dead-$name.json" <<'PY' || jo_die "$name: the summary does not say tasks are left"
 import json, sys
 s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
@@ -619,7 +630,7 @@ assert s["status"] == "tasks-left" and s["tasks_left"] >= 1 and s["tasks_leased"
 PY
 	grep -q "under another worker's lease" "$JO_T/dead-$name.err" || jo_die "$name: no line says what is left"
 	sleep 5.5  # the dead worker's lease runs out
-	echo "$name: a dead worker's lease: exit 4 (tasks-left), then taken over" >&2
+	echo "$name: a dead worker's lease: exit 0 (tasks-left), then taken over" >&2
 }
 
 # gc_check_refusals META: a volume with ChangeLog on is refused (exit 9)

@@ -151,6 +151,25 @@ ic_check_cat() {
 			fi
 		done
 	done < <(head -n 400 "$list" | awk 'NR % 3 == 1')
+	# a reader that stops early (`| head`) is a quiet stop with 141 (as cat's
+	# SIGPIPE), a full disk one error line naming the cause and exit 3
+	rel=$(cd "$mp" && find m s -type f -size +1M | sort | head -n 1)
+	if [ -n "$rel" ] && [ -z "${JO_DRYRUN:-}" ]; then
+		want=$(head -c 10 "$mp/$rel" | od -An -tx1)
+		got=$("$JO_BIN" cat "$meta" "/$rel" 2>"$err" | head -c 10 | od -An -tx1; echo "rc=${PIPESTATUS[0]}")
+		if [ "$got" != "$want"$'\n'"rc=141" ] || [ -s "$err" ]; then
+			ic_fail "jfsops cat /$rel | head -c 10: want the first 10 bytes, exit 141 and no message, got '$got' and '$(head -c 300 "$err")'"
+		else
+			ic_ok
+		fi
+		rc=0
+		"$JO_BIN" cat "$meta" "/$rel" 2>"$err" >/dev/full || rc=$?
+		if [ $rc != 3 ] || [ "$(wc -l <"$err")" != 1 ] || ! grep -q 'No space left on device' "$err"; then
+			ic_fail "jfsops cat /$rel >/dev/full: want exit 3 and one line naming ENOSPC, got $rc: $(head -c 300 "$err")"
+		else
+			ic_ok
+		fi
+	fi
 	jfs_umount "$mp"
 }
 

@@ -164,7 +164,7 @@ lk_run_variant() {
 		--list-threads 8 --mem-limit 16M >"$d/summary.json" 2>"$d/check.err" || rc=$?
 	cat "$d/check.err" >&2
 	[ $rc = 1 ] || lk_fail "leakcheck exit $rc, expected 1"
-	$LK_TOOL check "$d/out.jsonl" "$d/plan.txt" || lk_fail "report differs from the plan"
+	$LK_TOOL check "$d/out.jsonl" "$d/plan.txt" "$d/dump.json" || lk_fail "report differs from the plan (or a missing block does not name its files)"
 	local ours gc
 	ours=$("$JO_VENV/bin/python" -c 'import json,sys; print(json.load(open(sys.argv[1]))["leaked"])' "$d/summary.json")
 	gc=$(lk_gc_leaked)

@@ -4,9 +4,12 @@
   plan DUMP.json KEYS.txt      choose what to plant/remove; prints lines
                                "old KEY SIZE", "recent KEY SIZE", "remove KEY",
                                "decoy KEY" (a live, valid block)
-  check OUT.jsonl PLAN.txt     leakcheck's report must list exactly: the old
+  check OUT.jsonl PLAN.txt [DUMP.json]
+                               leakcheck's report must list exactly: the old
                                keys as leaked, the removed as missing, the
-                               recent as skipped, nothing else
+                               recent as skipped, nothing else; with the dump,
+                               each missing line names the files (inode, path,
+                               chunk) whose chunks list its slice
   shard KEY N                  the shard index of KEY (fnv1a-32 % N)
   gcleaked LOG                 "leaked" count of the last `juicefs gc` summary
 """
@@ -66,7 +69,43 @@ def plan(dump_path, keys_path):
     print("decoy", cands[0])
 
 
-def check(out_path, plan_path):
+def owners(dump_path):
+    """slice id -> {(inode, chunk index, path)} of the files in the dump"""
+    d = json.load(open(dump_path))
+    own = {}
+
+    def go(node, path):
+        a = node.get("attr", {})
+        for c in node.get("chunks", []) or []:
+            for s in c.get("slices", []) or []:
+                if s.get("id", 0) > 0:
+                    own.setdefault(s["id"], set()).add((a["inode"], c["index"], path))
+        for n, child in (node.get("entries") or {}).items():
+            go(child, path + "/" + n)
+
+    go(d.get("FSTree", {}), "")
+    return own
+
+
+def check_owners(out_path, dump_path):
+    own = owners(dump_path)
+    bad = 0
+    for l in open(out_path):
+        r = json.loads(l)
+        if r["type"] != "missing":
+            continue
+        want = own.get(r["slice"], set())
+        got = set((f["inode"], f["chunk"], f["path"]) for f in r.get("files", []))
+        # hard links: a path of the dump's, named once per inode
+        if not want or len(got) != min(len(want), 8) or not all(
+                any(g[:2] == w[:2] and (g[2] == w[2] or g[2] is None) for w in want) for g in got):
+            bad = 1
+            print("check: missing %s: files %s, the dump says %s" % (r["key"], sorted(got, key=str), sorted(want)),
+                  file=sys.stderr)
+    return bad
+
+
+def check(out_path, plan_path, dump_path=None):
     want = {"leaked": set(), "missing": set(), "skipped": set()}
     for l in open(plan_path):
         f = l.split()
@@ -86,6 +125,8 @@ def check(out_path, plan_path):
         if w != g:
             bad = 1
             print("check: %s: expected %s, got %s" % (t, sorted(w), sorted(g)), file=sys.stderr)
+    if dump_path:
+        bad |= check_owners(out_path, dump_path)
     sys.exit(bad)
 
 
@@ -114,7 +155,7 @@ def main(a):
     if a[0] == "plan":
         plan(a[1], a[2])
     elif a[0] == "check":
-        check(a[1], a[2])
+        check(a[1], a[2], a[3] if len(a) > 3 else None)
     elif a[0] == "shard":
         print(fnv1a32(a[1]) % int(a[2]))
     elif a[0] == "gcleaked":
