@@ -357,15 +357,22 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 	fprintf(stderr,
 		"jfsops sync: listed %" PRIu64 " src / %" PRIu64 " dst, %s %" PRIu64 " (%" PRIu64
 		" bytes), skipped %" PRIu64 ", excluded %" PRIu64 ", extra %" PRIu64 ", %s %" PRIu64
-		", failed %" PRIu64 ", symlinks skipped %" PRIu64 " src / %" PRIu64 " dst, %.1fs"
-		", requests %" PRIu64 " src / %" PRIu64 " dst, connections opened %" PRIu64
-		" src / %" PRIu64 " dst\n",
+		", failed %" PRIu64 ", symlinks skipped %" PRIu64 " src / %" PRIu64 " dst, %.1fs",
 		s->src_listed, s->dst_listed, o->dry_run ? "would copy" : "copied",
 		o->dry_run ? s->would_copy : s->copied,
 		o->dry_run ? s->would_copy_bytes : s->copied_bytes, s->skipped, s->excluded, s->extra,
 		o->dry_run ? "would delete" : "deleted", o->dry_run ? s->would_delete : s->deleted,
-		s->failed, s->src_links, s->dst_links, s->seconds, s->src_requests, s->dst_requests,
-		s->src_conns, s->dst_conns);
+		s->failed, s->src_links, s->dst_links, s->seconds);
+	/* requests and connections are an object store's: a local side has none */
+	if (!src->local && !dst->local)
+		fprintf(stderr, ", requests %" PRIu64 " src / %" PRIu64 " dst, connections opened %"
+			PRIu64 " src / %" PRIu64 " dst", s->src_requests, s->dst_requests, s->src_conns,
+			s->dst_conns);
+	else if (!src->local || !dst->local)
+		fprintf(stderr, ", requests %" PRIu64 " %s, connections opened %" PRIu64 " %s",
+			src->local ? s->dst_requests : s->src_requests, src->local ? "dst" : "src",
+			src->local ? s->dst_conns : s->src_conns, src->local ? "dst" : "src");
+	fputc('\n', stderr);
 	if (s->unrepresentable)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " SRC key%s refused: not representable on a "
 			"local filesystem (see the lines above)\n", s->unrepresentable,

@@ -81,6 +81,8 @@ struct eng {
 	pthread_t progress_th;
 	struct jo_sync_stream *ls, *ld;
 	uint64_t planned_bytes;     /* bytes of the copies dispatched so far */
+	uint64_t moved_bytes;       /* bytes read from SRC so far, in-flight copies too
+				       (atomic), plus server-side copies done */
 	struct task *ihead, *itail; /* dispatched, not yet succeeded (failed ones stay) */
 	char *merge_pos;            /* last source key the merge finished */
 	char *refused_pos;          /* merge_pos at the first refused key: --resume lists it again */
@@ -183,6 +185,7 @@ struct buf {
 	unsigned char *p;
 	size_t len, cap;
 	struct jo_sync_bw *bw;
+	uint64_t *moved;        /* the engine's moved_bytes (progress) */
 };
 
 static int buf_cb(const void *data, size_t len, void *payload)
@@ -191,6 +194,7 @@ static int buf_cb(const void *data, size_t len, void *payload)
 	if (len > b->cap - b->len)
 		return JO_EPROTO;  /* more bytes than listed */
 	jo_sync_bw_take(b->bw, len);
+	__atomic_add_fetch(b->moved, len, __ATOMIC_RELAXED);
 	memcpy(b->p + b->len, data, len);
 	b->len += len;
 	return 0;
@@ -280,7 +284,7 @@ static int copy_small(struct eng *e, const char *skey, const char *dkey, const s
 	struct jo_obj_info ginfo = { 0 };
 	uint64_t size = t->src.size;
 	mem_acquire(e, size);
-	struct buf b = { .cap = (size_t)size, .bw = e->o->bw };
+	struct buf b = { .cap = (size_t)size, .bw = e->o->bw, .moved = &e->moved_bytes };
 	b.p = malloc(size ? (size_t)size : 1);
 	if (!b.p) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory for %" PRIu64 " bytes", size);
@@ -353,7 +357,7 @@ static int part_one(struct mp *m, int i, struct jo_err *err)
 	uint64_t off = (uint64_t)i * m->part_size;
 	uint64_t len = m->t->src.size - off < m->part_size ? m->t->src.size - off : m->part_size;
 	mem_acquire(e, len);
-	struct buf b = { .cap = (size_t)len, .bw = e->o->bw };
+	struct buf b = { .cap = (size_t)len, .bw = e->o->bw, .moved = &e->moved_bytes };
 	b.p = malloc((size_t)len);
 	int rc;
 	if (!b.p) {
@@ -633,6 +637,7 @@ static int copy_server_side(struct eng *e, const char *skey, const char *dkey,
 	int rc = jo_obj_copy(e->dobj, skey, dkey, &co, err);
 	if (rc)
 		return rc;
+	__atomic_add_fetch(&e->moved_bytes, t->src.size, __ATOMIC_RELAXED);
 	row->dst_size = t->src.size;
 	if (jo_sync_etag_is_md5(t->src.etag)) {
 		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
@@ -881,15 +886,22 @@ static void *progress_main(void *p)
 		uint64_t ld = e->ld ? jo_sync_stream_listed(e->ld) : e->sum->dst_listed;
 		uint64_t c = e->sum->copied, cb = e->sum->copied_bytes, f = e->sum->failed;
 		uint64_t q = e->outstanding, sk = e->sum->skipped, pb = e->planned_bytes;
+		uint64_t mv = __atomic_load_n(&e->moved_bytes, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&e->mu);
 		double el = now_s() - e->t0;
-		double rate = el > 0 ? (double)cb / el : 0;
+		double rate = el > 0 ? (double)mv / el : 0;
 		char b1[32], b2[32], eta[32] = "?";
 		jo_sync_human((double)cb, b1, sizeof(b1));
 		jo_sync_human(rate, b2, sizeof(b2));
-		/* ETA of the copies known so far (the listings may still add more). */
-		if (rate > 0 && pb >= cb)
-			snprintf(eta, sizeof(eta), "%.0fs", (double)(pb - cb) / rate);
+		/*
+		 * ETA of the copies known so far (the listings may still add more),
+		 * from the bytes moved, in-flight copies' included: counting only
+		 * finished copies gave hours for a job of large objects that ended
+		 * seconds later. A retried part moves twice: never below 0.
+		 */
+		if (rate > 0)
+			snprintf(eta, sizeof(eta), "%.0fs",
+				 pb > mv ? (double)(pb - mv) / rate : 0.0);
 		fprintf(stderr, "\r\033[Klisted %" PRIu64 "/%" PRIu64 "  copied %" PRIu64 " (%s, %s/s)"
 			"  skipped %" PRIu64 "  queued %" PRIu64 "  failed %" PRIu64 "  %.0fs  eta %s",
 			ls, ld, c, b1, b2, sk, q, f, el, eta);

@@ -162,5 +162,29 @@ for from in "$P/src/locked" "$P/src"; do
 	fi
 done
 
+# ---- 8. the progress line's ETA counts the bytes of copies still in flight
+# (a small file done first made it hours: its bytes over all the time), and a
+# local-only summary names no object-store requests
+E=$JO_T/eta
+mkdir -p "$E/src"
+head -c 1000 /dev/urandom >"$E/src/a-small"
+head -c $((40 << 20)) /dev/urandom >"$E/src/b-big"
+head -c $((40 << 20)) /dev/urandom >"$E/src/c-big"
+rc=0
+script -qfec "$(printf '%q ' "$JO_BIN" sync --no-state --bwlimit 20M --transfers 4 "$E/src" "$E/dst")" \
+	/dev/null >"$E/tty.log" 2>&1 </dev/null || rc=$?
+etas=$(tr '\r' '\n' <"$E/tty.log" | grep -o 'eta [0-9]*s' | grep -o '[0-9]*' || true)
+max=$(printf '%s\n' $etas | sort -n | tail -n 1)
+if [ $rc = 0 ] && [ -n "$etas" ] && [ "$max" -le 30 ]; then
+	ok "the ETA counts bytes in flight: at most ${max}s for a job of about 4s ($(echo $etas | wc -w) progress lines)"
+else
+	bad "progress ETA: exit $rc, etas '$(echo $etas)' (a 4s job): $(tr '\r' '\n' <"$E/tty.log" | tail -n 3)"
+fi
+if grep -q 'jfsops sync: listed' "$E/tty.log" && ! grep 'jfsops sync: listed' "$E/tty.log" | grep -q 'requests'; then
+	ok "a local-only summary names no object-store requests"
+else
+	bad "local-only summary: $(grep 'jfsops sync: listed' "$E/tty.log")"
+fi
+
 echo "$(basename "$0"): $PASSES passed, $FAILS failed"
 [ "$FAILS" = 0 ]
