@@ -31,7 +31,6 @@
 #include "common/extsort.h"
 #include "common/config.h"
 #include "common/jfs/jfs.h"
-#include "common/metrics.h"
 #include "common/warmup.h"
 #include "common/warmup_cache.h"
 
@@ -78,10 +77,12 @@ static const char warmup_usage[] =
 	"                       --check, errors, and a summary (default: text)\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics at the end of\n"
 	"                       a one-shot run, also when it fails (atomic; default:\n"
-	"                       none): jfsops_warmup_files_total, _ranges_total,\n"
-	"                       _blocks_total, _bytes_total, _warmed_blocks_total,\n"
-	"                       _warmed_bytes_total, _failed_blocks_total, _dry_run,\n"
-	"                       _duration_seconds, _last_run_timestamp_seconds,\n"
+	"                       none; gauges labelled volume=):\n"
+	"                       jfsops_warmup_last_run_files, _last_run_ranges,\n"
+	"                       _last_run_blocks, _last_run_bytes,\n"
+	"                       _last_run_warmed_blocks, _last_run_warmed_bytes,\n"
+	"                       _last_run_failed_blocks, _last_run_dry_run,\n"
+	"                       _last_run_exit_code, _last_run_duration_seconds,\n"
 	"                       _last_success_timestamp_seconds\n"
 	"Cache check and eviction:\n"
 	"      --check          report which of the ranges' blocks the mount's cache\n"
@@ -711,7 +712,6 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	int c, rc;
 	struct cmd_vol_args va = { 0 };
 	const char *metrics = NULL;
-	int64_t started = (int64_t)time(NULL);
 	uint64_t warmed = 0, warmed_bytes = 0, failed_total = 0;
 
 	while ((c = getopt_long(argc, argv, "r:m:nP:p:k:c:h", opts, NULL)) != -1) {
@@ -870,6 +870,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		goto out;
 	}
 	st.block_size = (uint32_t)st.fmt.block_size_kib * 1024u;
+	cmd_metrics_volume(ctx, st.fmt.name);
 
 	if (mount && mode != MODE_LIST) {
 		rc = jo_warmup_mount_probe(mount, &mi, &st.err);
@@ -1321,20 +1322,26 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	}
 out:
 	if (metrics && mode != MODE_FOLLOW) {
-		struct jo_warmup_metrics wm = {
-			.files = st.ninos, .ranges = st.ranges, .requested_bytes = st.req_bytes,
-			.blocks = blocks, .bytes = bytes, .warmed = warmed,
-			.warmed_bytes = warmed_bytes, .failed = failed_total,
-			.dry_run = mode == MODE_LIST,
-			.started = started, .seconds = now_s() - t0, .success = rc == 0,
+		/* main writes the file (cmd/metrics.c); a sample that cannot be
+		 * recorded (out of memory) is left out */
+		const struct { const char *what, *help; double v; } m[] = {
+			{ "files", "distinct files of the ranges of the last run", (double)st.ninos },
+			{ "ranges", "byte ranges read by the last run", (double)st.ranges },
+			{ "requested_bytes", "bytes the ranges of the last run cover",
+			  (double)st.req_bytes },
+			{ "blocks", "distinct blocks the ranges map to", (double)blocks },
+			{ "bytes", "bytes of those blocks", (double)bytes },
+			{ "warmed_blocks", "blocks read through the mount", (double)warmed },
+			{ "warmed_bytes", "bytes of the blocks read through the mount",
+			  (double)warmed_bytes },
+			{ "failed_blocks", "blocks that could not be warmed", (double)failed_total },
+			{ "dry_run", "1 if the last run was a dry run (--dry-run/--list)",
+			  mode == MODE_LIST },
 		};
-		struct jo_err merr = { 0 };
 
-		if (jo_warmup_write_metrics(metrics, &wm, &merr)) {
-			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
-			if (!rc)
-				rc = JO_EXIT_FAIL;
-		}
+		ctx->metrics_path = metrics;
+		for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+			(void)cmd_metric(ctx, m[i].what, m[i].help, NULL, m[i].v);
 	}
 	cmd_vol_args_release(&va);
 	free(prev);

@@ -14,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cmd/cmd.h"
 #include "cmd/exit.h"
 #include "common/cancel.h"
 #include "common/log.h"
+#include "common/metrics.h"
 
 enum cmd_flags {
 	CMD_META = 1 << 0,      /* takes a META-URL */
@@ -141,6 +143,13 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 	int rc;
 
 	ctx.tty = isatty(STDERR_FILENO);
+	{
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ctx.t0 = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+		ctx.started = (int64_t)time(NULL);
+	}
 	snprintf(prefix, sizeof(prefix), "jfsops %s", c->name);
 	jo_log_setup(prefix, jo_log_get_level());
 	optind = 0;  /* reset getopt for the command's own parsing */
@@ -154,6 +163,10 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 	rc = finish_stdout(rc);
 	if (rc == 0 && jo_cancelled())
 		rc = 128 + jo_cancelled();
+	/* every run that got past its options writes its metrics file */
+	if (cmd_metrics_finish(&ctx, rc) != 0 && rc == 0)
+		rc = JO_EXIT_FAIL;
+	jo_metrics_free(ctx.mx);
 	return rc;
 }
 

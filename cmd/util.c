@@ -335,7 +335,7 @@ int cmd_open_volume_quiet(struct cmd_vol_args *a, const char *meta_url, struct j
 	return rc;
 }
 
-int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
+int cmd_open_volume(struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
 		    struct jo_vol **out)
 {
 	struct jo_err err = { 0 };
@@ -348,6 +348,7 @@ int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta
 	cmd_scrub_url_password(meta_url);
 	if (cmd_open_volume_quiet(a, a->url_copy, out, &err))
 		return cmd_fail(ctx, &err);
+	cmd_metrics_volume(ctx, (*out)->fmt.name);
 	return 0;
 }
 

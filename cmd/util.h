@@ -72,7 +72,7 @@ int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg);
  * The password in meta_url is scrubbed from argv. Prints the error and
  * returns its exit code on failure, 0 on success.
  */
-int cmd_open_volume(const struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
+int cmd_open_volume(struct jo_ctx *ctx, struct cmd_vol_args *a, char *meta_url,
 		    struct jo_vol **out);
 void cmd_vol_args_release(struct cmd_vol_args *a);
 /* The same, without printing: the error is left in err. meta_url is not scrubbed. */

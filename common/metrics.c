@@ -2,6 +2,7 @@
 #include "common/metrics.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,15 +92,31 @@ int jo_metrics_set(struct jo_metrics *mx, const char *name, const char *type, co
 	return 0;
 }
 
+/* Integers as integers; anything else in the fewest digits that read back
+ * the same double (a timestamp keeps its sub-second part). */
 static void put_value(FILE *f, double v)
 {
-	if (v == (double)(long long)v && v < 9e15 && v > -9e15)
+	char buf[40];
+
+	if (v == (double)(long long)v && v < 9e15 && v > -9e15) {
 		fprintf(f, "%lld\n", (long long)v);
-	else
-		fprintf(f, "%.9g\n", v);
+		return;
+	}
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, v);
+		if (strtod(buf, NULL) == v)
+			break;
+	}
+	fprintf(f, "%s\n", buf);
 }
 
 int jo_metrics_write(struct jo_metrics *mx, const char *path, struct jo_err *err)
+{
+	return jo_metrics_write_labeled(mx, path, NULL, err);
+}
+
+int jo_metrics_write_labeled(struct jo_metrics *mx, const char *path, const char *base,
+			     struct jo_err *err)
 {
 	char *tmp;
 	size_t l = strlen(path) + 32;
@@ -131,8 +148,12 @@ int jo_metrics_write(struct jo_metrics *mx, const char *path, struct jo_err *err
 		for (size_t j = i; j < mx->n; j++) {
 			if (strcmp(mx->s[j].name, mx->s[i].name))
 				continue;
-			if (mx->s[j].labels[0])
-				fprintf(f, "%s{%s} ", mx->s[j].name, mx->s[j].labels);
+			const char *lab = mx->s[j].labels;
+			bool b = base && *base;
+
+			if (b || lab[0])
+				fprintf(f, "%s{%s%s%s} ", mx->s[j].name, b ? base : "",
+					b && lab[0] ? "," : "", lab);
 			else
 				fprintf(f, "%s ", mx->s[j].name);
 			put_value(f, mx->s[j].value);
@@ -147,6 +168,60 @@ int jo_metrics_write(struct jo_metrics *mx, const char *path, struct jo_err *err
 	if (rc)
 		unlink(tmp);
 	free(tmp);
+	return rc;
+}
+
+int jo_metrics_read_sample(const char *path, const char *name, double *out, char *labels,
+			   size_t cap)
+{
+	FILE *f;
+	char line[2048];
+	size_t nl = strlen(name);
+	int rc = -1;
+
+	if (cap)
+		labels[0] = '\0';
+	/* O_NOFOLLOW: a link planted at the path is not read through */
+	{
+		int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0)
+			return -1;
+		if (!(f = fdopen(fd, "r"))) {
+			close(fd);
+			return -1;
+		}
+	}
+	while (rc < 0 && fgets(line, sizeof(line), f)) {
+		const char *v = NULL, *lb = NULL;
+		size_t ll = 0;
+
+		if (strncmp(line, name, nl))
+			continue;
+		if (line[nl] == ' ') {
+			v = line + nl + 1;
+		} else if (line[nl] == '{') {
+			const char *close = strstr(line + nl, "} ");
+
+			if (!close)
+				continue;
+			lb = line + nl + 1;
+			ll = (size_t)(close - lb);
+			v = close + 2;
+		} else {
+			continue;
+		}
+		char *end;
+		double d = strtod(v, &end);
+
+		if (end == v)
+			continue;
+		*out = d;
+		if (cap && lb)
+			snprintf(labels, cap, "%.*s", (int)(ll < cap ? ll : cap - 1), lb);
+		rc = 0;
+	}
+	fclose(f);
 	return rc;
 }
 

@@ -12,6 +12,8 @@
 #ifndef JO_METRICS_H
 #define JO_METRICS_H
 
+#include <stddef.h>
+
 struct jo_err;
 struct jo_metrics;
 
@@ -26,6 +28,17 @@ int jo_metrics_set(struct jo_metrics *mx, const char *name, const char *type, co
 		   const char *labels, double value, struct jo_err *err);
 /* Write atomically (temp + fsync + rename). */
 int jo_metrics_write(struct jo_metrics *mx, const char *path, struct jo_err *err);
+/* The same, with base (a label list without braces, or NULL) put first in
+ * every sample's labels. */
+int jo_metrics_write_labeled(struct jo_metrics *mx, const char *path, const char *base,
+			     struct jo_err *err);
+/*
+ * The first sample `name` (with any labels) of an existing file: 0 with its
+ * value and its labels (without braces, "" when none) in labels[cap], or -1
+ * when absent or unreadable.
+ */
+int jo_metrics_read_sample(const char *path, const char *name, double *out, char *labels,
+			   size_t cap);
 /* The value of an unlabelled sample `name` in an existing file: 0, or -1 if absent. */
 int jo_metrics_read(const char *path, const char *name, double *out);
 

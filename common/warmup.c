@@ -23,7 +23,6 @@
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
-#include "common/metrics.h"
 
 /* ------------------------------------------------------------------ lines */
 
@@ -1164,44 +1163,4 @@ void jo_warmup_fetcher_free(struct jo_warmup_fetcher *f)
 	free(f->q);
 	free(f->th);
 	free(f);
-}
-
-int jo_warmup_write_metrics(const char *path, const struct jo_warmup_metrics *m,
-			    struct jo_err *err)
-{
-	const struct { const char *name, *type, *help; double v; } rows[] = {
-		{ "jfsops_warmup_files_total", "counter", "distinct files of the ranges of the last run",
-		  (double)m->files },
-		{ "jfsops_warmup_ranges_total", "counter", "byte ranges read by the last run",
-		  (double)m->ranges },
-		{ "jfsops_warmup_requested_bytes_total", "counter", "bytes the ranges of the last run cover",
-		  (double)m->requested_bytes },
-		{ "jfsops_warmup_blocks_total", "counter", "distinct blocks the ranges map to",
-		  (double)m->blocks },
-		{ "jfsops_warmup_bytes_total", "counter", "bytes of those blocks", (double)m->bytes },
-		{ "jfsops_warmup_warmed_blocks_total", "counter", "blocks read through the mount",
-		  (double)m->warmed },
-		{ "jfsops_warmup_warmed_bytes_total", "counter", "bytes of the blocks read through the mount",
-		  (double)m->warmed_bytes },
-		{ "jfsops_warmup_failed_blocks_total", "counter", "blocks that could not be warmed",
-		  (double)m->failed },
-		{ "jfsops_warmup_dry_run", "gauge", "1 if the last run was a dry run (--dry-run/--list)",
-		  m->dry_run ? 1 : 0 },
-		{ "jfsops_warmup_duration_seconds", "gauge", "duration of the last run", m->seconds },
-		{ "jfsops_warmup_last_run_timestamp_seconds", "gauge", "start of the last run (unix seconds)",
-		  (double)m->started },
-	};
-	struct jo_metrics *mx = NULL;
-	int rc = jo_metrics_new(&mx, err);
-
-	for (size_t i = 0; !rc && i < sizeof(rows) / sizeof(rows[0]); i++)
-		rc = jo_metrics_set(mx, rows[i].name, rows[i].type, rows[i].help, NULL, rows[i].v, err);
-	if (!rc && m->success)
-		rc = jo_metrics_set(mx, "jfsops_warmup_last_success_timestamp_seconds", "gauge",
-				    "end of the last successful run (unix seconds)", NULL,
-				    (double)time(NULL), err);
-	if (!rc)
-		rc = jo_metrics_write(mx, path, err);
-	jo_metrics_free(mx);
-	return rc;
 }

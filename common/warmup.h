@@ -247,24 +247,4 @@ void jo_warmup_fetcher_finish(struct jo_warmup_fetcher *f);
 void jo_warmup_fetcher_stats(struct jo_warmup_fetcher *f, struct jo_warmup_fetch_stats *out);
 void jo_warmup_fetcher_free(struct jo_warmup_fetcher *f);
 
-/* ---- --metrics-file ---- */
-
-/* What one `jfsops warmup` run did. */
-struct jo_warmup_metrics {
-	uint64_t files, ranges, requested_bytes;
-	uint64_t blocks, bytes;            /* distinct blocks mapped (to warm or listed) */
-	uint64_t warmed, warmed_bytes;     /* blocks read through the mount */
-	uint64_t failed;                   /* blocks that could not be warmed */
-	bool dry_run;
-	int64_t started;                   /* unix seconds */
-	double seconds;
-	bool success;                      /* adds jfsops_warmup_last_success_timestamp_seconds */
-};
-/*
- * Write the run's Prometheus textfile (jfsops_warmup_* names, counters
- * ending in _total) atomically to path.
- */
-int jo_warmup_write_metrics(const char *path, const struct jo_warmup_metrics *m,
-			    struct jo_err *err);
-
 #endif

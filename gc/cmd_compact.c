@@ -24,7 +24,6 @@
 #include "common/extsort.h"
 #include "common/lease.h"
 #include "common/meta/meta_mut.h"
-#include "common/metrics.h"
 #include "common/object/object.h"
 #include "gc/compact.h"
 
@@ -65,7 +64,9 @@ static const char compact_usage[] =
 	"      --task-size N        chunks per task (default: candidates / (4 x threads),\n"
 	"                           between 1 and 64)\n"
 	"      --audit FILE         append a JSON line per deleted block to FILE (default: none)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics (atomic; default: none)\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics when the run ends,\n"
+	"                           also when it fails (atomic; default: none; gauges\n"
+	"                           labelled volume=, README \"Metrics\")\n"
 	"      --json               JSON lines on stdout (one per chunk, then a summary)\n"
 	"  -q, --quiet            no progress line\n"
 	"  -h, --help             show this help\n"
@@ -92,7 +93,7 @@ struct copts {
 	int threads;
 	int64_t lease_ms, max_time_ms;
 	long task_size;
-	const char *id, *audit_path, *metrics_path;
+	const char *id, *audit_path;
 	unsigned top;
 };
 
@@ -734,39 +735,28 @@ static void print_summary(struct run *r)
 	       os.requests, os.connections);
 }
 
-static int write_metrics(struct run *r, bool success, struct jo_err *err)
+/* --metrics-file: what this run did (main writes the file, cmd/metrics.c) */
+static void record_metrics(struct run *r)
 {
-	struct jo_metrics *mx = NULL;
 	struct cstats *s = &r->st;
-	const struct { const char *name, *type, *help; double v; } m[] = {
-		{ "jfsops_compact_chunks_total", "counter", "chunks compacted by the last run", (double)s->compacted },
-		{ "jfsops_compact_conflicts_total", "counter", "compare-and-swap conflicts in the last run", (double)s->conflicts },
-		{ "jfsops_compact_errors_total", "counter", "chunks that failed in the last run", (double)s->failed },
-		{ "jfsops_compact_records_removed_total", "counter", "slice records removed by the last run", (double)s->records_removed },
-		{ "jfsops_compact_bytes_read_total", "counter", "bytes of old slices read by the last run", (double)s->bytes_read },
-		{ "jfsops_compact_bytes_written_total", "counter", "bytes of new slices written by the last run", (double)s->bytes_written },
-		{ "jfsops_compact_objects_deleted_total", "counter", "blocks of old slices deleted by the last run", (double)s->blocks_deleted },
-		{ "jfsops_compact_tasks_completed_total", "counter", "tasks completed by the last run", (double)s->tasks_done },
-		{ "jfsops_compact_tasks_planned_total", "counter", "tasks recorded by the last run", (double)s->tasks_planned },
-		{ "jfsops_compact_leases_lost_total", "counter", "leases lost in the last run", (double)s->leases_lost },
-		{ "jfsops_compact_candidate_chunks", "gauge", "chunks worth compacting seen by the last survey", (double)s->candidates },
-		{ "jfsops_compact_dry_run", "gauge", "1 if the last run was a dry run", r->o.apply ? 0 : 1 },
-		{ "jfsops_compact_duration_seconds", "gauge", "duration of the last run",
-		  (double)(jo_lease_mono_ms() - r->started_ms) / 1000.0 },
-		{ "jfsops_compact_last_run_timestamp_seconds", "gauge", "start of the last run (unix seconds)", (double)r->started },
+	const struct { const char *what, *help; double v; } m[] = {
+		{ "chunks_compacted", "chunks compacted by the last run", (double)s->compacted },
+		{ "conflicts", "compare-and-swap conflicts in the last run", (double)s->conflicts },
+		{ "errors", "chunks that failed in the last run", (double)s->failed },
+		{ "records_removed", "slice records removed by the last run", (double)s->records_removed },
+		{ "bytes_read", "bytes of old slices read by the last run", (double)s->bytes_read },
+		{ "bytes_written", "bytes of new slices written by the last run", (double)s->bytes_written },
+		{ "objects_deleted", "blocks of old slices deleted by the last run", (double)s->blocks_deleted },
+		{ "tasks_completed", "tasks completed by the last run", (double)s->tasks_done },
+		{ "tasks_planned", "tasks recorded by the last run", (double)s->tasks_planned },
+		{ "leases_lost", "leases lost in the last run", (double)s->leases_lost },
+		{ "candidate_chunks", "chunks worth compacting seen by the last survey", (double)s->candidates },
+		{ "dry_run", "1 if the last run was a dry run", r->o.apply ? 0 : 1 },
 	};
-	int rc = jo_metrics_new(&mx, err);
 
-	for (size_t i = 0; !rc && i < sizeof(m) / sizeof(m[0]); i++)
-		rc = jo_metrics_set(mx, m[i].name, m[i].type, m[i].help, NULL, m[i].v, err);
-	if (!rc && success)
-		rc = jo_metrics_set(mx, "jfsops_compact_last_success_timestamp_seconds", "gauge",
-				    "end of the last successful run (unix seconds)", NULL,
-				    (double)time(NULL), err);
-	if (!rc)
-		rc = jo_metrics_write(mx, r->o.metrics_path, err);
-	jo_metrics_free(mx);
-	return rc;
+	/* a sample that cannot be recorded (out of memory) is left out */
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
+		(void)cmd_metric(r->ctx, m[i].what, m[i].help, NULL, m[i].v);
 }
 
 static void default_owner(struct run *r)
@@ -875,7 +865,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 			r.o.top = (unsigned)v;
 			break;
 		case OPT_AUDIT: r.o.audit_path = optarg; break;
-		case OPT_METRICS: r.o.metrics_path = optarg; break;
+		case OPT_METRICS: ctx->metrics_path = optarg; break;
 		case OPT_JSON: ctx->json = true; break;
 		case 'q': ctx->quiet = true; break;
 		case 'h': fputs(compact_usage, stdout); return 0;
@@ -986,15 +976,7 @@ failed:
 		print_summary(&r);
 	}
 metrics:
-	if (r.o.metrics_path) {
-		struct jo_err merr = { 0 };
-
-		if (write_metrics(&r, rc == 0, &merr)) {
-			fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd, merr.msg);
-			if (!rc)
-				rc = JO_EXIT_FAIL;
-		}
-	}
+	record_metrics(&r);
 out:
 	if (r.audit) {
 		struct jo_err aerr = { 0 };

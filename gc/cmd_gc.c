@@ -19,7 +19,6 @@
 #include "common/jfs/jfs.h"
 #include "common/lease.h"
 #include "common/log.h"
-#include "common/metrics.h"
 #include "common/object/object.h"
 #include "gc/gc.h"
 
@@ -54,7 +53,9 @@ static const char usage_text[] =
 	"      --task-size N        items per task (default 256)\n"
 	"      --audit FILE         append a JSON line per object to FILE ('-' = stdout)\n"
 	"                           (default: none)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics (atomic; default: none)\n"
+	"      --metrics-file PATH  write Prometheus textfile metrics when the run ends,\n"
+	"                           also when it fails (atomic; default: none; gauges\n"
+	"                           labelled volume=, README \"Metrics\")\n"
 	"      --json               JSON lines on stdout (a \"summary\" record)\n"
 	"  -h, --help               this help\n"
 	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
@@ -251,73 +252,41 @@ static void say_incomplete(const struct jo_ctx *ctx, bool in_plan, bool del)
 			"recorded for the next run\n", ctx->prog, ctx->cmd);
 }
 
-static int write_metrics(const char *path, bool del, const struct gc_stats *s, int64_t left,
-			 int64_t leased, double start, double dur, bool success, struct jo_err *err)
+/* --metrics-file: what this run did (main writes the file, cmd/metrics.c) */
+static void record_metrics(struct jo_ctx *ctx, bool del, const struct gc_stats *s, int64_t left,
+			   int64_t leased)
 {
-	struct jo_metrics *mx = NULL;
-	double last_ok = 0;
-	int rc;
-
-	if ((rc = jo_metrics_new(&mx, err)) != 0)
-		return rc;
-	if (!success && jo_metrics_read(path, "jfsops_gc_last_success_timestamp_seconds", &last_ok))
-		last_ok = 0;
-	for (int k = 0; k < GC_NKINDS && rc == 0; k++) {
+	/* a sample that cannot be recorded (out of memory) is left out */
+	for (int k = 0; k < GC_NKINDS; k++) {
 		char lab[48];
 
 		snprintf(lab, sizeof(lab), "kind=\"%s\"", gc_kind_name(k));
-		rc = jo_metrics_set(mx, "jfsops_gc_items_total", "counter",
-				    "pending items seen by the last run", lab, (double)s->k[k].items, err);
-		if (rc == 0)
-			rc = jo_metrics_set(mx, "jfsops_gc_slices_deleted_total", "counter",
-					    "slices deleted (dry-run: would be) by the last run", lab,
-					    (double)s->k[k].slices, err);
-		if (rc == 0)
-			rc = jo_metrics_set(mx, "jfsops_gc_objects_deleted_total", "counter",
-					    "objects deleted (dry-run: would be) by the last run", lab,
-					    (double)s->k[k].objects, err);
-		if (rc == 0)
-			rc = jo_metrics_set(mx, "jfsops_gc_bytes_deleted_total", "counter",
-					    "block bytes deleted (dry-run: would be) by the last run",
-					    lab, (double)s->k[k].bytes, err);
+		(void)cmd_metric(ctx, "items", "pending items seen by the last run", lab,
+				 (double)s->k[k].items);
+		(void)cmd_metric(ctx, "slices_deleted",
+				 "slices deleted (dry-run: would be) by the last run", lab,
+				 (double)s->k[k].slices);
+		(void)cmd_metric(ctx, "objects_deleted",
+				 "objects deleted (dry-run: would be) by the last run", lab,
+				 (double)s->k[k].objects);
+		(void)cmd_metric(ctx, "bytes_deleted",
+				 "block bytes deleted (dry-run: would be) by the last run", lab,
+				 (double)s->k[k].bytes);
 	}
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_errors_total", "counter",
-				    "items and objects that failed in the last run", NULL,
-				    (double)gc_stats_errors(s), err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_tasks_completed_total", "counter",
-				    "tasks completed by the last run", NULL, (double)s->tasks_done, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_tasks_planned_total", "counter",
-				    "tasks recorded by the last run", NULL, (double)s->tasks_planned, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_leases_lost_total", "counter",
-				    "leases lost in the last run", NULL, (double)s->leases_lost, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_tasks_left", "gauge",
-				    "tasks still recorded after the last run", NULL, (double)left, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_tasks_leased", "gauge",
-				    "tasks under another worker's lease after the last run", NULL,
-				    (double)leased, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_dry_run", "gauge", "1 if the last run was a dry run",
-				    NULL, del ? 0 : 1, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_duration_seconds", "gauge",
-				    "duration of the last run", NULL, dur, err);
-	if (rc == 0)
-		rc = jo_metrics_set(mx, "jfsops_gc_last_run_timestamp_seconds", "gauge",
-				    "start of the last run (unix seconds)", NULL, start, err);
-	if (rc == 0 && (success || last_ok > 0))
-		rc = jo_metrics_set(mx, "jfsops_gc_last_success_timestamp_seconds", "gauge",
-				    "start of the last successful run (unix seconds)", NULL,
-				    success ? start : last_ok, err);
-	if (rc == 0)
-		rc = jo_metrics_write(mx, path, err);
-	jo_metrics_free(mx);
-	return rc;
+	(void)cmd_metric(ctx, "errors", "items and objects that failed in the last run", NULL,
+			 (double)gc_stats_errors(s));
+	(void)cmd_metric(ctx, "tasks_completed", "tasks completed by the last run", NULL,
+			 (double)s->tasks_done);
+	(void)cmd_metric(ctx, "tasks_planned", "tasks recorded by the last run", NULL,
+			 (double)s->tasks_planned);
+	(void)cmd_metric(ctx, "leases_lost", "leases lost in the last run", NULL,
+			 (double)s->leases_lost);
+	(void)cmd_metric(ctx, "dry_run", "1 if the last run was a dry run", NULL, del ? 0 : 1);
+	(void)cmd_metric_state(ctx, "tasks_left", "tasks still recorded after the last run", NULL,
+			       (double)left);
+	(void)cmd_metric_state(ctx, "tasks_leased",
+			       "tasks under another worker's lease after the last run", NULL,
+			       (double)leased);
 }
 
 int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
@@ -329,7 +298,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_audit *au = NULL;
 	struct gc_run *run = NULL;
 	struct gc_stats st;
-	const char *audit_path = NULL, *metrics_path = NULL;
+	const char *audit_path = NULL;
 	bool plan = false, work = false, json = ctx->json, status = false, reset = false;
 	double t0 = now_real();
 	int64_t left = 0, leased = 0;
@@ -380,7 +349,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 			o.task_size = (int)lv;
 			break;
 		case OPT_AUDIT: audit_path = optarg; break;
-		case OPT_METRICS: metrics_path = optarg; break;
+		case OPT_METRICS: ctx->metrics_path = optarg; break;
 		case OPT_JSON: json = true; break;
 		case OPT_STATUS: status = true; break;
 		case OPT_RESET: reset = true; break;
@@ -487,7 +456,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	{
 		double dur = now_real() - t0;
 		const char *stname = "ok";
-		bool success, complete = true;
+		bool complete = true;
 
 		if (rc == JO_ECANCELED || jo_cancelled()) {
 			int sig = jo_cancelled();
@@ -534,22 +503,8 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		jo_obj_get_stats(vol->obj, &os);
 		print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname, complete,
 			      rc ? &err : NULL, exit_code, &os);
-		/*
-		 * For the last-success metric a run that did all it could claim counts:
-		 * on a fleet whose workers start together the first to finish always
-		 * sees its peers' leases, and its alert must not fire for that.
-		 */
-		success = rc == 0 && (exit_code == JO_EXIT_OK || !strcmp(stname, "tasks-left"));
-		if (metrics_path) {
-			struct jo_err merr = { 0 };
-
-			if (write_metrics(metrics_path, o.delete_, &st, left, leased, t0, dur, success,
-					  &merr)) {
-				jo_error("%s", merr.msg);
-				if (exit_code == JO_EXIT_OK && rc == 0)
-					exit_code = JO_EXIT_FAIL;
-			}
-		}
+		/* a run that did all it could claim (tasks-left) exits 0: a success */
+		record_metrics(ctx, o.delete_, &st, left, leased);
 	}
 out:
 	gc_run_free(run);

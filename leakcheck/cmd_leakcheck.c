@@ -19,7 +19,6 @@
 #include "common/object/object.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
-#include "common/metrics.h"
 #include "leakcheck/leak.h"
 
 static const char leakcheck_usage[] =
@@ -83,13 +82,15 @@ static const char leakcheck_usage[] =
 	"  -h, --help              show this help\n"
 	CMD_VOL_HELP
 	"\n"
-	"Metrics (--metrics-file): jfsops_leakcheck_objects_scanned_total,\n"
-	"_referenced_slices_total, _leaked_objects_total, _leaked_bytes_total,\n"
-	"_missing_objects_total, _skipped_objects_total, _foreign_objects_total,\n"
-	"_errors_total; with --delete-from _candidates_total, _deleted_objects_total,\n"
-	"_deleted_bytes_total, _kept_objects_total, _quarantined_objects_total and\n"
-	"_dry_run; always _duration_seconds, _last_run_timestamp_seconds and, when\n"
-	"the run completed, _last_success_timestamp_seconds.\n"
+	"Metrics (--metrics-file; gauges labelled volume=, README \"Metrics\"):\n"
+	"jfsops_leakcheck_last_run_objects_scanned, _last_run_referenced_slices,\n"
+	"_last_run_leaked_objects, _last_run_leaked_bytes, _last_run_missing_objects,\n"
+	"_last_run_skipped_objects, _last_run_foreign_objects, _last_run_errors; with\n"
+	"--delete-from _last_run_candidates, _last_run_deleted_objects,\n"
+	"_last_run_deleted_bytes, _last_run_kept_objects, _last_run_quarantined_objects\n"
+	"and _last_run_dry_run; always _last_run_exit_code, _last_run_success,\n"
+	"_last_run_duration_seconds, _last_run_timestamp_seconds and\n"
+	"_last_success_timestamp_seconds (a failed run keeps the one before).\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
 	"4 some deletions failed, 5 a server was unreachable, timed out, loading or\n"
@@ -128,7 +129,6 @@ struct lc_opts {
 	const char *restore;
 	uint64_t synth;           /* hidden: synthetic benchmark of N slices */
 	const char *synth_keys;   /* benchmark: write its keys as text into DIR */
-	const char *metrics;      /* --metrics-file PATH, or NULL */
 };
 
 /* Missing blocks whose files a report names (24 bytes of memory each, with
@@ -719,85 +719,54 @@ static void print_incomplete(const struct lc_run *r, const struct jo_err *err, i
 }
 
 /*
- * --metrics-file: the counters of this run, written at its end, also when
- * it failed (then without jfsops_leakcheck_last_success_timestamp_seconds).
- * A completed check is a success whatever it found (exit 0 or 1).
+ * --metrics-file: what this run did (main writes the file and the samples
+ * every command has, cmd/metrics.c). A completed check is a success whatever
+ * it found (exit 0 or 1).
  */
-static int write_metrics(const struct lc_run *r, bool success, bool failed, int64_t started,
-			 double secs, struct jo_err *err)
+static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool failed)
 {
 	const struct lc_mx *x = &r->mx;
 	const struct leak_counts *c = &x->c;
-	struct jo_metrics *mx = NULL;
-	struct mrow { const char *name, *type, *help; double v; };
+	struct mrow { const char *what, *help; double v; };
 	const struct mrow check[] = {
-		{ "jfsops_leakcheck_objects_scanned_total", "counter",
-		  "block objects listed and merged by the last run", (double)c->objects },
-		{ "jfsops_leakcheck_scanned_bytes_total", "counter",
-		  "bytes of the block objects merged by the last run", (double)c->object_bytes },
-		{ "jfsops_leakcheck_referenced_slices_total", "counter",
-		  "distinct slices the metadata references", (double)c->slices },
-		{ "jfsops_leakcheck_referenced_objects_total", "counter",
+		{ "objects_scanned", "block objects listed and merged by the last run",
+		  (double)c->objects },
+		{ "scanned_bytes", "bytes of the block objects merged by the last run",
+		  (double)c->object_bytes },
+		{ "referenced_slices", "distinct slices the metadata references", (double)c->slices },
+		{ "referenced_objects",
 		  "block objects some metadata reference owns (valid, pending, trash, removed files)",
 		  (double)(c->n[LEAK_VALID] + c->n[LEAK_DELFILE] + c->n[LEAK_COMPACTED] +
 			   c->n[LEAK_PENDING]) },
-		{ "jfsops_leakcheck_leaked_objects_total", "counter",
-		  "block objects no metadata references", (double)c->n[LEAK_LEAKED] },
-		{ "jfsops_leakcheck_leaked_bytes_total", "counter",
-		  "bytes of the leaked block objects", (double)c->bytes[LEAK_LEAKED] },
-		{ "jfsops_leakcheck_missing_objects_total", "counter",
-		  "referenced blocks that have no object", (double)c->n[LEAK_MISSING] },
-		{ "jfsops_leakcheck_skipped_objects_total", "counter",
-		  "unreferenced objects too new to judge (--min-age, slice counter)",
+		{ "leaked_objects", "block objects no metadata references", (double)c->n[LEAK_LEAKED] },
+		{ "leaked_bytes", "bytes of the leaked block objects", (double)c->bytes[LEAK_LEAKED] },
+		{ "missing_objects", "referenced blocks that have no object", (double)c->n[LEAK_MISSING] },
+		{ "skipped_objects", "unreferenced objects too new to judge (--min-age, slice counter)",
 		  (double)c->n[LEAK_SKIPPED] },
-		{ "jfsops_leakcheck_foreign_objects_total", "counter",
-		  "objects under chunks/ that are no block key of this volume", (double)x->foreign },
+		{ "foreign_objects", "objects under chunks/ that are no block key of this volume",
+		  (double)x->foreign },
 	};
 	const struct mrow del[] = {
-		{ "jfsops_leakcheck_candidates_total", "counter",
-		  "leaked lines of the --delete-from report", (double)x->d.candidates },
-		{ "jfsops_leakcheck_deleted_objects_total", "counter",
-		  "objects deleted by the last run", (double)x->d.deleted },
-		{ "jfsops_leakcheck_deleted_bytes_total", "counter",
-		  "bytes deleted by the last run", (double)x->d.deleted_bytes },
-		{ "jfsops_leakcheck_kept_objects_total", "counter",
-		  "candidates the re-check kept", (double)x->d.kept },
-		{ "jfsops_leakcheck_quarantined_objects_total", "counter",
-		  "objects saved to the quarantine archive", (double)x->d.quarantined },
-		{ "jfsops_leakcheck_dry_run", "gauge", "1 if the last run was a dry run",
-		  r->o->dry_run ? 1 : 0 },
+		{ "candidates", "leaked lines of the --delete-from report", (double)x->d.candidates },
+		{ "deleted_objects", "objects deleted by the last run", (double)x->d.deleted },
+		{ "deleted_bytes", "bytes deleted by the last run", (double)x->d.deleted_bytes },
+		{ "kept_objects", "candidates the re-check kept", (double)x->d.kept },
+		{ "quarantined_objects", "objects saved to the quarantine archive",
+		  (double)x->d.quarantined },
+		{ "dry_run", "1 if the last run was a dry run", r->o->dry_run ? 1 : 0 },
 	};
-	const struct mrow common[] = {
-		{ "jfsops_leakcheck_errors_total", "counter",
-		  "failed deletions, plus 1 when the run itself failed",
-		  (double)x->d.failed + (failed ? 1 : 0) },
-		{ "jfsops_leakcheck_duration_seconds", "gauge", "duration of the last run", secs },
-		{ "jfsops_leakcheck_last_run_timestamp_seconds", "gauge",
-		  "start of the last run (unix seconds)", (double)started },
-	};
-	int rc = jo_metrics_new(&mx, err);
 
-	for (size_t i = 0; !rc && !r->o->delete_from && !r->o->restore &&
+	/* a sample that cannot be recorded (out of memory) is left out */
+	for (size_t i = 0; !r->o->delete_from && !r->o->restore && x->checked &&
 	     i < sizeof(check) / sizeof(check[0]); i++)
-		rc = jo_metrics_set(mx, check[i].name, check[i].type, check[i].help, NULL, check[i].v,
-				    err);
-	for (size_t i = 0; !rc && r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)
-		rc = jo_metrics_set(mx, del[i].name, del[i].type, del[i].help, NULL, del[i].v, err);
-	if (!rc && r->o->restore)
-		rc = jo_metrics_set(mx, "jfsops_leakcheck_restored_objects_total", "counter",
-				    "objects put back from the quarantine archive", NULL,
-				    (double)x->restored, err);
-	for (size_t i = 0; !rc && i < sizeof(common) / sizeof(common[0]); i++)
-		rc = jo_metrics_set(mx, common[i].name, common[i].type, common[i].help, NULL,
-				    common[i].v, err);
-	if (!rc && success)
-		rc = jo_metrics_set(mx, "jfsops_leakcheck_last_success_timestamp_seconds", "gauge",
-				    "end of the last successful run (unix seconds)", NULL,
-				    (double)time(NULL), err);
-	if (!rc)
-		rc = jo_metrics_write(mx, r->o->metrics, err);
-	jo_metrics_free(mx);
-	return rc;
+		(void)cmd_metric(ctx, check[i].what, check[i].help, NULL, check[i].v);
+	for (size_t i = 0; r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)
+		(void)cmd_metric(ctx, del[i].what, del[i].help, NULL, del[i].v);
+	if (r->o->restore)
+		(void)cmd_metric(ctx, "restored_objects", "objects put back from the quarantine archive",
+				 NULL, (double)x->restored);
+	(void)cmd_metric(ctx, "errors", "failed deletions, plus 1 when the run itself failed", NULL,
+			 (double)x->d.failed + (failed ? 1 : 0));
 }
 
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
@@ -829,8 +798,6 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_err err = { 0 };
 	int c, rc, code = JO_EXIT_OK;
 	char *end;
-	int64_t started = (int64_t)time(NULL);
-	double t0 = now_s();
 
 	o.json = ctx->json;
 	o.tmp = getenv("TMPDIR");
@@ -872,7 +839,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --synthetic '%s'", optarg);
 			break;
 		case OPT_SYNTH_KEYS: o.synth_keys = optarg; break;
-		case OPT_METRICS: o.metrics = optarg; break;
+		case OPT_METRICS: ctx->metrics_path = optarg; break;
 		case 'h':
 			fputs(leakcheck_usage, stdout);
 			return JO_EXIT_OK;
@@ -925,17 +892,9 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		rc = code;
 	}
 out:
-	if (o.metrics) {
-		struct jo_err merr = { 0 };
-		bool ok = rc == JO_EXIT_OK || rc == JO_EXIT_FOUND;
-
-		if (write_metrics(&r, ok, !ok && rc != JO_EXIT_PARTIAL, started, now_s() - t0,
-				  &merr)) {
-			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
-			if (rc == JO_EXIT_OK || rc == JO_EXIT_FOUND)
-				rc = JO_EXIT_FAIL;
-		}
-	}
+	if (ctx->metrics_path)
+		record_metrics(&r, ctx, rc != JO_EXIT_OK && rc != JO_EXIT_FOUND &&
+					rc != JO_EXIT_PARTIAL);
 	jo_vol_close(r.vol);
 	cmd_vol_args_release(&va);
 	return rc;

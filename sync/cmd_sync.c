@@ -228,15 +228,17 @@ static const char sync_usage[] =
 	"                           or ~/.config/jfsops/config)\n"
 	"      --metrics-file PATH  write Prometheus textfile metrics at the end of the\n"
 	"                           run, also when it fails (atomic; default: none;\n"
-	"                           --cluster: this worker's share, labelled worker= and\n"
-	"                           job=, with jfsops_sync_job_ranges{state=...}):\n"
-	"                           jfsops_sync_listed_objects_total{side=src|dst},\n"
-	"                           _copied_objects_total, _copied_bytes_total,\n"
-	"                           _skipped_objects_total, _deleted_objects_total,\n"
-	"                           _failed_objects_total, _skipped_links_total{side},\n"
-	"                           ..., _dry_run,\n"
-	"                           _duration_seconds, _last_run_timestamp_seconds,\n"
-	"                           _last_success_timestamp_seconds\n"
+	"                           labelled job=; --cluster: this worker's share,\n"
+	"                           labelled worker= too, with\n"
+	"                           jfsops_sync_job_ranges{state=...}): gauges\n"
+	"                           jfsops_sync_last_run_listed_objects{side=src|dst},\n"
+	"                           _last_run_copied_objects, _last_run_copied_bytes,\n"
+	"                           _last_run_skipped_objects, _last_run_deleted_objects,\n"
+	"                           _last_run_failed_objects, ..., _last_run_exit_code,\n"
+	"                           _last_run_duration_seconds,\n"
+	"                           _last_success_timestamp_seconds (kept by a failed run)\n"
+	"      --job NAME           the job label of --metrics-file (default: the cluster\n"
+	"                           --id, else sync-HASH of SRC and DST, as the state file)\n"
 	"  -h, --help               show this help\n"
 	"\n"
 	"Per side (over the URL query, the profile and the environment; prefer the\n"
@@ -291,7 +293,7 @@ enum {
 	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
 	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
 	O_TMP_DIR, O_CONFIG, O_METRICS, O_CLUSTER, O_PLAN, O_WORKER, O_ID, O_STATUS, O_RESET,
-	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID, O_PERMS,
+	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID, O_PERMS, O_JOB,
 	O_SIDE = 0x2100,  /* + side*16 + field */
 };
 enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
@@ -312,6 +314,27 @@ static int stop_at_first(const struct jo_obj_info *info, void *payload)
 	(void)info;
 	(void)payload;
 	return 1; /* one entry (or none) answers "can SRC be listed?" */
+}
+
+/*
+ * The job label of --metrics-file without --job: "sync-" and 16 hex digits of
+ * SRC and DST, the name the state file has too (the same pair, the same
+ * series; no URL, whose query could hold a secret, in a label).
+ */
+static void default_job(const struct jo_sync_side *a, const struct jo_sync_side *b, char *out,
+			size_t n)
+{
+	unsigned char d[32];
+	unsigned int dl = 32;
+	char buf[1300];
+	size_t l;
+
+	snprintf(buf, sizeof(buf), "%s\n%s", a->desc, b->desc);
+	EVP_Digest(buf, strlen(buf), d, &dl, EVP_sha256(), NULL);
+	snprintf(out, n, "sync-");
+	l = strlen(out);
+	for (int i = 0; i < 8 && l + 2 < n; i++, l += 2)
+		snprintf(out + l, n - l, "%02x", d[i]);
 }
 
 static int default_state_path(const struct jo_sync_side *a, const struct jo_sync_side *b,
@@ -426,65 +449,49 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 }
 
 /*
- * --metrics-file: the run's counters, written at its end, also when it
- * failed (then without jfsops_sync_last_success_timestamp_seconds).
+ * --metrics-file: what this run did (main writes the file and the samples
+ * every command has, labelled job=, cmd/metrics.c). A cluster worker's
+ * samples are its share of the job, labelled worker= too.
  */
-static int write_metrics(const char *path, const struct jo_sync_opts *o,
-			 const struct jo_sync_summary *s, int rc, int64_t started, double secs,
-			 const struct jo_sync_cluster_opts *co, const struct jo_sync_cluster_result *cr,
-			 struct jo_err *err)
+static void record_metrics(struct jo_ctx *ctx, const struct jo_sync_opts *o,
+			   const struct jo_sync_summary *s, int rc,
+			   const struct jo_sync_cluster_opts *co,
+			   const struct jo_sync_cluster_result *cr)
 {
-	const struct { const char *name, *type, *help, *labels; double v; } m[] = {
-		{ "jfsops_sync_listed_objects_total", "counter", "objects listed by the last run",
-		  "side=\"src\"", (double)s->src_listed },
-		{ "jfsops_sync_listed_objects_total", "counter", NULL, "side=\"dst\"",
-		  (double)s->dst_listed },
-		{ "jfsops_sync_copied_objects_total", "counter", "objects copied by the last run", NULL,
-		  (double)s->copied },
-		{ "jfsops_sync_copied_bytes_total", "counter", "bytes copied by the last run", NULL,
-		  (double)s->copied_bytes },
-		{ "jfsops_sync_server_side_copies_total", "counter",
-		  "copies done with CopyObject by the last run", NULL, (double)s->server_side },
-		{ "jfsops_sync_multipart_copies_total", "counter",
-		  "copies done with a multipart upload by the last run", NULL, (double)s->multipart },
-		{ "jfsops_sync_planned_copies_total", "counter",
-		  "objects a dry run would copy", NULL, (double)s->would_copy },
-		{ "jfsops_sync_planned_copy_bytes_total", "counter",
-		  "bytes a dry run would copy", NULL, (double)s->would_copy_bytes },
-		{ "jfsops_sync_skipped_objects_total", "counter",
-		  "objects already in sync", NULL, (double)s->skipped },
-		{ "jfsops_sync_excluded_objects_total", "counter",
-		  "objects the filters excluded", NULL, (double)s->excluded },
-		{ "jfsops_sync_extra_objects_total", "counter",
-		  "objects only the destination has", NULL, (double)s->extra },
-		{ "jfsops_sync_deleted_objects_total", "counter",
-		  "destination objects deleted by the last run", NULL, (double)s->deleted },
-		{ "jfsops_sync_planned_deletes_total", "counter",
-		  "destination objects a dry run would delete", NULL, (double)s->would_delete },
-		{ "jfsops_sync_skipped_links_total", "counter",
-		  "symlinks in local directories skipped by the last run (never followed)",
-		  "side=\"src\"", (double)s->src_links },
-		{ "jfsops_sync_skipped_links_total", "counter", NULL, "side=\"dst\"",
-		  (double)s->dst_links },
-		{ "jfsops_sync_failed_objects_total", "counter",
-		  "objects whose copy or deletion failed", NULL, (double)s->failed },
-		{ "jfsops_sync_unrepresentable_objects_total", "counter",
+	const struct { const char *what, *help, *labels; double v; } m[] = {
+		{ "listed_objects", "objects listed by the last run", "side=\"src\"",
+		  (double)s->src_listed },
+		{ "listed_objects", NULL, "side=\"dst\"", (double)s->dst_listed },
+		{ "copied_objects", "objects copied by the last run", NULL, (double)s->copied },
+		{ "copied_bytes", "bytes copied by the last run", NULL, (double)s->copied_bytes },
+		{ "server_side_copies", "copies done with CopyObject by the last run", NULL,
+		  (double)s->server_side },
+		{ "multipart_copies", "copies done with a multipart upload by the last run", NULL,
+		  (double)s->multipart },
+		{ "planned_copies", "objects a dry run would copy", NULL, (double)s->would_copy },
+		{ "planned_copy_bytes", "bytes a dry run would copy", NULL,
+		  (double)s->would_copy_bytes },
+		{ "skipped_objects", "objects already in sync", NULL, (double)s->skipped },
+		{ "excluded_objects", "objects the filters excluded", NULL, (double)s->excluded },
+		{ "extra_objects", "objects only the destination has", NULL, (double)s->extra },
+		{ "deleted_objects", "destination objects deleted by the last run", NULL,
+		  (double)s->deleted },
+		{ "planned_deletes", "destination objects a dry run would delete", NULL,
+		  (double)s->would_delete },
+		{ "skipped_links", "symlinks in local directories skipped by the last run (never "
+		  "followed)", "side=\"src\"", (double)s->src_links },
+		{ "skipped_links", NULL, "side=\"dst\"", (double)s->dst_links },
+		{ "failed_objects", "objects whose copy or deletion failed", NULL, (double)s->failed },
+		{ "unrepresentable_objects",
 		  "SRC keys refused because a local DST cannot hold them one-to-one", NULL,
 		  (double)s->unrepresentable },
-		{ "jfsops_sync_errors_total", "counter",
-		  "failed objects, plus 1 when the run itself failed", NULL,
+		{ "errors", "failed objects, plus 1 when the run itself failed", NULL,
 		  (double)s->failed + (rc != JO_EXIT_OK && rc != JO_EXIT_PARTIAL ? 1 : 0) },
-		{ "jfsops_sync_delete_refused", "gauge",
+		{ "delete_refused",
 		  "1 if deletions were refused (--max-delete, failed copies, incomplete listing)",
 		  NULL, s->delete_refused ? 1 : 0 },
-		{ "jfsops_sync_dry_run", "gauge", "1 if the last run was a dry run", NULL,
-		  o->dry_run ? 1 : 0 },
-		{ "jfsops_sync_duration_seconds", "gauge", "duration of the last run", NULL, secs },
-		{ "jfsops_sync_last_run_timestamp_seconds", "gauge",
-		  "start of the last run (unix seconds)", NULL, (double)started },
+		{ "dry_run", "1 if the last run was a dry run", NULL, o->dry_run ? 1 : 0 },
 	};
-	struct jo_metrics *mx = NULL;
-	int r = jo_metrics_new(&mx, err);
 	char base[300] = "", lab[400];
 
 	if (co) {
@@ -498,47 +505,36 @@ static int write_metrics(const char *path, const struct jo_sync_opts *o,
 			w[k++] = *q;
 		}
 		w[k] = '\0';
-		snprintf(base, sizeof(base), "worker=\"%s\",job=\"%s\"", w, co->ns);
+		snprintf(base, sizeof(base), "worker=\"%s\"", w);
 	}
-	for (size_t i = 0; !r && i < sizeof(m) / sizeof(m[0]); i++) {
+	/* a sample that cannot be recorded (out of memory) is left out */
+	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {
 		const char *l = m[i].labels;
 
 		if (co) {
 			snprintf(lab, sizeof(lab), "%s%s%s", base, l ? "," : "", l ? l : "");
 			l = lab;
 		}
-		r = jo_metrics_set(mx, m[i].name, m[i].type, m[i].help ? m[i].help : m[0].help, l,
-				   m[i].v, err);
+		(void)cmd_metric(ctx, m[i].what, m[i].help ? m[i].help : m[i - 1].help, l, m[i].v);
 	}
-	if (!r && rc == JO_EXIT_OK)
-		r = jo_metrics_set(mx, "jfsops_sync_last_success_timestamp_seconds", "gauge",
-				   "end of the last successful run (unix seconds)", co ? base : NULL,
-				   (double)time(NULL), err);
-	if (!r && co && cr) {
+	if (co && cr) {
 		const struct { const char *state; int v; } st[] = {
 			{ "planned", cr->ranges }, { "done", cr->ranges_done },
 			{ "failed", cr->ranges_failed }, { "by_this_worker", cr->ranges_mine },
 		};
 
-		for (size_t i = 0; !r && i < sizeof(st) / sizeof(st[0]); i++) {
+		for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
 			snprintf(lab, sizeof(lab), "%s,state=\"%s\"", base, st[i].state);
-			r = jo_metrics_set(mx, "jfsops_sync_job_ranges", "gauge",
-					   "ranges of the cluster job, by state (at the end of this run)",
-					   lab, st[i].v, err);
+			(void)cmd_metric_state(ctx, "job_ranges",
+					       "ranges of the cluster job, by state (at the end of "
+					       "this run)", lab, st[i].v);
 		}
-		if (!r)
-			r = jo_metrics_set(mx, "jfsops_sync_job_copied_objects", "gauge",
-					   "objects the whole cluster job copied so far", base,
-					   (double)cr->job.copied, err);
-		if (!r)
-			r = jo_metrics_set(mx, "jfsops_sync_job_finished", "gauge",
-					   "1 when the cluster job is finished", base, cr->finished ? 1 : 0,
-					   err);
+		(void)cmd_metric_state(ctx, "job_copied_objects",
+				       "objects the whole cluster job copied so far", base,
+				       (double)cr->job.copied);
+		(void)cmd_metric_state(ctx, "job_finished", "1 when the cluster job is finished", base,
+				       cr->finished ? 1 : 0);
 	}
-	if (!r)
-		r = jo_metrics_write(mx, path, err);
-	jo_metrics_free(mx);
-	return r;
 }
 
 /*
@@ -684,6 +680,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		{ "tmp-dir", required_argument, NULL, O_TMP_DIR },
 		{ "config", required_argument, NULL, O_CONFIG },
 		{ "metrics-file", required_argument, NULL, O_METRICS },
+		{ "job", required_argument, NULL, O_JOB },
 		{ "cluster", required_argument, NULL, O_CLUSTER },
 		{ "plan", no_argument, NULL, O_PLAN },
 		{ "worker", no_argument, NULL, O_WORKER },
@@ -714,9 +711,8 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	memset(sides, 0, sizeof(sides));
 	struct jo_sync_filter *filter = NULL;
 	const char *state_path = NULL, *config = NULL, *metrics = NULL;
+	char metrics_job[128] = "";   /* label job= of --metrics-file */
 	bool parsed = false;
-	int64_t started = (int64_t)time(NULL);
-	struct timespec t0;
 	bool no_state = false, json = ctx->json;
 	long retries = -1;
 	uint64_t bwlimit = 0;
@@ -739,7 +735,6 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	int64_t dur;
 
 	memset(&sum, 0, sizeof(sum));
-	clock_gettime(CLOCK_MONOTONIC, &t0);
 	if (jo_sync_filter_new(&filter))
 		return cmd_usage_error(ctx, "out of memory");
 	while ((c = getopt_long(argc, argv, "nvqh", lopts, NULL)) != -1) {
@@ -936,6 +931,11 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		case O_TMP_DIR: o.tmp_dir = optarg; break;
 		case O_CONFIG: config = optarg; break;
 		case O_METRICS: metrics = optarg; break;
+		case O_JOB:
+			if (!*optarg || strlen(optarg) >= sizeof(metrics_job))
+				return cmd_usage_error(ctx, "bad --job '%s' (1-127 bytes)", optarg);
+			snprintf(metrics_job, sizeof(metrics_job), "%s", optarg);
+			break;
 		case 'n': o.dry_run = true; break;
 		case 'v':
 			o.verbose = true;
@@ -1040,6 +1040,9 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			snprintf(seed, sizeof(seed), "%s\n%s\n%s", fp, sides[0].desc, sides[1].desc);
 			jo_sync_job_ns(seed, false, ns);
 		}
+		/* the job label: --job, else --id, else the job's name in the coordinator */
+		if (!metrics_job[0])
+			snprintf(metrics_job, sizeof(metrics_job), "%s", job_name ? job_name : ns);
 		if (c_status) {
 			struct jo_sync_status_opts sto = { .url = cluster, .json = json, .ns = ns };
 
@@ -1176,19 +1179,15 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		     ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	print_summary(&sides[0], &sides[1], &o, &sum, json, true, rc);
 out:
+	if (metrics && parsed && !c_status && !metrics_job[0] && sides[0].desc[0] && sides[1].desc[0])
+		default_job(&sides[0], &sides[1], metrics_job, sizeof(metrics_job));
 	if (metrics && parsed && !c_status) {
-		struct timespec t1;
-		struct jo_err merr = { 0 };
-
-		clock_gettime(CLOCK_MONOTONIC, &t1);
-		if (write_metrics(metrics, &o, &sum, rc, started,
-				  (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9,
-				  cluster && co.worker ? &co : NULL, cluster && co.worker ? &cres : NULL,
-				  &merr)) {
-			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
-			if (!rc)
-				rc = JO_EXIT_FAIL;
-		}
+		/* main writes the file (cmd/metrics.c), labelled with the job */
+		ctx->metrics_path = metrics;
+		if (!ctx->mx_job[0] && metrics_job[0])
+			cmd_metrics_job(ctx, metrics_job);
+		record_metrics(ctx, &o, &sum, rc, cluster && co.worker ? &co : NULL,
+			       cluster && co.worker ? &cres : NULL);
 	}
 	jo_obj_close(so);
 	jo_obj_close(dobj);

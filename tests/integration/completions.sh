@@ -98,7 +98,7 @@ for c in $("$BIN" --list-commands); do
 done
 
 # 3. values
-printf '%s\n' csv jsonl juicefs >"$T/fmt.want"
+printf '%s\n' csv jsonl juicefs ranges >"$T/fmt.want"
 if "$BIN" --list-commands | grep -qx lance; then
 	complete_line "jfsops lance ds --format " >"$T/fmt.got"
 	diff_sets "jfsops lance --format <TAB>" "$T/fmt.want" "$T/fmt.got"

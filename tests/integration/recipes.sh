@@ -254,7 +254,7 @@ for h in hostA:$rcA hostB:$rcB; do
 	fi
 	f=$JO_T/$host/textfile/jfsops_sync_cluster.prom
 	prom sync "$f"
-	grep -q '^jfsops_sync_copied_objects_total{worker="' "$f" 2>/dev/null ||
+	grep -q '^jfsops_sync_last_run_copied_objects{job="[^"]*",worker="' "$f" 2>/dev/null ||
 		bad "sync-cluster-cron ($host): metrics without a worker label"
 done
 src=$(s3_list_keys train-data | awk '{print $1, $2}' | sort)

@@ -266,7 +266,7 @@ jq -e '[.workers[] | select(.copied > 0) | .bytes_per_s > 0] | all' "$JO_T/a.jso
 for w in a1 a-late; do
 	f=$JO_T/m-$w.prom
 	[ -s "$f" ] || continue
-	grep -q "^jfsops_sync_copied_objects_total{worker=\"$w\",job=\"s" "$f" &&
+	grep -q "^jfsops_sync_last_run_copied_objects{job=\"[^\"]*\",worker=\"$w\"" "$f" &&
 		ok "metrics of $w carry its worker label" || bad "metrics of $w: no worker label"
 	"$PY" "$JO_REPO/tests/tools/promcheck.py" sync "$f" || bad "metrics of $w are not valid"
 done

@@ -514,9 +514,9 @@ gc_run_signals() {
 	set -- $counts
 	[ "$1" -gt 0 ] || jo_die "$name: --max-time did not stop early"
 	[ "$2" = 0 ] || jo_die "$name: --max-time left $2 tasks leased"
-	grep -q '^jfsops_gc_objects_deleted_total{kind="slice"} [1-9]' "$JO_T/$name.prom" ||
+	grep -q '^jfsops_gc_last_run_objects_deleted{volume="[^"]*",kind="slice"} [1-9]' "$JO_T/$name.prom" ||
 		jo_die "$name: metrics file lacks deleted objects"
-	grep -q '^jfsops_gc_last_success_timestamp_seconds ' "$JO_T/$name.prom" ||
+	grep -q '^jfsops_gc_last_success_timestamp_seconds{volume="[^"]*"} [0-9]' "$JO_T/$name.prom" ||
 		jo_die "$name: metrics file lacks the last success time"
 	# SIGTERM: one task per kind, so the worker's first delete batch holds every
 	# pending object; at 10 deletes/s it is far from done when the signal comes
