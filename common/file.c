@@ -406,12 +406,7 @@ int jo_file_prepare(const char *path, unsigned mode, unsigned flags, const char 
 	bool create = !(flags & JO_FILE_NOCREATE);
 	int fd = -1, rc;
 
-	rc = create_or_open(path, O_WRONLY, mode, create, create, &fd, err);
-	if (fd >= 0)
-		close(fd); /* before the library opens it: a close drops its POSIX locks */
-	if (rc < 0)
-		return rc;
-	rc = 0;
+	/* the names beside it first: a refusal leaves no new empty file behind */
 	for (size_t i = 0; sidecars && sidecars[i]; i++) {
 		size_t n = strlen(path) + strlen(sidecars[i]) + 1;
 		char *side = malloc(n);
@@ -420,6 +415,7 @@ int jo_file_prepare(const char *path, unsigned mode, unsigned flags, const char 
 		if (!side)
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		snprintf(side, n, "%s%s", path, sidecars[i]);
+		rc = 0;
 		if (lstat(side, &st) == 0)
 			rc = check_existing(&st, side, err);
 		else if (errno != ENOENT)
@@ -428,5 +424,8 @@ int jo_file_prepare(const char *path, unsigned mode, unsigned flags, const char 
 		if (rc)
 			return rc;
 	}
-	return 0;
+	rc = create_or_open(path, O_WRONLY, mode, create, create, &fd, err);
+	if (fd >= 0)
+		close(fd); /* before the library opens it: a close drops its POSIX locks */
+	return rc < 0 ? rc : 0;
 }
