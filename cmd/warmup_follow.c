@@ -203,7 +203,14 @@ static int state_read(struct follow *f)
 {
 	json_error_t je;
 	json_t *o, *d, *di, *ei;
+	/* rewritten by this run: a symlink or another user's file there is refused */
+	int rc = jo_file_prepare(f->o->state, JO_FILE_PUBLIC, JO_FILE_NOCREATE, NULL,
+				 &f->st->err);
 
+	if (rc == JO_ENOTFOUND)
+		return 0; /* first run */
+	if (rc)
+		return jo_err_wrap(&f->st->err, "state file");
 	o = json_load_file(f->o->state, 0, &je);
 	if (!o) {
 		if (access(f->o->state, F_OK))
