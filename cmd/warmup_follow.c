@@ -36,6 +36,7 @@
 #include "cmd/exit.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/jfs/jfs.h"
 #include "common/warmup.h"
 #include "common/warmup_cache.h"
@@ -172,41 +173,44 @@ static void trim(char **s, size_t *n)
 static int state_write(struct follow *f)
 {
 	const char *path = f->o->state;
-	char tmp[4096];
+	struct jo_file *jf = NULL;
 	json_t *o;
-	FILE *fp;
 	int64_t pos = jo_wwin_position(f->w);
 	const char *id = f->st_id;  /* the batch at the position */
 	uint64_t idx = (uint64_t)pos;
+	int rc;
 
 	if (!path || pos < 0 || !id)
 		return 0;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return jo_err_set(&f->st->err, JO_EINVAL, "--state path too long");
 	o = json_pack("{s:s,s:I,s:I}", "done", id, "done_index", (json_int_t)idx, "evicted_index",
 		      (json_int_t)(f->evicted_through ? f->evicted_through - 1 : 0));
 	if (o && !f->evicted_through)
 		json_object_set_new(o, "evicted_index", json_null());
-	fp = fopen(tmp, "w");
-	if (!fp || !o) {
-		json_decref(o);
-		if (fp)
-			fclose(fp);
-		return jo_err_set(&f->st->err, JO_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	if (!o)
+		return jo_err_set(&f->st->err, JO_ENOMEM, "out of memory");
+	rc = jo_file_create(&jf, path, JO_FILE_PUBLIC, JO_FILE_STDIO, &f->st->err);
+	if (!rc) {
+		json_dumpf(o, jf->fp, JSON_COMPACT);
+		fputc('\n', jf->fp);
+		rc = jo_file_commit(jf, &f->st->err);
 	}
-	json_dumpf(o, fp, JSON_COMPACT);
-	fputc('\n', fp);
 	json_decref(o);
-	if (fflush(fp) || fsync(fileno(fp)) || fclose(fp) || rename(tmp, path))
-		return jo_err_set(&f->st->err, JO_EIO, "cannot write '%s': %s", path, strerror(errno));
-	return 0;
+	jo_file_abort(jf);
+	return rc ? jo_err_wrap(&f->st->err, "state file") : 0;
 }
 
 static int state_read(struct follow *f)
 {
 	json_error_t je;
 	json_t *o, *d, *di, *ei;
+	/* rewritten by this run: a symlink or another user's file there is refused */
+	int rc = jo_file_prepare(f->o->state, JO_FILE_PUBLIC, JO_FILE_NOCREATE, NULL,
+				 &f->st->err);
 
+	if (rc == JO_ENOTFOUND)
+		return 0; /* first run */
+	if (rc)
+		return jo_err_wrap(&f->st->err, "state file");
 	o = json_load_file(f->o->state, 0, &je);
 	if (!o) {
 		if (access(f->o->state, F_OK))

@@ -16,6 +16,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/file.h"
 #include "common/object/object.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -460,7 +461,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	struct jo_xsort_stats sr = { 0 }, so = { 0 };
 	struct leak_density density = { 0 };
 	int64_t next_chunk = 0;
-	char *tmp_out = NULL;
+	struct jo_file *outf = NULL;
 	double t0 = now_s();
 	int64_t start = (int64_t)time(NULL);
 	int rc;
@@ -485,19 +486,10 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		goto out;
 
 	if (o->out) {
-		size_t len = strlen(o->out) + 16;
-
-		tmp_out = malloc(len);
-		if (!tmp_out) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		rc = jo_file_create(&outf, o->out, JO_FILE_PUBLIC, JO_FILE_STDIO, err);
+		if (rc)
 			goto out;
-		}
-		snprintf(tmp_out, len, "%s.tmp", o->out);
-		r->out = fopen(tmp_out, "w");
-		if (!r->out) {
-			rc = jo_err_set(err, JO_EIO, "cannot write '%s': %s", tmp_out, strerror(errno));
-			goto out;
-		}
+		r->out = outf->fp;
 		r->out_json = true;
 	} else {
 		r->out = stdout;
@@ -555,20 +547,11 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		rc = jo_err_set(err, JO_EIO, "write candidates: %s", strerror(r->werr ? r->werr : errno));
 		goto out;
 	}
-	if (tmp_out) {
-		FILE *f = r->out;
-
+	if (outf) {
 		r->out = NULL;
-		if (fsync(fileno(f)) != 0 || fclose(f) != 0) {
-			rc = jo_err_set(err, JO_EIO, "write '%s': %s", tmp_out, strerror(errno));
+		rc = jo_file_commit(outf, err);
+		if (rc)
 			goto out;
-		}
-		if (rename(tmp_out, o->out) != 0) {
-			rc = jo_err_set(err, JO_EIO, "rename '%s': %s", tmp_out, strerror(errno));
-			goto out;
-		}
-		free(tmp_out);
-		tmp_out = NULL;
 	}
 	jo_xsort_get_stats(xrefs, &sr);
 	jo_xsort_get_stats(xobjs, &so);
@@ -576,13 +559,8 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	*exit_out = counts.n[LEAK_LEAKED] || counts.n[LEAK_MISSING] ? JO_EXIT_FOUND : JO_EXIT_OK;
 out:
 	clear_progress(r);
-	if (r->out && r->out != stdout)
-		fclose(r->out);
 	r->out = NULL;
-	if (tmp_out) {
-		(void)unlink(tmp_out); /* an incomplete report must not look complete */
-		free(tmp_out);
-	}
+	jo_file_abort(outf); /* an incomplete report must not look complete */
 	jo_xsort_free(xrefs);
 	jo_xsort_free(xobjs);
 	leak_density_free(&density);

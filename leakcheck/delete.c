@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/object/object.h"
@@ -44,7 +46,7 @@ struct delctx {
 	FILE *audit;
 	const struct jo_la *la;   /* libarchive, loaded for a quarantine */
 	struct archive *ar;
-	char *ar_tmp;
+	struct jo_file *ar_file;  /* the archive, under a temp name until committed */
 	char *ar_path;
 	unsigned ar_seq;
 	double t0;
@@ -228,17 +230,16 @@ static int recheck_object(struct delctx *d, struct cand *c)
 static int archive_open(struct delctx *d, struct jo_err *err)
 {
 	size_t len = strlen(d->o->quarantine) + 32;
+	struct stat st;
 
 	d->ar_path = malloc(len);
-	d->ar_tmp = malloc(len + 8);
-	if (!d->ar_path || !d->ar_tmp)
+	if (!d->ar_path)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	if (d->ar_seq == 0)
 		snprintf(d->ar_path, len, "%s", d->o->quarantine);
 	else
 		snprintf(d->ar_path, len, "%s.%u", d->o->quarantine, d->ar_seq);
-	snprintf(d->ar_tmp, len + 8, "%s.tmp", d->ar_path);
-	if (access(d->ar_path, F_OK) == 0)
+	if (lstat(d->ar_path, &st) == 0) /* a symlink there (even dangling) counts too */
 		return jo_err_set(err, JO_EINVAL, "quarantine archive '%s' already exists",
 				  d->ar_path);
 	if (!d->la) {
@@ -247,11 +248,14 @@ static int archive_open(struct delctx *d, struct jo_err *err)
 		if (rc)
 			return rc;
 	}
+	/* raw block data: 0600 whatever the umask, never replacing an archive */
+	if (jo_file_create(&d->ar_file, d->ar_path, JO_FILE_PRIVATE, JO_FILE_NOREPLACE, err))
+		return jo_err_wrap(err, "quarantine");
 	d->ar = d->la->archive_write_new();
 	if (!d->ar || d->la->archive_write_add_filter_zstd(d->ar) != ARCHIVE_OK ||
 	    d->la->archive_write_set_format_pax_restricted(d->ar) != ARCHIVE_OK ||
-	    d->la->archive_write_open_filename(d->ar, d->ar_tmp) != ARCHIVE_OK)
-		return jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
+	    d->la->archive_write_open_fd(d->ar, d->ar_file->fd) != ARCHIVE_OK)
+		return jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_path,
 				  d->ar ? d->la->archive_error_string(d->ar) : "out of memory");
 	return 0;
 }
@@ -259,27 +263,18 @@ static int archive_open(struct delctx *d, struct jo_err *err)
 /* Close the archive, fsync it and publish it under its final name. */
 static int archive_commit(struct delctx *d, struct jo_err *err)
 {
-	int fd, rc = 0;
+	int rc = 0;
 
+	/* archive_write_open_fd leaves the descriptor open: the commit closes it */
 	if (d->la->archive_write_close(d->ar) != ARCHIVE_OK)
-		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
+		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_path,
 				d->la->archive_error_string(d->ar));
 	d->la->archive_write_free(d->ar);
 	d->ar = NULL;
 	if (rc)
 		return rc;
-	fd = open(d->ar_tmp, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0) {
-		rc = jo_err_set(err, JO_EIO, "quarantine '%s': fsync: %s", d->ar_tmp, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	close(fd);
-	if (rename(d->ar_tmp, d->ar_path) < 0)
-		return jo_err_set(err, JO_EIO, "quarantine: rename to '%s': %s", d->ar_path,
-				  strerror(errno));
-	return 0;
+	rc = jo_file_commit(d->ar_file, err);
+	return rc ? jo_err_wrap(err, "quarantine") : 0;
 }
 
 static void archive_abort(struct delctx *d)
@@ -287,11 +282,11 @@ static void archive_abort(struct delctx *d)
 	if (d->ar) {
 		d->la->archive_write_free(d->ar);
 		d->ar = NULL;
-		(void)unlink(d->ar_tmp); /* an incomplete archive protects nothing */
 	}
+	jo_file_abort(d->ar_file); /* an incomplete archive protects nothing */
+	d->ar_file = NULL;
 	free(d->ar_path);
-	free(d->ar_tmp);
-	d->ar_path = d->ar_tmp = NULL;
+	d->ar_path = NULL;
 }
 
 static int quarantine_one(struct delctx *d, struct cand *c, struct jo_err *err)
@@ -323,7 +318,7 @@ static int quarantine_one(struct delctx *d, struct cand *c, struct jo_err *err)
 	d->la->archive_entry_set_mtime(ae, c->mtime, 0);
 	if (d->la->archive_write_header(d->ar, ae) != ARCHIVE_OK ||
 	    (len && d->la->archive_write_data(d->ar, data, len) != (la_ssize_t)len))
-		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
+		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_path,
 				d->la->archive_error_string(d->ar));
 	d->la->archive_entry_free(ae);
 	free(data);
@@ -462,10 +457,18 @@ int leak_delete(struct jo_vol *v, const struct leak_delete_opts *o, struct leak_
 	if (!in)
 		return jo_err_set(err, JO_EIO, "cannot open '%s': %s", o->from, strerror(errno));
 	if (o->audit) {
-		d.audit = fopen(o->audit, "a");
+		int afd;
+
+		rc = jo_file_append_open(&afd, o->audit, JO_FILE_PUBLIC, err);
+		if (rc) {
+			jo_err_wrap(err, "audit");
+			goto out;
+		}
+		d.audit = fdopen(afd, "a");
 		if (!d.audit) {
-			rc = jo_err_set(err, JO_EIO, "cannot open audit '%s': %s", o->audit,
+			rc = jo_err_set(err, JO_ENOMEM, "cannot open audit '%s': %s", o->audit,
 					strerror(errno));
+			close(afd);
 			goto out;
 		}
 	}

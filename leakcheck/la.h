@@ -21,6 +21,7 @@
 #define JO_LA_FUNCS(X)                                                        \
 	X(archive_write_new) X(archive_write_add_filter_zstd)                 \
 	X(archive_write_set_format_pax_restricted) X(archive_write_open_filename) \
+	X(archive_write_open_fd)                                              \
 	X(archive_write_header) X(archive_write_data) X(archive_write_close)  \
 	X(archive_write_free) X(archive_read_new)                             \
 	X(archive_read_support_filter_all) X(archive_read_support_format_tar) \
