@@ -705,10 +705,10 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	int mode = MODE_WARM, nmodes = 0;
 	bool have_stats = false, have_cd = false, have_ahead = false;
 	uint64_t mem = 64u << 20, blocks = 0, bytes = 0, unwarmable = 0;
-	uint64_t cached_blocks = 0, cached_bytes = 0;
+	uint64_t cached_blocks = 0, cached_bytes = 0, num;
 	long threads = 8;
 	FILE *in = NULL;
-	char *mnt = NULL, *end;
+	char *mnt = NULL;
 	uint8_t *prev = NULL;
 	size_t prevlen = 0;
 	double t0 = now_s(), last_prog = 0;
@@ -743,26 +743,20 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			break;
 		case 'P': st.prefix = optarg; break;
 		case 'p':
-			errno = 0;
-			threads = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || threads < 1 || threads > 1024) {
+			if (cmd_parse_uint(optarg, 1, 1024, &num)) {
 				cmd_vol_args_release(&va);
 				return cmd_usage_error(ctx, "bad --threads '%s' (1..1024)", optarg);
 			}
+			threads = (long)num;
 			break;
-		case 'k': {
-			long k;
-
-			errno = 0;
-			k = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || k < 1 || k > 4096) {
+		case 'k':
+			if (cmd_parse_uint(optarg, 1, 4096, &num)) {
 				cmd_vol_args_release(&va);
 				return cmd_usage_error(ctx, "bad --ahead '%s' (1..4096)", optarg);
 			}
-			fo.ahead = (unsigned)k;
+			fo.ahead = (unsigned)num;
 			have_ahead = true;
 			break;
-		}
 		case 'c': fo.control = optarg; break;
 		case OPT_STATE: fo.state = optarg; break;
 		case OPT_EVICT_DONE: fo.evict_done = true; break;

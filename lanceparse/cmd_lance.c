@@ -361,7 +361,6 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 	struct lance_io *io = NULL;
 	struct lance_manifest *m = NULL;
 	struct jo_err err = { 0 };
-	char *end;
 	int c, rc = 0;
 
 	optind = 0;
@@ -376,8 +375,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 			a.columns = optarg;
 			break;
 		case 'v':
-			a.version = strtoull(optarg, &end, 10);
-			if (*end || !*optarg || optarg[0] == '-' || a.version == 0)
+			if (cmd_parse_uint(optarg, 1, UINT64_MAX, &a.version))
 				USAGE("bad --version '%s' (a positive number)", optarg);
 			break;
 		case 'f':

@@ -157,7 +157,7 @@ static int parse_duration(const char *s, int64_t *out)
 	long long v;
 	int64_t mul = 1;
 
-	if (!s || !*s || *s == '-')
+	if (!s || *s < '0' || *s > '9') /* strtoll takes blanks and signs */
 		return -1;
 	errno = 0;
 	v = strtoll(s, &end, 10);
@@ -744,7 +744,6 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	struct lc_run r = { .ctx = ctx, .o = &o };
 	struct jo_err err = { 0 };
 	int c, rc, code = JO_EXIT_OK;
-	char *end;
 	int64_t started = (int64_t)time(NULL);
 	double t0 = now_s();
 
@@ -761,9 +760,9 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --min-age '%s'", optarg);
 			break;
 		case OPT_LIST_THREADS: {
-			long n = strtol(optarg, &end, 10);
+			uint64_t n;
 
-			if (*end || n < 1 || n > 1024)
+			if (cmd_parse_uint(optarg, 1, 1024, &n))
 				return cmd_usage_error(ctx, "bad --list-threads '%s' (1..1024)", optarg);
 			o.threads = (int)n;
 			break;
@@ -777,8 +776,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		case OPT_QUARANTINE: o.quarantine = optarg; break;
 		case OPT_AUDIT: o.audit = optarg; break;
 		case OPT_RATE:
-			o.rate = strtod(optarg, &end);
-			if (*end || o.rate < 0)
+			if (cmd_parse_decimal(optarg, &o.rate))
 				return cmd_usage_error(ctx, "bad --delete-rate '%s'", optarg);
 			break;
 		case OPT_DRY_RUN: o.dry_run = true; break;

@@ -266,12 +266,11 @@ enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
+	uint64_t v;
+
+	if (cmd_parse_uint(s, (uint64_t)lo, (uint64_t)hi, &v))
 		return -1;
-	*out = v;
+	*out = (long)v;
 	return 0;
 }
 

@@ -453,7 +453,8 @@ bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key)
 
 int64_t jo_sync_parse_size(const char *s)
 {
-	if (!s || !*s)
+	/* strtod takes blanks, signs, "inf", "nan" and hex: digits first */
+	if (!s || *s < '0' || *s > '9')
 		return -1;
 	char *end;
 	errno = 0;
