@@ -118,14 +118,34 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 	return jo_meta_open_with(out, url, &mo, err);
 }
 
-/* Hide a secret in our own argv so `ps` and /proc/PID/cmdline do not show it. */
+/*
+ * Overwrite the n bytes at p, the secret of a string that ends n + tail
+ * bytes later, with "****": the tail moves up and NULs fill the end. A
+ * secret shorter than that becomes as many stars.
+ */
+static void scrub_span(char *p, size_t n, size_t tail)
+{
+	if (n < 4) {
+		memset(p, '*', n);
+		return;
+	}
+	memcpy(p, "****", 4);
+	memmove(p + 4, p + n, tail + 1);
+	memset(p + 4 + tail + 1, '\0', n - 4);
+}
+
+/*
+ * Hide a secret in an argument: "****" whatever its length. main() already
+ * rewrote what ps shows (cmd/proctitle.c): this is for the messages that
+ * name the argument later, and for ps when main could not.
+ */
 void cmd_scrub_arg(char *arg)
 {
 	if (arg)
-		memset(arg, '*', strlen(arg));
+		scrub_span(arg, strlen(arg), 0);
 }
 
-/* Replace the password of a URL in place ("redis://:pw@h" -> "redis://:**@h"). */
+/* Replace the password of a URL in place ("redis://:pw@h" -> "redis://:****@h"). */
 void cmd_scrub_url_password(char *url)
 {
 	char *scheme = strstr(url, "://");
@@ -139,7 +159,7 @@ void cmd_scrub_url_password(char *url)
 		return;
 	colon = memchr(scheme, ':', (size_t)(at - scheme));
 	if (colon)
-		memset(colon + 1, '*', (size_t)(at - colon - 1));
+		scrub_span(colon + 1, (size_t)(at - colon - 1), strlen(at));
 }
 
 int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
