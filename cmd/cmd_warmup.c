@@ -28,6 +28,7 @@
 #include "cmd/warmup_internal.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/extsort.h"
 #include "common/config.h"
 #include "common/jfs/jfs.h"
@@ -501,7 +502,8 @@ static void on_fail(const char *key, const char *path, uint64_t off, const struc
 	}
 	if (fc->shown++ < 20)
 		fprintf(stderr, "%s %s: cannot warm block '%s' (%s at %" PRIu64 "): %s\n",
-			fc->ctx->prog, fc->ctx->cmd, key, path, off, err->msg);
+			fc->ctx->prog, fc->ctx->cmd, JO_ESC_TERM(key), JO_ESC_TERM(path), off,
+			JO_ESC_TERM(err->msg));
 	else if (fc->shown == 21)
 		fprintf(stderr, "%s %s: more blocks failed (see the summary)\n", fc->ctx->prog,
 			fc->ctx->cmd);
@@ -877,15 +879,16 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		}
 		if (strcmp(mi.uuid, st.fmt.uuid ? st.fmt.uuid : "")) {
 			fprintf(stderr, "%s %s: '%s' mounts volume '%s' (%s), not '%s' (%s)\n",
-				ctx->prog, ctx->cmd, mount, mi.name, mi.uuid, st.fmt.name,
-				st.fmt.uuid ? st.fmt.uuid : "");
+				ctx->prog, ctx->cmd, JO_ESC_TERM(mount), JO_ESC_TERM(mi.name),
+				JO_ESC_TERM(mi.uuid), JO_ESC_TERM(st.fmt.name),
+				JO_ESC_TERM(st.fmt.uuid ? st.fmt.uuid : ""));
 			rc = JO_EXIT_USAGE;
 			goto out;
 		}
 		if ((mode == MODE_WARM || mode == MODE_FOLLOW) &&
 		    (!mi.cache_size || !mi.cache_full_block)) {
 			fprintf(stderr, "%s %s: the mount at '%s' keeps no full blocks in a cache (%s): "
-				"reading through it warms nothing\n", ctx->prog, ctx->cmd, mount,
+				"reading through it warms nothing\n", ctx->prog, ctx->cmd, JO_ESC_TERM(mount),
 				!mi.cache_size ? "--cache-size 0" : "--cache-partial-only");
 			rc = JO_EXIT_UNSUPPORTED;
 			goto out;
@@ -911,7 +914,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		st.keep_paths = true;
 		have_cd = !jo_warmup_cachedirs_init(&cd, mi.cache_dir, &cerr);
 		if (!have_cd)
-			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd, cerr.msg,
+			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(cerr.msg),
 				mode == MODE_CHECK ? "only the mount's whole-file check is reported" :
 				"the mount's whole-file eviction cannot be undone for other blocks");
 		if (have_cd) {
@@ -1023,7 +1026,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 					json_decref(o);
 				}
 			} else {
-				printf("%s\t%" PRIu32 "\n", key, b.bsize);
+				printf("%s\t%" PRIu32 "\n", JO_ESC_TERM(key), b.bsize);
 			}
 			free(vp);
 			continue;
@@ -1149,7 +1152,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			else
 				printf(": not looked up block by block (the cache is in memory)\n");
 			for (size_t i = 0; i < locs.n; i++)
-				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n", locs.dir[i],
+				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n", JO_ESC_TERM(locs.dir[i]),
 				       locs.blocks[i], locs.bytes[i], pct(locs.bytes[i], bytes));
 			printf("the mount's own check of the whole files (every block of every slice "
 			       "they show): %" PRIu64 " files, %" PRIu64 " of %" PRIu64
@@ -1177,7 +1180,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			mps[nf] = wu_mount_path(st.mount, mi.subdir, st.paths[i]);
 			if (!mps[nf]) {
 				fprintf(stderr, "%s %s: '%s' is outside the mounted directory '%s': not "
-					"evicted\n", ctx->prog, ctx->cmd, st.paths[i], mi.subdir);
+					"evicted\n", ctx->prog, ctx->cmd, JO_ESC_TERM(st.paths[i]),
+					JO_ESC_TERM(mi.subdir));
 				continue;
 			}
 			files[nf].vpath = st.paths[i];
@@ -1329,7 +1333,7 @@ out:
 		struct jo_err merr = { 0 };
 
 		if (jo_warmup_write_metrics(metrics, &wm, &merr)) {
-			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(merr.msg));
 			if (!rc)
 				rc = JO_EXIT_FAIL;
 		}

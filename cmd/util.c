@@ -14,6 +14,7 @@
 #include "common/config.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta.h"
@@ -39,8 +40,11 @@ int jo_exit_from_err(int code)
 
 int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err)
 {
+	char esc[JO_ESC_TERM_MAX(sizeof(err->msg))];
+
+	/* a message names keys, paths and server replies: escaped for the terminal */
 	fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd,
-		err->msg[0] ? err->msg : jo_err_name(err->code));
+		err->msg[0] ? jo_esc_term(esc, sizeof(esc), err->msg) : jo_err_name(err->code));
 	return jo_exit_from_err(err->code);
 }
 
@@ -55,18 +59,21 @@ void cmd_set_args(int argc, char **argv)
 
 int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 {
+	char msg[2048], esc[JO_ESC_TERM_MAX(sizeof(msg))];
 	va_list ap;
 
-	fprintf(stderr, "%s %s: ", ctx->prog, ctx->cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* the values quoted come from argv, files and servers: escaped for the terminal */
+	fprintf(stderr, "%s %s: %s", ctx->prog, ctx->cmd, jo_esc_term(esc, sizeof(esc), msg));
 	/* getopt is silenced (opterr = 0): name the argument it refused */
 	if (!strncmp(fmt, "unknown option", 14) && saved_argv) {
 		if (optopt > ' ' && optopt < 127)
 			fprintf(stderr, " '-%c' (or its value is missing)", optopt);
 		else if (optind > 0 && optind <= saved_argc)
-			fprintf(stderr, " '%s' (or its value is missing)", saved_argv[optind - 1]);
+			fprintf(stderr, " '%s' (or its value is missing)",
+				jo_esc_term(esc, sizeof(esc), saved_argv[optind - 1]));
 	}
 	fprintf(stderr, " (see '%s %s --help')\n", ctx->prog, ctx->cmd);
 	return JO_EXIT_USAGE;

@@ -37,6 +37,7 @@
 #include "cmd/exit.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/warmup.h"
 #include "common/warmup_cache.h"
@@ -1316,7 +1317,7 @@ int wu_follow(struct wu_state *st, const struct jo_warmup_mount *mi,
 	if (!f.have_cd && o->evict_done)
 		fprintf(stderr, "%s %s: warning: %s; --evict-done evicts whole files and cannot tell "
 			"which of their other blocks were cached\n", st->ctx->prog, st->ctx->cmd,
-			cerr.msg);
+			JO_ESC_TERM(cerr.msg));
 	if (o->state) {
 		rc = state_read(&f);
 		if (rc)
@@ -1433,7 +1434,8 @@ fail:
 
 		if (!frc && !jo_cancelled() && f.target)
 			fprintf(stderr, "%s %s: warning: the consumer reported done for batch '%s', which "
-				"the stream never had\n", st->ctx->prog, st->ctx->cmd, f.target);
+				"the stream never had\n", st->ctx->prog, st->ctx->cmd,
+				JO_ESC_TERM(f.target));
 		if (f.w)
 			summary(&f);
 		if (frc)

@@ -17,6 +17,7 @@
 #include "cmd/util.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
@@ -885,7 +886,7 @@ metrics:
 		struct jo_err merr = { 0 };
 
 		if (write_metrics(&r, rc == 0, &merr)) {
-			fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(merr.msg));
 			if (!rc)
 				rc = JO_EXIT_FAIL;
 		}
@@ -895,7 +896,7 @@ out:
 		struct jo_err aerr = { 0 };
 
 		if (jo_audit_sync(r.audit, &aerr)) {
-			fprintf(stderr, "%s %s: audit: %s\n", ctx->prog, ctx->cmd, aerr.msg);
+			fprintf(stderr, "%s %s: audit: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(aerr.msg));
 			if (!rc)
 				rc = JO_EXIT_FAIL;
 		}

@@ -15,6 +15,7 @@
 #include "cmd/util.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/extsort.h"
 #include "common/object/object.h"
 #include "common/jfs/jfs.h"
@@ -286,8 +287,9 @@ static int write_item(const struct leak_item *it, void *payload)
 			r->werr = errno ? errno : EIO;
 		free(s);
 	} else {
-		if (fprintf(r->out, "%s\t%s\t%llu\t%s\n", leak_kind_name(it->kind), k,
-			    (unsigned long long)it->size, it->reason) < 0)
+		/* a foreign key is any object's name: no control byte reaches a terminal */
+		if (fprintf(r->out, "%s\t%s\t%llu\t%s\n", leak_kind_name(it->kind), JO_ESC_TERM(k),
+			    (unsigned long long)it->size, JO_ESC_TERM(it->reason)) < 0)
 			r->werr = errno ? errno : EIO;
 	}
 	return r->werr ? JO_EIO : 0;
@@ -821,7 +823,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		rc = leak_restore(r.vol, o.restore, &n, &err);
 		r.mx.restored = n;
 		fprintf(stderr, "%s %s: restored %llu objects from '%s'\n", ctx->prog, ctx->cmd,
-			(unsigned long long)n, o.restore);
+			(unsigned long long)n, JO_ESC_TERM(o.restore));
 	} else if (o.delete_from) {
 		rc = run_delete(&r, &err, &code);
 	} else {
@@ -845,7 +847,7 @@ out:
 
 		if (write_metrics(&r, ok, !ok && rc != JO_EXIT_PARTIAL, started, now_s() - t0,
 				  &merr)) {
-			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(merr.msg));
 			if (rc == JO_EXIT_OK || rc == JO_EXIT_FOUND)
 				rc = JO_EXIT_FAIL;
 		}
