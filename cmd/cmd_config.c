@@ -103,7 +103,8 @@ static int show(struct jo_ctx *ctx, const struct cmd_vol_args *va)
 		for (size_t i = 0; i < n; i++)
 			printf("%s%s", i ? " " : "", JO_ESC_TERM(names[i]));
 		printf("%s\n", n ? "" : "-");
-		printf("profile        %s\n", used ? JO_ESC_TERM(used) : "- (none: no --profile, JFSOPS_PROFILE or [default])");
+		printf("profile        %s\n", used ? JO_ESC_TERM(used) :
+		       "- (none: no --profile, JFSOPS_PROFILE or [default])");
 		for (int k = 0; k < JO_CFG_NKEYS; k++) {
 			value_text(k, cv.v[k], buf, sizeof(buf));
 			printf("%-14s %-40s %s\n", jo_cfg_key_name(k), JO_ESC_TERM(buf),

@@ -888,7 +888,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		if ((mode == MODE_WARM || mode == MODE_FOLLOW) &&
 		    (!mi.cache_size || !mi.cache_full_block)) {
 			fprintf(stderr, "%s %s: the mount at '%s' keeps no full blocks in a cache (%s): "
-				"reading through it warms nothing\n", ctx->prog, ctx->cmd, JO_ESC_TERM(mount),
+				"reading through it warms nothing\n", ctx->prog, ctx->cmd,
+				JO_ESC_TERM(mount),
 				!mi.cache_size ? "--cache-size 0" : "--cache-partial-only");
 			rc = JO_EXIT_UNSUPPORTED;
 			goto out;
@@ -914,7 +915,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		st.keep_paths = true;
 		have_cd = !jo_warmup_cachedirs_init(&cd, mi.cache_dir, &cerr);
 		if (!have_cd)
-			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(cerr.msg),
+			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd,
+				JO_ESC_TERM(cerr.msg),
 				mode == MODE_CHECK ? "only the mount's whole-file check is reported" :
 				"the mount's whole-file eviction cannot be undone for other blocks");
 		if (have_cd) {
@@ -1152,7 +1154,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			else
 				printf(": not looked up block by block (the cache is in memory)\n");
 			for (size_t i = 0; i < locs.n; i++)
-				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n", JO_ESC_TERM(locs.dir[i]),
+				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n",
+				       JO_ESC_TERM(locs.dir[i]),
 				       locs.blocks[i], locs.bytes[i], pct(locs.bytes[i], bytes));
 			printf("the mount's own check of the whole files (every block of every slice "
 			       "they show): %" PRIu64 " files, %" PRIu64 " of %" PRIu64

@@ -207,7 +207,7 @@ char **cmd_hide_secrets(int argc, char **argv)
 		len = area - 1; /* secrets shorter than the mask: the line's tail is cut */
 	memcpy(start, line, len);
 	start[len] = '\0';
-	/* no NULs after it (the kernel would show them): a last byte that is not one says "a title" */
+	/* no NULs after it (the kernel would show them): a last byte not NUL says "a title" */
 	if (len + 1 < area)
 		memset(start + len + 1, ' ', area - len - 1);
 	free(line);
