@@ -17,6 +17,7 @@
 #include "cmd/util.h"
 #include "common/config.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/object/object.h"
@@ -88,9 +89,10 @@ static void report(struct doc *d, const char *check, enum verdict v, int code,
 		json_decref(o);
 		return;
 	}
-	printf("%-5s %-14s %s", tags[v], check, detail);
+	/* details quote servers, names and keys: escaped for the terminal */
+	printf("%-5s %-14s %s", tags[v], check, JO_ESC_TERM(detail));
 	if (hint && v != OK)
-		printf("\n      hint: %s", hint);
+		printf("\n      hint: %s", JO_ESC_TERM(hint));
 	putchar('\n');
 }
 

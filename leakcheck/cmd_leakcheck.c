@@ -15,6 +15,7 @@
 #include "cmd/util.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/extsort.h"
 #include "common/file.h"
 #include "common/object/object.h"
@@ -165,7 +166,7 @@ static int parse_duration(const char *s, int64_t *out)
 	long long v;
 	int64_t mul = 1;
 
-	if (!s || !*s || *s == '-')
+	if (!s || *s < '0' || *s > '9') /* strtoll takes blanks and signs */
 		return -1;
 	errno = 0;
 	v = strtoll(s, &end, 10);
@@ -313,15 +314,17 @@ static int write_line(struct lc_run *r, const struct leak_item *it, const struct
 			r->werr = errno ? errno : EIO;
 		free(s);
 	} else {
-		if (fprintf(r->out, "%s\t%s\t%llu\t%s", leak_kind_name(it->kind), k,
-			    (unsigned long long)it->size, it->reason) < 0)
+		/* a foreign key is any object's name: no control byte reaches a terminal */
+		if (fprintf(r->out, "%s\t%s\t%llu\t%s", leak_kind_name(it->kind), JO_ESC_TERM(k),
+			    (unsigned long long)it->size, JO_ESC_TERM(it->reason)) < 0)
 			r->werr = errno ? errno : EIO;
 		for (size_t i = 0; o && i < nown; i++) {
 			const char *why, *path = leak_owner_path(o, &own[i], &why);
 
 			if (fprintf(r->out, "%sinode %llu chunk %u %s%s%s", i ? ", " : "\t",
 				    (unsigned long long)own[i].ino, (unsigned)own[i].indx,
-				    path ? path : "(", path ? "" : why, path ? "" : ")") < 0)
+				    path ? JO_ESC_TERM(path) : "(", path ? "" : JO_ESC_TERM(why),
+				    path ? "" : ")") < 0)
 				r->werr = errno ? errno : EIO;
 		}
 		if (o && !nown && fputs("\tno file lists it (a removed file's or a delayed slice)",
@@ -806,7 +809,6 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	struct lc_run r = { .ctx = ctx, .o = &o };
 	struct jo_err err = { 0 };
 	int c, rc, code = JO_EXIT_OK;
-	char *end;
 	int64_t started = (int64_t)time(NULL);
 	double t0 = now_s();
 
@@ -823,9 +825,9 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --min-age '%s'", optarg);
 			break;
 		case OPT_LIST_THREADS: {
-			long n = strtol(optarg, &end, 10);
+			uint64_t n;
 
-			if (*end || n < 1 || n > 1024)
+			if (cmd_parse_uint(optarg, 1, 1024, &n))
 				return cmd_usage_error(ctx, "bad --list-threads '%s' (1..1024)", optarg);
 			o.threads = (int)n;
 			break;
@@ -839,8 +841,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		case OPT_QUARANTINE: o.quarantine = optarg; break;
 		case OPT_AUDIT: o.audit = optarg; break;
 		case OPT_RATE:
-			o.rate = strtod(optarg, &end);
-			if (*end || o.rate < 0)
+			if (cmd_parse_decimal(optarg, &o.rate))
 				return cmd_usage_error(ctx, "bad --delete-rate '%s'", optarg);
 			break;
 		case OPT_DRY_RUN: o.dry_run = true; break;
@@ -885,7 +886,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		rc = leak_restore(r.vol, o.restore, &n, &err);
 		r.mx.restored = n;
 		fprintf(stderr, "%s %s: restored %llu objects from '%s'\n", ctx->prog, ctx->cmd,
-			(unsigned long long)n, o.restore);
+			(unsigned long long)n, JO_ESC_TERM(o.restore));
 	} else if (o.delete_from) {
 		rc = run_delete(&r, &err, &code);
 	} else {
@@ -909,7 +910,7 @@ out:
 
 		if (write_metrics(&r, ok, !ok && rc != JO_EXIT_PARTIAL, started, now_s() - t0,
 				  &merr)) {
-			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, merr.msg);
+			fprintf(stderr, "%s %s: metrics: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(merr.msg));
 			if (rc == JO_EXIT_OK || rc == JO_EXIT_FOUND)
 				rc = JO_EXIT_FAIL;
 		}
