@@ -321,6 +321,28 @@ static int archive_open(struct delctx *d, struct jo_err *err)
 	return 0;
 }
 
+/*
+ * fsync the directory that holds path: the archive's name (its rename) is
+ * on disk too before the objects it holds are deleted.
+ */
+static int sync_dir_of(const char *path, struct jo_err *err)
+{
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	int fd, rc = 0;
+
+	if (!dir)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		rc = jo_err_set(err, JO_EIO, "quarantine: fsync of directory '%s': %s", dir,
+				strerror(errno));
+	if (fd >= 0)
+		close(fd);
+	free(dir);
+	return rc;
+}
+
 /* Close the archive, fsync it and publish it under its final name. */
 static int archive_commit(struct delctx *d, struct jo_err *err)
 {
@@ -344,7 +366,7 @@ static int archive_commit(struct delctx *d, struct jo_err *err)
 	if (rename(d->ar_tmp, d->ar_path) < 0)
 		return jo_err_set(err, JO_EIO, "quarantine: rename to '%s': %s", d->ar_path,
 				  strerror(errno));
-	return 0;
+	return sync_dir_of(d->ar_path, err);
 }
 
 static void archive_abort(struct delctx *d)
