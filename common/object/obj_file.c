@@ -336,7 +336,6 @@ static int taken(struct jo_obj *o, int dfd, const char *leaf, const char *key, s
 static int link_into(struct file_impl *f, int dfd, const char *tmp, const char *leaf)
 {
 	if (linkat(dfd, tmp, dfd, leaf, 0) == 0) {
-		jo_obj_create_note(&f->create_used, JO_CREATE_LINK);
 		(void)unlinkat(dfd, tmp, 0); /* the key holds the data; a failure leaves a temp name listings skip */
 		return 0;
 	}
@@ -364,6 +363,8 @@ static int put_file(struct jo_obj *o, const char *key, const void *data, size_t 
 	dfd = open_parent(o, key, true, &leaf, "put", err);
 	if (dfd < 0)
 		return err->code;
+	if (create_only)
+		jo_obj_create_note(&FI(o)->create_used, JO_CREATE_LINK);
 	rc = check_target(o, dfd, leaf, "put", key, err);
 	if (rc == 0 && create_only && stat_leaf(dfd, leaf, &st) == 0)
 		rc = taken(o, dfd, leaf, key, err); /* known taken: no temp file written */

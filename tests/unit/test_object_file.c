@@ -768,6 +768,10 @@ static void create_only_put_through_shards(void **state)
 	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
 	assert_int_equal(jo_obj_create_probe(s, "vol/", &err), 0);
 	assert_string_equal(jo_obj_create_check(s), "none");
+	/* a create that found its key taken was checked all the same */
+	put_s(s, "taken", "plain");
+	assert_int_equal(jo_obj_put(s, "taken", "two", 3, &co, &err), JO_EEXIST);
+	assert_string_equal(jo_obj_create_check(s), "link");
 	assert_int_equal(jo_obj_put(s, "foobar", "one", 3, &co, &err), 0);
 	assert_int_equal(jo_obj_put(s, "foobar", "two", 3, &co, &err), JO_EEXIST);
 	snprintf(p, sizeof(p), "%s/cs%u/foobar", f->dir, 3214735720u % 3u);
