@@ -120,35 +120,38 @@ static int audit_line(struct delctx *d, const struct cand *c, const char *result
 	return audit_write(d->audit, d->o->audit, c->key, c->reason, result, c->id, c->size, err);
 }
 
+/* Count and audit x if its verdict is in and it was not counted yet. */
+static int settle_one(struct delctx *d, struct cand *x, struct jo_err *err)
+{
+	if (!x->result || x->settled)
+		return 0;
+	x->settled = true;
+	if (!strcmp(x->result, "deleted")) {
+		d->st->deleted++;
+		d->st->deleted_bytes += x->size;
+	} else if (!strcmp(x->result, "would delete")) {
+		d->st->would_delete++;
+		d->st->would_delete_bytes += x->size;
+	} else if (!strcmp(x->result, "failed")) {
+		d->st->failed++;
+	} else {
+		d->st->kept++;
+	}
+	return audit_line(d, x, x->fail[0] ? x->fail : x->result, err);
+}
+
 /*
- * Count and audit every candidate whose verdict is in and was not counted
- * yet, then make the audit durable: called after each step, before the
- * next one changes anything.
+ * settle_one every candidate of the group (idx NULL) or the k of idx, then
+ * make the audit durable: called after each step, before the next one
+ * changes anything.
  */
-static int settle(struct delctx *d, struct cand *c, size_t n, struct jo_err *err)
+static int settle(struct delctx *d, struct cand *c, const size_t *idx, size_t k,
+		  struct jo_err *err)
 {
 	int rc = 0;
 
-	for (size_t i = 0; i < n; i++) {
-		struct cand *x = &c[i];
-
-		if (!x->result || x->settled)
-			continue;
-		x->settled = true;
-		if (!strcmp(x->result, "deleted")) {
-			d->st->deleted++;
-			d->st->deleted_bytes += x->size;
-		} else if (!strcmp(x->result, "would delete")) {
-			d->st->would_delete++;
-			d->st->would_delete_bytes += x->size;
-		} else if (!strcmp(x->result, "failed")) {
-			d->st->failed++;
-		} else {
-			d->st->kept++;
-		}
-		if (!rc)
-			rc = audit_line(d, x, x->fail[0] ? x->fail : x->result, err);
-	}
+	for (size_t i = 0; i < k && !rc; i++)
+		rc = settle_one(d, &c[idx ? idx[i] : i], err);
 	if (!rc)
 		rc = audit_sync(d->audit, d->o->audit, err);
 	return rc;
@@ -456,7 +459,7 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 	for (size_t i = 0; i < n && !jo_cancelled(); i++)
 		if (!c[i].result)
 			recheck_object(d, &c[i]);
-	rc = settle(d, c, n, err);
+	rc = settle(d, c, NULL, n, err);
 	if (rc)
 		return rc;
 	if (jo_cancelled())
@@ -475,7 +478,7 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 		d->ar_seq++;
 		if (rc)
 			return rc; /* nothing deleted without its archive */
-		rc = settle(d, c, n, err); /* gone or failed while being archived */
+		rc = settle(d, c, NULL, n, err); /* gone or failed while being archived */
 		if (rc)
 			return rc;
 	}
@@ -483,7 +486,7 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 		for (size_t i = 0; i < n; i++)
 			if (!c[i].result)
 				c[i].result = "would delete";
-		return settle(d, c, n, err);
+		return settle(d, c, NULL, n, err);
 	}
 	keys = malloc(batch * sizeof(*keys));
 	idx = malloc(batch * sizeof(*idx));
@@ -529,7 +532,7 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 					 brc ? e.msg : jo_err_name(r));
 			}
 		}
-		rc = settle(d, c, n, err);
+		rc = settle(d, c, idx, k, err);
 		if (!rc)
 			rate_wait(d, k);
 	}

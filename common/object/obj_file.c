@@ -1,7 +1,8 @@
 /*
  * obj_file.c: the "file" backend, laid out as JuiceFS's file storage does:
  * key -> path bucket + key, puts go through a temp file
- * ".jfs.<base>.tmp.<rand>" in the same directory and rename().
+ * ".jfs.<base>.tmp.<rand>" in the same directory and rename() (create-only
+ * puts: link(), which never replaces an existing name).
  * Listings walk the tree sorting siblings by their full key (a directory
  * sorts as "name/"), which makes the whole stream S3 byte order.
  *
@@ -336,7 +337,8 @@ static int taken(struct jo_obj *o, int dfd, const char *leaf, const char *key, s
 static int link_into(struct file_impl *f, int dfd, const char *tmp, const char *leaf)
 {
 	if (linkat(dfd, tmp, dfd, leaf, 0) == 0) {
-		(void)unlinkat(dfd, tmp, 0); /* the key holds the data; a failure leaves a temp name listings skip */
+		/* the key holds the data; a failure leaves a temp name that listings skip */
+		(void)unlinkat(dfd, tmp, 0);
 		return 0;
 	}
 	if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS)
@@ -415,7 +417,7 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 {
 	int rc;
 
-	/* content type and metadata have no place in a plain file */
+	/* of po only create_only applies: content type and metadata have no place in a file */
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
