@@ -144,6 +144,7 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	uint8_t *got = NULL;
 	size_t gotlen = 0;
 	struct jo_obj_info info = { 0 };
+	struct jo_obj_put_opts probe_po = { .create_only = true };
 	time_t before, after;
 	int rc;
 
@@ -166,7 +167,8 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 		 (int)getpid());
 	snprintf(body, sizeof(body), "jfsops doctor probe %ld\n", (long)time(NULL));
 	before = time(NULL);
-	rc = jo_obj_put(v->obj, key, body, strlen(body), NULL, &err);
+	/* under the volume's own prefix: an object already there is not ours to replace or delete */
+	rc = jo_obj_put(v->obj, key, body, strlen(body), &probe_po, &err);
 	if (rc) {
 		obj_fail(d, "object-write", rc, &err);
 		return;
@@ -202,7 +204,8 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 		       "the credentials may lack delete permission; gc and leakcheck --delete-from need it");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "wrote, read and deleted %s", key);
+	snprintf(detail, sizeof(detail), "wrote (create-only: %s), read and deleted %s",
+		 jo_obj_create_check(v->obj), key);
 	report(d, "object-rw", OK, 0, detail, NULL);
 }
 

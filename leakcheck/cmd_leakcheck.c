@@ -27,7 +27,7 @@
 static const char leakcheck_usage[] =
 	"usage: jfsops leakcheck META-URL [--out FILE] [--json] [options]\n"
 	"       jfsops leakcheck META-URL --delete-from FILE [--quarantine PATH] [--audit FILE]\n"
-	"       jfsops leakcheck META-URL --restore PATH\n"
+	"       jfsops leakcheck META-URL --restore PATH [--audit FILE]\n"
 	"\n"
 	"Find block objects under NAME/chunks/ that no metadata references (leaked),\n"
 	"and referenced blocks that have no object (missing), with bounded memory:\n"
@@ -70,11 +70,21 @@ static const char leakcheck_usage[] =
 	"                          (published, fsync'd, before anything is deleted;\n"
 	"                          default: none, no copy is kept)\n"
 	"      --audit FILE        append one JSON line per candidate: time, key,\n"
-	"                          reason, result (default: none)\n"
+	"                          reason, result; written as the work is done and\n"
+	"                          fsync'd before the next step: the re-check's\n"
+	"                          verdicts, then a \"deleting\" line per key before\n"
+	"                          its batch is sent and its result before the next\n"
+	"                          batch (with --restore: one line per entry,\n"
+	"                          \"restored\" or \"kept: exists\") (default: none)\n"
 	"      --delete-rate N     at most N deletions per second (default unlimited)\n"
-	"      --dry-run           re-check only, delete nothing\n"
-	"      --restore PATH      put every object of a quarantine archive back\n"
-	"                          (default: none)\n"
+	"      --dry-run           re-check only, delete nothing; says what it would\n"
+	"                          delete\n"
+	"      --restore PATH      put the objects of a quarantine archive back, never\n"
+	"                          over an object: a key that has one is left as it\n"
+	"                          is and counted as \"kept: exists\". The archive is\n"
+	"                          read whole first; an entry that is not a block key\n"
+	"                          of this volume refuses it all (exit 2) before\n"
+	"                          anything is written (default: none)\n"
 	"\n"
 	"Benchmark only (bench/leakcheck; no META-URL, touches no volume):\n"
 	"      --synthetic N       sort and merge a synthetic workload of N slices and\n"
@@ -90,8 +100,10 @@ static const char leakcheck_usage[] =
 	"_missing_objects_total, _skipped_objects_total, _foreign_objects_total,\n"
 	"_errors_total; with --delete-from _candidates_total, _deleted_objects_total,\n"
 	"_deleted_bytes_total, _kept_objects_total, _quarantined_objects_total and\n"
-	"_dry_run; always _duration_seconds, _last_run_timestamp_seconds and, when\n"
-	"the run completed, _last_success_timestamp_seconds.\n"
+	"_dry_run; with --restore _restored_objects_total and\n"
+	"_restore_kept_exists_total; always _duration_seconds,\n"
+	"_last_run_timestamp_seconds and, when the run completed,\n"
+	"_last_success_timestamp_seconds.\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
 	"4 some deletions failed, 5 a server was unreachable, timed out, loading or\n"
@@ -144,7 +156,7 @@ struct lc_mx {
 	struct leak_counts c;
 	uint64_t foreign, listed;
 	struct leak_delete_stats d;
-	uint64_t restored;
+	struct leak_restore_stats rs;
 };
 
 struct lc_run {
@@ -593,12 +605,20 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 	r->mx.d = st;
 	if (rc)
 		return rc;
-	human_bytes(st.deleted_bytes, b, sizeof(b));
-	fprintf(stderr, "%s %s: %llu candidates: %llu deleted (%s), %llu kept, %llu failed, "
-		"%llu quarantined\n", r->ctx->prog, r->ctx->cmd,
-		(unsigned long long)st.candidates, (unsigned long long)st.deleted, b,
-		(unsigned long long)st.kept, (unsigned long long)st.failed,
-		(unsigned long long)st.quarantined);
+	if (o->dry_run) {
+		human_bytes(st.would_delete_bytes, b, sizeof(b));
+		fprintf(stderr, "%s %s: dry run: %llu candidates: would delete %llu (%s), %llu kept, "
+			"%llu failed\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st.candidates,
+			(unsigned long long)st.would_delete, b, (unsigned long long)st.kept,
+			(unsigned long long)st.failed);
+	} else {
+		human_bytes(st.deleted_bytes, b, sizeof(b));
+		fprintf(stderr, "%s %s: %llu candidates: %llu deleted (%s), %llu kept, %llu failed, "
+			"%llu quarantined\n", r->ctx->prog, r->ctx->cmd,
+			(unsigned long long)st.candidates, (unsigned long long)st.deleted, b,
+			(unsigned long long)st.kept, (unsigned long long)st.failed,
+			(unsigned long long)st.quarantined);
+	}
 	if (o->json) {
 		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "type",
 				      "summary", "complete", 1, "candidates", (json_int_t)st.candidates,
@@ -606,7 +626,14 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 				      "deleted_bytes", (json_int_t)st.deleted_bytes,
 				      "kept", (json_int_t)st.kept, "failed", (json_int_t)st.failed,
 				      "quarantined", (json_int_t)st.quarantined, "dry_run", o->dry_run);
-		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		char *s;
+
+		if (j && o->dry_run) {
+			json_object_set_new(j, "would_delete", json_integer((json_int_t)st.would_delete));
+			json_object_set_new(j, "would_delete_bytes",
+					    json_integer((json_int_t)st.would_delete_bytes));
+		}
+		s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 		if (s)
 			printf("%s\n", s);
@@ -614,6 +641,50 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 		json_decref(j);
 	}
 	*exit_out = st.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	return 0;
+}
+
+/*
+ * --restore: every entry created only. The summary says how many went back,
+ * how many keys already had an object (left as they were) and how the store
+ * checked that (jo_obj_create_check).
+ */
+static int run_restore(struct lc_run *r, struct jo_err *err)
+{
+	const struct lc_opts *o = r->o;
+	struct leak_restore_stats *st = &r->mx.rs;
+	const char *check;
+	char b[32];
+	int rc;
+
+	r->stage = "the restore";
+	rc = leak_restore(r->vol, o->restore, o->audit, st, err);
+	check = jo_obj_create_check(r->vol->obj);
+	if (rc) {
+		if (st->restored || st->kept_exists)
+			fprintf(stderr, "%s %s: INCOMPLETE: %llu of %llu objects restored, %llu kept: "
+				"exists before it stopped\n", r->ctx->prog, r->ctx->cmd,
+				(unsigned long long)st->restored, (unsigned long long)st->entries,
+				(unsigned long long)st->kept_exists);
+		return rc;
+	}
+	human_bytes(st->restored_bytes, b, sizeof(b));
+	fprintf(stderr, "%s %s: restored %llu objects (%s) from '%s', %llu kept: exists "
+		"(create check: %s)\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st->restored,
+		b, o->restore, (unsigned long long)st->kept_exists, check);
+	if (o->json) {
+		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:s}", "type", "summary",
+				      "complete", 1, "entries", (json_int_t)st->entries,
+				      "restored", (json_int_t)st->restored,
+				      "restored_bytes", (json_int_t)st->restored_bytes,
+				      "kept_exists", (json_int_t)st->kept_exists, "create_check", check);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		json_decref(j);
+	}
 	return 0;
 }
 
@@ -767,7 +838,11 @@ static int write_metrics(const struct lc_run *r, bool success, bool failed, int6
 	if (!rc && r->o->restore)
 		rc = jo_metrics_set(mx, "jfsops_leakcheck_restored_objects_total", "counter",
 				    "objects put back from the quarantine archive", NULL,
-				    (double)x->restored, err);
+				    (double)x->rs.restored, err);
+	if (!rc && r->o->restore)
+		rc = jo_metrics_set(mx, "jfsops_leakcheck_restore_kept_exists_total", "counter",
+				    "archive entries whose key had an object (left as it was)", NULL,
+				    (double)x->rs.kept_exists, err);
 	for (size_t i = 0; !rc && i < sizeof(common) / sizeof(common[0]); i++)
 		rc = jo_metrics_set(mx, common[i].name, common[i].type, common[i].help, NULL,
 				    common[i].v, err);
@@ -868,9 +943,11 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (o.delete_from && o.restore)
 		return cmd_usage_error(ctx, "--delete-from and --restore exclude each other");
-	if ((o.quarantine || o.audit || o.rate > 0 || o.dry_run) && !o.delete_from)
-		return cmd_usage_error(ctx, "--quarantine, --audit, --delete-rate and --dry-run "
-				       "go with --delete-from");
+	if ((o.quarantine || o.rate > 0 || o.dry_run) && !o.delete_from)
+		return cmd_usage_error(ctx, "--quarantine, --delete-rate and --dry-run go with "
+				       "--delete-from");
+	if (o.audit && !o.delete_from && !o.restore)
+		return cmd_usage_error(ctx, "--audit goes with --delete-from or --restore");
 	if (o.out && (o.delete_from || o.restore))
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
 
@@ -881,12 +958,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	if (rc)
 		goto out;
 	if (o.restore) {
-		uint64_t n = 0;
-
-		rc = leak_restore(r.vol, o.restore, &n, &err);
-		r.mx.restored = n;
-		fprintf(stderr, "%s %s: restored %llu objects from '%s'\n", ctx->prog, ctx->cmd,
-			(unsigned long long)n, JO_ESC_TERM(o.restore));
+		rc = run_restore(&r, &err);
 	} else if (o.delete_from) {
 		rc = run_delete(&r, &err, &code);
 	} else {
