@@ -14,6 +14,7 @@
 #include "cmd/util.h"
 #include "common/config.h"
 #include "common/err.h"
+#include "common/esc.h"
 
 static const char config_usage[] =
 	"usage: jfsops config show [--profile NAME] [--config FILE] [--json] [storage flags]\n"
@@ -95,15 +96,19 @@ static int show(struct jo_ctx *ctx, const struct cmd_vol_args *va)
 		const char *const *names;
 		size_t n = jo_cfg_profiles(cfg, &names);
 
-		printf("config file    %s (%s)\n", jo_cfg_file(cfg), jo_cfg_found(cfg) ? "found" : "not found");
+		/* names and values come from the file and the environment: escaped */
+		printf("config file    %s (%s)\n", JO_ESC_TERM(jo_cfg_file(cfg)),
+		       jo_cfg_found(cfg) ? "found" : "not found");
 		printf("profiles       ");
 		for (size_t i = 0; i < n; i++)
-			printf("%s%s", i ? " " : "", names[i]);
+			printf("%s%s", i ? " " : "", JO_ESC_TERM(names[i]));
 		printf("%s\n", n ? "" : "-");
-		printf("profile        %s\n", used ? used : "- (none: no --profile, JFSOPS_PROFILE or [default])");
+		printf("profile        %s\n", used ? JO_ESC_TERM(used) :
+		       "- (none: no --profile, JFSOPS_PROFILE or [default])");
 		for (int k = 0; k < JO_CFG_NKEYS; k++) {
 			value_text(k, cv.v[k], buf, sizeof(buf));
-			printf("%-14s %-40s %s\n", jo_cfg_key_name(k), buf, jo_cfg_src_name(cv.src[k]));
+			printf("%-14s %-40s %s\n", jo_cfg_key_name(k), JO_ESC_TERM(buf),
+			       jo_cfg_src_name(cv.src[k]));
 		}
 	}
 	free(used);

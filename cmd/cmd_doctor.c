@@ -17,6 +17,7 @@
 #include "cmd/util.h"
 #include "common/config.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/object/object.h"
@@ -88,9 +89,10 @@ static void report(struct doc *d, const char *check, enum verdict v, int code,
 		json_decref(o);
 		return;
 	}
-	printf("%-5s %-14s %s", tags[v], check, detail);
+	/* details quote servers, names and keys: escaped for the terminal */
+	printf("%-5s %-14s %s", tags[v], check, JO_ESC_TERM(detail));
 	if (hint && v != OK)
-		printf("\n      hint: %s", hint);
+		printf("\n      hint: %s", JO_ESC_TERM(hint));
 	putchar('\n');
 }
 
@@ -142,6 +144,7 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 	uint8_t *got = NULL;
 	size_t gotlen = 0;
 	struct jo_obj_info info = { 0 };
+	struct jo_obj_put_opts probe_po = { .create_only = true };
 	time_t before, after;
 	int rc;
 
@@ -164,7 +167,8 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 		 (int)getpid());
 	snprintf(body, sizeof(body), "jfsops doctor probe %ld\n", (long)time(NULL));
 	before = time(NULL);
-	rc = jo_obj_put(v->obj, key, body, strlen(body), NULL, &err);
+	/* under the volume's own prefix: an object already there is not ours to replace or delete */
+	rc = jo_obj_put(v->obj, key, body, strlen(body), &probe_po, &err);
 	if (rc) {
 		obj_fail(d, "object-write", rc, &err);
 		return;
@@ -200,7 +204,8 @@ static void check_object_store(struct doc *d, struct jo_vol *v)
 		       "the credentials may lack delete permission; gc and leakcheck --delete-from need it");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "wrote, read and deleted %s", key);
+	snprintf(detail, sizeof(detail), "wrote (create-only: %s), read and deleted %s",
+		 jo_obj_create_check(v->obj), key);
 	report(d, "object-rw", OK, 0, detail, NULL);
 }
 

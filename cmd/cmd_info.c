@@ -11,6 +11,7 @@
 #include "cmd/exit.h"
 #include "cmd/util.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 
@@ -254,13 +255,14 @@ static void print_human(const struct jo_format *f, const struct info *in)
 	char a[32], b[32], label[32];
 
 	human_size((uint64_t)f->block_size_kib * 1024, a, sizeof(a));
-	printf("name:            %s\n", f->name);
-	printf("uuid:            %s\n", f->uuid ? f->uuid : "");
-	printf("storage:         %s %s\n", f->storage, f->bucket);
+	/* the format record is the volume's: printed escaped */
+	printf("name:            %s\n", JO_ESC_TERM(f->name));
+	printf("uuid:            %s\n", JO_ESC_TERM(f->uuid ? f->uuid : ""));
+	printf("storage:         %s %s\n", JO_ESC_TERM(f->storage), JO_ESC_TERM(f->bucket));
 	if (f->shards > 1)
 		printf("shards:          %d\n", f->shards);
 	printf("block size:      %s\n", a);
-	printf("compression:     %s\n", f->compression ? f->compression : "none");
+	printf("compression:     %s\n", JO_ESC_TERM(f->compression ? f->compression : "none"));
 	printf("hash prefix:     %s\n", f->hash_prefix ? "yes" : "no");
 	printf("trash days:      %d\n", f->trash_days);
 	printf("encryption:      %s\n", f->has_encrypt_key ? "on (block reads unsupported)" : "off");

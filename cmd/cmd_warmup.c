@@ -28,6 +28,7 @@
 #include "cmd/warmup_internal.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/extsort.h"
 #include "common/config.h"
 #include "common/jfs/jfs.h"
@@ -99,8 +100,12 @@ static const char warmup_usage[] =
 	"  -k, --ahead K        batches warmed beyond the consumer's position, the\n"
 	"                       one it reads included (default 2, 1..4096)\n"
 	"  -c, --control PATH   where the consumer says 'done ID' and asks 'status ID':\n"
-	"                       a FIFO that exists, else a unix socket created there\n"
-	"                       (required with --follow, --done, --status)\n"
+	"                       a FIFO that exists (yours, not writable by others),\n"
+	"                       else a unix socket created there (mode 0600; it\n"
+	"                       answers your uid and root only); PATH's directory\n"
+	"                       must be yours or root's and writable by others only\n"
+	"                       with the sticky bit (required with --follow, --done,\n"
+	"                       --status)\n"
 	"      --evict-done     evict a batch's blocks once the consumer passed it,\n"
 	"                       except the blocks a batch in the window still needs\n"
 	"                       (default: off)\n"
@@ -498,7 +503,8 @@ static void on_fail(const char *key, const char *path, uint64_t off, const struc
 	}
 	if (fc->shown++ < 20)
 		fprintf(stderr, "%s %s: cannot warm block '%s' (%s at %" PRIu64 "): %s\n",
-			fc->ctx->prog, fc->ctx->cmd, key, path, off, err->msg);
+			fc->ctx->prog, fc->ctx->cmd, JO_ESC_TERM(key), JO_ESC_TERM(path), off,
+			JO_ESC_TERM(err->msg));
 	else if (fc->shown == 21)
 		fprintf(stderr, "%s %s: more blocks failed (see the summary)\n", fc->ctx->prog,
 			fc->ctx->cmd);
@@ -702,10 +708,10 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	int mode = MODE_WARM, nmodes = 0;
 	bool have_stats = false, have_cd = false, have_ahead = false;
 	uint64_t mem = 64u << 20, blocks = 0, bytes = 0, unwarmable = 0;
-	uint64_t cached_blocks = 0, cached_bytes = 0;
+	uint64_t cached_blocks = 0, cached_bytes = 0, num;
 	long threads = 8;
 	FILE *in = NULL;
-	char *mnt = NULL, *end;
+	char *mnt = NULL;
 	uint8_t *prev = NULL;
 	size_t prevlen = 0;
 	double t0 = now_s(), last_prog = 0;
@@ -739,26 +745,20 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			break;
 		case 'P': st.prefix = optarg; break;
 		case 'p':
-			errno = 0;
-			threads = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || threads < 1 || threads > 1024) {
+			if (cmd_parse_uint(optarg, 1, 1024, &num)) {
 				cmd_vol_args_release(&va);
 				return cmd_usage_error(ctx, "bad --threads '%s' (1..1024)", optarg);
 			}
+			threads = (long)num;
 			break;
-		case 'k': {
-			long k;
-
-			errno = 0;
-			k = strtol(optarg, &end, 10);
-			if (errno || *end || end == optarg || k < 1 || k > 4096) {
+		case 'k':
+			if (cmd_parse_uint(optarg, 1, 4096, &num)) {
 				cmd_vol_args_release(&va);
 				return cmd_usage_error(ctx, "bad --ahead '%s' (1..4096)", optarg);
 			}
-			fo.ahead = (unsigned)k;
+			fo.ahead = (unsigned)num;
 			have_ahead = true;
 			break;
-		}
 		case 'c': fo.control = optarg; break;
 		case OPT_STATE: fo.state = optarg; break;
 		case OPT_EVICT_DONE: fo.evict_done = true; break;
@@ -880,15 +880,17 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		}
 		if (strcmp(mi.uuid, st.fmt.uuid ? st.fmt.uuid : "")) {
 			fprintf(stderr, "%s %s: '%s' mounts volume '%s' (%s), not '%s' (%s)\n",
-				ctx->prog, ctx->cmd, mount, mi.name, mi.uuid, st.fmt.name,
-				st.fmt.uuid ? st.fmt.uuid : "");
+				ctx->prog, ctx->cmd, JO_ESC_TERM(mount), JO_ESC_TERM(mi.name),
+				JO_ESC_TERM(mi.uuid), JO_ESC_TERM(st.fmt.name),
+				JO_ESC_TERM(st.fmt.uuid ? st.fmt.uuid : ""));
 			rc = JO_EXIT_USAGE;
 			goto out;
 		}
 		if ((mode == MODE_WARM || mode == MODE_FOLLOW) &&
 		    (!mi.cache_size || !mi.cache_full_block)) {
 			fprintf(stderr, "%s %s: the mount at '%s' keeps no full blocks in a cache (%s): "
-				"reading through it warms nothing\n", ctx->prog, ctx->cmd, mount,
+				"reading through it warms nothing\n", ctx->prog, ctx->cmd,
+				JO_ESC_TERM(mount),
 				!mi.cache_size ? "--cache-size 0" : "--cache-partial-only");
 			rc = JO_EXIT_UNSUPPORTED;
 			goto out;
@@ -914,7 +916,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		st.keep_paths = true;
 		have_cd = !jo_warmup_cachedirs_init(&cd, mi.cache_dir, &cerr);
 		if (!have_cd)
-			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd, cerr.msg,
+			fprintf(stderr, "%s %s: warning: %s; %s\n", ctx->prog, ctx->cmd,
+				JO_ESC_TERM(cerr.msg),
 				mode == MODE_CHECK ? "only the mount's whole-file check is reported" :
 				"the mount's whole-file eviction cannot be undone for other blocks");
 		if (have_cd) {
@@ -1026,7 +1029,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 					json_decref(o);
 				}
 			} else {
-				printf("%s\t%" PRIu32 "\n", key, b.bsize);
+				printf("%s\t%" PRIu32 "\n", JO_ESC_TERM(key), b.bsize);
 			}
 			free(vp);
 			continue;
@@ -1152,7 +1155,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			else
 				printf(": not looked up block by block (the cache is in memory)\n");
 			for (size_t i = 0; i < locs.n; i++)
-				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n", locs.dir[i],
+				printf("  %s\t%" PRIu64 " blocks\t%" PRIu64 " bytes\t%.1f%%\n",
+				       JO_ESC_TERM(locs.dir[i]),
 				       locs.blocks[i], locs.bytes[i], pct(locs.bytes[i], bytes));
 			printf("the mount's own check of the whole files (every block of every slice "
 			       "they show): %" PRIu64 " files, %" PRIu64 " of %" PRIu64
@@ -1180,7 +1184,8 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			mps[nf] = wu_mount_path(st.mount, mi.subdir, st.paths[i]);
 			if (!mps[nf]) {
 				fprintf(stderr, "%s %s: '%s' is outside the mounted directory '%s': not "
-					"evicted\n", ctx->prog, ctx->cmd, st.paths[i], mi.subdir);
+					"evicted\n", ctx->prog, ctx->cmd, JO_ESC_TERM(st.paths[i]),
+					JO_ESC_TERM(mi.subdir));
 				continue;
 			}
 			files[nf].vpath = st.paths[i];

@@ -19,6 +19,7 @@
 
 #include "cmd/cmd.h"
 #include "cmd/exit.h"
+#include "cmd/proctitle.h"
 #include "common/cancel.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -189,11 +190,14 @@ static void limit_malloc_arenas(void)
 
 int main(int argc, char **argv)
 {
-	const char *base = strrchr(argv[0], '/');
+	const char *base;
 	const char *env = getenv("JFSOPS_LOG_LEVEL");
 	const struct cmd_entry *c;
 	int i;
 
+	/* before anything else: from here on ps shows every secret as "****" */
+	argv = cmd_hide_secrets(argc, argv);
+	base = strrchr(argv[0], '/');
 	base = base ? base + 1 : argv[0];
 	limit_malloc_arenas();
 	jo_cancel_install();

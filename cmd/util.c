@@ -14,6 +14,7 @@
 #include "common/config.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta.h"
@@ -39,8 +40,11 @@ int jo_exit_from_err(int code)
 
 int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err)
 {
+	char esc[JO_ESC_TERM_MAX(sizeof(err->msg))];
+
+	/* a message names keys, paths and server replies: escaped for the terminal */
 	fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd,
-		err->msg[0] ? err->msg : jo_err_name(err->code));
+		err->msg[0] ? jo_esc_term(esc, sizeof(esc), err->msg) : jo_err_name(err->code));
 	return jo_exit_from_err(err->code);
 }
 
@@ -55,18 +59,21 @@ void cmd_set_args(int argc, char **argv)
 
 int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 {
+	char msg[2048], esc[JO_ESC_TERM_MAX(sizeof(msg))];
 	va_list ap;
 
-	fprintf(stderr, "%s %s: ", ctx->prog, ctx->cmd);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* the values quoted come from argv, files and servers: escaped for the terminal */
+	fprintf(stderr, "%s %s: %s", ctx->prog, ctx->cmd, jo_esc_term(esc, sizeof(esc), msg));
 	/* getopt is silenced (opterr = 0): name the argument it refused */
 	if (!strncmp(fmt, "unknown option", 14) && saved_argv) {
 		if (optopt > ' ' && optopt < 127)
 			fprintf(stderr, " '-%c' (or its value is missing)", optopt);
 		else if (optind > 0 && optind <= saved_argc)
-			fprintf(stderr, " '%s' (or its value is missing)", saved_argv[optind - 1]);
+			fprintf(stderr, " '%s' (or its value is missing)",
+				jo_esc_term(esc, sizeof(esc), saved_argv[optind - 1]));
 	}
 	fprintf(stderr, " (see '%s %s --help')\n", ctx->prog, ctx->cmd);
 	return JO_EXIT_USAGE;
@@ -118,14 +125,34 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 	return jo_meta_open_with(out, url, &mo, err);
 }
 
-/* Hide a secret in our own argv so `ps` and /proc/PID/cmdline do not show it. */
+/*
+ * Overwrite the n bytes at p, the secret of a string that ends n + tail
+ * bytes later, with "****": the tail moves up and NULs fill the end. A
+ * secret shorter than that becomes as many stars.
+ */
+static void scrub_span(char *p, size_t n, size_t tail)
+{
+	if (n < 4) {
+		memset(p, '*', n);
+		return;
+	}
+	memcpy(p, "****", 4);
+	memmove(p + 4, p + n, tail + 1);
+	memset(p + 4 + tail + 1, '\0', n - 4);
+}
+
+/*
+ * Hide a secret in an argument: "****" whatever its length. main() already
+ * rewrote what ps shows (cmd/proctitle.c): this is for the messages that
+ * name the argument later, and for ps when main could not.
+ */
 void cmd_scrub_arg(char *arg)
 {
 	if (arg)
-		memset(arg, '*', strlen(arg));
+		scrub_span(arg, strlen(arg), 0);
 }
 
-/* Replace the password of a URL in place ("redis://:pw@h" -> "redis://:**@h"). */
+/* Replace the password of a URL in place ("redis://:pw@h" -> "redis://:****@h"). */
 void cmd_scrub_url_password(char *url)
 {
 	char *scheme = strstr(url, "://");
@@ -139,7 +166,7 @@ void cmd_scrub_url_password(char *url)
 		return;
 	colon = memchr(scheme, ':', (size_t)(at - scheme));
 	if (colon)
-		memset(colon + 1, '*', (size_t)(at - colon - 1));
+		scrub_span(colon + 1, (size_t)(at - colon - 1), strlen(at));
 }
 
 int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
@@ -162,12 +189,9 @@ int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
 
 int cmd_parse_retries(const char *arg, int *out, struct jo_err *err)
 {
-	char *end;
-	long n;
+	uint64_t n;
 
-	errno = 0;
-	n = strtol(arg, &end, 10);
-	if (errno || end == arg || *end || n < 0 || n > 100)
+	if (cmd_parse_uint(arg, 0, 100, &n))
 		return jo_err_set(err, JO_EINVAL, "bad --retries '%s' (0..100)", arg);
 	*out = (int)n;
 	return 0;
@@ -363,16 +387,83 @@ void cmd_vol_args_release(struct cmd_vol_args *a)
 	a->url_copy = NULL;
 }
 
+/*
+ * strtoull and strtod skip leading blanks and take a sign ("-1" is 2^64-1),
+ * strtod also "inf", "nan", hex and exponents: every number of the command
+ * line goes through these two first, digits at the start and only there.
+ */
+int cmd_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -1;
+	for (const char *p = s; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+
+		if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	if (v < lo || v > hi)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* The end of the plain decimal ("12", "0.5") s starts with, or NULL when it starts with none. */
+static const char *decimal_end(const char *s)
+{
+	const char *p = s;
+
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (p == s)
+		return NULL;
+	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
+		for (p++; *p >= '0' && *p <= '9'; p++)
+			;
+	return p;
+}
+
+/* The number strtod reads from s, which must start with a plain decimal; *end after it. */
+static int decimal_prefix(const char *s, double *out, const char **end)
+{
+	const char *de = s ? decimal_end(s) : NULL;
+	char *e;
+
+	if (!de)
+		return -1;
+	errno = 0;
+	*out = strtod(s, &e);
+	if (errno || e != de)
+		return -1;
+	*end = de;
+	return 0;
+}
+
+int cmd_parse_decimal(const char *s, double *out)
+{
+	const char *end;
+	double v;
+
+	if (decimal_prefix(s, &v, &end) || *end)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 int cmd_parse_size(const char *s, uint64_t *out)
 {
 	char *end;
 	unsigned long long v;
 	uint64_t mul = 1;
 
-	if (!s || !*s || *s == '-')
+	if (!s || *s < '0' || *s > '9')
 		return -1;
+	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (end == s)
+	if (end == s || errno)
 		return -1;
 	if (*end) {
 		switch (*end) {
@@ -399,22 +490,24 @@ int cmd_parse_size(const char *s, uint64_t *out)
 /* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
 int64_t cmd_parse_duration(const char *s)
 {
-	char *end;
-	double v;
+	const char *end;
+	double v, ms;
 
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || errno || v < 0)
+	if (decimal_prefix(s, &v, &end))
 		return -1;
 	if (!strcmp(end, "") || !strcmp(end, "s"))
-		return (int64_t)(v * 1000);
-	if (!strcmp(end, "ms"))
-		return (int64_t)v;
-	if (!strcmp(end, "m"))
-		return (int64_t)(v * 60000);
-	if (!strcmp(end, "h"))
-		return (int64_t)(v * 3600000);
-	if (!strcmp(end, "d"))
-		return (int64_t)(v * 86400000);
-	return -1;
+		ms = v * 1000;
+	else if (!strcmp(end, "ms"))
+		ms = v;
+	else if (!strcmp(end, "m"))
+		ms = v * 60000;
+	else if (!strcmp(end, "h"))
+		ms = v * 3600000;
+	else if (!strcmp(end, "d"))
+		ms = v * 86400000;
+	else
+		return -1;
+	if (ms >= 9.0e18) /* beyond int64_t: no conversion (and no sense) */
+		return -1;
+	return (int64_t)ms;
 }

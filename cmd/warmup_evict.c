@@ -19,6 +19,7 @@
 #include "cmd/cmd.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/warmup.h"
 #include "common/warmup_cache.h"
@@ -185,7 +186,8 @@ static void rewarm_fail(const char *key, const char *path, uint64_t off, const s
 	struct wu_state *st = payload;
 
 	fprintf(stderr, "%s %s: cannot read back block '%s' (%s at %" PRIu64 "): %s\n",
-		st->ctx->prog, st->ctx->cmd, key, path, off, err->msg);
+		st->ctx->prog, st->ctx->cmd, JO_ESC_TERM(key), JO_ESC_TERM(path), off,
+		JO_ESC_TERM(err->msg));
 }
 
 int wu_evict(struct wu_state *st, const struct jo_warmup_mount *mi,

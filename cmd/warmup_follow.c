@@ -14,6 +14,7 @@
  * Also the client side (--done/--status), which is a few lines on the same
  * channel.
  */
+#define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
 #include "cmd/warmup_internal.h"
 
 #include <errno.h>
@@ -36,6 +37,8 @@
 #include "cmd/exit.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
+#include "common/file.h"
 #include "common/jfs/jfs.h"
 #include "common/warmup.h"
 #include "common/warmup_cache.h"
@@ -172,41 +175,44 @@ static void trim(char **s, size_t *n)
 static int state_write(struct follow *f)
 {
 	const char *path = f->o->state;
-	char tmp[4096];
+	struct jo_file *jf = NULL;
 	json_t *o;
-	FILE *fp;
 	int64_t pos = jo_wwin_position(f->w);
 	const char *id = f->st_id;  /* the batch at the position */
 	uint64_t idx = (uint64_t)pos;
+	int rc;
 
 	if (!path || pos < 0 || !id)
 		return 0;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= sizeof(tmp))
-		return jo_err_set(&f->st->err, JO_EINVAL, "--state path too long");
 	o = json_pack("{s:s,s:I,s:I}", "done", id, "done_index", (json_int_t)idx, "evicted_index",
 		      (json_int_t)(f->evicted_through ? f->evicted_through - 1 : 0));
 	if (o && !f->evicted_through)
 		json_object_set_new(o, "evicted_index", json_null());
-	fp = fopen(tmp, "w");
-	if (!fp || !o) {
-		json_decref(o);
-		if (fp)
-			fclose(fp);
-		return jo_err_set(&f->st->err, JO_EIO, "cannot write '%s': %s", tmp, strerror(errno));
+	if (!o)
+		return jo_err_set(&f->st->err, JO_ENOMEM, "out of memory");
+	rc = jo_file_create(&jf, path, JO_FILE_PUBLIC, JO_FILE_STDIO, &f->st->err);
+	if (!rc) {
+		json_dumpf(o, jf->fp, JSON_COMPACT);
+		fputc('\n', jf->fp);
+		rc = jo_file_commit(jf, &f->st->err);
 	}
-	json_dumpf(o, fp, JSON_COMPACT);
-	fputc('\n', fp);
 	json_decref(o);
-	if (fflush(fp) || fsync(fileno(fp)) || fclose(fp) || rename(tmp, path))
-		return jo_err_set(&f->st->err, JO_EIO, "cannot write '%s': %s", path, strerror(errno));
-	return 0;
+	jo_file_abort(jf);
+	return rc ? jo_err_wrap(&f->st->err, "state file") : 0;
 }
 
 static int state_read(struct follow *f)
 {
 	json_error_t je;
 	json_t *o, *d, *di, *ei;
+	/* rewritten by this run: a symlink or another user's file there is refused */
+	int rc = jo_file_prepare(f->o->state, JO_FILE_PUBLIC, JO_FILE_NOCREATE, NULL,
+				 &f->st->err);
 
+	if (rc == JO_ENOTFOUND)
+		return 0; /* first run */
+	if (rc)
+		return jo_err_wrap(&f->st->err, "state file");
 	o = json_load_file(f->o->state, 0, &je);
 	if (!o) {
 		if (access(f->o->state, F_OK))
@@ -1037,32 +1043,119 @@ static int control_lines(struct follow *f, struct lbuf *l, int fd)
 	return 0;
 }
 
+/*
+ * The control channel obeys its owner only: jfsops runs as root beside
+ * other users, and a 'done' moves the window (and evicts). So:
+ *  - PATH's directory must be one where only the caller (and root) can add,
+ *    remove or replace an entry: owned by the caller or root, and writable
+ *    by group or others only with the sticky bit (as /tmp, /run/user/UID);
+ *  - an existing FIFO must be the caller's (the effective uid: root's
+ *    pipeline takes root's FIFOs only) and writable by nobody else; a
+ *    symbolic link at PATH is refused, and the FIFO is opened with
+ *    O_NOFOLLOW and checked again on the open descriptor;
+ *  - a socket is created mode 0600 (bound under a umask that makes it so:
+ *    nobody can connect before it has that mode) and each connection is
+ *    checked with SO_PEERCRED (accept_clients): the caller's uid or root.
+ * The directories above PATH's are the operator's choice, as for any path.
+ */
+static bool owner_ok(uid_t uid)
+{
+	return uid == geteuid();
+}
+
+static int check_dir(struct follow *f, const char *path)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	struct stat sb;
+	int n;
+
+	n = !slash ? snprintf(dir, sizeof(dir), ".") :
+	    slash == path ? snprintf(dir, sizeof(dir), "/") :
+	    snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	if (n < 0 || (size_t)n >= sizeof(dir))
+		return jo_err_set(&f->st->err, JO_EINVAL, "--control path '%s' is too long", path);
+	if (stat(dir, &sb))
+		return jo_err_set(&f->st->err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
+				  "--control: cannot stat the directory '%s': %s", dir, strerror(errno));
+	if (!S_ISDIR(sb.st_mode))
+		return jo_err_set(&f->st->err, JO_EINVAL, "--control: '%s' is not a directory", dir);
+	if (sb.st_uid != geteuid() && sb.st_uid != 0)
+		return jo_err_set(&f->st->err, JO_EINVAL, "--control '%s': its directory '%s' belongs to "
+				  "uid %u, who could replace the control channel (use a directory of "
+				  "uid %u or root)", path, dir, (unsigned)sb.st_uid, (unsigned)geteuid());
+	if ((sb.st_mode & (S_IWGRP | S_IWOTH)) && !(sb.st_mode & S_ISVTX))
+		return jo_err_set(&f->st->err, JO_EINVAL, "--control '%s': its directory '%s' is writable "
+				  "by %s (mode %04o, no sticky bit), who could replace the control channel",
+				  path, dir, sb.st_mode & S_IWOTH ? "others" : "its group",
+				  (unsigned)(sb.st_mode & 07777));
+	return 0;
+}
+
+/* An existing FIFO at PATH (sb from lstat): the caller's and writable by nobody else. */
+static int fifo_ok(struct follow *f, const char *path, const struct stat *sb)
+{
+	if (!owner_ok(sb->st_uid))
+		return jo_err_set(&f->st->err, JO_EINVAL, "control FIFO '%s' belongs to uid %u, not to "
+				  "uid %u: refused (anyone it lets write could mark batches done)", path,
+				  (unsigned)sb->st_uid, (unsigned)geteuid());
+	if (sb->st_mode & (S_IWGRP | S_IWOTH))
+		return jo_err_set(&f->st->err, JO_EINVAL, "control FIFO '%s' is writable by %s (mode "
+				  "%04o): refused (chmod go-w, or mkfifo -m 600)", path,
+				  sb->st_mode & S_IWOTH ? "others" : "its group",
+				  (unsigned)(sb->st_mode & 07777));
+	return 0;
+}
+
 static int control_open(struct follow *f)
 {
 	const char *path = f->o->control;
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct stat sb;
+	struct stat sb, fb;
+	mode_t old_mask;
+	int rc;
 
-	if (!stat(path, &sb)) {
+	rc = check_dir(f, path);
+	if (rc)
+		return rc;
+	if (!lstat(path, &sb)) {
+		if (S_ISLNK(sb.st_mode))
+			return jo_err_set(&f->st->err, JO_EINVAL, "--control '%s' is a symbolic link: "
+					  "refused (name the FIFO or socket itself)", path);
 		if (S_ISFIFO(sb.st_mode)) {
+			rc = fifo_ok(f, path, &sb);
+			if (rc)
+				return rc;
 			/* read-write: we hold a writer, so writers coming and going is no EOF */
-			f->cfd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+			f->cfd = open(path, O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 			if (f->cfd < 0)
 				return jo_err_set(&f->st->err, JO_EIO, "cannot open control FIFO '%s': %s",
 						  path, strerror(errno));
+			/* what was opened is what was checked */
+			if (fstat(f->cfd, &fb) || !S_ISFIFO(fb.st_mode) || fb.st_dev != sb.st_dev ||
+			    fb.st_ino != sb.st_ino)
+				return jo_err_set(&f->st->err, JO_EINVAL, "control FIFO '%s' was replaced "
+						  "while it was opened: refused", path);
+			rc = fifo_ok(f, path, &fb);
+			if (rc)
+				return rc;
 			f->is_fifo = true;
 			return 0;
 		}
 		if (!S_ISSOCK(sb.st_mode))
 			return jo_err_set(&f->st->err, JO_EINVAL, "--control '%s' exists and is neither a "
 					  "FIFO nor a socket", path);
+		if (!owner_ok(sb.st_uid))
+			return jo_err_set(&f->st->err, JO_EINVAL, "--control '%s' is a socket of uid %u, not "
+					  "of uid %u: refused", path, (unsigned)sb.st_uid,
+					  (unsigned)geteuid());
 	}
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return jo_err_set(&f->st->err, JO_EINVAL, "--control path '%s' is longer than %zu bytes "
 				  "(unix socket limit)", path, sizeof(sa.sun_path) - 1);
 	memcpy(sa.sun_path, path, strlen(path) + 1);
-	if (!stat(path, &sb)) {
-		/* a socket is there: in use by another pipeline, or left by a dead one */
+	if (!lstat(path, &sb)) {
+		/* our socket is there: in use by another pipeline, or left by a dead one */
 		int t = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		bool live = t >= 0 && !connect(t, (struct sockaddr *)&sa, sizeof(sa));
 
@@ -1077,16 +1170,54 @@ static int control_open(struct follow *f)
 	f->cfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (f->cfd < 0)
 		return jo_err_set(&f->st->err, JO_EIO, "socket: %s", strerror(errno));
-	if (bind(f->cfd, (struct sockaddr *)&sa, sizeof(sa)) || listen(f->cfd, 16))
+	/*
+	 * bind() creates the socket file with mode 0777 & ~umask: under 0177 it is
+	 * born 0600, whatever the caller's umask. The umask is the process's, but
+	 * no other thread runs yet (the fetcher starts later), and a tighter mask
+	 * could only make a file created meanwhile more private, never less.
+	 */
+	old_mask = umask(0177);
+	rc = bind(f->cfd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old_mask);
+	if (rc)
 		return jo_err_set(&f->st->err, JO_EIO, "cannot listen on '%s': %s", path,
 				  strerror(errno));
 	f->sock_made = true;
+	/* nobody can connect before listen(): check what bind made first */
+	if (lstat(path, &sb) || !S_ISSOCK(sb.st_mode) || !owner_ok(sb.st_uid) ||
+	    (sb.st_mode & 0777) != 0600)
+		return jo_err_set(&f->st->err, JO_EIO, "the control socket '%s' is not mode 0600 and "
+				  "ours after bind: refused", path);
+	if (listen(f->cfd, 16))
+		return jo_err_set(&f->st->err, JO_EIO, "cannot listen on '%s': %s", path,
+				  strerror(errno));
 	return 0;
 }
 
 static void unlink_socket(void *payload)
 {
 	unlink((const char *)payload);
+}
+
+/* A connection from the caller's uid or root; anyone else is told so, logged and closed. */
+static bool peer_ok(struct follow *f, int fd)
+{
+	struct ucred uc;
+	socklen_t len = sizeof(uc);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) || len != sizeof(uc)) {
+		fprintf(stderr, "%s %s: refused a control connection whose sender is unknown: %s\n",
+			f->ctx->prog, f->ctx->cmd, strerror(errno));
+		return false;
+	}
+	if (uc.uid == geteuid() || uc.uid == 0)
+		return true;
+	fprintf(stderr, "%s %s: refused a control connection from uid %u (pid %ld): the pipeline "
+		"obeys uid %u and root only\n", f->ctx->prog, f->ctx->cmd, (unsigned)uc.uid,
+		(long)uc.pid, (unsigned)geteuid());
+	reply(fd, json_pack("{s:s,s:s}", "type", "error", "error", "permission denied: not the "
+			    "pipeline's owner"));
+	return false;
 }
 
 static void accept_clients(struct follow *f)
@@ -1097,6 +1228,10 @@ static void accept_clients(struct follow *f)
 		if (fd < 0)
 			return;
 		if (fcntl(fd, F_SETFL, O_NONBLOCK) || fcntl(fd, F_SETFD, FD_CLOEXEC)) {
+			close(fd);
+			continue;
+		}
+		if (!peer_ok(f, fd)) {
 			close(fd);
 			continue;
 		}
@@ -1186,7 +1321,7 @@ int wu_follow(struct wu_state *st, const struct jo_warmup_mount *mi,
 	if (!f.have_cd && o->evict_done)
 		fprintf(stderr, "%s %s: warning: %s; --evict-done evicts whole files and cannot tell "
 			"which of their other blocks were cached\n", st->ctx->prog, st->ctx->cmd,
-			cerr.msg);
+			JO_ESC_TERM(cerr.msg));
 	if (o->state) {
 		rc = state_read(&f);
 		if (rc)
@@ -1303,7 +1438,8 @@ fail:
 
 		if (!frc && !jo_cancelled() && f.target)
 			fprintf(stderr, "%s %s: warning: the consumer reported done for batch '%s', which "
-				"the stream never had\n", st->ctx->prog, st->ctx->cmd, f.target);
+				"the stream never had\n", st->ctx->prog, st->ctx->cmd,
+				JO_ESC_TERM(f.target));
 		if (f.w)
 			summary(&f);
 		if (frc)
@@ -1353,19 +1489,33 @@ int wu_client(struct jo_ctx *ctx, const char *control, const char *verb, const c
 	char line[2048], buf[65536];
 	size_t n = 0;
 	json_t *o;
-	int fd, len;
+	int fd, len, send_errno = 0;
 
 	if (strchr(id, '\n') || !*id)
 		return cmd_usage_error(ctx, "bad batch id '%s'", id);
 	len = snprintf(line, sizeof(line), "%s %s\n", verb, id);
 	if (len < 0 || (size_t)len >= sizeof(line))
 		return cmd_usage_error(ctx, "batch id too long");
-	if (stat(control, &sb)) {
+	/*
+	 * Talk to the caller's own (or root's) pipeline only: no symbolic link, a
+	 * FIFO of the caller or root, a socket whose listener runs as either
+	 * (SO_PEERCRED), so a channel another user put at PATH learns nothing
+	 * and answers nothing.
+	 */
+	if (lstat(control, &sb)) {
 		fprintf(stderr, "%s %s: no pipeline at '%s': %s\n", ctx->prog, ctx->cmd, control,
 			strerror(errno));
 		return JO_EXIT_CONNECT;
 	}
+	if (S_ISLNK(sb.st_mode))
+		return cmd_usage_error(ctx, "--control '%s' is a symbolic link: refused (name the "
+				       "pipeline's FIFO or socket itself)", control);
+	if (sb.st_uid != geteuid() && sb.st_uid != 0)
+		return cmd_usage_error(ctx, "--control '%s' belongs to uid %u, not to you (uid %u) or "
+				       "root: refused", control, (unsigned)sb.st_uid,
+				       (unsigned)geteuid());
 	if (S_ISFIFO(sb.st_mode)) {
+		struct stat fb;
 		ssize_t w;
 
 		if (!strcmp(verb, "status")) {
@@ -1374,11 +1524,16 @@ int wu_client(struct jo_ctx *ctx, const char *control, const char *verb, const c
 				ctx->cmd, control);
 			return JO_EXIT_UNSUPPORTED;
 		}
-		fd = open(control, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+		fd = open(control, O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW);
 		if (fd < 0) {
 			fprintf(stderr, "%s %s: no pipeline reads '%s': %s\n", ctx->prog, ctx->cmd,
 				control, strerror(errno));
 			return JO_EXIT_CONNECT;
+		}
+		if (fstat(fd, &fb) || fb.st_dev != sb.st_dev || fb.st_ino != sb.st_ino) {
+			close(fd);
+			return cmd_usage_error(ctx, "--control '%s' was replaced while it was opened: "
+					       "refused", control);
 		}
 		/* a line this short is written whole (PIPE_BUF) */
 		w = write(fd, line, (size_t)len);
@@ -1401,11 +1556,27 @@ int wu_client(struct jo_ctx *ctx, const char *control, const char *verb, const c
 			close(fd);
 		return JO_EXIT_CONNECT;
 	}
+	{
+		struct ucred uc;
+		socklen_t ul = sizeof(uc);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &uc, &ul) || ul != sizeof(uc) ||
+		    (uc.uid != geteuid() && uc.uid != 0)) {
+			close(fd);
+			return cmd_usage_error(ctx, "the process listening on '%s' is not yours (uid "
+					       "%ld) or root's: refused", control,
+					       ul == sizeof(uc) ? (long)uc.uid : -1L);
+		}
+	}
 	if (send(fd, line, (size_t)len, MSG_NOSIGNAL) != len) {
-		fprintf(stderr, "%s %s: cannot send to '%s': %s\n", ctx->prog, ctx->cmd, control,
-			strerror(errno));
-		close(fd);
-		return JO_EXIT_CONNECT;
+		send_errno = errno;
+		/* a pipeline that refused us replied why before it closed: read that */
+		if (send_errno != EPIPE && send_errno != ECONNRESET) {
+			fprintf(stderr, "%s %s: cannot send to '%s': %s\n", ctx->prog, ctx->cmd,
+				control, strerror(send_errno));
+			close(fd);
+			return JO_EXIT_CONNECT;
+		}
 	}
 	while (n < sizeof(buf) - 1) {
 		ssize_t r = recv(fd, buf + n, sizeof(buf) - 1 - n, 0);
@@ -1423,6 +1594,11 @@ int wu_client(struct jo_ctx *ctx, const char *control, const char *verb, const c
 	if (jo_cancelled())
 		return 128 + jo_cancelled();
 	o = json_loads(buf, JSON_DISABLE_EOF_CHECK, NULL);
+	if (!o && send_errno) {
+		fprintf(stderr, "%s %s: cannot send to '%s': %s\n", ctx->prog, ctx->cmd, control,
+			strerror(send_errno));
+		return JO_EXIT_CONNECT;
+	}
 	if (!o) {
 		fprintf(stderr, "%s %s: no answer from the pipeline at '%s'\n", ctx->prog, ctx->cmd,
 			control);

@@ -2,7 +2,6 @@
 #include "common/audit.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/file.h"
 
 struct jo_audit {
 	int fd;
@@ -36,14 +36,12 @@ int jo_audit_open(struct jo_audit **out, const char *path, struct jo_err *err)
 	if (!strcmp(path, "-")) {
 		a->fd = STDOUT_FILENO;
 	} else {
-		a->fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-		if (a->fd < 0) {
-			int e = errno;
+		int rc = jo_file_append_open(&a->fd, path, JO_FILE_PUBLIC, err);
 
+		if (rc) {
 			free(a->path);
 			free(a);
-			return jo_err_set(err, JO_EIO, "cannot open audit file '%s': %s", path,
-					  strerror(e));
+			return jo_err_wrap(err, "audit file");
 		}
 		a->own = 1;
 	}

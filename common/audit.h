@@ -25,7 +25,11 @@ struct jo_audit_rec {
 	const char *error;    /* message when result is "error" */
 };
 
-/* Open (create, append) path. "-" is stdout. */
+/*
+ * Open (create, append) path. "-" is stdout. A new file gets 0666 less the
+ * umask; a symlink, a non-regular file or another user's file is refused
+ * (common/file.h, jo_file_append_open).
+ */
 int jo_audit_open(struct jo_audit **out, const char *path, struct jo_err *err);
 /* Append one line with the current UTC time ("time", RFC 3339 with ms). */
 int jo_audit_write(struct jo_audit *a, const struct jo_audit_rec *r, struct jo_err *err);

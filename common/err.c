@@ -76,6 +76,7 @@ const char *jo_err_name(int code)
 	case JO_EUNSUPPORTED: return "EUNSUPPORTED";
 	case JO_ENOTJFS: return "ENOTJFS";
 	case JO_ESTATE: return "ESTATE";
+	case JO_EEXIST: return "EEXIST";
 	}
 	return "EUNKNOWN";
 }

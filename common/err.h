@@ -27,6 +27,7 @@ enum jo_ecode {
 	JO_EUNSUPPORTED = -11,/* a feature we refuse to handle (encryption, ...) */
 	JO_ENOTJFS = -12,     /* the database is not a JuiceFS volume */
 	JO_ESTATE = -13,      /* remote state is unexpected (bucket missing, ...) */
+	JO_EEXIST = -14,      /* a create-only write found the key taken: nothing written */
 };
 
 struct jo_err {

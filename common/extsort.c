@@ -398,7 +398,8 @@ static int writer_open(struct jo_xsort *s, struct xs_writer *w, unsigned run, st
 	w->s = s;
 	w->run = run;
 	run_path(s, run, path, sizeof(path));
-	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	/* in the private mkdtemp directory; O_EXCL|O_NOFOLLOW all the same */
+	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0)
 		return jo_err_set(err, JO_EIO, "extsort: create '%s': %s", path, strerror(errno));
 	ZSTD_CCtx_reset(s->cctx, ZSTD_reset_session_only);
@@ -486,7 +487,7 @@ static int reader_open(struct jo_xsort *s, struct xs_reader *r, unsigned run, st
 	r->fd = -1;
 	r->run = run;
 	run_path(s, run, path, sizeof(path));
-	r->fd = open(path, O_RDONLY | O_CLOEXEC);
+	r->fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->fd < 0)
 		return jo_err_set(err, JO_EIO, "extsort: open '%s': %s", path, strerror(errno));
 	r->ds = ZSTD_createDStream();

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/esc.h"
+
 static char log_prefix[64] = "jfsops";
 static enum jo_log_level log_level = JO_LOG_WARN;
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -34,7 +36,7 @@ int jo_log_parse_level(const char *s)
 void jo_log(enum jo_log_level lvl, const char *fmt, ...)
 {
 	static const char *tags[] = { "error: ", "warning: ", "", "debug: " };
-	char line[2048];
+	char line[2048], esc[JO_ESC_TERM_MAX(sizeof(line))];
 	va_list ap;
 
 	if (lvl > log_level)
@@ -43,6 +45,7 @@ void jo_log(enum jo_log_level lvl, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	pthread_mutex_lock(&log_lock);
-	fprintf(stderr, "%s: %s%s\n", log_prefix, tags[lvl], line);
+	/* keys and names in log lines come from outside: no raw control bytes */
+	fprintf(stderr, "%s: %s%s\n", log_prefix, tags[lvl], jo_esc_term(esc, sizeof(esc), line));
 	pthread_mutex_unlock(&log_lock);
 }

@@ -1,15 +1,15 @@
 /* metrics.c: Prometheus textfile writer. */
 #include "common/metrics.h"
 
-#include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/file.h"
 
 struct sample {
 	char *name, *type, *help, *labels;
@@ -118,23 +118,17 @@ int jo_metrics_write(struct jo_metrics *mx, const char *path, struct jo_err *err
 int jo_metrics_write_labeled(struct jo_metrics *mx, const char *path, const char *base,
 			     struct jo_err *err)
 {
-	char *tmp;
-	size_t l = strlen(path) + 32;
+	struct jo_file *jf = NULL;
 	FILE *f;
-	int fd, rc = 0;
+	int rc;
 
-	tmp = malloc(l);
-	if (!tmp)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	snprintf(tmp, l, "%s.tmp.%ld", path, (long)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (fd < 0 || !(f = fdopen(fd, "w"))) {
-		rc = jo_err_set(err, JO_EIO, "metrics file '%s': %s", tmp, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		free(tmp);
-		return rc;
+	/* a hidden temp name (".NAME.XXXXXX"): the textfile collector reads *.prom only */
+	rc = jo_file_create(&jf, path, JO_FILE_PUBLIC, JO_FILE_STDIO, err);
+	if (rc) {
+		jo_err_wrap(err, "metrics file");
+		goto out;
 	}
+	f = jf->fp;
 	for (size_t i = 0; i < mx->n; i++) {
 		int first = 1;
 
@@ -159,15 +153,11 @@ int jo_metrics_write_labeled(struct jo_metrics *mx, const char *path, const char
 			put_value(f, mx->s[j].value);
 		}
 	}
-	if (fflush(f) != 0 || fsync(fileno(f)) != 0 || ferror(f))
-		rc = jo_err_set(err, JO_EIO, "metrics file '%s': %s", tmp, strerror(errno));
-	if (fclose(f) != 0 && rc == 0)
-		rc = jo_err_set(err, JO_EIO, "metrics file '%s': %s", tmp, strerror(errno));
-	if (rc == 0 && rename(tmp, path) != 0)
-		rc = jo_err_set(err, JO_EIO, "metrics file '%s': rename: %s", path, strerror(errno));
+	rc = jo_file_commit(jf, err);
 	if (rc)
-		unlink(tmp);
-	free(tmp);
+		jo_err_wrap(err, "metrics file");
+out:
+	jo_file_abort(jf);
 	return rc;
 }
 

@@ -6,7 +6,9 @@
  * for gauges, jfsops_<cmd>_duration_seconds and
  * jfsops_<cmd>_last_success_timestamp_seconds. Labels are few and bounded
  * (kind="...", result="..."). The file is written to a temp file in the same
- * directory and renamed into place, so the collector never sees half a file.
+ * directory and renamed into place, so the collector never sees half a file
+ * (common/file.h: a random hidden name, created exclusively; mode 0666 less
+ * the umask).
  * Not thread-safe (fill it from one thread at the end of a run).
  */
 #ifndef JO_METRICS_H

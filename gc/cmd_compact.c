@@ -17,6 +17,7 @@
 #include "cmd/util.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
@@ -813,21 +814,19 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	int c, rc;
 
 	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
-		char *end;
-		long v;
+		uint64_t v;
 
 		if (cmd_vol_opt(&va, c, optarg))
 			continue;
 		switch (c) {
 		case OPT_PATH: r.o.path = optarg; break;
 		case OPT_MINS:
-			r.o.min_slices = strtoull(optarg, &end, 10);
-			if (*end || !*optarg)
+			if (cmd_parse_uint(optarg, 0, UINT64_MAX, &v))
 				return cmd_usage_error(ctx, "bad --min-slices '%s'", optarg);
+			r.o.min_slices = v;
 			break;
 		case OPT_MING:
-			v = strtol(optarg, &end, 10);
-			if (*end || !*optarg || v < 0 || v > 100)
+			if (cmd_parse_uint(optarg, 0, 100, &v))
 				return cmd_usage_error(ctx, "bad --min-garbage '%s' (0-100)", optarg);
 			r.o.min_garbage = (unsigned)v;
 			break;
@@ -836,8 +835,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		case OPT_WORKER: r.o.worker = true; break;
 		case OPT_STATUS: r.o.status = true; break;
 		case OPT_THREADS:
-			v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 64)
+			if (cmd_parse_uint(optarg, 1, 64, &v))
 				return cmd_usage_error(ctx, "bad --threads '%s' (1-64)", optarg);
 			r.o.threads = (int)v;
 			break;
@@ -853,14 +851,12 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --max-time '%s'", optarg);
 			break;
 		case OPT_TASKSIZE:
-			v = strtol(optarg, &end, 10);
-			if (*end || v < 1 || v > 10000)
+			if (cmd_parse_uint(optarg, 1, 10000, &v))
 				return cmd_usage_error(ctx, "bad --task-size '%s' (1-10000)", optarg);
 			r.o.task_size = v;
 			break;
 		case OPT_TOP:
-			v = strtol(optarg, &end, 10);
-			if (*end || !*optarg || optarg[0] == '-' || optarg[0] == '+' || v < 0 || v > 1000)
+			if (cmd_parse_uint(optarg, 0, 1000, &v))
 				return cmd_usage_error(ctx, "bad --top '%s' (0-1000)", optarg);
 			r.o.top = (unsigned)v;
 			break;
@@ -982,7 +978,7 @@ out:
 		struct jo_err aerr = { 0 };
 
 		if (jo_audit_sync(r.audit, &aerr)) {
-			fprintf(stderr, "%s %s: audit: %s\n", ctx->prog, ctx->cmd, aerr.msg);
+			fprintf(stderr, "%s %s: audit: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(aerr.msg));
 			if (!rc)
 				rc = JO_EXIT_FAIL;
 		}

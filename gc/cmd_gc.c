@@ -111,14 +111,11 @@ static const struct option longopts[] = {
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
-	char *end;
-	long v;
+	uint64_t v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (end == s || *end || errno || v < lo || v > hi)
+	if (cmd_parse_uint(s, (uint64_t)lo, (uint64_t)hi, &v))
 		return -1;
-	*out = v;
+	*out = (long)v;
 	return 0;
 }
 
@@ -330,10 +327,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 			o.threads = (int)lv;
 			break;
 		case OPT_RATE: {
-			char *end;
-
-			o.delete_rate = strtod(optarg, &end);
-			if (end == optarg || *end || o.delete_rate <= 0)
+			if (cmd_parse_decimal(optarg, &o.delete_rate) || o.delete_rate <= 0)
 				return cmd_usage_error(ctx, "--delete-rate '%s': objects per second > 0",
 						       optarg);
 			break;

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -11,6 +12,7 @@
 #include "cmd/exit.h"
 #include "cmd/util.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "lanceparse/lance.h"
 #include "common/jfs/jfs.h"
 #include "common/object/object.h"
@@ -99,7 +101,15 @@ struct lance_args {
 	uint64_t gap;
 	bool list_versions;
 	bool schema;
+	bool tty;  /* stdout is a terminal: names from the dataset are escaped */
 };
+
+/*
+ * A name from the dataset (file, version, field, type) for stdout. The csv
+ * and juicefs formats are data, read by programs: the bytes as they are,
+ * except on a terminal, where a control character must not act.
+ */
+#define OUT_NAME(a, s) ((a)->tty ? JO_ESC_TERM(s) : (s))
 
 static int emit_json(json_t *o)
 {
@@ -113,8 +123,9 @@ static int emit_json(json_t *o)
 	return rc;
 }
 
-static void csv_path(const char *p)
+static void csv_path(const struct lance_args *a, const char *p)
 {
+	p = OUT_NAME(a, p);
 	if (strpbrk(p, ",\"\n")) {
 		fputc('"', stdout);
 		for (; *p; p++) {
@@ -145,7 +156,8 @@ static int print_versions(struct lance_io *io, const struct lance_args *a, struc
 						 (json_int_t)vs[i].version, "naming", naming, "file",
 						 vs[i].name));
 		else
-			printf("%" PRIu64 ",%s,_versions/%s\n", vs[i].version, naming, vs[i].name);
+			printf("%" PRIu64 ",%s,_versions/%s\n", vs[i].version, naming,
+			       OUT_NAME(a, vs[i].name));
 	}
 	free(vs);
 	return rc < 0 ? jo_err_set(err, rc, "cannot write output") : 0;
@@ -190,8 +202,8 @@ static int print_schema(const struct lance_manifest *m, const struct lance_args 
 						 path, "logical_type", f->logical_type, "flags", flags));
 		} else {
 			printf("%d,%d,", (int)f->id, (int)f->parent_id);
-			csv_path(path);
-			printf(",%s,%s\n", f->logical_type, flags);
+			csv_path(a, path);
+			printf(",%s,%s\n", OUT_NAME(a, f->logical_type), flags);
 		}
 	}
 	return rc < 0 ? jo_err_set(err, rc, "cannot write output") : 0;
@@ -211,8 +223,9 @@ static int print_ranges(const struct lance_rangeset *s, const struct lance_args 
 			/* ranges of one file are adjacent: one line per file */
 			size_t j = i;
 			if (prefix && *prefix)
-				printf("%s%s", prefix, prefix[strlen(prefix) - 1] == '/' ? "" : "/");
-			fputs(file, stdout);
+				printf("%s%s", OUT_NAME(a, prefix),
+				       prefix[strlen(prefix) - 1] == '/' ? "" : "/");
+			fputs(OUT_NAME(a, file), stdout);
 			if (a->format == FMT_RANGES) {
 				fputs(" [", stdout);
 				for (; j < s->n && s->r[j].file == r->file; j++)
@@ -233,7 +246,7 @@ static int print_ranges(const struct lance_rangeset *s, const struct lance_args 
 						 (json_int_t)r->len, "kind",
 						 r->kind & LANCE_RK_DATA ? "data" : "meta"));
 		} else {
-			csv_path(file);
+			csv_path(a, file);
 			printf(",%" PRIu64 ",%" PRIu64 "\n", r->off, r->len);
 		}
 		i++;
@@ -378,9 +391,9 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 	struct lance_io *io = NULL;
 	struct lance_manifest *m = NULL;
 	struct jo_err err = { 0 };
-	char *end;
 	int c, rc = 0;
 
+	a.tty = isatty(STDOUT_FILENO);
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "c:v:f:a:p:qh", opts, NULL)) != -1) {
 		if (cmd_vol_opt(&va, c, optarg))
@@ -393,8 +406,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 			a.columns = optarg;
 			break;
 		case 'v':
-			a.version = strtoull(optarg, &end, 10);
-			if (*end || !*optarg || optarg[0] == '-' || a.version == 0)
+			if (cmd_parse_uint(optarg, 1, UINT64_MAX, &a.version))
 				USAGE("bad --version '%s' (a positive number)", optarg);
 			break;
 		case 'f':

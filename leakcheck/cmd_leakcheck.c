@@ -15,7 +15,9 @@
 #include "cmd/util.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/extsort.h"
+#include "common/file.h"
 #include "common/object/object.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -24,7 +26,7 @@
 static const char leakcheck_usage[] =
 	"usage: jfsops leakcheck META-URL [--out FILE] [--json] [options]\n"
 	"       jfsops leakcheck META-URL --delete-from FILE [--quarantine PATH] [--audit FILE]\n"
-	"       jfsops leakcheck META-URL --restore PATH\n"
+	"       jfsops leakcheck META-URL --restore PATH [--audit FILE]\n"
 	"\n"
 	"Find block objects under NAME/chunks/ that no metadata references (leaked),\n"
 	"and referenced blocks that have no object (missing), with bounded memory:\n"
@@ -67,11 +69,21 @@ static const char leakcheck_usage[] =
 	"                          (published, fsync'd, before anything is deleted;\n"
 	"                          default: none, no copy is kept)\n"
 	"      --audit FILE        append one JSON line per candidate: time, key,\n"
-	"                          reason, result (default: none)\n"
+	"                          reason, result; written as the work is done and\n"
+	"                          fsync'd before the next step: the re-check's\n"
+	"                          verdicts, then a \"deleting\" line per key before\n"
+	"                          its batch is sent and its result before the next\n"
+	"                          batch (with --restore: one line per entry,\n"
+	"                          \"restored\" or \"kept: exists\") (default: none)\n"
 	"      --delete-rate N     at most N deletions per second (default unlimited)\n"
-	"      --dry-run           re-check only, delete nothing\n"
-	"      --restore PATH      put every object of a quarantine archive back\n"
-	"                          (default: none)\n"
+	"      --dry-run           re-check only, delete nothing; says what it would\n"
+	"                          delete\n"
+	"      --restore PATH      put the objects of a quarantine archive back, never\n"
+	"                          over an object: a key that has one is left as it\n"
+	"                          is and counted as \"kept: exists\". The archive is\n"
+	"                          read whole first; an entry that is not a block key\n"
+	"                          of this volume refuses it all (exit 2) before\n"
+	"                          anything is written (default: none)\n"
 	"\n"
 	"Benchmark only (bench/leakcheck; no META-URL, touches no volume):\n"
 	"      --synthetic N       sort and merge a synthetic workload of N slices and\n"
@@ -88,7 +100,8 @@ static const char leakcheck_usage[] =
 	"_last_run_skipped_objects, _last_run_foreign_objects, _last_run_errors; with\n"
 	"--delete-from _last_run_candidates, _last_run_deleted_objects,\n"
 	"_last_run_deleted_bytes, _last_run_kept_objects, _last_run_quarantined_objects\n"
-	"and _last_run_dry_run; always _last_run_exit_code, _last_run_success,\n"
+	"and _last_run_dry_run; with --restore _last_run_restored_objects and\n"
+	"_last_run_restore_kept_exists; always _last_run_exit_code, _last_run_success,\n"
 	"_last_run_duration_seconds, _last_run_timestamp_seconds and\n"
 	"_last_success_timestamp_seconds (a failed run keeps the one before).\n"
 	"\n"
@@ -142,7 +155,7 @@ struct lc_mx {
 	struct leak_counts c;
 	uint64_t foreign, listed;
 	struct leak_delete_stats d;
-	uint64_t restored;
+	struct leak_restore_stats rs;
 };
 
 struct lc_run {
@@ -164,7 +177,7 @@ static int parse_duration(const char *s, int64_t *out)
 	long long v;
 	int64_t mul = 1;
 
-	if (!s || !*s || *s == '-')
+	if (!s || *s < '0' || *s > '9') /* strtoll takes blanks and signs */
 		return -1;
 	errno = 0;
 	v = strtoll(s, &end, 10);
@@ -312,15 +325,17 @@ static int write_line(struct lc_run *r, const struct leak_item *it, const struct
 			r->werr = errno ? errno : EIO;
 		free(s);
 	} else {
-		if (fprintf(r->out, "%s\t%s\t%llu\t%s", leak_kind_name(it->kind), k,
-			    (unsigned long long)it->size, it->reason) < 0)
+		/* a foreign key is any object's name: no control byte reaches a terminal */
+		if (fprintf(r->out, "%s\t%s\t%llu\t%s", leak_kind_name(it->kind), JO_ESC_TERM(k),
+			    (unsigned long long)it->size, JO_ESC_TERM(it->reason)) < 0)
 			r->werr = errno ? errno : EIO;
 		for (size_t i = 0; o && i < nown; i++) {
 			const char *why, *path = leak_owner_path(o, &own[i], &why);
 
 			if (fprintf(r->out, "%sinode %llu chunk %u %s%s%s", i ? ", " : "\t",
 				    (unsigned long long)own[i].ino, (unsigned)own[i].indx,
-				    path ? path : "(", path ? "" : why, path ? "" : ")") < 0)
+				    path ? JO_ESC_TERM(path) : "(", path ? "" : JO_ESC_TERM(why),
+				    path ? "" : ")") < 0)
 				r->werr = errno ? errno : EIO;
 		}
 		if (o && !nown && fputs("\tno file lists it (a removed file's or a delayed slice)",
@@ -460,7 +475,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	struct jo_xsort_stats sr = { 0 }, so = { 0 };
 	struct leak_density density = { 0 };
 	int64_t next_chunk = 0;
-	char *tmp_out = NULL;
+	struct jo_file *outf = NULL;
 	double t0 = now_s();
 	int64_t start = (int64_t)time(NULL);
 	int rc;
@@ -485,19 +500,10 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		goto out;
 
 	if (o->out) {
-		size_t len = strlen(o->out) + 16;
-
-		tmp_out = malloc(len);
-		if (!tmp_out) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		rc = jo_file_create(&outf, o->out, JO_FILE_PUBLIC, JO_FILE_STDIO, err);
+		if (rc)
 			goto out;
-		}
-		snprintf(tmp_out, len, "%s.tmp", o->out);
-		r->out = fopen(tmp_out, "w");
-		if (!r->out) {
-			rc = jo_err_set(err, JO_EIO, "cannot write '%s': %s", tmp_out, strerror(errno));
-			goto out;
-		}
+		r->out = outf->fp;
 		r->out_json = true;
 	} else {
 		r->out = stdout;
@@ -555,20 +561,11 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		rc = jo_err_set(err, JO_EIO, "write candidates: %s", strerror(r->werr ? r->werr : errno));
 		goto out;
 	}
-	if (tmp_out) {
-		FILE *f = r->out;
-
+	if (outf) {
 		r->out = NULL;
-		if (fsync(fileno(f)) != 0 || fclose(f) != 0) {
-			rc = jo_err_set(err, JO_EIO, "write '%s': %s", tmp_out, strerror(errno));
+		rc = jo_file_commit(outf, err);
+		if (rc)
 			goto out;
-		}
-		if (rename(tmp_out, o->out) != 0) {
-			rc = jo_err_set(err, JO_EIO, "rename '%s': %s", tmp_out, strerror(errno));
-			goto out;
-		}
-		free(tmp_out);
-		tmp_out = NULL;
 	}
 	jo_xsort_get_stats(xrefs, &sr);
 	jo_xsort_get_stats(xobjs, &so);
@@ -576,13 +573,8 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 	*exit_out = counts.n[LEAK_LEAKED] || counts.n[LEAK_MISSING] ? JO_EXIT_FOUND : JO_EXIT_OK;
 out:
 	clear_progress(r);
-	if (r->out && r->out != stdout)
-		fclose(r->out);
 	r->out = NULL;
-	if (tmp_out) {
-		(void)unlink(tmp_out); /* an incomplete report must not look complete */
-		free(tmp_out);
-	}
+	jo_file_abort(outf); /* an incomplete report must not look complete */
 	jo_xsort_free(xrefs);
 	jo_xsort_free(xobjs);
 	leak_density_free(&density);
@@ -612,12 +604,20 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 	r->mx.d = st;
 	if (rc)
 		return rc;
-	human_bytes(st.deleted_bytes, b, sizeof(b));
-	fprintf(stderr, "%s %s: %llu candidates: %llu deleted (%s), %llu kept, %llu failed, "
-		"%llu quarantined\n", r->ctx->prog, r->ctx->cmd,
-		(unsigned long long)st.candidates, (unsigned long long)st.deleted, b,
-		(unsigned long long)st.kept, (unsigned long long)st.failed,
-		(unsigned long long)st.quarantined);
+	if (o->dry_run) {
+		human_bytes(st.would_delete_bytes, b, sizeof(b));
+		fprintf(stderr, "%s %s: dry run: %llu candidates: would delete %llu (%s), %llu kept, "
+			"%llu failed\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st.candidates,
+			(unsigned long long)st.would_delete, b, (unsigned long long)st.kept,
+			(unsigned long long)st.failed);
+	} else {
+		human_bytes(st.deleted_bytes, b, sizeof(b));
+		fprintf(stderr, "%s %s: %llu candidates: %llu deleted (%s), %llu kept, %llu failed, "
+			"%llu quarantined\n", r->ctx->prog, r->ctx->cmd,
+			(unsigned long long)st.candidates, (unsigned long long)st.deleted, b,
+			(unsigned long long)st.kept, (unsigned long long)st.failed,
+			(unsigned long long)st.quarantined);
+	}
 	if (o->json) {
 		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "type",
 				      "summary", "complete", 1, "candidates", (json_int_t)st.candidates,
@@ -625,7 +625,14 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 				      "deleted_bytes", (json_int_t)st.deleted_bytes,
 				      "kept", (json_int_t)st.kept, "failed", (json_int_t)st.failed,
 				      "quarantined", (json_int_t)st.quarantined, "dry_run", o->dry_run);
-		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+		char *s;
+
+		if (j && o->dry_run) {
+			json_object_set_new(j, "would_delete", json_integer((json_int_t)st.would_delete));
+			json_object_set_new(j, "would_delete_bytes",
+					    json_integer((json_int_t)st.would_delete_bytes));
+		}
+		s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 		if (s)
 			printf("%s\n", s);
@@ -633,6 +640,50 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 		json_decref(j);
 	}
 	*exit_out = st.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+	return 0;
+}
+
+/*
+ * --restore: every entry created only. The summary says how many went back,
+ * how many keys already had an object (left as they were) and how the store
+ * checked that (jo_obj_create_check).
+ */
+static int run_restore(struct lc_run *r, struct jo_err *err)
+{
+	const struct lc_opts *o = r->o;
+	struct leak_restore_stats *st = &r->mx.rs;
+	const char *check;
+	char b[32];
+	int rc;
+
+	r->stage = "the restore";
+	rc = leak_restore(r->vol, o->restore, o->audit, st, err);
+	check = jo_obj_create_check(r->vol->obj);
+	if (rc) {
+		if (st->restored || st->kept_exists)
+			fprintf(stderr, "%s %s: INCOMPLETE: %llu of %llu objects restored, %llu kept: "
+				"exists before it stopped\n", r->ctx->prog, r->ctx->cmd,
+				(unsigned long long)st->restored, (unsigned long long)st->entries,
+				(unsigned long long)st->kept_exists);
+		return rc;
+	}
+	human_bytes(st->restored_bytes, b, sizeof(b));
+	fprintf(stderr, "%s %s: restored %llu objects (%s) from '%s', %llu kept: exists "
+		"(create check: %s)\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st->restored,
+		b, o->restore, (unsigned long long)st->kept_exists, check);
+	if (o->json) {
+		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:s}", "type", "summary",
+				      "complete", 1, "entries", (json_int_t)st->entries,
+				      "restored", (json_int_t)st->restored,
+				      "restored_bytes", (json_int_t)st->restored_bytes,
+				      "kept_exists", (json_int_t)st->kept_exists, "create_check", check);
+		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+		if (s)
+			printf("%s\n", s);
+		free(s);
+		json_decref(j);
+	}
 	return 0;
 }
 
@@ -762,9 +813,13 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 		(void)cmd_metric(ctx, check[i].what, check[i].help, NULL, check[i].v);
 	for (size_t i = 0; r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)
 		(void)cmd_metric(ctx, del[i].what, del[i].help, NULL, del[i].v);
-	if (r->o->restore)
+	if (r->o->restore) {
 		(void)cmd_metric(ctx, "restored_objects", "objects put back from the quarantine archive",
-				 NULL, (double)x->restored);
+				 NULL, (double)x->rs.restored);
+		(void)cmd_metric(ctx, "restore_kept_exists",
+				 "archive entries whose key had an object (left as it was)", NULL,
+				 (double)x->rs.kept_exists);
+	}
 	(void)cmd_metric(ctx, "errors", "failed deletions, plus 1 when the run itself failed", NULL,
 			 (double)x->d.failed + (failed ? 1 : 0));
 }
@@ -797,7 +852,6 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	struct lc_run r = { .ctx = ctx, .o = &o };
 	struct jo_err err = { 0 };
 	int c, rc, code = JO_EXIT_OK;
-	char *end;
 
 	o.json = ctx->json;
 	o.tmp = getenv("TMPDIR");
@@ -812,9 +866,9 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 				return cmd_usage_error(ctx, "bad --min-age '%s'", optarg);
 			break;
 		case OPT_LIST_THREADS: {
-			long n = strtol(optarg, &end, 10);
+			uint64_t n;
 
-			if (*end || n < 1 || n > 1024)
+			if (cmd_parse_uint(optarg, 1, 1024, &n))
 				return cmd_usage_error(ctx, "bad --list-threads '%s' (1..1024)", optarg);
 			o.threads = (int)n;
 			break;
@@ -828,8 +882,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		case OPT_QUARANTINE: o.quarantine = optarg; break;
 		case OPT_AUDIT: o.audit = optarg; break;
 		case OPT_RATE:
-			o.rate = strtod(optarg, &end);
-			if (*end || o.rate < 0)
+			if (cmd_parse_decimal(optarg, &o.rate))
 				return cmd_usage_error(ctx, "bad --delete-rate '%s'", optarg);
 			break;
 		case OPT_DRY_RUN: o.dry_run = true; break;
@@ -856,9 +909,11 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (o.delete_from && o.restore)
 		return cmd_usage_error(ctx, "--delete-from and --restore exclude each other");
-	if ((o.quarantine || o.audit || o.rate > 0 || o.dry_run) && !o.delete_from)
-		return cmd_usage_error(ctx, "--quarantine, --audit, --delete-rate and --dry-run "
-				       "go with --delete-from");
+	if ((o.quarantine || o.rate > 0 || o.dry_run) && !o.delete_from)
+		return cmd_usage_error(ctx, "--quarantine, --delete-rate and --dry-run go with "
+				       "--delete-from");
+	if (o.audit && !o.delete_from && !o.restore)
+		return cmd_usage_error(ctx, "--audit goes with --delete-from or --restore");
 	if (o.out && (o.delete_from || o.restore))
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
 
@@ -869,12 +924,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	if (rc)
 		goto out;
 	if (o.restore) {
-		uint64_t n = 0;
-
-		rc = leak_restore(r.vol, o.restore, &n, &err);
-		r.mx.restored = n;
-		fprintf(stderr, "%s %s: restored %llu objects from '%s'\n", ctx->prog, ctx->cmd,
-			(unsigned long long)n, o.restore);
+		rc = run_restore(&r, &err);
 	} else if (o.delete_from) {
 		rc = run_delete(&r, &err, &code);
 	} else {

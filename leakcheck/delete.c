@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/object/object.h"
@@ -35,6 +37,7 @@ struct cand {
 	char reason[24];
 	const char *result;       /* static: NULL = still a candidate */
 	char fail[160];           /* failure detail */
+	bool settled;             /* counted and audited */
 };
 
 struct delctx {
@@ -44,7 +47,7 @@ struct delctx {
 	FILE *audit;
 	const struct jo_la *la;   /* libarchive, loaded for a quarantine */
 	struct archive *ar;
-	char *ar_tmp;
+	struct jo_file *ar_file;  /* the archive, under a temp name until committed */
 	char *ar_path;
 	unsigned ar_seq;
 	double t0;
@@ -68,24 +71,100 @@ static void fmt_time(int64_t t, char *buf, size_t cap)
 	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
-static int audit_line(struct delctx *d, const struct cand *c)
+/* The audit file, appended to (shared by --delete-from and --restore). */
+static int audit_open(const char *path, FILE **out, struct jo_err *err)
+{
+	int afd, rc;
+
+	*out = NULL;
+	/* not through a planted link, nor into another user's file (common/file.h) */
+	rc = jo_file_append_open(&afd, path, JO_FILE_PUBLIC, err);
+	if (rc)
+		return jo_err_wrap(err, "audit");
+	*out = fdopen(afd, "a");
+	if (!*out) {
+		rc = jo_err_set(err, JO_ENOMEM, "cannot open audit '%s': %s", path, strerror(errno));
+		close(afd);
+	}
+	return rc;
+}
+
+/* One audit line (no-op without an audit). */
+static int audit_write(FILE *audit, const char *path, const char *key, const char *reason,
+		       const char *result, uint64_t slice, uint64_t size, struct jo_err *err)
 {
 	char ts[32];
 	json_t *j;
 	char *s;
 	int rc = 0;
 
-	if (!d->audit)
+	if (!audit)
 		return 0;
 	fmt_time(time(NULL), ts, sizeof(ts));
-	j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "time", ts, "key", c->key, "reason",
-		      c->reason, "result", c->fail[0] ? c->fail : c->result, "slice",
-		      (json_int_t)c->id, "size", (json_int_t)c->size);
+	j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:I}", "time", ts, "key", key, "reason", reason,
+		      "result", result, "slice", (json_int_t)slice, "size", (json_int_t)size);
 	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	if (!s || fprintf(d->audit, "%s\n", s) < 0)
-		rc = JO_EIO;
+	if (!s || fprintf(audit, "%s\n", s) < 0)
+		rc = jo_err_set(err, JO_EIO, "audit '%s': write failed", path);
 	free(s);
 	json_decref(j);
+	return rc;
+}
+
+/*
+ * Make the lines written so far durable before the work they announce or
+ * follow goes on: fflush hands them to the kernel (a SIGKILL after it loses
+ * none), fsync to the disk (a crash neither).
+ */
+static int audit_sync(FILE *audit, const char *path, struct jo_err *err)
+{
+	if (!audit)
+		return 0;
+	if (fflush(audit) != 0 || fsync(fileno(audit)) != 0)
+		return jo_err_set(err, JO_EIO, "audit '%s': %s", path, strerror(errno));
+	return 0;
+}
+
+static int audit_line(struct delctx *d, const struct cand *c, const char *result,
+		      struct jo_err *err)
+{
+	return audit_write(d->audit, d->o->audit, c->key, c->reason, result, c->id, c->size, err);
+}
+
+/* Count and audit x if its verdict is in and it was not counted yet. */
+static int settle_one(struct delctx *d, struct cand *x, struct jo_err *err)
+{
+	if (!x->result || x->settled)
+		return 0;
+	x->settled = true;
+	if (!strcmp(x->result, "deleted")) {
+		d->st->deleted++;
+		d->st->deleted_bytes += x->size;
+	} else if (!strcmp(x->result, "would delete")) {
+		d->st->would_delete++;
+		d->st->would_delete_bytes += x->size;
+	} else if (!strcmp(x->result, "failed")) {
+		d->st->failed++;
+	} else {
+		d->st->kept++;
+	}
+	return audit_line(d, x, x->fail[0] ? x->fail : x->result, err);
+}
+
+/*
+ * settle_one every candidate of the group (idx NULL) or the k of idx, then
+ * make the audit durable: called after each step, before the next one
+ * changes anything.
+ */
+static int settle(struct delctx *d, struct cand *c, const size_t *idx, size_t k,
+		  struct jo_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < k && !rc; i++)
+		rc = settle_one(d, &c[idx ? idx[i] : i], err);
+	if (!rc)
+		rc = audit_sync(d->audit, d->o->audit, err);
 	return rc;
 }
 
@@ -228,17 +307,16 @@ static int recheck_object(struct delctx *d, struct cand *c)
 static int archive_open(struct delctx *d, struct jo_err *err)
 {
 	size_t len = strlen(d->o->quarantine) + 32;
+	struct stat st;
 
 	d->ar_path = malloc(len);
-	d->ar_tmp = malloc(len + 8);
-	if (!d->ar_path || !d->ar_tmp)
+	if (!d->ar_path)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	if (d->ar_seq == 0)
 		snprintf(d->ar_path, len, "%s", d->o->quarantine);
 	else
 		snprintf(d->ar_path, len, "%s.%u", d->o->quarantine, d->ar_seq);
-	snprintf(d->ar_tmp, len + 8, "%s.tmp", d->ar_path);
-	if (access(d->ar_path, F_OK) == 0)
+	if (lstat(d->ar_path, &st) == 0) /* a symlink there (even dangling) counts too */
 		return jo_err_set(err, JO_EINVAL, "quarantine archive '%s' already exists",
 				  d->ar_path);
 	if (!d->la) {
@@ -247,11 +325,14 @@ static int archive_open(struct delctx *d, struct jo_err *err)
 		if (rc)
 			return rc;
 	}
+	/* raw block data: 0600 whatever the umask, never replacing an archive */
+	if (jo_file_create(&d->ar_file, d->ar_path, JO_FILE_PRIVATE, JO_FILE_NOREPLACE, err))
+		return jo_err_wrap(err, "quarantine");
 	d->ar = d->la->archive_write_new();
 	if (!d->ar || d->la->archive_write_add_filter_zstd(d->ar) != ARCHIVE_OK ||
 	    d->la->archive_write_set_format_pax_restricted(d->ar) != ARCHIVE_OK ||
-	    d->la->archive_write_open_filename(d->ar, d->ar_tmp) != ARCHIVE_OK)
-		return jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
+	    d->la->archive_write_open_fd(d->ar, d->ar_file->fd) != ARCHIVE_OK)
+		return jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_path,
 				  d->ar ? d->la->archive_error_string(d->ar) : "out of memory");
 	return 0;
 }
@@ -259,27 +340,18 @@ static int archive_open(struct delctx *d, struct jo_err *err)
 /* Close the archive, fsync it and publish it under its final name. */
 static int archive_commit(struct delctx *d, struct jo_err *err)
 {
-	int fd, rc = 0;
+	int rc = 0;
 
+	/* archive_write_open_fd leaves the descriptor open: the commit closes it */
 	if (d->la->archive_write_close(d->ar) != ARCHIVE_OK)
-		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
+		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_path,
 				d->la->archive_error_string(d->ar));
 	d->la->archive_write_free(d->ar);
 	d->ar = NULL;
 	if (rc)
 		return rc;
-	fd = open(d->ar_tmp, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0) {
-		rc = jo_err_set(err, JO_EIO, "quarantine '%s': fsync: %s", d->ar_tmp, strerror(errno));
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	close(fd);
-	if (rename(d->ar_tmp, d->ar_path) < 0)
-		return jo_err_set(err, JO_EIO, "quarantine: rename to '%s': %s", d->ar_path,
-				  strerror(errno));
-	return 0;
+	rc = jo_file_commit(d->ar_file, err);
+	return rc ? jo_err_wrap(err, "quarantine") : 0;
 }
 
 static void archive_abort(struct delctx *d)
@@ -287,11 +359,11 @@ static void archive_abort(struct delctx *d)
 	if (d->ar) {
 		d->la->archive_write_free(d->ar);
 		d->ar = NULL;
-		(void)unlink(d->ar_tmp); /* an incomplete archive protects nothing */
 	}
+	jo_file_abort(d->ar_file); /* an incomplete archive protects nothing */
+	d->ar_file = NULL;
 	free(d->ar_path);
-	free(d->ar_tmp);
-	d->ar_path = d->ar_tmp = NULL;
+	d->ar_path = NULL;
 }
 
 static int quarantine_one(struct delctx *d, struct cand *c, struct jo_err *err)
@@ -323,7 +395,7 @@ static int quarantine_one(struct delctx *d, struct cand *c, struct jo_err *err)
 	d->la->archive_entry_set_mtime(ae, c->mtime, 0);
 	if (d->la->archive_write_header(d->ar, ae) != ARCHIVE_OK ||
 	    (len && d->la->archive_write_data(d->ar, data, len) != (la_ssize_t)len))
-		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_tmp,
+		rc = jo_err_set(err, JO_EIO, "quarantine '%s': %s", d->ar_path,
 				d->la->archive_error_string(d->ar));
 	d->la->archive_entry_free(ae);
 	free(data);
@@ -349,6 +421,12 @@ static void rate_wait(struct delctx *d, size_t n)
 	}
 }
 
+/*
+ * One group of candidates: re-check (metadata, then a HEAD each),
+ * quarantine, then delete in batches. The audit is settled after every step
+ * (see leak_delete in leak.h): a batch's keys get a "deleting" line, made
+ * durable, before its request, and their results before the next batch.
+ */
 static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_err *err)
 {
 	size_t batch = d->o->batch ? d->o->batch : 1000;
@@ -363,6 +441,9 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 	for (size_t i = 0; i < n && !jo_cancelled(); i++)
 		if (!c[i].result)
 			recheck_object(d, &c[i]);
+	rc = settle(d, c, NULL, n, err);
+	if (rc)
+		return rc;
 	if (jo_cancelled())
 		return jo_err_set(err, JO_ECANCELED, "canceled");
 	if (d->o->quarantine && !d->o->dry_run) {
@@ -379,6 +460,15 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 		d->ar_seq++;
 		if (rc)
 			return rc; /* nothing deleted without its archive */
+		rc = settle(d, c, NULL, n, err); /* gone or failed while being archived */
+		if (rc)
+			return rc;
+	}
+	if (d->o->dry_run) {
+		for (size_t i = 0; i < n; i++)
+			if (!c[i].result)
+				c[i].result = "would delete";
+		return settle(d, c, NULL, n, err);
 	}
 	keys = malloc(batch * sizeof(*keys));
 	idx = malloc(batch * sizeof(*idx));
@@ -388,15 +478,13 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 		goto out;
 	}
 	for (size_t i = 0; i < n && !rc;) {
+		struct jo_err e = { 0 };
 		size_t k = 0;
+		int brc;
 
 		for (; i < n && k < batch; i++) {
 			if (c[i].result)
 				continue;
-			if (d->o->dry_run) {
-				c[i].result = "would delete";
-				continue;
-			}
 			keys[k] = c[i].key;
 			idx[k++] = i;
 		}
@@ -406,9 +494,14 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 			rc = jo_err_set(err, JO_ECANCELED, "canceled");
 			break;
 		}
-		struct jo_err e = { 0 };
-		int brc = jo_obj_delete_batch(d->v->obj, keys, k, res, &e);
-
+		/* the audit says what is about to go before it goes */
+		for (size_t j = 0; j < k && !rc; j++)
+			rc = audit_line(d, &c[idx[j]], "deleting", err);
+		if (!rc)
+			rc = audit_sync(d->audit, d->o->audit, err);
+		if (rc)
+			break; /* no deletion without its audit line */
+		brc = jo_obj_delete_batch(d->v->obj, keys, k, res, &e);
 		for (size_t j = 0; j < k; j++) {
 			struct cand *x = &c[idx[j]];
 			int r = brc ? brc : res[j];
@@ -421,25 +514,11 @@ static int process_group(struct delctx *d, struct cand *c, size_t n, struct jo_e
 					 brc ? e.msg : jo_err_name(r));
 			}
 		}
-		rate_wait(d, k);
+		rc = settle(d, c, idx, k, err);
+		if (!rc)
+			rate_wait(d, k);
 	}
 out:
-	for (size_t i = 0; i < n; i++) {
-		if (!c[i].result)
-			continue; /* canceled before its turn: not audited */
-		if (!strcmp(c[i].result, "deleted")) {
-			d->st->deleted++;
-			d->st->deleted_bytes += c[i].size;
-		} else if (!strcmp(c[i].result, "failed")) {
-			d->st->failed++;
-		} else {
-			d->st->kept++;
-		}
-		if (audit_line(d, &c[i]) && !rc)
-			rc = jo_err_set(err, JO_EIO, "audit '%s': write failed", d->o->audit);
-	}
-	if (d->audit && fflush(d->audit) != 0 && !rc)
-		rc = jo_err_set(err, JO_EIO, "audit '%s': %s", d->o->audit, strerror(errno));
 	free(keys);
 	free(idx);
 	free(res);
@@ -462,12 +541,9 @@ int leak_delete(struct jo_vol *v, const struct leak_delete_opts *o, struct leak_
 	if (!in)
 		return jo_err_set(err, JO_EIO, "cannot open '%s': %s", o->from, strerror(errno));
 	if (o->audit) {
-		d.audit = fopen(o->audit, "a");
-		if (!d.audit) {
-			rc = jo_err_set(err, JO_EIO, "cannot open audit '%s': %s", o->audit,
-					strerror(errno));
+		rc = audit_open(o->audit, &d.audit, err);
+		if (rc)
 			goto out;
-		}
 	}
 	for (;;) {
 		ssize_t got = getline(&line, &lcap, in);
@@ -525,72 +601,179 @@ out:
 	return rc;
 }
 
-int leak_restore(struct jo_vol *v, const char *path, uint64_t *restored, struct jo_err *err)
-{
-	const struct jo_la *la;
-	struct archive *a;
-	struct archive_entry *ae;
-	uint8_t *buf = NULL;
-	int rc, r;
+/* ---- restore ---- */
 
-	*restored = 0;
-	rc = jo_la_load(&la, err);
+struct restore {
+	struct jo_vol *v;
+	const char *path;
+	const struct jo_la *la;
+	int fd;                   /* the archive, read twice through the same file */
+	struct archive *a;
+	uint8_t *buf;             /* DEL_MAX_OBJECT bytes */
+};
+
+/* (Re)start reading the archive from its first byte. */
+static int restore_rewind(struct restore *r, struct jo_err *err)
+{
+	if (r->a)
+		r->la->archive_read_free(r->a);
+	r->a = NULL;
+	if (lseek(r->fd, 0, SEEK_SET) < 0)
+		return jo_err_set(err, JO_EINVAL, "archive '%s': %s (it is read twice: a regular file)",
+				  r->path, strerror(errno));
+	r->a = r->la->archive_read_new();
+	if (!r->a)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	/*
+	 * A quarantine is tar.zst, and nothing else is read: other filters may
+	 * run an external program, which a forged archive must not choose.
+	 */
+	if (r->la->archive_read_support_filter_zstd(r->a) != ARCHIVE_OK ||
+	    r->la->archive_read_support_format_tar(r->a) != ARCHIVE_OK ||
+	    r->la->archive_read_open_fd(r->a, r->fd, 1 << 16) != ARCHIVE_OK)
+		return jo_err_set(err, JO_EPROTO, "archive '%s': %s", r->path,
+				  r->la->archive_error_string(r->a));
+	return 0;
+}
+
+/*
+ * The next entry, checked: a regular file (no link of any kind) whose name
+ * is a block key of this volume exactly as jo_vol_block_key spells it (so
+ * its own name, its layout, no '..', no leading '/'), of at most
+ * DEL_MAX_OBJECT bytes, all of which are read into r->buf. 1 with an
+ * entry, 0 at the end.
+ */
+static int restore_next(struct restore *r, const char **key, size_t *size, uint64_t *id,
+			struct jo_err *err)
+{
+	struct archive_entry *ae;
+	uint32_t indx, bsize;
+	char canon[1200];
+	la_int64_t sz;
+	size_t got = 0;
+	int ar = r->la->archive_read_next_header(r->a, &ae);
+
+	if (ar == ARCHIVE_EOF)
+		return 0;
+	if (ar != ARCHIVE_OK)
+		return jo_err_set(err, JO_EPROTO, "archive '%s': %s", r->path,
+				  r->la->archive_error_string(r->a));
+	*key = r->la->archive_entry_pathname(ae);
+	if (!*key || jo_block_parse(*key, id, &indx, &bsize) != 0 ||
+	    jo_vol_block_key(r->v, canon, sizeof(canon), *id, indx, bsize) < 0 ||
+	    strcmp(canon, *key) != 0)
+		return jo_err_set(err, JO_EINVAL, "archive '%s': '%s' is not a block key of volume "
+				  "'%s'", r->path, *key ? *key : "", r->v->fmt.name);
+	if (r->la->archive_entry_filetype(ae) != AE_IFREG || r->la->archive_entry_hardlink(ae))
+		return jo_err_set(err, JO_EINVAL, "archive '%s': '%s' is not a regular file", r->path,
+				  *key);
+	sz = r->la->archive_entry_size(ae);
+	if (sz < 0 || (uint64_t)sz > DEL_MAX_OBJECT)
+		return jo_err_set(err, JO_EPROTO, "archive '%s': entry '%s' has a bad size", r->path,
+				  *key);
+	while (got < (size_t)sz) {
+		la_ssize_t n = r->la->archive_read_data(r->a, r->buf + got, (size_t)sz - got);
+
+		if (n <= 0)
+			return jo_err_set(err, JO_EPROTO, "archive '%s': short entry '%s'%s%s", r->path,
+					  *key, n < 0 ? ": " : "",
+					  n < 0 ? r->la->archive_error_string(r->a) : "");
+		got += (size_t)n;
+	}
+	*size = got;
+	return 1;
+}
+
+int leak_restore(struct jo_vol *v, const char *path, const char *audit_path,
+		 struct leak_restore_stats *st, struct jo_err *err)
+{
+	struct restore r = { .v = v, .path = path, .fd = -1 };
+	struct jo_obj_put_opts create = { .create_only = true };
+	FILE *audit = NULL;
+	const char *key;
+	size_t size;
+	uint64_t id, n = 0;
+	unsigned unsynced = 0;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	rc = jo_la_load(&r.la, err);
 	if (rc)
 		return rc;
-	a = la->archive_read_new();
-	if (!a)
+	r.buf = malloc(DEL_MAX_OBJECT);
+	if (!r.buf)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	la->archive_read_support_filter_all(a);
-	la->archive_read_support_format_tar(a);
-	if (la->archive_read_open_filename(a, path, 1 << 16) != ARCHIVE_OK) {
-		rc = jo_err_set(err, JO_EIO, "open archive '%s': %s", path, la->archive_error_string(a));
+	r.fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (r.fd < 0) {
+		rc = jo_err_set(err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO, "open archive '%s': %s",
+				path, strerror(errno));
 		goto out;
 	}
-	while ((r = la->archive_read_next_header(a, &ae)) == ARCHIVE_OK) {
-		const char *key = la->archive_entry_pathname(ae);
-		la_int64_t size = la->archive_entry_size(ae);
-		uint64_t id;
-		uint32_t indx, bsize;
-		char canon[1200];
-
-		if (!key || jo_block_parse(key, &id, &indx, &bsize) != 0 ||
-		    jo_vol_block_key(v, canon, sizeof(canon), id, indx, bsize) < 0 ||
-		    strcmp(canon, key) != 0) {
-			rc = jo_err_set(err, JO_EPROTO, "archive '%s': '%s' is not a block of volume '%s'",
-					path, key ? key : "", v->fmt.name);
-			goto out;
-		}
-		if (size < 0 || (size_t)size > DEL_MAX_OBJECT) {
-			rc = jo_err_set(err, JO_EPROTO, "archive '%s': entry '%s' has a bad size", path, key);
-			goto out;
-		}
-		free(buf);
-		buf = malloc((size_t)size ? (size_t)size : 1);
-		if (!buf) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			goto out;
-		}
-		la_ssize_t got = size ? la->archive_read_data(a, buf, (size_t)size) : 0;
-
-		if (got != size) {
-			rc = jo_err_set(err, JO_EPROTO, "archive '%s': short entry '%s'", path, key);
-			goto out;
-		}
-		rc = jo_obj_put(v->obj, key, buf, (size_t)size, NULL, err);
-		if (rc) {
-			jo_err_wrap(err, "restore '%s'", key);
-			goto out;
-		}
-		(*restored)++;
-		if (jo_cancelled()) {
+	/* pass 1: the whole archive is read and checked before anything is written */
+	rc = restore_rewind(&r, err);
+	while (!rc && (rc = restore_next(&r, &key, &size, &id, err)) == 1) {
+		rc = 0;
+		n++;
+		if (jo_cancelled())
 			rc = jo_err_set(err, JO_ECANCELED, "canceled");
-			goto out;
-		}
 	}
-	if (r != ARCHIVE_EOF)
-		rc = jo_err_set(err, JO_EPROTO, "archive '%s': %s", path, la->archive_error_string(a));
+	if (rc) {
+		char why[sizeof(err->msg)];
+
+		snprintf(why, sizeof(why), "%s", err->msg);
+		if (rc != JO_ECANCELED)
+			jo_err_set(err, rc, "%.480s: nothing restored", why);
+		goto out;
+	}
+	st->entries = n;
+	if (audit_path) {
+		rc = audit_open(audit_path, &audit, err);
+		if (rc)
+			goto out;
+	}
+	/* pass 2: the same file again, each entry checked again, then created only */
+	rc = restore_rewind(&r, err);
+	while (!rc && (rc = restore_next(&r, &key, &size, &id, err)) == 1) {
+		const char *result = "restored";
+
+		rc = jo_obj_put(v->obj, key, r.buf, size, &create, err);
+		if (rc == JO_EEXIST) {
+			result = "kept: exists";
+			st->kept_exists++;
+			rc = 0;
+		} else if (rc) {
+			jo_err_wrap(err, "restore '%s'", key);
+			break;
+		} else {
+			st->restored++;
+			st->restored_bytes += size;
+		}
+		/* each line reaches the kernel at once; the disk every 256 and at the end */
+		rc = audit_write(audit, audit_path, key, "restore", result, id, size, err);
+		if (!rc && audit && fflush(audit) != 0)
+			rc = jo_err_set(err, JO_EIO, "audit '%s': %s", audit_path, strerror(errno));
+		if (!rc && ++unsynced == 256) {
+			rc = audit_sync(audit, audit_path, err);
+			unsynced = 0;
+		}
+		if (!rc && jo_cancelled())
+			rc = jo_err_set(err, JO_ECANCELED, "canceled");
+	}
+	if (!rc && st->restored + st->kept_exists != n)
+		rc = jo_err_set(err, JO_EPROTO, "archive '%s' changed while it was restored", path);
 out:
-	free(buf);
-	la->archive_read_free(a);
+	if (audit) {
+		struct jo_err e = { 0 };
+
+		if (audit_sync(audit, audit_path, &e) && !rc)
+			rc = jo_err_set(err, e.code, "%s", e.msg);
+		if (fclose(audit) != 0 && !rc)
+			rc = jo_err_set(err, JO_EIO, "audit '%s': %s", audit_path, strerror(errno));
+	}
+	if (r.a)
+		r.la->archive_read_free(r.a);
+	if (r.fd >= 0)
+		close(r.fd);
+	free(r.buf);
 	return rc;
 }

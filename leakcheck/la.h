@@ -21,11 +21,14 @@
 #define JO_LA_FUNCS(X)                                                        \
 	X(archive_write_new) X(archive_write_add_filter_zstd)                 \
 	X(archive_write_set_format_pax_restricted) X(archive_write_open_filename) \
+	X(archive_write_open_fd)                                              \
 	X(archive_write_header) X(archive_write_data) X(archive_write_close)  \
 	X(archive_write_free) X(archive_read_new)                             \
 	X(archive_read_support_filter_all) X(archive_read_support_format_tar) \
+	X(archive_read_support_filter_zstd) X(archive_read_open_fd)           \
 	X(archive_read_open_filename) X(archive_read_next_header)             \
 	X(archive_read_data) X(archive_read_free) X(archive_error_string)     \
+	X(archive_entry_filetype) X(archive_entry_hardlink)                   \
 	X(archive_entry_new) X(archive_entry_free) X(archive_entry_pathname)  \
 	X(archive_entry_size) X(archive_entry_set_pathname)                   \
 	X(archive_entry_set_filetype) X(archive_entry_set_perm)               \

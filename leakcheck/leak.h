@@ -223,12 +223,38 @@ struct leak_delete_opts {
 };
 struct leak_delete_stats {
 	uint64_t candidates, deleted, deleted_bytes, kept, failed, quarantined;
+	uint64_t would_delete, would_delete_bytes;   /* dry run: what it would delete */
 };
+/*
+ * The candidates go in groups: a fresh metadata re-check and a HEAD each,
+ * the quarantine archive (published and fsync'd), then DeleteObjects
+ * batches. The audit is written as the work is done and made durable
+ * (fflush + fsync) at each step: the lines of the re-check's and the
+ * quarantine's verdicts before any deletion, a "deleting" line per key
+ * before its batch's request and the batch's results before the next batch,
+ * so that no delete that happened lacks its line, even after a SIGKILL.
+ * The counts in *st are those of the work done, also when it fails.
+ */
 int leak_delete(struct jo_vol *v, const struct leak_delete_opts *o, struct leak_delete_stats *st,
 		struct jo_err *err);
 
-/* Put every object of a quarantine archive back. */
-int leak_restore(struct jo_vol *v, const char *archive, uint64_t *restored, struct jo_err *err);
+struct leak_restore_stats {
+	uint64_t entries;            /* entries of the archive (all checked first) */
+	uint64_t restored, restored_bytes;
+	uint64_t kept_exists;        /* the key had an object: left as it was */
+};
+/*
+ * Put the objects of a quarantine archive back, never over an object: each
+ * is created only (jo_obj_put_opts create_only), and a key that exists is
+ * counted in kept_exists and left alone. The whole archive is read first:
+ * an entry that is not a regular file holding a block key of this volume
+ * (its own name and layout, as jo_vol_block_key writes it: no other
+ * volume's name, no '..', no absolute path) is JO_EINVAL, and a damaged
+ * archive JO_EPROTO, before anything is written. audit (NULL: none) gets
+ * a line per entry written or kept.
+ */
+int leak_restore(struct jo_vol *v, const char *archive, const char *audit,
+		 struct leak_restore_stats *st, struct jo_err *err);
 
 /* ---- synthetic benchmark workload (bench/leakcheck) ---- */
 

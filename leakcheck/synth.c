@@ -7,13 +7,13 @@
  */
 #include "leakcheck/leak.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/file.h"
 
 #define SYN_BS (4u << 20)
 
@@ -43,28 +43,32 @@ static double mono(void)
 
 int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, struct jo_err *err)
 {
-	FILE *fr = fopen(refs_path, "w"), *fo = fopen(objs_path, "w");
-	int rc = 0;
+	struct jo_file *fr = NULL, *fo = NULL;
+	int rc;
 
-	if (!fr || !fo) {
-		rc = jo_err_set(err, JO_EIO, "synthetic: cannot write key files: %s", strerror(errno));
+	rc = jo_file_create(&fr, refs_path, JO_FILE_PUBLIC, JO_FILE_STDIO, err);
+	if (!rc)
+		rc = jo_file_create(&fo, objs_path, JO_FILE_PUBLIC, JO_FILE_STDIO, err);
+	if (rc) {
+		jo_err_wrap(err, "synthetic: key files");
 		goto out;
 	}
 	for (uint64_t i = 0; i < n; i++) {
 		uint64_t id = syn_id(i);
 
 		if (syn_has_ref(i))
-			fprintf(fr, "%llu_0\n", (unsigned long long)id);
+			fprintf(fr->fp, "%llu_0\n", (unsigned long long)id);
 		if (syn_has_obj(i))
-			fprintf(fo, "%llu_0\n", (unsigned long long)id);
+			fprintf(fo->fp, "%llu_0\n", (unsigned long long)id);
 	}
-	if (ferror(fr) || ferror(fo))
-		rc = jo_err_set(err, JO_EIO, "synthetic: write key files failed");
+	rc = jo_file_commit(fr, err);
+	if (!rc)
+		rc = jo_file_commit(fo, err);
+	if (rc)
+		jo_err_wrap(err, "synthetic: key files");
 out:
-	if (fr && fclose(fr) && !rc)
-		rc = jo_err_set(err, JO_EIO, "synthetic: close: %s", strerror(errno));
-	if (fo && fclose(fo) && !rc)
-		rc = jo_err_set(err, JO_EIO, "synthetic: close: %s", strerror(errno));
+	jo_file_abort(fr);
+	jo_file_abort(fo);
 	return rc;
 }
 

@@ -33,6 +33,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
@@ -1792,20 +1793,22 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 	} else {
 		const char *name = json_string_value(json_object_get(v.job, "name"));
 
-		fprintf(out, "job %s%s%s%s: %s -> %s\n", ns, name ? " \"" : "", name ? name : "",
-			name ? "\"" : "", js(v.job, "src"), js(v.job, "dst"));
+		/* what the coordinator holds is anyone's text: escaped for the terminal */
+		fprintf(out, "job %s%s%s%s: %s -> %s\n", JO_ESC_TERM(ns), name ? " \"" : "",
+			name ? JO_ESC_TERM(name) : "", name ? "\"" : "", JO_ESC_TERM(js(v.job, "src")),
+			JO_ESC_TERM(js(v.job, "dst")));
 		if (v.end)
 			snprintf(buf, sizeof(buf), "finished %s%s%s", js(v.end, "status"),
 				 js(v.end, "why")[0] ? ": " : "", js(v.end, "why"));
 		else
 			snprintf(buf, sizeof(buf), "%s", state);
-		fprintf(out, "  state:    %s\n", buf);
+		fprintf(out, "  state:    %s\n", JO_ESC_TERM(buf));
 		if (v.plan) {
 			fmt_time(ji(v.plan, "at"), tb, sizeof(tb));
 			fprintf(out, "  planned:  %s by %s: %d ranges (%" PRIu64 " SRC / %" PRIu64
-				" DST objects sampled, %s / %s order)\n", tb, js(v.plan, "by"), v.n,
-				ju(v.plan, "src_est"), ju(v.plan, "dst_est"), js(v.plan, "src_order"),
-				js(v.plan, "dst_order"));
+				" DST objects sampled, %s / %s order)\n", tb, JO_ESC_TERM(js(v.plan, "by")),
+				v.n, ju(v.plan, "src_est"), ju(v.plan, "dst_est"),
+				JO_ESC_TERM(js(v.plan, "src_order")), JO_ESC_TERM(js(v.plan, "dst_order")));
 		}
 		fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v.n,
 			t.done, leased_ranges, t.failed, ls.pending_range);
@@ -1816,7 +1819,8 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 		if (v.gate)
 			fprintf(out, "  deletes:  %s%s%s (%" PRIu64 " due; deletions done in %d ranges)\n",
 				jb(v.gate, "delete") ? "running after the last range" : "refused",
-				js(v.gate, "why")[0] ? ": " : "", js(v.gate, "why"), ju(v.gate, "extras"),
+				js(v.gate, "why")[0] ? ": " : "", JO_ESC_TERM(js(v.gate, "why")),
+				ju(v.gate, "extras"),
 				t.deleted_ranges);
 		if (json_array_size(leases)) {
 			fprintf(out, "  leased:\n");
@@ -1829,8 +1833,9 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 					snprintf(tb, sizeof(tb), "?");
 				short_key(json_string_value(json_object_get(e, "at")), kb, sizeof(kb));
 				fprintf(out, "    %s %06d  by %s since %s (attempt %" PRId64 "), %" PRIu64
-					" copied so far, at %s\n", js(e, "kind"), (int)ji(e, "range"),
-					js(e, "owner"), tb, ji(e, "attempt"), ju(e, "copied"), kb);
+					" copied so far, at %s\n", JO_ESC_TERM(js(e, "kind")),
+					(int)ji(e, "range"), JO_ESC_TERM(js(e, "owner")), tb,
+					ji(e, "attempt"), ju(e, "copied"), JO_ESC_TERM(kb));
 			}
 		}
 		if (json_array_size(fails)) {
@@ -1839,7 +1844,8 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 				const json_t *e = json_array_get(fails, i);
 
 				fprintf(out, "    range %06d%s: %s (%s)\n", (int)ji(e, "range"),
-					jb(e, "given_up") ? " (given up)" : "", js(e, "error"), js(e, "by"));
+					jb(e, "given_up") ? " (given up)" : "", JO_ESC_TERM(js(e, "error")),
+					JO_ESC_TERM(js(e, "by")));
 			}
 		}
 		if (json_array_size(workers)) {
@@ -1851,7 +1857,8 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 				jo_sync_human((double)ju(e, "bytes"), rb, sizeof(rb));
 				jo_sync_human(json_real_value(json_object_get(e, "bytes_per_s")), rr, sizeof(rr));
 				fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
-					"%d ranges  seen %.0fs ago\n", js(e, "worker"), js(e, "state"),
+					"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(js(e, "worker")),
+					JO_ESC_TERM(js(e, "state")),
 					ju(e, "copied"), rb, rr,
 					json_real_value(json_object_get(e, "objects_per_s")),
 					(int)ji(e, "ranges"), (double)ji(e, "seen_ago_ms") / 1000.0);

@@ -15,6 +15,7 @@
 #include "cmd/exit.h"
 #include "cmd/util.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/object/object.h"
@@ -300,12 +301,11 @@ enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
 
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
+	uint64_t v;
+
+	if (cmd_parse_uint(s, (uint64_t)lo, (uint64_t)hi, &v))
 		return -1;
-	*out = v;
+	*out = (long)v;
 	return 0;
 }
 
@@ -402,7 +402,7 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 			s->unrepresentable == 1 ? "" : "s");
 	if (s->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", s->extra,
-			s->delete_refused_why);
+			JO_ESC_TERM(s->delete_refused_why));
 	if (!complete)
 		fprintf(stderr, "jfsops sync: INCOMPLETE: the run stopped before it had read both "
 			"listings whole and finished its copies; nothing was deleted\n");
@@ -620,13 +620,13 @@ static void print_cluster_summary(const struct jo_sync_side *src, const struct j
 		fprintf(stderr, "jfsops sync: job %s: planned, %d ranges\n", co->ns, r->ranges);
 	else if (r->was_finished)
 		fprintf(stderr, "jfsops sync: job %s is finished (%s%s%s): nothing to do; a new run "
-			"needs another --id, or --reset\n", co->ns, r->status, r->why[0] ? ": " : "",
-			r->why);
+			"needs another --id, or --reset\n", co->ns, JO_ESC_TERM(r->status),
+			r->why[0] ? ": " : "", JO_ESC_TERM(r->why));
 	else
 		fprintf(stderr, "jfsops sync: job %s %s%s%s%s; %d ranges (%d failed); this worker did %d, "
 			"copied %" PRIu64 " (%" PRIu64 " bytes), deleted %" PRIu64 ", failed %" PRIu64
-			"\n", co->ns, r->finished ? "finished " : "stopped", r->status, r->why[0] ? ": " : "",
-			r->why, r->ranges, r->ranges_failed, r->ranges_mine, m->copied, m->copied_bytes,
+			"\n", co->ns, r->finished ? "finished " : "stopped", JO_ESC_TERM(r->status),
+			r->why[0] ? ": " : "", JO_ESC_TERM(r->why), r->ranges, r->ranges_failed, r->ranges_mine, m->copied, m->copied_bytes,
 			m->deleted, m->failed);
 	if (r->finished)
 		fprintf(stderr, "jfsops sync: job %s: listed %" PRIu64 " src / %" PRIu64 " dst, copied %"
@@ -635,7 +635,7 @@ static void print_cluster_summary(const struct jo_sync_side *src, const struct j
 			j->skipped, j->extra, j->deleted);
 	if (j->delete_refused)
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", j->extra,
-			j->delete_refused_why);
+			JO_ESC_TERM(j->delete_refused_why));
 	if (json)
 		print_cluster_json(src, dst, co, r, exit_code);
 }

@@ -28,6 +28,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/esc.h"
 #include "common/log.h"
 #include "common/object/object.h"
 
@@ -164,7 +165,8 @@ static void plan_line(struct eng *e, const char *action, const char *rel, uint64
 {
 	if (!e->o->json) {
 		flockfile(stdout);
-		printf("%s %s (%s)\n", action, rel, why ? why : "");
+		/* keys are anyone's names: no raw control byte to a terminal */
+		printf("%s %s (%s)\n", action, JO_ESC_TERM(rel), JO_ESC_TERM(why ? why : ""));
 		funlockfile(stdout);
 		return;
 	}

@@ -453,12 +453,16 @@ bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key)
 
 int64_t jo_sync_parse_size(const char *s)
 {
-	if (!s || !*s)
+	/* strtod takes blanks, signs, "inf", "nan", hex and exponents: a plain decimal only */
+	size_t digits = s ? strspn(s, "0123456789") : 0;
+	if (!digits)
 		return -1;
+	if (s[digits] == '.')
+		digits += 1 + strspn(s + digits + 1, "0123456789");
 	char *end;
 	errno = 0;
 	double v = strtod(s, &end);
-	if (errno || end == s || v < 0)
+	if (errno || end != s + digits || v < 0)
 		return -1;
 	double m = 1;
 	switch (*end) {

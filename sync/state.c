@@ -14,6 +14,7 @@
 #include "sync/sync.h"
 
 #include "common/err.h"
+#include "common/file.h"
 
 #include <pthread.h>
 #include <sqlite3.h>
@@ -63,11 +64,24 @@ int jo_sync_state_open(struct jo_sync_state **out, const char *path, bool readon
 	st->readonly = readonly;
 	int flags = SQLITE_OPEN_FULLMUTEX;
 	const char *p = path;
-	if (readonly && access(path, F_OK) != 0) {
+	/*
+	 * The file (and SQLite's files beside it) must be a regular file of ours
+	 * or root's, never a symlink: made here, 0600 (it knows every key and
+	 * multipart upload), before SQLite opens it by name without following.
+	 */
+	static const char *const sidecars[] = { "-wal", "-shm", "-journal", NULL };
+	int prc = jo_file_prepare(path, JO_FILE_PRIVATE, readonly ? JO_FILE_NOCREATE : 0, sidecars,
+				  err);
+	if (readonly && prc == JO_ENOTFOUND) {
 		p = ":memory:";
 		flags |= SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	} else if (prc) {
+		jo_err_wrap(err, "state file");
+		jo_sync_state_close(st);
+		return prc;
 	} else {
-		flags |= readonly ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+		flags |= SQLITE_OPEN_NOFOLLOW |
+			 (readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE);
 	}
 	if (sqlite3_open_v2(p, &st->db, flags, NULL) != SQLITE_OK) {
 		int rc = jo_err_set(err, JO_EIO, "state file \"%s\": %s", path,

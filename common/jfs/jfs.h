@@ -198,8 +198,11 @@ typedef int (*jo_vol_source_cb)(uint8_t *dst, uint32_t off, uint32_t len, void *
 /*
  * Write slice `id` of `size` bytes: one object per block, encoded with the
  * volume's compression, keyed as JuiceFS keys them. `src` is asked for each
- * block's bytes in order. On any failure the blocks already uploaded are
- * deleted again (best effort) and the error is returned.
+ * block's bytes in order. Every block is created only (jo_obj_put_opts
+ * create_only): a key that is taken (a fresh id's keys never are) fails the
+ * write with JO_EEXIST and its object is left as it was. On any failure the
+ * blocks this call created are deleted again (best effort; never one it
+ * found taken) and the error is returned.
  */
 int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_source_cb src,
 		       void *payload, struct jo_err *err);

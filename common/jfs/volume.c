@@ -67,6 +67,15 @@ int jo_vol_open(struct jo_vol **out, const struct jo_vol_opts *opts, struct jo_e
 		jo_err_wrap(err, "object store of volume '%s'", v->fmt.name);
 		goto fail;
 	}
+	{
+		/* block writes are create-only: they may ask the store how, under NAME/ */
+		char prefix[300];
+
+		snprintf(prefix, sizeof(prefix), "%s/", v->fmt.name);
+		rc = jo_obj_create_probe(v->obj, prefix, err);
+		if (rc)
+			goto fail;
+	}
 	*out = v;
 	return 0;
 fail:
@@ -516,6 +525,7 @@ int jo_vol_read_slice(struct jo_vol *v, uint64_t id, uint32_t size, uint32_t off
 
 struct up_job {
 	char key[512];
+	uint32_t indx;
 	uint8_t *enc;
 	size_t len;
 };
@@ -528,6 +538,7 @@ struct uploads {
 	size_t head, n;
 	bool closed;
 	uint32_t done;           /* blocks uploaded */
+	bool *written;           /* [indx]: this call created that block's object */
 	int rc;                  /* first failure */
 	struct jo_err err;
 };
@@ -555,15 +566,24 @@ static void *uploader(void *arg)
 		rc = u->rc; /* after a failure the rest is dropped */
 		pthread_mutex_unlock(&u->mu);
 		if (rc == 0) {
-			rc = jo_obj_put(u->obj, j.key, j.enc, j.len, NULL, &e);
+			/*
+			 * A new slice id is fresh: its keys are free. One that is
+			 * taken means something is badly wrong (a reused id,
+			 * another writer); the object there is not ours to
+			 * replace, nor to delete when this slice is given up.
+			 */
+			struct jo_obj_put_opts po = { .create_only = true };
+
+			rc = jo_obj_put(u->obj, j.key, j.enc, j.len, &po, &e);
 			if (rc)
 				jo_err_wrap(&e, "write block '%s'", j.key);
 		}
 		free(j.enc);
 		pthread_mutex_lock(&u->mu);
-		if (rc == 0)
+		if (rc == 0) {
 			u->done++;
-		else if (u->rc == 0) {
+			u->written[j.indx] = true;
+		} else if (u->rc == 0) {
 			u->rc = rc;
 			u->err = e;
 		}
@@ -572,7 +592,8 @@ static void *uploader(void *arg)
 }
 
 /* Queue one encoded block (ownership of enc passes). Non-zero once an upload failed. */
-static int uploads_push(struct uploads *u, const char *key, uint8_t *enc, size_t len)
+static int uploads_push(struct uploads *u, const char *key, uint32_t indx, uint8_t *enc,
+			size_t len)
 {
 	int rc;
 
@@ -584,6 +605,7 @@ static int uploads_push(struct uploads *u, const char *key, uint8_t *enc, size_t
 		struct up_job *j = &u->q[(u->head + u->n) % UPLOADERS];
 
 		snprintf(j->key, sizeof(j->key), "%s", key);
+		j->indx = indx;
 		j->enc = enc;
 		j->len = len;
 		u->n++;
@@ -593,6 +615,35 @@ static int uploads_push(struct uploads *u, const char *key, uint8_t *enc, size_t
 	pthread_mutex_unlock(&u->mu);
 	free(enc);
 	return rc;
+}
+
+/*
+ * Do not leave a half-written slice behind: delete the blocks this write
+ * created, and only those (a key found taken held someone else's object).
+ * Best effort; leakcheck reports any survivor.
+ */
+static void drop_written(struct jo_vol *v, uint64_t id, uint32_t size, const bool *written)
+{
+	uint32_t nb = jo_slice_nblocks(size, v->block_size), n = 0;
+	char (*keys)[512] = calloc(nb, sizeof(*keys));
+	const char **kp = calloc(nb, sizeof(*kp));
+	int *results = calloc(nb, sizeof(*results));
+	struct jo_err derr = { 0 };
+
+	if (keys && kp && results) {
+		for (uint32_t i = 0; i < nb; i++) {
+			if (!written[i])
+				continue;
+			jo_vol_block_key(v, keys[n], sizeof(keys[n]), id, i,
+					 jo_block_len(size, v->block_size, i));
+			kp[n] = keys[n];
+			n++;
+		}
+		(void)jo_obj_delete_batch(v->obj, kp, n, results, &derr); /* best effort, see above */
+	}
+	free(keys);
+	free(kp);
+	free(results);
 }
 
 int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_source_cb src,
@@ -607,10 +658,14 @@ int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_sour
 	if (v->fmt.has_encrypt_key)
 		return jo_err_set(err, JO_EUNSUPPORTED,
 				  "volume '%s' encrypts its data: not supported", v->fmt.name);
-	buf = malloc(bs);
-	if (!buf)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	memset(&u, 0, sizeof(u));
+	buf = malloc(bs);
+	u.written = calloc(nb ? nb : 1, sizeof(*u.written));
+	if (!buf || !u.written) {
+		free(buf);
+		free(u.written);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
 	u.obj = v->obj;
 	pthread_mutex_init(&u.mu, NULL);
 	pthread_cond_init(&u.more, NULL);
@@ -635,7 +690,7 @@ int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_sour
 			rc = jo_block_encode(v->compress, buf, blen, &enc, &enclen, err);
 		if (!rc) {
 			jo_vol_block_key(v, key, sizeof(key), id, i, blen);
-			if (uploads_push(&u, key, enc, enclen) != 0)
+			if (uploads_push(&u, key, i, enc, enclen) != 0)
 				break; /* the uploader's error is reported below */
 		}
 	}
@@ -653,12 +708,9 @@ int jo_vol_write_slice(struct jo_vol *v, uint64_t id, uint32_t size, jo_vol_sour
 	pthread_cond_destroy(&u.room);
 	pthread_mutex_destroy(&u.mu);
 	free(buf);
-	if (rc && u.done) {
-		/* do not leave a half-written slice behind; leakcheck reports any survivor */
-		struct jo_err derr = { 0 };
-
-		(void)jo_vol_delete_slice(v, id, size, NULL, &derr);
-	}
+	if (rc && u.done)
+		drop_written(v, id, size, u.written);
+	free(u.written);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include "common/meta/sql_internal.h"
 
 #include "common/err.h"
+#include "common/file.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
@@ -58,11 +59,19 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 {
 	struct jo_sqlc *c;
 	struct stat st;
+	bool create = u->coordinator_only && !u->read_only;
 
 	*out = NULL;
 	/* a coordinator's file is made on first use; a volume's must exist */
 	if (!u->coordinator_only && stat(u->path, &st) != 0)
 		return jo_err_set(err, JO_ENOTFOUND, "sqlite3 database %s does not exist", u->path);
+	if (create) {
+		/* made by jfsops: exclusively, and never a symlink or another user's file */
+		static const char *const sidecars[] = { "-wal", "-shm", "-journal", NULL };
+
+		if (jo_file_prepare(u->path, JO_FILE_PUBLIC, 0, sidecars, err))
+			return jo_err_wrap(err, "sqlite3 coordinator");
+	}
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->path = strdup(u->path))) {
 		free(c);
@@ -70,7 +79,7 @@ static int d_connect(struct jo_sqlc **out, const struct jo_meta_url *u, struct j
 	}
 	if (sqlite3_open_v2(u->path, &c->db, (u->read_only ? SQLITE_OPEN_READONLY :
 					      SQLITE_OPEN_READWRITE) | SQLITE_OPEN_NOMUTEX |
-				    (u->coordinator_only && !u->read_only ? SQLITE_OPEN_CREATE : 0),
+				    (create ? SQLITE_OPEN_CREATE | SQLITE_OPEN_NOFOLLOW : 0),
 			    NULL) != SQLITE_OK) {
 		int rc = jo_err_set(err, JO_EIO, "cannot open sqlite3 database %s: %s", u->path,
 				    c->db ? sqlite3_errmsg(c->db) : "out of memory");

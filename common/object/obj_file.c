@@ -1,7 +1,8 @@
 /*
  * obj_file.c: the "file" backend, laid out as JuiceFS's file storage does:
  * key -> path bucket + key, puts go through a temp file
- * ".jfs.<base>.tmp.<rand>" in the same directory and rename().
+ * ".jfs.<base>.tmp.<rand>" in the same directory and rename() (create-only
+ * puts: link(), which never replaces an existing name).
  * Listings walk the tree sorting siblings by their full key (a directory
  * sorts as "name/"), which makes the whole stream S3 byte order.
  *
@@ -49,6 +50,7 @@ struct file_impl {
 	size_t root_len;
 	bool list_temp;   /* list JuiceFS's ".jfs.*.tmp.*" files too */
 	bool list_links;  /* report symlinks in listings (is_link) instead of skipping */
+	atomic_int create_used;  /* enum jo_obj_create_method: the weakest so far */
 };
 
 static struct file_impl *FI(struct jo_obj *o)
@@ -309,18 +311,64 @@ static int open_temp(int dfd, const char *leaf, const char *tag, char *tmp)
 	return -1;
 }
 
-/* Write data as key: temp file + rename inside the key's directory. */
+/*
+ * After a create-only put found leaf taken: JO_EEXIST for an object (a
+ * regular file), else what check_target says about the name.
+ */
+static int taken(struct jo_obj *o, int dfd, const char *leaf, const char *key, struct jo_err *err)
+{
+	int rc = check_target(o, dfd, leaf, "create", key, err);
+
+	if (rc)
+		return rc;
+	return jo_err_set(err, JO_EEXIST, "file: create '%s' in %s: it exists (left as it is)", key,
+			  o->desc);
+}
+
+/*
+ * Give the written temp file tmp the name leaf without ever replacing what
+ * has that name: link() fails with EEXIST on any existing name (a symlink
+ * there is neither followed nor replaced), then the temp name goes. A
+ * filesystem without hard links gets renameat2(RENAME_NOREPLACE), which
+ * has the same guarantee; one with neither is an error, never a plain
+ * rename(). 0, or -1 with errno.
+ */
+static int link_into(struct file_impl *f, int dfd, const char *tmp, const char *leaf)
+{
+	if (linkat(dfd, tmp, dfd, leaf, 0) == 0) {
+		/* the key holds the data; a failure leaves a temp name that listings skip */
+		(void)unlinkat(dfd, tmp, 0);
+		return 0;
+	}
+	if (errno != EPERM && errno != EOPNOTSUPP && errno != ENOSYS)
+		return -1;
+	if (renameat2(dfd, tmp, dfd, leaf, RENAME_NOREPLACE) < 0)
+		return -1;
+	jo_obj_create_note(&f->create_used, JO_CREATE_RENAME_NOREPLACE);
+	return 0;
+}
+
+/*
+ * Write data as key: temp file + rename inside the key's directory; with
+ * create_only, + link() instead (link_into), so that an existing key is
+ * never replaced (JO_EEXIST). mode >= 0: the file's permission bits.
+ */
 static int put_file(struct jo_obj *o, const char *key, const void *data, size_t len, int mode,
-		    struct jo_err *err)
+		    bool create_only, struct jo_err *err)
 {
 	char tmp[NAME_MAX + 1];
+	struct stat st;
 	const char *leaf;
 	int dfd, fd, rc;
 
 	dfd = open_parent(o, key, true, &leaf, "put", err);
 	if (dfd < 0)
 		return err->code;
+	if (create_only)
+		jo_obj_create_note(&FI(o)->create_used, JO_CREATE_LINK);
 	rc = check_target(o, dfd, leaf, "put", key, err);
+	if (rc == 0 && create_only && stat_leaf(dfd, leaf, &st) == 0)
+		rc = taken(o, dfd, leaf, key, err); /* known taken: no temp file written */
 	if (rc) {
 		close(dfd);
 		return rc;
@@ -341,7 +389,19 @@ static int put_file(struct jo_obj *o, const char *key, const void *data, size_t 
 		close(dfd);
 		return jo_err_set(err, errno_code(e), "file: write '%s': %s", key, strerror(e));
 	}
-	if (renameat(dfd, tmp, dfd, leaf) < 0) {
+	if (create_only) {
+		/* the check above was a shortcut; this is the one that holds */
+		if (link_into(FI(o), dfd, tmp, leaf) < 0) {
+			int e = errno;
+
+			unlinkat(dfd, tmp, 0);
+			rc = e == EEXIST ? taken(o, dfd, leaf, key, err)
+					 : jo_err_set(err, errno_code(e), "file: create '%s': %s", key,
+						      strerror(e));
+			close(dfd);
+			return rc;
+		}
+	} else if (renameat(dfd, tmp, dfd, leaf) < 0) {
 		int e = errno;
 
 		unlinkat(dfd, tmp, 0);
@@ -358,7 +418,8 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 {
 	int rc;
 
-	/* content type and metadata have no place in a plain file; po->mode has */
+	/* content type and metadata have no place in a plain file; po->mode and
+	 * po->create_only have */
 	rc = check_path_key(key, err);
 	if (rc)
 		return rc;
@@ -373,7 +434,8 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 		else
 			close(fd);
 	} else {
-		rc = put_file(o, key, data, len, po->set_mode ? (int)(po->mode & 0777) : -1, err);
+		rc = put_file(o, key, data, len, po->set_mode ? (int)(po->mode & 0777) : -1,
+			      po->create_only, err);
 	}
 	if (rc)
 		atomic_fetch_add(&o->ctr->errors, 1);
@@ -1091,7 +1153,7 @@ static int file_mpu_create(struct jo_obj *o, const char *key, const struct jo_ob
 	if (!marker)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	/* the marker's permission bits are the ones complete gives the object */
-	rc = put_file(o, marker, "", 0, po->set_mode ? (int)(po->mode & 0777) : -1, err);
+	rc = put_file(o, marker, "", 0, po->set_mode ? (int)(po->mode & 0777) : -1, false, err);
 	free(marker);
 	if (rc)
 		return rc;
@@ -1137,7 +1199,7 @@ static int file_mpu_put_part(struct jo_obj *o, const char *key, const char *uplo
 	if (!upload_exists(o, marker))
 		rc = jo_err_set(err, JO_ENOTFOUND, "file: upload part '%s': NoSuchUpload", key);
 	else
-		rc = put_file(o, p, data, len, -1, err);
+		rc = put_file(o, p, data, len, -1, false, err);
 	if (rc == 0)
 		jo_obj_md5_hex(data, len, etag_out);
 	free(marker);
@@ -1379,6 +1441,11 @@ static void file_close(struct jo_obj *o)
 	free(f);
 }
 
+static int file_create_used(struct jo_obj *o)
+{
+	return atomic_load(&FI(o)->create_used);
+}
+
 static const struct jo_obj_ops file_ops = {
 	.get = file_get,
 	.put = file_put,
@@ -1393,6 +1460,7 @@ static const struct jo_obj_ops file_ops = {
 	.mpu_complete = file_mpu_complete,
 	.mpu_abort = file_mpu_abort,
 	.mpu_list_parts = file_mpu_list_parts,
+	.create_used = file_create_used,
 	.close = file_close,
 };
 

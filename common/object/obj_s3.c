@@ -73,6 +73,21 @@ struct s3_impl {
 	int nidle, nlive;
 	struct s3_endpoint *ep;
 	unsigned int seed;
+
+	/* create-only puts: see jo_obj_create_probe in object.h */
+	pthread_mutex_t probe_mu;
+	char *probe_prefix;   /* where the probe goes; under probe_mu */
+	atomic_int probe;     /* enum s3_probe */
+	atomic_int inm;       /* enum s3_inm: what the store does with If-None-Match */
+	atomic_int create_used;
+};
+
+enum s3_probe { PROBE_OFF, PROBE_ARMED, PROBE_DONE };
+enum s3_inm {
+	INM_UNKNOWN,   /* not probed, or the probe failed: HEAD first, header sent */
+	INM_HONOURED,  /* 412 when the key exists: the conditional PUT alone */
+	INM_IGNORED,   /* silently overwrites: HEAD first (header sent, harmless) */
+	INM_REJECTED,  /* 400/501 for the header: HEAD first, no header */
 };
 
 static struct s3_impl *SI(struct jo_obj *o)
@@ -404,6 +419,7 @@ struct s3_req {
 	struct jo_obj_buf meta;    /* "name\0value\0..." of x-amz-meta-* */
 	size_t nmeta;
 	size_t upload_pos;
+	int attempts;              /* requests sent for it (1 + retries) */
 };
 
 static void s3_hdr_add(struct s3_req *r, const char *name, const char *fmt, ...)
@@ -645,11 +661,16 @@ static bool throttle_code(const char *code)
 	       strcmp(code, "TooManyRequests") == 0;
 }
 
-/* Worth retrying whatever the status: every throttle code, and a few more. */
+/*
+ * Worth retrying whatever the status: every throttle code, and a few more.
+ * ConditionalRequestConflict (409) answers a conditional write that raced
+ * another write of the key; AWS documents it as retryable.
+ */
 static bool transient_code(const char *code)
 {
 	return throttle_code(code) || strcmp(code, "InternalError") == 0 ||
-	       strcmp(code, "ServiceUnavailable") == 0 || strcmp(code, "RequestTimeout") == 0;
+	       strcmp(code, "ServiceUnavailable") == 0 || strcmp(code, "RequestTimeout") == 0 ||
+	       strcmp(code, "ConditionalRequestConflict") == 0;
 }
 
 static void sleep_ms(long ms)
@@ -902,6 +923,7 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 			break;
 		}
 		atomic_fetch_add(&o->ctr->requests, 1);
+		r->attempts = attempt + 1;
 		if (attempt > 0)
 			atomic_fetch_add(&o->ctr->retries, 1);
 		cc = s3_perform(o, h, r, curl_err);
@@ -937,7 +959,9 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 			    jo_s3xml_parse_error(r->resp.p, r->resp.len, code, sizeof(code), msg,
 						 sizeof(msg)) != 1)
 				code[0] = msg[0] = '\0';
-			retry = r->status >= 500 || r->status == 429 || transient_code(code);
+			/* 501 NotImplemented is an answer, not a passing failure */
+			retry = (r->status >= 500 && r->status != 501) || r->status == 429 ||
+				transient_code(code);
 			throttle = r->status == 429 || r->status == 503 || throttle_code(code);
 			rc = jo_err_set(err, map_code(r->status, code), "s3 %s '%s' at %s: %ld %s%s%s",
 					r->op, req_what(r), o->desc, r->status,
@@ -1064,30 +1088,6 @@ static int put_meta(struct s3_req *r, struct meta_names *mn, const char *const *
 	return 0;
 }
 
-static int s3_put(struct jo_obj *o, const char *key, const void *data, size_t len,
-		  const struct jo_obj_put_opts *po, struct jo_err *err)
-{
-	struct s3_req r = { .op = "PUT", .method = "PUT", .key = key, .body = data,
-			    .body_len = len };
-	struct meta_names mn;
-	int rc;
-
-	s3_hdr_add(&r, "content-type", "%s",
-		   po->content_type ? po->content_type : "application/octet-stream");
-	if (po->content_md5) {
-		char md5[25];
-
-		jo_obj_md5_base64(data, len, md5);
-		s3_hdr_add(&r, "content-md5", "%s", md5);
-	}
-	rc = put_meta(&r, &mn, po->meta, err);
-	if (rc)
-		return rc;
-	rc = s3_do(o, &r, NULL, err);
-	s3_req_release(&r);
-	return rc;
-}
-
 static int s3_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,
 		   char ***meta_out, struct jo_err *err)
 {
@@ -1103,6 +1103,201 @@ static int s3_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,
 	}
 	s3_req_release(&r);
 	return rc;
+}
+
+static int s3_del(struct jo_obj *o, const char *key, struct jo_err *err);
+
+/* The key holds exactly these bytes (a plain single-PUT ETag is their MD5). */
+static bool holds(struct jo_obj *o, const char *key, const void *data, size_t len)
+{
+	struct jo_obj_info info = { .key = key };
+	struct jo_err e = { 0 };
+	char md5[33];
+
+	if (s3_head(o, key, &info, NULL, &e) != 0 || info.size != len)
+		return false;
+	jo_obj_md5_hex(data, len, md5);
+	return strcasecmp(info.etag, md5) == 0;
+}
+
+/*
+ * One PUT; inm: with "If-None-Match: *", and a 412 is JO_EEXIST. *status
+ * gets the last reply's HTTP status (0: none).
+ */
+static int put_req(struct jo_obj *o, const char *key, const void *data, size_t len,
+		   const struct jo_obj_put_opts *po, bool inm, long *status, struct jo_err *err)
+{
+	struct s3_req r = { .op = "PUT", .method = "PUT", .key = key, .body = data,
+			    .body_len = len };
+	struct meta_names mn;
+	int rc;
+
+	*status = 0;
+	s3_hdr_add(&r, "content-type", "%s",
+		   po->content_type ? po->content_type : "application/octet-stream");
+	if (po->content_md5) {
+		char md5[25];
+
+		jo_obj_md5_base64(data, len, md5);
+		s3_hdr_add(&r, "content-md5", "%s", md5);
+	}
+	if (inm)
+		s3_hdr_add(&r, "if-none-match", "*");
+	rc = put_meta(&r, &mn, po->meta, err);
+	if (rc)
+		return rc;
+	rc = s3_do(o, &r, NULL, err);
+	*status = r.status;
+	if (rc && inm && r.status == 412) {
+		/*
+		 * A retried PUT may find the object that its own first attempt
+		 * wrote before the reply was lost: that is ours, not a conflict.
+		 */
+		if (r.attempts > 1 && holds(o, key, data, len)) {
+			jo_err_clear(err);
+			rc = 0;
+		} else {
+			rc = jo_err_set(err, JO_EEXIST, "s3 PUT '%s' at %s: it exists (412: left as it is)",
+					key, o->desc);
+		}
+	}
+	s3_req_release(&r);
+	return rc;
+}
+
+/* A reply that refuses the If-None-Match header itself. */
+static bool inm_refused(int rc, long status)
+{
+	return status == 400 || status == 501 || rc == JO_EUNSUPPORTED;
+}
+
+/*
+ * What the store does with If-None-Match: * on PUT, asked with a probe
+ * object of our own under the armed prefix (object.h, jo_obj_create_probe).
+ */
+static int inm_probe(struct jo_obj *o, const char *prefix)
+{
+	static const struct jo_obj_put_opts plain = { 0 };
+	static const char one[] = "jfsops create-only probe 1\n", two[] = "jfsops create-only probe 2\n";
+	struct s3_impl *s = SI(o);
+	struct jo_obj_buf key;
+	struct jo_err e = { 0 };
+	char seed[128], hex[65];
+	long status;
+	int rc, res;
+
+	pthread_mutex_lock(&s->mu);
+	snprintf(seed, sizeof(seed), "%ld %d %p %u", (long)time(NULL), (int)getpid(), (void *)s,
+		 (unsigned int)rand_r(&s->seed));
+	pthread_mutex_unlock(&s->mu);
+	jo_sigv4_sha256_hex(seed, strlen(seed), hex);
+	jo_obj_buf_init(&key, 0);
+	jo_obj_buf_addf(&key, "%sjfsops-create-probe-%.16s", prefix, hex);
+	if (key.failed) {
+		jo_obj_buf_release(&key);
+		return INM_UNKNOWN;
+	}
+	rc = put_req(o, key.p, one, sizeof(one) - 1, &plain, true, &status, &e);
+	if (rc) {
+		/* refused: nothing written. Taken: honoured, and not ours to delete. */
+		res = rc == JO_EEXIST ? INM_HONOURED
+		    : inm_refused(rc, status) ? INM_REJECTED : INM_UNKNOWN;
+		jo_obj_buf_release(&key);
+		return res;
+	}
+	rc = put_req(o, key.p, two, sizeof(two) - 1, &plain, true, &status, &e);
+	res = rc == JO_EEXIST ? INM_HONOURED : rc == 0 ? INM_IGNORED : INM_UNKNOWN;
+	/* best effort: a probe left behind is a few bytes of ours under prefix */
+	(void)s3_del(o, key.p, &e);
+	jo_obj_buf_release(&key);
+	return res;
+}
+
+static int s3_create_probe(struct jo_obj *o, const char *prefix, struct jo_err *err)
+{
+	struct s3_impl *s = SI(o);
+	char *p = strdup(prefix);
+
+	if (!p)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	pthread_mutex_lock(&s->probe_mu);
+	if (atomic_load(&s->probe) == PROBE_DONE) {
+		free(p); /* the store was asked already */
+	} else {
+		free(s->probe_prefix);
+		s->probe_prefix = p;
+		atomic_store(&s->probe, PROBE_ARMED);
+	}
+	pthread_mutex_unlock(&s->probe_mu);
+	return 0;
+}
+
+/* Run an armed probe once (the first create-only put; the others wait for it). */
+static void probe_once(struct jo_obj *o)
+{
+	struct s3_impl *s = SI(o);
+
+	if (atomic_load(&s->probe) != PROBE_ARMED)
+		return;
+	pthread_mutex_lock(&s->probe_mu);
+	if (atomic_load(&s->probe) == PROBE_ARMED) {
+		atomic_store(&s->inm, inm_probe(o, s->probe_prefix));
+		atomic_store(&s->probe, PROBE_DONE);
+	}
+	pthread_mutex_unlock(&s->probe_mu);
+}
+
+/*
+ * A create-only put. Unless the store is known to honour If-None-Match,
+ * the HEAD comes first: on a store that ignores the header the PUT alone
+ * would replace an existing object without a word.
+ */
+static int put_create(struct jo_obj *o, const char *key, const void *data, size_t len,
+		      const struct jo_obj_put_opts *po, struct jo_err *err)
+{
+	struct s3_impl *s = SI(o);
+	int inm, rc;
+	long status;
+
+	probe_once(o);
+	inm = atomic_load(&s->inm);
+	jo_obj_create_note(&s->create_used,
+			   inm == INM_HONOURED ? JO_CREATE_IF_NONE_MATCH : JO_CREATE_HEAD_THEN_PUT);
+	if (inm != INM_HONOURED) {
+		struct jo_obj_info info = { .key = key };
+
+		rc = s3_head(o, key, &info, NULL, err);
+		if (rc == 0)
+			return jo_err_set(err, JO_EEXIST, "s3 PUT '%s' at %s: it exists (HEAD: left as "
+					  "it is)", key, o->desc);
+		if (rc != JO_ENOTFOUND)
+			return jo_err_wrap(err, "create '%s': HEAD", key);
+		jo_err_clear(err);
+	}
+	rc = put_req(o, key, data, len, po, inm != INM_REJECTED, &status, err);
+	if (rc && rc != JO_EEXIST && inm == INM_UNKNOWN && inm_refused(rc, status)) {
+		/* a store that refuses the header (nothing was written): the HEAD stays the check */
+		jo_err_clear(err);
+		rc = put_req(o, key, data, len, po, false, &status, err);
+		if (rc == 0)
+			atomic_store(&s->inm, INM_REJECTED);
+	}
+	return rc;
+}
+
+static int s3_put(struct jo_obj *o, const char *key, const void *data, size_t len,
+		  const struct jo_obj_put_opts *po, struct jo_err *err)
+{
+	long status;
+
+	if (po->create_only)
+		return put_create(o, key, data, len, po, err);
+	return put_req(o, key, data, len, po, false, &status, err);
+}
+
+static int s3_create_used(struct jo_obj *o)
+{
+	return atomic_load(&SI(o)->create_used);
 }
 
 static int s3_del(struct jo_obj *o, const char *key, struct jo_err *err)
@@ -1681,6 +1876,8 @@ static void s3_close(struct jo_obj *o)
 	endpoint_put(s->ep, s->max_conns);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
+	pthread_mutex_destroy(&s->probe_mu);
+	free(s->probe_prefix);
 	free(s->idle);
 	if (s->secret_key)
 		memset(s->secret_key, 0, strlen(s->secret_key));
@@ -1705,6 +1902,8 @@ static const struct jo_obj_ops s3_ops = {
 	.mpu_complete = s3_mpu_complete,
 	.mpu_abort = s3_mpu_abort,
 	.mpu_list_parts = s3_mpu_list_parts,
+	.create_probe = s3_create_probe,
+	.create_used = s3_create_used,
 	.close = s3_close,
 };
 
@@ -1749,6 +1948,7 @@ int jo_obj_s3_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_e
 	s->idle = calloc((size_t)s->max_conns, sizeof(*s->idle));
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	pthread_mutex_init(&s->probe_mu, NULL);
 	o->impl = s;
 	o->ops = &s3_ops;
 	if (oom || !s->idle) {

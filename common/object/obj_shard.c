@@ -363,6 +363,32 @@ static void sh_close(struct jo_obj *o)
 	free(h);
 }
 
+/* Every child is armed; each probes its own bucket at its first create-only put. */
+static int sh_create_probe(struct jo_obj *o, const char *prefix, struct jo_err *err)
+{
+	struct shard_impl *h = HI(o);
+	int rc = 0;
+
+	for (int i = 0; i < h->n && rc == 0; i++)
+		rc = jo_obj_create_probe(h->child[i], prefix, err);
+	return rc;
+}
+
+static int sh_create_used(struct jo_obj *o)
+{
+	struct shard_impl *h = HI(o);
+	int m = JO_CREATE_NONE;
+
+	for (int i = 0; i < h->n; i++) {
+		const struct jo_obj *c = h->child[i];
+		int cm = c->ops->create_used ? c->ops->create_used(h->child[i]) : JO_CREATE_NONE;
+
+		if (cm > m)
+			m = cm;
+	}
+	return m;
+}
+
 static const struct jo_obj_ops shard_ops = {
 	.get = sh_get,
 	.put = sh_put,
@@ -377,6 +403,8 @@ static const struct jo_obj_ops shard_ops = {
 	.mpu_complete = sh_mpu_complete,
 	.mpu_abort = sh_mpu_abort,
 	.mpu_list_parts = sh_mpu_list_parts,
+	.create_probe = sh_create_probe,
+	.create_used = sh_create_used,
 	.close = sh_close,
 };
 

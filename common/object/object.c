@@ -179,7 +179,37 @@ int jo_obj_put(struct jo_obj *o, const char *key, const void *data, size_t len,
 		return rc;
 	if (!data && len)
 		return jo_err_set(err, JO_EINVAL, "put: NULL data");
+	if (po && po->create_only && key[strlen(key) - 1] == '/')
+		return jo_err_set(err, JO_EINVAL, "put '%s': a directory marker cannot be created only",
+				  key);
 	return o->ops->put(o, key, data ? data : "", len, po ? po : &none, err);
+}
+
+int jo_obj_create_probe(struct jo_obj *o, const char *prefix, struct jo_err *err)
+{
+	jo_err_clear(err);
+	if (!o->ops->create_probe)
+		return 0;
+	return o->ops->create_probe(o, prefix ? prefix : "", err);
+}
+
+void jo_obj_create_note(atomic_int *used, int m)
+{
+	int cur = atomic_load(used);
+
+	while (cur < m && !atomic_compare_exchange_weak(used, &cur, m))
+		;
+}
+
+const char *jo_obj_create_check(struct jo_obj *o)
+{
+	switch (o->ops->create_used ? o->ops->create_used(o) : JO_CREATE_NONE) {
+	case JO_CREATE_LINK: return "link";
+	case JO_CREATE_RENAME_NOREPLACE: return "rename-noreplace";
+	case JO_CREATE_IF_NONE_MATCH: return "if-none-match";
+	case JO_CREATE_HEAD_THEN_PUT: return "head-then-put";
+	}
+	return "none";
 }
 
 int jo_obj_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,

@@ -150,10 +150,60 @@ struct jo_obj_put_opts {
 	 */
 	bool set_mode;
 	uint32_t mode;
+	/*
+	 * Create only: write the object only if the key is free. An existing
+	 * object is never replaced: the put returns JO_EEXIST and leaves it as
+	 * it was. file: a temp file (O_CREAT|O_EXCL|O_NOFOLLOW) hard-linked to
+	 * the key, link() failing rather than replacing; a symlink at the key is
+	 * JO_EUNSUPPORTED (not followed, not replaced). s3: see
+	 * jo_obj_create_probe for how the store is asked. Not for directory
+	 * markers (keys ending in '/': JO_EINVAL).
+	 */
+	bool create_only;
 };
 /* PUT a whole object (s3: one request; file: temp file + rename). po may be NULL. */
 int jo_obj_put(struct jo_obj *o, const char *key, const void *data, size_t len,
 	       const struct jo_obj_put_opts *po, struct jo_err *err);
+
+/*
+ * Create-only puts on S3. A PUT with "If-None-Match: *" is refused (412)
+ * when the key exists, atomically, by a store that honours the header
+ * (AWS since 2024, SeaweedFS 4.48). A store may also ignore it silently
+ * (rclone serve s3 1.75 overwrites) or reject it (501 NotImplemented), and
+ * a store that ignores it is the dangerous case: nothing in the reply says
+ * the object was replaced. So a create-only put first HEADs the key and
+ * PUTs (with the header) only when it is absent ("head-then-put"): never an
+ * overwrite of an object that existed at the HEAD, but an object created
+ * by someone else between the HEAD and the PUT is replaced on a store that
+ * ignores the header. That window only closes where the store honours it:
+ *
+ * jo_obj_create_probe arms a probe: before the first create-only put into
+ * each bucket of the handle, the object prefix + "jfsops-create-probe-<random
+ * hex>" is PUT twice with the header and deleted. A 412 on the second PUT
+ * means the store honours it: from then on a create-only put is the one
+ * conditional PUT ("if-none-match"), atomic and without the HEAD. Anything
+ * else (the second PUT overwrote our own probe, the header was rejected, the
+ * probe failed) keeps "head-then-put" (without the header where it was
+ * rejected). A 409 ConditionalRequestConflict (a concurrent conditional
+ * write, per AWS) is retried; a 412 that answers the retry of a PUT whose
+ * first attempt may have landed is checked against the object's ETag, so
+ * our own earlier attempt is not mistaken for someone else's object.
+ *
+ * prefix (copied; e.g. "NAME/" of the volume) is where the probe may be
+ * written. Best effort: a failed probe only keeps the HEAD. file: nothing
+ * to probe. Returns 0 or JO_ENOMEM.
+ */
+int jo_obj_create_probe(struct jo_obj *o, const char *prefix, struct jo_err *err);
+
+/*
+ * How the create-only puts of this handle were checked, for summaries:
+ * "link" (file: O_EXCL temp file + link()), "rename-noreplace" (file, on a
+ * filesystem without hard links: renameat2(RENAME_NOREPLACE)),
+ * "if-none-match" (s3, atomic), "head-then-put" (s3, HEAD first), or "none"
+ * (no create-only put yet). When puts were checked in more than one way
+ * (shards), the weakest. Static string.
+ */
+const char *jo_obj_create_check(struct jo_obj *o);
 
 /* HEAD. JO_ENOTFOUND when missing. info->key points at `key`. */
 int jo_obj_head(struct jo_obj *o, const char *key, struct jo_obj_info *info,

@@ -45,8 +45,24 @@ struct jo_obj_ops {
 			 struct jo_err *err);
 	int (*mpu_list_parts)(struct jo_obj *o, const char *key, const char *upload_id,
 			      jo_obj_part_cb cb, void *payload, struct jo_err *err);
+	/* create-only puts (jo_obj_create_probe); NULL: nothing to arm */
+	int (*create_probe)(struct jo_obj *o, const char *prefix, struct jo_err *err);
+	/* the weakest enum jo_obj_create_method of the create-only puts so far */
+	int (*create_used)(struct jo_obj *o);
 	void (*close)(struct jo_obj *o);
 };
+
+/* How a create-only put was checked, weakest last (see jo_obj_create_check). */
+enum jo_obj_create_method {
+	JO_CREATE_NONE = 0,
+	JO_CREATE_LINK,
+	JO_CREATE_RENAME_NOREPLACE,
+	JO_CREATE_IF_NONE_MATCH,
+	JO_CREATE_HEAD_THEN_PUT,
+};
+
+/* Record that a create-only put used method m (keeps the weakest). */
+void jo_obj_create_note(atomic_int *used, int m);
 
 struct jo_obj_counters {
 	atomic_uint_fast64_t requests, retries, errors, bytes_in, bytes_out, connections;

@@ -3,7 +3,8 @@
 # (and rclone serve s3 for a second implementation):
 # put/get/range/head/list (V2 and V1, paginated with pages that end on keys
 # needing URL-encoding, start-after, delimiter),
-# delete, batch delete, awkward keys, metadata, copy, multipart; wrong
+# delete, batch delete, awkward keys, metadata, copy, multipart, create-only
+# puts (If-None-Match honoured by SeaweedFS, ignored by rclone); wrong
 # secret -> EAUTH, unreachable -> ECONNECT, missing bucket -> ESTATE.
 #
 # Ports: OBJ_PORT_BASE (default JO_PORT_BASE+10): SeaweedFS master +0, volume
@@ -45,6 +46,9 @@ export OBJ_AK=objak OBJ_SK=objsecret OBJ_RETRIES=2
 check "seaweed selftest (ListObjectsV2)" "$tool" s3 "$ep/objt" selftest
 check "seaweed selftest (ListObjects V1)" env OBJ_LIST_V1=1 "$tool" minio "$ep/objt1" selftest
 check "seaweed selftest, 3 shards (objsh0..2)" env OBJ_SHARDS=3 "$tool" s3 "$ep/objsh%d" selftest
+check "seaweed create-only, probed: If-None-Match honoured" "$tool" s3 "$ep/objt" create-only if-none-match probe/
+check "seaweed create-only, unprobed: HEAD first" "$tool" s3 "$ep/objt" create-only head-then-put
+check "seaweed create-only, 3 shards, probed" env OBJ_SHARDS=3 "$tool" s3 "$ep/objsh%d" create-only if-none-match probe/
 check "seaweed missing key -> ENOTFOUND" "$tool" s3 "$ep/objt" expect ENOTFOUND head no/such/key
 check "seaweed missing bucket -> ESTATE" "$tool" s3 "$ep/nobucket$$" expect ESTATE list
 check "seaweed wrong secret -> EAUTH" env OBJ_SK=wrongsecret "$tool" s3 "$ep/objt" expect EAUTH head t/x
@@ -53,6 +57,8 @@ check "unreachable -> ECONNECT" env OBJ_RETRIES=1 "$tool" s3 "http://127.0.0.1:9
 
 start_rclone_s3 $((base + 4)) rcak rcsecret
 check "rclone serve s3 selftest" env OBJ_NO_IFMATCH=1 OBJ_AK=rcak OBJ_SK=rcsecret "$tool" s3 "$JO_RS3_ENDPOINT/rbk" selftest
+# rclone serve s3 ignores If-None-Match (it overwrites): the probe sees that, HEAD stays first
+check "rclone create-only, probed: header ignored, HEAD first" env OBJ_AK=rcak OBJ_SK=rcsecret "$tool" s3 "$JO_RS3_ENDPOINT/rbk" create-only head-then-put probe/
 check "rclone wrong secret -> EAUTH" env OBJ_AK=rcak OBJ_SK=bad "$tool" s3 "$JO_RS3_ENDPOINT/rbk" expect EAUTH head x
 
 if [ "$fails" -ne 0 ]; then

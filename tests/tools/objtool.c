@@ -11,6 +11,12 @@
  *   objtool STORAGE BUCKET fill PREFIX N SIZE THREADS
  *   objtool STORAGE BUCKET bench-list PREFIX   prints keys and keys/s
  *   objtool STORAGE BUCKET bench-get PREFIX THREADS  GETs every key, prints MiB/s
+ *   objtool STORAGE BUCKET create-only CHECK [PROBE-PREFIX]
+ *                                              create-only puts of a fresh key (after
+ *                                              a probe under PROBE-PREFIX if given):
+ *                                              written, then JO_EEXIST with the bytes
+ *                                              unchanged; exit 0 when the handle says
+ *                                              it checked them by CHECK
  *
  * Environment: OBJ_AK, OBJ_SK, OBJ_RETRIES, OBJ_LIST_V1=1, OBJ_CONNS, OBJ_SHARDS
  * (BUCKET is then a pattern with %d), OBJ_NO_IFMATCH=1 (servers ignoring If-Match).
@@ -373,6 +379,39 @@ static int expect(struct jo_obj *o, const char *code, const char *op, const char
 	return strcmp(jo_err_name(rc), code) == 0 ? 0 : 1;
 }
 
+/* ---- create-only ---- */
+
+static int create_only(struct jo_obj *o, const char *want, const char *probe)
+{
+	struct jo_obj_put_opts co = { .create_only = true };
+	struct jo_err err;
+	char key[128];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc, bad = 0;
+
+	if (probe && jo_obj_create_probe(o, probe, &err) != 0) {
+		fprintf(stderr, "create-only: probe: %s\n", err.msg);
+		return 1;
+	}
+	snprintf(key, sizeof(key), "%sco-%ld-%ld", probe ? probe : "", (long)time(NULL),
+		 (long)(now_s() * 1e6) % 1000000);
+	rc = jo_obj_put(o, key, "one", 3, &co, &err);
+	printf("create '%s' -> %s %s\n", key, jo_err_name(rc), err.msg);
+	bad |= rc != 0;
+	rc = jo_obj_put(o, key, "two", 3, &co, &err);
+	printf("create again -> %s %s\n", jo_err_name(rc), err.msg);
+	bad |= rc != JO_EEXIST;
+	rc = jo_obj_get_buf(o, key, 0, -1, 100, &buf, &len, &err);
+	bad |= rc != 0 || len != 3 || memcmp(buf, "one", 3) != 0;
+	printf("bytes now: '%.*s'; checked by %s\n", (int)len, buf ? (char *)buf : "",
+	       jo_obj_create_check(o));
+	free(buf);
+	bad |= strcmp(jo_obj_create_check(o), want) != 0;
+	(void)jo_obj_delete(o, key, &err); /* a leftover is harmless: a bucket of the test */
+	return bad ? 1 : 0;
+}
+
 /* ---- bench ---- */
 
 struct keyset {
@@ -481,6 +520,8 @@ int main(int argc, char **argv)
 		printf("%s\n", rc ? "SELFTEST FAILED" : "SELFTEST OK");
 	} else if (strcmp(cmd, "expect") == 0 && argc >= 6) {
 		rc = expect(o, argv[4], argv[5], argc > 6 ? argv[6] : "probe");
+	} else if (strcmp(cmd, "create-only") == 0 && argc >= 5) {
+		rc = create_only(o, argv[4], argc > 5 ? argv[5] : NULL);
 	} else if (strcmp(cmd, "mkbucket") == 0) {
 		struct jo_err err;
 

@@ -337,6 +337,41 @@ static void source_over_its_budget_within_one_block_goes_on(void **state)
 	free(got);
 }
 
+/*
+ * A new slice's block keys are free; one found taken fails the write with
+ * JO_EEXIST, and neither the write nor its clean-up touches the object
+ * there. The blocks this write created are deleted again.
+ */
+static void write_slice_never_replaces_a_taken_block(void **state)
+{
+	struct vfx f;
+	struct jo_err err = { 0 };
+	uint64_t id = 20;
+	char key[256], path[400], cmd[1000];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	struct jo_obj_info info;
+
+	(void)state;
+	vol_setup(&f, "none");
+	assert_int_equal(jo_vol_block_key(f.v, key, sizeof(key), id, 1, 4 * MiB) > 0, 1);
+	snprintf(path, sizeof(path), "%s/b/%s", f.dir, key);
+	snprintf(cmd, sizeof(cmd), "mkdir -p \"$(dirname '%s')\" && printf PLANTED > '%s'", path, path);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(jo_vol_write_slice(f.v, id, 9 * MiB, gen_cb, &id, &err), JO_EEXIST);
+	assert_non_null(strstr(err.msg, key));
+	assert_int_equal(jo_obj_get_buf(f.v->obj, key, 0, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 7);
+	assert_memory_equal(buf, "PLANTED", 7);
+	free(buf);
+	for (uint32_t i = 0; i <= 2; i += 2) {
+		jo_vol_block_key(f.v, key, sizeof(key), id, i, i == 2 ? 1 * MiB : 4 * MiB);
+		assert_int_equal(jo_obj_head(f.v->obj, key, &info, &err), JO_ENOTFOUND);
+	}
+	assert_string_equal(jo_obj_create_check(f.v->obj), "link");
+	vol_teardown(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -350,6 +385,7 @@ int main(void)
 		cmocka_unit_test(source_reads_compressed_blocks_whole_and_once),
 		cmocka_unit_test(source_reports_a_missing_block),
 		cmocka_unit_test(source_over_its_budget_within_one_block_goes_on),
+		cmocka_unit_test(write_slice_never_replaces_a_taken_block),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

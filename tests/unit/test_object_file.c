@@ -698,6 +698,121 @@ static void proc_self_does_not_wander(void **state)
 	jo_obj_close(o);
 }
 
+/* Entries of dir whose name starts with prefix. */
+static int count_named(const char *dir, const char *prefix)
+{
+	char cmd[600], line[64];
+	FILE *fp;
+	int n = -1;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s' | grep -c '^%s' || true", dir, prefix);
+	fp = popen(cmd, "r");
+	if (fp && fgets(line, sizeof(line), fp))
+		n = (int)strtol(line, NULL, 10);
+	if (fp)
+		pclose(fp);
+	return n;
+}
+
+/*
+ * A create-only put writes a free key, never replaces an existing object
+ * (JO_EEXIST, bytes and inode unchanged), and does not follow or replace a
+ * symlink planted at the key (to a file outside, dangling): the target stays
+ * as it was and nothing is created through it. No temp file is left.
+ */
+static void create_only_put_never_replaces(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_put_opts co = { .create_only = true };
+	char p[400], out[400], dangling[400], dir[400];
+	struct stat st1, st2;
+	struct jo_err err;
+	uint8_t *buf = NULL;
+	size_t len;
+
+	assert_string_equal(jo_obj_create_check(f->o), "none");
+	/* a free key: written */
+	assert_int_equal(jo_obj_put(f->o, "vol/chunks/0/0/1_0_5", "fresh", 5, &co, &err), 0);
+	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_5", 0, -1, 100, &buf, &len, &err), 0);
+	assert_int_equal(len, 5);
+	assert_memory_equal(buf, "fresh", 5);
+	free(buf);
+	assert_string_equal(jo_obj_create_check(f->o), "link");
+
+	/* an existing object: JO_EEXIST, the same bytes and the same inode */
+	snprintf(p, sizeof(p), "%s/bkt/vol/chunks/0/0/1_0_5", f->dir);
+	assert_int_equal(stat(p, &st1), 0);
+	assert_int_equal(jo_obj_put(f->o, "vol/chunks/0/0/1_0_5", "FORGED", 6, &co, &err), JO_EEXIST);
+	assert_non_null(strstr(err.msg, "exists"));
+	assert_int_equal(stat(p, &st2), 0);
+	assert_int_equal(st1.st_ino, st2.st_ino);
+	assert_true(file_has(p, "fresh"));
+	/* an ordinary put still replaces */
+	put_s(f->o, "vol/chunks/0/0/1_0_5", "again");
+	assert_true(file_has(p, "again"));
+
+	/* a symlink at the key, to a file outside: not followed, not replaced */
+	snprintf(out, sizeof(out), "%s/outside.blk", f->dir);
+	write_file(out, "outside");
+	snprintf(p, sizeof(p), "%s/bkt/vol/chunks/0/0/2_0_5", f->dir);
+	assert_int_equal(symlink(out, p), 0);
+	assert_int_equal(jo_obj_put(f->o, "vol/chunks/0/0/2_0_5", "FORGED", 6, &co, &err),
+			 JO_EUNSUPPORTED);
+	assert_non_null(strstr(err.msg, "symlink"));
+	assert_true(is_symlink(p));
+	assert_true(file_has(out, "outside"));
+	/* dangling: nothing is created where it points */
+	snprintf(dangling, sizeof(dangling), "%s/created-through-link", f->dir);
+	snprintf(p, sizeof(p), "%s/bkt/vol/chunks/0/0/3_0_5", f->dir);
+	assert_int_equal(symlink(dangling, p), 0);
+	assert_int_equal(jo_obj_put(f->o, "vol/chunks/0/0/3_0_5", "FORGED", 6, &co, &err),
+			 JO_EUNSUPPORTED);
+	assert_true(is_symlink(p));
+	assert_int_equal(lstat(dangling, &st1), -1);
+
+	/* a directory at the key is not an object */
+	snprintf(p, sizeof(p), "%s/bkt/vol/chunks/0/0/4_0_5", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	assert_int_equal(jo_obj_put(f->o, "vol/chunks/0/0/4_0_5", "x", 1, &co, &err), JO_EINVAL);
+	/* and a directory marker cannot be created only */
+	assert_int_equal(jo_obj_put(f->o, "vol/chunks/9/", "", 0, &co, &err), JO_EINVAL);
+
+	snprintf(dir, sizeof(dir), "%s/bkt/vol/chunks/0/0", f->dir);
+	assert_int_equal(count_named(dir, ".jfs."), 0);
+	assert_int_equal(jo_obj_create_probe(f->o, "vol/", &err), 0); /* nothing to ask a directory */
+	assert_string_equal(jo_obj_create_check(f->o), "link");
+}
+
+/* The sharding wrapper: create-only in the key's shard, reported for the whole. */
+static void create_only_put_through_shards(void **state)
+{
+	struct fx *f = *state;
+	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
+	struct jo_obj_put_opts co = { .create_only = true };
+	struct jo_obj *s = NULL;
+	struct jo_err err;
+	char pattern[300], p[400];
+
+	snprintf(pattern, sizeof(pattern), "%s/cs%%d/", f->dir);
+	opts.storage = "file";
+	opts.bucket = pattern;
+	opts.shards = 3;
+	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
+	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
+	assert_int_equal(jo_obj_create_probe(s, "vol/", &err), 0);
+	assert_string_equal(jo_obj_create_check(s), "none");
+	/* a create that found its key taken was checked all the same */
+	put_s(s, "taken", "plain");
+	assert_int_equal(jo_obj_put(s, "taken", "two", 3, &co, &err), JO_EEXIST);
+	assert_string_equal(jo_obj_create_check(s), "link");
+	assert_int_equal(jo_obj_put(s, "foobar", "one", 3, &co, &err), 0);
+	assert_int_equal(jo_obj_put(s, "foobar", "two", 3, &co, &err), JO_EEXIST);
+	snprintf(p, sizeof(p), "%s/cs%u/foobar", f->dir, 3214735720u % 3u);
+	assert_true(file_has(p, "one"));
+	assert_string_equal(jo_obj_create_check(s), "link");
+	jo_obj_close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -712,6 +827,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(symlinks_are_never_followed, setup, teardown),
 		cmocka_unit_test_setup_teardown(bucket_path_through_a_symlink, setup, teardown),
 		cmocka_unit_test_setup_teardown(missing_bucket_directory_is_an_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(create_only_put_never_replaces, setup, teardown),
+		cmocka_unit_test_setup_teardown(create_only_put_through_shards, setup, teardown),
 		cmocka_unit_test(proc_self_does_not_wander),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

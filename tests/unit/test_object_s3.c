@@ -31,6 +31,7 @@ struct step {
 	int status;
 	const char *body;
 	int delay_ms;
+	const char *etag;      /* NULL: "etag-N" (N: the reply's number) */
 };
 
 struct server {
@@ -97,10 +98,16 @@ static void *serve(void *arg)
 		s->served++;
 		if (st->delay_ms)
 			sleep_ms(st->delay_ms);
+		char etag[64];
+
+		if (st->etag)
+			snprintf(etag, sizeof(etag), "%s", st->etag);
+		else
+			snprintf(etag, sizeof(etag), "etag-%d", s->served);
 		snprintf(resp, sizeof(resp),
-			 "HTTP/1.1 %d X\r\nContent-Length: %zu\r\nETag: \"etag-%d\"\r\n"
+			 "HTTP/1.1 %d X\r\nContent-Length: %zu\r\nETag: \"%s\"\r\n"
 			 "Last-Modified: Sun, 06 Nov 1994 08:49:37 GMT\r\nConnection: close\r\n\r\n%s",
-			 st->status, strlen(st->body), s->served, st->body);
+			 st->status, strlen(st->body), etag, st->body);
 		if (write(c, resp, strlen(resp)) < 0) {
 			/* the client may have gone (cancellation test) */
 		}
@@ -722,6 +729,159 @@ static void *cancel_soon(void *arg)
 	return NULL;
 }
 
+/* ---- create-only puts ---- */
+
+#define PRECOND "<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>"
+#define NOTIMPL "<Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>"
+#define CONDCONFLICT "<Error><Code>ConditionalRequestConflict</Code><Message>A conflicting conditional operation is in progress</Message></Error>"
+
+static bool starts(const char *req, const char *line)
+{
+	return strncmp(req, line, strlen(line)) == 0;
+}
+
+static bool has_inm(const char *req)
+{
+	return ci_find(req, "\r\nif-none-match: *\r\n") != NULL;
+}
+
+/* One create-only put of "x" at "k" against a scripted server. */
+static int create_x(struct server *s, bool probe, int retries, const char **check)
+{
+	struct jo_obj_put_opts co = { .create_only = true };
+	struct jo_err err;
+	struct jo_obj *o;
+	int rc;
+
+	server_start(s);
+	o = open_at(s, retries);
+	if (probe)
+		assert_int_equal(jo_obj_create_probe(o, "vol/", &err), 0);
+	rc = jo_obj_put(o, "k", "x", 1, &co, &err);
+	if (rc == JO_EEXIST)
+		assert_non_null(strstr(err.msg, "exists"));
+	*check = jo_obj_create_check(o);
+	jo_obj_close(o);
+	server_stop(s);
+	return rc;
+}
+
+/*
+ * Without a probe the store may ignore If-None-Match (rclone serve s3
+ * does): a HEAD comes first, an existing key gets no PUT at all; a free key
+ * gets the PUT with the header.
+ */
+static void create_only_heads_first_without_a_probe(void **state)
+{
+	struct server taken = { .steps = { { 200, "", 0 } }, .nsteps = 1 };
+	struct server free_ = { .steps = { { 404, "", 0 }, { 200, "", 0 } }, .nsteps = 2 };
+	const char *check;
+
+	(void)state;
+	assert_int_equal(create_x(&taken, false, 2, &check), JO_EEXIST);
+	assert_int_equal(taken.served, 1);
+	assert_true(starts(taken.requests[0], "HEAD /bkt/k HTTP/1.1"));
+	assert_string_equal(check, "head-then-put");
+
+	assert_int_equal(create_x(&free_, false, 2, &check), 0);
+	assert_int_equal(free_.served, 2);
+	assert_true(starts(free_.requests[0], "HEAD /bkt/k HTTP/1.1"));
+	assert_true(starts(free_.requests[1], "PUT /bkt/k HTTP/1.1"));
+	assert_true(has_inm(free_.requests[1]));
+	assert_string_equal(check, "head-then-put");
+}
+
+/*
+ * A probe whose second PUT gets 412: the store honours the header, so a
+ * create-only put is the one conditional PUT (no HEAD), and its 412 is
+ * JO_EEXIST. The probe object (under the armed prefix) is deleted.
+ */
+static void create_only_after_a_probe_that_saw_412(void **state)
+{
+	struct server s = { .steps = { { 200, "", 0 }, { 412, PRECOND, 0 }, { 204, "", 0 },
+				       { 412, PRECOND, 0 } },
+			    .nsteps = 4 };
+	const char *check;
+
+	(void)state;
+	assert_int_equal(create_x(&s, true, 2, &check), JO_EEXIST);
+	assert_int_equal(s.served, 4);
+	assert_true(starts(s.requests[0], "PUT /bkt/vol/jfsops-create-probe-"));
+	assert_true(has_inm(s.requests[0]));
+	assert_true(starts(s.requests[1], "PUT /bkt/vol/jfsops-create-probe-"));
+	assert_true(has_inm(s.requests[1]));
+	assert_true(starts(s.requests[2], "DELETE /bkt/vol/jfsops-create-probe-"));
+	/* the same probe key all three times */
+	assert_memory_equal(s.requests[0] + 4, s.requests[2] + 7, strlen("/bkt/vol/jfsops-create-probe-") + 16);
+	assert_true(starts(s.requests[3], "PUT /bkt/k HTTP/1.1"));
+	assert_true(has_inm(s.requests[3]));
+	assert_string_equal(check, "if-none-match");
+}
+
+/* A probe whose second PUT overwrote the first: the store ignores the header; HEAD first. */
+static void create_only_after_a_probe_that_saw_an_overwrite(void **state)
+{
+	struct server s = { .steps = { { 200, "", 0 }, { 200, "", 0 }, { 204, "", 0 }, { 200, "", 0 } },
+			    .nsteps = 4 };
+	const char *check;
+
+	(void)state;
+	assert_int_equal(create_x(&s, true, 2, &check), JO_EEXIST);
+	assert_int_equal(s.served, 4);
+	assert_true(starts(s.requests[2], "DELETE /bkt/vol/jfsops-create-probe-"));
+	assert_true(starts(s.requests[3], "HEAD /bkt/k HTTP/1.1"));
+	assert_string_equal(check, "head-then-put");
+}
+
+/* A store that rejects the header (501): HEAD first, then a PUT without it. */
+static void create_only_where_the_header_is_rejected(void **state)
+{
+	struct server probed = { .steps = { { 501, NOTIMPL, 0 }, { 404, "", 0 }, { 200, "", 0 } },
+				 .nsteps = 3 };
+	struct server unprobed = { .steps = { { 404, "", 0 }, { 501, NOTIMPL, 0 }, { 200, "", 0 } },
+				   .nsteps = 3 };
+	const char *check;
+
+	(void)state;
+	assert_int_equal(create_x(&probed, true, 2, &check), 0);
+	assert_int_equal(probed.served, 3);
+	assert_true(starts(probed.requests[1], "HEAD /bkt/k HTTP/1.1"));
+	assert_true(starts(probed.requests[2], "PUT /bkt/k HTTP/1.1"));
+	assert_false(has_inm(probed.requests[2]));
+	assert_string_equal(check, "head-then-put");
+
+	assert_int_equal(create_x(&unprobed, false, 2, &check), 0);
+	assert_int_equal(unprobed.served, 3);
+	assert_true(starts(unprobed.requests[0], "HEAD /bkt/k HTTP/1.1"));
+	assert_true(has_inm(unprobed.requests[1]));
+	assert_false(has_inm(unprobed.requests[2]));
+}
+
+/*
+ * 409 ConditionalRequestConflict is retried. A 412 that answers a retry is
+ * checked with a HEAD: another object (ETag not the MD5 of our bytes) is
+ * JO_EEXIST; our own first attempt, landed before its reply was lost, is
+ * success.
+ */
+static void create_only_retries_and_knows_its_own_landed_attempt(void **state)
+{
+	struct server other = { .steps = { { 404, "", 0 }, { 409, CONDCONFLICT, 0 }, { 412, PRECOND, 0 },
+					   { 200, "y", 0, "415290769594460e2e485922904f345d" } },
+				.nsteps = 4 };
+	/* md5("x") */
+	struct server ours = { .steps = { { 404, "", 0 }, { 500, INTERNAL, 0 }, { 412, PRECOND, 0 },
+					  { 200, "x", 0, "9dd4e461268c8034f5c8564e155c67a6" } },
+			       .nsteps = 4 };
+	const char *check;
+
+	(void)state;
+	assert_int_equal(create_x(&other, false, 2, &check), JO_EEXIST);
+	assert_int_equal(other.served, 4);
+	assert_true(starts(other.requests[3], "HEAD /bkt/k HTTP/1.1"));
+	assert_int_equal(create_x(&ours, false, 2, &check), 0);
+	assert_int_equal(ours.served, 4);
+}
+
 /* Last: the cancellation flag stays set for the rest of the process. */
 static void cancel_aborts_in_flight_transfer(void **state)
 {
@@ -763,6 +923,11 @@ int main(void)
 		cmocka_unit_test(delete_batch_maps_per_key_errors),
 		cmocka_unit_test(connections_are_kept_alive_and_counted),
 		cmocka_unit_test(handles_on_one_endpoint_share_its_connections),
+		cmocka_unit_test(create_only_heads_first_without_a_probe),
+		cmocka_unit_test(create_only_after_a_probe_that_saw_412),
+		cmocka_unit_test(create_only_after_a_probe_that_saw_an_overwrite),
+		cmocka_unit_test(create_only_where_the_header_is_rejected),
+		cmocka_unit_test(create_only_retries_and_knows_its_own_landed_attempt),
 		cmocka_unit_test(cancel_aborts_in_flight_transfer),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -252,6 +252,13 @@ static void test_sizes(void **state)
 	assert_int_equal(jo_sync_parse_size("2GiB"), 2ll << 30);
 	assert_int_equal(jo_sync_parse_size("x"), -1);
 	assert_int_equal(jo_sync_parse_size("5Q"), -1);
+	/* strtod's own forms are no sizes: sign, blank, nan, inf, hex */
+	assert_int_equal(jo_sync_parse_size("-1"), -1);
+	assert_int_equal(jo_sync_parse_size("+1"), -1);
+	assert_int_equal(jo_sync_parse_size(" 1"), -1);
+	assert_int_equal(jo_sync_parse_size("nan"), -1);
+	assert_int_equal(jo_sync_parse_size("inf"), -1);
+	assert_int_equal(jo_sync_parse_size("0x10"), -1);
 }
 
 static void test_side_parse(void **state)
