@@ -66,6 +66,15 @@ int cmd_metric_state(struct jo_ctx *ctx, const char *what, const char *help, con
 void cmd_metrics_volume(struct jo_ctx *ctx, const char *name);
 void cmd_metrics_job(struct jo_ctx *ctx, const char *job);
 int cmd_metrics_finish(struct jo_ctx *ctx, int exit_code);
+/*
+ * Print the --json summary record (cmd/summary.c): the envelope every
+ * command shares (type, command, version, volume, complete, exit, elapsed_s,
+ * started, finished; docs/json/summary.schema.json), then the command's own
+ * fields from counters, which it takes (decref'd; NULL-safe for jansson).
+ * 0, or -1 when stdout failed.
+ */
+typedef struct json_t json_t;
+int cmd_summary_emit(const struct jo_ctx *ctx, json_t *counters, bool complete, int exit_code);
 /* Print a usage error and return JO_EXIT_USAGE. */
 int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -481,6 +481,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 		free(server);
 	}
 	report(&d, "metadata", OK, 0, detail, NULL);
+	cmd_metrics_volume(ctx, f.name);
 	snprintf(detail, sizeof(detail), "MetaVersion %d", f.meta_version);
 	report(&d, "format-version", f.meta_version <= 1 ? OK : FAIL, JO_EUNSUPPORTED, detail,
 	       "this volume was formatted by a newer JuiceFS than jfsops understands");
@@ -531,11 +532,9 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	check_blocks(&d, v);
 done:
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:i,s:i}", "type", "summary", "failed", d.fails, "warnings", d.warns);
-
-		json_dumpf(o, stdout, JSON_COMPACT);
-		fputc('\n', stdout);
-		json_decref(o);
+		/* main checks stdout */
+		(void)cmd_summary_emit(ctx, json_pack("{s:i,s:i}", "failed", d.fails, "warnings",
+						      d.warns), true, d.fails ? d.first_fail : 0);
 	} else {
 		printf("%d failed, %d warnings\n", d.fails, d.warns);
 	}

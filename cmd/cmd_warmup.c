@@ -1107,16 +1107,14 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 
 	if (mode == MODE_CHECK) {
 		struct jo_warmup_ctl_reply mc;
-		double secs;
 
 		rc = mount_check(&st, st.mount, &mi, (int)threads, &mc);
 		if (rc) {
 			rc = cmd_fail(ctx, &st.err);
 			goto out;
 		}
-		secs = now_s() - t0;
 		if (ctx->json) {
-			json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b}", "type", "summary",
+			json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b}",
 					      "mode", "check", "files", (json_int_t)st.ninos, "ranges",
 					      (json_int_t)st.ranges, "requested_bytes",
 					      (json_int_t)st.req_bytes, "blocks", (json_int_t)blocks,
@@ -1141,10 +1139,9 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 						    json_integer((json_int_t)(mc.total_bytes - mc.miss_bytes)));
 				json_object_set_new(o, "mount_percent",
 						    json_real(pct(mc.total_bytes - mc.miss_bytes, mc.total_bytes)));
-				json_object_set_new(o, "seconds", json_real(secs));
-				json_dumpf(o, stdout, JSON_COMPACT);
-				fputc('\n', stdout);
-				json_decref(o);
+				/* main checks stdout */
+				(void)cmd_summary_emit(ctx, o, !jo_cancelled(),
+						       jo_cancelled() ? 128 + jo_cancelled() : JO_EXIT_OK);
 			}
 		} else {
 			printf("check: %" PRIu64 " ranges in %zu files -> %" PRIu64 " blocks (%" PRIu64
@@ -1205,7 +1202,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 			goto out;
 		}
 		if (ctx->json) {
-			json_t *o = json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s}", "type", "summary",
+			json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:s}",
 					      "mode", "evict", "files", (json_int_t)er.files, "ranges",
 					      (json_int_t)st.ranges, "blocks", (json_int_t)er.blocks,
 					      "bytes", (json_int_t)er.bytes, "mount_bytes",
@@ -1223,10 +1220,11 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 				json_object_set_new(o, "lost_blocks", json_integer((json_int_t)er.lost_blocks));
 			}
 			if (o) {
-				json_object_set_new(o, "seconds", json_real(now_s() - t0));
-				json_dumpf(o, stdout, JSON_COMPACT);
-				fputc('\n', stdout);
-				json_decref(o);
+				/* main checks stdout */
+				(void)cmd_summary_emit(ctx, o, !jo_cancelled(),
+						       jo_cancelled() ? 128 + jo_cancelled() :
+						       er.still_blocks || er.lost_blocks ?
+						       JO_EXIT_PARTIAL : JO_EXIT_OK);
 			}
 		} else if (er.block_exact) {
 			fprintf(stderr, "evict: %" PRIu64 " blocks (%" PRIu64 " bytes) in %" PRIu64
@@ -1278,12 +1276,13 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 		if (have_stats && jo_warmup_mount_stats(mi.stats_path, &c1, &st.err))
 			have_stats = false;
 		if (ctx->json) {
-			json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:f}", "type", "summary",
+			json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:b}", "mode",
+					      dry ? "list" : "warm",
 					      "files", (json_int_t)st.ninos, "ranges",
 					      (json_int_t)st.ranges, "requested_bytes",
 					      (json_int_t)st.req_bytes, "blocks", (json_int_t)blocks,
 					      "bytes", (json_int_t)bytes, "block_refs",
-					      (json_int_t)st.block_refs, "dry_run", dry, "seconds", secs);
+					      (json_int_t)st.block_refs, "dry_run", dry);
 
 			if (o && !dry) {
 				json_object_set_new(o, "warmed", json_integer((json_int_t)fs.done));
@@ -1300,11 +1299,10 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 										      c0.get_bytes)));
 				}
 			}
-			if (o) {
-				json_dumpf(o, stdout, JSON_COMPACT);
-				fputc('\n', stdout);
-				json_decref(o);
-			}
+			/* main checks stdout */
+			(void)cmd_summary_emit(ctx, o, !jo_cancelled(),
+					       jo_cancelled() ? 128 + jo_cancelled() :
+					       failed ? JO_EXIT_PARTIAL : JO_EXIT_OK);
 		} else {
 			FILE *sf = dry ? stdout : stderr;
 

@@ -1276,13 +1276,15 @@ static int read_ctl(int fd, struct lbuf *l)
 
 /* ---------------------------------------------------------------- loop */
 
-static void summary(struct follow *f)
+static void summary(struct follow *f, const struct jo_ctx *ctx, bool complete, int exit_code)
 {
 	struct jo_wwin_stats ws;
 
 	jo_wwin_stats(f->w, &ws);
-	emit(json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:f}",
-		       "type", "summary", "batches", (json_int_t)ws.batches, "ready",
+	/* the envelope every command's summary has (cmd/summary.c); main checks stdout */
+	(void)cmd_summary_emit(ctx, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+					      "s:I,s:I,s:I}", "mode", "follow",
+		       "batches", (json_int_t)ws.batches, "ready",
 		       (json_int_t)f->ready_batches, "skipped", (json_int_t)f->skipped_batches,
 		       "position", (json_int_t)jo_wwin_position(f->w), "ahead",
 		       (json_int_t)f->o->ahead, "max_ahead", (json_int_t)ws.max_ahead,
@@ -1291,7 +1293,7 @@ static void summary(struct follow *f)
 		       (json_int_t)f->failed, "cancelled", (json_int_t)ws.cancelled, "requeued",
 		       (json_int_t)ws.requeued, "evicted_blocks", (json_int_t)f->evicted_blocks,
 		       "evicted_bytes", (json_int_t)f->evicted_bytes, "rewarmed",
-		       (json_int_t)f->rewarmed, "seconds", now_s() - f->t0));
+		       (json_int_t)f->rewarmed), complete, exit_code);
 }
 
 static bool finished(struct follow *f)
@@ -1440,14 +1442,14 @@ fail:
 			fprintf(stderr, "%s %s: warning: the consumer reported done for batch '%s', which "
 				"the stream never had\n", st->ctx->prog, st->ctx->cmd,
 				JO_ESC_TERM(f.target));
-		if (f.w)
-			summary(&f);
 		if (frc)
 			rc = cmd_fail(st->ctx, &st->err);
 		else if (jo_cancelled())
 			rc = 128 + jo_cancelled();
 		else
 			rc = f.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
+		if (f.w)
+			summary(&f, st->ctx, !frc && !jo_cancelled(), rc);
 	}
 	jo_warmup_fetcher_free(f.fetcher);
 	if (f.w)

@@ -636,7 +636,7 @@ static void print_top(struct run *r)
 	}
 }
 
-static void print_summary(struct run *r)
+static void print_summary(struct run *r, int exit_code)
 {
 	struct cstats *s = &r->st;
 	double secs = (double)(jo_lease_mono_ms() - r->started_ms) / 1000.0;
@@ -664,8 +664,6 @@ static void print_summary(struct run *r)
 			jo_hist_label(b, label, sizeof(label));
 			json_object_set_new(h, label, json_integer((json_int_t)s->hist[b]));
 		}
-		json_object_set_new(o, "type", json_string("summary"));
-		json_object_set_new(o, "complete", json_boolean(!r->incomplete));
 		if (r->incomplete && r->why && r->why->code)
 			json_object_set_new(o, "error", json_string(r->why->msg[0] ? r->why->msg :
 							       jo_err_name(r->why->code)));
@@ -693,11 +691,8 @@ static void print_summary(struct run *r)
 		json_object_set_new(o, "block_gets", json_integer((json_int_t)s->gets));
 		json_object_set_new(o, "requests", json_integer((json_int_t)os.requests));
 		json_object_set_new(o, "connections", json_integer((json_int_t)os.connections));
-		json_object_set_new(o, "elapsed_seconds", json_real(secs));
 		json_object_set_new(o, "hist", h);
-		json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		fputc('\n', stdout);
-		json_decref(o);
+		(void)cmd_summary_emit(r->ctx, o, !r->incomplete, exit_code); /* main checks stdout */
 		return;
 	}
 	if (surveyed) {
@@ -945,8 +940,8 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	if (jo_cancelled()) {
 		r.incomplete = "the run (interrupted)";
-		print_summary(&r);
 		rc = 128 + jo_cancelled();
+		print_summary(&r, rc);
 		goto metrics;
 	}
 	if (r.st.leases_lost) {
@@ -958,18 +953,18 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	} else {
 		rc = r.st.failed ? JO_EXIT_PARTIAL : 0;
 	}
-	print_summary(&r);
+	print_summary(&r, rc);
 	goto metrics;
 failed:
 	if (!r.incomplete)
 		r.incomplete = "the run";
 	r.why = &err;
 	if (rc == JO_ECANCELED || jo_cancelled()) {
-		print_summary(&r);
 		rc = 128 + (jo_cancelled() ? jo_cancelled() : SIGINT);
+		print_summary(&r, rc);
 	} else {
 		rc = cmd_fail(ctx, &err);
-		print_summary(&r);
+		print_summary(&r, rc);
 	}
 metrics:
 	record_metrics(&r);

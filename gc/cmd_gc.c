@@ -168,7 +168,6 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 	sum(s, &t);
 	if (json) {
 		json_t *o = json_object(), *kinds = json_object();
-		char *line;
 
 		for (int k = 0; k < GC_NKINDS; k++) {
 			json_t *ko = json_pack("{sIsIsIsIsIsI}", "items", (json_int_t)s->k[k].items,
@@ -180,16 +179,12 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 
 			json_object_set_new(kinds, gc_kind_name(k), ko);
 		}
-		json_object_set_new(o, "type", json_string("summary"));
-		json_object_set_new(o, "command", json_string("gc"));
 		json_object_set_new(o, "mode", json_string(mode));
 		json_object_set_new(o, "dry_run", json_boolean(!del));
 		json_object_set_new(o, "status", json_string(status));
-		json_object_set_new(o, "complete", json_boolean(complete));
 		if (!complete && err && err->code)
 			json_object_set_new(o, "error", json_string(err->msg[0] ? err->msg :
 							       jo_err_name(err->code)));
-		json_object_set_new(o, "exit", json_integer(exit_code));
 		json_object_set_new(o, "items", json_integer((json_int_t)t.items));
 		json_object_set_new(o, "slices", json_integer((json_int_t)t.slices));
 		json_object_set_new(o, "objects", json_integer((json_int_t)t.objects));
@@ -204,16 +199,9 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		json_object_set_new(o, "tasks_left", json_integer(left));
 		json_object_set_new(o, "tasks_leased", json_integer(leased));
 		json_object_set_new(o, "leases_lost", json_integer((json_int_t)s->leases_lost));
-		json_object_set_new(o, "duration_s", json_real(dur));
 		json_object_set_new(o, "requests", json_integer((json_int_t)os->requests));
 		json_object_set_new(o, "connections", json_integer((json_int_t)os->connections));
-		line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-		if (line) {
-			printf("%s\n", line);
-			free(line);
-		}
-		json_decref(o);
-		fflush(stdout);
+		(void)cmd_summary_emit(ctx, o, complete, exit_code); /* main checks stdout */
 		return;
 	}
 	(void)ctx;

@@ -301,11 +301,14 @@ static int run_ranges(struct lance_io *io, const struct lance_manifest *m,
 		goto out;
 	for (size_t i = 0; i < s.n; i++)
 		total += s.r[i].len;
+	/* "version" is jfsops's (the envelope): the dataset's is dataset_version */
 	if (a->format == FMT_JSONL)
-		rc = emit_json(json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "type", "summary", "version",
-					 (json_int_t)m->version, "fragments", (json_int_t)m->nfrags,
-					 "files", (json_int_t)s.nfiles, "ranges", (json_int_t)s.n,
-					 "bytes", (json_int_t)total));
+		rc = cmd_summary_emit(ctx, json_pack("{s:I,s:I,s:I,s:I,s:I}", "dataset_version",
+						     (json_int_t)m->version, "fragments",
+						     (json_int_t)m->nfrags, "files",
+						     (json_int_t)s.nfiles, "ranges", (json_int_t)s.n,
+						     "bytes", (json_int_t)total),
+				      true, JO_EXIT_OK) ? JO_EIO : 0;
 	if (rc < 0) {
 		rc = jo_err_set(err, rc, "cannot write output");
 		goto out;

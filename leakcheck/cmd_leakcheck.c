@@ -428,10 +428,7 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 	}
 	if (r->o->json) {
 		json_t *j = json_object();
-		char *s;
 
-		json_object_set_new(j, "type", json_string("summary"));
-		json_object_set_new(j, "complete", json_true());
 		json_object_set_new(j, "objects", json_integer((json_int_t)c->objects));
 		json_object_set_new(j, "object_bytes", json_integer((json_int_t)c->object_bytes));
 		for (int k = 0; k < LEAK_NKINDS; k++) {
@@ -448,18 +445,14 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 		json_object_set_new(j, "chunk_records", json_integer((json_int_t)rs->records));
 		json_object_set_new(j, "listed", json_integer((json_int_t)ls->listed));
 		json_object_set_new(j, "next_chunk", json_integer((json_int_t)next_chunk));
-		json_object_set_new(j, "elapsed_s", json_real(elapsed));
 		json_object_set_new(j, "peak_rss_bytes", json_integer((json_int_t)peak_rss()));
 		json_object_set_new(j, "sort_runs", json_integer((json_int_t)(xr->runs + xo->runs)));
 		json_object_set_new(j, "requests", json_integer((json_int_t)os.requests));
 		json_object_set_new(j, "connections", json_integer((json_int_t)os.connections));
 		json_object_set_new(j, "list_ranges", json_integer((json_int_t)ls->ranges));
-		s = json_dumps(j, JSON_COMPACT);
-		if (s)
-			printf("%s\n", s);
-		free(s);
-		json_decref(j);
-		fflush(stdout);
+		/* main checks stdout */
+		(void)cmd_summary_emit(r->ctx, j, true, c->n[LEAK_LEAKED] || c->n[LEAK_MISSING] ?
+						     JO_EXIT_FOUND : JO_EXIT_OK);
 	}
 }
 
@@ -619,25 +612,19 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 			(unsigned long long)st.quarantined);
 	}
 	if (o->json) {
-		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:b}", "type",
-				      "summary", "complete", 1, "candidates", (json_int_t)st.candidates,
+		json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:b}",
+				      "candidates", (json_int_t)st.candidates,
 				      "deleted", (json_int_t)st.deleted,
 				      "deleted_bytes", (json_int_t)st.deleted_bytes,
 				      "kept", (json_int_t)st.kept, "failed", (json_int_t)st.failed,
 				      "quarantined", (json_int_t)st.quarantined, "dry_run", o->dry_run);
-		char *s;
 
 		if (j && o->dry_run) {
 			json_object_set_new(j, "would_delete", json_integer((json_int_t)st.would_delete));
 			json_object_set_new(j, "would_delete_bytes",
 					    json_integer((json_int_t)st.would_delete_bytes));
 		}
-		s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-
-		if (s)
-			printf("%s\n", s);
-		free(s);
-		json_decref(j);
+		(void)cmd_summary_emit(r->ctx, j, true, st.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK);
 	}
 	*exit_out = st.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	return 0;
@@ -672,17 +659,12 @@ static int run_restore(struct lc_run *r, struct jo_err *err)
 		"(create check: %s)\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st->restored,
 		b, o->restore, (unsigned long long)st->kept_exists, check);
 	if (o->json) {
-		json_t *j = json_pack("{s:s, s:b, s:I, s:I, s:I, s:I, s:s}", "type", "summary",
-				      "complete", 1, "entries", (json_int_t)st->entries,
+		json_t *j = json_pack("{s:I, s:I, s:I, s:I, s:s}", "entries", (json_int_t)st->entries,
 				      "restored", (json_int_t)st->restored,
 				      "restored_bytes", (json_int_t)st->restored_bytes,
 				      "kept_exists", (json_int_t)st->kept_exists, "create_check", check);
-		char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
-		if (s)
-			printf("%s\n", s);
-		free(s);
-		json_decref(j);
+		(void)cmd_summary_emit(r->ctx, j, true, JO_EXIT_OK); /* main checks stdout */
 	}
 	return 0;
 }
@@ -749,10 +731,8 @@ static void print_incomplete(const struct lc_run *r, const struct jo_err *err, i
 			"known about leaks\n", r->ctx->prog, r->ctx->cmd, stage);
 	if (!r->o->json)
 		return;
-	json_t *j = json_pack("{s:s, s:b, s:s, s:s, s:i}", "type", "summary", "complete", 0,
-			      "stage", stage, "error", err->msg[0] ? err->msg : jo_err_name(err->code),
-			      "exit", exit_code);
-	char *s;
+	json_t *j = json_pack("{s:s, s:s}", "stage", stage, "error",
+			      err->msg[0] ? err->msg : jo_err_name(err->code));
 
 	if (j && r->o->delete_from) {
 		json_object_set_new(j, "candidates", json_integer((json_int_t)d->candidates));
@@ -761,12 +741,7 @@ static void print_incomplete(const struct lc_run *r, const struct jo_err *err, i
 		json_object_set_new(j, "failed", json_integer((json_int_t)d->failed));
 		json_object_set_new(j, "dry_run", json_boolean(r->o->dry_run));
 	}
-	s = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	if (s)
-		printf("%s\n", s);
-	free(s);
-	json_decref(j);
-	fflush(stdout);
+	(void)cmd_summary_emit(r->ctx, j, false, exit_code); /* main checks stdout */
 }
 
 /*

@@ -369,13 +369,13 @@ static int default_state_path(const struct jo_sync_side *a, const struct jo_sync
 	return 0;
 }
 
-static void print_json_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
-			       const struct jo_sync_opts *o, const struct jo_sync_summary *s,
-			       bool complete, int exit_code);
+static void print_json_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
+			       const struct jo_sync_side *dst, const struct jo_sync_opts *o,
+			       const struct jo_sync_summary *s, bool complete, int exit_code);
 
-static void print_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
-			  const struct jo_sync_opts *o, const struct jo_sync_summary *s, bool json,
-			  bool complete, int exit_code)
+static void print_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
+			  const struct jo_sync_side *dst, const struct jo_sync_opts *o,
+			  const struct jo_sync_summary *s, bool json, bool complete, int exit_code)
 {
 	fprintf(stderr,
 		"jfsops sync: listed %" PRIu64 " src / %" PRIu64 " dst, %s %" PRIu64 " (%" PRIu64
@@ -407,16 +407,16 @@ static void print_summary(const struct jo_sync_side *src, const struct jo_sync_s
 		fprintf(stderr, "jfsops sync: INCOMPLETE: the run stopped before it had read both "
 			"listings whole and finished its copies; nothing was deleted\n");
 	if (json)
-		print_json_summary(src, dst, o, s, complete, exit_code);
+		print_json_summary(ctx, src, dst, o, s, complete, exit_code);
 }
 
-static void print_json_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
-			       const struct jo_sync_opts *o, const struct jo_sync_summary *s,
-			       bool complete, int exit_code)
+static void print_json_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
+			       const struct jo_sync_side *dst, const struct jo_sync_opts *o,
+			       const struct jo_sync_summary *s, bool complete, int exit_code)
 {
-	json_t *j = json_pack("{s:s,s:s,s:b,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
-			      "s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:f,s:i,s:I,s:I,s:I,s:I}",
-			      "src", src->desc, "dst", dst->desc, "complete", complete,
+	json_t *j = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
+			      "s:I,s:I,s:I,s:I,s:I,s:b,s:s,s:i,s:b,s:I,s:I,s:I,s:I}",
+			      "src", src->desc, "dst", dst->desc, "job", ctx->mx_job,
 			      "dry_run", o->dry_run,
 			      "listed_src", (json_int_t)s->src_listed,
 			      "listed_dst", (json_int_t)s->dst_listed,
@@ -435,17 +435,13 @@ static void print_json_summary(const struct jo_sync_side *src, const struct jo_s
 			      "delete_refused", s->delete_refused,
 			      "delete_refused_why", s->delete_refused_why,
 			      "order_restarts", s->order_restarts,
-			      "resumed_listing", s->resumed_listing, "seconds", s->seconds,
-			      "exit", exit_code,
+			      "resumed_listing", s->resumed_listing,
 			      "requests_src", (json_int_t)s->src_requests,
 			      "requests_dst", (json_int_t)s->dst_requests,
 			      "connections_src", (json_int_t)s->src_conns,
 			      "connections_dst", (json_int_t)s->dst_conns);
-	char *txt = j ? json_dumps(j, JSON_COMPACT) : NULL;
-	if (txt)
-		printf("%s\n", txt);
-	free(txt);
-	json_decref(j);
+
+	(void)cmd_summary_emit(ctx, j, complete, exit_code); /* main checks stdout */
 }
 
 /*
@@ -578,16 +574,16 @@ static int cluster_exit(const struct jo_sync_cluster_opts *co, const struct jo_s
 	return strcmp(r->status, "ok") ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 }
 
-static void print_cluster_json(const struct jo_sync_side *src, const struct jo_sync_side *dst,
-			       const struct jo_sync_cluster_opts *co,
+static void print_cluster_json(const struct jo_ctx *ctx, const struct jo_sync_side *src,
+			       const struct jo_sync_side *dst, const struct jo_sync_cluster_opts *co,
 			       const struct jo_sync_cluster_result *r, int exit_code)
 {
 	const struct jo_sync_summary *m = &r->mine, *j = &r->job;
-	json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:s,s:s,s:i,s:i,s:i,s:i,"
+	json_t *o = json_pack("{s:s,s:s,s:s,s:s?,s:s,s:b,s:b,s:s,s:s,s:i,s:i,s:i,s:i,"
 			      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:s,"
-			      "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:i}",
-			      "type", "summary", "src", src->desc, "dst", dst->desc, "job", co->ns,
-			      "name", co->name, "worker", co->worker, "finished", r->finished,
+			      "s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}}",
+			      "src", src->desc, "dst", dst->desc, "job", co->ns,
+			      "name", co->name, "worker", co->worker, "job_finished", r->finished,
 			      "was_finished", r->was_finished, "status", r->status, "why", r->why,
 			      "ranges", r->ranges, "ranges_done", r->ranges_done, "ranges_failed",
 			      r->ranges_failed, "ranges_by_this_worker", r->ranges_mine,
@@ -600,17 +596,15 @@ static void print_cluster_json(const struct jo_sync_side *src, const struct jo_s
 			      "copied_bytes", (json_int_t)m->copied_bytes, "credited",
 			      (json_int_t)m->credited, "skipped", (json_int_t)m->skipped, "deleted",
 			      (json_int_t)m->deleted, "failed", (json_int_t)m->failed, "listed_src",
-			      (json_int_t)m->src_listed, "listed_dst", (json_int_t)m->dst_listed,
-			      "exit", exit_code);
-	char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+			      (json_int_t)m->src_listed, "listed_dst", (json_int_t)m->dst_listed);
 
-	if (txt)
-		printf("%s\n", txt);
-	free(txt);
-	json_decref(o);
+	/* complete: this worker's run went to its end (the job may go on) */
+	(void)cmd_summary_emit(ctx, o, exit_code == JO_EXIT_OK || exit_code == JO_EXIT_PARTIAL,
+			       exit_code);
 }
 
-static void print_cluster_summary(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+static void print_cluster_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
+				  const struct jo_sync_side *dst,
 				  const struct jo_sync_cluster_opts *co,
 				  const struct jo_sync_cluster_result *r, bool json, int exit_code)
 {
@@ -637,7 +631,7 @@ static void print_cluster_summary(const struct jo_sync_side *src, const struct j
 		fprintf(stderr, "jfsops sync: %" PRIu64 " deletions NOT done: %s\n", j->extra,
 			JO_ESC_TERM(j->delete_refused_why));
 	if (json)
-		print_cluster_json(src, dst, co, r, exit_code);
+		print_cluster_json(ctx, src, dst, co, r, exit_code);
 }
 
 int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
@@ -1006,6 +1000,10 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			goto out;
 		}
 	}
+	/* the job label of metrics and summary (a cluster job: --id or its name, below) */
+	if (!metrics_job[0] && !cluster)
+		default_job(&sides[0], &sides[1], metrics_job, sizeof(metrics_job));
+	cmd_metrics_job(ctx, metrics_job);
 	if (!c_status) {
 		/* Nothing is listed, created or written for overlapping trees (filters or not). */
 		char why[9000];
@@ -1043,6 +1041,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		/* the job label: --job, else --id, else the job's name in the coordinator */
 		if (!metrics_job[0])
 			snprintf(metrics_job, sizeof(metrics_job), "%s", job_name ? job_name : ns);
+		cmd_metrics_job(ctx, metrics_job);
 		if (c_status) {
 			struct jo_sync_status_opts sto = { .url = cluster, .json = json, .ns = ns };
 
@@ -1135,11 +1134,11 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		if (r) {
 			rc = err.code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err.msg) : cmd_fail(ctx, &err);
 			if (json)
-				print_cluster_json(&sides[0], &sides[1], &co, &cres, rc);
+				print_cluster_json(ctx, &sides[0], &sides[1], &co, &cres, rc);
 			goto out;
 		}
 		rc = cluster_exit(&co, &cres);
-		print_cluster_summary(&sides[0], &sides[1], &co, &cres, json, rc);
+		print_cluster_summary(ctx, &sides[0], &sides[1], &co, &cres, json, rc);
 		goto out;
 	}
 	int r = jo_sync_run(&sides[0], so, &sides[1], dobj, &o, &sum, &err);
@@ -1170,14 +1169,14 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			       sum.deleted;
 
 		if (began || !bad_input)
-			print_summary(&sides[0], &sides[1], &o, &sum, json, false, rc);
+			print_summary(ctx, &sides[0], &sides[1], &o, &sum, json, false, rc);
 		else if (json)
-			print_json_summary(&sides[0], &sides[1], &o, &sum, false, rc);
+			print_json_summary(ctx, &sides[0], &sides[1], &o, &sum, false, rc);
 		goto out;
 	}
 	rc = sum.failed || sum.unrepresentable || (sum.delete_refused && o.delete_dst)
 		     ? JO_EXIT_PARTIAL : JO_EXIT_OK;
-	print_summary(&sides[0], &sides[1], &o, &sum, json, true, rc);
+	print_summary(ctx, &sides[0], &sides[1], &o, &sum, json, true, rc);
 out:
 	if (metrics && parsed && !c_status && !metrics_job[0] && sides[0].desc[0] && sides[1].desc[0])
 		default_job(&sides[0], &sides[1], metrics_job, sizeof(metrics_job));

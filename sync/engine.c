@@ -935,10 +935,8 @@ static int add_extra(struct eng *e, const char *rel, struct jo_err *err)
  */
 static void refuse_key(struct eng *e, const char *rel, const char *why)
 {
-	char k[1200];
-
-	jo_sync_key_escape(rel, k, sizeof(k));
-	jo_warn("refused \"%s\": not representable on a local filesystem (%s)", k, why);
+	/* jo_warn shows control bytes as ls -b does (common/esc.h) */
+	jo_warn("refused \"%s\": not representable on a local filesystem (%s)", rel, why);
 	pthread_mutex_lock(&e->mu);
 	e->sum->unrepresentable++;
 	if (e->track_pos && !e->refused_pos)

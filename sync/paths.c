@@ -229,36 +229,3 @@ const char *jo_sync_local_key_why(const char *rel, uint64_t size)
 	}
 	return NULL;
 }
-
-void jo_sync_key_escape(const char *key, char *out, size_t n)
-{
-	static const char hx[] = "0123456789abcdef";
-	size_t k = 0;
-
-	if (!n)
-		return;
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		char tmp[5];
-		size_t tl = 0;
-
-		if (*p < 0x20 || *p == 0x7f) {
-			tmp[tl++] = '\\';
-			tmp[tl++] = 'x';
-			tmp[tl++] = hx[*p >> 4];
-			tmp[tl++] = hx[*p & 15];
-		} else if (*p == '\\' || *p == '"') {
-			tmp[tl++] = '\\';
-			tmp[tl++] = (char)*p;
-		} else {
-			tmp[tl++] = (char)*p;
-		}
-		if (k + tl + 4 >= n) {
-			/* cut: say so */
-			snprintf(out + k, n - k, "...");
-			return;
-		}
-		memcpy(out + k, tmp, tl);
-		k += tl;
-	}
-	out[k] = '\0';
-}

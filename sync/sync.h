@@ -96,8 +96,6 @@ int jo_sync_sides_overlap(const struct jo_sync_side *src, const struct jo_sync_s
  * marker (NULL: the caller skips it as such).
  */
 const char *jo_sync_local_key_why(const char *rel, uint64_t size);
-/* key for a message: control bytes as \xNN, '\' and '"' escaped, cut to n. */
-void jo_sync_key_escape(const char *key, char *out, size_t n);
 
 /* ---- filters ------------------------------------------------------------- */
 

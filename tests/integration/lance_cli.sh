@@ -36,7 +36,7 @@ check "csv names the manifest" grep -q '^_versions/4.manifest,0,' "$JO_T/csv"
 check "jsonl parses, ends with a summary" "$PY" - "$JO_T/jsonl" "$JO_T/csv" <<'PYEOF'
 import json, sys, csv
 recs = [json.loads(l) for l in open(sys.argv[1])]
-assert recs[-1]["type"] == "summary" and recs[-1]["version"] == 4
+assert recs[-1]["type"] == "summary" and recs[-1]["dataset_version"] == 4 and recs[-1]["command"] == "lance"
 rs = [r for r in recs if r["type"] == "range"]
 rows = list(csv.DictReader(open(sys.argv[2])))
 assert [(r["file"], r["offset"], r["length"]) for r in rs] == \

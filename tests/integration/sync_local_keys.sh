@@ -14,7 +14,7 @@
 # marker "mark/". Checks:
 #  - sync to a local DST: exit 4, "unrepresentable": 9 in --json, the text
 #    summary counts them, one stderr line per refused key (the ESC byte
-#    shown as \x1b, never raw), the 5 good keys copied with their own
+#    shown as \033 as ls -b does, never raw), the 5 good keys copied with their own
 #    bytes (no odd object's bytes in any file), the marker a directory,
 #    nothing written outside DST;
 #  - a rerun: exit 4 again, copies 0, refuses the same 9, the tree byte for
@@ -97,7 +97,7 @@ check_run() { # NAME OUT ERR RC: the refusals of one run
 	grep -q '9 SRC keys refused: not representable on a local filesystem' "$err" ||
 		jo_die "$name: the text summary does not count them: $(cat "$err")"
 	for k in './dot.txt' 'a//b.txt' '/abs.txt' 'x/./y.txt' '../up.txt' 'q/../../esc.txt' 'dir/' \
-		'sub/.jfs.ok.txt.tmp.1' 'c/\x1b[31mred//x'; do
+		'sub/.jfs.ok.txt.tmp.1' 'c/\033[31mred//x'; do
 		grep -qF "refused \"$k\"" "$err" || jo_die "$name: no refusal line for \"$k\": $(cat "$err")"
 	done
 	! grep -q "$ESC" "$err" || jo_die "$name: a raw ESC byte on stderr"

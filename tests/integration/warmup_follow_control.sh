@@ -177,7 +177,7 @@ rc=0
 wait $FP || rc=$?
 [ $rc = 0 ] || jo_die "the pipeline: exit $rc, want 0: $(cat "$JO_T/err2")"
 [ ! -e "$SOCK" ] || jo_die "the control socket was left behind"
-grep -q '"type":"summary","batches":2,"ready":2,.*"failed":0' "$JO_T/out2.jsonl" || jo_die "summary: $(tail -1 "$JO_T/out2.jsonl")"
+grep -q '"type":"summary",.*"batches":2,"ready":2,.*"failed":0' "$JO_T/out2.jsonl" || jo_die "summary: $(tail -1 "$JO_T/out2.jsonl")"
 # a root FIFO made with the usual umask (0644: others may read, not write)
 mkfifo "$JO_T/ctl4"
 : >"$JO_T/out4.jsonl"

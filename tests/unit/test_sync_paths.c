@@ -229,20 +229,6 @@ static void test_local_keys(void **state)
 	assert_string_equal(jo_sync_local_key_why("/a", 1), "starts with '/'");
 }
 
-static void test_key_escape(void **state)
-{
-	char out[64];
-
-	(void)state;
-	jo_sync_key_escape("a\x01\x1b[31m\x7f\\\"z\n", out, sizeof(out));
-	assert_string_equal(out, "a\\x01\\x1b[31m\\x7f\\\\\\\"z\\x0a");
-	jo_sync_key_escape("plain/ké", out, sizeof(out));
-	assert_string_equal(out, "plain/ké");
-	jo_sync_key_escape("0123456789012345678901234567890123456789", out, 16);
-	assert_true(strlen(out) < 16);
-	assert_non_null(strstr(out, "..."));
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -250,7 +236,6 @@ int main(void)
 		cmocka_unit_test(test_overlap_local),
 		cmocka_unit_test(test_overlap_s3),
 		cmocka_unit_test(test_local_keys),
-		cmocka_unit_test(test_key_escape),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -237,8 +237,8 @@ lk_listing_error() {
 	cat "$d/broken.err" >&2
 	[ $rc -ge 2 ] || lk_fail "listing error: exit $rc, expected >= 2"
 	[ ! -e "$d/broken.jsonl" ] && [ ! -e "$d/broken.jsonl.tmp" ] || lk_fail "listing error: a report was left"
-	grep -q '"type":"summary","complete":true' "$d/broken.json" && lk_fail "listing error: a complete summary was printed"
-	grep -q '"type":"summary","complete":false' "$d/broken.json" || lk_fail "listing error: no summary with \"complete\": false"
+	grep -q '"type":"summary",.*"complete":true' "$d/broken.json" && lk_fail "listing error: a complete summary was printed"
+	grep -q '"type":"summary",.*"complete":false' "$d/broken.json" || lk_fail "listing error: no summary with \"complete\": false"
 	grep -q 'INCOMPLETE' "$d/broken.err" || lk_fail "listing error: no INCOMPLETE line"
 	grep -qi 'list' "$d/broken.err" || lk_fail "listing error: message does not say what failed"
 	[ $LK_FAIL -eq 0 ]
