@@ -606,7 +606,10 @@ int usage_run(struct jo_meta *m, const struct usage_opts *o, struct usage_report
 	/* sort the top lists, largest first */
 	for (size_t i = 0; rc == 0 && i < out->ntop_files; i++)
 		for (size_t j = i + 1; j < out->ntop_files; j++)
-			if (out->top_files[j].bytes > out->top_files[i].bytes) {
+			if (out->top_files[j].bytes > out->top_files[i].bytes ||
+			    (out->top_files[j].bytes == out->top_files[i].bytes &&
+			     usage_path_cmp(out->top_files[j].path, out->top_files[j].path_len,
+					    out->top_files[i].path, out->top_files[i].path_len) < 0)) {
 				struct usage_file t = out->top_files[i];
 
 				out->top_files[i] = out->top_files[j];
@@ -614,7 +617,10 @@ int usage_run(struct jo_meta *m, const struct usage_opts *o, struct usage_report
 			}
 	for (size_t i = 0; rc == 0 && i < out->ntop_dirs; i++)
 		for (size_t j = i + 1; j < out->ntop_dirs; j++)
-			if (out->top_dirs[j].t.bytes > out->top_dirs[i].t.bytes) {
+			if (out->top_dirs[j].t.bytes > out->top_dirs[i].t.bytes ||
+			    (out->top_dirs[j].t.bytes == out->top_dirs[i].t.bytes &&
+			     usage_path_cmp(out->top_dirs[j].path, out->top_dirs[j].path_len,
+					    out->top_dirs[i].path, out->top_dirs[i].path_len) < 0)) {
 				struct usage_dir t = out->top_dirs[i];
 
 				out->top_dirs[i] = out->top_dirs[j];
