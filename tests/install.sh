@@ -14,7 +14,7 @@ debs=(build-essential cmake pkg-config clang
       libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
       libpq-dev libmariadb-dev postgresql mariadb-server etcd-server etcd-client
       python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils
-      zsh bash-completion faketime man-db time)
+      zsh bash-completion faketime man-db time chromium)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
