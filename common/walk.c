@@ -22,6 +22,8 @@
 enum { S_EDGE, S_ATTR, S_CHUNK, S_SUS, S_N };
 
 #define EDGE_HDR (8 + 1 + 8 + 4 + 1)
+/* directories listed in one jo_meta_readdir_attr() call */
+#define WALK_BATCH 32
 #define CHUNK_HDR (8 + 4 + 4 + 8)
 
 struct walk {
@@ -40,6 +42,14 @@ struct walk {
 	uint64_t dino;
 	uint32_t depth;                 /* of its entries */
 	uint8_t where;
+	/* the family lists entries with their attributes (jo_meta_readdir_attr):
+	 * no scan of every inode is needed; it reads a batch of directories at once */
+	bool with_attr;
+	size_t nbatch;
+	uint64_t batch_ino[WALK_BATCH];
+	size_t batch_off[WALK_BATCH], batch_len[WALK_BATCH];
+	uint8_t *bpaths;
+	size_t bplen, bpcap;
 	/* slices of one chunk, sorted for the distinct count */
 	struct jo_slice *recs;
 	size_t nrecs;
@@ -125,6 +135,89 @@ static int on_dirent(const char *name, size_t nlen, uint64_t ino, uint8_t type, 
 	return add_edge(w, ino, w->where, w->dino, w->depth, type, w->dpath, w->dlen, name, nlen);
 }
 
+static int add_attr(struct walk *w, uint64_t ino, const struct jo_attr *a)
+{
+	uint8_t rec[8 + sizeof(struct jo_attr)];
+
+	put64(rec, ino);
+	memcpy(rec + 8, a, sizeof(*a));
+	return jo_xsort_add(w->xs[S_ATTR], rec, sizeof(rec), w->err);
+}
+
+static int on_dirent_attr(size_t di, const char *name, size_t nlen, uint64_t ino, uint8_t type,
+			  const struct jo_attr *a, void *payload)
+{
+	struct walk *w = payload;
+	int rc;
+
+	/* an entry whose inode is gone already: its path is dropped in the merge */
+	if (a && (rc = add_attr(w, ino, a)) != 0)
+		return rc;
+	w->dino = w->batch_ino[di];
+	w->dpath = w->bpaths + w->batch_off[di];
+	w->dlen = w->batch_len[di];
+	return on_dirent(name, nlen, ino, type, payload);
+}
+
+/* List the batched directories (one call), or each with a plain readdir. */
+static int list_batch(struct walk *w)
+{
+	size_t n = w->nbatch;
+	int rc = 0;
+
+	w->nbatch = 0;
+	w->bplen = 0;
+	if (n == 0)
+		return 0;
+	if (w->with_attr) {
+		rc = jo_meta_readdir_attr(w->m, w->batch_ino, n, on_dirent_attr, w, w->err);
+		if (rc != JO_EUNSUPPORTED) {
+			if (rc == 0)
+				w->st->dirs_read += n;
+			return rc;
+		}
+		/* refused before any entry: list and scan the inodes instead */
+		w->with_attr = false;
+		jo_err_clear(w->err);
+		rc = 0;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		w->dino = w->batch_ino[i];
+		w->dpath = w->bpaths + w->batch_off[i];
+		w->dlen = w->batch_len[i];
+		rc = jo_meta_readdir(w->m, w->dino, on_dirent, w, w->err);
+		if (rc == 0)
+			w->st->dirs_read++;
+	}
+	return rc;
+}
+
+/* Queue a directory of the frontier; list the batch when it is full. */
+static int list_dir(struct walk *w, uint64_t ino, const uint8_t *path, size_t len)
+{
+	if (w->bplen + len > w->bpcap) {
+		size_t cap = w->bpcap ? w->bpcap : 4096;
+		uint8_t *b;
+
+		while (cap < w->bplen + len)
+			cap *= 2;
+		b = realloc(w->bpaths, cap);
+		if (!b)
+			return jo_err_set(w->err, JO_ENOMEM, "out of memory");
+		w->bpaths = b;
+		w->bpcap = cap;
+	}
+	memcpy(w->bpaths + w->bplen, path, len);
+	w->batch_ino[w->nbatch] = ino;
+	w->batch_off[w->nbatch] = w->bplen;
+	w->batch_len[w->nbatch] = len;
+	w->bplen += len;
+	/* a plain readdir gains nothing from waiting */
+	if (++w->nbatch == WALK_BATCH || !w->with_attr)
+		return list_batch(w);
+	return 0;
+}
+
 static int new_sort(struct walk *w, struct jo_xsort **out)
 {
 	return jo_xsort_new(out, &w->xo, w->err);
@@ -172,14 +265,12 @@ static int walk_tree(struct walk *w, uint64_t root, const char *path, uint8_t wh
 				rc = jo_err_set(w->err, JO_ECANCELED, "interrupted");
 				break;
 			}
-			w->dino = get64(rec);
-			w->dpath = (const uint8_t *)rec + 8;
-			w->dlen = len - 8;
-			rc = jo_meta_readdir(w->m, w->dino, on_dirent, w, w->err);
+			rc = list_dir(w, get64(rec), (const uint8_t *)rec + 8, len - 8);
 			if (rc != 0)
 				break;
-			w->st->dirs_read++;
 		}
+		if (rc == 0)
+			rc = list_batch(w);
 		if (rc != 0)
 			break;
 	}
@@ -197,12 +288,7 @@ static int walk_tree(struct walk *w, uint64_t root, const char *path, uint8_t wh
 
 static int on_inode(uint64_t ino, const struct jo_attr *a, void *payload)
 {
-	struct walk *w = payload;
-	uint8_t rec[8 + sizeof(struct jo_attr)];
-
-	put64(rec, ino);
-	memcpy(rec + 8, a, sizeof(*a));
-	return jo_xsort_add(w->xs[S_ATTR], rec, sizeof(rec), w->err);
+	return add_attr(payload, ino, a);
 }
 
 static int cmp_slice(const void *a, const void *b)
@@ -259,8 +345,20 @@ static int on_sustained(uint64_t sid, uint64_t ino, void *payload)
 {
 	struct walk *w = payload;
 	uint8_t rec[8];
+	struct jo_attr a;
+	int rc;
 
 	(void)sid;
+	/* no inode scan: read its attributes here (there are few such inodes) */
+	if (w->with_attr) {
+		rc = jo_meta_getattr(w->m, ino, &a, w->err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(w->err);
+			return 0;
+		}
+		if (rc != 0 || (rc = add_attr(w, ino, &a)) != 0)
+			return rc;
+	}
 	put64(rec, ino);
 	return jo_xsort_add(w->xs[S_SUS], rec, sizeof(rec), w->err);
 }
@@ -506,12 +604,14 @@ static int scans(struct walk *w, const char *root, struct jo_err *err)
 		return jo_err_wrap(err, "walk %s", root);
 	if (a.type != JO_TYPE_DIR)
 		return jo_err_set(err, JO_EINVAL, "walk %s: not a directory", root);
-	if ((rc = walk_tree(w, ino, root, JO_WALK_IN_TREE, true)) != 0)
+	w->with_attr = true;
+	if ((rc = add_attr(w, ino, &a)) != 0 ||
+	    (rc = walk_tree(w, ino, root, JO_WALK_IN_TREE, true)) != 0)
 		return rc;
 	if ((f & JO_WALK_TRASH) &&
 	    (rc = walk_tree(w, JO_TRASH_INODE, "/.trash", JO_WALK_IN_TRASH, false)) != 0)
 		return rc;
-	if ((rc = jo_meta_scan_inodes(w->m, on_inode, w, err)) != 0)
+	if (!w->with_attr && (rc = jo_meta_scan_inodes(w->m, on_inode, w, err)) != 0)
 		return rc;
 	if ((f & JO_WALK_CHUNKS) && (rc = jo_meta_scan_chunks(w->m, on_chunk, w, err)) != 0)
 		return rc;
@@ -576,6 +676,7 @@ out:
 	}
 	free(w.buf);
 	free(w.recs);
+	free(w.bpaths);
 	free(root);
 	return rc;
 }

@@ -9,7 +9,8 @@
  *      (readdir); the frontier of each level goes through an extsort, so a
  *      directory of 10M entries or a chain 10,000 deep costs the same memory;
  *   2. with JO_WALK_TRASH, the trash tree (.trash/HOUR/...) likewise;
- *   3. every inode's attributes (scan_inodes);
+ *   3. every inode's attributes: with the entries where the family reads
+ *      both at once (jo_meta_readdir_attr: Redis), else by scan_inodes;
  *   4. with JO_WALK_CHUNKS, every chunk (scan_chunks): records and stored
  *      bytes per inode, and with JO_WALK_SLICES its records;
  *   5. with JO_WALK_SUSTAINED, the inodes removed while open (sustained);
