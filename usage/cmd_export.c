@@ -54,7 +54,7 @@ static const char export_text[] =
 	"      --tables LIST        files, or files,slices (default files)\n"
 	"      --incremental PREV   only what changed since the export in PREV (default: a\n"
 	"                           full export)\n"
-	"      --row-group SIZE     buffered bytes per Parquet row group (default 32M)\n"
+	"      --row-group SIZE     buffered bytes per Parquet row group (default 8M)\n"
 	"      --mem-limit SIZE     most memory for the walk's sorts (default 256M)\n"
 	"      --tmp-dir DIR        where the sorts spill (default $TMPDIR or /tmp)\n"
 	"      --json               a JSON summary line on stdout instead of the text one\n"
@@ -106,7 +106,8 @@ int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
-	struct export_opts o = { .tables = EXPORT_FILES, .mem_limit = 256u << 20 };
+	struct export_opts o = { .tables = EXPORT_FILES, .mem_limit = 256u << 20,
+				 .row_group_bytes = 8u << 20 };
 	struct export_result res;
 	struct jo_meta *m = NULL;
 	struct jo_format fmt = { 0 };

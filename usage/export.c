@@ -201,6 +201,8 @@ static int table_open(struct xp *x, struct table *t, const char *name,
 	if ((rc = ufile_create(&t->f, path, x->err)) != 0)
 		return rc;
 	po.row_group_bytes = x->o->row_group_bytes;
+	/* 64 KiB pages: 16 columns' raw pages stay small beside the row group */
+	po.page_bytes = 64u << 10;
 	if ((rc = jo_pq_open(&t->w, t->f.fd, cols, ncols, &po, x->err)) != 0)
 		return jo_err_wrap(x->err, "%s", path);
 	return 0;
