@@ -66,7 +66,7 @@ static void node(sqlite3_stmt *st, uint64_t ino, int type, uint64_t len, int nli
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)len);
 	sqlite3_bind_int(st, 4, nlink);
 	sqlite3_bind_int64(st, 5, (sqlite3_int64)parent);
-	sqlite3_bind_int64(st, 6, (sqlite3_int64)(1700000000LL + (int64_t)ino) * 1000000);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)(1700000000LL + (int64_t)(ino % 1000000)) * 1000000);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		fail_msg("insert node %llu", (unsigned long long)ino);
 }
