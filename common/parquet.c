@@ -32,11 +32,14 @@
 
 #define MiB ((size_t)1 << 20)
 #define PQ_MAX_COLUMNS 10000
+/* Rows in a page at most: a page of booleans or nulls is small in bytes but
+ * its value count and level runs are int32 in the format. */
+#define PQ_PAGE_ROWS ((uint32_t)1 << 20)
 
 /* parquet.thrift enum values */
 enum {
 	PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_BYTE_ARRAY = 6, /* Type */
-	PCT_UTF8 = 0,                                                  /* ConvertedType */
+	PCT_UTF8 = 0, PCT_TIMESTAMP_MICROS = 10,                       /* ConvertedType */
 	PREP_REQUIRED = 0, PREP_OPTIONAL = 1,                          /* FieldRepetitionType */
 	PENC_PLAIN = 0, PENC_RLE = 3,                                  /* Encoding */
 	PCODEC_ZSTD = 6,                                               /* CompressionCodec */
@@ -315,6 +318,7 @@ static const char *type_name(enum jo_pq_type t)
 	case JO_PQ_TIMESTAMP_NS: return "timestamp_ns";
 	case JO_PQ_BOOL: return "bool";
 	case JO_PQ_BINARY: return "binary";
+	case JO_PQ_TIMESTAMP_US: return "timestamp_us";
 	}
 	return "?";
 }
@@ -332,6 +336,14 @@ static int physical_type(enum jo_pq_type t)
 static bool is_bytes(enum jo_pq_type t)
 {
 	return t == JO_PQ_STRING || t == JO_PQ_BINARY;
+}
+
+/* The jo_pq_put_* a column takes: INT64 for int64s and timestamps, STRING for byte arrays. */
+static enum jo_pq_type put_kind(enum jo_pq_type t)
+{
+	if (t == JO_PQ_TIMESTAMP_NS || t == JO_PQ_TIMESTAMP_US)
+		return JO_PQ_INT64;
+	return is_bytes(t) ? JO_PQ_STRING : t;
 }
 
 /* Mark w failed with rc (a jo_err_set result); later calls return rc again. */
@@ -642,7 +654,7 @@ int jo_pq_open(struct jo_pq_writer **out, int fd, const struct jo_pq_column *col
 	for (size_t i = 0; i < ncols; i++) {
 		if (!cols[i].name || !cols[i].name[0])
 			return jo_err_set(err, JO_EINVAL, "parquet: column %zu has no name", i);
-		if ((unsigned)cols[i].type > JO_PQ_BINARY)
+		if ((unsigned)cols[i].type > JO_PQ_TIMESTAMP_US)
 			return jo_err_set(err, JO_EINVAL, "parquet: column '%s': unknown type %d",
 					  cols[i].name, (int)cols[i].type);
 		for (size_t j = 0; j < i; j++)
@@ -695,8 +707,8 @@ out:
 	return ret;
 }
 
-/* The column col, if a value of one of the two types may be put into it now. */
-static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type t1, enum jo_pq_type t2,
+/* The column col, if a value of jo_pq_put_<kind> may be put into it now. */
+static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type kind,
 		   struct pq_col **out, struct jo_err *err)
 {
 	struct pq_col *c;
@@ -708,9 +720,9 @@ static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type t1, enum 
 	if (col >= w->ncols)
 		return jo_err_set(err, JO_EINVAL, "parquet: no column %zu (of %zu)", col, w->ncols);
 	c = &w->cols[col];
-	if (c->type != t1 && c->type != t2)
+	if (put_kind(c->type) != kind)
 		return jo_err_set(err, JO_EINVAL, "parquet: column '%s' is %s, not %s", c->name,
-				  type_name(c->type), type_name(t1));
+				  type_name(c->type), type_name(kind));
 	if (c->row != ROW_UNSET)
 		return jo_err_set(err, JO_EINVAL, "parquet: column '%s' set twice in row %llu",
 				  c->name, (unsigned long long)w->rows);
@@ -733,7 +745,7 @@ static int put_done(struct jo_pq_writer *w, struct pq_col *c, int64_t v, struct 
 int jo_pq_put_i64(struct jo_pq_writer *w, size_t col, int64_t v, struct jo_err *err)
 {
 	struct pq_col *c;
-	int rc = put_col(w, col, JO_PQ_INT64, JO_PQ_TIMESTAMP_NS, &c, err);
+	int rc = put_col(w, col, JO_PQ_INT64, &c, err);
 
 	if (rc)
 		return rc;
@@ -744,7 +756,7 @@ int jo_pq_put_i64(struct jo_pq_writer *w, size_t col, int64_t v, struct jo_err *
 int jo_pq_put_i32(struct jo_pq_writer *w, size_t col, int32_t v, struct jo_err *err)
 {
 	struct pq_col *c;
-	int rc = put_col(w, col, JO_PQ_INT32, JO_PQ_INT32, &c, err);
+	int rc = put_col(w, col, JO_PQ_INT32, &c, err);
 
 	if (rc)
 		return rc;
@@ -756,7 +768,7 @@ int jo_pq_put_bool(struct jo_pq_writer *w, size_t col, bool v, struct jo_err *er
 {
 	struct pq_col *c;
 	uint8_t bit;
-	int rc = put_col(w, col, JO_PQ_BOOL, JO_PQ_BOOL, &c, err);
+	int rc = put_col(w, col, JO_PQ_BOOL, &c, err);
 
 	if (rc)
 		return rc;
@@ -777,7 +789,7 @@ int jo_pq_put_str(struct jo_pq_writer *w, size_t col, const char *s, size_t len,
 		  struct jo_err *err)
 {
 	struct pq_col *c;
-	int rc = put_col(w, col, JO_PQ_STRING, JO_PQ_BINARY, &c, err);
+	int rc = put_col(w, col, JO_PQ_STRING, &c, err);
 
 	if (rc)
 		return rc;
@@ -797,8 +809,8 @@ int jo_pq_put_str(struct jo_pq_writer *w, size_t col, const char *s, size_t len,
 int jo_pq_put_null(struct jo_pq_writer *w, size_t col, struct jo_err *err)
 {
 	struct pq_col *c;
-	enum jo_pq_type t = w && col < w->ncols ? w->cols[col].type : JO_PQ_INT64;
-	int rc = put_col(w, col, t, t, &c, err);
+	enum jo_pq_type t = w && col < w->ncols ? put_kind(w->cols[col].type) : JO_PQ_INT64;
+	int rc = put_col(w, col, t, &c, err);
 
 	if (rc)
 		return rc;
@@ -888,7 +900,7 @@ int jo_pq_end_row(struct jo_pq_writer *w, struct jo_err *err)
 	for (size_t i = 0; i < w->ncols; i++) {
 		struct pq_col *c = &w->cols[i];
 
-		if (c->vals.len + c->levels.len >= w->o.page_bytes) {
+		if (c->vals.len + c->levels.len >= w->o.page_bytes || c->page_rows >= PQ_PAGE_ROWS) {
 			rc = flush_page(w, c, err);
 			if (rc)
 				return rc;
@@ -926,13 +938,17 @@ static void footer(const struct jo_pq_writer *w, struct pq_buf *b)
 			tc_struct(&t, 1);                  /*   STRING */
 			tc_end(&t);
 			tc_end(&t);
-		} else if (c->type == JO_PQ_TIMESTAMP_NS) {
+		} else if (c->type == JO_PQ_TIMESTAMP_NS || c->type == JO_PQ_TIMESTAMP_US) {
+			bool ns = c->type == JO_PQ_TIMESTAMP_NS;
+
 			/* no converted type exists for nanoseconds */
+			if (!ns)
+				tc_i32(&t, 6, PCT_TIMESTAMP_MICROS);
 			tc_struct(&t, 10);                 /* logicalType: */
 			tc_struct(&t, 8);                  /*   TIMESTAMP */
 			tc_bool(&t, 1, true);              /*     isAdjustedToUTC */
 			tc_struct(&t, 2);                  /*     unit: */
-			tc_struct(&t, 3);                  /*       NANOS */
+			tc_struct(&t, ns ? 3 : 2);         /*       NANOS or MICROS */
 			tc_end(&t);
 			tc_end(&t);
 			tc_end(&t);

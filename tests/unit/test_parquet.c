@@ -107,7 +107,7 @@ static char *fmt(const char *f, ...)
 static const char *tname(enum jo_pq_type t)
 {
 	static const char *names[] = { "int64", "int32", "string", "timestamp_ns", "bool",
-				       "binary" };
+				       "binary", "timestamp_us" };
 	return names[t];
 }
 
@@ -253,6 +253,7 @@ static const struct jo_pq_column every_col[] = {
 	{ "flag", JO_PQ_BOOL, false },        { "flag_null", JO_PQ_BOOL, true },
 	{ "bin", JO_PQ_BINARY, false },       { "bin_null", JO_PQ_BINARY, true },
 	{ "größe", JO_PQ_INT64, true },       { "empty", JO_PQ_STRING, false },
+	{ "ts_us", JO_PQ_TIMESTAMP_US, true },
 };
 #define NEVERY (sizeof(every_col) / sizeof(every_col[0]))
 
@@ -302,6 +303,10 @@ static void parquet_writes_every_type_with_nulls_and_edge_values(void **state)
 			tw_str(&t, 11, bin + i % 3, 2);
 		tw_null(&t, 12);  /* a column with no value at all: no min/max */
 		tw_cstr(&t, 13, "");
+		if (i % 9 == 4)
+			tw_null(&t, 14);
+		else
+			tw_i64(&t, 14, ts / 1000 - (i == 5 ? 4000000000000000LL : 0));
 		tw_end_row(&t);
 	}
 	tw_close(&t);
@@ -425,6 +430,23 @@ static void parquet_many_rows_make_row_groups_and_pages(void **state)
 			tw_null(&t, 4);
 		else
 			tw_bool(&t, 4, rnd() % 2);
+		tw_end_row(&t);
+	}
+	tw_close(&t);
+	pqcheck();
+}
+
+/* Booleans and nulls are small: a page also ends at 2^20 rows (its counts are int32). */
+static void parquet_page_ends_at_a_row_limit(void **state)
+{
+	static const struct jo_pq_column col = { "b", JO_PQ_BOOL, false };
+	struct jo_pq_opts o = { .page_bytes = 64 << 20, .row_group_bytes = 64 << 20 };
+	struct tw t;
+
+	(void)state;
+	tw_open(&t, "bool_rows", &col, 1, &o, 1, 3);
+	for (int i = 0; i < (2 << 20) + 1000; i++) {
+		tw_bool(&t, 0, i % 3 == 0);
 		tw_end_row(&t);
 	}
 	tw_close(&t);
@@ -655,7 +677,7 @@ static void parquet_random_tables_read_back_equal(void **state)
 
 			snprintf(names[c], sizeof(names[c]), "c%zu", c);
 			cols[c].name = names[c];
-			cols[c].type = (enum jo_pq_type)(rnd() % 6);
+			cols[c].type = (enum jo_pq_type)(rnd() % 7);
 			cols[c].nullable = rnd() % 2;
 			nullpct[c] = cols[c].nullable ? pcts[rnd() % 6] : 0;
 			kind[c] = (int)(rnd() % 4);
@@ -680,6 +702,7 @@ static void parquet_random_tables_read_back_equal(void **state)
 				switch (cols[c].type) {
 				case JO_PQ_INT64:
 				case JO_PQ_TIMESTAMP_NS:
+				case JO_PQ_TIMESTAMP_US:
 					tw_i64(&t, c, rand_int(kind[c], r));
 					break;
 				case JO_PQ_INT32:
@@ -716,6 +739,8 @@ int main(void)
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(parquet_many_rows_make_row_groups_and_pages,
 						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(parquet_page_ends_at_a_row_limit, setup_dir,
+						teardown_dir),
 		cmocka_unit_test_setup_teardown(parquet_zero_rows_is_a_valid_empty_table, setup_dir,
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(parquet_rejects_bad_calls_and_keeps_writing, setup_dir,
