@@ -130,7 +130,8 @@ static void buf_free(struct pq_buf *b)
 /* Byte order, a shorter prefix first: the order of Parquet's binary min/max. */
 static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	int c = memcmp(a, b, alen < blen ? alen : blen);
+	size_t n = alen < blen ? alen : blen;
+	int c = n ? memcmp(a, b, n) : 0; /* an empty value may have no buffer yet */
 
 	if (c)
 		return c;
