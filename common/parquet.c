@@ -20,7 +20,7 @@
 #include "common/parquet.h"
 
 #include <errno.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -308,6 +308,7 @@ struct jo_pq_writer {
 	struct pq_buf raw, zbuf, hdr;  /* page scratch */
 	ZSTD_CCtx *zc;
 	int failed;              /* JO_E* code that failed the writer, 0 while usable */
+	char failed_msg[200];    /* and what it said */
 };
 
 static const char *type_name(enum jo_pq_type t)
@@ -347,16 +348,23 @@ static enum jo_pq_type put_kind(enum jo_pq_type t)
 	return is_bytes(t) ? JO_PQ_STRING : t;
 }
 
-/* Mark w failed with rc (a jo_err_set result); later calls return rc again. */
-static int fail(struct jo_pq_writer *w, int rc)
+/* Mark w failed with rc, the jo_err_set() just made on err: later calls say it again. */
+static int fail(struct jo_pq_writer *w, struct jo_err *err, int rc)
 {
 	w->failed = rc;
+	snprintf(w->failed_msg, sizeof(w->failed_msg), "%.*s", (int)sizeof(w->failed_msg) - 1,
+		 err ? err->msg : "");
 	return rc;
+}
+
+static int failed_earlier(const struct jo_pq_writer *w, struct jo_err *err)
+{
+	return jo_err_set(err, w->failed, "parquet: the writer failed earlier: %s", w->failed_msg);
 }
 
 static int oom(struct jo_pq_writer *w, struct jo_err *err)
 {
-	return fail(w, jo_err_set(err, JO_ENOMEM, "parquet: out of memory"));
+	return fail(w, err, jo_err_set(err, JO_ENOMEM, "parquet: out of memory"));
 }
 
 static int write_all(struct jo_pq_writer *w, const void *p, size_t n, struct jo_err *err)
@@ -369,7 +377,7 @@ static int write_all(struct jo_pq_writer *w, const void *p, size_t n, struct jo_
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
-			return fail(w, jo_err_set(err, JO_EIO, "parquet: write: %s",
+			return fail(w, err, jo_err_set(err, JO_EIO, "parquet: write: %s",
 						  k < 0 ? strerror(errno) : "no progress"));
 		q += k;
 		n -= (size_t)k;
@@ -496,11 +504,11 @@ static int flush_page(struct jo_pq_writer *w, struct pq_col *c, struct jo_err *e
 		return oom(w, err);
 	z = ZSTD_compress2(w->zc, w->zbuf.p, bound, w->raw.p, w->raw.len);
 	if (ZSTD_isError(z))
-		return fail(w, jo_err_set(err, JO_EIO, "parquet: column '%s': zstd: %s", c->name,
+		return fail(w, err, jo_err_set(err, JO_EIO, "parquet: column '%s': zstd: %s", c->name,
 					  ZSTD_getErrorName(z)));
 	/* page_bytes and values are at most 256 MiB each: sizes fit the header's i32 */
 	if (w->raw.len > INT32_MAX || z > INT32_MAX)
-		return fail(w, jo_err_set(err, JO_EINVAL, "parquet: column '%s': page too large",
+		return fail(w, err, jo_err_set(err, JO_EINVAL, "parquet: column '%s': page too large",
 					  c->name));
 
 	buf_reset(&w->hdr, 64 * 1024);
@@ -717,7 +725,7 @@ static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type kind,
 	if (!w)
 		return jo_err_set(err, JO_EINVAL, "parquet: no writer");
 	if (w->failed)
-		return jo_err_set(err, w->failed, "parquet: the writer failed earlier");
+		return failed_earlier(w, err);
 	if (col >= w->ncols)
 		return jo_err_set(err, JO_EINVAL, "parquet: no column %zu (of %zu)", col, w->ncols);
 	c = &w->cols[col];
@@ -860,7 +868,7 @@ int jo_pq_end_row(struct jo_pq_writer *w, struct jo_err *err)
 	if (!w)
 		return jo_err_set(err, JO_EINVAL, "parquet: no writer");
 	if (w->failed)
-		return jo_err_set(err, w->failed, "parquet: the writer failed earlier");
+		return failed_earlier(w, err);
 	if (w->row_set < w->ncols) {
 		const char *missing = NULL;
 
@@ -1024,7 +1032,7 @@ int jo_pq_close(struct jo_pq_writer *w, uint64_t *rows_out, struct jo_err *err)
 	if (!w)
 		return jo_err_set(err, JO_EINVAL, "parquet: no writer");
 	if (w->failed) {
-		rc = jo_err_set(err, w->failed, "parquet: the writer failed earlier");
+		rc = failed_earlier(w, err);
 		goto out;
 	}
 	if (w->row_set) {

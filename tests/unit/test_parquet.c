@@ -619,6 +619,7 @@ static void parquet_write_error_is_sticky(void **state)
 	assert_int_equal(jo_pq_end_row(w, &err), JO_EIO);
 	assert_non_null(strstr(err.msg, "write"));
 	assert_int_equal(jo_pq_put_i64(w, 0, 2, &err), JO_EIO);
+	assert_non_null(strstr(err.msg, "failed earlier: parquet: write: No space left"));
 	assert_int_equal(jo_pq_end_row(w, &err), JO_EIO);
 	assert_int_equal(jo_pq_close(w, &rows, &err), JO_EIO);
 	assert_int_equal(rows, 0);
