@@ -36,7 +36,7 @@
  * Threading: one writer belongs to one thread.
  *
  * Extensions to the API agreed for issue 30: JO_PQ_BINARY (BYTE_ARRAY with no
- * annotation, for names that need not be UTF-8), JO_PQ_TIMESTAMP_US (Spark 3
+ * annotation, for names that need not be UTF-8), JO_PQ_TIMESTAMP_US (Spark 4.3
  * reads no nanosecond timestamps unless told to read them as longs),
  * jo_pq_put_str() checks that JO_PQ_STRING values are valid UTF-8,
  * JO_PQ_STAT_MAX, JO_PQ_MAX_VALUE.
