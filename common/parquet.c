@@ -20,7 +20,7 @@
 #include "common/parquet.h"
 
 #include <errno.h>
-#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/types.h>
@@ -32,11 +32,14 @@
 
 #define MiB ((size_t)1 << 20)
 #define PQ_MAX_COLUMNS 10000
+/* Rows in a page at most: a page of booleans or nulls is small in bytes but
+ * its value count and level runs are int32 in the format. */
+#define PQ_PAGE_ROWS ((uint32_t)1 << 20)
 
 /* parquet.thrift enum values */
 enum {
 	PT_BOOLEAN = 0, PT_INT32 = 1, PT_INT64 = 2, PT_BYTE_ARRAY = 6, /* Type */
-	PCT_UTF8 = 0,                                                  /* ConvertedType */
+	PCT_UTF8 = 0, PCT_TIMESTAMP_MICROS = 10,                       /* ConvertedType */
 	PREP_REQUIRED = 0, PREP_OPTIONAL = 1,                          /* FieldRepetitionType */
 	PENC_PLAIN = 0, PENC_RLE = 3,                                  /* Encoding */
 	PCODEC_ZSTD = 6,                                               /* CompressionCodec */
@@ -127,7 +130,8 @@ static void buf_free(struct pq_buf *b)
 /* Byte order, a shorter prefix first: the order of Parquet's binary min/max. */
 static int bytes_cmp(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
 {
-	int c = memcmp(a, b, alen < blen ? alen : blen);
+	size_t n = alen < blen ? alen : blen;
+	int c = n ? memcmp(a, b, n) : 0; /* an empty value may have no buffer yet */
 
 	if (c)
 		return c;
@@ -304,6 +308,7 @@ struct jo_pq_writer {
 	struct pq_buf raw, zbuf, hdr;  /* page scratch */
 	ZSTD_CCtx *zc;
 	int failed;              /* JO_E* code that failed the writer, 0 while usable */
+	char failed_msg[200];    /* and what it said */
 };
 
 static const char *type_name(enum jo_pq_type t)
@@ -315,6 +320,7 @@ static const char *type_name(enum jo_pq_type t)
 	case JO_PQ_TIMESTAMP_NS: return "timestamp_ns";
 	case JO_PQ_BOOL: return "bool";
 	case JO_PQ_BINARY: return "binary";
+	case JO_PQ_TIMESTAMP_US: return "timestamp_us";
 	}
 	return "?";
 }
@@ -334,16 +340,31 @@ static bool is_bytes(enum jo_pq_type t)
 	return t == JO_PQ_STRING || t == JO_PQ_BINARY;
 }
 
-/* Mark w failed with rc (a jo_err_set result); later calls return rc again. */
-static int fail(struct jo_pq_writer *w, int rc)
+/* The jo_pq_put_* a column takes: INT64 for int64s and timestamps, STRING for byte arrays. */
+static enum jo_pq_type put_kind(enum jo_pq_type t)
+{
+	if (t == JO_PQ_TIMESTAMP_NS || t == JO_PQ_TIMESTAMP_US)
+		return JO_PQ_INT64;
+	return is_bytes(t) ? JO_PQ_STRING : t;
+}
+
+/* Mark w failed with rc, the jo_err_set() just made on err: later calls say it again. */
+static int fail(struct jo_pq_writer *w, struct jo_err *err, int rc)
 {
 	w->failed = rc;
+	snprintf(w->failed_msg, sizeof(w->failed_msg), "%.*s", (int)sizeof(w->failed_msg) - 1,
+		 err ? err->msg : "");
 	return rc;
+}
+
+static int failed_earlier(const struct jo_pq_writer *w, struct jo_err *err)
+{
+	return jo_err_set(err, w->failed, "parquet: the writer failed earlier: %s", w->failed_msg);
 }
 
 static int oom(struct jo_pq_writer *w, struct jo_err *err)
 {
-	return fail(w, jo_err_set(err, JO_ENOMEM, "parquet: out of memory"));
+	return fail(w, err, jo_err_set(err, JO_ENOMEM, "parquet: out of memory"));
 }
 
 static int write_all(struct jo_pq_writer *w, const void *p, size_t n, struct jo_err *err)
@@ -356,7 +377,7 @@ static int write_all(struct jo_pq_writer *w, const void *p, size_t n, struct jo_
 		if (k < 0 && errno == EINTR)
 			continue;
 		if (k <= 0)
-			return fail(w, jo_err_set(err, JO_EIO, "parquet: write: %s",
+			return fail(w, err, jo_err_set(err, JO_EIO, "parquet: write: %s",
 						  k < 0 ? strerror(errno) : "no progress"));
 		q += k;
 		n -= (size_t)k;
@@ -483,11 +504,11 @@ static int flush_page(struct jo_pq_writer *w, struct pq_col *c, struct jo_err *e
 		return oom(w, err);
 	z = ZSTD_compress2(w->zc, w->zbuf.p, bound, w->raw.p, w->raw.len);
 	if (ZSTD_isError(z))
-		return fail(w, jo_err_set(err, JO_EIO, "parquet: column '%s': zstd: %s", c->name,
+		return fail(w, err, jo_err_set(err, JO_EIO, "parquet: column '%s': zstd: %s", c->name,
 					  ZSTD_getErrorName(z)));
 	/* page_bytes and values are at most 256 MiB each: sizes fit the header's i32 */
 	if (w->raw.len > INT32_MAX || z > INT32_MAX)
-		return fail(w, jo_err_set(err, JO_EINVAL, "parquet: column '%s': page too large",
+		return fail(w, err, jo_err_set(err, JO_EINVAL, "parquet: column '%s': page too large",
 					  c->name));
 
 	buf_reset(&w->hdr, 64 * 1024);
@@ -642,7 +663,7 @@ int jo_pq_open(struct jo_pq_writer **out, int fd, const struct jo_pq_column *col
 	for (size_t i = 0; i < ncols; i++) {
 		if (!cols[i].name || !cols[i].name[0])
 			return jo_err_set(err, JO_EINVAL, "parquet: column %zu has no name", i);
-		if ((unsigned)cols[i].type > JO_PQ_BINARY)
+		if ((unsigned)cols[i].type > JO_PQ_TIMESTAMP_US)
 			return jo_err_set(err, JO_EINVAL, "parquet: column '%s': unknown type %d",
 					  cols[i].name, (int)cols[i].type);
 		for (size_t j = 0; j < i; j++)
@@ -695,8 +716,8 @@ out:
 	return ret;
 }
 
-/* The column col, if a value of one of the two types may be put into it now. */
-static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type t1, enum jo_pq_type t2,
+/* The column col, if a value of jo_pq_put_<kind> may be put into it now. */
+static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type kind,
 		   struct pq_col **out, struct jo_err *err)
 {
 	struct pq_col *c;
@@ -704,13 +725,13 @@ static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type t1, enum 
 	if (!w)
 		return jo_err_set(err, JO_EINVAL, "parquet: no writer");
 	if (w->failed)
-		return jo_err_set(err, w->failed, "parquet: the writer failed earlier");
+		return failed_earlier(w, err);
 	if (col >= w->ncols)
 		return jo_err_set(err, JO_EINVAL, "parquet: no column %zu (of %zu)", col, w->ncols);
 	c = &w->cols[col];
-	if (c->type != t1 && c->type != t2)
+	if (put_kind(c->type) != kind)
 		return jo_err_set(err, JO_EINVAL, "parquet: column '%s' is %s, not %s", c->name,
-				  type_name(c->type), type_name(t1));
+				  type_name(c->type), type_name(kind));
 	if (c->row != ROW_UNSET)
 		return jo_err_set(err, JO_EINVAL, "parquet: column '%s' set twice in row %llu",
 				  c->name, (unsigned long long)w->rows);
@@ -733,7 +754,7 @@ static int put_done(struct jo_pq_writer *w, struct pq_col *c, int64_t v, struct 
 int jo_pq_put_i64(struct jo_pq_writer *w, size_t col, int64_t v, struct jo_err *err)
 {
 	struct pq_col *c;
-	int rc = put_col(w, col, JO_PQ_INT64, JO_PQ_TIMESTAMP_NS, &c, err);
+	int rc = put_col(w, col, JO_PQ_INT64, &c, err);
 
 	if (rc)
 		return rc;
@@ -744,7 +765,7 @@ int jo_pq_put_i64(struct jo_pq_writer *w, size_t col, int64_t v, struct jo_err *
 int jo_pq_put_i32(struct jo_pq_writer *w, size_t col, int32_t v, struct jo_err *err)
 {
 	struct pq_col *c;
-	int rc = put_col(w, col, JO_PQ_INT32, JO_PQ_INT32, &c, err);
+	int rc = put_col(w, col, JO_PQ_INT32, &c, err);
 
 	if (rc)
 		return rc;
@@ -756,7 +777,7 @@ int jo_pq_put_bool(struct jo_pq_writer *w, size_t col, bool v, struct jo_err *er
 {
 	struct pq_col *c;
 	uint8_t bit;
-	int rc = put_col(w, col, JO_PQ_BOOL, JO_PQ_BOOL, &c, err);
+	int rc = put_col(w, col, JO_PQ_BOOL, &c, err);
 
 	if (rc)
 		return rc;
@@ -777,7 +798,7 @@ int jo_pq_put_str(struct jo_pq_writer *w, size_t col, const char *s, size_t len,
 		  struct jo_err *err)
 {
 	struct pq_col *c;
-	int rc = put_col(w, col, JO_PQ_STRING, JO_PQ_BINARY, &c, err);
+	int rc = put_col(w, col, JO_PQ_STRING, &c, err);
 
 	if (rc)
 		return rc;
@@ -797,8 +818,8 @@ int jo_pq_put_str(struct jo_pq_writer *w, size_t col, const char *s, size_t len,
 int jo_pq_put_null(struct jo_pq_writer *w, size_t col, struct jo_err *err)
 {
 	struct pq_col *c;
-	enum jo_pq_type t = w && col < w->ncols ? w->cols[col].type : JO_PQ_INT64;
-	int rc = put_col(w, col, t, t, &c, err);
+	enum jo_pq_type t = w && col < w->ncols ? put_kind(w->cols[col].type) : JO_PQ_INT64;
+	int rc = put_col(w, col, t, &c, err);
 
 	if (rc)
 		return rc;
@@ -847,7 +868,7 @@ int jo_pq_end_row(struct jo_pq_writer *w, struct jo_err *err)
 	if (!w)
 		return jo_err_set(err, JO_EINVAL, "parquet: no writer");
 	if (w->failed)
-		return jo_err_set(err, w->failed, "parquet: the writer failed earlier");
+		return failed_earlier(w, err);
 	if (w->row_set < w->ncols) {
 		const char *missing = NULL;
 
@@ -888,7 +909,7 @@ int jo_pq_end_row(struct jo_pq_writer *w, struct jo_err *err)
 	for (size_t i = 0; i < w->ncols; i++) {
 		struct pq_col *c = &w->cols[i];
 
-		if (c->vals.len + c->levels.len >= w->o.page_bytes) {
+		if (c->vals.len + c->levels.len >= w->o.page_bytes || c->page_rows >= PQ_PAGE_ROWS) {
 			rc = flush_page(w, c, err);
 			if (rc)
 				return rc;
@@ -926,13 +947,17 @@ static void footer(const struct jo_pq_writer *w, struct pq_buf *b)
 			tc_struct(&t, 1);                  /*   STRING */
 			tc_end(&t);
 			tc_end(&t);
-		} else if (c->type == JO_PQ_TIMESTAMP_NS) {
+		} else if (c->type == JO_PQ_TIMESTAMP_NS || c->type == JO_PQ_TIMESTAMP_US) {
+			bool ns = c->type == JO_PQ_TIMESTAMP_NS;
+
 			/* no converted type exists for nanoseconds */
+			if (!ns)
+				tc_i32(&t, 6, PCT_TIMESTAMP_MICROS);
 			tc_struct(&t, 10);                 /* logicalType: */
 			tc_struct(&t, 8);                  /*   TIMESTAMP */
 			tc_bool(&t, 1, true);              /*     isAdjustedToUTC */
 			tc_struct(&t, 2);                  /*     unit: */
-			tc_struct(&t, 3);                  /*       NANOS */
+			tc_struct(&t, ns ? 3 : 2);         /*       NANOS or MICROS */
 			tc_end(&t);
 			tc_end(&t);
 			tc_end(&t);
@@ -1007,7 +1032,7 @@ int jo_pq_close(struct jo_pq_writer *w, uint64_t *rows_out, struct jo_err *err)
 	if (!w)
 		return jo_err_set(err, JO_EINVAL, "parquet: no writer");
 	if (w->failed) {
-		rc = jo_err_set(err, w->failed, "parquet: the writer failed earlier");
+		rc = failed_earlier(w, err);
 		goto out;
 	}
 	if (w->row_set) {

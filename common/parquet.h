@@ -20,10 +20,12 @@
  *
  * Memory: a row group's column chunks are buffered compressed, each column's
  * current page raw. A page is compressed once its raw size (values and
- * levels) reaches opts.page_bytes; a row group is written once everything
- * buffered reaches opts.row_group_bytes. So memory is about row_group_bytes
- * plus one page per column (a single value larger than a page makes its page
- * that large), plus a few dozen bytes of metadata per column chunk written.
+ * levels) reaches opts.page_bytes, or it holds 2^20 rows (booleans, nulls);
+ * a row group is written once everything buffered reaches
+ * opts.row_group_bytes. So memory is at most about twice row_group_bytes
+ * (buffers grow by doubling) plus two pages per column (a single value larger
+ * than a page makes its page that large) and the zstd context, plus a few
+ * dozen bytes of metadata per column chunk written.
  *
  * A file with no rows has no row group (pyarrow and DuckDB read it as an
  * empty table with the schema).
@@ -34,8 +36,10 @@
  * Threading: one writer belongs to one thread.
  *
  * Extensions to the API agreed for issue 30: JO_PQ_BINARY (BYTE_ARRAY with no
- * annotation, for names that need not be UTF-8), jo_pq_put_str() checks that
- * JO_PQ_STRING values are valid UTF-8, JO_PQ_STAT_MAX, JO_PQ_MAX_VALUE.
+ * annotation, for names that need not be UTF-8), JO_PQ_TIMESTAMP_US (Spark 4.3
+ * reads no nanosecond timestamps unless told to read them as longs),
+ * jo_pq_put_str() checks that JO_PQ_STRING values are valid UTF-8,
+ * JO_PQ_STAT_MAX, JO_PQ_MAX_VALUE.
  */
 #ifndef JO_PARQUET_H
 #define JO_PARQUET_H
@@ -54,6 +58,7 @@ enum jo_pq_type {
 	JO_PQ_TIMESTAMP_NS, /* INT64, TIMESTAMP(NANOS, isAdjustedToUTC): ns since the epoch */
 	JO_PQ_BOOL,         /* BOOLEAN */
 	JO_PQ_BINARY,       /* BYTE_ARRAY, no logical type: any bytes */
+	JO_PQ_TIMESTAMP_US, /* INT64, TIMESTAMP(MICROS, isAdjustedToUTC): us since the epoch */
 };
 
 /* One column of the table. name is copied; it must be non-empty and unique. */
@@ -88,7 +93,7 @@ int jo_pq_open(struct jo_pq_writer **out, int fd, const struct jo_pq_column *col
 
 /*
  * Set column col of the row being built. Each column is set exactly once per
- * row. jo_pq_put_i64 takes JO_PQ_INT64 and JO_PQ_TIMESTAMP_NS columns,
+ * row. jo_pq_put_i64 takes JO_PQ_INT64 and JO_PQ_TIMESTAMP_* columns,
  * jo_pq_put_str JO_PQ_STRING and JO_PQ_BINARY ones (s is copied; s may be
  * NULL when len is 0), jo_pq_put_null nullable columns only.
  * Errors: JO_EINVAL (col out of range, wrong type, column already set in this

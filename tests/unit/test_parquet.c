@@ -17,6 +17,7 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <malloc.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +108,7 @@ static char *fmt(const char *f, ...)
 static const char *tname(enum jo_pq_type t)
 {
 	static const char *names[] = { "int64", "int32", "string", "timestamp_ns", "bool",
-				       "binary" };
+				       "binary", "timestamp_us" };
 	return names[t];
 }
 
@@ -232,6 +233,14 @@ static void tw_close(struct tw *t)
 	free(t->cell);
 }
 
+/* Bytes the process has allocated now (0 where malloc keeps no count, as under ASan). */
+static size_t heap_used(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
 static uint64_t rng;
 
 static uint64_t rnd(void)
@@ -253,6 +262,7 @@ static const struct jo_pq_column every_col[] = {
 	{ "flag", JO_PQ_BOOL, false },        { "flag_null", JO_PQ_BOOL, true },
 	{ "bin", JO_PQ_BINARY, false },       { "bin_null", JO_PQ_BINARY, true },
 	{ "größe", JO_PQ_INT64, true },       { "empty", JO_PQ_STRING, false },
+	{ "ts_us", JO_PQ_TIMESTAMP_US, true },
 };
 #define NEVERY (sizeof(every_col) / sizeof(every_col[0]))
 
@@ -302,6 +312,10 @@ static void parquet_writes_every_type_with_nulls_and_edge_values(void **state)
 			tw_str(&t, 11, bin + i % 3, 2);
 		tw_null(&t, 12);  /* a column with no value at all: no min/max */
 		tw_cstr(&t, 13, "");
+		if (i % 9 == 4)
+			tw_null(&t, 14);
+		else
+			tw_i64(&t, 14, ts / 1000 - (i == 5 ? 4000000000000000LL : 0));
 		tw_end_row(&t);
 	}
 	tw_close(&t);
@@ -397,12 +411,16 @@ static void parquet_many_rows_make_row_groups_and_pages(void **state)
 	struct tw t;
 	int run = 0;
 	bool null_run = false;
+	size_t base = heap_used(), peak = 0;
 
 	(void)state;
 	rng = 42;
 	tw_open(&t, "many_rows", cols, 5, &o, 4, 100);
 	for (int i = 0; i < 200000; i++) {
 		char path[64];
+
+		if (i % 500 == 0 && heap_used() > peak)
+			peak = heap_used();
 
 		tw_i64(&t, 0, (int64_t)i + 1);
 		if (run-- <= 0) {  /* nulls and values in runs of 1..40: RLE and bit-packed */
@@ -425,6 +443,28 @@ static void parquet_many_rows_make_row_groups_and_pages(void **state)
 			tw_null(&t, 4);
 		else
 			tw_bool(&t, 4, rnd() % 2);
+		tw_end_row(&t);
+	}
+	tw_close(&t);
+	/* memory is bounded by the row group size, not by the rows written
+	 * (2 x 256 KiB of chunks, pages of 8 KiB, the zstd context) */
+	fprintf(stderr, "heap: %zu KiB above the start at most\n", (peak - base) >> 10);
+	if (base)
+		assert_true(peak - base < (size_t)2 << 20);
+	pqcheck();
+}
+
+/* Booleans and nulls are small: a page also ends at 2^20 rows (its counts are int32). */
+static void parquet_page_ends_at_a_row_limit(void **state)
+{
+	static const struct jo_pq_column col = { "b", JO_PQ_BOOL, false };
+	struct jo_pq_opts o = { .page_bytes = 64 << 20, .row_group_bytes = 64 << 20 };
+	struct tw t;
+
+	(void)state;
+	tw_open(&t, "bool_rows", &col, 1, &o, 1, 3);
+	for (int i = 0; i < (2 << 20) + 1000; i++) {
+		tw_bool(&t, 0, i % 3 == 0);
 		tw_end_row(&t);
 	}
 	tw_close(&t);
@@ -579,6 +619,7 @@ static void parquet_write_error_is_sticky(void **state)
 	assert_int_equal(jo_pq_end_row(w, &err), JO_EIO);
 	assert_non_null(strstr(err.msg, "write"));
 	assert_int_equal(jo_pq_put_i64(w, 0, 2, &err), JO_EIO);
+	assert_non_null(strstr(err.msg, "failed earlier: parquet: write: No space left"));
 	assert_int_equal(jo_pq_end_row(w, &err), JO_EIO);
 	assert_int_equal(jo_pq_close(w, &rows, &err), JO_EIO);
 	assert_int_equal(rows, 0);
@@ -655,7 +696,7 @@ static void parquet_random_tables_read_back_equal(void **state)
 
 			snprintf(names[c], sizeof(names[c]), "c%zu", c);
 			cols[c].name = names[c];
-			cols[c].type = (enum jo_pq_type)(rnd() % 6);
+			cols[c].type = (enum jo_pq_type)(rnd() % 7);
 			cols[c].nullable = rnd() % 2;
 			nullpct[c] = cols[c].nullable ? pcts[rnd() % 6] : 0;
 			kind[c] = (int)(rnd() % 4);
@@ -680,6 +721,7 @@ static void parquet_random_tables_read_back_equal(void **state)
 				switch (cols[c].type) {
 				case JO_PQ_INT64:
 				case JO_PQ_TIMESTAMP_NS:
+				case JO_PQ_TIMESTAMP_US:
 					tw_i64(&t, c, rand_int(kind[c], r));
 					break;
 				case JO_PQ_INT32:
@@ -716,6 +758,8 @@ int main(void)
 						setup_dir, teardown_dir),
 		cmocka_unit_test_setup_teardown(parquet_many_rows_make_row_groups_and_pages,
 						setup_dir, teardown_dir),
+		cmocka_unit_test_setup_teardown(parquet_page_ends_at_a_row_limit, setup_dir,
+						teardown_dir),
 		cmocka_unit_test_setup_teardown(parquet_zero_rows_is_a_valid_empty_table, setup_dir,
 						teardown_dir),
 		cmocka_unit_test_setup_teardown(parquet_rejects_bad_calls_and_keeps_writing, setup_dir,
