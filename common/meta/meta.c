@@ -706,6 +706,15 @@ int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void 
 	return m->ops->readdir(m, dir, cb, payload, err);
 }
 
+int jo_meta_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
+			 jo_meta_dirent_attr_cb cb, void *payload, struct jo_err *err)
+{
+	if (!m->ops->readdir_attr)
+		return jo_err_set(err, JO_EUNSUPPORTED, "%s: no readdir with attributes",
+				  jo_meta_engine(m));
+	return n ? m->ops->readdir_attr(m, dirs, n, cb, payload, err) : 0;
+}
+
 int jo_meta_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t **out,
 		       size_t *len, struct jo_err *err)
 {

@@ -219,6 +219,24 @@ int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb,
 		    void *payload, struct jo_err *err);
 
 /*
+ * The entries of the directories dirs[0..n) with each entry's attributes,
+ * for families that read both cheaper than a readdir per directory plus a
+ * scan of every inode (Redis: one pipeline of HSCAN pages for all n
+ * directories, then one of GET i{ino} for every entry returned; big
+ * directories go on page by page). cb gets the index in dirs of the
+ * directory an entry is in; entries of different directories may come
+ * interleaved. attr is NULL for an entry whose inode is gone by the time it
+ * is read (a concurrent unlink). Memory: the pages of the n directories.
+ * JO_EUNSUPPORTED when the family has no such read: use jo_meta_readdir()
+ * and jo_meta_scan_inodes() then.
+ */
+typedef int (*jo_meta_dirent_attr_cb)(size_t dir_index, const char *name, size_t name_len,
+				      uint64_t ino, uint8_t type, const struct jo_attr *attr,
+				      void *payload);
+int jo_meta_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
+			 jo_meta_dirent_attr_cb cb, void *payload, struct jo_err *err);
+
+/*
  * The raw records of chunk (ino, indx): a malloc'd buffer of 24-byte records
  * in list order (*out NULL and *len 0 when the chunk does not exist; that is
  * not an error). JO_EPROTO when a Redis element is not 24 bytes long.

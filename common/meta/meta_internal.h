@@ -84,6 +84,9 @@ struct jo_meta_ops {
 	int (*getattr)(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err);
 	int (*readdir)(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void *payload,
 		       struct jo_err *err);
+	/* optional (NULL: JO_EUNSUPPORTED): entries with their attributes */
+	int (*readdir_attr)(struct jo_meta *m, const uint64_t *dirs, size_t n,
+			    jo_meta_dirent_attr_cb cb, void *payload, struct jo_err *err);
 	int (*read_chunk)(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t **out,
 			  size_t *len, struct jo_err *err);
 	int (*list_chunks)(struct jo_meta *m, uint64_t ino, uint32_t **out, size_t *n,

@@ -665,6 +665,145 @@ static int r_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void
 	return r_scan(m, "HSCAN", key, NULL, dir_page, &c, err);
 }
 
+/* ---- readdir_attr: a pipeline of HSCAN pages of the directories, then one of
+ * GET i{ino} for every entry; directories with more pages go round again */
+
+struct dira {
+	uint64_t *dirs;          /* the directories still being read */
+	size_t *idx;             /* their index in the caller's array */
+	char (*cursor)[32];
+	redisReply **hs;         /* this round's HSCAN replies */
+	redisReply **gets;       /* this round's GET replies */
+	size_t gcap;
+};
+
+static int dira_round(struct jo_meta *m, struct dira *d, size_t n, jo_meta_dirent_attr_cb cb,
+		      void *payload, size_t *left, struct jo_err *err)
+{
+	size_t k = 0, ng = 0, got;
+	int rc = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (jo_rd_append(m, "HSCAN %Kd%llu %s COUNT " SCAN_COUNT,
+				 (unsigned long long)d->dirs[i], d->cursor[i]) != REDIS_OK)
+			return jo_rd_append_failed(m, i, err, "HSCAN pipeline");
+	}
+	if ((rc = rget_all(m, d->hs, n, err)) != 0)
+		return rc;
+	/* check every page, then ask for the attributes of all their entries */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		redisReply *r = d->hs[i], *el;
+
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+		    r->element[0]->type != REDIS_REPLY_STRING || r->element[0]->len >= 32 ||
+		    r->element[1]->type != REDIS_REPLY_ARRAY) {
+			rc = jo_err_set(err, JO_EPROTO, "redis %s: unexpected HSCAN reply",
+					m->url.redacted);
+			break;
+		}
+		el = r->element[1];
+		for (size_t j = 0; j + 1 < el->elements && rc == 0; j += 2)
+			if (el->element[j + 1]->type != REDIS_REPLY_STRING ||
+			    el->element[j + 1]->len < 9)
+				rc = jo_err_set(err, JO_EPROTO, "dir %llu: entry value is not 9 bytes",
+						(unsigned long long)d->dirs[i]);
+		ng += el->elements / 2;
+	}
+	if (rc == 0)
+		rc = rs_reserve(&d->gets, &d->gcap, ng, err);
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		redisReply *el = d->hs[i]->element[1];
+
+		for (size_t j = 0; j + 1 < el->elements; j += 2) {
+			if (jo_rd_append(m, "GET %Ki%llu", (unsigned long long)
+					 jo_be64((const uint8_t *)el->element[j + 1]->str + 1)) != REDIS_OK) {
+				rc = jo_rd_append_failed(m, k, err, "GET pipeline");
+				break;
+			}
+			k++;
+		}
+	}
+	if (rc == 0)
+		rc = rget_all(m, d->gets, k, err);
+	if (rc != 0) {
+		rfree_from(d->hs, 0, n);
+		return rc;
+	}
+	got = 0;
+	for (size_t i = 0; i < n; i++) {
+		redisReply *el = d->hs[i]->element[1];
+
+		for (size_t j = 0; j + 1 < el->elements; j += 2, got++) {
+			redisReply *name = el->element[j], *v = el->element[j + 1], *a1 = d->gets[got];
+			uint64_t ino = jo_be64((const uint8_t *)v->str + 1);
+			struct jo_attr a;
+			bool have = a1->type == REDIS_REPLY_STRING;
+
+			if (rc == 0 && have &&
+			    (rc = jo_meta_decode_attr((const uint8_t *)a1->str, a1->len, &a, err)) != 0)
+				jo_err_wrap(err, "inode %llu", (unsigned long long)ino);
+			if (rc == 0)
+				rc = cb(d->idx[i], name->str, name->len, ino, (uint8_t)v->str[0],
+					have ? &a : NULL, payload);
+			freeReplyObject(a1);
+		}
+	}
+	/* the directories with more pages stay, in order */
+	*left = 0;
+	for (size_t i = 0; i < n; i++) {
+		redisReply *cur = d->hs[i]->element[0];
+
+		if (rc == 0 && !(cur->len == 1 && cur->str[0] == '0')) {
+			d->dirs[*left] = d->dirs[i];
+			d->idx[*left] = d->idx[i];
+			memcpy(d->cursor[*left], cur->str, cur->len);
+			d->cursor[*left][cur->len] = '\0';
+			(*left)++;
+		}
+		freeReplyObject(d->hs[i]);
+	}
+	return rc;
+}
+
+static int r_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
+			  jo_meta_dirent_attr_cb cb, void *payload, struct jo_err *err)
+{
+	struct dira d = { 0 };
+	unsigned epoch = 0;
+	size_t left = n;
+	bool first = true;
+	int rc = 0;
+
+	d.dirs = malloc(n * sizeof(*d.dirs));
+	d.idx = malloc(n * sizeof(*d.idx));
+	d.cursor = malloc(n * sizeof(*d.cursor));
+	d.hs = malloc(n * sizeof(*d.hs));
+	if (!d.dirs || !d.idx || !d.cursor || !d.hs)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		d.dirs[i] = dirs[i];
+		d.idx[i] = i;
+		strcpy(d.cursor[i], "0");
+	}
+	while (rc == 0 && left > 0) {
+		rc = dira_round(m, &d, left, cb, payload, &left, err);
+		/* a cursor of one server means nothing to another (a failover) */
+		if (first)
+			epoch = jo_rd_epoch(m);
+		first = false;
+		if (rc == 0 && jo_rd_epoch(m) != epoch)
+			rc = jo_err_set(err, JO_ECONNECT, "redis %s: HSCAN: the connection was "
+					"re-established during the scan (a failover?); it must start "
+					"over", m->url.redacted);
+	}
+	free(d.dirs);
+	free(d.idx);
+	free(d.cursor);
+	free(d.hs);
+	free(d.gets);
+	return rc;
+}
+
 /* ---- slice refs */
 
 static int r_get_slice_ref(struct jo_meta *m, uint64_t id, uint32_t size, int64_t *refs,
@@ -1086,6 +1225,7 @@ const struct jo_meta_ops jo_meta_redis_ops = {
 	.lookup = r_lookup,
 	.getattr = r_getattr,
 	.readdir = r_readdir,
+	.readdir_attr = r_readdir_attr,
 	.read_chunk = r_read_chunk,
 	.list_chunks = r_list_chunks,
 	.list_chunks_below = r_list_chunks_below,

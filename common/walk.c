@@ -1,0 +1,682 @@
+/*
+ * walk.c: the namespace as rows (walk.h). Four sorted streams keyed by the
+ * big-endian inode number (so byte order is inode order) meet in one merge:
+ *   edge:  [ino 8][where 1][parent 8][depth 4][type 1][path]
+ *   attr:  [ino 8][struct jo_attr]
+ *   chunk: [ino 8][indx 4][records 4][stored 8][24-byte records (SLICES only)]
+ *   sus:   [ino 8]
+ * The frontier of one level is [ino 8][path] in a sort of its own.
+ */
+#include "common/walk.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/cancel.h"
+#include "common/err.h"
+#include "common/extsort.h"
+#include "common/jfs/jfs.h"
+
+enum { S_EDGE, S_ATTR, S_CHUNK, S_SUS, S_N };
+
+#define EDGE_HDR (8 + 1 + 8 + 4 + 1)
+/* directories listed in one jo_meta_readdir_attr() call */
+#define WALK_BATCH 32
+#define CHUNK_HDR (8 + 4 + 4 + 8)
+
+struct walk {
+	struct jo_meta *m;
+	const struct jo_walk_opts *o;
+	struct jo_walk_stats *st;
+	struct jo_err *err;
+	struct jo_xsort_opts xo;
+	struct jo_xsort *xs[S_N];
+	struct jo_xsort *next;          /* the frontier being filled */
+	uint8_t *buf;                   /* record scratch */
+	size_t cap;
+	/* the directory being listed */
+	const uint8_t *dpath;
+	size_t dlen;
+	uint64_t dino;
+	uint32_t depth;                 /* of its entries */
+	uint8_t where;
+	/* the family lists entries with their attributes (jo_meta_readdir_attr):
+	 * no scan of every inode is needed; it reads a batch of directories at once */
+	bool with_attr;
+	size_t nbatch;
+	uint64_t batch_ino[WALK_BATCH];
+	size_t batch_off[WALK_BATCH], batch_len[WALK_BATCH];
+	uint8_t *bpaths;
+	size_t bplen, bpcap;
+	/* slices of one chunk, sorted for the distinct count */
+	struct jo_slice *recs;
+	size_t nrecs;
+};
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (24 - 8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static int scratch(struct walk *w, size_t n)
+{
+	uint8_t *b;
+
+	if (n <= w->cap)
+		return 0;
+	b = realloc(w->buf, n);
+	if (!b)
+		return jo_err_set(w->err, JO_ENOMEM, "out of memory");
+	w->buf = b;
+	w->cap = n;
+	return 0;
+}
+
+static int add_edge(struct walk *w, uint64_t ino, uint8_t where, uint64_t parent, uint32_t depth,
+		    uint8_t type, const uint8_t *dir, size_t dlen, const char *name, size_t nlen)
+{
+	/* "/" + name below the root, else dir + "/" + name; the root itself: dir */
+	size_t base = dlen == 1 && dir[0] == '/' ? 0 : dlen;
+	size_t plen = name ? base + 1 + nlen : dlen;
+	uint8_t *p;
+	int rc;
+
+	if ((rc = scratch(w, EDGE_HDR + plen)) != 0)
+		return rc;
+	p = w->buf;
+	put64(p, ino);
+	p[8] = where;
+	put64(p + 9, parent);
+	put32(p + 17, depth);
+	p[21] = type;
+	if (name) {
+		memcpy(p + EDGE_HDR, dir, base);
+		p[EDGE_HDR + base] = '/';
+		memcpy(p + EDGE_HDR + base + 1, name, nlen);
+	} else {
+		memcpy(p + EDGE_HDR, dir, dlen);
+	}
+	if ((rc = jo_xsort_add(w->xs[S_EDGE], p, EDGE_HDR + plen, w->err)) != 0)
+		return rc;
+	if (type != JO_TYPE_DIR)
+		return 0;
+	/* the frontier record [ino][path] is the tail of the same buffer */
+	put64(p + EDGE_HDR - 8, ino);
+	return jo_xsort_add(w->next, p + EDGE_HDR - 8, 8 + plen, w->err);
+}
+
+static int on_dirent(const char *name, size_t nlen, uint64_t ino, uint8_t type, void *payload)
+{
+	struct walk *w = payload;
+
+	return add_edge(w, ino, w->where, w->dino, w->depth, type, w->dpath, w->dlen, name, nlen);
+}
+
+static int add_attr(struct walk *w, uint64_t ino, const struct jo_attr *a)
+{
+	uint8_t rec[8 + sizeof(struct jo_attr)];
+
+	put64(rec, ino);
+	memcpy(rec + 8, a, sizeof(*a));
+	return jo_xsort_add(w->xs[S_ATTR], rec, sizeof(rec), w->err);
+}
+
+static int on_dirent_attr(size_t di, const char *name, size_t nlen, uint64_t ino, uint8_t type,
+			  const struct jo_attr *a, void *payload)
+{
+	struct walk *w = payload;
+	int rc;
+
+	/* an entry whose inode is gone already: its path is dropped in the merge */
+	if (a && (rc = add_attr(w, ino, a)) != 0)
+		return rc;
+	w->dino = w->batch_ino[di];
+	w->dpath = w->bpaths + w->batch_off[di];
+	w->dlen = w->batch_len[di];
+	return on_dirent(name, nlen, ino, type, payload);
+}
+
+/* List the batched directories (one call), or each with a plain readdir. */
+static int list_batch(struct walk *w)
+{
+	size_t n = w->nbatch;
+	int rc = 0;
+
+	w->nbatch = 0;
+	w->bplen = 0;
+	if (n == 0)
+		return 0;
+	if (w->with_attr) {
+		rc = jo_meta_readdir_attr(w->m, w->batch_ino, n, on_dirent_attr, w, w->err);
+		if (rc != JO_EUNSUPPORTED) {
+			if (rc == 0)
+				w->st->dirs_read += n;
+			return rc;
+		}
+		/* refused before any entry: list and scan the inodes instead */
+		w->with_attr = false;
+		jo_err_clear(w->err);
+		rc = 0;
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		w->dino = w->batch_ino[i];
+		w->dpath = w->bpaths + w->batch_off[i];
+		w->dlen = w->batch_len[i];
+		rc = jo_meta_readdir(w->m, w->dino, on_dirent, w, w->err);
+		if (rc == 0)
+			w->st->dirs_read++;
+	}
+	return rc;
+}
+
+/* Queue a directory of the frontier; list the batch when it is full. */
+static int list_dir(struct walk *w, uint64_t ino, const uint8_t *path, size_t len)
+{
+	if (w->bplen + len > w->bpcap) {
+		size_t cap = w->bpcap ? w->bpcap : 4096;
+		uint8_t *b;
+
+		while (cap < w->bplen + len)
+			cap *= 2;
+		b = realloc(w->bpaths, cap);
+		if (!b)
+			return jo_err_set(w->err, JO_ENOMEM, "out of memory");
+		w->bpaths = b;
+		w->bpcap = cap;
+	}
+	memcpy(w->bpaths + w->bplen, path, len);
+	w->batch_ino[w->nbatch] = ino;
+	w->batch_off[w->nbatch] = w->bplen;
+	w->batch_len[w->nbatch] = len;
+	w->bplen += len;
+	/* a plain readdir gains nothing from waiting */
+	if (++w->nbatch == WALK_BATCH || !w->with_attr)
+		return list_batch(w);
+	return 0;
+}
+
+static int new_sort(struct walk *w, struct jo_xsort **out)
+{
+	return jo_xsort_new(out, &w->xo, w->err);
+}
+
+/*
+ * Breadth first from (root, path): level by level, each level's directories
+ * from a sort of their own, the next level's added to a new one meanwhile.
+ * emit_root: the root is a row too (the trash root is not).
+ */
+static int walk_tree(struct walk *w, uint64_t root, const char *path, uint8_t where,
+		     bool emit_root)
+{
+	struct jo_xsort *cur = NULL;
+	struct jo_xsort_stats xst;
+	int rc;
+
+	w->next = NULL;
+	if ((rc = new_sort(w, &w->next)) != 0)
+		return rc;
+	if (emit_root)
+		rc = add_edge(w, root, where, 0, 0, JO_TYPE_DIR, (const uint8_t *)path, strlen(path),
+			      NULL, 0);
+	else if ((rc = scratch(w, 8 + strlen(path))) == 0) {
+		put64(w->buf, root);
+		memcpy(w->buf + 8, path, strlen(path));
+		rc = jo_xsort_add(w->next, w->buf, 8 + strlen(path), w->err);
+	}
+	for (uint32_t depth = 1; rc == 0; depth++) {
+		const void *rec;
+		size_t len;
+
+		jo_xsort_free(cur);
+		cur = w->next;
+		w->next = NULL;
+		jo_xsort_get_stats(cur, &xst);
+		if (xst.records == 0)
+			break;
+		if ((rc = jo_xsort_finish(cur, w->err)) != 0 || (rc = new_sort(w, &w->next)) != 0)
+			break;
+		w->where = where;
+		w->depth = depth;
+		while ((rc = jo_xsort_next(cur, &rec, &len, w->err)) == 1) {
+			if (jo_cancelled()) {
+				rc = jo_err_set(w->err, JO_ECANCELED, "interrupted");
+				break;
+			}
+			rc = list_dir(w, get64(rec), (const uint8_t *)rec + 8, len - 8);
+			if (rc != 0)
+				break;
+		}
+		if (rc == 0)
+			rc = list_batch(w);
+		if (rc != 0)
+			break;
+	}
+	if (cur) {
+		jo_xsort_get_stats(cur, &xst);
+		w->st->tmp_bytes += xst.tmp_bytes;
+		if (xst.peak_mem > w->st->peak_sort_mem)
+			w->st->peak_sort_mem = xst.peak_mem;
+	}
+	jo_xsort_free(cur);
+	jo_xsort_free(w->next);
+	w->next = NULL;
+	return rc;
+}
+
+static int on_inode(uint64_t ino, const struct jo_attr *a, void *payload)
+{
+	return add_attr(payload, ino, a);
+}
+
+static int cmp_slice(const void *a, const void *b)
+{
+	const struct jo_slice *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->size < y->size ? -1 : x->size > y->size;
+}
+
+static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *payload)
+{
+	struct walk *w = payload;
+	size_t n = len / JO_SLICE_REC_LEN, k = 0, extra;
+	uint64_t stored = 0;
+	int rc;
+
+	if (len % JO_SLICE_REC_LEN)
+		return jo_err_set(w->err, JO_EPROTO, "chunk %llu/%u: %zu bytes, not a multiple of 24",
+				  (unsigned long long)ino, indx, len);
+	if (n > w->nrecs) {
+		struct jo_slice *r = realloc(w->recs, n * sizeof(*r));
+
+		if (!r)
+			return jo_err_set(w->err, JO_ENOMEM, "out of memory");
+		w->recs = r;
+		w->nrecs = n;
+	}
+	for (size_t i = 0; i < n; i++) {
+		jo_slice_decode(raw + i * JO_SLICE_REC_LEN, &w->recs[k]);
+		if (w->recs[k].id)
+			k++;
+	}
+	qsort(w->recs, k, sizeof(*w->recs), cmp_slice);
+	for (size_t i = 0; i < k; i++)
+		if (i == 0 || cmp_slice(&w->recs[i - 1], &w->recs[i]) != 0)
+			stored += w->recs[i].size;
+	extra = (w->o->flags & JO_WALK_SLICES) ? len : 0;
+	if ((rc = scratch(w, CHUNK_HDR + extra)) != 0)
+		return rc;
+	put64(w->buf, ino);
+	put32(w->buf + 8, indx);
+	put32(w->buf + 12, (uint32_t)k);
+	put64(w->buf + 16, stored);
+	memcpy(w->buf + CHUNK_HDR, raw, extra);
+	w->st->chunks_read++;
+	if (jo_cancelled())
+		return jo_err_set(w->err, JO_ECANCELED, "interrupted");
+	return jo_xsort_add(w->xs[S_CHUNK], w->buf, CHUNK_HDR + extra, w->err);
+}
+
+static int on_sustained(uint64_t sid, uint64_t ino, void *payload)
+{
+	struct walk *w = payload;
+	uint8_t rec[8];
+	struct jo_attr a;
+	int rc;
+
+	(void)sid;
+	/* no inode scan: read its attributes here (there are few such inodes) */
+	if (w->with_attr) {
+		rc = jo_meta_getattr(w->m, ino, &a, w->err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(w->err);
+			return 0;
+		}
+		if (rc != 0 || (rc = add_attr(w, ino, &a)) != 0)
+			return rc;
+	}
+	put64(rec, ino);
+	return jo_xsort_add(w->xs[S_SUS], rec, sizeof(rec), w->err);
+}
+
+/* ---------------------------------------------------------------- the merge */
+
+struct head {
+	struct jo_xsort *s;
+	const uint8_t *rec;
+	size_t len;
+	bool live;
+};
+
+static int head_next(struct head *h, struct jo_err *err)
+{
+	const void *rec;
+	int rc;
+
+	if (!h->s) {
+		h->live = false;
+		return 0;
+	}
+	rc = jo_xsort_next(h->s, &rec, &h->len, err);
+	if (rc < 0)
+		return rc;
+	h->live = rc == 1;
+	h->rec = rec;
+	return 0;
+}
+
+static bool head_at(const struct head *h, uint64_t ino)
+{
+	return h->live && get64(h->rec) == ino;
+}
+
+/* One inode's edges and chunk records, copied out of the sorts. */
+struct group {
+	uint8_t *edges;         /* concatenated [u32 len][edge record] */
+	size_t elen, ecap;
+	uint8_t *recs;          /* concatenated [indx 4][n 4][24-byte records] */
+	size_t rlen, rcap;
+};
+
+static int grow(uint8_t **b, size_t *cap, size_t need, struct jo_err *err)
+{
+	size_t c = *cap ? *cap : 256;
+	uint8_t *p;
+
+	if (need <= *cap)
+		return 0;
+	while (c < need)
+		c *= 2;
+	p = realloc(*b, c);
+	if (!p)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*b = p;
+	*cap = c;
+	return 0;
+}
+
+static int emit(struct walk *w, uint64_t ino, const struct jo_attr *a, struct group *g,
+		bool sustained, const uint64_t fig[3])
+{
+	struct jo_walk_row r = { .ino = ino, .attr = *a };
+	uint32_t keep = a->type == JO_TYPE_DIR ? 1 : (a->nlink ? a->nlink : 1);
+	enum jo_walk_where first = JO_WALK_IN_TREE;
+	int rc = 0;
+
+	if (a->type == JO_TYPE_FILE) {
+		r.chunks = fig[0];
+		r.slice_records = fig[1];
+		r.stored_bytes = fig[2];
+	}
+	if (g->elen == 0) {
+		if (!sustained)
+			return 0;
+		r.path = r.name = "";
+		r.where = first = JO_WALK_OPEN_UNLINKED;
+		w->st->rows++;
+		rc = w->o->row(&r, w->o->payload);
+	}
+	for (size_t off = 0; off < g->elen && rc == 0;) {
+		uint32_t len = get32(g->edges + off);
+		const uint8_t *e = g->edges + off + 4;
+		const char *slash;
+
+		off += 4 + len;
+		if (r.link >= keep) {
+			w->st->extra_paths++;
+			continue;
+		}
+		r.where = (enum jo_walk_where)e[8];
+		r.parent = get64(e + 9);
+		r.depth = get32(e + 17);
+		r.path = (const char *)e + EDGE_HDR;
+		r.path_len = len - EDGE_HDR;
+		if (r.depth == 0 && r.parent == 0)
+			r.parent = a->parent;
+		for (slash = r.path + r.path_len; slash > r.path && slash[-1] != '/'; slash--)
+			;
+		r.name = slash;
+		r.name_len = r.path_len - (size_t)(r.name - r.path);
+		if (r.link == 0)
+			first = r.where;
+		w->st->rows++;
+		rc = w->o->row(&r, w->o->payload);
+		r.link++;
+	}
+	if (rc || !(w->o->flags & JO_WALK_SLICES) || !w->o->slice)
+		return rc;
+	for (size_t off = 0; off < g->rlen && rc == 0;) {
+		uint32_t indx = get32(g->recs + off), n = get32(g->recs + off + 4);
+		struct jo_slice s;
+
+		off += 8;
+		for (uint32_t i = 0; i < n && rc == 0; i++, off += JO_SLICE_REC_LEN) {
+			jo_slice_decode(g->recs + off, &s);
+			rc = w->o->slice(ino, first, indx, s.pos, s.id, s.size, s.off, s.len,
+					 w->o->payload);
+		}
+	}
+	return rc;
+}
+
+static int merge(struct walk *w)
+{
+	struct head h[S_N] = { 0 };
+	struct group g = { 0 };
+	int rc = 0;
+
+	for (int i = 0; i < S_N && rc == 0; i++) {
+		h[i].s = w->xs[i];
+		if (h[i].s && (rc = jo_xsort_finish(h[i].s, w->err)) == 0)
+			rc = head_next(&h[i], w->err);
+	}
+	while (rc == 0) {
+		uint64_t ino = UINT64_MAX, fig[3] = { 0, 0, 0 };
+		struct jo_attr a;
+		bool have_attr = false, sustained = false, any = false;
+		size_t prev = SIZE_MAX, prevlen = 0;
+
+		for (int i = 0; i < S_N; i++)
+			if (h[i].live && get64(h[i].rec) <= ino) {
+				ino = get64(h[i].rec);
+				any = true;
+			}
+		if (!any)
+			break;
+		if (jo_cancelled()) {
+			rc = jo_err_set(w->err, JO_ECANCELED, "interrupted");
+			break;
+		}
+		g.elen = g.rlen = 0;
+		/* attributes: the first (a Redis SCAN may return a key twice) */
+		while (rc == 0 && head_at(&h[S_ATTR], ino)) {
+			if (!have_attr && h[S_ATTR].len == 8 + sizeof(a)) {
+				memcpy(&a, h[S_ATTR].rec + 8, sizeof(a));
+				have_attr = true;
+			}
+			rc = head_next(&h[S_ATTR], w->err);
+		}
+		/* paths, without exact duplicates (HSCAN may repeat an entry) */
+		while (rc == 0 && head_at(&h[S_EDGE], ino)) {
+			size_t len = h[S_EDGE].len;
+
+			if (len >= EDGE_HDR && !(prev != SIZE_MAX && prevlen == len &&
+						  !memcmp(g.edges + prev, h[S_EDGE].rec, len))) {
+				if ((rc = grow(&g.edges, &g.ecap, g.elen + 4 + len, w->err)) != 0)
+					break;
+				put32(g.edges + g.elen, (uint32_t)len);
+				memcpy(g.edges + g.elen + 4, h[S_EDGE].rec, len);
+				prev = g.elen + 4;
+				prevlen = len;
+				g.elen += 4 + len;
+			}
+			rc = head_next(&h[S_EDGE], w->err);
+		}
+		while (rc == 0 && head_at(&h[S_CHUNK], ino)) {
+			const uint8_t *c = h[S_CHUNK].rec;
+			size_t raw = h[S_CHUNK].len - CHUNK_HDR;
+
+			fig[0]++;
+			fig[1] += get32(c + 12);
+			fig[2] += get64(c + 16);
+			if (raw) {
+				if ((rc = grow(&g.recs, &g.rcap, g.rlen + 8 + raw, w->err)) != 0)
+					break;
+				memcpy(g.recs + g.rlen, c + 8, 4);
+				put32(g.recs + g.rlen + 4, (uint32_t)(raw / JO_SLICE_REC_LEN));
+				memcpy(g.recs + g.rlen + 8, c + CHUNK_HDR, raw);
+				g.rlen += 8 + raw;
+			}
+			rc = head_next(&h[S_CHUNK], w->err);
+		}
+		while (rc == 0 && head_at(&h[S_SUS], ino)) {
+			sustained = true;
+			rc = head_next(&h[S_SUS], w->err);
+		}
+		if (rc)
+			break;
+		if (!have_attr) {
+			/* a path whose inode is gone: removed after the walk saw it */
+			for (size_t off = 0; off < g.elen; off += 4 + get32(g.edges + off))
+				w->st->vanished++;
+			continue;
+		}
+		rc = emit(w, ino, &a, &g, sustained, fig);
+	}
+	free(g.edges);
+	free(g.recs);
+	return rc;
+}
+
+/* "/a//b/" -> "/a/b"; "" -> "/". malloc'd or NULL. */
+static char *clean_path(const char *p)
+{
+	size_t n = p ? strlen(p) : 0, k = 0;
+	char *o = malloc(n + 2);
+
+	if (!o)
+		return NULL;
+	o[k++] = '/';
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] == '/' && o[k - 1] == '/')
+			continue;
+		o[k++] = p[i];
+	}
+	if (k > 1 && o[k - 1] == '/')
+		k--;
+	o[k] = '\0';
+	return o;
+}
+
+static int scans(struct walk *w, const char *root, struct jo_err *err)
+{
+	unsigned f = w->o->flags;
+	uint64_t ino;
+	struct jo_attr a;
+	int rc;
+
+	if ((rc = jo_meta_resolve(w->m, root, &ino, err)) != 0 ||
+	    (rc = jo_meta_getattr(w->m, ino, &a, err)) != 0)
+		return jo_err_wrap(err, "walk %s", root);
+	if (a.type != JO_TYPE_DIR)
+		return jo_err_set(err, JO_EINVAL, "walk %s: not a directory", root);
+	w->with_attr = true;
+	if ((rc = add_attr(w, ino, &a)) != 0 ||
+	    (rc = walk_tree(w, ino, root, JO_WALK_IN_TREE, true)) != 0)
+		return rc;
+	if ((f & JO_WALK_TRASH) &&
+	    (rc = walk_tree(w, JO_TRASH_INODE, "/.trash", JO_WALK_IN_TRASH, false)) != 0)
+		return rc;
+	if (!w->with_attr && (rc = jo_meta_scan_inodes(w->m, on_inode, w, err)) != 0)
+		return rc;
+	if ((f & JO_WALK_CHUNKS) && (rc = jo_meta_scan_chunks(w->m, on_chunk, w, err)) != 0)
+		return rc;
+	if ((f & JO_WALK_SUSTAINED) && (rc = jo_meta_scan_sustained(w->m, on_sustained, w, err)) != 0)
+		return rc;
+	if (w->o->in_snapshot)
+		rc = w->o->in_snapshot(w->m, w->o->payload, err);
+	return rc;
+}
+
+int jo_walk_run(struct jo_meta *m, const struct jo_walk_opts *opts, struct jo_walk_stats *stats,
+		struct jo_err *err)
+{
+	struct jo_walk_stats dummy;
+	struct jo_walk_opts o = *opts;
+	struct walk w = { .m = m, .o = &o, .err = err };
+	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+	char *root = NULL;
+	int rc;
+
+	if (!stats)
+		stats = &dummy;
+	memset(stats, 0, sizeof(*stats));
+	w.st = stats;
+	if (!o.row)
+		return jo_err_set(err, JO_EINVAL, "walk: no row callback");
+	if (o.flags & JO_WALK_SLICES)
+		o.flags |= JO_WALK_CHUNKS;
+	/* the two frontiers, edges, attributes and chunks may all hold memory */
+	xo.mem_limit = (o.mem_limit ? o.mem_limit : 256u << 20) / 4;
+	xo.tmp_dir = o.tmp_dir;
+	w.xo = xo;
+	root = clean_path(o.root);
+	if (!root)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (int i = 0; i < S_N; i++) {
+		if ((i == S_CHUNK && !(o.flags & JO_WALK_CHUNKS)) ||
+		    (i == S_SUS && !(o.flags & JO_WALK_SUSTAINED)))
+			continue;
+		if ((rc = new_sort(&w, &w.xs[i])) != 0)
+			goto out;
+	}
+	stats->point_in_time = jo_meta_has(m, JO_META_HAS_SNAPSHOT_SCANS);
+	stats->started = (int64_t)time(NULL);
+	if ((rc = jo_meta_snapshot_begin(m, err)) != 0)
+		goto out;
+	rc = scans(&w, root, err);
+	jo_meta_snapshot_end(m);
+	if (rc == 0)
+		rc = merge(&w);
+out:
+	for (int i = 0; i < S_N; i++) {
+		struct jo_xsort_stats xst;
+
+		if (!w.xs[i])
+			continue;
+		jo_xsort_get_stats(w.xs[i], &xst);
+		stats->tmp_bytes += xst.tmp_bytes;
+		if (xst.peak_mem > stats->peak_sort_mem)
+			stats->peak_sort_mem = xst.peak_mem;
+		jo_xsort_free(w.xs[i]);
+	}
+	free(w.buf);
+	free(w.recs);
+	free(w.bpaths);
+	free(root);
+	return rc;
+}
