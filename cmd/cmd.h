@@ -32,6 +32,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_config(int argc, char **argv, struct jo_ctx *ctx);
+int cmd_trash(int argc, char **argv, struct jo_ctx *ctx);
 
 /*
  * Print "jfsops CMD: <msg>" for err on stderr and return the exit code that
