@@ -31,6 +31,8 @@
 static const char trash_usage[] =
 	"usage: jfsops trash ls META-URL [--since T] [--until T] [--path PREFIX]\n"
 	"                   [--uid N] [--name GLOB] [--json]\n"
+	"       jfsops trash restore META-URL [filters] [--conflict skip|rename]\n"
+	"                   [--into DIR] [--json] [--apply]\n"
 	"\n"
 	"List what a volume's trash holds (volumes formatted with --trash-days):\n"
 	"one line per entry (deleted at, original path, type, size, inode) and a\n"
@@ -46,9 +48,17 @@ static const char trash_usage[] =
 	"      --path PREFIX   entries whose original path is PREFIX or under it (default: /)\n"
 	"      --uid N         entries owned by uid N (default: any owner)\n"
 	"      --name GLOB     entries whose own name matches GLOB, fnmatch (default: any)\n"
+	"      --conflict skip|rename  restore: when the name is taken in the parent, skip\n"
+	"                      the entry or restore it as NAME.restored-TIME (default: skip)\n"
+	"      --into DIR      restore: entries whose parent is gone (from the volume, or\n"
+	"                      left in the trash) go into DIR (default: they are skipped)\n"
+	"      --apply         restore: put the entries back; refused in this build (exit 9)\n"
 	"      --json          JSON lines on stdout: one per entry (\"type\":\"entry\"),\n"
 	"                      one per hour directory (\"type\":\"hour\"), a summary\n"
 	"  -h, --help          show this help\n"
+	"restore prints what it would put back, and where: directories before the\n"
+	"entries that were in them. It is a dry run only in this build: --apply is\n"
+	"refused (exit 9) until the metadata change is landed on every engine.\n"
 	"The deletion time is the entry's ctime when it falls in its hour directory's\n"
 	"hour, else the start of that hour. Redis passwords may also come from env\n"
 	"REDIS_PASSWORD or META_PASSWORD.\n"
@@ -66,6 +76,15 @@ struct trash_entry {
 	bool have_attr;
 	int64_t deleted;    /* deletion time, unix seconds */
 	char *path;         /* original path, resolved lazily */
+	/* restore planning */
+	bool sel;           /* matches the filters */
+	bool restore;       /* planned to go back */
+	uint32_t depth;     /* how many of its parents are in the trash */
+	uint64_t to_parent; /* where it goes */
+	char *to_name;
+	char *to_path;
+	const char *skip;   /* why not, when !restore (static) */
+	bool renamed;       /* --conflict rename gave it a new name */
 };
 
 struct trash_hour {
@@ -530,13 +549,335 @@ static void trash_ls_release(struct trash_ls *t)
 	for (size_t i = 0; i < t->nents; i++) {
 		free(t->ents[i].name);
 		free(t->ents[i].path);
+		free(t->ents[i].to_name);
+		free(t->ents[i].to_path);
 	}
 	free(t->ents);
 	free(t->hours);
 	free(t->idx);
 }
 
-static int trash_ls_main(int argc, char **argv, struct jo_ctx *ctx)
+
+/* ---- restore planning (read-only) ---- */
+
+struct trash_restore_opts {
+	bool rename;        /* --conflict rename */
+	const char *into;   /* --into DIR, or NULL */
+	uint64_t into_ino;
+	char *into_path;    /* normalised, "" for the root */
+};
+
+/* The names the plan gives out: "PARENT/NAME" strings, open addressing. */
+struct name_set {
+	char **v;
+	size_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+static bool name_set_has(const struct name_set *ns, const char *k)
+{
+	size_t h;
+
+	if (!ns->cap)
+		return false;
+	for (h = hash_str(k) & (ns->cap - 1); ns->v[h]; h = (h + 1) & (ns->cap - 1))
+		if (!strcmp(ns->v[h], k))
+			return true;
+	return false;
+}
+
+/* Takes k (malloc'd). */
+static int name_set_add(struct name_set *ns, char *k)
+{
+	size_t h;
+
+	if ((ns->n + 1) * 2 > ns->cap) {
+		size_t nc = ns->cap ? ns->cap * 2 : 64;
+		char **nv = calloc(nc, sizeof(*nv));
+
+		if (!nv)
+			return -1;
+		for (size_t i = 0; i < ns->cap; i++) {
+			if (!ns->v[i])
+				continue;
+			for (h = hash_str(ns->v[i]) & (nc - 1); nv[h]; h = (h + 1) & (nc - 1))
+				;
+			nv[h] = ns->v[i];
+		}
+		free(ns->v);
+		ns->v = nv;
+		ns->cap = nc;
+	}
+	for (h = hash_str(k) & (ns->cap - 1); ns->v[h]; h = (h + 1) & (ns->cap - 1))
+		;
+	ns->v[h] = k;
+	ns->n++;
+	return 0;
+}
+
+static void name_set_release(struct name_set *ns)
+{
+	for (size_t i = 0; i < ns->cap; i++)
+		free(ns->v[i]);
+	free(ns->v);
+}
+
+/*
+ * Is NAME taken in directory PARENT: by a live entry (parents outside the
+ * trash only: a directory in the trash holds nothing live) or by an entry
+ * this plan already puts there?
+ */
+static int name_taken(struct trash_ls *t, struct name_set *ns, uint64_t parent, bool live,
+		      const char *name, bool *out, struct jo_err *err)
+{
+	char *k = NULL;
+	uint64_t ino;
+	uint8_t type;
+	int rc;
+
+	if (asprintf(&k, "%" PRIu64 "/%s", parent, name) < 0)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*out = name_set_has(ns, k);
+	free(k);
+	if (*out || !live)
+		return 0;
+	rc = jo_meta_lookup(t->m, parent, name, &ino, &type, err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	*out = true;
+	return 0;
+}
+
+static uint32_t trash_depth(struct trash_ls *t, struct trash_entry *e)
+{
+	uint32_t d = 0;
+
+	for (struct trash_entry *pe = index_find(t, e->parent); pe && d <= t->nents;
+	     pe = index_find(t, pe->parent))
+		d++;
+	return d;
+}
+
+
+static int cmp_plan(const void *a, const void *b)
+{
+	const struct trash_entry *x = *(struct trash_entry *const *)a;
+	const struct trash_entry *y = *(struct trash_entry *const *)b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->hour != y->hour)
+		return x->hour < y->hour ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Decide where one entry goes (entries before it in plan order are decided). */
+static int plan_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct name_set *ns,
+		    struct trash_entry *e, uint64_t *conflicts, struct jo_err *err)
+{
+	struct trash_entry *pe = index_find(t, e->parent);
+	const char *to_dir = NULL;
+	char *live_dir = NULL, *name = NULL, *key = NULL;
+	bool live = true, taken;
+	struct jo_attr pa;
+	int rc = 0;
+
+	if (pe && pe != e) {
+		if (pe->restore) {
+			e->to_parent = pe->ino;
+			to_dir = pe->to_path;
+			live = false;
+		}
+	} else if (e->parent == JO_ROOT_INODE) {
+		e->to_parent = JO_ROOT_INODE;
+		to_dir = "";
+	} else {
+		rc = jo_meta_getattr(t->m, e->parent, &pa, err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(err);
+			rc = 0;
+		} else if (rc) {
+			goto out;
+		} else if (pa.type == JO_TYPE_DIR && !jo_ino_is_trash(pa.parent)) {
+			rc = jo_meta_path_of(t->m, e->parent, &live_dir, err);
+			if (rc == JO_ENOTFOUND) {
+				jo_err_clear(err);
+				rc = 0;
+			} else if (rc) {
+				goto out;
+			} else {
+				if (!strcmp(live_dir, "/"))
+					live_dir[0] = '\0';
+				e->to_parent = e->parent;
+				to_dir = live_dir;
+			}
+		}
+	}
+	if (!to_dir) {
+		if (!ro->into) {
+			e->skip = pe ? "its parent directory stays in the trash" :
+				       "its parent directory no longer exists (see --into)";
+			goto out;
+		}
+		e->to_parent = ro->into_ino;
+		to_dir = ro->into_path;
+		live = true;
+	}
+	if (!(name = strdup(e->name))) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((rc = name_taken(t, ns, e->to_parent, live, name, &taken, err)) != 0)
+		goto out;
+	if (taken) {
+		char stamp[32];
+		struct tm tm;
+		time_t tt = (time_t)e->deleted;
+
+		(*conflicts)++;
+		if (!ro->rename) {
+			e->skip = "the name is taken in its parent directory (see --conflict rename)";
+			goto out;
+		}
+		if (!gmtime_r(&tt, &tm) || !strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm))
+			snprintf(stamp, sizeof(stamp), "%" PRId64, e->deleted);
+		for (int n = 1; taken; n++) {
+			free(name);
+			name = NULL;
+			if ((n == 1 ? asprintf(&name, "%s.restored-%s", e->name, stamp) :
+				      asprintf(&name, "%s.restored-%s-%d", e->name, stamp, n)) < 0) {
+				name = NULL;
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				goto out;
+			}
+			if (strlen(name) > 255) {
+				e->skip = "the name is taken and too long to rename";
+				goto out;
+			}
+			if ((rc = name_taken(t, ns, e->to_parent, live, name, &taken, err)) != 0)
+				goto out;
+		}
+		e->renamed = true;
+	}
+	if (asprintf(&key, "%" PRIu64 "/%s", e->to_parent, name) < 0 || name_set_add(ns, key)) {
+		free(key);
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	if (!(e->to_path = path_join(to_dir, name))) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	e->to_name = name;
+	name = NULL;
+	e->restore = true;
+out:
+	free(name);
+	free(live_dir);
+	return rc;
+}
+
+static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
+			     const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
+			     struct jo_err *err)
+{
+	struct trash_entry **plan = NULL;
+	struct name_set ns = { 0 };
+	uint64_t nplan = 0, restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < t->nents; i++) {
+		struct trash_entry *e = &t->ents[i];
+
+		if ((rc = orig_path(t, e, 0, err)) != 0)
+			goto out;
+		e->sel = matches(e, f);
+		if (e->sel)
+			nplan++;
+	}
+	plan = calloc(nplan ? nplan : 1, sizeof(*plan));
+	if (!plan) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	nplan = 0;
+	for (size_t i = 0; i < t->nents; i++) {
+		if (!t->ents[i].sel)
+			continue;
+		t->ents[i].depth = trash_depth(t, &t->ents[i]);
+		plan[nplan++] = &t->ents[i];
+	}
+	qsort(plan, nplan, sizeof(*plan), cmp_plan);
+	for (size_t i = 0; i < nplan; i++) {
+		struct trash_entry *e = plan[i];
+		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
+		uint64_t size = e->have_attr ? e->attr.length : 0;
+
+		if (!e->have_attr)
+			e->skip = "the inode is gone";
+		else if ((rc = plan_one(t, ro, &ns, e, &conflicts, err)) != 0)
+			goto out;
+		if (e->restore) {
+			restored++;
+			bytes += size;
+			renamed += e->renamed;
+		} else {
+			skipped++;
+		}
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s?,s:s?}", "type", "restore",
+					      "action", e->restore ? "would-restore" : "skip",
+					      "hour", t->hours[e->hour_idx].name, "path", e->path,
+					      "kind", type, "size", (json_int_t)size,
+					      "inode", (json_int_t)e->ino,
+					      "target", e->restore ? e->to_path : NULL,
+					      "reason", e->restore ? NULL : e->skip);
+
+			if (emit_json(o)) {
+				rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+				goto out;
+			}
+		} else if (e->restore) {
+			printf("would restore  %s  %-7s inode %" PRIu64 " -> %s\n", JO_ESC_TERM(e->path),
+			       type, e->ino, JO_ESC_TERM(e->to_path));
+		} else {
+			printf("skip           %s  %-7s inode %" PRIu64 ": %s\n", JO_ESC_TERM(e->path),
+			       type, e->ino, e->skip);
+		}
+	}
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:b,s:i}", "type", "summary",
+				      "command", "trash", "action", "restore", "dry_run", 1,
+				      "selected", (json_int_t)nplan, "would_restore", (json_int_t)restored,
+				      "skipped", (json_int_t)skipped, "conflicts", (json_int_t)conflicts,
+				      "bytes", (json_int_t)bytes, "complete", 1, "exit", 0);
+
+		if (emit_json(o))
+			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("dry run: would restore %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
+		       " bytes), %" PRIu64 " skipped, %" PRIu64 " name conflicts (%" PRIu64
+		       " renamed)\n", restored, nplan, bytes, skipped, conflicts, renamed);
+	}
+out:
+	name_set_release(&ns);
+	free(plan);
+	return rc;
+}
+
+static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 {
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, 's' },
@@ -546,8 +887,13 @@ static int trash_ls_main(int argc, char **argv, struct jo_ctx *ctx)
 		{ "name", required_argument, NULL, 'n' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "conflict", required_argument, NULL, 'C' },
+		{ "into", required_argument, NULL, 'I' },
+		{ "apply", no_argument, NULL, 'A' },
 		{ 0 }
 	};
+	struct trash_restore_opts ro = { 0 };
+	bool apply = false;
 	struct trash_filter f = { 0 };
 	struct trash_ls t = { 0 };
 	struct jo_format fmt = { 0 };
@@ -587,9 +933,34 @@ static int trash_ls_main(int argc, char **argv, struct jo_ctx *ctx)
 		case 'h':
 			fputs(trash_usage, stdout);
 			return 0;
+		case 'C':
+			if (!restore)
+				return cmd_usage_error(ctx, "--conflict is an option of trash restore");
+			if (strcmp(optarg, "skip") && strcmp(optarg, "rename"))
+				return cmd_usage_error(ctx, "bad --conflict '%s' (skip or rename)", optarg);
+			ro.rename = !strcmp(optarg, "rename");
+			break;
+		case 'I':
+			if (!restore)
+				return cmd_usage_error(ctx, "--into is an option of trash restore");
+			if (optarg[0] != '/')
+				return cmd_usage_error(ctx, "--into '%s' must be absolute", optarg);
+			ro.into = optarg;
+			break;
+		case 'A':
+			if (!restore)
+				return cmd_usage_error(ctx, "--apply is an option of trash restore");
+			apply = true;
+			break;
 		default:
 			return cmd_usage_error(ctx, "unknown option");
 		}
+	}
+	if (apply) {
+		jo_err_set(&err, JO_EUNSUPPORTED, "trash restore --apply is not in this build yet "
+			   "(the metadata change is not landed on any engine): run it without "
+			   "--apply to see what it would do");
+		return cmd_fail(ctx, &err);
 	}
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
@@ -617,6 +988,28 @@ static int trash_ls_main(int argc, char **argv, struct jo_ctx *ctx)
 		rc = jo_meta_load_format(t.m, &fmt, &err);
 	if (!rc)
 		rc = trash_load(&t, &err);
+	if (!rc && ro.into) {
+		struct jo_attr ia;
+
+		rc = jo_meta_resolve(t.m, ro.into, &ro.into_ino, &err);
+		if (!rc)
+			rc = jo_meta_getattr(t.m, ro.into_ino, &ia, &err);
+		if (!rc && (ia.type != JO_TYPE_DIR || jo_ino_is_trash(ro.into_ino)))
+			rc = jo_err_set(&err, JO_EINVAL, "--into '%s' is not a directory outside the trash",
+					JO_ESC_TERM(ro.into));
+		if (rc)
+			jo_err_wrap(&err, "--into");
+		if (!rc && !(ro.into_path = strdup(ro.into)))
+			rc = jo_err_set(&err, JO_ENOMEM, "out of memory");
+		for (size_t l = ro.into_path ? strlen(ro.into_path) : 0; l > 0 && ro.into_path[l - 1] == '/';)
+			ro.into_path[--l] = '\0';
+	}
+	if (!rc && restore) {
+		rc = trash_restore_run(&t, &f, &ro, ctx, &err);
+		if (rc)
+			rc = cmd_fail(ctx, &err);
+		goto out;
+	}
 	if (!rc)
 		rc = trash_ls_print(&t, &f, ctx, &shown, &bytes, &err);
 	if (rc) {
@@ -645,18 +1038,22 @@ out:
 	jo_meta_close(t.m);
 	free(url);
 	free(path);
+	free(ro.into_path);
 	return rc;
 }
 
 int cmd_trash(int argc, char **argv, struct jo_ctx *ctx)
 {
 	if (argc < 2)
-		return cmd_usage_error(ctx, "expected a subcommand: ls");
+		return cmd_usage_error(ctx, "expected a subcommand: ls or restore");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(trash_usage, stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "ls"))
-		return trash_ls_main(argc - 1, argv + 1, ctx);
-	return cmd_usage_error(ctx, "unknown subcommand '%s' (this build has: ls)", argv[1]);
+		return trash_main(argc - 1, argv + 1, ctx, false);
+	if (!strcmp(argv[1], "restore"))
+		return trash_main(argc - 1, argv + 1, ctx, true);
+	return cmd_usage_error(ctx, "unknown subcommand '%s' (this build has: ls, restore)",
+			       argv[1]);
 }
