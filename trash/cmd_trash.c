@@ -27,6 +27,7 @@
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/meta/meta.h"
+#include "trash/trash.h"
 
 static const char trash_usage[] =
 	"usage: jfsops trash ls META-URL [--since T] [--until T] [--path PREFIX]\n"
@@ -163,34 +164,6 @@ static struct trash_entry *index_find(struct trash_ls *t, uint64_t ino)
 	return NULL;
 }
 
-/* "PARENT-INODE-NAME": 0, or -1 when the name is not of that shape. */
-static int parse_entry_name(const char *name, size_t len, uint64_t *parent, uint64_t *ino,
-			    size_t *name_off)
-{
-	uint64_t v[2] = { 0, 0 };
-	size_t i = 0;
-
-	for (int k = 0; k < 2; k++) {
-		size_t start = i;
-
-		while (i < len && name[i] >= '0' && name[i] <= '9') {
-			if (v[k] > (UINT64_MAX - 9) / 10)
-				return -1;
-			v[k] = v[k] * 10 + (uint64_t)(name[i] - '0');
-			i++;
-		}
-		if (i == start || i >= len || name[i] != '-')
-			return -1;
-		i++;
-	}
-	if (i >= len)
-		return -1;
-	*parent = v[0];
-	*ino = v[1];
-	*name_off = i;
-	return 0;
-}
-
 static int on_hour_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
 {
 	struct trash_ls *t = payload;
@@ -199,7 +172,7 @@ static int on_hour_entry(const char *name, size_t len, uint64_t ino, uint8_t typ
 	size_t off;
 
 	(void)type;
-	if (parse_entry_name(name, len, &parent, &eino, &off) != 0 || eino != ino) {
+	if (jo_trash_entry_parse(name, len, &parent, &eino, &off) != 0 || eino != ino) {
 		fprintf(stderr, "jfsops trash: %s/%s: not a PARENT-INODE-NAME entry: skipped\n",
 			t->hours[t->cur_hour].name, JO_ESC_TERM(name));
 		return 0;
@@ -365,15 +338,6 @@ static int orig_path(struct trash_ls *t, struct trash_entry *e, size_t depth, st
 	return 0;
 }
 
-static bool path_under(const char *path, const char *prefix)
-{
-	size_t pl = strlen(prefix);
-
-	if (pl == 0)
-		return true;
-	return !strncmp(path, prefix, pl) && (path[pl] == '\0' || path[pl] == '/');
-}
-
 static const char *type_name(uint8_t type)
 {
 	switch (type) {
@@ -397,61 +361,15 @@ static void fmt_time(int64_t ts, char buf[32])
 		snprintf(buf, 32, "%" PRId64, ts);
 }
 
-/*
- * An RFC 3339 time ("2026-12-03T17:00:00Z", "...17:00:00.5+01:00", 't'/' '
- * as the separator, 'z') or an age ("6h", "90m", "2d": now minus that) ->
- * unix seconds. -1 when malformed.
- */
+/* An RFC 3339 time or an age ("6h": now minus that) -> unix seconds; -1 if malformed. */
 static int parse_when(const char *s, int64_t now, int64_t *out)
 {
-	struct tm tm = { 0 };
-	int y, mo, d, h, mi, sec, n = 0;
-	const char *p;
-	int64_t t, ms;
+	int64_t ms;
 
-	if (sscanf(s, "%4d-%2d-%2d%n", &y, &mo, &d, &n) == 3 && n == 10) {
-		p = s + 10;
-		if (*p != 'T' && *p != 't' && *p != ' ')
-			return -1;
-		p++;
-		if (sscanf(p, "%2d:%2d:%2d%n", &h, &mi, &sec, &n) != 3 || n != 8)
-			return -1;
-		p += 8;
-		if (*p == '.') {
-			p++;
-			if (*p < '0' || *p > '9')
-				return -1;
-			while (*p >= '0' && *p <= '9')
-				p++;
-		}
-		if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 ||
-		    y < 1970)
-			return -1;
-		tm.tm_year = y - 1900;
-		tm.tm_mon = mo - 1;
-		tm.tm_mday = d;
-		tm.tm_hour = h;
-		tm.tm_min = mi;
-		tm.tm_sec = sec;
-		t = (int64_t)timegm(&tm);
-		if (*p == 'Z' || *p == 'z') {
-			p++;
-		} else if (*p == '+' || *p == '-') {
-			int oh, om;
-
-			if (sscanf(p + 1, "%2d:%2d%n", &oh, &om, &n) != 2 || n != 5 || oh > 23 ||
-			    om > 59)
-				return -1;
-			t += (*p == '+' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
-			p += 6;
-		} else {
-			return -1;
-		}
-		if (*p)
-			return -1;
-		*out = t;
+	if (jo_trash_time_parse(s, out) == 0)
 		return 0;
-	}
+	if (s[0] >= '0' && s[0] <= '9' && strlen(s) >= 10 && s[4] == '-')
+		return -1; /* a date, malformed: not an age */
 	ms = cmd_parse_duration(s);
 	if (ms < 0)
 		return -1;
@@ -469,7 +387,7 @@ static bool matches(const struct trash_entry *e, const struct trash_filter *f)
 		return false;
 	if (f->name && fnmatch(f->name, e->name, 0) != 0)
 		return false;
-	if (f->path && !path_under(e->path, f->path))
+	if (f->path && !jo_trash_path_under(e->path, f->path))
 		return false;
 	return true;
 }
