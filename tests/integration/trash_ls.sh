@@ -8,7 +8,9 @@
 # inode; the totals per hour directory add up; --path (with and without a
 # trailing slash, a sibling prefix that must not match), --uid, --name,
 # --since/--until (ages and RFC 3339) select exactly what they should; the
-# volume is unchanged (a dump before and after is equal).
+# volume is unchanged (a dump before and after is equal). Then two hour
+# directories with a parent removed hours after its child: the path climbs
+# across hours and --since/--until split them.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
@@ -132,4 +134,45 @@ PY
 	cmp -s "$JO_T/before-$e.json" "$JO_T/after-$e.json" || jo_die "$e: trash ls changed the volume"
 	jo_log "$e: trash ls ok"
 done
+
+# Two hours, a parent removed later than its child (SQLite only: the first
+# hour directory is renamed in the database to three hours earlier, as if
+# the child had been removed then; juicefs stamps hours with its own clock).
+meta="sqlite3://$JO_T/hours.db"
+e=sqlite3-hours
+mp=$JO_T/mnt-hours
+jfs_format "$meta" "$JO_T/bucket-hours" trlshours --trash-days 1
+jfs_mount "$meta" "$mp" --no-bgjob
+mkdir -p "$mp/p/q"
+head -c 1234 /dev/urandom >"$mp/p/q/f"
+rm "$mp/p/q/f"
+jfs_umount "$mp"
+old_hour=$(date -u -d '-3 hours' +%Y-%m-%d-%H)
+python3 - "$JO_T/hours.db" "$old_hour" <<'PY' || jo_die "$e: cannot rename the hour directory"
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+rows = db.execute("SELECT name FROM jfs_edge WHERE parent = ?", (0x7FFFFFFF10000000,)).fetchall()
+assert len(rows) == 1, rows
+db.execute("UPDATE jfs_edge SET name = ? WHERE parent = ?", (sys.argv[2].encode(), 0x7FFFFFFF10000000))
+db.commit()
+PY
+jfs_mount "$meta" "$mp" --no-bgjob
+rm -rf "$mp/p/q"
+[ "$(ls "$mp/.trash" | wc -l)" = 2 ] || jo_die "$e: expected two hour directories in the mount's .trash"
+jfs_umount "$mp"
+check_sel "all" "/p/q /p/q/f"
+check_sel "--until 2h" "/p/q/f" --until 2h
+check_sel "--since 2h" "/p/q" --since 2h
+check_sel "--path /p/q --since 4h --until 2h" "/p/q/f" --path /p/q --since 4h --until 2h
+"$JO_BIN" trash ls "$meta" --json >"$JO_T/hours.json" || jo_die "$e: trash ls failed"
+python3 - "$JO_T/hours.json" "$old_hour" <<'PY' || jo_die "$e: hour totals or deletion times are wrong"
+import json, sys, time
+ls = [json.loads(l) for l in open(sys.argv[1])]
+hrs = [(o["hour"], o["entries"], o["bytes"]) for o in ls if o["type"] == "hour"]
+assert len(hrs) == 2 and hrs[0] == (sys.argv[2], 1, 1234) and hrs[1][1:] == (1, 4096), hrs
+f = [o for o in ls if o["type"] == "entry" and o["path"] == "/p/q/f"][0]
+# the entry's ctime is not in its (renamed) hour: the hour's start is its deletion time
+assert f["deleted_at"] == time.strftime("%Y-%m-%dT%H:00:00Z", time.strptime(sys.argv[2], "%Y-%m-%d-%H")), f
+PY
+jo_log "$e: trash ls ok"
 echo "trash_ls: ok"
