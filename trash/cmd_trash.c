@@ -173,8 +173,11 @@ static int on_hour_entry(const char *name, size_t len, uint64_t ino, uint8_t typ
 
 	(void)type;
 	if (jo_trash_entry_parse(name, len, &parent, &eino, &off) != 0 || eino != ino) {
+		char *n = strndup(name, len); /* names from readdir are not NUL-terminated */
+
 		fprintf(stderr, "jfsops trash: %s/%s: not a PARENT-INODE-NAME entry: skipped\n",
-			t->hours[t->cur_hour].name, JO_ESC_TERM(name));
+			t->hours[t->cur_hour].name, n ? JO_ESC_TERM(n) : "?");
+		free(n);
 		return 0;
 	}
 	if (t->nents == t->capents) {
@@ -207,8 +210,11 @@ static int on_hour_dir(const char *name, size_t len, uint64_t ino, uint8_t type,
 
 	if (type != JO_TYPE_DIR || len >= sizeof(h->name) ||
 	    jo_trash_hour_parse(name, len, &ts) != 0) {
+		char *n = strndup(name, len); /* names from readdir are not NUL-terminated */
+
 		fprintf(stderr, "jfsops trash: entry '%s' of the trash is not an hour directory: skipped\n",
-			JO_ESC_TERM(name));
+			n ? JO_ESC_TERM(n) : "?");
+		free(n);
 		return 0;
 	}
 	if (t->nhours == t->caphours) {
@@ -263,6 +269,7 @@ static int trash_load(struct trash_ls *t, struct jo_err *err)
 	for (size_t i = 0; i < t->nents; i++) {
 		struct trash_entry *e = &t->ents[i];
 
+		e->deleted = e->hour;
 		rc = jo_meta_getattr(t->m, e->ino, &e->attr, err);
 		if (rc == JO_ENOTFOUND) {
 			jo_err_clear(err);
@@ -271,7 +278,6 @@ static int trash_load(struct trash_ls *t, struct jo_err *err)
 		if (rc)
 			return jo_err_wrap(err, "inode %" PRIu64 " in the trash", e->ino);
 		e->have_attr = true;
-		e->deleted = e->hour;
 		if (e->attr.ctime >= e->hour && e->attr.ctime < e->hour + 3600)
 			e->deleted = e->attr.ctime;
 	}
@@ -392,6 +398,30 @@ static bool matches(const struct trash_entry *e, const struct trash_filter *f)
 	return true;
 }
 
+/*
+ * A JSON string of a name from the volume: as is when it is UTF-8 (JSON
+ * strings must be), else in the escaped form human output shows (`ls -b`),
+ * so that one odd name neither aborts the listing nor breaks the JSON.
+ */
+static json_t *jname(const char *s)
+{
+	json_t *j;
+	size_t cap;
+	char *buf;
+
+	if (!s)
+		return json_null();
+	if ((j = json_string(s)))
+		return j;
+	cap = JO_ESC_TERM_MAX(strlen(s));
+	buf = malloc(cap);
+	if (!buf)
+		return NULL;
+	j = json_string(jo_esc_term(buf, cap, s));
+	free(buf);
+	return j;
+}
+
 static int emit_json(json_t *o)
 {
 	int rc = o ? json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) : -1;
@@ -428,9 +458,9 @@ static int trash_ls_print(struct trash_ls *t, const struct trash_filter *f, cons
 			h->bytes += size;
 			fmt_time(e->deleted, when);
 			if (ctx->json) {
-				json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:I}",
+				json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:I,s:I,s:I}",
 						      "type", "entry", "hour", h->name, "deleted_at", when,
-						      "path", e->path, "kind", type,
+						      "path", jname(e->path), "kind", type,
 						      "size", (json_int_t)size, "inode", (json_int_t)e->ino,
 						      "parent", (json_int_t)e->parent,
 						      "uid", (json_int_t)(e->have_attr ? e->attr.uid : 0),
@@ -755,12 +785,12 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			skipped++;
 		}
 		if (ctx->json) {
-			json_t *o = json_pack("{s:s,s:s,s:s,s:s,s:s,s:I,s:I,s:s?,s:s?}", "type", "restore",
+			json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:o,s:s?}", "type", "restore",
 					      "action", e->restore ? "would-restore" : "skip",
-					      "hour", t->hours[e->hour_idx].name, "path", e->path,
+					      "hour", t->hours[e->hour_idx].name, "path", jname(e->path),
 					      "kind", type, "size", (json_int_t)size,
 					      "inode", (json_int_t)e->ino,
-					      "target", e->restore ? e->to_path : NULL,
+					      "target", jname(e->restore ? e->to_path : NULL),
 					      "reason", e->restore ? NULL : e->skip);
 
 			if (emit_json(o)) {

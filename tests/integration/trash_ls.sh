@@ -174,5 +174,20 @@ f = [o for o in ls if o["type"] == "entry" and o["path"] == "/p/q/f"][0]
 # the entry's ctime is not in its (renamed) hour: the hour's start is its deletion time
 assert f["deleted_at"] == time.strftime("%Y-%m-%dT%H:00:00Z", time.strptime(sys.argv[2], "%Y-%m-%d-%H")), f
 PY
+# a name that is not UTF-8 and holds a newline: JSON and human output show
+# it escaped as ls -b does, on one line
+jfs_mount "$meta" "$mp" --no-bgjob
+odd=$(printf 'odd\377\nname.')
+: >"$mp/$odd"
+rm "$mp/$odd"
+jfs_umount "$mp"
+"$JO_BIN" trash ls "$meta" --json --name 'odd*' >"$JO_T/odd.json" || jo_die "$e: trash ls of an odd name failed"
+python3 - "$JO_T/odd.json" <<'PY' || jo_die "$e: the odd name is not listed escaped in JSON"
+import json, sys
+ls = [json.loads(l) for l in open(sys.argv[1])]
+assert [o["path"] for o in ls if o["type"] == "entry"] == ["/odd\\377\\nname."], ls
+PY
+"$JO_BIN" trash ls "$meta" --name 'odd*' >"$JO_T/odd.txt" || jo_die "$e: trash ls of an odd name failed"
+grep -qF '/odd\377\nname.' "$JO_T/odd.txt" || { cat -A "$JO_T/odd.txt" >&2; jo_die "$e: the odd name is not escaped in human output"; }
 jo_log "$e: trash ls ok"
 echo "trash_ls: ok"
