@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jfsops trash ls on each engine (JO_ENGINES, default "sqlite3 redis"): a
-# volume with --trash-days 1, a tree written and removed through a juicefs
+# jfsops trash ls on each engine of JO_ENGINES (default: SQLite, Redis,
+# PostgreSQL, MariaDB and etcd): a volume with --trash-days 1, a tree written and removed through a juicefs
 # mount (rm -rf of a nested tree: its directories land in the trash after
 # their children, so each child's parent is itself in the trash; a file owned
 # by another uid; a single file), then the listing is checked: every entry of
@@ -31,7 +31,7 @@ print(" ".join(sorted(o["path"] for o in map(json.loads, open(sys.argv[1])) if o
 	[ "$got" = "$want" ] || jo_die "$e: trash ls $what lists '$got', expected '$want'"
 }
 
-for e in ${JO_ENGINES:-sqlite3 redis}; do
+for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	engine_start "$e"
 	engine_meta "$e" "trls$e"
 	meta=$JO_META

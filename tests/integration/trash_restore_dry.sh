@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# jfsops trash restore, dry run, on each engine (JO_ENGINES, default
-# "sqlite3 redis"): trees removed through a juicefs mount with --trash-days 1
+# jfsops trash restore, dry run, on each engine of JO_ENGINES (default:
+# SQLite, Redis, PostgreSQL, MariaDB and etcd): trees removed through a juicefs mount with --trash-days 1
 # (rm -rf, so directories land in the trash after their children), a name
 # taken again after its removal, a parent removed after its child. The plan
 # must put every directory before the entries that were in it, send each
@@ -23,7 +23,7 @@ plan() {
 		{ cat "$out.err" >&2; jo_die "$e: trash restore $* failed"; }
 }
 
-for e in ${JO_ENGINES:-sqlite3 redis}; do
+for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	engine_start "$e"
 	engine_meta "$e" "trrs$e"
 	meta=$JO_META
