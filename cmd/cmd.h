@@ -46,6 +46,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_config(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_usage(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_export(int argc, char **argv, struct jo_ctx *ctx);
+int cmd_trash(int argc, char **argv, struct jo_ctx *ctx);
 
 /*
  * Print "jfsops CMD: <msg>" for err on stderr and return the exit code that

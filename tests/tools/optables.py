@@ -17,7 +17,7 @@ import re
 import subprocess
 import sys
 
-FOLDERS = ("cmd", "gc", "leakcheck", "sync", "lanceparse", "usage")
+FOLDERS = ("cmd", "gc", "leakcheck", "sync", "lanceparse", "usage", "trash")
 
 
 def find_source(repo, cmd):

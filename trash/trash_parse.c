@@ -1,0 +1,111 @@
+/* trash_parse.c: entry names, times and path prefixes of `jfsops trash`. */
+#define _GNU_SOURCE
+#include <string.h>
+#include <time.h>
+
+#include "trash/trash.h"
+
+int jo_trash_entry_parse(const char *name, size_t len, uint64_t *parent, uint64_t *ino,
+			 size_t *name_off)
+{
+	uint64_t v[2] = { 0, 0 };
+	size_t i = 0;
+
+	for (int k = 0; k < 2; k++) {
+		size_t start = i;
+
+		while (i < len && name[i] >= '0' && name[i] <= '9') {
+			uint64_t d = (uint64_t)(name[i] - '0');
+
+			if (v[k] > (UINT64_MAX - d) / 10)
+				return -1;
+			v[k] = v[k] * 10 + d;
+			i++;
+		}
+		if (i == start || i >= len || name[i] != '-')
+			return -1;
+		i++;
+	}
+	if (i >= len)
+		return -1;
+	*parent = v[0];
+	*ino = v[1];
+	*name_off = i;
+	return 0;
+}
+
+/* Exactly n ASCII digits at p -> *out; -1 otherwise. */
+static int digits(const char *p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
+
+int jo_trash_time_parse(const char *s, int64_t *out)
+{
+	struct tm tm = { 0 }, chk;
+	int y, mo, d, h, mi, sec, oh, om;
+	const char *p = s;
+	time_t t;
+
+	if (digits(p, 4, &y) || p[4] != '-' || digits(p + 5, 2, &mo) || p[7] != '-' ||
+	    digits(p + 8, 2, &d))
+		return -1;
+	p += 10;
+	if (*p != 'T' && *p != 't' && *p != ' ')
+		return -1;
+	p++;
+	if (digits(p, 2, &h) || p[2] != ':' || digits(p + 3, 2, &mi) || p[5] != ':' ||
+	    digits(p + 6, 2, &sec))
+		return -1;
+	p += 8;
+	if (*p == '.') {
+		p++;
+		if (*p < '0' || *p > '9')
+			return -1;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59)
+		return -1;
+	tm.tm_year = y - 1900;
+	tm.tm_mon = mo - 1;
+	tm.tm_mday = d;
+	tm.tm_hour = h;
+	tm.tm_min = mi;
+	tm.tm_sec = sec;
+	t = timegm(&tm);
+	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || chk.tm_mday != d || chk.tm_mon != mo - 1)
+		return -1; /* Feb 30, Apr 31: timegm would roll them over */
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 ||
+		    om > 59)
+			return -1;
+		t += (*p == '+' ? -1 : 1) * (time_t)(oh * 3600 + om * 60);
+		p += 6;
+	} else {
+		return -1;
+	}
+	if (*p)
+		return -1;
+	*out = (int64_t)t;
+	return 0;
+}
+
+bool jo_trash_path_under(const char *path, const char *prefix)
+{
+	size_t pl = strlen(prefix);
+
+	if (pl == 0)
+		return true;
+	return !strncmp(path, prefix, pl) && (path[pl] == '\0' || path[pl] == '/');
+}
