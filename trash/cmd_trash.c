@@ -806,13 +806,12 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		}
 	}
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:b,s:i}", "type", "summary",
-				      "command", "trash", "action", "restore", "dry_run", 1,
-				      "selected", (json_int_t)nplan, "would_restore", (json_int_t)restored,
-				      "skipped", (json_int_t)skipped, "conflicts", (json_int_t)conflicts,
-				      "bytes", (json_int_t)bytes, "complete", 1, "exit", 0);
+		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
+				      "dry_run", 1, "selected", (json_int_t)nplan, "would_restore",
+				      (json_int_t)restored, "skipped", (json_int_t)skipped,
+				      "conflicts", (json_int_t)conflicts, "bytes", (json_int_t)bytes);
 
-		if (emit_json(o))
+		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
 			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
 	} else {
 		printf("dry run: would restore %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
@@ -935,6 +934,8 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 	if (!rc)
 		rc = jo_meta_load_format(t.m, &fmt, &err);
 	if (!rc)
+		cmd_metrics_volume(ctx, fmt.name); /* the summary's volume */
+	if (!rc)
 		rc = trash_load(&t, &err);
 	if (!rc && ro.into) {
 		struct jo_attr ia;
@@ -965,14 +966,11 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		goto out;
 	}
 	if (ctx->json) {
-		/* cmd_summary_emit() is not on this branch yet: the same shape by hand */
-		json_t *o = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:I,s:b,s:i}", "type", "summary",
-				      "command", "trash", "action", "ls",
+		json_t *o = json_pack("{s:s,s:I,s:I,s:I,s:I}", "action", "ls",
 				      "hours", (json_int_t)t.nhours, "entries_scanned", (json_int_t)t.nents,
-				      "entries", (json_int_t)shown, "bytes", (json_int_t)bytes,
-				      "complete", 1, "exit", 0);
+				      "entries", (json_int_t)shown, "bytes", (json_int_t)bytes);
 
-		if (emit_json(o))
+		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
 			rc = JO_EXIT_FAIL;
 	} else {
 		printf("total: %" PRIu64 " entries, %" PRIu64 " bytes (of %zu entries in %zu hour directories)\n",

@@ -388,8 +388,6 @@ static json_t *jsummary(const struct usage_opts *o, const struct usage_head *h,
 	json_t *j = json_object(), *w = json_object(), *b = json_array();
 	char label[16];
 
-	json_object_set_new(j, "type", json_string("summary"));
-	json_object_set_new(j, "volume", json_string(h->volume));
 	json_object_set_new(j, "engine", json_string(h->engine));
 	json_object_set_new(j, "path", json_string(h->root));
 	json_object_set_new(j, "snapshot", json_integer(h->snapshot));
@@ -575,6 +573,7 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	h.volume = fmt.name;
+	cmd_metrics_volume(ctx, fmt.name); /* the summary's volume */
 	h.engine = jo_meta_engine(m);
 	h.root = o.root;
 	h.point_in_time = r.walk.point_in_time;
@@ -635,9 +634,11 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 			json_object_set_new(j, "mtime", json_integer(f->mtime));
 			put_json(j);
 		}
-		rc = put_json(jsummary(&o, &h, &r, since_path ? &sn : NULL,
-				       (double)(t1.tv_sec - t0.tv_sec) +
-				       (double)(t1.tv_nsec - t0.tv_nsec) / 1e9)) ? JO_EXIT_FAIL : 0;
+		/* the envelope every summary has (cmd/summary.c) */
+		rc = cmd_summary_emit(ctx, jsummary(&o, &h, &r, since_path ? &sn : NULL,
+						    (double)(t1.tv_sec - t0.tv_sec) +
+						    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9),
+				      true, JO_EXIT_OK) ? JO_EXIT_FAIL : 0;
 	} else {
 		human_footer(&o, &r, since_path ? &sn : NULL);
 	}

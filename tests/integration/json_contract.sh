@@ -8,7 +8,8 @@
 # gc (dry, dry --plan, --delete), compact (report, --apply), leakcheck
 # (check with a planted leak, --delete-from --dry-run, --delete-from, a
 # restore of its quarantine), sync, lance,
-# warmup (--dry-run), doctor. A SQLite + file-storage volume, one mount.
+# warmup (--dry-run), doctor, usage, export, trash ls. A SQLite +
+# file-storage volume, one mount.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
@@ -83,6 +84,9 @@ run lance 0 "$B" lance "$META:/ds" --columns id --json
 grep '"type":"range"' "$JO_T/lance.json" >"$JO_T/ranges.jsonl"
 run warmup-list 0 "$B" warmup "$META" --prefix /ds --ranges "$JO_T/ranges.jsonl" --dry-run --json
 run doctor 0 "$B" doctor "$META" --json
+run usage 0 "$B" usage "$META" --json
+run export 0 "$B" export "$META" --out "$JO_T/export" --json
+run trash-ls 0 "$B" trash ls "$META" --json
 
 if [ $fails -gt 0 ]; then
 	echo "json_contract: $fails failure(s)"
