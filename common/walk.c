@@ -24,6 +24,8 @@ enum { S_EDGE, S_ATTR, S_CHUNK, S_SUS, S_N };
 #define EDGE_HDR (8 + 1 + 8 + 4 + 1)
 /* directories listed in one jo_meta_readdir_attr() call */
 #define WALK_BATCH 32
+/* files whose chunks are read in one jo_meta_read_chunks() call */
+#define CHUNK_BATCH 4096
 #define CHUNK_HDR (8 + 4 + 4 + 8)
 
 struct walk {
@@ -50,10 +52,16 @@ struct walk {
 	size_t batch_off[WALK_BATCH], batch_len[WALK_BATCH];
 	uint8_t *bpaths;
 	size_t bplen, bpcap;
+	/* with_attr and JO_WALK_CHUNKS: the regular files met, whose chunks are
+	 * read in pipelined batches (no scan of every chunk of the volume) */
+	struct jo_meta_chunk_req *creq;
+	size_t ncreq;
 	/* slices of one chunk, sorted for the distinct count */
 	struct jo_slice *recs;
 	size_t nrecs;
 };
+
+static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *payload);
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -144,6 +152,14 @@ static int add_attr(struct walk *w, uint64_t ino, const struct jo_attr *a)
 	return jo_xsort_add(w->xs[S_ATTR], rec, sizeof(rec), w->err);
 }
 
+static int read_chunks(struct walk *w)
+{
+	size_t n = w->ncreq;
+
+	w->ncreq = 0;
+	return jo_meta_read_chunks(w->m, w->creq, n, on_chunk, w, w->err);
+}
+
 static int on_dirent_attr(size_t di, const char *name, size_t nlen, uint64_t ino, uint8_t type,
 			  const struct jo_attr *a, void *payload)
 {
@@ -153,6 +169,14 @@ static int on_dirent_attr(size_t di, const char *name, size_t nlen, uint64_t ino
 	/* an entry whose inode is gone already: its path is dropped in the merge */
 	if (a && (rc = add_attr(w, ino, a)) != 0)
 		return rc;
+	if (a && a->type == JO_TYPE_FILE && (w->o->flags & JO_WALK_CHUNKS)) {
+		/* callbacks run with nothing in flight: reading here is allowed */
+		if (w->ncreq == CHUNK_BATCH && (rc = read_chunks(w)) != 0)
+			return rc;
+		w->creq[w->ncreq].ino = ino;
+		w->creq[w->ncreq].nidx = (uint32_t)((a->length + JO_CHUNK_SIZE - 1) >> JO_CHUNK_BITS);
+		w->ncreq++;
+	}
 	w->dino = w->batch_ino[di];
 	w->dpath = w->bpaths + w->batch_off[di];
 	w->dlen = w->batch_len[di];
@@ -174,6 +198,8 @@ static int list_batch(struct walk *w)
 		if (rc != JO_EUNSUPPORTED) {
 			if (rc == 0)
 				w->st->dirs_read += n;
+			if (rc == 0 && w->ncreq)
+				rc = read_chunks(w);
 			return rc;
 		}
 		/* refused before any entry: list and scan the inodes instead */
@@ -495,7 +521,7 @@ static int merge(struct walk *w)
 			rc = head_next(&h[i], w->err);
 	}
 	while (rc == 0) {
-		uint64_t ino = UINT64_MAX, fig[3] = { 0, 0, 0 };
+		uint64_t ino = UINT64_MAX, fig[3] = { 0, 0, 0 }, prev_indx;
 		struct jo_attr a;
 		bool have_attr = false, sustained = false, any = false;
 		size_t prev = SIZE_MAX, prevlen = 0;
@@ -536,10 +562,21 @@ static int merge(struct walk *w)
 			}
 			rc = head_next(&h[S_EDGE], w->err);
 		}
+		prev_indx = UINT64_MAX;
 		while (rc == 0 && head_at(&h[S_CHUNK], ino)) {
 			const uint8_t *c = h[S_CHUNK].rec;
 			size_t raw = h[S_CHUNK].len - CHUNK_HDR;
 
+			/* a chunk read twice (a hard-linked file listed in two
+			 * directories, or a SCAN that returned a key twice): once */
+			/* a chunk past the file's length (left by a truncate) is not
+			 * part of the file, as juicefs dump reads it, on every engine */
+			if (get32(c + 8) == prev_indx ||
+			    (have_attr && (uint64_t)get32(c + 8) << JO_CHUNK_BITS >= a.length)) {
+				rc = head_next(&h[S_CHUNK], w->err);
+				continue;
+			}
+			prev_indx = get32(c + 8);
 			fig[0]++;
 			fig[1] += get32(c + 12);
 			fig[2] += get64(c + 16);
@@ -613,7 +650,9 @@ static int scans(struct walk *w, const char *root, struct jo_err *err)
 		return rc;
 	if (!w->with_attr && (rc = jo_meta_scan_inodes(w->m, on_inode, w, err)) != 0)
 		return rc;
-	if ((f & JO_WALK_CHUNKS) && (rc = jo_meta_scan_chunks(w->m, on_chunk, w, err)) != 0)
+	/* with the entries' attributes the files' chunks were read batch by batch */
+	if ((f & JO_WALK_CHUNKS) && !w->with_attr &&
+	    (rc = jo_meta_scan_chunks(w->m, on_chunk, w, err)) != 0)
 		return rc;
 	if ((f & JO_WALK_SUSTAINED) && (rc = jo_meta_scan_sustained(w->m, on_sustained, w, err)) != 0)
 		return rc;
@@ -645,8 +684,12 @@ int jo_walk_run(struct jo_meta *m, const struct jo_walk_opts *opts, struct jo_wa
 	xo.tmp_dir = o.tmp_dir;
 	w.xo = xo;
 	root = clean_path(o.root);
-	if (!root)
+	w.creq = (o.flags & JO_WALK_CHUNKS) ? malloc(CHUNK_BATCH * sizeof(*w.creq)) : NULL;
+	if (!root || ((o.flags & JO_WALK_CHUNKS) && !w.creq)) {
+		free(root);
+		free(w.creq);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
 	for (int i = 0; i < S_N; i++) {
 		if ((i == S_CHUNK && !(o.flags & JO_WALK_CHUNKS)) ||
 		    (i == S_SUS && !(o.flags & JO_WALK_SUSTAINED)))
@@ -677,6 +720,7 @@ out:
 	free(w.buf);
 	free(w.recs);
 	free(w.bpaths);
+	free(w.creq);
 	free(root);
 	return rc;
 }

@@ -11,8 +11,12 @@
  *   2. with JO_WALK_TRASH, the trash tree (.trash/HOUR/...) likewise;
  *   3. every inode's attributes: with the entries where the family reads
  *      both at once (jo_meta_readdir_attr: Redis), else by scan_inodes;
- *   4. with JO_WALK_CHUNKS, every chunk (scan_chunks): records and stored
- *      bytes per inode, and with JO_WALK_SLICES its records;
+ *   4. with JO_WALK_CHUNKS, the files' chunks below their length, as juicefs
+ *      dump reads them (chunks a truncate left past EOF are not counted):
+ *      read per file in pipelined batches where the family lists attributes
+ *      with the entries (jo_meta_read_chunks), else one scan of every chunk
+ *      (scan_chunks); records and stored bytes per inode, and with
+ *      JO_WALK_SLICES each record;
  *   5. with JO_WALK_SUSTAINED, the inodes removed while open (sustained);
  *   6. opts.in_snapshot, if set (more reads in the same snapshot).
  * The path rows, the attributes and the chunk figures are then each sorted

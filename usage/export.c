@@ -475,9 +475,11 @@ static int open_previous(struct xp *x, const struct jo_format *f, unsigned *prev
 				  "not a complete jfsops export", x->o->previous);
 	uuid = json_string_value(json_object_get(ok, "uuid"));
 	if (!uuid || !f->uuid || strcmp(uuid, f->uuid)) {
+		/* the message before the JSON (which owns uuid) goes */
+		jo_err_set(x->err, JO_EINVAL, "--incremental %s: an export of another volume (uuid %s)",
+			   x->o->previous, uuid ? uuid : "?");
 		json_decref(ok);
-		return jo_err_set(x->err, JO_EINVAL, "--incremental %s: an export of another volume "
-				  "(uuid %s)", x->o->previous, uuid ? uuid : "?");
+		return x->err->code;
 	}
 	x->res->since = json_integer_value(json_object_get(ok, "snapshot"));
 	*prev_tables = 0;

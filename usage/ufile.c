@@ -16,7 +16,17 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "common/cancel.h"
 #include "common/err.h"
+
+/* The exit hook: a temp file that was never renamed goes. */
+static void remove_tmp(void *payload)
+{
+	struct ufile *f = payload;
+
+	if (f->tmp)
+		(void)unlink(f->tmp); /* best effort at exit: nothing to report to */
+}
 
 int ufile_create(struct ufile *f, const char *path, struct jo_err *err)
 {
@@ -61,6 +71,7 @@ int ufile_create(struct ufile *f, const char *path, struct jo_err *err)
 		return jo_err_set(err, JO_EIO, "cannot create a file beside %s", path);
 	}
 	f->fd = fd;
+	f->hooked = jo_cancel_atexit(remove_tmp, f) == 0;
 	f->fp = fdopen(fd, "w");
 	if (!f->fp) {
 		ufile_abort(f);
@@ -92,6 +103,8 @@ void ufile_abort(struct ufile *f)
 {
 	if (!f)
 		return;
+	if (f->hooked)
+		jo_cancel_atexit_remove(remove_tmp, f);
 	if (f->fp)
 		fclose(f->fp);
 	else if (f->fd > 0)

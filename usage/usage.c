@@ -227,7 +227,17 @@ static int scratch(struct fold *f, size_t n)
 	return 0;
 }
 
-/* Keep the k largest by key in a small array (k is --top: a linear scan is enough). */
+/* Rank of the top lists: more bytes first, then tree order, so that ties
+ * keep the same entries whatever order the walk met them in. */
+static bool ranks_before(uint64_t ab, const char *ap, size_t al, uint64_t bb, const char *bp,
+			 size_t bl)
+{
+	if (ab != bb)
+		return ab > bb;
+	return usage_path_cmp(ap, al, bp, bl) < 0;
+}
+
+/* Keep the k best in a small array (k is --top: a linear scan is enough). */
 static int top_file(struct fold *f, const struct jo_walk_row *row)
 {
 	struct usage_report *r = f->r;
@@ -239,9 +249,12 @@ static int top_file(struct fold *f, const struct jo_walk_row *row)
 	if (r->ntop_files == f->o->top) {
 		at = 0;
 		for (size_t i = 1; i < r->ntop_files; i++)
-			if (r->top_files[i].bytes < r->top_files[at].bytes)
+			if (ranks_before(r->top_files[at].bytes, r->top_files[at].path,
+					 r->top_files[at].path_len, r->top_files[i].bytes,
+					 r->top_files[i].path, r->top_files[i].path_len))
 				at = i;
-		if (r->top_files[at].bytes >= row->attr.length)
+		if (!ranks_before(row->attr.length, row->path, row->path_len, r->top_files[at].bytes,
+				  r->top_files[at].path, r->top_files[at].path_len))
 			return 0;
 		free(r->top_files[at].path);
 	} else {
@@ -418,9 +431,12 @@ static int top_dir(struct fold *f, const struct pend *d)
 	if (r->ntop_dirs == f->o->top) {
 		at = 0;
 		for (size_t i = 1; i < r->ntop_dirs; i++)
-			if (r->top_dirs[i].t.bytes < r->top_dirs[at].t.bytes)
+			if (ranks_before(r->top_dirs[at].t.bytes, r->top_dirs[at].path,
+					 r->top_dirs[at].path_len, r->top_dirs[i].t.bytes,
+					 r->top_dirs[i].path, r->top_dirs[i].path_len))
 				at = i;
-		if (r->top_dirs[at].t.bytes >= d->t.bytes)
+		if (!ranks_before(d->t.bytes, d->path, d->path_len, r->top_dirs[at].t.bytes,
+				  r->top_dirs[at].path, r->top_dirs[at].path_len))
 			return 0;
 		free(r->top_dirs[at].path);
 	} else {
@@ -606,10 +622,9 @@ int usage_run(struct jo_meta *m, const struct usage_opts *o, struct usage_report
 	/* sort the top lists, largest first */
 	for (size_t i = 0; rc == 0 && i < out->ntop_files; i++)
 		for (size_t j = i + 1; j < out->ntop_files; j++)
-			if (out->top_files[j].bytes > out->top_files[i].bytes ||
-			    (out->top_files[j].bytes == out->top_files[i].bytes &&
-			     usage_path_cmp(out->top_files[j].path, out->top_files[j].path_len,
-					    out->top_files[i].path, out->top_files[i].path_len) < 0)) {
+			if (ranks_before(out->top_files[j].bytes, out->top_files[j].path,
+					 out->top_files[j].path_len, out->top_files[i].bytes,
+					 out->top_files[i].path, out->top_files[i].path_len)) {
 				struct usage_file t = out->top_files[i];
 
 				out->top_files[i] = out->top_files[j];
@@ -617,10 +632,9 @@ int usage_run(struct jo_meta *m, const struct usage_opts *o, struct usage_report
 			}
 	for (size_t i = 0; rc == 0 && i < out->ntop_dirs; i++)
 		for (size_t j = i + 1; j < out->ntop_dirs; j++)
-			if (out->top_dirs[j].t.bytes > out->top_dirs[i].t.bytes ||
-			    (out->top_dirs[j].t.bytes == out->top_dirs[i].t.bytes &&
-			     usage_path_cmp(out->top_dirs[j].path, out->top_dirs[j].path_len,
-					    out->top_dirs[i].path, out->top_dirs[i].path_len) < 0)) {
+			if (ranks_before(out->top_dirs[j].t.bytes, out->top_dirs[j].path,
+					 out->top_dirs[j].path_len, out->top_dirs[i].t.bytes,
+					 out->top_dirs[i].path, out->top_dirs[i].path_len)) {
 				struct usage_dir t = out->top_dirs[i];
 
 				out->top_dirs[i] = out->top_dirs[j];

@@ -715,6 +715,34 @@ int jo_meta_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
 	return n ? m->ops->readdir_attr(m, dirs, n, cb, payload, err) : 0;
 }
 
+int jo_meta_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
+			jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
+{
+	int rc = 0;
+
+	if (m->ops->read_chunks)
+		return n ? m->ops->read_chunks(m, reqs, n, cb, payload, err) : 0;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		uint32_t *idx = NULL;
+		size_t k = 0;
+
+		if (reqs[i].nidx == 0)
+			continue;
+		rc = m->ops->list_chunks_below(m, reqs[i].ino, reqs[i].nidx, &idx, &k, err);
+		for (size_t j = 0; j < k && rc == 0; j++) {
+			uint8_t *raw = NULL;
+			size_t len = 0;
+
+			rc = m->ops->read_chunk(m, reqs[i].ino, idx[j], &raw, &len, err);
+			if (rc == 0 && len)
+				rc = cb(reqs[i].ino, idx[j], raw, len, payload);
+			free(raw);
+		}
+		free(idx);
+	}
+	return rc;
+}
+
 int jo_meta_read_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, uint8_t **out,
 		       size_t *len, struct jo_err *err)
 {

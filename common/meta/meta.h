@@ -268,6 +268,20 @@ typedef int (*jo_meta_chunk_cb)(uint64_t ino, uint32_t indx, const uint8_t *raw,
 int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 			struct jo_err *err);
 
+/*
+ * The chunks of many files at once: for each request, every chunk among
+ * indexes 0 .. nidx-1 that exists, through cb (in request order, then index
+ * order; raw borrowed for the call). Redis pipelines one LRANGE per index,
+ * 4,096 at a time; other families read chunk by chunk. A file is read as
+ * juicefs dump reads it (indexes below its length), not its chunks past EOF.
+ */
+struct jo_meta_chunk_req {
+	uint64_t ino;
+	uint32_t nidx;  /* ceil(length / 64 MiB) */
+};
+int jo_meta_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
+			jo_meta_chunk_cb cb, void *payload, struct jo_err *err);
+
 /* Every inode with its attributes (Redis SCAN i*, SQL jfs_node). */
 typedef int (*jo_meta_inode_cb)(uint64_t ino, const struct jo_attr *attr, void *payload);
 int jo_meta_scan_inodes(struct jo_meta *m, jo_meta_inode_cb cb, void *payload,

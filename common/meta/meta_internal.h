@@ -95,6 +95,9 @@ struct jo_meta_ops {
 	int (*list_chunks_below)(struct jo_meta *m, uint64_t ino, uint32_t nidx, uint32_t **out,
 				 size_t *n, struct jo_err *err);
 	int (*scan_chunks)(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload, struct jo_err *err);
+	/* optional (NULL: chunk by chunk through list_chunks_below/read_chunk) */
+	int (*read_chunks)(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
+			   jo_meta_chunk_cb cb, void *payload, struct jo_err *err);
 	int (*scan_inodes)(struct jo_meta *m, jo_meta_inode_cb cb, void *payload, struct jo_err *err);
 	int (*get_slice_ref)(struct jo_meta *m, uint64_t id, uint32_t size, int64_t *refs,
 			     bool *explicit_out, struct jo_err *err);

@@ -563,6 +563,81 @@ static int r_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 	return rc;
 }
 
+/* ---- read_chunks: pipelined LRANGE c{ino}_{indx} for indexes below each file's length */
+
+#define READ_CHUNKS_PIPE 4096
+
+static int r_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
+			 jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
+{
+	redisReply **rs = malloc(READ_CHUNKS_PIPE * sizeof(*rs));
+	uint64_t *ino = malloc(READ_CHUNKS_PIPE * sizeof(*ino));
+	uint32_t *indx = malloc(READ_CHUNKS_PIPE * sizeof(*indx));
+	uint8_t *buf = NULL;
+	size_t cap = 0, r = 0;
+	uint32_t next = 0;  /* the next index of reqs[r] */
+	int rc = 0;
+
+	if (!rs || !ino || !indx)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	while (rc == 0 && r < n) {
+		size_t k = 0, got;
+
+		/* fill one pipeline: the next indexes of the next requests */
+		while (r < n && k < READ_CHUNKS_PIPE) {
+			if (next >= reqs[r].nidx) {
+				r++;
+				next = 0;
+				continue;
+			}
+			if (jo_rd_append(m, "LRANGE %Kc%llu_%u 0 -1", (unsigned long long)reqs[r].ino,
+					 next) != REDIS_OK) {
+				rc = jo_rd_append_failed(m, k, err, "LRANGE pipeline");
+				break;
+			}
+			ino[k] = reqs[r].ino;
+			indx[k++] = next++;
+		}
+		if (rc != 0 || (rc = rget_all(m, rs, k, err)) != 0)
+			break;
+		for (got = 0; got < k && rc == 0; got++) {
+			redisReply *a = rs[got];
+			size_t len = a->type == REDIS_REPLY_ARRAY ? a->elements * JO_SLICE_REC_LEN : 0;
+
+			if (len > cap) {
+				uint8_t *b = realloc(buf, len);
+
+				if (!b) {
+					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+					break;
+				}
+				buf = b;
+				cap = len;
+			}
+			for (size_t j = 0; j < len / JO_SLICE_REC_LEN && rc == 0; j++) {
+				redisReply *e = a->element[j];
+
+				if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN)
+					rc = jo_err_set(err, JO_EPROTO, "chunk c%llu_%u: element %zu is "
+							"%zu bytes, not 24", (unsigned long long)ino[got],
+							indx[got], j, e->len);
+				else
+					memcpy(buf + j * JO_SLICE_REC_LEN, e->str, JO_SLICE_REC_LEN);
+			}
+			freeReplyObject(a);
+			/* a chunk that does not exist (a sparse file) is an empty list */
+			if (rc == 0 && len > 0)
+				rc = cb(ino[got], indx[got], buf, len, payload);
+		}
+		rfree_from(rs, got, k);
+	}
+	free(rs);
+	free(ino);
+	free(indx);
+	free(buf);
+	return rc;
+}
+
 /* ---- scan_inodes: SCAN MATCH i* + pipelined GET */
 
 struct inodes_ctx {
@@ -1226,6 +1301,7 @@ const struct jo_meta_ops jo_meta_redis_ops = {
 	.getattr = r_getattr,
 	.readdir = r_readdir,
 	.readdir_attr = r_readdir_attr,
+	.read_chunks = r_read_chunks,
 	.read_chunk = r_read_chunk,
 	.list_chunks = r_list_chunks,
 	.list_chunks_below = r_list_chunks_below,

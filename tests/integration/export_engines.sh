@@ -2,8 +2,8 @@
 # jfsops export on every engine of JO_ENGINES (default: redis sqlite3
 # postgres mysql etcd), on a tree made through a real juicefs mount (nested
 # directories, hard links, a symlink, a FIFO, an empty file, a name that is
-# not UTF-8, a sparse file over two chunks, an overwritten file with several
-# slice records). Checks (export_check.py, with pyarrow and DuckDB):
+# not UTF-8, a sparse file over two chunks, a file shrunk below a chunk
+# boundary, an overwritten file with several slice records). Checks (export_check.py, with pyarrow and DuckDB):
 #  - files.parquet and slices.parquet read back identically by pyarrow and
 #    DuckDB, and equal `juicefs dump` (every path, inode, parent and
 #    attribute; chunk figures and slice records from the dump's chunks)
@@ -37,6 +37,9 @@ make_tree() {
 	# sparse: a little data in chunk 0 and in chunk 1
 	head -c 1000 /dev/urandom >"$m/proj/data/sparse"
 	dd if=/dev/urandom of="$m/proj/data/sparse" bs=1024 seek=$((65 * 1024)) count=3 conv=notrunc status=none
+	# shrunk below a chunk boundary: chunk 1 stays in the metadata past EOF
+	dd if=/dev/urandom of="$m/proj/data/shrunk" bs=1024 seek=$((65 * 1024)) count=2 status=none
+	truncate -s 5000 "$m/proj/data/shrunk"
 	ln "$m/proj/data/d.bin" "$m/other/d-link"
 	ln "$m/proj/src/f1.c" "$m/other/f1-link"
 	ln -s ../data/d.bin "$m/proj/src/lib/sym"

@@ -21,6 +21,7 @@
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/walk.h"
+#include "usage/usage.h"
 
 #define CHAIN 10000
 #define BIG 100000
@@ -388,11 +389,76 @@ static void test_walk_subtree_and_errors(void **state)
 	jo_meta_close(m);
 }
 
+/* usage's bottom-up fold on the same shapes: the chain 10,000 levels deep is
+ * folded level by level, the totals come out as a walk of the tree counts */
+static void test_usage_fold_bounded(void **state)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	struct usage_opts o = { .depth = 1, .top = 3, .cold = 90 * 86400, .mem_limit = 8u << 20,
+				.now = 1700000000LL + 2000000 };
+	struct usage_report r;
+	const struct usage_dir *d;
+	uint64_t big_bytes = (uint64_t)BIG * (BIG - 1) / 2, frag = (64ULL << 20) + 10;
+	int n = 0, rc;
+
+	(void)state;
+	if (jo_meta_open(&m, url, &err))
+		fail_msg("open: %s", err.msg);
+	assert_int_equal(usage_parse_buckets("1d,30d", &o, &err), 0);
+	if (usage_run(m, &o, &r, &err))
+		fail_msg("usage: %s", err.msg);
+	/* every file counted per path: the big files, both links, /frag */
+	assert_int_equal(r.total.files, BIG + 2 + 1);
+	assert_int_equal(r.total.dirs, 1 + CHAIN + 2);
+	assert_int_equal(r.total.bytes, big_bytes + 2 * 5 + frag);
+	assert_int_equal(r.trash_files, 1);
+	assert_int_equal(r.trash_bytes, 7);
+	assert_int_equal(r.open_files, 1);
+	assert_int_equal(r.open_bytes, 9);
+	/* ages: inode i's times are 1700000000 + i; now is 2,000,000 s later:
+	 * every inode below 100000 is 23+ days old, the big files 30+ for most */
+	assert_int_equal(r.total.access[0], 0);
+	assert_int_equal(r.total.access[0] + r.total.access[1] + r.total.access[2],
+			 r.total.bytes);
+	while ((rc = usage_next_dir(&r, &d, &err)) == 1) {
+		/* depth <= 1, in tree order: /, /big, /big2, /c */
+		static const char *want[] = { "/", "/big", "/big2", "/c" };
+
+		assert_true(n < 4);
+		assert_int_equal(d->path_len, strlen(want[n]));
+		assert_memory_equal(d->path, want[n], d->path_len);
+		if (n == 1) {
+			assert_int_equal(d->t.files, BIG);
+			assert_int_equal(d->t.bytes, big_bytes);
+			assert_int_equal(d->t.dirs, 1);
+		}
+		if (n == 3) {
+			assert_int_equal(d->t.dirs, CHAIN);
+			assert_int_equal(d->t.files, 0);
+			assert_int_equal(d->t.space, (uint64_t)CHAIN * 4096);
+		}
+		n++;
+	}
+	assert_int_equal(rc, 0);
+	assert_int_equal(n, 4);
+	/* below depth 1 only the chain: its top, with the most directories, is
+	 * not bigger in bytes (all 0): ties go by path, the shortest first */
+	assert_int_equal(r.ntop_dirs, 3);
+	assert_int_equal(r.top_dirs[0].depth, 2);
+	assert_int_equal(r.ntop_files, 3);
+	assert_int_equal(r.top_files[0].bytes, frag);
+	assert_int_equal(r.top_files[1].bytes, BIG - 1);
+	usage_report_release(&r);
+	jo_meta_close(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walk_shapes_bounded),
 		cmocka_unit_test(test_walk_subtree_and_errors),
+		cmocka_unit_test(test_usage_fold_bounded),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
