@@ -711,166 +711,265 @@ static int connect_plain(struct jo_meta *m, const char *host, int port, struct j
 	return rc;
 }
 
-/* Every sentinel in turn: the master's address, then the master itself (it
- * must say it is a master: right after a failover a sentinel may still name
- * the old one). JO_ENOTFOUND when every sentinel that answered knows no
- * master of that name. */
+/* Sentinel i, connected (a short timeout: a sentinel that hangs must not hold
+ * up the others) and authenticated in *s. 0, or -1 with why set and *code
+ * JO_EAUTH when it refused SENTINEL_PASSWORD. */
+static int sentinel_open(struct jo_meta *m, size_t i, struct rconn *s, char *why, size_t wcap,
+			 int *code)
+{
+	struct rd *d = RD(m);
+	char host[256];
+	int port;
+
+	rc_init(s);
+	if (split_addr(d->addrs[i], host, sizeof(host), &port) != 0) {
+		snprintf(why, wcap, "sentinel %.80s: not host:port", d->addrs[i]);
+		return -1;
+	}
+	if (rc_connect(s, &d->tls, host, port) != 0) {
+		snprintf(why, wcap, "sentinel %.80s: %.300s", d->addrs[i], s->errstr);
+		return -1;
+	}
+	(void)set_timeouts(s->fd, CONNECT_MS);
+	if (m->url.sentinel_password) {
+		const char *a[] = { "AUTH", m->url.sentinel_password };
+		redisReply *r = rc_cmd(s, 2, a);
+
+		if (r && r->type == REDIS_REPLY_ERROR) {
+			snprintf(why, wcap, "sentinel %s refused SENTINEL_PASSWORD: %.200s", d->addrs[i],
+				 r->str);
+			freeReplyObject(r);
+			rc_close(s);
+			*code = JO_EAUTH;
+			return -1;
+		}
+		freeReplyObject(r);
+		if (!r) {
+			snprintf(why, wcap, "sentinel %.80s: %.300s", d->addrs[i], s->errstr);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* One sentinel's view of the master. */
+struct sview {
+	char host[256];
+	int port;          /* 0: it names none */
+	long long epoch;   /* its configuration epoch of the master */
+	bool in_failover;  /* it is failing the master over right now */
+	size_t from;       /* which sentinel */
+};
+
+/*
+ * What sentinel i (open in *s) says of the master: first its configuration
+ * epoch and whether it is failing the master over (SENTINEL MASTER), then
+ * the address (GET-MASTER-ADDR-BY-NAME: once a failover has promoted a
+ * replica, the promoted one), in that order so that an epoch never belongs
+ * to an older address. 1: it names a master; 0: it knows no master of that
+ * name (*unknown) or answered with an error (why set); -1: no answer.
+ */
+static int sentinel_view(struct jo_meta *m, size_t i, struct rconn *s, struct sview *v,
+			 bool *unknown, char *why, size_t wcap, int *code)
+{
+	struct rd *d = RD(m);
+	const char *am[] = { "SENTINEL", "master", m->url.master_name };
+	const char *aa[] = { "SENTINEL", "get-master-addr-by-name", m->url.master_name };
+	redisReply *r = rc_cmd(s, 3, am);
+
+	memset(v, 0, sizeof(*v));
+	v->from = i;
+	*unknown = false;
+	for (size_t f = 0; r && r->type == REDIS_REPLY_ARRAY && f + 1 < r->elements; f += 2) {
+		const char *key = r->element[f]->str, *val = r->element[f + 1]->str;
+
+		if (r->element[f]->type != REDIS_REPLY_STRING ||
+		    r->element[f + 1]->type != REDIS_REPLY_STRING)
+			continue;
+		if (!strcmp(key, "config-epoch"))
+			v->epoch = strtoll(val, NULL, 10);
+		else if (!strcmp(key, "flags"))
+			v->in_failover = strstr(val, "failover_in_progress") != NULL;
+	}
+	freeReplyObject(r);
+	r = rc_cmd(s, 3, aa);
+	if (!r) {
+		snprintf(why, wcap, "sentinel %.80s: %.300s", d->addrs[i], s->errstr);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+		snprintf(v->host, sizeof(v->host), "%s", r->element[0]->str);
+		v->port = atoi(r->element[1]->str);
+		freeReplyObject(r);
+		return v->port > 0;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, wcap, "sentinel %s: %.200s", d->addrs[i], r->str);
+		if (strstr(r->str, "NOAUTH") || strstr(r->str, "WRONGPASS"))
+			*code = JO_EAUTH;
+	} else {
+		/* the names it does monitor, to say which one was meant */
+		const char *a[] = { "SENTINEL", "masters" };
+		redisReply *ms = rc_cmd(s, 2, a);
+		char known[200] = "";
+		size_t o = 0;
+
+		*unknown = true;
+		for (size_t k = 0; ms && ms->type == REDIS_REPLY_ARRAY && k < ms->elements; k++) {
+			redisReply *e = ms->element[k];
+
+			for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements; f += 2)
+				if (e->element[f]->type == REDIS_REPLY_STRING &&
+				    !strcmp(e->element[f]->str, "name") && o + 2 < sizeof(known))
+					o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
+							      o ? ", " : "", e->element[f + 1]->str);
+		}
+		freeReplyObject(ms);
+		snprintf(why, wcap, "sentinel %s monitors no master named '%s' (it monitors: %s)",
+			 d->addrs[i], m->url.master_name, o ? known : "none");
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/*
+ * Ask every sentinel; *best is the view of the one with the newest
+ * configuration epoch (the first such on a tie): right after a failover the
+ * others may still name the old master, and so does the one failing it over
+ * until the promoted replica is a master (best->in_failover then, also when
+ * another sentinel of that epoch says so). Returns
+ * how many named a master; *answered and *unknown count the sentinels that
+ * answered and those that know no master of that name.
+ */
+static size_t sentinels_ask(struct jo_meta *m, struct sview *best, size_t *answered,
+			    size_t *unknown, char *why, size_t wcap, int *code)
+{
+	struct rd *d = RD(m);
+	size_t named = 0;
+
+	*answered = *unknown = 0;
+	memset(best, 0, sizeof(*best));
+	for (size_t i = 0; i < d->naddrs; i++) {
+		struct rconn s;
+		struct sview v;
+		bool unk = false;
+		int r;
+
+		if (sentinel_open(m, i, &s, why, wcap, code) != 0)
+			continue;
+		r = sentinel_view(m, i, &s, &v, &unk, why, wcap, code);
+		rc_close(&s);
+		if (r < 0)
+			continue;
+		(*answered)++;
+		*unknown += unk;
+		if (r == 1 && (!named || v.epoch > best->epoch))
+			*best = v;
+		else if (r == 1 && v.epoch == best->epoch && v.in_failover)
+			best->in_failover = true; /* it may not have moved the epoch yet */
+		named += r == 1;
+	}
+	return named;
+}
+
+/* route-read=replica: a healthy replica of the master, through sentinel
+ * `from`; 0 when connected to one. */
+static int sentinel_replica(struct jo_meta *m, const struct sview *b)
+{
+	struct rd *d = RD(m);
+	const char *a[] = { "SENTINEL", "replicas", m->url.master_name };
+	struct rconn s;
+	redisReply *rs;
+	char why[400];
+	int code = 0, rc = -1;
+
+	if (sentinel_open(m, b->from, &s, why, sizeof(why), &code) != 0)
+		return -1;
+	rs = rc_cmd(&s, 3, a);
+	for (size_t k = 0; rc && rs && rs->type == REDIS_REPLY_ARRAY && k < rs->elements; k++) {
+		redisReply *e = rs->element[k];
+		const char *ip = NULL, *pt = NULL, *flags = "";
+		bool master;
+		int nrep;
+
+		for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements; f += 2) {
+			const char *key = e->element[f]->str, *val = e->element[f + 1]->str;
+
+			if (!key || !val)
+				continue;
+			if (!strcmp(key, "ip"))
+				ip = val;
+			else if (!strcmp(key, "port"))
+				pt = val;
+			else if (!strcmp(key, "flags"))
+				flags = val;
+		}
+		if (!ip || !pt || strstr(flags, "down") || strstr(flags, "disconnected"))
+			continue;
+		if (rc_connect(&d->c, &d->tls, ip, atoi(pt)) == 0 &&
+		    rc_login(&d->c, m->url.user, m->url.password, m->url.db, true, NULL,
+			     m->url.redacted) == 0 &&
+		    rc_role(&d->c, &master, &nrep) == 0 && !master) {
+			fmt_addr(d->master, sizeof(d->master), b->host, b->port);
+			snprintf(d->node, sizeof(d->node), "%s", d->c.addr);
+			d->replica = true;
+			rc = 0;
+		} else {
+			rc_close(&d->c);
+		}
+	}
+	freeReplyObject(rs);
+	rc_close(&s);
+	return rc;
+}
+
+/* The master the sentinels name (the newest configuration epoch wins; not
+ * while it is being failed over), which must say it is a master: right
+ * after a failover a sentinel may still name the old one. JO_ENOTFOUND
+ * when every sentinel that answered knows no master of that name. */
 static int find_sentinel_master(struct jo_meta *m, bool want_replica, struct jo_err *err)
 {
 	struct rd *d = RD(m);
 	int64_t deadline = now_ms() + (d->ever ? FAILOVER_MS : CONNECT_MS);
 	char why[400] = "";
-	int rc = JO_ECONNECT;
 
 	for (;;) {
-		size_t unknown = 0, answered = 0;
+		struct sview b;
+		size_t answered, unknown;
+		int code = 0, rc;
 
-		for (size_t i = 0; i < d->naddrs; i++) {
-			struct rconn s;
-			char host[256], mh[256] = "", known[200] = "";
-			int port, mp = 0;
-			redisReply *r;
+		if (sentinels_ask(m, &b, &answered, &unknown, why, sizeof(why), &code) == 0) {
+			if (answered > 0 && unknown == answered)
+				return jo_err_set(err, JO_ENOTFOUND, "redis %s: %s", m->url.redacted, why);
+			if (code == JO_EAUTH)
+				return jo_err_set(err, JO_EAUTH, "redis %s: %s", m->url.redacted, why);
+		} else if (b.in_failover) {
+			snprintf(why, sizeof(why), "sentinel %s is failing master '%s' over (from %s:%d)",
+				 d->addrs[b.from], m->url.master_name, b.host, b.port);
+		} else if (want_replica && sentinel_replica(m, &b) == 0) {
+			return 0;
+		} else {
+			bool master = false;
+			int nrep = 0;
 
-			rc_init(&s);
-			if (split_addr(d->addrs[i], host, sizeof(host), &port) != 0)
-				continue;
-			if (rc_connect(&s, &d->tls, host, port) != 0) {
-				snprintf(why, sizeof(why), "sentinel %.80s: %.300s", d->addrs[i], s.errstr);
-				continue;
+			rc = connect_plain(m, b.host, b.port, err);
+			if (rc == JO_EAUTH)
+				return rc;
+			if (rc == 0 && rc_role(&d->c, &master, &nrep) == 0 && master) {
+				fmt_addr(d->master, sizeof(d->master), b.host, b.port);
+				d->replicas = nrep;
+				d->replica = false;
+				return 0;
 			}
-			/* a sentinel that hangs must not hold up the others */
-			(void)set_timeouts(s.fd, CONNECT_MS);
-			if (m->url.sentinel_password) {
-				const char *a[] = { "AUTH", m->url.sentinel_password };
-
-				r = rc_cmd(&s, 2, a);
-				if (r && r->type == REDIS_REPLY_ERROR) {
-					snprintf(why, sizeof(why), "sentinel %s refused SENTINEL_PASSWORD: "
-						 "%.200s", d->addrs[i], r->str);
-					freeReplyObject(r);
-					rc_close(&s);
-					rc = JO_EAUTH;
-					continue;
-				}
-				freeReplyObject(r);
-			}
-			{
-				const char *a[] = { "SENTINEL", "get-master-addr-by-name", m->url.master_name };
-
-				r = rc_cmd(&s, 3, a);
-			}
-			if (!r) {
-				snprintf(why, sizeof(why), "sentinel %.80s: %.300s", d->addrs[i], s.errstr);
-				rc_close(&s);
-				continue;
-			}
-			answered++;
-			if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-			    r->element[0]->type == REDIS_REPLY_STRING &&
-			    r->element[1]->type == REDIS_REPLY_STRING) {
-				snprintf(mh, sizeof(mh), "%s", r->element[0]->str);
-				mp = atoi(r->element[1]->str);
-			} else if (r->type == REDIS_REPLY_ERROR) {
-				snprintf(why, sizeof(why), "sentinel %s: %.200s", d->addrs[i], r->str);
-				if (strstr(r->str, "NOAUTH") || strstr(r->str, "WRONGPASS"))
-					rc = JO_EAUTH;
-			} else {
-				/* the names it does monitor, to say which one was meant */
-				const char *a[] = { "SENTINEL", "masters" };
-				redisReply *ms = rc_cmd(&s, 2, a);
-				size_t o = 0;
-
-				unknown++;
-				for (size_t k = 0; ms && ms->type == REDIS_REPLY_ARRAY && k < ms->elements;
-				     k++) {
-					redisReply *e = ms->element[k];
-
-					for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements;
-					     f += 2)
-						if (e->element[f]->type == REDIS_REPLY_STRING &&
-						    !strcmp(e->element[f]->str, "name") && o + 2 < sizeof(known))
-							o += (size_t)snprintf(known + o, sizeof(known) - o,
-									      "%s%s", o ? ", " : "",
-									      e->element[f + 1]->str);
-				}
-				freeReplyObject(ms);
-				snprintf(why, sizeof(why), "sentinel %s monitors no master named '%s' "
-					 "(it monitors: %s)", d->addrs[i], m->url.master_name,
-					 o ? known : "none");
-			}
-			freeReplyObject(r);
-			if (mp && want_replica) {
-				/* route-read=replica: a healthy replica, else the master */
-				const char *a[] = { "SENTINEL", "replicas", m->url.master_name };
-				redisReply *rs = rc_cmd(&s, 3, a);
-
-				for (size_t k = 0; rs && rs->type == REDIS_REPLY_ARRAY && k < rs->elements;
-				     k++) {
-					redisReply *e = rs->element[k];
-					const char *ip = NULL, *pt = NULL, *flags = "";
-
-					for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements;
-					     f += 2) {
-						const char *key = e->element[f]->str, *val = e->element[f + 1]->str;
-
-						if (!key || !val)
-							continue;
-						if (!strcmp(key, "ip"))
-							ip = val;
-						else if (!strcmp(key, "port"))
-							pt = val;
-						else if (!strcmp(key, "flags"))
-							flags = val;
-					}
-					if (ip && pt && !strstr(flags, "down") && !strstr(flags, "disconnected")) {
-						struct rtls *t = &d->tls;
-						bool master;
-						int nrep;
-
-						if (rc_connect(&d->c, t, ip, atoi(pt)) == 0 &&
-						    rc_login(&d->c, m->url.user, m->url.password, m->url.db, true,
-							     NULL, m->url.redacted) == 0 &&
-						    rc_role(&d->c, &master, &nrep) == 0 && !master) {
-							fmt_addr(d->master, sizeof(d->master), mh, mp);
-							snprintf(d->node, sizeof(d->node), "%s", d->c.addr);
-							d->replica = true;
-							freeReplyObject(rs);
-							rc_close(&s);
-							return 0;
-						}
-						rc_close(&d->c);
-					}
-				}
-				freeReplyObject(rs);
-			}
-			rc_close(&s);
-			if (mp) {
-				bool master = false;
-				int nrep = 0;
-
-				rc = connect_plain(m, mh, mp, err);
-				if (rc == JO_EAUTH)
-					return rc;
-				if (rc == 0 && rc_role(&d->c, &master, &nrep) == 0 && master) {
-					fmt_addr(d->master, sizeof(d->master), mh, mp);
-					d->replicas = nrep;
-					d->replica = false;
-					return 0;
-				}
-				if (rc == 0)
-					snprintf(why, sizeof(why), "sentinel %s names %s:%d as master '%s', but "
-						 "it is not a master (yet)", d->addrs[i], mh, mp,
-						 m->url.master_name);
-				else
-					snprintf(why, sizeof(why), "%.390s", err ? err->msg : "cannot connect");
-				rc_close(&d->c);
-				rc = JO_ECONNECT;
-			}
+			if (rc == 0)
+				snprintf(why, sizeof(why), "sentinel %s names %s:%d as master '%s', but "
+					 "it is not a master (yet)", d->addrs[b.from], b.host, b.port,
+					 m->url.master_name);
+			else
+				snprintf(why, sizeof(why), "%.390s", err ? err->msg : "cannot connect");
+			rc_close(&d->c);
 		}
-		if (answered > 0 && unknown == answered)
-			return jo_err_set(err, JO_ENOTFOUND, "redis %s: %s", m->url.redacted, why);
-		if (rc == JO_EAUTH)
-			return jo_err_set(err, JO_EAUTH, "redis %s: %s", m->url.redacted, why);
 		if (now_ms() >= deadline)
 			return jo_err_set(err, JO_ECONNECT, "redis %s: no master '%s' found through %zu "
 					  "sentinel(s): %s", m->url.redacted, m->url.master_name,
