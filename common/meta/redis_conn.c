@@ -23,6 +23,15 @@
  * when the EXEC of a transaction may have run without its reply reaching us,
  * the outcome is reported as unknown (jo_rd_retryable() says no), and the
  * caller must not act on it. The next command reconnects.
+ *
+ * Acting on a result (deleting objects because of it) waits for
+ * jo_rd_confirm(), the one rule for that: a replica must have it, unless
+ * the server never had one. A master demoted by a failover keeps taking
+ * writes for seconds and then throws them away, reporting no replica all the
+ * while; so "none connected now" never counts, and the sentinels (or the
+ * cluster) are asked who is the master when a confirmation fails. A Sentinel
+ * master is the one named by the sentinel with the newest configuration
+ * epoch, never while a failover of it is under way.
  */
 #include "common/meta/meta_internal.h"
 #include "common/meta/redis_internal.h"
@@ -560,7 +569,13 @@ struct rd {
 	bool replica;      /* connected to a replica (a read-only handle, route-read) */
 	char **addrs;      /* sentinels or cluster seeds */
 	size_t naddrs;
-	int replicas;      /* replicas of the master at connect time: WAIT after EXEC */
+	int replicas;      /* replicas seen on this connection (at connect, or by a later
+			    * confirmation): from then on every confirmation waits for one,
+			    * until the connection goes (a demoted master reports none) */
+	bool crossed;      /* a connection that had replicas was replaced since the last
+			    * confirmation: what came before it cannot be confirmed */
+	bool moved;        /* the last failure: a confirmation found another master named */
+	int64_t role_ms;   /* when a confirmation last asked for replicas (none seen yet) */
 	unsigned epoch;    /* +1 on each new connection */
 	bool ever;         /* connected once */
 	/* transaction and pipeline state */
@@ -614,6 +629,7 @@ static void set_err(struct rd *d, bool io, const char *fmt, ...)
 	vsnprintf(d->err, sizeof(d->err), fmt, ap);
 	va_end(ap);
 	d->err_code = io ? JO_ECONNECT : JO_EIO;
+	d->moved = false;
 }
 
 /* ---------------------------------------------------------------- connecting */
@@ -978,6 +994,76 @@ static int find_sentinel_master(struct jo_meta *m, bool want_replica, struct jo_
 	}
 }
 
+/* In a CLUSTER SLOTS reply r (from a node at host), the master (nh:*np)
+ * and a replica (rh:*rp) of slot; a port stays 0 when there is none. */
+static void slot_nodes(const redisReply *r, int slot, const char *host, char nh[256], int *np,
+		       char rh[256], int *rp)
+{
+	*np = *rp = 0;
+	for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements; k++) {
+		redisReply *e = r->element[k];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->element[0]->integer > slot || e->element[1]->integer < slot)
+			continue;
+		for (size_t n = 2; n < e->elements; n++) {
+			redisReply *nd = e->element[n];
+			char *h = n == 2 ? nh : rh;
+
+			if (nd->type != REDIS_REPLY_ARRAY || nd->elements < 2 ||
+			    nd->element[0]->type != REDIS_REPLY_STRING)
+				continue;
+			if (n > 2 && *rp)
+				continue;
+			/* an empty address is the node we asked */
+			snprintf(h, 256, "%s", nd->element[0]->str[0] ? nd->element[0]->str : host);
+			if (n == 2)
+				*np = (int)nd->element[1]->integer;
+			else
+				*rp = (int)nd->element[1]->integer;
+		}
+	}
+}
+
+/* The master of the volume's slot as the other nodes see it (the seeds
+ * first, then the one we talk to): "host:port" into addr; -1 when none
+ * answered with one. */
+static int cluster_owner(struct jo_meta *m, char *addr, size_t cap)
+{
+	struct rd *d = RD(m);
+
+	for (size_t i = 0; i <= d->naddrs; i++) {
+		const char *a = i < d->naddrs ? d->addrs[i] : d->node;
+		const char *cs[] = { "CLUSTER", "SLOTS" };
+		char host[256], nh[256] = "", rh[256] = "";
+		int port, np = 0, rp = 0;
+		struct rconn t;
+		redisReply *r;
+
+		if ((i < d->naddrs && !strcmp(a, d->node)) ||
+		    split_addr(a, host, sizeof(host), &port) != 0)
+			continue;
+		rc_init(&t);
+		if (rc_connect(&t, &d->tls, host, port) != 0 ||
+		    rc_login(&t, m->url.user, m->url.password, 0, false, NULL, m->url.redacted) != 0) {
+			rc_close(&t);
+			continue;
+		}
+		(void)set_timeouts(t.fd, CONNECT_MS);
+		r = rc_cmd(&t, 2, cs);
+		rc_close(&t);
+		if (!r)
+			continue;
+		slot_nodes(r, d->slot, host, nh, &np, rh, &rp);
+		freeReplyObject(r);
+		if (np) {
+			fmt_addr(addr, cap, nh, np);
+			return 0;
+		}
+	}
+	return -1;
+}
+
 /* CLUSTER SLOTS from each known node: the master (or, for route-read, a
  * replica) serving the volume's slot. */
 static int find_cluster_node(struct jo_meta *m, const char *first, bool want_replica,
@@ -1008,29 +1094,7 @@ static int find_cluster_node(struct jo_meta *m, const char *first, bool want_rep
 				snprintf(why, sizeof(why), "%.80s: CLUSTER SLOTS: %.290s", a, d->c.errstr);
 				continue;
 			}
-			for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements; k++) {
-				redisReply *e = r->element[k];
-
-				if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-				    e->element[0]->integer > d->slot || e->element[1]->integer < d->slot)
-					continue;
-				for (size_t n = 2; n < e->elements; n++) {
-					redisReply *nd = e->element[n];
-					char *h = n == 2 ? nh : rh;
-
-					if (nd->type != REDIS_REPLY_ARRAY || nd->elements < 2 ||
-					    nd->element[0]->type != REDIS_REPLY_STRING)
-						continue;
-					if (n > 2 && rp)
-						continue;
-					/* an empty address is the node we asked */
-					snprintf(h, 256, "%s", nd->element[0]->str[0] ? nd->element[0]->str : host);
-					if (n == 2)
-						np = (int)nd->element[1]->integer;
-					else
-						rp = (int)nd->element[1]->integer;
-				}
-			}
+			slot_nodes(r, d->slot, host, nh, &np, rh, &rp);
 			if (r->type == REDIS_REPLY_ERROR)
 				snprintf(why, sizeof(why), "%s: CLUSTER SLOTS: %.200s", a, r->str);
 			else if (!np)
@@ -1090,6 +1154,10 @@ static int rd_connect(struct jo_meta *m, struct jo_err *err)
 							!strcmp(m->url.route_read, "latency"))));
 	int rc;
 
+	/* a failover may have taken back what was done on the old connection */
+	if (d->replicas > 0 && !d->replica)
+		d->crossed = true;
+	d->replicas = 0;
 	d->in_tx = false;
 	d->pending = 0;
 	d->exec_sent = d->unsafe_sent = d->stale = false;
@@ -1115,6 +1183,7 @@ static int rd_connect(struct jo_meta *m, struct jo_err *err)
 	if (rc == 0) {
 		d->epoch++;
 		d->ever = true;
+		d->role_ms = now_ms(); /* the replicas were just counted */
 	}
 	return rc;
 }
@@ -1243,7 +1312,7 @@ static redisReply *run(struct jo_meta *m, const char *fmt, const char *cmd, size
 	bool again = repeatable(fmt);
 	int64_t deadline = 0;
 
-	d->unknown = false;
+	d->unknown = d->moved = false;
 	if (d->pending) {
 		/* a pipeline left unread (an error path): its replies go with the
 		 * connection, and so does any transaction it held */
@@ -1378,7 +1447,7 @@ int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
 
 	if (d->pending == 0) {
 		d->exec_sent = d->unsafe_sent = d->stale = d->pipe_broken = false;
-		d->unknown = false;
+		d->unknown = d->moved = false;
 		if (ensure(m) != 0)
 			d->pipe_broken = true;
 	}
@@ -1527,36 +1596,118 @@ unsigned jo_rd_epoch(struct jo_meta *m)
 	return RD(m)->epoch;
 }
 
+/*
+ * Not confirmed (why says what was seen): ask who is the master now. When
+ * the sentinels (or the cluster, for the slot) name another server, or are
+ * failing this one over, the connection is dropped, so that the next
+ * command goes to the master they name, and d->moved says so. Either way
+ * the outcome is unknown and nothing may be acted on.
+ */
+static int unconfirmed(struct jo_meta *m, const char *why, struct jo_err *err)
+{
+	struct rd *d = RD(m);
+	char named[280] = "", now[200] = "";
+
+	d->unknown = true;
+	if (d->mode == RD_SENTINEL) {
+		struct sview b;
+		size_t answered, unknown;
+		char w[400];
+		int code = 0;
+
+		if (sentinels_ask(m, &b, &answered, &unknown, w, sizeof(w), &code) > 0) {
+			fmt_addr(named, sizeof(named), b.host, b.port);
+			if (b.in_failover)
+				snprintf(now, sizeof(now), "; sentinel %.80s is failing master '%.40s' over",
+					 d->addrs[b.from], m->url.master_name);
+			else if (strcmp(named, d->master) != 0)
+				snprintf(now, sizeof(now), "; the sentinels now name %.80s as master '%.40s'",
+					 named, m->url.master_name);
+		}
+	} else if (d->mode == RD_CLUSTER && cluster_owner(m, named, sizeof(named)) == 0 &&
+		   strcmp(named, d->master) != 0) {
+		snprintf(now, sizeof(now), "; slot %d is now served by %.80s", d->slot, named);
+	}
+	if (now[0]) {
+		d->moved = true;
+		d->replicas = 0; /* this one is known: no need to flag the next connection */
+		rc_close(&d->c);
+		snprintf(d->c.errstr, sizeof(d->c.errstr), "the master moved");
+		if (d->mode == RD_CLUSTER)
+			snprintf(d->master, sizeof(d->master), "%s", named);
+	}
+	return jo_err_set(err, JO_ECONNECT, "redis %s: %s at %s%s: the outcome is unknown: "
+			  "not acted on", m->url.redacted, why, d->node, now);
+}
+
 int jo_rd_confirm(struct jo_meta *m, struct jo_err *err)
 {
 	struct rd *d = RD(m);
+	char why[300], ms[16];
+	const char *wait[] = { "WAIT", "1", ms };
 	redisReply *r;
-	int rc = 0;
 
-	if (d->replicas <= 0 || d->replica)
-		return 0;
-	r = jo_rd_command(m, "WAIT 1 %d", WAIT_MS);
-	if (!r) {
-		d->unknown = true;
-		return jo_rd_conn_error(m, err, "WAIT");
+	d->moved = false;
+	if (d->replica)
+		return 0; /* a handle reading from a replica writes nothing */
+	if (d->crossed) {
+		/* the server that had what came before is gone; this is another
+		 * connection (after a failover, maybe another server): later work
+		 * goes on here */
+		d->crossed = false;
+		d->unknown = d->moved = true;
+		return jo_err_set(err, JO_ECONNECT, "redis %s: the connection to a master with "
+				  "replicas was lost since the last confirmed step (now at %s): what "
+				  "was done before cannot be confirmed: not acted on", m->url.redacted,
+				  d->node);
 	}
-	if (r->type == REDIS_REPLY_INTEGER && r->integer < 1) {
-		bool master;
-		int now = 0;
+	if (d->pending || d->c.fd < 0) {
+		snprintf(why, sizeof(why), "the connection was lost before the result was confirmed "
+			 "(%.200s)", d->pending ? "replies pending" : d->c.errstr);
+		return unconfirmed(m, why, err);
+	}
+	if (d->replicas <= 0) {
+		bool master = true;
+		int nrep = 0;
 
-		/* no replica left to lose it to (none connected) is fine too */
-		if (rc_role(&d->c, &master, &now) == 0 && master && now == 0) {
-			d->replicas = 0;
-		} else {
-			d->unknown = true;
-			rc = jo_err_set(err, JO_ECONNECT, "redis %s: no replica confirmed the write "
-					"within %d ms (a failover could lose it): not acted on",
-					m->url.redacted, WAIT_MS);
+		/* has one come since? (asked at most once a second: a standalone
+		 * server that never replicates pays one INFO a second, not one a
+		 * transaction) */
+		if (now_ms() < d->role_ms + 1000)
+			return 0;
+		d->role_ms = now_ms();
+		if (rc_role(&d->c, &master, &nrep) != 0) {
+			snprintf(why, sizeof(why), "INFO replication failed (%.200s)", d->c.errstr);
+			return unconfirmed(m, why, err);
 		}
+		if (!master)
+			return unconfirmed(m, "the server is not a master any more", err);
+		if (nrep == 0)
+			return 0; /* no replica on this connection, ever: none to fail over to */
+		d->replicas = nrep;
 	}
-	/* an error reply (an ACL denying WAIT) leaves the old behaviour */
+	snprintf(ms, sizeof(ms), "%d", WAIT_MS);
+	r = rc_cmd(&d->c, 3, wait);
+	if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+		freeReplyObject(r);
+		return 0;
+	}
+	if (!r)
+		snprintf(why, sizeof(why), "the connection was lost waiting for a replica (%.200s)",
+			 d->c.errstr);
+	else if (r->type == REDIS_REPLY_ERROR)
+		snprintf(why, sizeof(why), "WAIT was refused (%.200s), so no replica can confirm "
+			 "the result", r->str);
+	else
+		snprintf(why, sizeof(why), "no replica confirmed the result within %d ms (a failover "
+			 "would lose it)", WAIT_MS);
 	freeReplyObject(r);
-	return rc;
+	return unconfirmed(m, why, err);
+}
+
+bool jo_rd_moved(struct jo_meta *m)
+{
+	return RD(m)->moved;
 }
 
 /* ---------------------------------------------------------------- open, close, describe */
