@@ -353,6 +353,12 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 		jo_err_wrap(err, "inode %llu chunk %u: commit", (unsigned long long)ino, indx);
 		goto out;
 	}
+	if (err->code) {
+		/* done, but what it freed could not be confirmed: gc's to reclaim */
+		jo_warn("inode %llu chunk %u: compacted; the slices it freed stay pending: %s",
+			(unsigned long long)ino, indx, err->msg);
+		jo_err_clear(err);
+	}
 	res->outcome = COMPACT_DONE;
 	res->records_after = res->records_before - n + pick.skipped + 1;
 	/* blocks first (each slice re-checked, all their keys in as few

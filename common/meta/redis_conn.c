@@ -1636,8 +1636,8 @@ static int unconfirmed(struct jo_meta *m, const char *why, struct jo_err *err)
 		if (d->mode == RD_CLUSTER)
 			snprintf(d->master, sizeof(d->master), "%s", named);
 	}
-	return jo_err_set(err, JO_ECONNECT, "redis %s: %s at %s%s: the outcome is unknown: "
-			  "not acted on", m->url.redacted, why, d->node, now);
+	return jo_err_set(err, JO_ECONNECT, "redis %s: %s: %s%s: the outcome is unknown: "
+			  "not acted on", m->url.redacted, d->node, why, now);
 }
 
 int jo_rd_confirm(struct jo_meta *m, struct jo_err *err)
