@@ -121,8 +121,9 @@ static size_t count_true(const bool *b, size_t n)
 
 /*
  * Remove the blocks of the slices nobody references any more (each one's
- * count, re-read now, must say so; a slice still referenced, or whose count
- * could not be read, is left alone), in as few DeleteObjects requests as
+ * count, re-read now, must say so, and the engine must confirm it as
+ * durable (jo_mut_confirm); a slice still referenced, or whose count could
+ * not be read, is left alone), in as few DeleteObjects requests as
  * the keys of all of them need; audit each key. deleted[i] says slice i is
  * gone whole, so its count may be forgotten. Returns the first error (the
  * slices it concerns stay pending for gc); the others are still tried.
@@ -157,6 +158,19 @@ static int delete_slices_blocks(struct jo_vol *v, const struct jo_slice_id *sl, 
 	}
 	if (!cap)
 		return rc;
+	{
+		/* what those counts say (and what was written before them) must be
+		 * known durable, or a failover could take it back after the delete */
+		struct jo_err ce = { 0 };
+		int crc = jo_mut_confirm(v->meta, &ce);
+
+		if (crc) {
+			for (size_t i = 0; i < n; i++)
+				deleted[i] = false;
+			*err = ce;
+			return crc;
+		}
+	}
 	keys = calloc(cap, sizeof(*keys));
 	kp = calloc(cap, sizeof(*kp));
 	results = calloc(cap, sizeof(*results));
@@ -338,6 +352,12 @@ int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct co
 	if (rc) {
 		jo_err_wrap(err, "inode %llu chunk %u: commit", (unsigned long long)ino, indx);
 		goto out;
+	}
+	if (err->code) {
+		/* done, but what it freed could not be confirmed: gc's to reclaim */
+		jo_warn("inode %llu chunk %u: compacted; the slices it freed stay pending: %s",
+			(unsigned long long)ino, indx, err->msg);
+		jo_err_clear(err);
 	}
 	res->outcome = COMPACT_DONE;
 	res->records_after = res->records_before - n + pick.skipped + 1;

@@ -148,9 +148,10 @@ static int deleter_add(struct gc_worker *w, uint64_t id, uint32_t size, int kind
 		       struct jo_err *err);
 
 /*
- * Delete the queued slices: re-read each refcount right before, delete the
- * blocks of those that still say "delete" in DeleteObjects batches, then drop
- * their refcount entries (only when every block is gone).
+ * Delete the queued slices: re-read each refcount right before (and have the
+ * engine confirm what they say as durable), delete the blocks of those that
+ * still say "delete" in DeleteObjects batches, then drop their refcount
+ * entries (only when every block is gone).
  */
 static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 {
@@ -190,6 +191,20 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 		rc = jo_mut_slices_deletable(w->m, ids, w->npend, dels, rcs, err);
 		if (rc)
 			goto out; /* engine gone: nothing of this batch is deleted */
+		/* what they say (and what freed them) must be known durable: a
+		 * failover must not take it back after the blocks went */
+		rc = jo_mut_confirm(w->m, err);
+		if (rc && jo_mut_moved(w->m)) {
+			/* the master changed: the batch stays pending for the next
+			 * plan, and work goes on with the new master */
+			jo_warn("%zu slice(s) left pending: %s", w->npend, err->msg);
+			for (size_t i = 0; i < w->npend; i++)
+				w->st.k[w->pend[i].kind].errors++;
+			rc = 0;
+			goto out;
+		}
+		if (rc)
+			goto out; /* nothing can be confirmed: the run stops */
 	}
 	for (size_t i = 0; i < w->npend; i++) {
 		struct gc_pend *p = &w->pend[i];
@@ -886,6 +901,14 @@ int gc_process_item(struct gc_worker *w, const char *item, struct jo_err *err)
 	}
 	if (rc == JO_ECONFLICT && !w->lease_lost)
 		rc = JO_EIO; /* not our lease: an engine-level conflict, an item error */
+	if (rc == JO_ECONNECT && jo_mut_moved(w->m)) {
+		/* a failover: what this item wrote was not confirmed and nothing was
+		 * acted on; what is left of it stays in the metadata for the next
+		 * plan, and the handle now talks to the new master: go on */
+		jo_warn("%s: %s", item, err->msg);
+		w->st.k[kind].errors++;
+		return 0;
+	}
 	if (rc == JO_ECONNECT || rc == JO_ETIMEOUT) {
 		/* the metadata engine went away (connection lost, timed out, Redis
 		 * LOADING/BUSY, SQLite locked): every later item would fail the same

@@ -21,6 +21,7 @@
 #include "common/file.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
 #include "common/object/object.h"
 #include "leakcheck/la.h"
 
@@ -256,6 +257,13 @@ static int recheck_meta(struct delctx *d, struct cand *c, size_t n, struct jo_er
 	free(ids);
 	if (rc)
 		return jo_err_wrap(err, "re-check references");
+	/* what was read must be known durable: a failover of the engine could
+	 * bring back references that the server read here no longer had */
+	rc = jo_mut_confirm(d->v->meta, err);
+	if (rc) {
+		free(hits);
+		return jo_err_wrap(err, "re-check references");
+	}
 	if (nhits)
 		qsort(hits, nhits, sizeof(*hits), hit_cmp);
 	for (size_t i = 0; i < n; i++) {

@@ -15,6 +15,7 @@ int jo_meta_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first, stru
 int jo_meta_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 			   struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
+	jo_err_clear(err); /* set on success only when freed slices were left pending */
 	return m->ops->compact->commit(m, c, freed, nfreed, err);
 }
 

@@ -80,6 +80,17 @@ static void cleanup_zero_ref(struct jo_meta *m, const char *field)
 	}
 }
 
+/* Is the new slice's sliceRef field (its "0" marker, or what became of it)
+ * on the server we reach now? 1 yes, 0 no, -1 unknown. */
+static int new_marker(struct jo_meta *m, const char *field)
+{
+	redisReply *r = jo_rd_command(m, "HEXISTS %KsliceRef %s", field);
+	int yes = r && r->type == REDIS_REPLY_INTEGER ? r->integer == 1 : -1;
+
+	freeReplyObject(r);
+	return yes;
+}
+
 static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
@@ -242,11 +253,16 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 		}
 	}
 	freeReplyObject(x);
-	/* the old slices' blocks go next: not before a replica has the commit */
+	/* the old slices' blocks go next: not before the commit is known durable */
 	if (c->trash_days <= 0 && *nfreed && (code = jo_rd_confirm(m, err)) != 0) {
 		free(*freed);
 		*freed = NULL;
 		*nfreed = 0;
+		/* the master changed: the new one decides whether the commit
+		 * survived (its marker is there); either way nothing is freed here,
+		 * the old slices stay for gc to find once nothing references them */
+		if (jo_rd_moved(m) && new_marker(m, field) == 1)
+			return 0;
 		return code;
 	}
 	cleanup_zero_ref(m, field);
@@ -259,17 +275,10 @@ lost:
 	 * slice's marker decides whether the commit happened. Without the
 	 * HINCRBY replies we free nothing: those slices stay pending for gc.
 	 */
-	{
-		/* asked of the server we reach now (after a failover, the new master:
-		 * what it holds is what counts) */
-		redisReply *r = jo_rd_command(m, "HEXISTS %KsliceRef %s", field);
-
-		if (r && r->type == REDIS_REPLY_INTEGER && r->integer == 1) {
-			freeReplyObject(r);
-			return 0;
-		}
-		freeReplyObject(r);
-	}
+	/* asked of the server we reach now (after a failover, the new master:
+	 * what it holds is what counts) */
+	if (new_marker(m, field) == 1)
+		return 0;
 	return code;
 }
 

@@ -36,6 +36,9 @@ struct jo_mut_ops {
 				struct jo_err *);
 	int (*forget_slices)(struct jo_meta *, const struct jo_slice_id *, size_t, int *,
 			     struct jo_err *);
+	/* optional: jo_mut_confirm / jo_mut_moved (NULL: every result is durable) */
+	int (*confirm)(struct jo_meta *, struct jo_err *);
+	bool (*moved)(struct jo_meta *);
 	int (*inode_exists)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
 	int (*is_detached)(struct jo_meta *, uint64_t, bool *, struct jo_err *);
 	int (*scan_orphan_chunks)(struct jo_meta *, jo_mut_chunk_cb, void *, struct jo_err *);

@@ -57,7 +57,11 @@ struct jo_compact_commit {
  * chunk changed (nothing written), another code on failure.
  * With trash off, *freed (malloc'd, may be NULL with *nfreed 0) lists the
  * old slices whose references dropped below 1: the caller deletes their
- * blocks and then calls jo_mut_forget_slice() (meta_mut.h).
+ * blocks and then calls jo_mut_forget_slice() (meta_mut.h). Only a commit
+ * known durable frees anything (jo_mut_confirm): one that is done but could
+ * not be confirmed where it was made (its reply lost, or a failover since,
+ * the new master holding it) returns 0 with nothing freed and err set to
+ * why: those slices stay pending for gc, and the caller should say so.
  */
 int jo_meta_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 			   struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err);

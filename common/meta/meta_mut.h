@@ -107,6 +107,25 @@ int jo_mut_slices_deletable(struct jo_meta *m, const struct jo_slice_id *v, size
 int jo_mut_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t n, int *rcs,
 			 struct jo_err *err);
 
+/*
+ * The one rule before objects are deleted on the strength of what m wrote
+ * or read (a transaction that freed slices, the re-read counts that say
+ * "delete", the references a leak check looked up): 0 when a failover of
+ * the engine cannot take it back. SQL and etcd commit durably: always 0.
+ * Redis: see jo_rd_confirm (redis_internal.h): a replica has it, or the
+ * server never had one. The transactions above whose results are acted on
+ * (delete_chunk, cleanup_delslice, unlink, rmdir, the compaction commit)
+ * already go through it. Otherwise JO_ECONNECT "...: not acted on": delete
+ * nothing on the strength of it (what it concerns stays pending for a later
+ * run, whose metadata then says what is left to do).
+ */
+int jo_mut_confirm(struct jo_meta *m, struct jo_err *err);
+/* The last failure on m (JO_ECONNECT, from jo_mut_confirm or a transaction
+ * above) came from a confirmation that found the engine's master replaced
+ * by a failover: m now goes to the new one, so work after the item it
+ * concerned can go on (that item failed). False for any other failure. */
+bool jo_mut_moved(struct jo_meta *m);
+
 /* Does inode ino exist (Redis EXISTS i{ino}; SQL a jfs_node row)? */
 int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err);
 /* Is ino a detached node (detachedNodes / jfs_detached_node)? */

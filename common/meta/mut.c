@@ -177,6 +177,20 @@ int jo_mut_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t 
 	return each_slice(m, v, n, NULL, rcs, err);
 }
 
+int jo_mut_confirm(struct jo_meta *m, struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+
+	return o && o->confirm ? o->confirm(m, err) : 0;
+}
+
+bool jo_mut_moved(struct jo_meta *m)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+
+	return o && o->moved && o->moved(m);
+}
+
 int jo_mut_inode_exists(struct jo_meta *m, uint64_t ino, bool *out, struct jo_err *err)
 {
 	const struct jo_mut_ops *o = m->ops->mut;

@@ -23,6 +23,15 @@
  * when the EXEC of a transaction may have run without its reply reaching us,
  * the outcome is reported as unknown (jo_rd_retryable() says no), and the
  * caller must not act on it. The next command reconnects.
+ *
+ * Acting on a result (deleting objects because of it) waits for
+ * jo_rd_confirm(), the one rule for that: a replica must have it, unless
+ * the server never had one. A master demoted by a failover keeps taking
+ * writes for seconds and then throws them away, reporting no replica all the
+ * while; so "none connected now" never counts, and the sentinels (or the
+ * cluster) are asked who is the master when a confirmation fails. A Sentinel
+ * master is the one named by the sentinel with the newest configuration
+ * epoch, never while a failover of it is under way.
  */
 #include "common/meta/meta_internal.h"
 #include "common/meta/redis_internal.h"
@@ -560,7 +569,13 @@ struct rd {
 	bool replica;      /* connected to a replica (a read-only handle, route-read) */
 	char **addrs;      /* sentinels or cluster seeds */
 	size_t naddrs;
-	int replicas;      /* replicas of the master at connect time: WAIT after EXEC */
+	int replicas;      /* replicas seen on this connection (at connect, or by a later
+			    * confirmation): from then on every confirmation waits for one,
+			    * until the connection goes (a demoted master reports none) */
+	bool crossed;      /* a connection that had replicas was replaced since the last
+			    * confirmation: what came before it cannot be confirmed */
+	bool moved;        /* the last failure: a confirmation found another master named */
+	int64_t role_ms;   /* when a confirmation last asked for replicas (none seen yet) */
 	unsigned epoch;    /* +1 on each new connection */
 	bool ever;         /* connected once */
 	/* transaction and pipeline state */
@@ -614,6 +629,7 @@ static void set_err(struct rd *d, bool io, const char *fmt, ...)
 	vsnprintf(d->err, sizeof(d->err), fmt, ap);
 	va_end(ap);
 	d->err_code = io ? JO_ECONNECT : JO_EIO;
+	d->moved = false;
 }
 
 /* ---------------------------------------------------------------- connecting */
@@ -711,172 +727,341 @@ static int connect_plain(struct jo_meta *m, const char *host, int port, struct j
 	return rc;
 }
 
-/* Every sentinel in turn: the master's address, then the master itself (it
- * must say it is a master: right after a failover a sentinel may still name
- * the old one). JO_ENOTFOUND when every sentinel that answered knows no
- * master of that name. */
+/* Sentinel i, connected (a short timeout: a sentinel that hangs must not hold
+ * up the others) and authenticated in *s. 0, or -1 with why set and *code
+ * JO_EAUTH when it refused SENTINEL_PASSWORD. */
+static int sentinel_open(struct jo_meta *m, size_t i, struct rconn *s, char *why, size_t wcap,
+			 int *code)
+{
+	struct rd *d = RD(m);
+	char host[256];
+	int port;
+
+	rc_init(s);
+	if (split_addr(d->addrs[i], host, sizeof(host), &port) != 0) {
+		snprintf(why, wcap, "sentinel %.80s: not host:port", d->addrs[i]);
+		return -1;
+	}
+	if (rc_connect(s, &d->tls, host, port) != 0) {
+		snprintf(why, wcap, "sentinel %.80s: %.300s", d->addrs[i], s->errstr);
+		return -1;
+	}
+	(void)set_timeouts(s->fd, CONNECT_MS);
+	if (m->url.sentinel_password) {
+		const char *a[] = { "AUTH", m->url.sentinel_password };
+		redisReply *r = rc_cmd(s, 2, a);
+
+		if (r && r->type == REDIS_REPLY_ERROR) {
+			snprintf(why, wcap, "sentinel %s refused SENTINEL_PASSWORD: %.200s", d->addrs[i],
+				 r->str);
+			freeReplyObject(r);
+			rc_close(s);
+			*code = JO_EAUTH;
+			return -1;
+		}
+		freeReplyObject(r);
+		if (!r) {
+			snprintf(why, wcap, "sentinel %.80s: %.300s", d->addrs[i], s->errstr);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* One sentinel's view of the master. */
+struct sview {
+	char host[256];
+	int port;          /* 0: it names none */
+	long long epoch;   /* its configuration epoch of the master */
+	bool in_failover;  /* it is failing the master over right now */
+	size_t from;       /* which sentinel */
+};
+
+/*
+ * What sentinel i (open in *s) says of the master: first its configuration
+ * epoch and whether it is failing the master over (SENTINEL MASTER), then
+ * the address (GET-MASTER-ADDR-BY-NAME: once a failover has promoted a
+ * replica, the promoted one), in that order so that an epoch never belongs
+ * to an older address. 1: it names a master; 0: it knows no master of that
+ * name (*unknown) or answered with an error (why set); -1: no answer.
+ */
+static int sentinel_view(struct jo_meta *m, size_t i, struct rconn *s, struct sview *v,
+			 bool *unknown, char *why, size_t wcap, int *code)
+{
+	struct rd *d = RD(m);
+	const char *am[] = { "SENTINEL", "master", m->url.master_name };
+	const char *aa[] = { "SENTINEL", "get-master-addr-by-name", m->url.master_name };
+	redisReply *r = rc_cmd(s, 3, am);
+
+	memset(v, 0, sizeof(*v));
+	v->from = i;
+	*unknown = false;
+	for (size_t f = 0; r && r->type == REDIS_REPLY_ARRAY && f + 1 < r->elements; f += 2) {
+		const char *key = r->element[f]->str, *val = r->element[f + 1]->str;
+
+		if (r->element[f]->type != REDIS_REPLY_STRING ||
+		    r->element[f + 1]->type != REDIS_REPLY_STRING)
+			continue;
+		if (!strcmp(key, "config-epoch"))
+			v->epoch = strtoll(val, NULL, 10);
+		else if (!strcmp(key, "flags"))
+			v->in_failover = strstr(val, "failover_in_progress") != NULL;
+	}
+	freeReplyObject(r);
+	r = rc_cmd(s, 3, aa);
+	if (!r) {
+		snprintf(why, wcap, "sentinel %.80s: %.300s", d->addrs[i], s->errstr);
+		return -1;
+	}
+	if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+	    r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING) {
+		snprintf(v->host, sizeof(v->host), "%s", r->element[0]->str);
+		v->port = atoi(r->element[1]->str);
+		freeReplyObject(r);
+		return v->port > 0;
+	}
+	if (r->type == REDIS_REPLY_ERROR) {
+		snprintf(why, wcap, "sentinel %s: %.200s", d->addrs[i], r->str);
+		if (strstr(r->str, "NOAUTH") || strstr(r->str, "WRONGPASS"))
+			*code = JO_EAUTH;
+	} else {
+		/* the names it does monitor, to say which one was meant */
+		const char *a[] = { "SENTINEL", "masters" };
+		redisReply *ms = rc_cmd(s, 2, a);
+		char known[200] = "";
+		size_t o = 0;
+
+		*unknown = true;
+		for (size_t k = 0; ms && ms->type == REDIS_REPLY_ARRAY && k < ms->elements; k++) {
+			redisReply *e = ms->element[k];
+
+			for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements; f += 2)
+				if (e->element[f]->type == REDIS_REPLY_STRING &&
+				    !strcmp(e->element[f]->str, "name") && o + 2 < sizeof(known))
+					o += (size_t)snprintf(known + o, sizeof(known) - o, "%s%s",
+							      o ? ", " : "", e->element[f + 1]->str);
+		}
+		freeReplyObject(ms);
+		snprintf(why, wcap, "sentinel %s monitors no master named '%s' (it monitors: %s)",
+			 d->addrs[i], m->url.master_name, o ? known : "none");
+	}
+	freeReplyObject(r);
+	return 0;
+}
+
+/*
+ * Ask every sentinel; *best is the view of the one with the newest
+ * configuration epoch (the first such on a tie): right after a failover the
+ * others may still name the old master, and so does the one failing it over
+ * until the promoted replica is a master (best->in_failover then, also when
+ * another sentinel of that epoch says so). Returns
+ * how many named a master; *answered and *unknown count the sentinels that
+ * answered and those that know no master of that name.
+ */
+static size_t sentinels_ask(struct jo_meta *m, struct sview *best, size_t *answered,
+			    size_t *unknown, char *why, size_t wcap, int *code)
+{
+	struct rd *d = RD(m);
+	size_t named = 0;
+
+	*answered = *unknown = 0;
+	memset(best, 0, sizeof(*best));
+	for (size_t i = 0; i < d->naddrs; i++) {
+		struct rconn s;
+		struct sview v;
+		bool unk = false;
+		int r;
+
+		if (sentinel_open(m, i, &s, why, wcap, code) != 0)
+			continue;
+		r = sentinel_view(m, i, &s, &v, &unk, why, wcap, code);
+		rc_close(&s);
+		if (r < 0)
+			continue;
+		(*answered)++;
+		*unknown += unk;
+		if (r == 1 && (!named || v.epoch > best->epoch))
+			*best = v;
+		else if (r == 1 && v.epoch == best->epoch && v.in_failover)
+			best->in_failover = true; /* it may not have moved the epoch yet */
+		named += r == 1;
+	}
+	return named;
+}
+
+/* route-read=replica: a healthy replica of the master, through sentinel
+ * `from`; 0 when connected to one. */
+static int sentinel_replica(struct jo_meta *m, const struct sview *b)
+{
+	struct rd *d = RD(m);
+	const char *a[] = { "SENTINEL", "replicas", m->url.master_name };
+	struct rconn s;
+	redisReply *rs;
+	char why[400];
+	int code = 0, rc = -1;
+
+	if (sentinel_open(m, b->from, &s, why, sizeof(why), &code) != 0)
+		return -1;
+	rs = rc_cmd(&s, 3, a);
+	for (size_t k = 0; rc && rs && rs->type == REDIS_REPLY_ARRAY && k < rs->elements; k++) {
+		redisReply *e = rs->element[k];
+		const char *ip = NULL, *pt = NULL, *flags = "";
+		bool master;
+		int nrep;
+
+		for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements; f += 2) {
+			const char *key = e->element[f]->str, *val = e->element[f + 1]->str;
+
+			if (!key || !val)
+				continue;
+			if (!strcmp(key, "ip"))
+				ip = val;
+			else if (!strcmp(key, "port"))
+				pt = val;
+			else if (!strcmp(key, "flags"))
+				flags = val;
+		}
+		if (!ip || !pt || strstr(flags, "down") || strstr(flags, "disconnected"))
+			continue;
+		if (rc_connect(&d->c, &d->tls, ip, atoi(pt)) == 0 &&
+		    rc_login(&d->c, m->url.user, m->url.password, m->url.db, true, NULL,
+			     m->url.redacted) == 0 &&
+		    rc_role(&d->c, &master, &nrep) == 0 && !master) {
+			fmt_addr(d->master, sizeof(d->master), b->host, b->port);
+			snprintf(d->node, sizeof(d->node), "%s", d->c.addr);
+			d->replica = true;
+			rc = 0;
+		} else {
+			rc_close(&d->c);
+		}
+	}
+	freeReplyObject(rs);
+	rc_close(&s);
+	return rc;
+}
+
+/* The master the sentinels name (the newest configuration epoch wins; not
+ * while it is being failed over), which must say it is a master: right
+ * after a failover a sentinel may still name the old one. JO_ENOTFOUND
+ * when every sentinel that answered knows no master of that name. */
 static int find_sentinel_master(struct jo_meta *m, bool want_replica, struct jo_err *err)
 {
 	struct rd *d = RD(m);
 	int64_t deadline = now_ms() + (d->ever ? FAILOVER_MS : CONNECT_MS);
 	char why[400] = "";
-	int rc = JO_ECONNECT;
 
 	for (;;) {
-		size_t unknown = 0, answered = 0;
+		struct sview b;
+		size_t answered, unknown;
+		int code = 0, rc;
 
-		for (size_t i = 0; i < d->naddrs; i++) {
-			struct rconn s;
-			char host[256], mh[256] = "", known[200] = "";
-			int port, mp = 0;
-			redisReply *r;
+		if (sentinels_ask(m, &b, &answered, &unknown, why, sizeof(why), &code) == 0) {
+			if (answered > 0 && unknown == answered)
+				return jo_err_set(err, JO_ENOTFOUND, "redis %s: %s", m->url.redacted, why);
+			if (code == JO_EAUTH)
+				return jo_err_set(err, JO_EAUTH, "redis %s: %s", m->url.redacted, why);
+		} else if (b.in_failover) {
+			snprintf(why, sizeof(why), "sentinel %s is failing master '%s' over (from %s:%d)",
+				 d->addrs[b.from], m->url.master_name, b.host, b.port);
+		} else if (want_replica && sentinel_replica(m, &b) == 0) {
+			return 0;
+		} else {
+			bool master = false;
+			int nrep = 0;
 
-			rc_init(&s);
-			if (split_addr(d->addrs[i], host, sizeof(host), &port) != 0)
-				continue;
-			if (rc_connect(&s, &d->tls, host, port) != 0) {
-				snprintf(why, sizeof(why), "sentinel %.80s: %.300s", d->addrs[i], s.errstr);
-				continue;
+			rc = connect_plain(m, b.host, b.port, err);
+			if (rc == JO_EAUTH)
+				return rc;
+			if (rc == 0 && rc_role(&d->c, &master, &nrep) == 0 && master) {
+				fmt_addr(d->master, sizeof(d->master), b.host, b.port);
+				d->replicas = nrep;
+				d->replica = false;
+				return 0;
 			}
-			/* a sentinel that hangs must not hold up the others */
-			(void)set_timeouts(s.fd, CONNECT_MS);
-			if (m->url.sentinel_password) {
-				const char *a[] = { "AUTH", m->url.sentinel_password };
-
-				r = rc_cmd(&s, 2, a);
-				if (r && r->type == REDIS_REPLY_ERROR) {
-					snprintf(why, sizeof(why), "sentinel %s refused SENTINEL_PASSWORD: "
-						 "%.200s", d->addrs[i], r->str);
-					freeReplyObject(r);
-					rc_close(&s);
-					rc = JO_EAUTH;
-					continue;
-				}
-				freeReplyObject(r);
-			}
-			{
-				const char *a[] = { "SENTINEL", "get-master-addr-by-name", m->url.master_name };
-
-				r = rc_cmd(&s, 3, a);
-			}
-			if (!r) {
-				snprintf(why, sizeof(why), "sentinel %.80s: %.300s", d->addrs[i], s.errstr);
-				rc_close(&s);
-				continue;
-			}
-			answered++;
-			if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-			    r->element[0]->type == REDIS_REPLY_STRING &&
-			    r->element[1]->type == REDIS_REPLY_STRING) {
-				snprintf(mh, sizeof(mh), "%s", r->element[0]->str);
-				mp = atoi(r->element[1]->str);
-			} else if (r->type == REDIS_REPLY_ERROR) {
-				snprintf(why, sizeof(why), "sentinel %s: %.200s", d->addrs[i], r->str);
-				if (strstr(r->str, "NOAUTH") || strstr(r->str, "WRONGPASS"))
-					rc = JO_EAUTH;
-			} else {
-				/* the names it does monitor, to say which one was meant */
-				const char *a[] = { "SENTINEL", "masters" };
-				redisReply *ms = rc_cmd(&s, 2, a);
-				size_t o = 0;
-
-				unknown++;
-				for (size_t k = 0; ms && ms->type == REDIS_REPLY_ARRAY && k < ms->elements;
-				     k++) {
-					redisReply *e = ms->element[k];
-
-					for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements;
-					     f += 2)
-						if (e->element[f]->type == REDIS_REPLY_STRING &&
-						    !strcmp(e->element[f]->str, "name") && o + 2 < sizeof(known))
-							o += (size_t)snprintf(known + o, sizeof(known) - o,
-									      "%s%s", o ? ", " : "",
-									      e->element[f + 1]->str);
-				}
-				freeReplyObject(ms);
-				snprintf(why, sizeof(why), "sentinel %s monitors no master named '%s' "
-					 "(it monitors: %s)", d->addrs[i], m->url.master_name,
-					 o ? known : "none");
-			}
-			freeReplyObject(r);
-			if (mp && want_replica) {
-				/* route-read=replica: a healthy replica, else the master */
-				const char *a[] = { "SENTINEL", "replicas", m->url.master_name };
-				redisReply *rs = rc_cmd(&s, 3, a);
-
-				for (size_t k = 0; rs && rs->type == REDIS_REPLY_ARRAY && k < rs->elements;
-				     k++) {
-					redisReply *e = rs->element[k];
-					const char *ip = NULL, *pt = NULL, *flags = "";
-
-					for (size_t f = 0; e->type == REDIS_REPLY_ARRAY && f + 1 < e->elements;
-					     f += 2) {
-						const char *key = e->element[f]->str, *val = e->element[f + 1]->str;
-
-						if (!key || !val)
-							continue;
-						if (!strcmp(key, "ip"))
-							ip = val;
-						else if (!strcmp(key, "port"))
-							pt = val;
-						else if (!strcmp(key, "flags"))
-							flags = val;
-					}
-					if (ip && pt && !strstr(flags, "down") && !strstr(flags, "disconnected")) {
-						struct rtls *t = &d->tls;
-						bool master;
-						int nrep;
-
-						if (rc_connect(&d->c, t, ip, atoi(pt)) == 0 &&
-						    rc_login(&d->c, m->url.user, m->url.password, m->url.db, true,
-							     NULL, m->url.redacted) == 0 &&
-						    rc_role(&d->c, &master, &nrep) == 0 && !master) {
-							fmt_addr(d->master, sizeof(d->master), mh, mp);
-							snprintf(d->node, sizeof(d->node), "%s", d->c.addr);
-							d->replica = true;
-							freeReplyObject(rs);
-							rc_close(&s);
-							return 0;
-						}
-						rc_close(&d->c);
-					}
-				}
-				freeReplyObject(rs);
-			}
-			rc_close(&s);
-			if (mp) {
-				bool master = false;
-				int nrep = 0;
-
-				rc = connect_plain(m, mh, mp, err);
-				if (rc == JO_EAUTH)
-					return rc;
-				if (rc == 0 && rc_role(&d->c, &master, &nrep) == 0 && master) {
-					fmt_addr(d->master, sizeof(d->master), mh, mp);
-					d->replicas = nrep;
-					d->replica = false;
-					return 0;
-				}
-				if (rc == 0)
-					snprintf(why, sizeof(why), "sentinel %s names %s:%d as master '%s', but "
-						 "it is not a master (yet)", d->addrs[i], mh, mp,
-						 m->url.master_name);
-				else
-					snprintf(why, sizeof(why), "%.390s", err ? err->msg : "cannot connect");
-				rc_close(&d->c);
-				rc = JO_ECONNECT;
-			}
+			if (rc == 0)
+				snprintf(why, sizeof(why), "sentinel %s names %s:%d as master '%s', but "
+					 "it is not a master (yet)", d->addrs[b.from], b.host, b.port,
+					 m->url.master_name);
+			else
+				snprintf(why, sizeof(why), "%.390s", err ? err->msg : "cannot connect");
+			rc_close(&d->c);
 		}
-		if (answered > 0 && unknown == answered)
-			return jo_err_set(err, JO_ENOTFOUND, "redis %s: %s", m->url.redacted, why);
-		if (rc == JO_EAUTH)
-			return jo_err_set(err, JO_EAUTH, "redis %s: %s", m->url.redacted, why);
 		if (now_ms() >= deadline)
 			return jo_err_set(err, JO_ECONNECT, "redis %s: no master '%s' found through %zu "
 					  "sentinel(s): %s", m->url.redacted, m->url.master_name,
 					  d->naddrs, why[0] ? why : "no answer");
 		sleep_ms(250);
 	}
+}
+
+/* In a CLUSTER SLOTS reply r (from a node at host), the master (nh:*np)
+ * and a replica (rh:*rp) of slot; a port stays 0 when there is none. */
+static void slot_nodes(const redisReply *r, int slot, const char *host, char nh[256], int *np,
+		       char rh[256], int *rp)
+{
+	*np = *rp = 0;
+	for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements; k++) {
+		redisReply *e = r->element[k];
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->element[0]->integer > slot || e->element[1]->integer < slot)
+			continue;
+		for (size_t n = 2; n < e->elements; n++) {
+			redisReply *nd = e->element[n];
+			char *h = n == 2 ? nh : rh;
+
+			if (nd->type != REDIS_REPLY_ARRAY || nd->elements < 2 ||
+			    nd->element[0]->type != REDIS_REPLY_STRING)
+				continue;
+			if (n > 2 && *rp)
+				continue;
+			/* an empty address is the node we asked */
+			snprintf(h, 256, "%s", nd->element[0]->str[0] ? nd->element[0]->str : host);
+			if (n == 2)
+				*np = (int)nd->element[1]->integer;
+			else
+				*rp = (int)nd->element[1]->integer;
+		}
+	}
+}
+
+/* The master of the volume's slot as the other nodes see it (the seeds
+ * first, then the one we talk to): "host:port" into addr; -1 when none
+ * answered with one. */
+static int cluster_owner(struct jo_meta *m, char *addr, size_t cap)
+{
+	struct rd *d = RD(m);
+
+	for (size_t i = 0; i <= d->naddrs; i++) {
+		const char *a = i < d->naddrs ? d->addrs[i] : d->node;
+		const char *cs[] = { "CLUSTER", "SLOTS" };
+		char host[256], nh[256] = "", rh[256] = "";
+		int port, np = 0, rp = 0;
+		struct rconn t;
+		redisReply *r;
+
+		if ((i < d->naddrs && !strcmp(a, d->node)) ||
+		    split_addr(a, host, sizeof(host), &port) != 0)
+			continue;
+		rc_init(&t);
+		if (rc_connect(&t, &d->tls, host, port) != 0 ||
+		    rc_login(&t, m->url.user, m->url.password, 0, false, NULL, m->url.redacted) != 0) {
+			rc_close(&t);
+			continue;
+		}
+		(void)set_timeouts(t.fd, CONNECT_MS);
+		r = rc_cmd(&t, 2, cs);
+		rc_close(&t);
+		if (!r)
+			continue;
+		slot_nodes(r, d->slot, host, nh, &np, rh, &rp);
+		freeReplyObject(r);
+		if (np) {
+			fmt_addr(addr, cap, nh, np);
+			return 0;
+		}
+	}
+	return -1;
 }
 
 /* CLUSTER SLOTS from each known node: the master (or, for route-read, a
@@ -909,29 +1094,7 @@ static int find_cluster_node(struct jo_meta *m, const char *first, bool want_rep
 				snprintf(why, sizeof(why), "%.80s: CLUSTER SLOTS: %.290s", a, d->c.errstr);
 				continue;
 			}
-			for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements; k++) {
-				redisReply *e = r->element[k];
-
-				if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-				    e->element[0]->integer > d->slot || e->element[1]->integer < d->slot)
-					continue;
-				for (size_t n = 2; n < e->elements; n++) {
-					redisReply *nd = e->element[n];
-					char *h = n == 2 ? nh : rh;
-
-					if (nd->type != REDIS_REPLY_ARRAY || nd->elements < 2 ||
-					    nd->element[0]->type != REDIS_REPLY_STRING)
-						continue;
-					if (n > 2 && rp)
-						continue;
-					/* an empty address is the node we asked */
-					snprintf(h, 256, "%s", nd->element[0]->str[0] ? nd->element[0]->str : host);
-					if (n == 2)
-						np = (int)nd->element[1]->integer;
-					else
-						rp = (int)nd->element[1]->integer;
-				}
-			}
+			slot_nodes(r, d->slot, host, nh, &np, rh, &rp);
 			if (r->type == REDIS_REPLY_ERROR)
 				snprintf(why, sizeof(why), "%s: CLUSTER SLOTS: %.200s", a, r->str);
 			else if (!np)
@@ -991,6 +1154,10 @@ static int rd_connect(struct jo_meta *m, struct jo_err *err)
 							!strcmp(m->url.route_read, "latency"))));
 	int rc;
 
+	/* a failover may have taken back what was done on the old connection */
+	if (d->replicas > 0 && !d->replica)
+		d->crossed = true;
+	d->replicas = 0;
 	d->in_tx = false;
 	d->pending = 0;
 	d->exec_sent = d->unsafe_sent = d->stale = false;
@@ -1016,6 +1183,7 @@ static int rd_connect(struct jo_meta *m, struct jo_err *err)
 	if (rc == 0) {
 		d->epoch++;
 		d->ever = true;
+		d->role_ms = now_ms(); /* the replicas were just counted */
 	}
 	return rc;
 }
@@ -1144,7 +1312,7 @@ static redisReply *run(struct jo_meta *m, const char *fmt, const char *cmd, size
 	bool again = repeatable(fmt);
 	int64_t deadline = 0;
 
-	d->unknown = false;
+	d->unknown = d->moved = false;
 	if (d->pending) {
 		/* a pipeline left unread (an error path): its replies go with the
 		 * connection, and so does any transaction it held */
@@ -1279,7 +1447,7 @@ int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
 
 	if (d->pending == 0) {
 		d->exec_sent = d->unsafe_sent = d->stale = d->pipe_broken = false;
-		d->unknown = false;
+		d->unknown = d->moved = false;
 		if (ensure(m) != 0)
 			d->pipe_broken = true;
 	}
@@ -1428,36 +1596,118 @@ unsigned jo_rd_epoch(struct jo_meta *m)
 	return RD(m)->epoch;
 }
 
+/*
+ * Not confirmed (why says what was seen): ask who is the master now. When
+ * the sentinels (or the cluster, for the slot) name another server, or are
+ * failing this one over, the connection is dropped, so that the next
+ * command goes to the master they name, and d->moved says so. Either way
+ * the outcome is unknown and nothing may be acted on.
+ */
+static int unconfirmed(struct jo_meta *m, const char *why, struct jo_err *err)
+{
+	struct rd *d = RD(m);
+	char named[280] = "", now[200] = "";
+
+	d->unknown = true;
+	if (d->mode == RD_SENTINEL) {
+		struct sview b;
+		size_t answered, unknown;
+		char w[400];
+		int code = 0;
+
+		if (sentinels_ask(m, &b, &answered, &unknown, w, sizeof(w), &code) > 0) {
+			fmt_addr(named, sizeof(named), b.host, b.port);
+			if (b.in_failover)
+				snprintf(now, sizeof(now), "; sentinel %.80s is failing master '%.40s' over",
+					 d->addrs[b.from], m->url.master_name);
+			else if (strcmp(named, d->master) != 0)
+				snprintf(now, sizeof(now), "; the sentinels now name %.80s as master '%.40s'",
+					 named, m->url.master_name);
+		}
+	} else if (d->mode == RD_CLUSTER && cluster_owner(m, named, sizeof(named)) == 0 &&
+		   strcmp(named, d->master) != 0) {
+		snprintf(now, sizeof(now), "; slot %d is now served by %.80s", d->slot, named);
+	}
+	if (now[0]) {
+		d->moved = true;
+		d->replicas = 0; /* this one is known: no need to flag the next connection */
+		rc_close(&d->c);
+		snprintf(d->c.errstr, sizeof(d->c.errstr), "the master moved");
+		if (d->mode == RD_CLUSTER)
+			snprintf(d->master, sizeof(d->master), "%s", named);
+	}
+	return jo_err_set(err, JO_ECONNECT, "redis %s: %s: %s%s: the outcome is unknown: "
+			  "not acted on", m->url.redacted, d->node, why, now);
+}
+
 int jo_rd_confirm(struct jo_meta *m, struct jo_err *err)
 {
 	struct rd *d = RD(m);
+	char why[300], ms[16];
+	const char *wait[] = { "WAIT", "1", ms };
 	redisReply *r;
-	int rc = 0;
 
-	if (d->replicas <= 0 || d->replica)
-		return 0;
-	r = jo_rd_command(m, "WAIT 1 %d", WAIT_MS);
-	if (!r) {
-		d->unknown = true;
-		return jo_rd_conn_error(m, err, "WAIT");
+	d->moved = false;
+	if (d->replica)
+		return 0; /* a handle reading from a replica writes nothing */
+	if (d->crossed) {
+		/* the server that had what came before is gone; this is another
+		 * connection (after a failover, maybe another server): later work
+		 * goes on here */
+		d->crossed = false;
+		d->unknown = d->moved = true;
+		return jo_err_set(err, JO_ECONNECT, "redis %s: the connection to a master with "
+				  "replicas was lost since the last confirmed step (now at %s): what "
+				  "was done before cannot be confirmed: not acted on", m->url.redacted,
+				  d->node);
 	}
-	if (r->type == REDIS_REPLY_INTEGER && r->integer < 1) {
-		bool master;
-		int now = 0;
+	if (d->pending || d->c.fd < 0) {
+		snprintf(why, sizeof(why), "the connection was lost before the result was confirmed "
+			 "(%.200s)", d->pending ? "replies pending" : d->c.errstr);
+		return unconfirmed(m, why, err);
+	}
+	if (d->replicas <= 0) {
+		bool master = true;
+		int nrep = 0;
 
-		/* no replica left to lose it to (none connected) is fine too */
-		if (rc_role(&d->c, &master, &now) == 0 && master && now == 0) {
-			d->replicas = 0;
-		} else {
-			d->unknown = true;
-			rc = jo_err_set(err, JO_ECONNECT, "redis %s: no replica confirmed the write "
-					"within %d ms (a failover could lose it): not acted on",
-					m->url.redacted, WAIT_MS);
+		/* has one come since? (asked at most once a second: a standalone
+		 * server that never replicates pays one INFO a second, not one a
+		 * transaction) */
+		if (now_ms() < d->role_ms + 1000)
+			return 0;
+		d->role_ms = now_ms();
+		if (rc_role(&d->c, &master, &nrep) != 0) {
+			snprintf(why, sizeof(why), "INFO replication failed (%.200s)", d->c.errstr);
+			return unconfirmed(m, why, err);
 		}
+		if (!master)
+			return unconfirmed(m, "the server is not a master any more", err);
+		if (nrep == 0)
+			return 0; /* no replica on this connection, ever: none to fail over to */
+		d->replicas = nrep;
 	}
-	/* an error reply (an ACL denying WAIT) leaves the old behaviour */
+	snprintf(ms, sizeof(ms), "%d", WAIT_MS);
+	r = rc_cmd(&d->c, 3, wait);
+	if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+		freeReplyObject(r);
+		return 0;
+	}
+	if (!r)
+		snprintf(why, sizeof(why), "the connection was lost waiting for a replica (%.200s)",
+			 d->c.errstr);
+	else if (r->type == REDIS_REPLY_ERROR)
+		snprintf(why, sizeof(why), "WAIT was refused (%.200s), so no replica can confirm "
+			 "the result", r->str);
+	else
+		snprintf(why, sizeof(why), "no replica confirmed the result within %d ms (a failover "
+			 "would lose it)", WAIT_MS);
 	freeReplyObject(r);
-	return rc;
+	return unconfirmed(m, why, err);
+}
+
+bool jo_rd_moved(struct jo_meta *m)
+{
+	return RD(m)->moved;
 }
 
 /* ---------------------------------------------------------------- open, close, describe */

@@ -54,10 +54,27 @@ bool jo_rd_retryable(struct jo_meta *m, int rc);
 /* A reply that says the command did not run on this server (MOVED, ASK,
  * READONLY, LOADING...): the connection is replaced by the next command. */
 bool jo_rd_redirected(const struct redisReply *r);
-/* After a successful EXEC whose result will be acted on (objects deleted):
- * when the master has replicas, wait until one has the write (WAIT), so
- * that a failover cannot take back what was acted on. */
+/*
+ * The one rule before anything is acted on (objects deleted) on the
+ * strength of what this handle wrote or read: after the EXEC of such a
+ * transaction, and after the reads that decide a delete. 0 when it cannot
+ * be taken back by a failover: a replica has it (WAIT 1), or the server has
+ * had no replica on this connection, ever (a standalone server that never
+ * replicated: as before). A server that had one and reports none now is
+ * never taken as safe (a demoted master keeps taking writes for seconds
+ * after its replica was promoted), nor is a WAIT refused, a connection lost
+ * or replaced since the last confirmation, or a server that is a replica
+ * now. Otherwise JO_ECONNECT "...: not acted on" (the result's outcome is
+ * unknown; jo_rd_retryable says no), and on Sentinel the sentinels (on
+ * Cluster the other nodes, for the slot) are asked who is the master: when
+ * they name another server the connection is dropped, the next command goes
+ * there, and jo_rd_moved() says so (a caller may re-read there what it
+ * wrote, and later work may go on).
+ */
 int jo_rd_confirm(struct jo_meta *m, struct jo_err *err);
+/* The last failure on m was a confirmation that found the master replaced
+ * (above); cleared by the next command. */
+bool jo_rd_moved(struct jo_meta *m);
 /* "sentinel: master 'mymaster' at h:p, TLS: server certificate /CN=..." */
 void jo_rd_mode(struct jo_meta *m, char *buf, size_t cap);
 

@@ -212,8 +212,11 @@ static int s_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 			return rc;
 		rc = 0;
 	}
-	if (rc || c->trash_days > 0)
+	if (rc)
 		return rc;
+	jo_err_clear(err); /* a failed attempt before it is not this commit's error */
+	if (c->trash_days > 0)
+		return 0;
 	/* re-read the old slices' counts: <= 0 means nobody references them; what
 	 * cannot be re-read stays pending for gc (the commit stands either way) */
 	for (size_t i = c->skipped; i < c->norigin; i++) {

@@ -166,6 +166,7 @@ static int t_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 	}
 	if (rc)
 		return rc;
+	jo_err_clear(err); /* a failed attempt before it is not this commit's error */
 	(void)jo_tkv_txn(m, zero_fn, &marker, &e2); /* best effort: a 0 left is one reference */
 	if (c->trash_days > 0)
 		return 0;

@@ -12,6 +12,15 @@
  *   - a pipeline that cannot start because the server is gone is reported
  *     as a connection error (not "out of memory"), with nothing left
  *     pending, so a read-only caller may run it again.
+ * And the one rule before a result is acted on (jo_rd_confirm), with a
+ * second redis-server as the replica:
+ *   - a server that never had a replica: confirmed without a WAIT;
+ *   - a replica that has the write: confirmed;
+ *   - the replica gone after having been there (REPLICAOF NO ONE, as a
+ *     failover promotes it): not confirmed, and not the next time either;
+ *   - WAIT refused (ACL): not confirmed;
+ *   - the connection to a master with a replica replaced: what came before
+ *     it is not confirmed, what follows on the new connection is.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,6 +256,197 @@ static void test_append_server_gone(void **state)
 	jo_meta_close(m);
 }
 
+/* ---- jo_rd_confirm */
+
+/* The number after "name:" in the INFO section of the server on port. */
+static long long info_num(int port, const char *section, const char *name)
+{
+	redisContext *c = gct_redis_conn(port, 0);
+	redisReply *r = redisCommand(c, "INFO %s", section);
+	const char *p = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, name) : NULL;
+	long long v = p ? atoll(p + strlen(name)) : 0;
+
+	freeReplyObject(r);
+	redisFree(c);
+	return v;
+}
+
+static void on(int port, const char *cmd)
+{
+	redisContext *c = gct_redis_conn(port, 0);
+	redisReply *r = redisCommand(c, cmd);
+
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		fail_msg("%s on %d: %s", cmd, port, r ? r->str : c->errstr);
+	freeReplyObject(r);
+	redisFree(c);
+}
+
+static bool strstr_info(int port, const char *needle)
+{
+	redisContext *c = gct_redis_conn(port, 0);
+	redisReply *r = redisCommand(c, "INFO replication");
+	bool yes = r && r->type == REDIS_REPLY_STRING && strstr(r->str, needle);
+
+	freeReplyObject(r);
+	redisFree(c);
+	return yes;
+}
+
+/* The second server of a jo_rd_confirm test: stopped by its teardown, so
+ * that a failed assertion leaves no replica behind. */
+static struct gct_redis g_r2;
+
+static int stop_replica(void **state)
+{
+	(void)state;
+	gct_redis_stop(&g_r2);
+	memset(&g_r2, 0, sizeof(g_r2));
+	if (g_have_redis)
+		on(g_redis.port, "ACL DELUSER nowait");
+	return 0;
+}
+
+/* A second server, made a replica of g_redis and in sync with it. */
+static void start_replica(struct gct_redis *r2)
+{
+	char cmd[64];
+
+	assert_int_equal(gct_redis_start(r2), 0);
+	on(g_redis.port, "CONFIG SET repl-diskless-sync-delay 0"); /* no 5 s wait for others */
+	snprintf(cmd, sizeof(cmd), "REPLICAOF 127.0.0.1 %d", g_redis.port);
+	on(r2->port, cmd);
+	for (int i = 0; i < 200; i++) {
+		if (info_num(g_redis.port, "replication", "connected_slaves:") == 1 &&
+		    strstr_info(r2->port, "master_link_status:up"))
+			return;
+		usleep(50000);
+	}
+	fail_msg("replica on %d never synced with %d", r2->port, g_redis.port);
+}
+
+/* Gone as a failover takes it: promoted, it no longer follows g_redis. */
+static void detach_replica(struct gct_redis *r2)
+{
+	on(r2->port, "REPLICAOF NO ONE");
+	for (int i = 0; i < 200; i++) {
+		if (info_num(g_redis.port, "replication", "connected_slaves:") == 0)
+			return;
+		usleep(50000);
+	}
+	fail_msg("the master still counts its replica");
+}
+
+static void set_x(struct jo_meta *m)
+{
+	redisReply *r = jo_rd_command(m, "SET %Kx 1");
+
+	assert_non_null(r);
+	assert_int_equal(r->type, REDIS_REPLY_STATUS);
+	freeReplyObject(r);
+}
+
+static void test_confirm_never_replicated(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	long long waits;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	waits = info_num(g_redis.port, "commandstats", "cmdstat_wait:calls=");
+	m = open_vol();
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), 0);
+	usleep(1100000); /* past the once-a-second look for a replica that came since */
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), 0);
+	assert_false(jo_rd_moved(m));
+	/* nothing to wait for: no WAIT was sent */
+	assert_int_equal(info_num(g_redis.port, "commandstats", "cmdstat_wait:calls="), waits);
+	jo_meta_close(m);
+}
+
+static void test_confirm_replica_gone(void **state)
+{
+	struct gct_redis *r2 = &g_r2;
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	int rc;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	start_replica(r2);
+	m = open_vol();
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), 0); /* the replica has it */
+	detach_replica(r2);
+	/* the master takes the write, and reports no replica now: not safe */
+	set_x(m);
+	rc = jo_rd_confirm(m, &err);
+	assert_int_equal(rc, JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "not acted on"));
+	assert_non_null(strstr(err.msg, "no replica confirmed"));
+	assert_false(jo_rd_retryable(m, rc));
+	assert_false(jo_rd_moved(m)); /* standalone: nobody names another master */
+	/* and not the next time either: no "none left to lose it to" */
+	jo_err_clear(&err);
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "not acted on"));
+	jo_meta_close(m);
+}
+
+static void test_confirm_wait_refused(void **state)
+{
+	struct gct_redis *r2 = &g_r2;
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	char url[160];
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	start_replica(r2);
+	on(g_redis.port, "ACL SETUSER nowait on >nowaitpw ~* &* +@all -wait");
+	snprintf(url, sizeof(url), "redis://nowait:nowaitpw@127.0.0.1:%d/5", g_redis.port);
+	if (jo_meta_open(&m, url, &err) != 0)
+		fail_msg("open %s: %s", url, err.msg);
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "WAIT was refused"));
+	assert_non_null(strstr(err.msg, "not acted on"));
+	jo_meta_close(m);
+}
+
+static void test_confirm_connection_replaced(void **state)
+{
+	struct gct_redis *r2 = &g_r2;
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	redisReply *r;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	start_replica(r2);
+	m = open_vol();
+	set_x(m);
+	kill_clients(); /* normal clients only: the replica stays */
+	r = jo_rd_command(m, "GET %Kx"); /* read again on a new connection */
+	assert_non_null(r);
+	freeReplyObject(r);
+	/* what was done on the lost connection cannot be confirmed any more */
+	assert_int_equal(jo_rd_confirm(m, &err), JO_ECONNECT);
+	assert_non_null(strstr(err.msg, "not acted on"));
+	assert_true(jo_rd_moved(m)); /* later work goes on on the new one */
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), 0);
+	jo_meta_close(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -255,6 +455,10 @@ int main(void)
 		cmocka_unit_test(test_write_not_repeated),
 		cmocka_unit_test(test_exec_outcome_unknown),
 		cmocka_unit_test(test_append_server_gone),
+		cmocka_unit_test(test_confirm_never_replicated),
+		cmocka_unit_test_teardown(test_confirm_replica_gone, stop_replica),
+		cmocka_unit_test_teardown(test_confirm_wait_refused, stop_replica),
+		cmocka_unit_test_teardown(test_confirm_connection_replaced, stop_replica),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
