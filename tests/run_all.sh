@@ -463,7 +463,8 @@ run() {
 		fill "$1" "$2"
 		[ ${#J_KIND[@]} != 0 ] || break
 		pid=
-		wait -n -p pid
+		# (no "Killed" notice from the shell: a timeout is reported below)
+		wait -n -p pid 2>/dev/null
 		rc=$?
 		[ -n "$pid" ] || continue
 		[ -n "${J_KIND[$pid]:-}" ] || continue
