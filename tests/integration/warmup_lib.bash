@@ -1,7 +1,10 @@
 # shellcheck shell=bash
 # warmup_lib.bash: set-up and helpers shared by the warmup_*.sh integration
 # tests. Source after tests/lib/services.sh and jo_setup: starts Redis and
-# SeaweedFS on the warmup ports, formats volume "wvol" (1 MiB blocks) as $META.
+# SeaweedFS on the warmup ports (Redis JO_PORT_BASE, SeaweedFS JO_PORT_BASE+10
+# unless JO_WARMUP_REDIS_PORT / JO_WARMUP_SEAWEED_BASE say otherwise: ports
+# of their own, so two of these scripts in two lanes of tests/run_all.sh
+# never meet), formats volume "wvol" (1 MiB blocks) as $META.
 
 fail() {
 	echo "FAIL: $*" >&2
@@ -11,7 +14,7 @@ fail() {
 # JO_WARMUP_ENGINE (default redis): the metadata engine of the volume, any
 # engine of tests/lib/engines.sh (engines_warmup.sh runs the scenario on each)
 if [ "${JO_WARMUP_ENGINE:-redis}" = redis ]; then
-	start_redis "${JO_WARMUP_REDIS_PORT:-6405}"
+	start_redis "${JO_WARMUP_REDIS_PORT:-$JO_PORT_BASE}"
 	META=redis://127.0.0.1:$JO_REDIS_PORT/1
 else
 	# shellcheck source=../lib/engines.sh
@@ -20,7 +23,7 @@ else
 	engine_meta "$JO_WARMUP_ENGINE" warmup1
 	META=$JO_META
 fi
-start_seaweed "${JO_WARMUP_SEAWEED_BASE:-9450}"
+start_seaweed "${JO_WARMUP_SEAWEED_BASE:-$((JO_PORT_BASE + 10))}"
 s3_mkbucket warmup1
 jfs_format "$META" "$JO_S3_ENDPOINT/warmup1" wvol --trash-days 0 --block-size 1M
 

@@ -19,7 +19,7 @@
 #
 # Env: JFSOPS_BIN (a jfsops with the warmup command; default build/jfsops),
 # JO_PORT_BASE (default 9640: metrics ports 9670..), JO_WARMUP_REDIS_PORT
-# (6405), JO_WARMUP_SEAWEED_BASE (9450).
+# (JO_PORT_BASE), JO_WARMUP_SEAWEED_BASE (JO_PORT_BASE+10).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9640}

@@ -26,6 +26,17 @@
 # (start_etcd --auth starts one that has).
 # A server that does not start, or a database that cannot be created, makes
 # the script die loudly; nothing is skipped.
+#
+# Lane servers: under tests/run_all.sh (JO_LANE_DIR set, the lane's own
+# directory), PostgreSQL and MariaDB, whose cold start (initdb or
+# mariadb-install-db, certificates) costs the most, belong to the lane, not
+# to the script: the first script of the lane that needs one starts it, on
+# lane ports +124 / +125 (no script uses those), later scripts of the lane
+# reuse it, and run_all stops it at the end (jo_lane_stop). A lane runs one
+# script at a time and each gets a clean server: engine_start drops every
+# database an earlier script left there, and jo_cleanup drops the script's
+# own. A lane server that does not answer is replaced by a new one.
+# etcd (about a second to start) and Redis are still the script's own.
 
 JO_ENGINE_STARTED=" "
 JO_PG_PASS=pgpass
@@ -51,19 +62,27 @@ jo_as() {
 # (JO_T is private to us, so servers running as their own user live beside it),
 # its path in VAR. It is removed at cleanup, so it must be made in this shell,
 # never in a $(...) subshell (whose JO_ENGINE_DIRS would be lost).
+# A lane server's (JO_LANE_SERVER set by the caller) lives in JO_LANE_DIR and
+# outlives the script.
 jo_service_dir() {
 	local jo_sd_dir
-	jo_sd_dir=$(mktemp -d "${TMPDIR:-/tmp}/jo-$3.XXXXXX") || jo_die "mktemp failed"
+	if [ -n "${JO_LANE_SERVER:-}" ]; then
+		jo_sd_dir=$(mktemp -d "$JO_LANE_DIR/jo-$3.XXXXXX") || jo_die "mktemp failed"
+	else
+		jo_sd_dir=$(mktemp -d "${TMPDIR:-/tmp}/jo-$3.XXXXXX") || jo_die "mktemp failed"
+		JO_ENGINE_DIRS+=("$jo_sd_dir")
+	fi
 	if [ "$(id -u)" = 0 ]; then
 		chown "$2" "$jo_sd_dir"
 	fi
-	JO_ENGINE_DIRS+=("$jo_sd_dir")
 	printf -v "$1" '%s' "$jo_sd_dir"
 }
 
 jo_stop_engines() {
 	local d
-	if [ -n "${JO_PG_DATA:-}" ] && [ -f "$JO_PG_DATA/postmaster.pid" ]; then
+	# a lane's servers are left running (for the lane's next script), clean
+	[ -z "${JO_LANE_CLEAN:-}" ] || jo_lane_clean
+	if [ -n "${JO_PG_OWN:-}" ] && [ -f "$JO_PG_DATA/postmaster.pid" ]; then
 		jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
 	fi
 	local pid
@@ -129,6 +148,7 @@ start_postgres() {
 		>"$d/pg_ctl.log" 2>&1 || { jo_tail "$d/log"; jo_die "PostgreSQL on port $port did not start"; }
 	JO_PG_SOCK=$d/sock
 	JO_PG_PORT=$port
+	[ -n "${JO_LANE_SERVER:-}" ] || JO_PG_OWN=1
 	export JO_PG_PORT JO_PG_SOCK JO_PG_CERTS
 	PGPASSWORD=$JO_PG_PASS psql -h 127.0.0.1 -p "$port" -U postgres -Atc 'select 1' postgres >/dev/null ||
 		jo_die "PostgreSQL on 127.0.0.1:$port does not take the test password"
@@ -155,7 +175,12 @@ start_mariadb() {
 	jo_as mysql mariadb-install-db --no-defaults --datadir="$d/data" \
 		--auth-root-authentication-method=socket --skip-test-db >"$d/install.log" 2>&1 ||
 		{ jo_tail "$d/install.log"; jo_die "mariadb-install-db failed"; }
-	jo_as mysql mariadbd --no-defaults --datadir="$d/data" --socket="$d/run/s.sock" \
+	local run=()
+	[ "$(id -u)" != 0 ] || run=(runuser -u mysql --)
+	# a lane server is in a session of its own: a script stopped as a whole
+	# (its process group) does not take it along
+	[ -z "${JO_LANE_SERVER:-}" ] || run=(setsid -w "${run[@]}")
+	"${run[@]}" mariadbd --no-defaults --datadir="$d/data" --socket="$d/run/s.sock" \
 		--port="$port" --bind-address=127.0.0.1 --pid-file="$d/run/pid" \
 		--log-error="$d/err.log" --innodb-flush-log-at-trx-commit=0 --skip-log-bin \
 		--innodb-buffer-pool-size=64M --max-connections=300 --ssl-ca="$JO_MY_CERTS/ca.pem" \
@@ -431,6 +456,128 @@ start_etcd() {
 	export JO_ETCD_PORT JO_ETCD_CERTS
 }
 
+# ---------------------------------------------------------------- lane servers
+
+# jo_lane_env FILE VAR...: save the variables as assignments FILE can be
+# sourced with (in a function too: no declare).
+jo_lane_env() {
+	local f=$1 v
+	shift
+	for v in "$@"; do printf '%s=%q\n' "$v" "${!v}"; done >"$f.tmp" && mv "$f.tmp" "$f"
+}
+
+# jo_lane_claim ENGINE: the first engine_start of ENGINE in this script
+# empties the lane's server (an earlier script's databases, connections),
+# and has the script's own dropped when it exits.
+jo_lane_claim() {
+	local e=$1 owner=$JO_LANE_DIR/$1.owner
+	if [ "$(cat "$owner" 2>/dev/null)" != "$JO_T" ]; then
+		"jo_lane_clean_$e" || jo_die "cannot empty the lane's $e server"
+		echo "$JO_T" >"$owner"
+		jo_log "$e: the lane's server (emptied for this script)"
+	fi
+	case " ${JO_LANE_CLEAN:-} " in *" $e "*) ;; *) JO_LANE_CLEAN="${JO_LANE_CLEAN:-} $e" ;; esac
+}
+
+# jo_lane_clean: at cleanup, drop the databases this script made.
+jo_lane_clean() {
+	local e
+	for e in $JO_LANE_CLEAN; do
+		"jo_lane_clean_$e" || echo "warning: could not empty the lane's $e server" >&2
+	done
+	JO_LANE_CLEAN=
+}
+
+jo_lane_clean_postgres() {
+	local db
+	for db in $(pg_sql postgres "SELECT datname FROM pg_database
+		WHERE datname NOT IN ('postgres', 'template0', 'template1')"); do
+		pg_sql postgres "DROP DATABASE \"$db\" WITH (FORCE)" >/dev/null || return 1
+	done
+}
+
+jo_lane_clean_mysql() {
+	local id db
+	# sessions of the test user (a killed client's may still hold locks)
+	for id in $(my_sql "" "SELECT id FROM information_schema.processlist WHERE user = 'jfs'"); do
+		my_sql "" "KILL $id" 2>/dev/null
+	done
+	for db in $(my_sql "" "SHOW DATABASES" | grep -vxE 'information_schema|mysql|performance_schema|sys'); do
+		my_sql "" "SET SESSION lock_wait_timeout = 30; DROP DATABASE \`$db\`" || return 1
+	done
+}
+
+# jo_lane_postgres: the lane's PostgreSQL (JO_PORT_BASE+124), started when
+# the lane has none that answers; emptied for this script.
+jo_lane_postgres() {
+	local f=$JO_LANE_DIR/postgres.env
+	if [ -f "$f" ]; then
+		. "$f"
+		if PGPASSWORD=$JO_PG_PASS psql -h 127.0.0.1 -p "$JO_PG_PORT" -U postgres -Atc 'select 1' \
+			postgres >/dev/null 2>&1; then
+			export JO_PG_PORT JO_PG_SOCK JO_PG_CERTS
+			jo_lane_claim postgres
+			return 0
+		fi
+		jo_log "the lane's PostgreSQL on port $JO_PG_PORT does not answer: starting another"
+		jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
+		rm -f "$f"
+	fi
+	JO_LANE_SERVER=1 start_postgres $((JO_PORT_BASE + 124))
+	jo_lane_env "$f" JO_PG_BIN JO_PG_DATA JO_PG_SOCK JO_PG_PORT JO_PG_CERTS
+	jo_lane_claim postgres
+}
+
+# jo_lane_mariadb: the lane's MariaDB (JO_PORT_BASE+125), likewise.
+jo_lane_mariadb() {
+	local f=$JO_LANE_DIR/mysql.env
+	if [ -f "$f" ]; then
+		. "$f"
+		if mariadb -S "$JO_MY_SOCK" -u root -e 'select 1' >/dev/null 2>&1; then
+			export JO_MY_PORT JO_MY_SOCK JO_MY_CERTS
+			jo_lane_claim mysql
+			return 0
+		fi
+		jo_log "the lane's MariaDB on port $JO_MY_PORT does not answer: starting another"
+		jo_lane_stop_mariadb "$JO_MY_LANE_PIDFILE"
+		rm -f "$f"
+	fi
+	JO_LANE_SERVER=1 start_mariadb $((JO_PORT_BASE + 125))
+	JO_MY_LANE_PIDFILE=$JO_MY_PIDFILE
+	# not this script's to stop
+	JO_MY_RUNNER= JO_MY_PID= JO_MY_PIDFILE=
+	jo_lane_env "$f" JO_MY_LANE_PIDFILE JO_MY_SOCK JO_MY_PORT JO_MY_CERTS
+	jo_lane_claim mysql
+}
+
+jo_lane_stop_mariadb() {
+	local pid
+	pid=$(cat "$1" 2>/dev/null) || return 0
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null
+}
+
+# jo_lane_stop DIR: stop the servers of lane directory DIR (tests/run_all.sh,
+# when every script of the lane is done).
+jo_lane_stop() {
+	local d=$1
+	if [ -f "$d/postgres.env" ]; then
+		(
+			. "$d/postgres.env"
+			jo_as postgres "$JO_PG_BIN/pg_ctl" -D "$JO_PG_DATA" -m immediate -w stop >/dev/null 2>&1
+		)
+	fi
+	if [ -f "$d/mysql.env" ]; then
+		(
+			. "$d/mysql.env"
+			jo_lane_stop_mariadb "$JO_MY_LANE_PIDFILE"
+		)
+	fi
+	rm -f "$d"/*.env "$d"/*.owner
+}
+
 # ---------------------------------------------------------------- per engine
 
 # engine_start ENGINE: start its server unless this script already did.
@@ -446,8 +593,12 @@ engine_start() {
 		;;
 	redis-cluster) start_redis_cluster $((JO_PORT_BASE + 14)) $((JO_PORT_BASE + 15)) $((JO_PORT_BASE + 16)) ;;
 	sqlite3) ;;
-	postgres) start_postgres $((JO_PORT_BASE + 24)) ;;
-	mysql) start_mariadb $((JO_PORT_BASE + 25)) ;;
+	postgres)
+		if [ -n "${JO_LANE_DIR:-}" ]; then jo_lane_postgres; else start_postgres $((JO_PORT_BASE + 24)); fi
+		;;
+	mysql)
+		if [ -n "${JO_LANE_DIR:-}" ]; then jo_lane_mariadb; else start_mariadb $((JO_PORT_BASE + 25)); fi
+		;;
 	etcd)
 		start_etcd $((JO_PORT_BASE + 26))
 		JO_ETCD_ENGINE_PORT=$JO_ETCD_PORT

@@ -447,9 +447,17 @@ jo_umount_quiet() {
 	return 0
 }
 
+# jo_pid_running PID: true while PID exists and is not a zombie.
+jo_pid_running() {
+	local st
+	st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null) || return 1
+	[ -n "$st" ] && [ "${st%% *}" != Z ]
+}
+
 # jfs_umount MP: unmount (flushing) and forget the mount.
 jfs_umount() {
-	local mp=$1 i
+	local mp=$1 i p pids
+	pids=$(jfs_mount_pids "$mp")
 	if mountpoint -q "$mp"; then
 		"$JUICEFS" umount --flush "$mp" >/dev/null 2>&1 || jo_umount_quiet "$mp"
 	fi
@@ -461,8 +469,17 @@ jfs_umount() {
 	for i in "${!JO_MOUNTS[@]}"; do
 		[ "${JO_MOUNTS[i]}" = "$mp" ] && JO_MOUNTS[i]=
 	done
-	# give the worker a moment to close its session
-	sleep 0.5
+	# the worker closes its session before it exits: wait for the mount's
+	# processes to be gone (10 s at most each), not a fixed half second that
+	# a loaded machine may not honour (a mount jfs_mount did not make: the
+	# half second)
+	[ -n "$pids" ] || sleep 0.5
+	for p in $pids; do
+		for i in $(seq 1 200); do
+			jo_pid_running "$p" || break
+			sleep 0.05
+		done
+	done
 	return 0
 }
 
