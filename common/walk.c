@@ -654,7 +654,9 @@ static int scans(struct walk *w, const char *root, struct jo_err *err)
 	if ((f & JO_WALK_CHUNKS) && !w->with_attr &&
 	    (rc = jo_meta_scan_chunks(w->m, on_chunk, w, err)) != 0)
 		return rc;
-	if ((f & JO_WALK_SUSTAINED) && (rc = jo_meta_scan_sustained(w->m, on_sustained, w, err)) != 0)
+	/* a report: the registered sessions' sets (no SCAN of a Redis keyspace) */
+	if ((f & JO_WALK_SUSTAINED) &&
+	    (rc = jo_meta_scan_sustained_registered(w->m, on_sustained, w, err)) != 0)
 		return rc;
 	if (w->o->in_snapshot)
 		rc = w->o->in_snapshot(w->m, w->o->payload, err);

@@ -17,7 +17,8 @@
  *      with the entries (jo_meta_read_chunks), else one scan of every chunk
  *      (scan_chunks); records and stored bytes per inode, and with
  *      JO_WALK_SLICES each record;
- *   5. with JO_WALK_SUSTAINED, the inodes removed while open (sustained);
+ *   5. with JO_WALK_SUSTAINED, the inodes removed while open (sustained) in
+ *      the sets of the registered sessions (jo_meta_scan_sustained_registered);
  *   6. opts.in_snapshot, if set (more reads in the same snapshot).
  * The path rows, the attributes and the chunk figures are then each sorted
  * by inode (extsort, zstd runs under opts.tmp_dir) and merged: no map of the

@@ -715,6 +715,14 @@ int jo_meta_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
 	return n ? m->ops->readdir_attr(m, dirs, n, cb, payload, err) : 0;
 }
 
+int jo_meta_scan_sustained_registered(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+				      struct jo_err *err)
+{
+	if (m->ops->scan_sustained_registered)
+		return m->ops->scan_sustained_registered(m, cb, payload, err);
+	return m->ops->scan_sustained(m, cb, payload, err);
+}
+
 int jo_meta_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
 			jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
 {

@@ -319,6 +319,15 @@ int jo_meta_scan_sessions(struct jo_meta *m, jo_meta_session_cb cb, void *payloa
 typedef int (*jo_meta_sustained_cb)(uint64_t sid, uint64_t ino, void *payload);
 int jo_meta_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
 			   struct jo_err *err);
+/*
+ * The same, for reports: only the sets of registered sessions (Redis:
+ * allSessions and the legacy sessions zset, then each session{sid}), with no
+ * SCAN of the keyspace; a set left by a session no longer registered is not
+ * seen. Anything that deletes uses jo_meta_scan_sustained(). Families with no
+ * such distinction run jo_meta_scan_sustained().
+ */
+int jo_meta_scan_sustained_registered(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+				      struct jo_err *err);
 /* Detached nodes (detachedNodes / jfs_detached_node). */
 typedef int (*jo_meta_detached_cb)(uint64_t ino, int64_t added, void *payload);
 int jo_meta_scan_detached(struct jo_meta *m, jo_meta_detached_cb cb, void *payload,

@@ -109,6 +109,9 @@ struct jo_meta_ops {
 	int (*scan_sustained)(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
 			      struct jo_err *err);
 	int (*scan_detached)(struct jo_meta *m, jo_meta_detached_cb cb, void *payload, struct jo_err *err);
+	/* optional (NULL: scan_sustained) */
+	int (*scan_sustained_registered)(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+					 struct jo_err *err);
 	int (*get_counter)(struct jo_meta *m, const char *name, int64_t *out, struct jo_err *err);
 
 	/* ---- gc mutations, trash unlink/rmdir, task records and leases (meta_mut.h) */

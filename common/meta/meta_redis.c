@@ -1193,6 +1193,59 @@ static int r_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *pa
 	return rc;
 }
 
+/* ---- scan_sustained_registered: the session{sid} sets of the sessions in
+ * allSessions (and the legacy sessions zset), without a SCAN of the keyspace */
+
+static int sus_sids(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+{
+	struct sus_ctx *c = p;
+
+	(void)m;
+	/* ZSCAN pages are member, score, member, score, ... */
+	for (size_t i = 0; i + 1 < n; i += 2) {
+		uint64_t sid;
+
+		if (el[i]->type != REDIS_REPLY_STRING ||
+		    jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
+			continue;
+		if (c->n == c->cap) {
+			uint64_t *v;
+
+			c->cap = c->cap ? c->cap * 2 : 16;
+			v = realloc(c->sids, c->cap * sizeof(*v));
+			if (!v)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			c->sids = v;
+		}
+		c->sids[c->n++] = sid;
+	}
+	return 0;
+}
+
+static int r_scan_sustained_registered(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
+				       struct jo_err *err)
+{
+	struct sus_ctx c = { cb, payload, 0, NULL, 0, 0 };
+	int rc = r_scan(m, "ZSCAN", "allSessions", NULL, sus_sids, &c, err);
+
+	if (rc == 0)
+		rc = r_scan(m, "ZSCAN", "sessions", NULL, sus_sids, &c, err);
+	for (size_t i = 0; rc == 0 && i < c.n; i++) {
+		char key[40];
+		bool dup = false;
+
+		for (size_t j = 0; j < i; j++)
+			dup = dup || c.sids[j] == c.sids[i];
+		if (dup)
+			continue;
+		c.sid = c.sids[i];
+		snprintf(key, sizeof(key), "session%llu", (unsigned long long)c.sid);
+		rc = r_scan(m, "SSCAN", key, NULL, sus_members, &c, err);
+	}
+	free(c.sids);
+	return rc;
+}
+
 /* ---- detachedNodes: ZSCAN */
 
 struct det_ctx {
@@ -1302,6 +1355,7 @@ const struct jo_meta_ops jo_meta_redis_ops = {
 	.readdir = r_readdir,
 	.readdir_attr = r_readdir_attr,
 	.read_chunks = r_read_chunks,
+	.scan_sustained_registered = r_scan_sustained_registered,
 	.read_chunk = r_read_chunk,
 	.list_chunks = r_list_chunks,
 	.list_chunks_below = r_list_chunks_below,

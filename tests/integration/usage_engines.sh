@@ -12,6 +12,7 @@
 #  - a report of a subtree (PATH argument)
 #  - a live writer renaming files in and out of a directory during the walk:
 #    the walk succeeds, and on engines with snapshots the totals are exact
+#  - a file removed while the mount holds it open is reported apart
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
@@ -145,6 +146,22 @@ EOF
 	done
 	touch "$JO_T/stop-$e"
 	wait $writer
+
+	# removed while open: a file deleted from the trash while the mount holds it open
+	head -c 3333 /dev/urandom >"$mnt/held"
+	rm "$mnt/held"
+	held=$(find "$mnt/.trash" -name '*-held' | head -n 1)
+	[ -n "$held" ] || jo_die "$e: the removed file is not in the trash"
+	exec 7<"$held"
+	rm "$held"
+	r5=$JO_T/$e-r5.json
+	run_usage "$meta" "$r5" --depth 0
+	exec 7<&-
+	python3 - "$r5" <<'EOF' || jo_die "$e: the file removed while open"
+import json, sys
+s = [json.loads(l) for l in open(sys.argv[1])][-1]
+assert (s["open_unlinked_files"], s["open_unlinked_bytes"]) == (1, 3333), s
+EOF
 	jfs_umount "$mnt"
 	echo "usage_engines: $e ok" >&2
 done
