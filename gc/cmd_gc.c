@@ -201,6 +201,8 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		json_object_set_new(o, "leases_lost", json_integer((json_int_t)s->leases_lost));
 		json_object_set_new(o, "requests", json_integer((json_int_t)os->requests));
 		json_object_set_new(o, "connections", json_integer((json_int_t)os->connections));
+		/* a dry --plan alone counts items and evaluates none: no object figure */
+		json_object_set_new(o, "evaluated", json_boolean(del || strcmp(mode, "plan") != 0));
 		(void)cmd_summary_emit(ctx, o, complete, exit_code); /* main checks stdout */
 		return;
 	}
@@ -213,6 +215,14 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		       (unsigned long long)s->k[k].slices, (unsigned long long)s->k[k].objects,
 		       (unsigned long long)s->k[k].bytes, (unsigned long long)s->k[k].errors);
 	human_bytes(t.bytes, hb, sizeof(hb));
+	if (!del && !strcmp(mode, "plan")) {
+		/* it counted what a plan would record and evaluated none of it */
+		printf("gc dry-run (plan): %llu items found, not evaluated: a dry run without --plan "
+		       "says what would be deleted; %llu errors; %.1fs; %s\n",
+		       (unsigned long long)t.items, (unsigned long long)t.errors, dur, status);
+		fflush(stdout);
+		return;
+	}
 	printf("gc %s (%s): %s %llu objects (%s) of %llu slices; tasks planned %llu, done %llu, "
 	       "released %llu, left %lld; leases lost %llu; %llu errors; %.1fs; %s; "
 	       "object requests %llu, connections opened %llu\n",
@@ -403,10 +413,10 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		vol->fmt.trash_days, o.threads);
 	bool in_plan = plan;
 
-	/* a dry plan evaluates what it finds, --plan alone too: it says what
-	 * would be deleted, as a dry plan+work run does */
+	/* a dry plan+work run evaluates what the plan finds; a dry --plan alone
+	 * only counts it (and says so: its summary names no objects) */
 	if (plan)
-		rc = gc_plan(run, !o.delete_, &err);
+		rc = gc_plan(run, !o.delete_ && work, &err);
 	/* dry plan+work evaluated everything while planning; a failed plan
 	 * (a scan not read whole) is never followed by work */
 	if (rc == 0 && work && (o.delete_ || !plan)) {

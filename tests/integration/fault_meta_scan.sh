@@ -165,8 +165,12 @@ cut_at_half() { # CMD...
 	toxi_limit_data "$PROXY" cut "$CUT"
 }
 
-# SQLite: lock the database out of readers until sqlite_unlock.
+# SQLite: lock the database out of readers until sqlite_unlock. With a PID
+# (a command stopped with SIGSTOP, maybe inside a read): the locker first
+# asks for its lock (SQLite gives it PENDING, which admits no new reader),
+# then PID goes on, and its next read finds the database locked.
 sqlite_lock() {
+	local cont=${1:-}
 	mkfifo "$JO_T/lockctl"
 	(
 		exec 3<"$JO_T/lockctl"
@@ -180,6 +184,10 @@ sqlite_lock() {
 	LOCKER=$!
 	exec 4>"$JO_T/lockctl"
 	local i
+	if [ -n "$cont" ]; then
+		sleep 0.5
+		kill -CONT "$cont" 2>/dev/null || true
+	fi
 	for i in $(seq 1 300); do
 		grep -q '^locked$' "$JO_T/locker.out" 2>/dev/null && return 0
 		sleep 0.1
@@ -211,6 +219,61 @@ park_wait() {
 		sleep 0.05
 	done
 	jo_die "the command never parked on its FIFO ($re)"
+}
+
+# reads CMD...: the read system calls a whole run of CMD makes (sampled from
+# /proc every 10 ms until it exits).
+reads() {
+	local pid n last=0
+	"$@" >/dev/null 2>&1 &
+	pid=$!
+	while kill -0 "$pid" 2>/dev/null; do
+		n=$(awk '$1 == "syscr:" {print $2}' /proc/"$pid"/io 2>/dev/null) || n=
+		[ -z "$n" ] || last=$n
+		sleep 0.01
+	done
+	wait "$pid" 2>/dev/null || true
+	echo "$last"
+}
+
+# run_midway NAME HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc), stop it
+# (SIGSTOP) once it has made about half the reads a whole run makes, take
+# the lock there and let it go on; release the lock at its end (HOLD=end) or
+# HOLD seconds later. Each file CMD writes is created under a random name
+# and renamed (common/file.h), so no FIFO can stand in for one: the stop
+# comes from the count of its reads instead.
+run_midway() {
+	local name=$1 hold=$2 total half pid n i
+	shift 2
+	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
+		jo_die "cannot switch $META to the rollback journal"
+	total=$(reads "$@")
+	[ -z "${MIDWAY_CLEAN:-}" ] || rm -f "$MIDWAY_CLEAN" # what the whole run wrote
+	half=$((total / 2))
+	[ "$half" -gt 50 ] || jo_die "calibration: a whole run of $name made only $total reads"
+	"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
+	pid=$!
+	for i in $(seq 1 30000); do
+		n=$(awk '$1 == "syscr:" {print $2}' /proc/"$pid"/io 2>/dev/null) ||
+			jo_die "$name finished before it made half of its $total reads"
+		[ "${n:-0}" -ge "$half" ] && break
+		sleep 0.002
+	done
+	kill -STOP "$pid" || jo_die "$name finished before it could be stopped midway"
+	echo "$name: stopped after $n of about $total reads" >&2
+	sqlite_lock "$pid"
+	local rc=0
+	if [ "$hold" = end ]; then
+		wait "$pid" || rc=$?
+		sqlite_is_locked && ok "$name: the database was still locked when the run ended" ||
+			bad "$name: the lock did not hold for the whole run"
+		sqlite_unlock
+	else
+		sleep "$hold"
+		sqlite_unlock
+		wait "$pid" || rc=$?
+	fi
+	echo "$rc" >"$JO_T/$name.rc"
 }
 
 # run_parked NAME MODE FIFO HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc)
@@ -318,9 +381,9 @@ run_engine() {
 	local LK=("$J" leakcheck "$FMETA" --min-age 1h --json)
 	case $E in
 	sqlite)
-		# parked in the open() of its report's temp file: after the counter
-		# read, right before the reference scan
-		run_parked lk1 open-write "$JO_T/rep1.jsonl.tmp" end "${LK[@]}" --out "$JO_T/rep1.jsonl"
+		# stopped halfway through its reads (inside the reference scan or the
+		# listing), the lock taken there and held to its end
+		MIDWAY_CLEAN=$JO_T/rep1.jsonl run_midway lk1 end "${LK[@]}" --out "$JO_T/rep1.jsonl"
 		rc=$(cat "$JO_T/lk1.rc")
 		grep -q "locked" "$JO_T/lk1.err" && ok "leakcheck locked: the error says locked" ||
 			bad "leakcheck locked: $(head -c 300 "$JO_T/lk1.err")"
@@ -584,10 +647,9 @@ gc_proxy_cuts() {
 
 gc_sqlite_lock() {
 	local rc
-	# a dry run parked on its (full) audit FIFO while it evaluates the removed
-	# files, between two reads; the lock is taken there and held for 7 s
-	run_parked gc1 write "$JO_T/gc-audit.fifo" 7 "$J" gc "$FMETA" --json --batch 1 \
-		--task-size 100000 --audit "$JO_T/gc-audit.fifo"
+	# a dry run stopped halfway through its reads while it evaluates the
+	# removed files; the lock is taken there and held for 7 s
+	run_midway gc1 7 "$J" gc "$FMETA" --json --batch 1 --task-size 100000
 	rc=$(cat "$JO_T/gc1.rc")
 	case $rc in
 	5) expect_incomplete "gc dry run, SQLite locked" "$rc" 5 "$JO_T/gc1.out" "$JO_T/gc1.err" ;;
