@@ -221,57 +221,52 @@ park_wait() {
 	jo_die "the command never parked on its FIFO ($re)"
 }
 
-# reads CMD...: the read system calls a whole run of CMD makes (sampled from
-# /proc every 10 ms until it exits).
-reads() {
-	local pid n last=0
-	"$@" >/dev/null 2>&1 &
-	pid=$!
-	while kill -0 "$pid" 2>/dev/null; do
-		n=$(awk '$1 == "syscr:" {print $2}' /proc/"$pid"/io 2>/dev/null) || n=
-		[ -z "$n" ] || last=$n
-		sleep 0.01
-	done
-	wait "$pid" 2>/dev/null || true
-	echo "$last"
+# preads CMD...: the pread64 calls (SQLite's reads of the database) that a
+# whole run of CMD makes, counted by strace.
+preads() {
+	strace -f -c -e trace=pread64 -o "$JO_T/preads.txt" "$@" >/dev/null 2>&1 || true
+	awk '$NF == "pread64" {print $4}' "$JO_T/preads.txt" | head -n 1
 }
 
-# run_midway NAME HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc), stop it
-# (SIGSTOP) once it has made about half the reads a whole run makes, take
-# the lock there and let it go on; release the lock at its end (HOLD=end) or
-# HOLD seconds later. Each file CMD writes is created under a random name
-# and renamed (common/file.h), so no FIFO can stand in for one: the stop
-# comes from the count of its reads instead.
+# run_midway NAME HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc) under
+# strace, which stops it (SIGSTOP) at the pread64 halfway through the reads
+# a whole run makes; the lock is taken there and the command goes on; the
+# lock is released at its end (HOLD=end) or HOLD seconds later. Every file
+# CMD writes is created under a random name and renamed (common/file.h), so
+# no FIFO can stand in for one to park it: the count of its reads does.
+# MIDWAY_CLEAN: a file the whole (counting) run wrote, removed after it.
 run_midway() {
-	local name=$1 hold=$2 total half pid n i
+	local name=$1 hold=$2 total half sp pid i
 	shift 2
 	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
 		jo_die "cannot switch $META to the rollback journal"
-	total=$(reads "$@")
-	[ -z "${MIDWAY_CLEAN:-}" ] || rm -f "$MIDWAY_CLEAN" # what the whole run wrote
+	total=$(preads "$@")
+	[ -z "${MIDWAY_CLEAN:-}" ] || rm -f "$MIDWAY_CLEAN"
+	[ "${total:-0}" -ge 20 ] || jo_die "calibration: a whole run of $name made only ${total:-0} reads"
 	half=$((total / 2))
-	[ "$half" -gt 50 ] || jo_die "calibration: a whole run of $name made only $total reads"
-	"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
-	pid=$!
-	for i in $(seq 1 30000); do
-		n=$(awk '$1 == "syscr:" {print $2}' /proc/"$pid"/io 2>/dev/null) ||
-			jo_die "$name finished before it made half of its $total reads"
-		[ "${n:-0}" -ge "$half" ] && break
-		sleep 0.002
+	strace -f -o /dev/null -e trace=pread64 -e inject=pread64:signal=SIGSTOP:when=$half -- \
+		"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
+	sp=$!
+	pid=
+	for i in $(seq 1 600); do
+		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1)
+		[ -n "$pid" ] && [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = t ] && break
+		kill -0 "$sp" 2>/dev/null || jo_die "$name finished before its read $half of $total"
+		sleep 0.05
 	done
-	kill -STOP "$pid" || jo_die "$name finished before it could be stopped midway"
-	echo "$name: stopped after $n of about $total reads" >&2
+	[ -n "$pid" ] || jo_die "$name: no process under strace"
+	echo "$name: stopped at read $half of $total" >&2
 	sqlite_lock "$pid"
 	local rc=0
 	if [ "$hold" = end ]; then
-		wait "$pid" || rc=$?
+		wait "$sp" || rc=$?
 		sqlite_is_locked && ok "$name: the database was still locked when the run ended" ||
 			bad "$name: the lock did not hold for the whole run"
 		sqlite_unlock
 	else
 		sleep "$hold"
 		sqlite_unlock
-		wait "$pid" || rc=$?
+		wait "$sp" || rc=$?
 	fi
 	echo "$rc" >"$JO_T/$name.rc"
 }
