@@ -17,7 +17,7 @@
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/meta/meta.h"
-#include "usage/ufile.h"
+#include "common/file.h"
 #include "usage/usage.h"
 
 static const char usage_text[] =
@@ -497,7 +497,7 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	struct usage_report r = { 0 };
 	struct usage_head h = { 0 };
 	struct since sn = { 0 };
-	struct ufile html = { 0 };
+	struct jo_file *html = NULL;   /* --html, until renamed into place */
 	struct jo_meta *m = NULL;
 	struct jo_format fmt = { 0 };
 	struct jo_err err = { 0 };
@@ -564,7 +564,7 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	if (!rc && since_path)
 		rc = since_load(&sn, since_path, &o, &err);
 	if (!rc && html_path)
-		rc = ufile_create(&html, html_path, &err);
+		rc = jo_file_create(&html, html_path, JO_FILE_PUBLIC, JO_FILE_STDIO, &err);
 	if (!rc)
 		rc = usage_run(m, &o, &r, &err);
 	if (rc) {
@@ -583,8 +583,8 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	h.since_time = sn.time;
 	if (!ctx->json)
 		human_header(&o, &h, since_path != NULL);
-	if (html.fp)
-		usage_html_begin(html.fp, &o, &h);
+	if (html)
+		usage_html_begin(html->fp, &o, &h);
 	for (;;) {
 		const struct usage_dir *d;
 		struct usage_growth g;
@@ -599,8 +599,8 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 			rc = put_json(jdir(&o, "dir", d, since_path ? &g : NULL));
 		else
 			human_dir(&o, d, since_path ? &g : NULL);
-		if (html.fp)
-			usage_html_dir(html.fp, &o, &h, d, since_path ? &g : NULL);
+		if (html)
+			usage_html_dir(html->fp, &o, &h, d, since_path ? &g : NULL);
 		if (rc)
 			break;
 	}
@@ -608,13 +608,13 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 		rc = err.code ? cmd_fail(ctx, &err) : JO_EXIT_FAIL;
 		goto out;
 	}
-	if (html.fp) {
+	if (html) {
 		struct usage_growth tg = { .known = sn.have_total,
 					   .bytes = (int64_t)r.total.bytes - sn.total_bytes,
 					   .files = (int64_t)r.total.files - sn.total_files };
 
-		usage_html_end(html.fp, &o, &h, &r, &tg);
-		if ((rc = ufile_commit(&html, &err)) != 0) {
+		usage_html_end(html->fp, &o, &h, &r, &tg);
+		if ((rc = jo_file_commit(html, &err)) != 0) {
 			rc = cmd_fail(ctx, &err);
 			goto out;
 		}
@@ -643,7 +643,7 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 		human_footer(&o, &r, since_path ? &sn : NULL);
 	}
 out:
-	ufile_abort(&html);
+	jo_file_abort(html);
 	jo_xsort_free(sn.s);
 	usage_report_release(&r);
 	jo_format_release(&fmt);

@@ -23,7 +23,7 @@
 #include "common/err.h"
 #include "common/meta/meta.h"
 #include "common/parquet.h"
-#include "usage/ufile.h"
+#include "common/file.h"
 
 #define STATE_NAME "_jfsops_state"
 #define STATE_MAGIC "JOXSTAT1"
@@ -65,7 +65,7 @@ static const char *type_name(uint8_t t)
 }
 
 struct table {
-	struct ufile f;
+	struct jo_file *f;      /* the table file, until renamed into place */
 	struct jo_pq_writer *w;
 	uint64_t rows;
 };
@@ -80,7 +80,7 @@ struct xp {
 	struct export_result *res;
 	struct jo_err *err;
 	struct table files, slices, deleted;
-	struct ufile state;
+	struct jo_file *state;
 	/* the inode being buffered */
 	bool have;
 	uint64_t ino;
@@ -198,12 +198,12 @@ static int table_open(struct xp *x, struct table *t, const char *name,
 
 	if (snprintf(path, sizeof(path), "%s/%s", x->o->out, name) >= (int)sizeof(path))
 		return jo_err_set(x->err, JO_EINVAL, "--out: path too long");
-	if ((rc = ufile_create(&t->f, path, x->err)) != 0)
+	if ((rc = jo_file_create(&t->f, path, JO_FILE_PUBLIC, 0, x->err)) != 0)
 		return rc;
 	po.row_group_bytes = x->o->row_group_bytes;
 	/* 64 KiB pages: 16 columns' raw pages stay small beside the row group */
 	po.page_bytes = 64u << 10;
-	if ((rc = jo_pq_open(&t->w, t->f.fd, cols, ncols, &po, x->err)) != 0)
+	if ((rc = jo_pq_open(&t->w, t->f->fd, cols, ncols, &po, x->err)) != 0)
 		return jo_err_wrap(x->err, "%s", path);
 	return 0;
 }
@@ -217,15 +217,16 @@ static int table_close(struct xp *x, struct table *t)
 		return 0;
 	t->w = NULL;
 	if ((rc = jo_pq_close(w, &t->rows, x->err)) != 0)
-		return jo_err_wrap(x->err, "%s", t->f.path);
-	return ufile_commit(&t->f, x->err);
+		return jo_err_wrap(x->err, "%s", t->f->path);
+	return jo_file_commit(t->f, x->err);
 }
 
 static void table_abort(struct table *t)
 {
 	jo_pq_abort(t->w);
 	t->w = NULL;
-	ufile_abort(&t->f);
+	jo_file_abort(t->f); /* after a commit: only frees */
+	t->f = NULL;
 }
 
 static int ts(const struct jo_attr *a, int which, int64_t *out)
@@ -374,8 +375,8 @@ static int flush(struct xp *x)
 	x->res->inodes++;
 	put64(rec, x->ino);
 	put64(rec + 8, h);
-	if (fwrite(rec, 1, sizeof(rec), x->state.fp) != sizeof(rec))
-		return jo_err_set(x->err, JO_EIO, "writing %s: short write", x->state.path);
+	if (fwrite(rec, 1, sizeof(rec), x->state->fp) != sizeof(rec))
+		return jo_err_set(x->err, JO_EIO, "writing %s: short write", x->state->path);
 	if (!changed)
 		return 0;
 	x->res->changed_inodes++;
@@ -538,7 +539,7 @@ static int prepare_out(const char *dir, struct jo_err *err)
 
 static int write_success(struct xp *x, struct jo_meta *m, const struct jo_format *f)
 {
-	struct ufile u = { 0 };
+	struct jo_file *u = NULL;
 	json_t *j = json_object(), *t = json_array(), *rows = json_object();
 	char path[4096];
 	int rc;
@@ -569,13 +570,13 @@ static int write_success(struct xp *x, struct jo_meta *m, const struct jo_format
 		json_object_set_new(j, "since", json_integer(x->res->since));
 	}
 	snprintf(path, sizeof(path), "%s/_SUCCESS", x->o->out);
-	rc = ufile_create(&u, path, x->err);
-	if (rc == 0 && (json_dumpf(j, u.fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
-			fputc('\n', u.fp) == EOF))
+	rc = jo_file_create(&u, path, JO_FILE_PUBLIC, JO_FILE_STDIO, x->err);
+	if (rc == 0 && (json_dumpf(j, u->fp, JSON_INDENT(1) | JSON_PRESERVE_ORDER) != 0 ||
+			fputc('\n', u->fp) == EOF))
 		rc = jo_err_set(x->err, JO_EIO, "writing %s", path);
 	if (rc == 0)
-		rc = ufile_commit(&u, x->err);
-	ufile_abort(&u);
+		rc = jo_file_commit(u, x->err);
+	jo_file_abort(u);
 	json_decref(j);
 	return rc;
 }
@@ -620,9 +621,9 @@ int export_run(struct jo_meta *m, const struct jo_format *f, const struct export
 	if (o->previous && (rc = table_open(&x, &x.deleted, "deleted.parquet", deleted_cols, 1)) != 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/%s", o->out, STATE_NAME);
-	if ((rc = ufile_create(&x.state, path, err)) != 0)
+	if ((rc = jo_file_create(&x.state, path, JO_FILE_PUBLIC, JO_FILE_STDIO, err)) != 0)
 		goto out;
-	if (fwrite(STATE_MAGIC, 1, 8, x.state.fp) != 8) {
+	if (fwrite(STATE_MAGIC, 1, 8, x.state->fp) != 8) {
 		rc = jo_err_set(err, JO_EIO, "writing %s", path);
 		goto out;
 	}
@@ -641,7 +642,7 @@ int export_run(struct jo_meta *m, const struct jo_format *f, const struct export
 			goto out;
 	}
 	if ((rc = table_close(&x, &x.files)) != 0 || (rc = table_close(&x, &x.slices)) != 0 ||
-	    (rc = table_close(&x, &x.deleted)) != 0 || (rc = ufile_commit(&x.state, err)) != 0)
+	    (rc = table_close(&x, &x.deleted)) != 0 || (rc = jo_file_commit(x.state, err)) != 0)
 		goto out;
 	/* the tables are in place and on disk before the marker says so */
 	if ((rc = sync_dir(o->out, err)) != 0 || (rc = write_success(&x, m, f)) != 0)
@@ -651,7 +652,7 @@ out:
 	table_abort(&x.files);
 	table_abort(&x.slices);
 	table_abort(&x.deleted);
-	ufile_abort(&x.state);
+	jo_file_abort(x.state);
 	if (x.prev)
 		fclose(x.prev);
 	free(x.rows);
