@@ -64,6 +64,10 @@
 #define FAILOVER_MS 30000
 #define MAX_REDIRECTS 5
 #define WAIT_MS 5000
+/* how long a replica that is attached but behind (resyncing after a
+ * failover, a slow disk) is waited for, WAIT after WAIT, before the result
+ * is called unconfirmed */
+#define CONFIRM_MS 30000
 
 /* ---------------------------------------------------------------- one server connection */
 
@@ -1640,12 +1644,42 @@ static int unconfirmed(struct jo_meta *m, const char *why, struct jo_err *err)
 			  "not acted on", m->url.redacted, d->node, why, now);
 }
 
+/*
+ * After a WAIT that no replica acked in time: is it worth waiting again?
+ * Only while this server still says it is a master with a replica attached
+ * and, behind Sentinel, the sentinels name it and none is failing it over.
+ */
+static bool still_master_with_replica(struct jo_meta *m)
+{
+	struct rd *d = RD(m);
+	bool master = true;
+	int nrep = 0;
+
+	if (rc_role(&d->c, &master, &nrep) != 0 || !master || nrep < 1)
+		return false;
+	if (d->mode == RD_SENTINEL) {
+		struct sview b;
+		size_t answered, unknown;
+		char w[400], named[280];
+		int code = 0;
+
+		if (sentinels_ask(m, &b, &answered, &unknown, w, sizeof(w), &code) == 0 ||
+		    b.in_failover)
+			return false;
+		fmt_addr(named, sizeof(named), b.host, b.port);
+		if (strcmp(named, d->master) != 0)
+			return false;
+	}
+	return true;
+}
+
 int jo_rd_confirm(struct jo_meta *m, struct jo_err *err)
 {
 	struct rd *d = RD(m);
 	char why[300], ms[16];
 	const char *wait[] = { "WAIT", "1", ms };
 	redisReply *r;
+	int64_t t0;
 
 	d->moved = false;
 	if (d->replica)
@@ -1687,20 +1721,34 @@ int jo_rd_confirm(struct jo_meta *m, struct jo_err *err)
 		d->replicas = nrep;
 	}
 	snprintf(ms, sizeof(ms), "%d", WAIT_MS);
-	r = rc_cmd(&d->c, 3, wait);
-	if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+	t0 = now_ms();
+	for (;;) {
+		r = rc_cmd(&d->c, 3, wait);
+		if (r && r->type == REDIS_REPLY_INTEGER && r->integer >= 1) {
+			freeReplyObject(r);
+			return 0;
+		}
+		if (!r || r->type != REDIS_REPLY_INTEGER)
+			break;
 		freeReplyObject(r);
-		return 0;
+		r = NULL;
+		/* none acked the write yet: WAIT again (it waits for the same
+		 * offset) while a replica is still attached to a server that is
+		 * still the master, up to CONFIRM_MS */
+		if (now_ms() - t0 + WAIT_MS > CONFIRM_MS || !still_master_with_replica(m))
+			break;
 	}
-	if (!r)
+	if (!r && d->c.fd < 0)
 		snprintf(why, sizeof(why), "the connection was lost waiting for a replica (%.200s)",
 			 d->c.errstr);
+	else if (!r)
+		snprintf(why, sizeof(why), "no replica confirmed the result within %lld ms (a "
+			 "failover would lose it)", (long long)(now_ms() - t0));
 	else if (r->type == REDIS_REPLY_ERROR)
 		snprintf(why, sizeof(why), "WAIT was refused (%.200s), so no replica can confirm "
 			 "the result", r->str);
 	else
-		snprintf(why, sizeof(why), "no replica confirmed the result within %d ms (a failover "
-			 "would lose it)", WAIT_MS);
+		snprintf(why, sizeof(why), "unexpected reply to WAIT (type %d)", r->type);
 	freeReplyObject(r);
 	return unconfirmed(m, why, err);
 }

@@ -28,8 +28,12 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <time.h>
+#include <sys/wait.h>
 
 #include "common/err.h"
 #include "common/meta/meta.h"
@@ -399,6 +403,48 @@ static void test_confirm_replica_gone(void **state)
 	jo_meta_close(m);
 }
 
+/* A replica that is attached but behind (stopped here for longer than one
+ * WAIT, as one resyncing after a failover is) is waited for again: the
+ * result is confirmed once it acks, not called unknown after the first
+ * WAIT. */
+static void test_confirm_replica_slow(void **state)
+{
+	struct gct_redis *r2 = &g_r2;
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct timespec a, b;
+	pid_t timer;
+	int st;
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	start_replica(r2);
+	m = open_vol();
+	set_x(m);
+	assert_int_equal(jo_rd_confirm(m, &err), 0);
+	assert_int_equal(kill(r2->pid, SIGSTOP), 0);
+	timer = fork();
+	assert_true(timer >= 0);
+	if (timer == 0) {
+		usleep(7000000); /* past the first WAIT (5 s) */
+		kill(r2->pid, SIGCONT);
+		_exit(0);
+	}
+	set_x(m);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	st = jo_rd_confirm(m, &err);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	kill(r2->pid, SIGCONT);
+	waitpid(timer, NULL, 0);
+	if (st != 0)
+		fail_msg("not confirmed: %s", err.msg);
+	/* it did wait past the first WAIT, for the replica's ack */
+	assert_true(b.tv_sec - a.tv_sec >= 6);
+	assert_false(jo_rd_moved(m));
+	jo_meta_close(m);
+}
+
 static void test_confirm_wait_refused(void **state)
 {
 	struct gct_redis *r2 = &g_r2;
@@ -457,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_append_server_gone),
 		cmocka_unit_test(test_confirm_never_replicated),
 		cmocka_unit_test_teardown(test_confirm_replica_gone, stop_replica),
+		cmocka_unit_test_teardown(test_confirm_replica_slow, stop_replica),
 		cmocka_unit_test_teardown(test_confirm_wait_refused, stop_replica),
 		cmocka_unit_test_teardown(test_confirm_connection_replaced, stop_replica),
 	};

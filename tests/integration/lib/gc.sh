@@ -366,6 +366,16 @@ PY
 	"$JUICEFS" gc "$meta" --compact --no-agent >"$JO_T/compact-$name.log" 2>&1 ||
 		{ tail "$JO_T/compact-$name.log" >&2; jo_die "$name: juicefs gc --compact failed"; }
 	gc_juicefs_gc "$meta" "$JO_T/gc-t0-$name.log"
+	if [ "$(gc_count "$JO_T/gc-t0-$name.log" leaked)" != 0 ]; then
+		# juicefs's own compaction left an object nothing references (seen
+		# in a CI run under load, before jfsops had touched the volume): the
+		# referee reclaims it so that every later count is jfsops's alone
+		echo "$name: juicefs's compaction leaked: $(python3 "$GCTOOL" gcline "$JO_T/gc-t0-$name.log"); juicefs gc --delete reclaims it first" >&2
+		JFS_GC_SKIPPEDTIME=0 "$JUICEFS" gc "$meta" --delete --no-agent >"$JO_T/gc-t0d-$name.log" 2>&1 ||
+			{ tail -n 20 "$JO_T/gc-t0d-$name.log" >&2; jo_die "juicefs gc --delete failed"; }
+		gc_juicefs_gc "$meta" "$JO_T/gc-t0-$name.log"
+		[ "$(gc_count "$JO_T/gc-t0-$name.log" leaked)" = 0 ] || jo_die "$name: juicefs gc --delete left leaked objects"
+	fi
 	local c0 keys0
 	c0=$(gc_count "$JO_T/gc-t0-$name.log" compacted)
 	echo "$name: before: $(python3 "$GCTOOL" gcline "$JO_T/gc-t0-$name.log")" >&2
