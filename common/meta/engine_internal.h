@@ -64,7 +64,7 @@ struct jo_mut_ops {
 	size_t max_task_items;
 	/*
 	 * Records beside the tasks (meta_mut.h jo_mut_rec_*): redis in
-	 * mut_redis.c, sql in sql_task.c, tkv in tkv_task.c. A family without
+	 * redis/mut.c, sql in sql/task.c, tkv in tkv/task.c. A family without
 	 * them leaves these NULL and the calls are JO_EUNSUPPORTED. A family
 	 * with them also honours url.coordinator_only in its open (no format
 	 * check: a sync coordinator holds no volume).

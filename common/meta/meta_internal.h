@@ -56,9 +56,9 @@ enum jo_meta_cap {
 
 /*
  * One engine family: everything jfsops does on a volume's metadata, behind
- * one table. Families: redis (meta_redis.c, mut_redis.c, rm_redis.c,
- * compact_redis.c), sql (sql_*.c over a driver per dialect, sql_internal.h)
- * and tkv (tkv*.c over a key-value transport, tkv_internal.h, kv_internal.h).
+ * one table. Families: redis (redis/read.c, redis/mut.c, redis/rm.c,
+ * redis/compact.c), sql (sql_*.c over a driver per dialect, sql/internal.h)
+ * and tkv (the files of tkv/ over a key-value transport, tkv/internal.h, tkv/kv.h).
  * A family is picked by the META-URL's engine in meta.c; nothing outside
  * common/meta/ compares engine names.
  */

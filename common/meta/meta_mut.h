@@ -112,7 +112,7 @@ int jo_mut_forget_slices(struct jo_meta *m, const struct jo_slice_id *v, size_t 
  * or read (a transaction that freed slices, the re-read counts that say
  * "delete", the references a leak check looked up): 0 when a failover of
  * the engine cannot take it back. SQL and etcd commit durably: always 0.
- * Redis: see jo_rd_confirm (redis_internal.h): a replica has it, or the
+ * Redis: see jo_rd_confirm (redis/internal.h): a replica has it, or the
  * server never had one. The transactions above whose results are acted on
  * (delete_chunk, cleanup_delslice, unlink, rmdir, the compaction commit)
  * already go through it. Otherwise JO_ECONNECT "...: not acted on": delete

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# kv_etcd.sh: the etcd transport of the tkv family (common/meta/kv_etcd.c)
+# kv_etcd.sh: the etcd transport of the tkv family (common/meta/tkv/etcd.c)
 # against real etcd 3.4 servers on loopback, driven by tests/tools/kv_probe.c
 # (built here against the build's libjo_common.a) and checked with etcdctl:
 # put/get/delete, read-your-writes, conflicts (a key read changed by

@@ -1,5 +1,5 @@
 /*
- * kv_probe: drive a key-value transport (common/meta/kv_internal.h) from a
+ * kv_probe: drive a key-value transport (common/meta/tkv/kv.h) from a
  * script on stdin, for tests/integration/kv_etcd.sh. One command a line;
  * every result is one line on stdout ("ERR <ECODE> <message>" on failure;
  * the script goes on):
@@ -30,7 +30,7 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "common/meta/kv_internal.h"
+#include "common/meta/tkv/kv.h"
 #include "common/meta/meta_internal.h"
 
 static const struct jo_kv_transport *kv = &jo_kv_etcd;

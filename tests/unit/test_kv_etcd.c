@@ -1,5 +1,5 @@
 /*
- * test_kv_etcd: the pure parts of the etcd transport (kv_etcd_internal.h):
+ * test_kv_etcd: the pure parts of the etcd transport (tkv/etcd_internal.h):
  * base64, the TLS query, Range/Txn bodies and replies, error classes, and a
  * transaction's buffers (read-your-writes, compares, the commit Txn and
  * etcd's limits). No server: tests/integration/kv_etcd.sh drives a real one.
@@ -15,7 +15,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
-#include "common/meta/kv_etcd_internal.h"
+#include "common/meta/tkv/etcd_internal.h"
 
 #define B(s) ((const uint8_t *)(s)), (sizeof(s) - 1)  /* bytes */
 #define J(s) (s), (sizeof(s) - 1)                      /* a reply body */

@@ -1,6 +1,6 @@
 /*
  * test_redis_conn.c: the reconnection rules of the redis family's connection
- * (common/meta/redis_conn.c) on a real redis-server child, with the
+ * (common/meta/redis/conn.c) on a real redis-server child, with the
  * handle's connection killed under it (CLIENT KILL, as a sentinel does to a
  * demoted master's clients):
  *   - a read is sent again on a new connection, transparently;
@@ -38,7 +38,7 @@
 #include "common/err.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/redis_internal.h"
+#include "common/meta/redis/internal.h"
 #include "gc_testutil.h"
 
 static struct gct_redis g_redis;

@@ -1,6 +1,6 @@
 /*
  * test_tkv.c: the tkv family (common/meta/tkv*.c) over an in-memory
- * transport that keeps the contract of kv_internal.h (checked commits: a
+ * transport that keeps the contract of tkv/kv.h (checked commits: a
  * key or range read that changed fails the commit; per-transaction limits
  * of 128 checks and 128 writes, as etcd's; snapshot scans), so the family's
  * logic is tested apart from any store: reads of the B.2 layout, deleteChunk
@@ -26,7 +26,7 @@
 #include "common/meta/meta_compact.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/meta_mut.h"
-#include "common/meta/tkv_internal.h"
+#include "common/meta/tkv/internal.h"
 
 /* ---------------------------------------------------------------- the store */
 

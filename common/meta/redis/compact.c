@@ -11,7 +11,7 @@
 #include "common/jfs/jfs.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/meta_mut.h"
-#include "common/meta/redis_internal.h"
+#include "common/meta/redis/internal.h"
 
 #define TXN_RETRIES 50   /* as JuiceFS retries its optimistic transactions */
 

@@ -1,5 +1,5 @@
 /*
- * redis_conn.c: the connection of a redis-family handle: standalone Redis,
+ * redis/conn.c: the connection of a redis-family handle: standalone Redis,
  * Sentinel (the master found through the sentinels, found again after a
  * failover) and Cluster (the master of the volume's one slot, MOVED/ASK
  * followed), each in plain TCP or TLS.
@@ -34,7 +34,7 @@
  * epoch, never while a failover of it is under way.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/redis_internal.h"
+#include "common/meta/redis/internal.h"
 
 #include "common/err.h"
 

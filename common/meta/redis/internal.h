@@ -1,6 +1,6 @@
 /*
- * redis_internal.h: the pieces of the redis family (redis_conn.c, meta_redis.c,
- * mut_redis.c, rm_redis.c, compact_redis.c) that its files share.
+ * redis/internal.h: the pieces of the redis family (redis/conn.c, redis/read.c,
+ * redis/mut.c, redis/rm.c, redis/compact.c) that its files share.
  */
 #ifndef JO_META_REDIS_INTERNAL_H
 #define JO_META_REDIS_INTERNAL_H
@@ -17,7 +17,7 @@ struct jo_meta;
 struct redisReply;
 
 /*
- * The connection (redis_conn.c): standalone, Sentinel or Cluster, plain or
+ * The connection (redis/conn.c): standalone, Sentinel or Cluster, plain or
  * TLS. Commands use hiredis's format strings, with every key written as
  * %K<key> (%K is the Cluster hash-tag prefix "{DB}", empty elsewhere).
  * jo_rd_command and jo_rd_get_reply are redisCommand and redisGetReply
@@ -98,7 +98,7 @@ int jo_rd_exec(struct jo_meta *m, size_t nq, struct redisReply **exec, struct jo
 extern const struct jo_mut_ops jo_rd_mut_ops;
 extern const struct jo_compact_ops jo_rd_compact_ops;
 
-/* Trash-entry removal (rm_redis.c). */
+/* Trash-entry removal (redis/rm.c). */
 int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
 int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,

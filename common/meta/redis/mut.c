@@ -1,5 +1,5 @@
 /*
- * mut_redis.c: the Redis side of meta_mut.h. Transactions copy JuiceFS's own
+ * redis/mut.c: the Redis side of meta_mut.h. Transactions copy JuiceFS's own
  * (pkg/meta/redis.go): WATCH the same key, read, MULTI/EXEC, retried up to 50
  * times when EXEC is aborted by a concurrent write. Task records and leases
  * are single Lua scripts (EVAL): atomic on the server, on the server's clock.
@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/err.h"
-#include "common/meta/redis_internal.h"
+#include "common/meta/redis/internal.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/meta_compact.h"
 
@@ -1194,7 +1194,7 @@ const struct jo_mut_ops jo_rd_mut_ops = {
 	.rec_scan = r_rec_scan,
 };
 
-/* ---- shared with compact_redis.c (engine_internal.h) ---- */
+/* ---- shared with redis/compact.c (engine_internal.h) ---- */
 
 int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, const char *what)
 {

@@ -1,12 +1,12 @@
 /*
- * meta_redis.c: the Redis backend's reads (§3 of the format spec) over the
- * connection of redis_conn.c (standalone, Sentinel or Cluster, TLS or not).
+ * redis/read.c: the Redis backend's reads (§3 of the format spec) over the
+ * connection of redis/conn.c (standalone, Sentinel or Cluster, TLS or not).
  * Every key is written %K<key> (the Cluster hash-tag prefix). Every scan is
  * a cursor (SCAN/HSCAN/ZSCAN with COUNT), never KEYS; per-page lookups are
  * pipelined.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/redis_internal.h"
+#include "common/meta/redis/internal.h"
 
 #include "common/err.h"
 

@@ -1,5 +1,5 @@
 /*
- * rm_redis.c: unlink and rmdir of trash entries on Redis, as JuiceFS's
+ * redis/rm.c: unlink and rmdir of trash entries on Redis, as JuiceFS's
  * doUnlink/doRmdir (pkg/meta/redis.go) run them when the trash is skipped
  * and the caller is root: the same WATCHed keys, the same reads, the same
  * MULTI block, retried while EXEC is aborted by a concurrent writer.
@@ -18,7 +18,7 @@
 #include <time.h>
 
 #include "common/err.h"
-#include "common/meta/redis_internal.h"
+#include "common/meta/redis/internal.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
 

@@ -1,5 +1,5 @@
 /*
- * sql_compact.c: compaction bookkeeping in the sql family (spec §6.5, §4.5,
+ * sql/compact.c: compaction bookkeeping in the sql family (spec §6.5, §4.5,
  * §3.11; juicefs-engines.md A.4, A.5), as juicefs's doCompactChunk and
  * incrCounter run it: the chunk row is locked first (FOR UPDATE), then the
  * chunk_ref rows; never a node row after a chunk row. Each transaction is
@@ -14,7 +14,7 @@
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 /* nextChunk += n: read it FOR UPDATE, then UPDATE it, or INSERT it if missing. */
 static int alloc_once(struct jo_meta *m, uint32_t n, uint64_t *first, struct jo_err *err)

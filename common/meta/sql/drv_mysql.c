@@ -1,5 +1,5 @@
 /*
- * sqldrv_mysql.c: the MySQL/MariaDB driver of the sql family, over MariaDB
+ * sql/drv_mysql.c: the MySQL/MariaDB driver of the sql family, over MariaDB
  * Connector/C (which speaks to both servers).
  *
  * META-URL -> connection (juicefs-engines.md A.1): user, password, the
@@ -17,7 +17,7 @@
  * a LIMIT) and each read and write waits at most the read/write timeouts.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 #include "common/err.h"
 

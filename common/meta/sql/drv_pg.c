@@ -1,5 +1,5 @@
 /*
- * sqldrv_pg.c: the PostgreSQL driver of the sql family, over libpq.
+ * sql/drv_pg.c: the PostgreSQL driver of the sql family, over libpq.
  *
  * META-URL -> connection (juicefs-engines.md A.1): user, password, host,
  * port and database from the URL; the query's libpq keywords (sslmode,
@@ -16,7 +16,7 @@
  * COMMITTED, as juicefs's; snapshots are REPEATABLE READ, READ ONLY.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 #include "common/err.h"
 

@@ -1,5 +1,5 @@
 /*
- * sqldrv_sqlite.c: the SQLite driver of the sql family. `slices` may be TEXT
+ * sql/drv_sqlite.c: the SQLite driver of the sql family. `slices` may be TEXT
  * after `||` appends, so blobs are always read with sqlite3_column_blob +
  * sqlite3_column_bytes. Read-write transactions are BEGIN IMMEDIATE, which
  * takes the write lock up front (what SELECT ... FOR UPDATE gives juicefs
@@ -7,7 +7,7 @@
  * the transaction tried again.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 #include "common/err.h"
 #include "common/file.h"

@@ -1,8 +1,8 @@
 /*
- * sql_internal.h: the sql family (sql.c reads, sql_mut.c gc mutations,
- * sql_rm.c trash removal, sql_task.c task records, sql_compact.c compaction)
+ * sql/internal.h: the sql family (sql/read.c reads, sql/mut.c gc mutations,
+ * sql/rm.c trash removal, sql/task.c task records, sql/compact.c compaction)
  * and the small driver interface it runs on: one driver per dialect
- * (sqldrv_sqlite.c, sqldrv_pg.c, sqldrv_mysql.c). The family's SQL is the
+ * (sql/drv_sqlite.c, sql/drv_pg.c, sql/drv_mysql.c). The family's SQL is the
  * same text on every dialect except for the few strings of struct
  * jo_sql_dialect; adding a dialect is a driver file and a dialect table.
  *
@@ -87,7 +87,7 @@ extern const struct jo_sql_driver jo_sqldrv_sqlite;
 extern const struct jo_sql_driver jo_sqldrv_pg;
 extern const struct jo_sql_driver jo_sqldrv_mysql;
 
-/* ---- the family's helpers (sql.c) */
+/* ---- the family's helpers (sql/read.c) */
 
 /* How many times a transaction is tried, as juicefs tries its own. */
 #define JO_SQL_TXN_TRIES 50
@@ -158,7 +158,7 @@ int jo_sql_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t n
 		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
 int jo_sql_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-/* Task records (sql_task.c), entries of jo_sql_mut_ops. */
+/* Task records (sql/task.c), entries of jo_sql_mut_ops. */
 int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
 int jo_sql_task_add(struct jo_meta *m, const char *ns, const char *kind,
 		    const char *const *items, size_t n, int64_t *task_id, size_t *added,

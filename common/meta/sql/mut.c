@@ -1,5 +1,5 @@
 /*
- * sql_mut.c: the gc mutations of the sql family (meta_mut.h), as juicefs's
+ * sql/mut.c: the gc mutations of the sql family (meta_mut.h), as juicefs's
  * pkg/meta/sql.go runs them: the same rows read and written, the same
  * FOR UPDATE row locks on PostgreSQL and MySQL (SQLite takes its write lock
  * at BEGIN IMMEDIATE instead), and every transaction tried again while it
@@ -14,7 +14,7 @@
 #include "common/err.h"
 #include "common/meta/meta_compact.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 /* refs of slice id; *exists false when no row. */
 static int get_refs(struct jo_meta *m, uint64_t id, int64_t *refs, bool *exists,

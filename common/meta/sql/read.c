@@ -1,5 +1,5 @@
 /*
- * sql.c: the sql family's core (connection, templates, transactions) and its
+ * sql/read.c: the sql family's core (connection, templates, transactions) and its
  * reads (jfs_* tables, §4 of the format spec and juicefs-engines.md A.2).
  * Times in jfs_node are microseconds; refs are real counts; counters hold the
  * next free id. Integer columns are signed on PostgreSQL and MySQL (uint32
@@ -11,7 +11,7 @@
  * call reads on the same handle (they run inside that snapshot).
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 #include "common/err.h"
 

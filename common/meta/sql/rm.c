@@ -1,5 +1,5 @@
 /*
- * sql_rm.c: unlink and rmdir of trash entries in the sql family, as
+ * sql/rm.c: unlink and rmdir of trash entries in the sql family, as
  * juicefs's doUnlink/doRmdir (pkg/meta/sql.go) run them when the trash is
  * skipped and the caller is root: the same rows read and written, the
  * entry's node read FOR UPDATE, in one transaction that is tried again on a
@@ -17,7 +17,7 @@
 #include "common/err.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 #define FLAG_IMMUTABLE 1
 #define FLAG_APPEND 2

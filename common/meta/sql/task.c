@@ -1,5 +1,5 @@
 /*
- * sql_task.c: jfsops's task records and leases in the sql family, in two
+ * sql/task.c: jfsops's task records and leases in the sql family, in two
  * tables of our own next to the volume's (names from '#' in the templates:
  * jfsops_[X_]{ns}_task and jfsops_[X_]{ns}_item):
  *   task (id, kind, items, owner, expire ms, attempts, created ms)
@@ -20,7 +20,7 @@
 
 #include "common/err.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/sql_internal.h"
+#include "common/meta/sql/internal.h"
 
 static int64_t now_ms(void)
 {

@@ -1,5 +1,5 @@
 /*
- * tkv_compact.c: compaction bookkeeping in the tkv family, as juicefs's
+ * tkv/compact.c: compaction bookkeeping in the tkv family, as juicefs's
  * doCompactChunk and incrCounter run it on the tkv layout (spec B.2, B.4
  * step 5): one transaction re-reads the chunk and checks that it still
  * starts with the records read, writes the chunk with the new record, the
@@ -18,7 +18,7 @@
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/tkv_internal.h"
+#include "common/meta/tkv/internal.h"
 
 struct alloc {
 	uint32_t n;

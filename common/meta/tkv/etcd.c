@@ -1,5 +1,5 @@
 /*
- * kv_etcd.c: the etcd transport of the tkv family (kv_internal.h), through
+ * tkv/etcd.c: the etcd transport of the tkv family (tkv/kv.h), through
  * etcd's v3 API as its HTTP/1.1 JSON gateway serves it (POST /v3/kv/range,
  * /v3/kv/txn, /v3/auth/authenticate, /v3/maintenance/status), over one
  * kept-alive libcurl easy handle per connection; jansson for the JSON,
@@ -24,8 +24,8 @@
  * not at all when created later); a revision compacted mid-scan fails the
  * scan.
  */
-#include "common/meta/kv_internal.h"
-#include "common/meta/kv_etcd_internal.h"
+#include "common/meta/tkv/kv.h"
+#include "common/meta/tkv/etcd_internal.h"
 
 #include <errno.h>
 #include <limits.h>

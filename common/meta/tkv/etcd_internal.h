@@ -1,9 +1,9 @@
 /*
- * kv_etcd_internal.h: the pure parts of the etcd transport (kv_etcd.c),
+ * tkv/etcd_internal.h: the pure parts of the etcd transport (tkv/etcd.c),
  * declared here for its unit test (tests/unit/test_kv_etcd.c): base64, the
  * META-URL query's TLS keys, a transaction's buffers (keys and ranges read,
  * writes buffered) and the JSON bodies and replies of etcd's v3 gateway.
- * Nothing here does I/O. Only kv_etcd.c and its test include this.
+ * Nothing here does I/O. Only tkv/etcd.c and its test include this.
  *
  * Keys of ranges: [start, end) with end of length 0 meaning "every key from
  * start on" (etcd's range_end "\0"); an empty start is the first key there

@@ -1,9 +1,9 @@
 /*
- * tkv_internal.h: the tkv family: the key layout TiKV, etcd and FoundationDB
+ * tkv/internal.h: the tkv family: the key layout TiKV, etcd and FoundationDB
  * share (spec juicefs-engines.md B.2), written once over the key-value
- * transaction interface of kv_internal.h. Files: tkv.c (connection, keys,
- * transactions, reads), tkv_mut.c (gc mutations), tkv_rm.c (trash
- * unlink/rmdir), tkv_task.c (task records), tkv_compact.c (compaction).
+ * transaction interface of tkv/kv.h. Files: tkv/read.c (connection, keys,
+ * transactions, reads), tkv/mut.c (gc mutations), tkv/rm.c (trash
+ * unlink/rmdir), tkv/task.c (task records), tkv/compact.c (compaction).
  *
  * Byte order (B.2): inode numbers inside keys are little-endian; everything
  * else in keys is big-endian; values are big-endian except the counters
@@ -25,7 +25,7 @@
 #include <stdint.h>
 
 #include "common/meta/engine_internal.h"
-#include "common/meta/kv_internal.h"
+#include "common/meta/tkv/kv.h"
 
 struct jo_err;
 struct jo_meta;

@@ -1,7 +1,7 @@
 /*
- * kv_internal.h: the key-value transaction interface that the tkv family
- * (tkv*.c: the key layout TiKV, etcd and FoundationDB share, spec
- * juicefs-engines.md part B) runs on. One transport per store: kv_etcd.c
+ * tkv/kv.h: the key-value transaction interface that the tkv family
+ * (the files of tkv/: the key layout TiKV, etcd and FoundationDB share, spec
+ * juicefs-engines.md part B) runs on. One transport per store: tkv/etcd.c
  * (etcd's v3 API through its JSON gateway); a TiKV or FoundationDB
  * transport is one more file behind this table (docs/tkv-transports.md).
  *

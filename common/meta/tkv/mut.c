@@ -1,5 +1,5 @@
 /*
- * tkv_mut.c: the gc mutations of the tkv family (meta_mut.h), as juicefs's
+ * tkv/mut.c: the gc mutations of the tkv family (meta_mut.h), as juicefs's
  * pkg/meta/tkv.go runs them: deleteChunk deletes the chunk key and takes one
  * reference (K, le64 = refs - 1) per record; delayed-slice cleanup takes one
  * per 12-byte record and deletes the L key; a slice whose K fell below zero
@@ -21,7 +21,7 @@
 
 #include "common/err.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/tkv_internal.h"
+#include "common/meta/tkv/internal.h"
 
 /* ---- reference decrements of the last records of a list */
 

@@ -1,5 +1,5 @@
 /*
- * tkv.c: the tkv family's core (connection, keys, transactions) and its
+ * tkv/read.c: the tkv family's core (connection, keys, transactions) and its
  * reads, on the key layout of spec juicefs-engines.md B.2.
  *
  * Every scan reads one snapshot of the store (etcd: one revision) page by
@@ -10,7 +10,7 @@
  * scan. Scan callbacks may read through the same handle.
  */
 #include "common/meta/meta_internal.h"
-#include "common/meta/tkv_internal.h"
+#include "common/meta/tkv/internal.h"
 
 #include "common/err.h"
 

@@ -1,5 +1,5 @@
 /*
- * tkv_rm.c: unlink and rmdir of trash entries in the tkv family, as juicefs's
+ * tkv/rm.c: unlink and rmdir of trash entries in the tkv family, as juicefs's
  * doUnlink/doRmdir (pkg/meta/tkv.go) run them when the trash is skipped and
  * the caller is root: the same keys read and written in one transaction,
  * tried again while another writer changes one of them. juicefs adds the
@@ -22,7 +22,7 @@
 #include "common/err.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/tkv_internal.h"
+#include "common/meta/tkv/internal.h"
 
 #define FLAG_IMMUTABLE 1
 #define FLAG_APPEND 2

@@ -1,5 +1,5 @@
 /*
- * tkv_task.c: jfsops's task records and leases in the tkv family, under the
+ * tkv/task.c: jfsops's task records and leases in the tkv family, under the
  * volume's prefix in keys juicefs never uses (its families are upper-case
  * letters and "setting"):
  *   P "jfsops/" ns "/next"             le64, the last task id given out
@@ -23,7 +23,7 @@
 
 #include "common/err.h"
 #include "common/meta/meta_internal.h"
-#include "common/meta/tkv_internal.h"
+#include "common/meta/tkv/internal.h"
 
 static int64_t now_ms(void)
 {
