@@ -1,6 +1,6 @@
 /*
  * redis/internal.h: the pieces of the redis family (redis/conn.c, redis/read.c,
- * redis/mut.c, redis/rm.c, redis/compact.c) that its files share.
+ * redis/mut.c, redis/task.c, redis/rm.c, redis/compact.c) that its files share.
  */
 #ifndef JO_META_REDIS_INTERNAL_H
 #define JO_META_REDIS_INTERNAL_H
@@ -97,6 +97,45 @@ int jo_rd_exec(struct jo_meta *m, size_t nq, struct redisReply **exec, struct jo
 /* The family's section tables. */
 extern const struct jo_mut_ops jo_rd_mut_ops;
 extern const struct jo_compact_ops jo_rd_compact_ops;
+
+/* Shared by redis/mut.c and redis/task.c: run a command that must succeed
+ * (fmt names it in the error); the [cursor, [elements]] page of a SCAN,
+ * HSCAN or ZSCAN (cursor: 32 bytes; NULL with r freed and err set when it
+ * has another shape); an integer reply, or a decimal string one. */
+int jo_rd_cmd_ok(struct jo_meta *m, struct jo_err *err, const char *fmt, ...);
+struct redisReply *jo_rd_scan_page(struct jo_meta *m, struct redisReply *r, const char *cmd,
+				   char *cursor, struct jo_err *err);
+int jo_rd_reply_i64(const struct redisReply *r, int64_t *out);
+
+/* Task records and leases, records beside them (redis/task.c): the
+ * meta_mut.h jo_mut_task_* and jo_mut_rec_* of the family. */
+struct jo_mut_task;
+struct jo_mut_rec_cond;
+int jo_rd_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
+int jo_rd_task_add(struct jo_meta *m, const char *ns, const char *kind,
+		   const char *const *items, size_t n, int64_t *task_id, size_t *added,
+		   struct jo_err *err);
+int jo_rd_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
+		     struct jo_mut_task *out, struct jo_err *err);
+int jo_rd_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+		     int64_t lease_ms, int64_t *expire_ms, struct jo_err *err);
+int jo_rd_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+		       struct jo_err *err);
+int jo_rd_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
+			struct jo_err *err);
+int jo_rd_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
+		     struct jo_err *err);
+int jo_rd_task_scan(struct jo_meta *m, const char *ns,
+		    int (*cb)(const struct jo_mut_task *t, void *payload), void *payload,
+		    struct jo_err *err);
+int jo_rd_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
+int jo_rd_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
+		  const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
+int jo_rd_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
+		  struct jo_err *err);
+int jo_rd_rec_scan(struct jo_meta *m, const char *ns, const char *prefix,
+		   int (*cb)(const char *key, const char *val, void *payload), void *payload,
+		   struct jo_err *err);
 
 /* Trash-entry removal (redis/rm.c). */
 int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
