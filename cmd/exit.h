@@ -9,7 +9,6 @@
 #ifndef JO_EXIT_H
 #define JO_EXIT_H
 
-/* clang-format off */
 #define JO_EXIT_CODES(X) \
 	X(JO_EXIT_OK, 0, "ok", "success, nothing to report") \
 	X(JO_EXIT_FOUND, 1, "found something (leaks, missing objects, differences)", "ran fine and found something (leaks, missing objects, differences)") \
@@ -27,7 +26,6 @@
 	X(JO_EXIT_SIGINT, 130, "interrupted by SIGINT", "interrupted by SIGINT") \
 	X(JO_EXIT_SIGPIPE, 141, "stdout closed by its reader (`| head`): a quiet stop", "stdout was closed by its reader (as `jfsops cat ... | head` does): a quiet stop, as when SIGPIPE stops a program") \
 	X(JO_EXIT_SIGTERM, 143, "interrupted by SIGTERM", "interrupted by SIGTERM (what systemd and `timeout` send)")
-/* clang-format on */
 
 enum jo_exit {
 #define JO_EXIT_ENUM(name, code, brief, full) name = code,
