@@ -4,7 +4,8 @@
 usage: exit_codes.py REPO [--write] [--bin JFSOPS]
 
 cmd/exit.h lists every code once, X(NAME, CODE, "brief", "full"), in
-JO_EXIT_CODES. From it:
+JO_EXIT_CODES (an entry may span lines, a text be split into adjacent
+literals). From it:
   - every markdown file under REPO (README.md, docs/, bench/, ...) that holds
     the markers <!-- exit-codes: begin --> ... <!-- exit-codes: end --> gets
     the table of codes and full texts between them (--write rewrites them;
@@ -26,13 +27,15 @@ BEGIN = "<!-- exit-codes: begin -->"
 END = "<!-- exit-codes: end -->"
 NOTE = "<!-- generated from cmd/exit.h by tests/tools/exit_codes.py: do not edit -->"
 C_STR = r'"(?:[^"\\]|\\.)*"'
-ENTRY = re.compile(r"X\(\s*(JO_EXIT_\w+)\s*,\s*(\d+)\s*,\s*(" + C_STR + r")\s*,\s*(" + C_STR + r")\s*\)")
+STRS = r"((?:" + C_STR + r"\s*)+)"
+ENTRY = re.compile(r"X\(\s*(JO_EXIT_\w+)\s*,\s*(\d+)\s*,\s*" + STRS + r",\s*" + STRS + r"\)")
 SKIP_DIRS = {".git", ".venv", "build", "build-asan", "node_modules", "demo"}
 
 
-def c_string(lit):
-    body = lit[1:-1]
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), body)
+def c_strings(lits):
+    """the text of adjacent C string literals"""
+    return "".join(re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), lit[1:-1])
+                   for lit in re.findall(C_STR, lits))
 
 
 def codes(repo):
@@ -40,8 +43,9 @@ def codes(repo):
     m = re.search(r"#define JO_EXIT_CODES\(X\)((?:.*\\\n)*.*\n)", text)
     if not m:
         sys.exit("exit_codes: cmd/exit.h has no JO_EXIT_CODES(X) list")
-    out = [(n, int(c), c_string(b), c_string(f)) for n, c, b, f in ENTRY.findall(m.group(1))]
-    if len(out) != m.group(1).count("X("):
+    body = m.group(1).replace("\\\n", " ")
+    out = [(n, int(c), c_strings(b), c_strings(f)) for n, c, b, f in ENTRY.findall(body)]
+    if len(out) != body.count("X("):
         sys.exit("exit_codes: an entry of JO_EXIT_CODES is not X(NAME, CODE, \"brief\", \"full\")")
     nums = [c for _, c, _, _ in out]
     if nums != sorted(set(nums)):
