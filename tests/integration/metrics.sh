@@ -8,7 +8,9 @@
 # Then the alert's view: a failure before the start (no such database), a
 # failure midway (the bucket gone) and a usage error keep the last success
 # (to the digit) and the labels; a second volume and a second sync job write
-# series of their own. A SQLite + file-storage volume, no servers.
+# series of their own. Then the Grafana dashboard (docs/grafana/jfsops.json):
+# every metric and label it queries is one these runs wrote
+# (tests/tools/dashcheck.py). A SQLite + file-storage volume, no servers.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
@@ -68,6 +70,10 @@ for c in "${has_metrics[@]}"; do
 	ls "$JO_T" | grep -E "^$c\.prom.+" && bad "$c: a temporary metrics file was left behind"
 done
 
+# the files of these successful runs, for the dashboard check at the end
+mkdir -p "$JO_T/ok"
+cp "$JO_T"/*.prom "$JO_T/ok/"
+
 # the last success survives failed runs, at full precision, with its labels
 pc() { "$PY" "$JO_REPO/tests/tools/promcheck.py" "$@"; }
 last_ok() { "$PY" "$JO_REPO/tests/tools/promcheck.py" -v "$1" "$2" |
@@ -106,6 +112,10 @@ j2=$("$PY" "$JO_REPO/tests/tools/promcheck.py" -v sync "$JO_T/sync2.prom" |
 case $j2 in sync-????????????????) ;; *) bad "sync without --job: job label '$j2', want sync-HASH" ;; esac
 pc sync "$JO_T/sync2.prom" exit=0 job="$j2" || bad "sync: the default job label is not on every sample"
 [ "$(cat "$JO_T"/*.prom | grep -c '_total')" = 0 ] || bad "a per-run value is still a counter (_total)"
+# the Grafana dashboard of docs/ queries only metrics and labels these runs wrote
+"$PY" "$JO_REPO/tests/tools/dashcheck.py" "$JO_REPO/docs/grafana/jfsops.json" \
+	"$JO_T"/ok/*.prom "$JO_T/gc2.prom" "$JO_T/sync2.prom" ||
+	bad "docs/grafana/jfsops.json queries what jfsops does not write"
 
 if [ "$fails" -gt 0 ]; then
 	echo "metrics: $fails failure(s)"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The cron and systemd recipes of the README ("Running it in production"),
+# The cron and systemd recipes of docs/operations.md ("Running it in production"),
 # run as written against real services: each recipe is extracted from the
 # markdown between its <!-- recipe: ... --> markers (tests/tools/recipes.py),
 # the example addresses are replaced by those of a test volume, and the
@@ -9,7 +9,7 @@
 # required keys). Metrics files are validated with prometheus_client.
 # A recipe whose command or flag the binary lacks FAILS (never skipped).
 #
-# JO_RECIPES_MD=FILE reads the recipes from FILE instead of README.md.
+# JO_RECIPES_MD=FILE reads the recipes from FILE instead of docs/operations.md.
 # Ports: JO_PORT_BASE +0 (redis), +10..+13 (SeaweedFS), +4 (rclone serve s3),
 # +30.. (juicefs metrics).
 set -euo pipefail
@@ -19,7 +19,7 @@ JO_PORT_BASE=${JO_PORT_BASE:-9660}
 jo_setup
 B=$JO_BIN
 PY=$JO_VENV/bin/python
-MD=${JO_RECIPES_MD:-$JO_REPO/README.md}
+MD=${JO_RECIPES_MD:-$JO_REPO/docs/operations.md}
 [ -f "$MD" ] || jo_die "no $MD"
 
 start_redis "${JO_RECIPES_REDIS:-$((JO_PORT_BASE + 0))}"
@@ -42,7 +42,7 @@ for i in 1 2 3 4; do
 		train-data "shard/obj$i" "$JO_T/obj$i" >/dev/null
 done
 
-# substitutions: the README's example addresses -> this test bed, per host
+# substitutions: the recipes' example addresses -> this test bed, per host
 subst() { # HOST
 	local h=$JO_T/$1
 	mkdir -p "$h/textfile" "$h/log" "$h/lib/leakcheck" "$h/lock" "$JO_T/etc/jfsops"
@@ -112,7 +112,7 @@ if out=$("$B" config show --config "$cfg" --profile src 2>&1); then
 	echo "$out" | grep -qE '^secret_key +\*\*\*\* ' || bad "config: show does not print the secret key as **** only: $(echo "$out" | grep '^secret_key')"
 	echo "ok   config (config show --profile src)"
 else
-	bad "config: jfsops config show refuses the README's file: $out"
+	bad "config: jfsops config show refuses the recipe's file: $out"
 fi
 chmod 644 "$cfg"
 if "$B" config show --config "$cfg" --profile src >/dev/null 2>"$JO_T/loose.err"; then

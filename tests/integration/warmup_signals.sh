@@ -1,6 +1,6 @@
 #!/bin/bash
 # warmup_signals.sh: `jfsops warmup` interrupted while it waits for its range
-# list exits 143 (SIGTERM) / 130 (SIGINT), as the README's exit codes say,
+# list exits 143 (SIGTERM) / 130 (SIGINT), as docs/exit-codes.md says,
 # and says it was interrupted (not "cannot read ...: Interrupted system
 # call", exit 3). The waits: opening a FIFO nobody writes yet, reading a FIFO
 # whose writer is idle, reading an idle stdin pipe; and --dry-run still

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Extract the recipes of the README (tests/integration/recipes.sh).
+"""Extract the recipes of docs/operations.md (tests/integration/recipes.sh).
 
 usage: recipes.py MARKDOWN OUTDIR SUBST_FILE
 
