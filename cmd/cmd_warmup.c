@@ -23,8 +23,9 @@
 #include <jansson.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "cmd/warmup_internal.h"
 #include "common/cancel.h"
 #include "common/err.h"
@@ -1325,7 +1326,7 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	}
 out:
 	if (metrics && mode != MODE_FOLLOW) {
-		/* main writes the file (cmd/metrics.c); a sample that cannot be
+		/* main writes the file (common/run_metrics.c); a sample that cannot be
 		 * recorded (out of memory) is left out */
 		const struct { const char *what, *help; double v; } m[] = {
 			{ "files", "distinct files of the ranges of the last run", (double)st.ninos },

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
+#include "common/exit.h"
 #include "cmd/proctitle.h"
 #include "common/cancel.h"
 #include "common/log.h"

@@ -34,7 +34,7 @@
 #include <jansson.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
+#include "common/exit.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
@@ -1281,7 +1281,7 @@ static void summary(struct follow *f, const struct jo_ctx *ctx, bool complete, i
 	struct jo_wwin_stats ws;
 
 	jo_wwin_stats(f->w, &ws);
-	/* the envelope every command's summary has (cmd/summary.c); main checks stdout */
+	/* the envelope every command's summary has (common/summary.c); main checks stdout */
 	(void)cmd_summary_emit(ctx, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 					      "s:I,s:I,s:I}", "mode", "follow",
 		       "batches", (json_int_t)ws.batches, "ready",

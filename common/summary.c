@@ -10,7 +10,7 @@
  * with sync's counters. A command builds its counters into an object and
  * hands it to cmd_summary_emit(), which puts the envelope first.
  */
-#include "cmd/cmd.h"
+#include "common/command.h"
 
 #include <stdio.h>
 #include <string.h>

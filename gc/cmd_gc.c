@@ -10,9 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/audit.h"
 #include "common/cancel.h"
 #include "common/err.h"
