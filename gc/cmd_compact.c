@@ -732,7 +732,7 @@ static void print_summary(struct run *r, int exit_code)
 	       os.requests, os.connections);
 }
 
-/* --metrics-file: what this run did (main writes the file, cmd/metrics.c) */
+/* --metrics-file: what this run did (main writes the file, common/run_metrics.c) */
 static void record_metrics(struct run *r)
 {
 	struct cstats *s = &r->st;
