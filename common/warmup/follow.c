@@ -15,7 +15,7 @@
  * channel.
  */
 #define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
-#include "cmd/warmup_internal.h"
+#include "common/warmup/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,16 +33,16 @@
 
 #include <jansson.h>
 
-#include "cmd/cmd.h"
+#include "common/command.h"
 #include "common/exit.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/file.h"
 #include "common/jfs/jfs.h"
-#include "common/warmup.h"
-#include "common/warmup_cache.h"
-#include "common/warmup_window.h"
+#include "common/warmup/warmup.h"
+#include "common/warmup/cache.h"
+#include "common/warmup/window.h"
 
 #define MAX_LINE (1u << 20)
 #define MAX_CLIENTS 64
@@ -114,14 +114,6 @@ struct follow {
 	double t0;
 	int rc;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void emit(json_t *o)
 {
@@ -372,7 +364,7 @@ static void on_ready(struct jo_wwin_batch *bt, void *payload)
 	struct jo_wwin_batch_info bi;
 	struct bt_user *u = *jo_wwin_batch_user(bt);
 	int64_t pos = jo_wwin_position(f->w);
-	double t = now_s();
+	double t = wu_now();
 
 	jo_wwin_batch_info(bt, &bi);
 	if (u)
@@ -595,7 +587,7 @@ static int open_batch(struct follow *f, const char *json_id)
 	f->open_skip_map = passed && !map;
 	if (passed)
 		f->skipped_batches++;
-	f->open_t = now_s();
+	f->open_t = wu_now();
 	free(f->open_json_id);
 	f->open_json_id = NULL;
 	if (json_id && !(f->open_json_id = strdup(json_id)))
@@ -1315,7 +1307,7 @@ int wu_follow(struct wu_state *st, const struct jo_warmup_mount *mi,
 	bool more = false;
 	int rc;
 
-	f.t0 = now_s();
+	f.t0 = wu_now();
 	rc = jo_wwin_new(&f.w, o->ahead, o->evict_done, &st->err);
 	if (rc)
 		goto fail;

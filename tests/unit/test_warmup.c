@@ -21,7 +21,7 @@
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
-#include "common/warmup.h"
+#include "common/warmup/warmup.h"
 
 #define MiB (1u << 20)
 #define KiB (1u << 10)

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "common/err.h"
-#include "common/warmup_cache.h"
+#include "common/warmup/cache.h"
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)

@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "common/err.h"
-#include "common/warmup.h"
-#include "common/warmup_window.h"
+#include "common/warmup/warmup.h"
+#include "common/warmup/window.h"
 
 #define BS (4u << 20)
 
