@@ -1,8 +1,9 @@
 /*
  * cmd.h: the command table's entry-point signature and the commands of cmd/.
  * Each command parses its own flags (getopt_long) with argv[0] = the command
- * name, returns an exit code from common/exit.h and never calls exit(). The context and the helpers every command shares are
- * the library's (common/command.h): feature folders hold commands too.
+ * name, returns an exit code from common/exit.h and never calls exit(). The
+ * context and the helpers every command shares are the library's
+ * (common/command.h): feature folders hold commands too.
  */
 #ifndef JO_CMD_H
 #define JO_CMD_H
