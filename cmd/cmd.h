@@ -1,8 +1,9 @@
 /*
- * cmd.h: the command table's entry-point signature and the context every
- * command receives. Each command parses its own flags (getopt_long) with
- * argv[0] = the command name, returns an exit code from cmd/exit.h and never
- * calls exit().
+ * cmd.h: the command table's entry-point signature and the commands of cmd/.
+ * Each command parses its own flags (getopt_long) with argv[0] = the command
+ * name, returns an exit code from common/exit.h and never calls exit(). The
+ * context and the helpers every command shares are the library's
+ * (common/command.h): feature folders hold commands too.
  */
 #ifndef JO_CMD_H
 #define JO_CMD_H
@@ -10,76 +11,23 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct jo_vol;
-struct jo_err;
-struct jo_metrics;
-
-struct jo_ctx {
-	const char *prog;   /* "jfsops" */
-	const char *cmd;    /* the command name */
-	bool json;          /* --json: JSON lines on stdout */
-	bool quiet;         /* -q: no progress, warnings only */
-	bool tty;           /* stderr is a terminal: live progress allowed */
-	/*
-	 * --metrics-file (cmd/metrics.c): the command sets metrics_path once its
-	 * options are parsed; main writes the file when it returns.
-	 */
-	const char *metrics_path;
-	struct jo_metrics *mx;   /* the run's values (cmd_metric), or NULL */
-	char mx_volume[128];     /* label volume="..." (cmd_open_volume sets it) */
-	char mx_job[128];        /* label job="..." (sync) */
-	int64_t started;         /* unix seconds at the start of the command */
-	double t0;               /* monotonic seconds at the start */
-};
+#include "common/command.h"
+/* the commands of the feature folders */
+#include "gc/compact.h"
+#include "gc/gc.h"
+#include "lanceparse/lance.h"
+#include "leakcheck/leak.h"
+#include "sync/sync.h"
+#include "trash/trash.h"
+#include "usage/export.h"
+#include "usage/usage.h"
 
 typedef int (*jo_cmd_fn)(int argc, char **argv, struct jo_ctx *ctx);
 
 int cmd_info(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_cat(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_gc(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_sync(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_compact(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_lance(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx);
 int cmd_config(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_usage(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_export(int argc, char **argv, struct jo_ctx *ctx);
-int cmd_trash(int argc, char **argv, struct jo_ctx *ctx);
-
-/*
- * Print "jfsops CMD: <msg>" for err on stderr and return the exit code that
- * matches err->code (cmd/exit.h).
- */
-int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err);
-/* Remember the command's argv, so usage errors can name a refused option. */
-void cmd_set_args(int argc, char **argv);
-/*
- * Metrics of the run (cmd/metrics.c): cmd_metric() records a per-run value
- * as the gauge jfsops_<cmd>_last_run_<what>, cmd_metric_state() a state
- * after the run as jfsops_<cmd>_<what>; labels NULL or `k="v"`. Negative
- * JO_E* on failure (out of memory), which a command may ignore: the file
- * then lacks that sample. cmd_metrics_finish() is main's.
- */
-int cmd_metric(struct jo_ctx *ctx, const char *what, const char *help, const char *labels,
-	       double v);
-int cmd_metric_state(struct jo_ctx *ctx, const char *what, const char *help, const char *labels,
-		     double v);
-void cmd_metrics_volume(struct jo_ctx *ctx, const char *name);
-void cmd_metrics_job(struct jo_ctx *ctx, const char *job);
-int cmd_metrics_finish(struct jo_ctx *ctx, int exit_code);
-/*
- * Print the --json summary record (cmd/summary.c): the envelope every
- * command shares (type, command, version, volume, complete, exit, elapsed_s,
- * started, finished; docs/json/summary.schema.json), then the command's own
- * fields from counters, which it takes (decref'd; NULL-safe for jansson).
- * 0, or -1 when stdout failed.
- */
-typedef struct json_t json_t;
-int cmd_summary_emit(const struct jo_ctx *ctx, json_t *counters, bool complete, int exit_code);
-/* Print a usage error and return JO_EXIT_USAGE. */
-int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
 
 #endif

@@ -7,8 +7,9 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 

@@ -13,8 +13,8 @@
 #include <jansson.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/exit.h"
+#include "common/volume.h"
 #include "common/config.h"
 #include "common/err.h"
 #include "common/esc.h"
@@ -56,7 +56,7 @@ static const char doctor_usage[] =
 
 enum verdict { OK, WARN, FAIL };
 
-/* doctor's own exit codes, next to cmd/exit.h's */
+/* doctor's own exit codes, next to common/exit.h's */
 enum { DOCTOR_EXIT_META_AUTH = JO_EXIT_META_AUTH, DOCTOR_EXIT_CLOCK = JO_EXIT_CLOCK };
 
 struct doc {

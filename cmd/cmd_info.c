@@ -8,8 +8,8 @@
 #include <jansson.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/exit.h"
+#include "common/volume.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/jfs/jfs.h"

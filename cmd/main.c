@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "cmd/cmd.h"
-#include "cmd/exit.h"
+#include "common/exit.h"
 #include "cmd/proctitle.h"
 #include "common/cancel.h"
 #include "common/log.h"
@@ -103,7 +103,7 @@ static void usage(FILE *f)
 		"      --list-commands    print the command names, one per line\n"
 		"\n"
 		"Exit codes:\n");
-	/* the one list of cmd/exit.h, as docs/exit-codes.md */
+	/* the one list of common/exit.h, as docs/exit-codes.md */
 #define JO_EXIT_HELP(name, code, brief, full) fprintf(f, "  %3d  %s\n", code, brief);
 	JO_EXIT_CODES(JO_EXIT_HELP)
 #undef JO_EXIT_HELP

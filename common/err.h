@@ -4,7 +4,7 @@
  *
  * Library functions return 0 on success and a negative JO_E* code on failure,
  * with the details written into a caller-owned struct jo_err. Codes are only
- * ever appended, never renumbered: cmd/exit.h maps each to an exit status.
+ * ever appended, never renumbered: common/exit.h maps each to an exit status.
  * Messages never contain secrets (credentials are redacted at the source).
  */
 #ifndef JO_ERR_H

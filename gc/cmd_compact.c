@@ -12,9 +12,10 @@
 
 #include <jansson.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
@@ -731,7 +732,7 @@ static void print_summary(struct run *r, int exit_code)
 	       os.requests, os.connections);
 }
 
-/* --metrics-file: what this run did (main writes the file, cmd/metrics.c) */
+/* --metrics-file: what this run did (main writes the file, common/run_metrics.c) */
 static void record_metrics(struct run *r)
 {
 	struct cstats *s = &r->st;

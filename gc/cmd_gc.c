@@ -10,9 +10,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/audit.h"
 #include "common/cancel.h"
 #include "common/err.h"
@@ -247,7 +248,7 @@ static void say_incomplete(const struct jo_ctx *ctx, bool in_plan, bool del)
 			"recorded for the next run\n", ctx->prog, ctx->cmd);
 }
 
-/* --metrics-file: what this run did (main writes the file, cmd/metrics.c) */
+/* --metrics-file: what this run did (main writes the file, common/run_metrics.c) */
 static void record_metrics(struct jo_ctx *ctx, bool del, const struct gc_stats *s, int64_t left,
 			   int64_t leased)
 {

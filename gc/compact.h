@@ -82,4 +82,8 @@ struct compact_audit {
 int compact_chunk(struct jo_vol *v, uint64_t ino, uint32_t indx, const struct compact_audit *au,
 		  struct compact_result *res, struct jo_err *err);
 
+struct jo_ctx;
+/* `jfsops compact` (gc/cmd_compact.c), an entry of cmd/main.c's command table. */
+int cmd_compact(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

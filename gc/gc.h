@@ -92,4 +92,8 @@ int gc_reset_tasks(struct gc_run *r, struct jo_err *err);
 
 #define GC_NS "gc"
 
+struct jo_ctx;
+/* `jfsops gc` (gc/cmd_gc.c), an entry of cmd/main.c's command table. */
+int cmd_gc(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

@@ -298,4 +298,8 @@ int lance_scan_ranges(struct lance_io *io, const struct lance_manifest *m,
  * it lives in a base path outside the dataset. */
 char *lance_datafile_relpath(const struct lance_manifest *m, const struct lance_datafile *df);
 
+struct jo_ctx;
+/* `jfsops lance` (lanceparse/cmd_lance.c), an entry of cmd/main.c's command table. */
+int cmd_lance(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

@@ -10,9 +10,10 @@
 
 #include <jansson.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
@@ -746,7 +747,7 @@ static void print_incomplete(const struct lc_run *r, const struct jo_err *err, i
 
 /*
  * --metrics-file: what this run did (main writes the file and the samples
- * every command has, cmd/metrics.c). A completed check is a success whatever
+ * every command has, common/run_metrics.c). A completed check is a success whatever
  * it found (exit 0 or 1).
  */
 static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool failed)

@@ -272,4 +272,8 @@ int leak_synth_run(uint64_t n, size_t mem, const char *tmp, struct leak_synth_re
 /* The same keys as "ID_INDX" text lines, in generation (unsorted) order. */
 int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, struct jo_err *err);
 
+struct jo_ctx;
+/* `jfsops leakcheck` (leakcheck/cmd_leakcheck.c), an entry of cmd/main.c's command table. */
+int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

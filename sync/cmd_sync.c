@@ -11,9 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/log.h"
@@ -446,7 +447,7 @@ static void print_json_summary(const struct jo_ctx *ctx, const struct jo_sync_si
 
 /*
  * --metrics-file: what this run did (main writes the file and the samples
- * every command has, labelled job=, cmd/metrics.c). A cluster worker's
+ * every command has, labelled job=, common/run_metrics.c). A cluster worker's
  * samples are its share of the job, labelled worker= too.
  */
 static void record_metrics(struct jo_ctx *ctx, const struct jo_sync_opts *o,
@@ -1181,7 +1182,7 @@ out:
 	if (metrics && parsed && !c_status && !metrics_job[0] && sides[0].desc[0] && sides[1].desc[0])
 		default_job(&sides[0], &sides[1], metrics_job, sizeof(metrics_job));
 	if (metrics && parsed && !c_status) {
-		/* main writes the file (cmd/metrics.c), labelled with the job */
+		/* main writes the file (common/run_metrics.c), labelled with the job */
 		ctx->metrics_path = metrics;
 		if (!ctx->mx_job[0] && metrics_job[0])
 			cmd_metrics_job(ctx, metrics_job);

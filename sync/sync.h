@@ -487,4 +487,8 @@ void jo_sync_human(double v, char *out, size_t n);
 
 void jo_sync_filter_fingerprint(const struct jo_sync_filter *f, char out[65]);
 
+struct jo_ctx;
+/* `jfsops sync` (sync/cmd_sync.c), an entry of cmd/main.c's command table. */
+int cmd_sync(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

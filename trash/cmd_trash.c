@@ -21,9 +21,10 @@
 
 #include <jansson.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/meta/meta.h"

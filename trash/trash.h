@@ -26,4 +26,8 @@ int jo_trash_time_parse(const char *s, int64_t *out);
  * is the root: everything is under it. */
 bool jo_trash_path_under(const char *path, const char *prefix);
 
+struct jo_ctx;
+/* `jfsops trash` (trash/cmd_trash.c), an entry of cmd/main.c's command table. */
+int cmd_trash(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

@@ -11,9 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/err.h"
 #include "common/meta/meta.h"
 #include "usage/export.h"
@@ -180,7 +181,7 @@ int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 		json_object_set_new(j, "slices", json_integer((json_int_t)res.slices));
 		json_object_set_new(j, "deleted", json_integer((json_int_t)res.deleted));
 		json_object_set_new(j, "tmp_bytes", json_integer((json_int_t)res.walk.tmp_bytes));
-		/* the envelope every summary has (cmd/summary.c); main checks stdout */
+		/* the envelope every summary has (common/summary.c); main checks stdout */
 		(void)cmd_summary_emit(ctx, j, true, JO_EXIT_OK);
 	} else {
 		printf("exported %" PRIu64 " rows of %" PRIu64 " inodes", res.rows, res.changed_inodes);

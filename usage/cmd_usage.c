@@ -11,9 +11,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
+#include "common/numparse.h"
+#include "common/volume.h"
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/meta/meta.h"
@@ -634,7 +635,7 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 			json_object_set_new(j, "mtime", json_integer(f->mtime));
 			put_json(j);
 		}
-		/* the envelope every summary has (cmd/summary.c) */
+		/* the envelope every summary has (common/summary.c) */
 		rc = cmd_summary_emit(ctx, jsummary(&o, &h, &r, since_path ? &sn : NULL,
 						    (double)(t1.tv_sec - t0.tv_sec) +
 						    (double)(t1.tv_nsec - t0.tv_nsec) / 1e9),

@@ -59,4 +59,8 @@ struct export_result {
 int export_run(struct jo_meta *m, const struct jo_format *f, const struct export_opts *o,
 	       struct export_result *res, struct jo_err *err);
 
+struct jo_ctx;
+/* `jfsops export` (usage/cmd_export.c), an entry of cmd/main.c's command table. */
+int cmd_export(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

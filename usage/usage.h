@@ -145,4 +145,8 @@ void usage_report_release(struct usage_report *r);
  * subtree follows it at once ("/a", "/a/b", "/a-b"). */
 int usage_path_cmp(const char *a, size_t alen, const char *b, size_t blen);
 
+struct jo_ctx;
+/* `jfsops usage` (usage/cmd_usage.c), an entry of cmd/main.c's command table. */
+int cmd_usage(int argc, char **argv, struct jo_ctx *ctx);
+
 #endif

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: warmup's range-list lines (jo_warmup_parse_line,
- * common/warmup.c), every form `--ranges` accepts. The input is split into
+ * common/warmup/warmup.c), every form `--ranges` accepts. The input is split into
  * lines as cmd_warmup reads them (each with its newline). Beyond "does not
  * crash":
  *   - every range has a non-empty path (a JSON line may carry any name
@@ -17,7 +17,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
-#include "common/warmup.h"
+#include "common/warmup/warmup.h"
 #include "tests/fuzz/fuzz_util.h"
 
 struct got {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # run_all: asan
 # Bad input for jfsops info / cat: every case must give exactly one line on
-# stderr, the documented exit code (cmd/exit.h: 2 usage/malformed URL,
+# stderr, the documented exit code (common/exit.h: 2 usage/malformed URL,
 # 5 unreachable, 6 auth, 7 not a JuiceFS volume/corrupt, 8 not found,
 # 9 unsupported), no secret in the message, and nothing written anywhere
 # (metadata databases and buckets are checksummed before and after).

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The exit codes' copies, generated from their one source, cmd/exit.h.
+"""The exit codes' copies, generated from their one source, common/exit.h.
 
 usage: exit_codes.py REPO [--write] [--bin JFSOPS]
 
-cmd/exit.h lists every code once, X(NAME, CODE, "brief", "full"), in
+common/exit.h lists every code once, X(NAME, CODE, "brief", "full"), in
 JO_EXIT_CODES (an entry may span lines, a text be split into adjacent
 literals). From it:
   - every markdown file under REPO (README.md, docs/, bench/, ...) that holds
@@ -25,7 +25,7 @@ import sys
 
 BEGIN = "<!-- exit-codes: begin -->"
 END = "<!-- exit-codes: end -->"
-NOTE = "<!-- generated from cmd/exit.h by tests/tools/exit_codes.py: do not edit -->"
+NOTE = "<!-- generated from common/exit.h by tests/tools/exit_codes.py: do not edit -->"
 C_STR = r'"(?:[^"\\]|\\.)*"'
 STRS = r"((?:" + C_STR + r"\s*)+)"
 ENTRY = re.compile(r"X\(\s*(JO_EXIT_\w+)\s*,\s*(\d+)\s*,\s*" + STRS + r",\s*" + STRS + r"\)")
@@ -39,10 +39,10 @@ def c_strings(lits):
 
 
 def codes(repo):
-    text = open(os.path.join(repo, "cmd", "exit.h"), encoding="utf-8").read()
+    text = open(os.path.join(repo, "common", "exit.h"), encoding="utf-8").read()
     m = re.search(r"#define JO_EXIT_CODES\(X\)((?:.*\\\n)*.*\n)", text)
     if not m:
-        sys.exit("exit_codes: cmd/exit.h has no JO_EXIT_CODES(X) list")
+        sys.exit("exit_codes: common/exit.h has no JO_EXIT_CODES(X) list")
     body = m.group(1).replace("\\\n", " ")
     out = [(n, int(c), c_strings(b), c_strings(f)) for n, c, b, f in ENTRY.findall(body)]
     if len(out) != body.count("X("):
@@ -83,7 +83,7 @@ def check_docs(repo, entries, write):
                 open(path, "w", encoding="utf-8").write(pat.sub(lambda _: want, text))
                 print("exit_codes: wrote %s" % rel)
             else:
-                bad.append("%s: the exit-code table differs from cmd/exit.h "
+                bad.append("%s: the exit-code table differs from common/exit.h "
                            "(run tests/tools/exit_codes.py REPO --write)" % rel)
         # a hand-written copy of the whole list outside a block: rows for
         # 10, 11 and 12 (a command's own table, as doctor's, lists fewer), or
@@ -92,7 +92,7 @@ def check_docs(repo, entries, write):
         if (re.search(r"^\|\s*10\s*\|.*\n\|\s*11\s*\|.*\n\|\s*12\s*\|", rest, re.M)
                 or re.search(r"\b0 ok,\s+1 found", rest)):
             bad.append("%s: a table of exit codes outside an exit-codes block "
-                       "(generate it from cmd/exit.h instead)" % rel)
+                       "(generate it from common/exit.h instead)" % rel)
     if blocks == 0:
         bad.append("no markdown file holds an exit-codes block (docs/exit-codes.md should)")
     return bad
@@ -106,7 +106,7 @@ def check_help(binary, entries):
     want = ["  %3d  %s" % (code, brief) for _, code, brief, _ in entries]
     got = lines[:len(want)]
     if got != want:
-        return ["jfsops --help: exit codes differ from cmd/exit.h:\n  got  %r\n  want %r" % (got, want)]
+        return ["jfsops --help: exit codes differ from common/exit.h:\n  got  %r\n  want %r" % (got, want)]
     return []
 
 
@@ -125,7 +125,7 @@ def main():
         print("exit_codes: " + b)
     if bad:
         sys.exit(1)
-    print("exit_codes: %d codes, every copy matches cmd/exit.h" % len(entries))
+    print("exit_codes: %d codes, every copy matches common/exit.h" % len(entries))
 
 
 if __name__ == "__main__":

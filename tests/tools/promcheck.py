@@ -3,7 +3,7 @@
 
 usage: promcheck.py COMMAND FILE [key=value ...]
 
-The contract (docs/metrics.md, cmd/metrics.c): the file parses as Prometheus
+The contract (docs/metrics.md, common/run_metrics.c): the file parses as Prometheus
 text format; every family has HELP and TYPE; every name is
 jfsops_<COMMAND>_...; every sample is a gauge (a per-run value is
 jfsops_<COMMAND>_last_run_<thing>, nothing is a counter that resets each

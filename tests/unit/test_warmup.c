@@ -21,7 +21,8 @@
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
-#include "common/warmup.h"
+#include "common/warmup/warmup.h"
+#include "support/wu_fixture.h"
 
 #define MiB (1u << 20)
 #define KiB (1u << 10)
@@ -261,19 +262,6 @@ static void map_stops_when_callback_says_so(void **state)
 
 static char vdir[256], vurl[512];
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
-
 static void put_rec(uint8_t *p, const struct jo_slice *s)
 {
 	jo_slice_encode(s, p);
@@ -307,20 +295,10 @@ static void set_chunks(sqlite3 *db, uint64_t ino, uint64_t length, uint32_t indx
 
 static int vol_setup(void **state)
 {
-	const char *e = getenv("JUICEFS"), *data = getenv("JO_TEST_DATA");
 	char jfs[1024];
 
 	(void)state;
-	if (e) {
-		snprintf(jfs, sizeof(jfs), "%s", e);
-	} else {
-		size_t n = data ? strlen(data) : 0;
-
-		if (n >= 11 && strcmp(data + n - 11, "/tests/data") == 0)
-			n -= 11;
-		snprintf(jfs, sizeof(jfs), "%.*s%s.venv/bin/juicefs", (int)n, data ? data : "",
-			 n ? "/" : "");
-	}
+	wu_fx_juicefs(jfs, sizeof(jfs));
 	if (access(jfs, X_OK) != 0) {
 		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
 		return -1; /* a failure, not a skip */
@@ -329,10 +307,10 @@ static int vol_setup(void **state)
 	if (!mkdtemp(vdir))
 		return -1;
 	snprintf(vurl, sizeof(vurl), "sqlite3://%s/m.db", vdir);
-	sh("mkdir -p %s/src && printf hello > %s/src/f", vdir, vdir);
-	sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 0 "
+	wu_fx_sh("mkdir -p %s/src && printf hello > %s/src/f", vdir, vdir);
+	wu_fx_sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 0 "
 	   ">%s/format.log 2>&1", jfs, vurl, vdir, vdir);
-	sh("META=%s '%s' --no-agent sync %s/src/ jfs://META/ >%s/sync.log 2>&1", vurl, jfs, vdir,
+	wu_fx_sh("META=%s '%s' --no-agent sync %s/src/ jfs://META/ >%s/sync.log 2>&1", vurl, jfs, vdir,
 	   vdir);
 	return 0;
 }
@@ -341,7 +319,7 @@ static int vol_teardown(void **state)
 {
 	(void)state;
 	if (vdir[0])
-		sh("rm -rf %s", vdir);
+		wu_fx_sh("rm -rf %s", vdir);
 	return 0;
 }
 
@@ -709,7 +687,7 @@ static void mount_probe_and_stats_read_control_files(void **state)
 	assert_int_equal(jo_warmup_read_byte(p, 3, &err), JO_EPROTO);
 	snprintf(p, sizeof(p), "%s/missing", dir);
 	assert_int_equal(jo_warmup_read_byte(p, 0, &err), JO_ENOTFOUND);
-	sh("rm -rf %s", dir);
+	wu_fx_sh("rm -rf %s", dir);
 }
 
 static void fetcher_reads_and_counts_failures(void **state)
@@ -740,7 +718,7 @@ static void fetcher_reads_and_counts_failures(void **state)
 	assert_true(fs.bytes_done == 200);
 	assert_true(fs.confirm_reads == 10);
 	jo_warmup_fetcher_free(f);
-	sh("rm -rf %s", dir);
+	wu_fx_sh("rm -rf %s", dir);
 }
 
 struct done_log {
@@ -823,7 +801,7 @@ static void fetcher_try_add_reports_each_read(void **state)
 	assert_int_equal(d.ok, 2);
 	assert_true(d.bad >= 1);
 	jo_warmup_fetcher_free(f);
-	sh("rm -rf %s", dir);
+	wu_fx_sh("rm -rf %s", dir);
 }
 
 int main(void)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for common/warmup_cache: the FillCache message exactly as
+ * Unit tests for common/warmup/cache: the FillCache message exactly as
  * `juicefs warmup` writes it (cmd/warmup.go sendCommand), the answer parser
  * on records split anywhere (pkg/vfs/internal.go writeProgress + CDATA), and
  * block lookups in a disk cache directory laid out as the mount lays it out.
@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #include "common/err.h"
-#include "common/warmup_cache.h"
+#include "common/warmup/cache.h"
 
 static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void sh(const char *fmt, ...)

@@ -1,5 +1,5 @@
 /*
- * Unit tests for common/warmup_window: the look-ahead window of `jfsops
+ * Unit tests for common/warmup/window: the look-ahead window of `jfsops
  * warmup --follow` (bounds, deduplication across batches, readiness,
  * cancellation of passed batches, what is listed for eviction, re-reads
  * after a whole-file eviction).
@@ -14,8 +14,8 @@
 #include <cmocka.h>
 
 #include "common/err.h"
-#include "common/warmup.h"
-#include "common/warmup_window.h"
+#include "common/warmup/warmup.h"
+#include "common/warmup/window.h"
 
 #define BS (4u << 20)
 

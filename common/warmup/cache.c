@@ -1,8 +1,8 @@
 /*
  * The mount's control file (FillCache check/evict) and lookups of single
- * blocks in its disk cache directories. See warmup_cache.h.
+ * blocks in its disk cache directories. See cache.h.
  */
-#include "common/warmup_cache.h"
+#include "common/warmup/cache.h"
 
 #include <errno.h>
 #include <fcntl.h>

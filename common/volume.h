@@ -1,6 +1,10 @@
-/* util.h: plumbing shared by the commands in cmd/ and the feature folders. */
-#ifndef JO_CMD_UTIL_H
-#define JO_CMD_UTIL_H
+/*
+ * volume.h: opening a volume for a command, in cmd/ or a feature folder: the
+ * storage-override flags every volume command takes, the config profile, the
+ * metadata passwords of the environment, scrubbing secrets from argv.
+ */
+#ifndef JO_COMMON_VOLUME_H
+#define JO_COMMON_VOLUME_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,7 +98,6 @@ int cmd_load_config(const char *config_flag, const char *profile_flag, struct jo
 int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out, char **profile_out,
 			struct jo_err *err);
 
-
 /* The META_PASSWORD / REDIS_PASSWORD for a URL without its own password. */
 void cmd_env_meta_passwords(const char **meta, const char **redis);
 /* jo_meta_open with that password, for reading only. */
@@ -102,17 +105,5 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
 
 void cmd_scrub_arg(char *arg);
 void cmd_scrub_url_password(char *url);
-/*
- * The numbers of the command line. Each starts with a digit: a sign, a
- * blank, "0x", "inf" or "nan" is malformed (strto* would take "-1" as 2^64-1).
- */
-/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds), "0.5s" -> ms; -1 if malformed. */
-int64_t cmd_parse_duration(const char *s);
-/* "64M", "1GiB", "4096" -> bytes. -1 on malformed input. */
-int cmd_parse_size(const char *s, uint64_t *out);
-/* Decimal digits only, lo..hi -> *out; -1 (out untouched) otherwise. */
-int cmd_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-/* "12", "0.5": digits, at most one '.' followed by digits -> *out; -1 otherwise. */
-int cmd_parse_decimal(const char *s, double *out);
 
 #endif

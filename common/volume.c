@@ -1,83 +1,26 @@
-/* Shared command plumbing: error reporting, exit codes, opening a volume. */
-#include "cmd/cmd.h"
+/*
+ * volume.c: opening a volume for a command (flags > environment > config
+ * profile > the format record), the metadata passwords of the environment,
+ * scrubbing secrets from argv.
+ */
+#include "common/volume.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/exit.h"
-#include "cmd/util.h"
+#include "common/command.h"
+#include "common/exit.h"
 #include "common/config.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
-#include "common/meta/meta.h"
-
-int jo_exit_from_err(int code)
-{
-	switch (code) {
-	case JO_OK: return JO_EXIT_OK;
-	case JO_EINVAL: return JO_EXIT_USAGE;
-	case JO_ECONNECT:
-	case JO_ETIMEOUT: return JO_EXIT_CONNECT;
-	case JO_EAUTH: return JO_EXIT_AUTH;
-	case JO_ENOTJFS:
-	case JO_EPROTO: return JO_EXIT_NOTJFS;
-	case JO_ENOTFOUND:
-	case JO_ESTATE: return JO_EXIT_NOTFOUND;
-	case JO_EUNSUPPORTED: return JO_EXIT_UNSUPPORTED;
-	case JO_ECONFLICT: return JO_EXIT_CONFLICT;
-	case JO_ECANCELED: return 128 + (jo_cancelled() ? jo_cancelled() : 2 /* SIGINT */);
-	}
-	return JO_EXIT_FAIL;
-}
-
-int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err)
-{
-	char esc[JO_ESC_TERM_MAX(sizeof(err->msg))];
-
-	/* a message names keys, paths and server replies: escaped for the terminal */
-	fprintf(stderr, "%s %s: %s\n", ctx->prog, ctx->cmd,
-		err->msg[0] ? jo_esc_term(esc, sizeof(esc), err->msg) : jo_err_name(err->code));
-	return jo_exit_from_err(err->code);
-}
-
-static int saved_argc;
-static char **saved_argv;
-
-void cmd_set_args(int argc, char **argv)
-{
-	saved_argc = argc;
-	saved_argv = argv;
-}
-
-int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
-{
-	char msg[2048], esc[JO_ESC_TERM_MAX(sizeof(msg))];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* the values quoted come from argv, files and servers: escaped for the terminal */
-	fprintf(stderr, "%s %s: %s", ctx->prog, ctx->cmd, jo_esc_term(esc, sizeof(esc), msg));
-	/* getopt is silenced (opterr = 0): name the argument it refused */
-	if (!strncmp(fmt, "unknown option", 14) && saved_argv) {
-		if (optopt > ' ' && optopt < 127)
-			fprintf(stderr, " '-%c' (or its value is missing)", optopt);
-		else if (optind > 0 && optind <= saved_argc)
-			fprintf(stderr, " '%s' (or its value is missing)",
-				jo_esc_term(esc, sizeof(esc), saved_argv[optind - 1]));
-	}
-	fprintf(stderr, " (see '%s %s --help')\n", ctx->prog, ctx->cmd);
-	return JO_EXIT_USAGE;
-}
+#include "common/numparse.h"
 
 /*
  * As juicefs does, a password missing from the META-URL comes from the
@@ -385,129 +328,4 @@ void cmd_vol_args_release(struct cmd_vol_args *a)
 	free(a->url_copy);
 	a->secret_copy = NULL;
 	a->url_copy = NULL;
-}
-
-/*
- * strtoull and strtod skip leading blanks and take a sign ("-1" is 2^64-1),
- * strtod also "inf", "nan", hex and exponents: every number of the command
- * line goes through these two first, digits at the start and only there.
- */
-int cmd_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (!s || !*s)
-		return -1;
-	for (const char *p = s; *p; p++) {
-		unsigned d = (unsigned)(*p - '0');
-
-		if (*p < '0' || *p > '9' || v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	if (v < lo || v > hi)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* The end of the plain decimal ("12", "0.5") s starts with, or NULL when it starts with none. */
-static const char *decimal_end(const char *s)
-{
-	const char *p = s;
-
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (p == s)
-		return NULL;
-	if (*p == '.' && p[1] >= '0' && p[1] <= '9')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	return p;
-}
-
-/* The number strtod reads from s, which must start with a plain decimal; *end after it. */
-static int decimal_prefix(const char *s, double *out, const char **end)
-{
-	const char *de = s ? decimal_end(s) : NULL;
-	char *e;
-
-	if (!de)
-		return -1;
-	errno = 0;
-	*out = strtod(s, &e);
-	if (errno || e != de)
-		return -1;
-	*end = de;
-	return 0;
-}
-
-int cmd_parse_decimal(const char *s, double *out)
-{
-	const char *end;
-	double v;
-
-	if (decimal_prefix(s, &v, &end) || *end)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-int cmd_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	uint64_t mul = 1;
-
-	if (!s || *s < '0' || *s > '9')
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (end == s || errno)
-		return -1;
-	if (*end) {
-		switch (*end) {
-		case 'k': case 'K': mul = 1ULL << 10; break;
-		case 'm': case 'M': mul = 1ULL << 20; break;
-		case 'g': case 'G': mul = 1ULL << 30; break;
-		case 't': case 'T': mul = 1ULL << 40; break;
-		default: return -1;
-		}
-		end++;
-		if (*end == 'i' || *end == 'I')
-			end++;
-		if (*end == 'b' || *end == 'B')
-			end++;
-		if (*end)
-			return -1;
-	}
-	if (v > UINT64_MAX / mul)
-		return -1;
-	*out = (uint64_t)v * mul;
-	return 0;
-}
-
-/* "90s", "50m", "2h", "500ms", "1d", "30" (seconds) -> ms; -1 if malformed. */
-int64_t cmd_parse_duration(const char *s)
-{
-	const char *end;
-	double v, ms;
-
-	if (decimal_prefix(s, &v, &end))
-		return -1;
-	if (!strcmp(end, "") || !strcmp(end, "s"))
-		ms = v * 1000;
-	else if (!strcmp(end, "ms"))
-		ms = v;
-	else if (!strcmp(end, "m"))
-		ms = v * 60000;
-	else if (!strcmp(end, "h"))
-		ms = v * 3600000;
-	else if (!strcmp(end, "d"))
-		ms = v * 86400000;
-	else
-		return -1;
-	if (ms >= 9.0e18) /* beyond int64_t: no conversion (and no sense) */
-		return -1;
-	return (int64_t)ms;
 }

@@ -1,5 +1,5 @@
 /*
- * warmup_cache.h: what a JuiceFS mount's block cache holds, and asking the
+ * cache.h: what a JuiceFS mount's block cache holds, and asking the
  * mount itself to check or evict.
  *
  * Two interfaces, both the mount's own:

@@ -9,20 +9,20 @@
  * and the blocks that were cached and were not to go are read back through
  * the mount (when asked to keep them). Never touches a cache directory.
  */
-#include "cmd/warmup_internal.h"
+#include "common/warmup/run.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd/cmd.h"
+#include "common/command.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/jfs/jfs.h"
-#include "common/warmup.h"
-#include "common/warmup_cache.h"
+#include "common/warmup/warmup.h"
+#include "common/warmup/cache.h"
 
 /* ------------------------------------------------------------- block set */
 

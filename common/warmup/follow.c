@@ -6,7 +6,7 @@
  * fetcher's workers write to when a read ends. Each turn: answer control
  * lines (at once: nothing in the loop waits on the mount, except eviction),
  * take read completions, move the consumer's position and evict, admit more
- * batches while the window has room (common/warmup_window), hand queued
+ * batches while the window has room (common/warmup/window), hand queued
  * blocks to the fetcher, print the batches that became ready. The stream is
  * not read while the window is full, so a producer writing ahead blocks on
  * its pipe: memory stays bounded however long the stream.
@@ -15,7 +15,7 @@
  * channel.
  */
 #define _GNU_SOURCE /* struct ucred, SO_PEERCRED */
-#include "cmd/warmup_internal.h"
+#include "common/warmup/run.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,16 +33,16 @@
 
 #include <jansson.h>
 
-#include "cmd/cmd.h"
-#include "cmd/exit.h"
+#include "common/command.h"
+#include "common/exit.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/file.h"
 #include "common/jfs/jfs.h"
-#include "common/warmup.h"
-#include "common/warmup_cache.h"
-#include "common/warmup_window.h"
+#include "common/warmup/warmup.h"
+#include "common/warmup/cache.h"
+#include "common/warmup/window.h"
 
 #define MAX_LINE (1u << 20)
 #define MAX_CLIENTS 64
@@ -114,14 +114,6 @@ struct follow {
 	double t0;
 	int rc;
 };
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static void emit(json_t *o)
 {
@@ -372,7 +364,7 @@ static void on_ready(struct jo_wwin_batch *bt, void *payload)
 	struct jo_wwin_batch_info bi;
 	struct bt_user *u = *jo_wwin_batch_user(bt);
 	int64_t pos = jo_wwin_position(f->w);
-	double t = now_s();
+	double t = wu_now();
 
 	jo_wwin_batch_info(bt, &bi);
 	if (u)
@@ -595,7 +587,7 @@ static int open_batch(struct follow *f, const char *json_id)
 	f->open_skip_map = passed && !map;
 	if (passed)
 		f->skipped_batches++;
-	f->open_t = now_s();
+	f->open_t = wu_now();
 	free(f->open_json_id);
 	f->open_json_id = NULL;
 	if (json_id && !(f->open_json_id = strdup(json_id)))
@@ -1281,7 +1273,7 @@ static void summary(struct follow *f, const struct jo_ctx *ctx, bool complete, i
 	struct jo_wwin_stats ws;
 
 	jo_wwin_stats(f->w, &ws);
-	/* the envelope every command's summary has (cmd/summary.c); main checks stdout */
+	/* the envelope every command's summary has (common/summary.c); main checks stdout */
 	(void)cmd_summary_emit(ctx, json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
 					      "s:I,s:I,s:I}", "mode", "follow",
 		       "batches", (json_int_t)ws.batches, "ready",
@@ -1306,179 +1298,210 @@ static bool finished(struct follow *f)
 	return ws.in_window == 0 && !f->outstanding;
 }
 
+/* What the pipeline needs: window, cache dirs, state, wake pipe, control, stream, fetcher. */
+static int follow_open(struct follow *f)
+{
+	struct wu_state *st = f->st;
+	const struct wu_follow_opts *o = f->o;
+	struct jo_err cerr = { 0 };
+	int rc;
+
+	rc = jo_wwin_new(&f->w, o->ahead, o->evict_done, &st->err);
+	if (rc)
+		return rc;
+	f->have_cd = !jo_warmup_cachedirs_init(&f->cd, f->mi->cache_dir, &cerr);
+	if (!f->have_cd && o->evict_done)
+		fprintf(stderr, "%s %s: warning: %s; --evict-done evicts whole files and cannot tell "
+			"which of their other blocks were cached\n", st->ctx->prog, st->ctx->cmd,
+			JO_ESC_TERM(cerr.msg));
+	if (o->state) {
+		rc = state_read(f);
+		if (rc)
+			return rc;
+	}
+	if (pipe(f->wake) || fcntl(f->wake[0], F_SETFL, O_NONBLOCK) ||
+	    fcntl(f->wake[1], F_SETFL, O_NONBLOCK))
+		return jo_err_set(&st->err, JO_EIO, "pipe: %s", strerror(errno));
+	rc = control_open(f);
+	if (rc)
+		return rc;
+	if (f->sock_made)
+		jo_cancel_atexit(unlink_socket, (void *)o->control);
+	if (!strcmp(o->ranges, "-")) {
+		f->sfd = STDIN_FILENO;
+	} else {
+		/* O_NONBLOCK: a FIFO without a writer yet must not hold up the control */
+		f->sfd = open(o->ranges, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (f->sfd < 0)
+			return jo_err_set(&st->err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
+					  "cannot open the batch stream '%s': %s", o->ranges,
+					  strerror(errno));
+		f->sfd_own = true;
+	}
+	rc = jo_warmup_fetcher_new(&f->fetcher, o->threads, f->mi->prefetch, NULL, NULL, &st->err);
+	if (rc)
+		return rc;
+	jo_warmup_fetcher_on_done(f->fetcher, on_read_done, f);
+	return 0;
+}
+
+/* Where each descriptor sits in the poll set (-1: not polled this round). */
+struct follow_poll {
+	struct pollfd pf[3 + MAX_CLIENTS];
+	int np, ip_stream, ip_wake, ip_ctl, ip_cl0;
+};
+
+static void follow_poll_set(struct follow *f, struct follow_poll *p)
+{
+	p->np = 0;
+	p->ip_stream = -1;
+	p->ip_wake = p->np;
+	p->pf[p->np++] = (struct pollfd){ .fd = f->wake[0], .events = POLLIN };
+	p->ip_ctl = p->np;
+	p->pf[p->np++] = (struct pollfd){ .fd = f->cfd, .events = POLLIN };
+	if (!f->eof && !stream_blocked(f)) {
+		p->ip_stream = p->np;
+		p->pf[p->np++] = (struct pollfd){ .fd = f->sfd, .events = POLLIN };
+	}
+	p->ip_cl0 = p->np;
+	for (size_t i = 0; i < f->ncl; i++)
+		p->pf[p->np++] = (struct pollfd){ .fd = f->cl[i].fd, .events = POLLIN };
+}
+
+/* What poll found ready: the control channel and its clients, ended reads, the stream. */
+static int follow_ready(struct follow *f, const struct follow_poll *p)
+{
+	int rc = 0;
+
+	/* 1. the consumer first: its position decides what is worth warming */
+	if (p->pf[p->ip_ctl].revents) {
+		if (f->is_fifo) {
+			(void)read_ctl(f->cfd, &f->fifo_in); /* O_RDWR: never closes */
+			rc = control_lines(f, &f->fifo_in, -1);
+		} else {
+			accept_clients(f);
+		}
+	}
+	for (size_t i = f->ncl; !rc && i-- > 0;) {
+		int k = p->ip_cl0 + (int)i;
+
+		if (k >= p->np || !p->pf[k].revents || p->pf[k].fd != f->cl[i].fd)
+			continue;
+		if (read_ctl(f->cl[i].fd, &f->cl[i].in)) {
+			rc = control_lines(f, &f->cl[i].in, f->cl[i].fd);
+			drop_client(f, i);
+		} else {
+			rc = control_lines(f, &f->cl[i].in, f->cl[i].fd);
+		}
+	}
+	if (rc)
+		return rc;
+	/* 2. reads that ended (one for a passed batch may have cached it again) */
+	if (p->pf[p->ip_wake].revents) {
+		take_completions(f);
+		if (f->o->evict_done) {
+			rc = evict_round(f);
+			if (rc)
+				return rc;
+		}
+	}
+	/* 3. the stream, as far as the window allows */
+	if (p->ip_stream >= 0 && p->pf[p->ip_stream].revents)
+		rc = read_stream(f);
+	return rc;
+}
+
+/* Until the stream ended and the consumer passed its last batch, or a signal. */
+static int follow_loop(struct follow *f)
+{
+	struct follow_poll p;
+	bool more = false;
+	int rc;
+
+	while (!jo_cancelled()) {
+		rc = submit(f);
+		if (!rc)
+			jo_wwin_take_ready(f->w, on_ready, f);
+		if (rc)
+			return rc;
+		if (finished(f))
+			break;
+		follow_poll_set(f, &p);
+		if (poll(p.pf, (nfds_t)p.np, more ? 0 : 1000) < 0) {
+			if (errno == EINTR)
+				continue;
+			return jo_err_set(&f->st->err, JO_EIO, "poll: %s", strerror(errno));
+		}
+		rc = follow_ready(f, &p);
+		if (rc)
+			return rc;
+		rc = pump_stream(f, 256);
+		if (rc < 0)
+			return rc;
+		more = rc == 1;
+	}
+	return 0;
+}
+
+static void follow_close(struct follow *f)
+{
+	jo_warmup_fetcher_free(f->fetcher);
+	if (f->w)
+		jo_wwin_each_batch(f->w, free_user, NULL);
+	jo_wwin_free(f->w);
+	jo_warmup_cachedirs_release(&f->cd);
+	for (size_t i = 0; i < f->ncl; i++) {
+		close(f->cl[i].fd);
+		free(f->cl[i].in.b);
+	}
+	if (f->cfd >= 0)
+		close(f->cfd);
+	if (f->sock_made) {
+		unlink(f->o->control);
+		jo_cancel_atexit_remove(unlink_socket, (void *)f->o->control);
+	}
+	if (f->sfd_own)
+		close(f->sfd);
+	for (int i = 0; i < 2; i++)
+		if (f->wake[i] >= 0)
+			close(f->wake[i]);
+	free(f->sbuf.b);
+	free(f->fifo_in.b);
+	free(f->cq);
+	free(f->target);
+	free(f->st_id);
+	free(f->open_json_id);
+	free(f->cur_mpath);
+	free(f->cur_mpath_for);
+}
+
 int wu_follow(struct wu_state *st, const struct jo_warmup_mount *mi,
 	      const struct wu_follow_opts *o)
 {
 	struct follow f = { .st = st, .mi = mi, .o = o, .ctx = st->ctx, .sfd = -1, .cfd = -1,
 			    .wake = { -1, -1 }, .mu = PTHREAD_MUTEX_INITIALIZER };
-	struct jo_err cerr = { 0 };
-	bool more = false;
-	int rc;
+	int frc, rc;
 
-	f.t0 = now_s();
-	rc = jo_wwin_new(&f.w, o->ahead, o->evict_done, &st->err);
-	if (rc)
-		goto fail;
-	f.have_cd = !jo_warmup_cachedirs_init(&f.cd, mi->cache_dir, &cerr);
-	if (!f.have_cd && o->evict_done)
-		fprintf(stderr, "%s %s: warning: %s; --evict-done evicts whole files and cannot tell "
-			"which of their other blocks were cached\n", st->ctx->prog, st->ctx->cmd,
-			JO_ESC_TERM(cerr.msg));
-	if (o->state) {
-		rc = state_read(&f);
-		if (rc)
-			goto fail;
-	}
-	if (pipe(f.wake) || fcntl(f.wake[0], F_SETFL, O_NONBLOCK) ||
-	    fcntl(f.wake[1], F_SETFL, O_NONBLOCK)) {
-		rc = jo_err_set(&st->err, JO_EIO, "pipe: %s", strerror(errno));
-		goto fail;
-	}
-	rc = control_open(&f);
-	if (rc)
-		goto fail;
-	if (f.sock_made)
-		jo_cancel_atexit(unlink_socket, (void *)o->control);
-	if (!strcmp(o->ranges, "-")) {
-		f.sfd = STDIN_FILENO;
-	} else {
-		/* O_NONBLOCK: a FIFO without a writer yet must not hold up the control */
-		f.sfd = open(o->ranges, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-		if (f.sfd < 0) {
-			rc = jo_err_set(&st->err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
-					"cannot open the batch stream '%s': %s", o->ranges,
-					strerror(errno));
-			goto fail;
-		}
-		f.sfd_own = true;
-	}
-	rc = jo_warmup_fetcher_new(&f.fetcher, o->threads, mi->prefetch, NULL, NULL, &st->err);
-	if (rc)
-		goto fail;
-	jo_warmup_fetcher_on_done(f.fetcher, on_read_done, &f);
-
-	while (!jo_cancelled()) {
-		struct pollfd pf[3 + MAX_CLIENTS];
-		int np = 0, ip_stream = -1, ip_wake, ip_ctl, ip_cl0;
-		int timeout = more ? 0 : 1000;
-
-		rc = submit(&f);
-		if (!rc)
-			jo_wwin_take_ready(f.w, on_ready, &f);
-		if (rc)
-			goto fail;
-		if (finished(&f))
-			break;
-		ip_wake = np;
-		pf[np++] = (struct pollfd){ .fd = f.wake[0], .events = POLLIN };
-		ip_ctl = np;
-		pf[np++] = (struct pollfd){ .fd = f.cfd, .events = POLLIN };
-		if (!f.eof && !stream_blocked(&f)) {
-			ip_stream = np;
-			pf[np++] = (struct pollfd){ .fd = f.sfd, .events = POLLIN };
-		}
-		ip_cl0 = np;
-		for (size_t i = 0; i < f.ncl; i++)
-			pf[np++] = (struct pollfd){ .fd = f.cl[i].fd, .events = POLLIN };
-		if (poll(pf, (nfds_t)np, timeout) < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = jo_err_set(&st->err, JO_EIO, "poll: %s", strerror(errno));
-			goto fail;
-		}
-		/* 1. the consumer first: its position decides what is worth warming */
-		if (pf[ip_ctl].revents) {
-			if (f.is_fifo) {
-				(void)read_ctl(f.cfd, &f.fifo_in); /* O_RDWR: never closes */
-				rc = control_lines(&f, &f.fifo_in, -1);
-			} else {
-				accept_clients(&f);
-			}
-		}
-		for (size_t i = f.ncl; !rc && i-- > 0;) {
-			int k = ip_cl0 + (int)i;
-
-			if (k >= np || !pf[k].revents || pf[k].fd != f.cl[i].fd)
-				continue;
-			if (read_ctl(f.cl[i].fd, &f.cl[i].in)) {
-				rc = control_lines(&f, &f.cl[i].in, f.cl[i].fd);
-				drop_client(&f, i);
-			} else {
-				rc = control_lines(&f, &f.cl[i].in, f.cl[i].fd);
-			}
-		}
-		if (rc)
-			goto fail;
-		/* 2. reads that ended (one for a passed batch may have cached it again) */
-		if (pf[ip_wake].revents) {
-			take_completions(&f);
-			if (o->evict_done) {
-				rc = evict_round(&f);
-				if (rc)
-					goto fail;
-			}
-		}
-		/* 3. the stream, as far as the window allows */
-		if (ip_stream >= 0 && pf[ip_stream].revents) {
-			rc = read_stream(&f);
-			if (rc)
-				goto fail;
-		}
-		rc = pump_stream(&f, 256);
-		if (rc < 0)
-			goto fail;
-		more = rc == 1;
-	}
-	rc = 0;
-fail:
+	f.t0 = wu_now();
+	frc = follow_open(&f);
+	if (!frc)
+		frc = follow_loop(&f);
 	if (f.fetcher) {
 		jo_warmup_fetcher_finish(f.fetcher);
 		take_completions(&f);
 	}
-	{
-		int frc = rc;
-
-		if (!frc && !jo_cancelled() && f.target)
-			fprintf(stderr, "%s %s: warning: the consumer reported done for batch '%s', which "
-				"the stream never had\n", st->ctx->prog, st->ctx->cmd,
-				JO_ESC_TERM(f.target));
-		if (frc)
-			rc = cmd_fail(st->ctx, &st->err);
-		else if (jo_cancelled())
-			rc = 128 + jo_cancelled();
-		else
-			rc = f.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
-		if (f.w)
-			summary(&f, st->ctx, !frc && !jo_cancelled(), rc);
-	}
-	jo_warmup_fetcher_free(f.fetcher);
+	if (!frc && !jo_cancelled() && f.target)
+		fprintf(stderr, "%s %s: warning: the consumer reported done for batch '%s', which "
+			"the stream never had\n", st->ctx->prog, st->ctx->cmd, JO_ESC_TERM(f.target));
+	if (frc)
+		rc = cmd_fail(st->ctx, &st->err);
+	else if (jo_cancelled())
+		rc = 128 + jo_cancelled();
+	else
+		rc = f.failed ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 	if (f.w)
-		jo_wwin_each_batch(f.w, free_user, NULL);
-	jo_wwin_free(f.w);
-	jo_warmup_cachedirs_release(&f.cd);
-	for (size_t i = 0; i < f.ncl; i++) {
-		close(f.cl[i].fd);
-		free(f.cl[i].in.b);
-	}
-	if (f.cfd >= 0)
-		close(f.cfd);
-	if (f.sock_made) {
-		unlink(o->control);
-		jo_cancel_atexit_remove(unlink_socket, (void *)o->control);
-	}
-	if (f.sfd_own)
-		close(f.sfd);
-	for (int i = 0; i < 2; i++)
-		if (f.wake[i] >= 0)
-			close(f.wake[i]);
-	free(f.sbuf.b);
-	free(f.fifo_in.b);
-	free(f.cq);
-	free(f.target);
-	free(f.st_id);
-	free(f.open_json_id);
-	free(f.cur_mpath);
-	free(f.cur_mpath_for);
+		summary(&f, st->ctx, !frc && !jo_cancelled(), rc);
+	follow_close(&f);
 	return rc;
 }
 

@@ -21,14 +21,14 @@
  * their own. A run that failed before it knew its volume (a wrong password)
  * keeps the labels of the file it replaces.
  */
-#include "cmd/cmd.h"
+#include "common/command.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "cmd/exit.h"
+#include "common/exit.h"
 #include "common/err.h"
 #include "common/metrics.h"
 

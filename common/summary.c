@@ -15,7 +15,7 @@
  * it is the caller's regular file: common/file.h), so that a cron wrapper,
  * or the test suite, collects every run's summary in one place.
  */
-#include "cmd/cmd.h"
+#include "common/command.h"
 
 #include "common/err.h"
 #include "common/file.h"

@@ -4,7 +4,7 @@
  * why the reads look the way they do.
  */
 #define _GNU_SOURCE /* O_DIRECT */
-#include "common/warmup.h"
+#include "common/warmup/warmup.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,14 +1,16 @@
 /*
- * warmup_internal.h: what cmd_warmup.c (one-shot warm, list, check, evict),
- * warmup_evict.c (block-exact eviction through the mount) and
- * warmup_follow.c (the look-ahead pipeline and its control channel) share.
+ * run.h: a warmup run, as cmd/cmd_warmup.c dispatches it: its state and
+ * setup (run.c), the one-shot modes list, warm, check and evict (oneshot.c),
+ * block-exact eviction through the mount (evict.c) and the look-ahead
+ * pipeline with its control channel (follow.c).
  */
-#ifndef JO_CMD_WARMUP_INTERNAL_H
-#define JO_CMD_WARMUP_INTERNAL_H
+#ifndef JO_WARMUP_RUN_H
+#define JO_WARMUP_RUN_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/err.h"
 #include "common/jfs/jfs.h"
@@ -32,7 +34,11 @@ struct wu_state {
 	struct jo_warmup_mapper *mapper;
 	struct jo_xsort *xs;
 	const char *prefix;
-	const char *mount;
+	const char *mount;    /* the mount directory (wu_mount_attach: without a trailing '/') */
+	char *mount_copy;     /* owned: what mount points to after wu_mount_attach */
+	FILE *in;             /* the range list being read (owned unless stdin) */
+	uint8_t *prev;        /* the last record wu_next_block returned */
+	size_t prevlen;
 	/* the file being mapped */
 	char *cur_path;       /* volume path */
 	uint64_t cur_ino, cur_len;
@@ -46,10 +52,41 @@ struct wu_state {
 	/* counters */
 	uint64_t ranges, req_bytes, block_refs;
 	uint64_t line;
+	/* totals of a one-shot run, for its summary and metrics */
+	uint64_t blocks, bytes;
+	uint64_t warmed, warmed_bytes, failed;
+	double t0;            /* wu_now() at the start of the run */
 	uint8_t rec_buf[WU_REC_HEAD + 4096 + 8];
 	struct jo_err err;
 };
 
+/* Monotonic seconds. */
+double wu_now(void);
+/*
+ * Open the metadata of url (for reading), load its format and make the block
+ * mapper. Errors in st->err.
+ */
+int wu_open_meta(struct wu_state *st, const char *url);
+/*
+ * Probe the mount at `mount` (jo_warmup_mount_probe into *mi): it must mount
+ * this volume (else JO_EINVAL) and, when the run reads blocks through it
+ * (`reads`), keep full blocks in a cache (else JO_EUNSUPPORTED). Sets
+ * st->mount. Errors in st->err.
+ */
+int wu_mount_attach(struct wu_state *st, const char *mount, bool reads,
+		    struct jo_warmup_mount *mi);
+/*
+ * Read the range list `ranges` ("-" = stdin; a FIFO with no writer yet blocks
+ * until one comes or SIGINT/SIGTERM) and map every range to block records,
+ * sorted with at most mem_limit bytes of memory. Errors in st->err.
+ */
+int wu_map_ranges(struct wu_state *st, const char *ranges, uint64_t mem_limit);
+/*
+ * The next distinct block of the sorted records, with the best anchor of its
+ * duplicates, and the volume path of its file (*vpath malloc'd): 1, 0 at the
+ * end, or a negative JO_E* with st->err set.
+ */
+int wu_next_block(struct wu_state *st, struct jo_warmup_block *b, char **vpath);
 /*
  * Make path (a range's path) the current file: volume path, inode, length
  * (one metadata lookup per change of file). Errors in st->err: JO_ENOTFOUND,
@@ -113,6 +150,21 @@ int wu_evict(struct wu_state *st, const struct jo_warmup_mount *mi,
 	     const struct jo_warmup_cachedirs *cd, const struct wu_evict_file *files, size_t nfiles,
 	     const struct wu_bset *targets, enum wu_others others, wu_needed_fn needed,
 	     void *payload, int threads, struct wu_evict_result *out, struct jo_err *err);
+
+/*
+ * The one-shot modes (oneshot.c): map the ranges (at most mem_limit bytes of
+ * memory for the sort), then print the blocks (list), read each through the
+ * mount (warm), look them up in its cache (check) or evict exactly them
+ * (evict); each prints its summary (JSON with ctx->json) and returns the
+ * command's exit code. st->blocks and the counters are left for metrics.
+ */
+int wu_run_list(struct wu_state *st, const char *ranges, uint64_t mem_limit);
+int wu_run_warm(struct wu_state *st, const struct jo_warmup_mount *mi, const char *ranges,
+		uint64_t mem_limit, int threads);
+int wu_run_check(struct wu_state *st, const struct jo_warmup_mount *mi, const char *ranges,
+		 uint64_t mem_limit, int threads);
+int wu_run_evict(struct wu_state *st, const struct jo_warmup_mount *mi, const char *ranges,
+		 uint64_t mem_limit, int threads, enum wu_others others);
 
 /* Options of --follow and of the client mode (--done/--status). */
 struct wu_follow_opts {

@@ -1,15 +1,15 @@
 /*
  * The look-ahead window of `jfsops warmup --follow`: batches, their
  * deduplicated blocks, the read queue and the eviction list. See
- * warmup_window.h.
+ * window.h.
  */
-#include "common/warmup_window.h"
+#include "common/warmup/window.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "common/err.h"
-#include "common/warmup.h"
+#include "common/warmup/warmup.h"
 
 enum bstate { B_IDLE, B_QUEUED, B_INFLIGHT, B_WARM, B_FAILED };
 

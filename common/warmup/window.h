@@ -1,5 +1,5 @@
 /*
- * warmup_window.h: the look-ahead window of `jfsops warmup --follow`.
+ * window.h: the look-ahead window of `jfsops warmup --follow`.
  *
  * Pure bookkeeping (no I/O, one thread): batches come in stream order and
  * get consecutive indices; the consumer's position is the index of the last
