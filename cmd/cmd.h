@@ -1,6 +1,7 @@
 /*
  * cmd.h: the command table's entry-point signature and the context every
- * command receives. Each command parses its own flags (getopt_long) with
+ * command receives. Each command parses its own flags (its option table,
+ * common/opt.h) with
  * argv[0] = the command name, returns an exit code from cmd/exit.h and never
  * calls exit().
  */
@@ -17,6 +18,7 @@ struct jo_metrics;
 struct jo_ctx {
 	const char *prog;   /* "jfsops" */
 	const char *cmd;    /* the command name */
+	char prefix[48];    /* "jfsops CMD": what its messages start with */
 	bool json;          /* --json: JSON lines on stdout */
 	bool quiet;         /* -q: no progress, warnings only */
 	bool tty;           /* stderr is a terminal: live progress allowed */
