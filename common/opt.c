@@ -567,8 +567,8 @@ void jo_opt_usage(const struct jo_opt_cmd *c, FILE *f)
 
 		if (o->flags & JO_OPTF_HIDDEN)
 			continue;
-		if (o->type == JO_OPT_GROUP) {
-			fprintf(f, "%s%s\n", headed ? "\n" : "", o->help);
+		if (o->type == JO_OPT_GROUP) { /* "": a blank line only */
+			fprintf(f, "%s%s%s", headed ? "\n" : "", o->help, *o->help ? "\n" : "");
 			headed = true;
 			continue;
 		}

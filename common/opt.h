@@ -29,7 +29,7 @@
 
 enum jo_opt_type {
 	JO_OPT_END = 0,
-	JO_OPT_GROUP,     /* a heading in --help ("Storage:") */
+	JO_OPT_GROUP,     /* a heading in --help ("Storage:"); "": a blank line */
 	JO_OPT_HELP,      /* -h, --help */
 	JO_OPT_BOOL,      /* bool: set to true */
 	JO_OPT_SET_INT,   /* int: set to defval (several flags, one variable) */
