@@ -270,16 +270,16 @@ static int take_value(const struct jo_option *o, const char *arg, char *want, si
 	}
 	switch (o->type) {
 	case JO_OPT_UINT:
-		snprintf(want, cap, "an integer%s", range);
+		snprintf(want, cap, "want an integer%s", range);
 		break;
 	case JO_OPT_SIZE:
-		snprintf(want, cap, "a size (4096, 64M, 1.5GiB)%s", range);
+		snprintf(want, cap, "want a size (4096, 64M, 1.5GiB)%s", range);
 		break;
 	case JO_OPT_DURATION:
-		snprintf(want, cap, "a duration (90s, 1.5h, 2d, 500ms)%s", range);
+		snprintf(want, cap, "want a duration (90s, 1.5h, 2d, 500ms)%s", range);
 		break;
 	default:
-		snprintf(want, cap, "a number%s", o->min ? " > 0" : "");
+		snprintf(want, cap, "want a number%s", o->min ? " > 0" : "");
 		break;
 	}
 	return -1;
@@ -329,7 +329,7 @@ static const struct jo_option *find_long(const struct jo_opt_cmd *c, const char 
 static const struct jo_option *find_short(const struct jo_opt_cmd *c, int ch)
 {
 	for (const struct jo_option *o = c->opts; o->type != JO_OPT_END; o++)
-		if (o->short_name == ch && o->type != JO_OPT_GROUP)
+		if (o->short_name == ch)
 			return o;
 	return NULL;
 }
@@ -376,7 +376,7 @@ static int apply(struct state *st, const struct jo_option *o, const char *arg)
 	want[0] = 0;
 	if (take_value(o, arg, want, sizeof(want))) {
 		jo_opt_error(st->c, "bad %s '%s'%s%s", name_of(o, nb, sizeof(nb)), arg ? arg : "",
-			     want[0] ? ": want " : "", want);
+			     want[0] ? ": " : "", want);
 		return -1;
 	}
 	return 0;
@@ -567,6 +567,10 @@ void jo_opt_usage(const struct jo_opt_cmd *c, FILE *f)
 
 		if (o->flags & JO_OPTF_HIDDEN)
 			continue;
+		if (o->type == JO_OPT_TEXT) {
+			fputs(o->help, f);
+			continue;
+		}
 		if (o->type == JO_OPT_GROUP) { /* "": a blank line only */
 			fprintf(f, "%s%s%s", headed ? "\n" : "", o->help, *o->help ? "\n" : "");
 			headed = true;
@@ -622,7 +626,7 @@ void jo_opt_dump_json(const struct jo_opt_cmd *c, FILE *f)
 		json_t *e;
 		char def[64];
 
-		if (o->type == JO_OPT_GROUP || !o->long_name)
+		if (!o->long_name)
 			continue;
 		default_text(o, def, sizeof(def));
 		e = json_pack("{sssssbsbss*ss*}", "long", o->long_name, "type", type_name(o->type),

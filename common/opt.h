@@ -9,6 +9,7 @@
  *
  * Every refused value gets the same line on stderr and exit 2:
  *   PREFIX: bad --NAME 'VALUE': want WHAT (see 'PREFIX --help')
+ * (a callback says why in its own words after the colon).
  *
  * The grammars (also used directly, e.g. for config values):
  *   unsigned integer  decimal digits only: no sign, blank, "0x", exponent
@@ -30,6 +31,7 @@
 enum jo_opt_type {
 	JO_OPT_END = 0,
 	JO_OPT_GROUP,     /* a heading in --help ("Storage:"); "": a blank line */
+	JO_OPT_TEXT,      /* prose printed as it is, between the options of --help */
 	JO_OPT_HELP,      /* -h, --help */
 	JO_OPT_BOOL,      /* bool: set to true */
 	JO_OPT_SET_INT,   /* int: set to defval (several flags, one variable) */
@@ -51,8 +53,8 @@ enum jo_opt_flags {
 struct jo_option;
 /*
  * An OPT_CALLBACK's parser: 0 when arg is taken; otherwise -1 and, in want
- * (cap want_cap), what a good value looks like ("jsonl, csv, ranges or
- * juicefs"), which jo_opt_parse() prints in the one message format.
+ * (cap want_cap), why it is refused ("want jsonl, csv, ranges or juicefs"),
+ * which jo_opt_parse() prints in the one message format.
  */
 typedef int (*jo_opt_cb)(const struct jo_option *opt, const char *arg, char *want,
 			 size_t want_cap);
@@ -73,6 +75,7 @@ struct jo_option {
 
 #define OPT_END() { .type = JO_OPT_END }
 #define OPT_GROUP(h) { .type = JO_OPT_GROUP, .help = (h) }
+#define OPT_TEXT(t) { .type = JO_OPT_TEXT, .help = (t) }
 #define OPT_HELP() { .type = JO_OPT_HELP, .short_name = 'h', .long_name = "help", \
 		     .help = "show this help" }
 #define OPT_BOOL(s, l, v, h) { .type = JO_OPT_BOOL, .short_name = (s), .long_name = (l), \

@@ -28,7 +28,7 @@ struct vals {
 static int cb_format(const struct jo_option *o, const char *arg, char *want, size_t cap)
 {
 	if (strcmp(arg, "csv") && strcmp(arg, "jsonl")) {
-		snprintf(want, cap, "csv or jsonl");
+		snprintf(want, cap, "want csv or jsonl");
 		return -1;
 	}
 	*(const char **)o->value = arg;
@@ -194,6 +194,22 @@ static void grammars(void **state)
 	assert_int_equal(jo_parse_size("1.5", &u), 0);
 	assert_int_equal(u, 1);
 	assert_int_equal(jo_parse_size("4X", &u), -1);
+	/* (sync's own size parser, which these come from, is gone: one grammar) */
+	assert_int_equal(jo_parse_size("10", &u), 0);
+	assert_int_equal(u, 10);
+	assert_int_equal(jo_parse_size("1.5k", &u), 0);
+	assert_int_equal(u, 1536);
+	assert_int_equal(jo_parse_size("2GiB", &u), 0);
+	assert_int_equal(u, 2ULL << 30);
+	assert_int_equal(jo_parse_size("x", &u), -1);
+	assert_int_equal(jo_parse_size("5Q", &u), -1);
+	/* strtod's own forms are no sizes: sign, blank, nan, inf, hex */
+	assert_int_equal(jo_parse_size("-1", &u), -1);
+	assert_int_equal(jo_parse_size("+1", &u), -1);
+	assert_int_equal(jo_parse_size(" 1", &u), -1);
+	assert_int_equal(jo_parse_size("nan", &u), -1);
+	assert_int_equal(jo_parse_size("inf", &u), -1);
+	assert_int_equal(jo_parse_size("0x10", &u), -1);
 	assert_int_equal(jo_parse_size("M", &u), -1);
 	assert_int_equal(jo_parse_duration_ms("1.5h", &ms), 0);
 	assert_int_equal(ms, 5400000);
