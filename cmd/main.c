@@ -3,8 +3,9 @@
  *
  * `jfsops CMD ARGS...` or, through an installed link, `jfsops-CMD ARGS...`
  * (dispatch on argv[0], busybox/git style). To add a command: write
- * cmd_<name>() with the jo_cmd_fn signature, add a row below, add its flags
- * to completions/ (a test checks they match `jfsops CMD --help`).
+ * cmd_<name>() with the jo_cmd_fn signature and its option table
+ * (common/opt.h, docs/options.md), add a row below; the completions, the man
+ * page and the tests read its flags from the table (--help, --options-json).
  */
 #include <errno.h>
 #include <getopt.h>
