@@ -400,20 +400,10 @@ void cmd_vol_args_release(struct cmd_vol_args *a)
 	a->url_copy = NULL;
 }
 
-/*
- * strtoull and strtod skip leading blanks and take a sign ("-1" is 2^64-1),
- * strtod also "inf", "nan", hex and exponents: every number of the command
- * line goes through these two first, digits at the start and only there.
- */
-/* the grammars are common/opt.c's: one per kind of value */
+/* The grammars of common/opt.c, one per kind of value (warmup and trash, until they have tables). */
 int cmd_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	return jo_parse_uint(s, lo, hi, out);
-}
-
-int cmd_parse_decimal(const char *s, double *out)
-{
-	return jo_parse_decimal(s, out);
 }
 
 int cmd_parse_size(const char *s, uint64_t *out)

@@ -152,7 +152,5 @@ int64_t cmd_parse_duration(const char *s);
 int cmd_parse_size(const char *s, uint64_t *out);
 /* Decimal digits only, lo..hi -> *out; -1 (out untouched) otherwise. */
 int cmd_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
-/* "12", "0.5": digits, at most one '.' followed by digits -> *out; -1 otherwise. */
-int cmd_parse_decimal(const char *s, double *out);
 
 #endif

@@ -34,7 +34,12 @@ int jo_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return 0;
 }
 
-/* The end of the plain decimal ("12", "0.5") s starts with, or NULL when it starts with none. */
+/*
+ * strtoull and strtod skip leading blanks and take a sign ("-1" is 2^64-1),
+ * strtod also "inf", "nan", hex and exponents: every number goes through
+ * this first, digits at the start and only there.
+ * The end of the plain decimal ("12", "0.5") s starts with, or NULL when it starts with none.
+ */
 static const char *decimal_end(const char *s)
 {
 	const char *p = s;
