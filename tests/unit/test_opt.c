@@ -282,6 +282,51 @@ static void help_wraps_long_descriptions(void **state)
 	free(text);
 }
 
+static void set_int_text_and_json_dump(void **state)
+{
+	int mode = 0, cmp = 0;
+	bool b = false;
+	char *text = NULL, *argv[] = { (char *)"t", (char *)"-", (char *)"--checksum", NULL };
+	size_t len = 0;
+	FILE *f;
+	struct jo_option opts[] = {
+		OPT_SET_INT(0, "size-only", &cmp, "by size", 1),
+		OPT_SET_INT(0, "checksum", &cmp, "by MD5", 2),
+		OPT_TEXT("  prose between the options\n"),
+		OPT_GROUP(""),
+		OPT_BOOL('x', "hidden-one", &b, "not shown"),
+		OPT_CMDMODE(0, "plan", &mode, "plan", 1),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { .prefix = "jfsops t", .opts = opts };
+
+	(void)state;
+	opts[4].flags = JO_OPTF_HIDDEN;
+	assert_int_equal(jo_opt_parse(&cmd, 3, argv), 1);
+	assert_string_equal(argv[1], "-"); /* "-" alone is an argument (stdin) */
+	assert_int_equal(cmp, 2);
+	f = open_memstream(&text, &len);
+	jo_opt_usage(&cmd, f);
+	fclose(f);
+	assert_string_equal(text, "Options:\n"
+		"      --size-only          by size\n"
+		"      --checksum           by MD5\n"
+		"  prose between the options\n"
+		"\n"
+		"      --plan               plan\n");
+	free(text);
+	text = NULL;
+	f = open_memstream(&text, &len);
+	jo_opt_dump_json(&cmd, f);
+	fclose(f);
+	assert_non_null(strstr(text, "{\"long\":\"checksum\",\"type\":\"flag\",\"takes_value\":false,"
+				     "\"hidden\":false,\"help\":\"by MD5\"}"));
+	assert_non_null(strstr(text, "\"long\":\"hidden-one\",\"type\":\"bool\",\"takes_value\":false,"
+				     "\"hidden\":true"));
+	assert_non_null(strstr(text, "\"short\":\"x\""));
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,6 +335,7 @@ int main(void)
 		cmocka_unit_test(grammars),
 		cmocka_unit_test(help_comes_from_the_table_with_defaults),
 		cmocka_unit_test(help_wraps_long_descriptions),
+		cmocka_unit_test(set_int_text_and_json_dump),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
