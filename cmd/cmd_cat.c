@@ -59,7 +59,7 @@ int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(n);
+		return cmd_opt_exit(ctx, n);
 	if (n != 2)
 		return cmd_usage_error(ctx, "expected META-URL and PATH");
 	va.read_only = true;

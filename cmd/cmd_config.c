@@ -131,7 +131,7 @@ int cmd_config(int argc, char **argv, struct jo_ctx *ctx)
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n != 1) {
 		cmd_vol_args_release(&va);
-		return n < 0 ? cmd_opt_exit(n) : cmd_usage_error(ctx, "expected 'show' or 'path'");
+		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected 'show' or 'path'");
 	}
 	if (!strcmp(argv[1], "path")) {
 		char path[4096];

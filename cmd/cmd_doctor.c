@@ -445,7 +445,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n != 1) {
 		cmd_vol_args_release(&va);
-		return n < 0 ? cmd_opt_exit(n) : cmd_usage_error(ctx, "expected one META-URL");
+		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected one META-URL");
 	}
 	url = strdup(argv[1]);
 	if (!url) {

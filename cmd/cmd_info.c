@@ -310,7 +310,7 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(n);
+		return cmd_opt_exit(ctx, n);
 	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	/* info needs no object store: open the metadata only */

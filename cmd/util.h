@@ -95,11 +95,12 @@ int cmd_vol_secret_cb(const struct jo_option *o, const char *arg, char *want, si
 	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD;\n" \
 	"a Sentinel URL's sentinels take theirs from SENTINEL_PASSWORD.\n"
 
-/* What a command returns when jo_opt_parse() said n < 0 (help shown, or refused). */
-static inline int cmd_opt_exit(int n)
-{
-	return n == JO_OPT_SHOWN ? 0 : 2;
-}
+/*
+ * What a command returns when jo_opt_parse() said n < 0: 0 after --help,
+ * 2 after a refusal. Neither is a run: no metrics file is written, also
+ * when --metrics-file came before --help.
+ */
+int cmd_opt_exit(struct jo_ctx *ctx, int n);
 
 /* --retries N: 0..100, else JO_EINVAL with err set. */
 int cmd_parse_retries(const char *arg, int *out, struct jo_err *err);

@@ -278,7 +278,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(n);
+		return cmd_opt_exit(ctx, n);
 	if (n != 1)
 		return jo_opt_error(&cmd, n ? "too many arguments" : "META-URL is required");
 	if (reset && !o.delete_)

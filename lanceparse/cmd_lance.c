@@ -403,7 +403,7 @@ int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 	a.tty = isatty(STDOUT_FILENO);
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0) {
-		rc = cmd_opt_exit(n);
+		rc = cmd_opt_exit(ctx, n);
 		goto out;
 	}
 	if (n != 1)

@@ -779,7 +779,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	o.tmp = getenv("TMPDIR");
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(n);
+		return cmd_opt_exit(ctx, n);
 	if (o.synth) {
 		if (n)
 			return cmd_usage_error(ctx, "--synthetic takes no META-URL");

@@ -789,7 +789,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		n = jo_opt_parse(&cmd, argc, argv);
 	}
 	if (n < 0) {
-		rc = cmd_opt_exit(n);
+		rc = cmd_opt_exit(ctx, n);
 		goto out;
 	}
 	o.server_side = !no_server_side;

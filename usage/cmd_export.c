@@ -126,7 +126,7 @@ int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 	o.tmp_dir = getenv("TMPDIR");
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(n);
+		return cmd_opt_exit(ctx, n);
 	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (!o.out || !*o.out)

@@ -513,7 +513,7 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	o.tmp_dir = getenv("TMPDIR");
 	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(n);
+		return cmd_opt_exit(ctx, n);
 	if (n < 1 || n > 2)
 		return cmd_usage_error(ctx, "expected META-URL [PATH]");
 	o.root = n == 2 ? argv[2] : "/";
