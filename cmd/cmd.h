@@ -1,7 +1,7 @@
 /*
  * cmd.h: the command table's entry-point signature and the commands of cmd/.
- * Each command parses its own flags (getopt_long) with argv[0] = the command
- * name, returns an exit code from common/exit.h and never calls exit(). The
+ * Each command parses its own flags (its option table, common/opt.h) with
+ * argv[0] = the command name, returns an exit code from common/exit.h and never calls exit(). The
  * context and the helpers every command shares are the library's
  * (common/command.h): feature folders hold commands too.
  */

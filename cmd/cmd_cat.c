@@ -1,6 +1,5 @@
 /* jfsops cat: a file's bytes, read from the metadata and the objects, no mount. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,11 +21,10 @@ static const char cat_usage[] =
 	"Overlapping slices resolve as JuiceFS resolves them (the later write wins)\n"
 	"and holes read as zeros.\n"
 	"\n"
-	"Options:\n"
-	"      --offset N   first byte to print (default 0; K/M/G suffixes)\n"
-	"      --length N   bytes to print (default: to the end of the file)\n"
-	"  -h, --help       show this help\n"
-	CMD_VOL_HELP
+	"";
+
+static const char cat_tail[] =
+	CMD_VOL_NOTE
 	"\n"
 	"Examples:\n"
 	"  jfsops cat sqlite3:///var/jfs/meta.db /logs/app.log | tail\n"
@@ -44,45 +42,32 @@ static int write_stdout(const void *data, size_t len, void *payload)
 
 int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "offset", required_argument, NULL, 'o' },
-		{ "length", required_argument, NULL, 'l' },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
 	struct cmd_vol_args va = { 0 };
 	struct jo_vol *vol = NULL;
 	struct jo_err err = { 0 };
 	uint64_t off = 0, len = UINT64_MAX, ino;
-	int c, rc, werr = 0;
+	int n, rc, werr = 0;
+	struct jo_option opts[] = {
+		OPT_SIZE(0, "offset", &off, "N", "first byte to print (default 0; a size: 64M, "
+			 "1.5G)", 0, 0),
+		OPT_SIZE(0, "length", &len, "N", "bytes to print (default: to the end of the file)",
+			 0, 0),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, cat_usage, cat_tail, opts };
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (cmd_vol_opt(&va, c, optarg))
-			continue;
-		switch (c) {
-		case 'o':
-			if (cmd_parse_size(optarg, &off))
-				return cmd_usage_error(ctx, "bad --offset '%s'", optarg);
-			break;
-		case 'l':
-			if (cmd_parse_size(optarg, &len))
-				return cmd_usage_error(ctx, "bad --length '%s'", optarg);
-			break;
-		case 'h':
-			fputs(cat_usage, stdout);
-			return 0;
-		default:
-			return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (argc - optind != 2)
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n != 2)
 		return cmd_usage_error(ctx, "expected META-URL and PATH");
 	va.read_only = true;
-	rc = cmd_open_volume(ctx, &va, argv[optind], &vol);
+	rc = cmd_open_volume(ctx, &va, argv[1], &vol);
 	if (rc)
 		goto out;
-	rc = jo_meta_resolve(vol->meta, argv[optind + 1], &ino, &err);
+	rc = jo_meta_resolve(vol->meta, argv[2], &ino, &err);
 	if (!rc)
 		rc = jo_vol_read(vol, ino, off, len, write_stdout, &werr, &err);
 	if (rc == JO_EIO && werr == EPIPE)

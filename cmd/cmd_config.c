@@ -2,7 +2,6 @@
  * jfsops config: where the config file is, and the effective storage
  * settings of a profile (secrets masked).
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,10 +39,10 @@ static const char config_usage[] =
 	"A file holding secret_key or session_token must be chmod 600: otherwise every\n"
 	"command refuses it (exit 2).\n"
 	"\n"
-	"Options:\n"
-	"      --json               one JSON object instead of the table (show)\n"
-	"  -h, --help               show this help\n"
-	CMD_VOL_HELP
+	"";
+
+static const char config_tail[] =
+	CMD_VOL_NOTE
 	"\n"
 	"Examples:\n"
 	"  jfsops config path\n"
@@ -119,29 +118,22 @@ static int show(struct jo_ctx *ctx, const struct cmd_vol_args *va)
 
 int cmd_config(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
 	struct cmd_vol_args va = { 0 };
-	int c, rc;
+	int n, rc;
+	struct jo_option opts[] = {
+		OPT_BOOL(0, "json", &ctx->json, "one JSON object instead of the table (show)"),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, config_usage, config_tail, opts };
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (cmd_vol_opt(&va, c, optarg))
-			continue;
-		switch (c) {
-		case 'j': ctx->json = true; break;
-		case 'h': fputs(config_usage, stdout); cmd_vol_args_release(&va); return 0;
-		default: cmd_vol_args_release(&va); return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (argc - optind != 1) {
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n != 1) {
 		cmd_vol_args_release(&va);
-		return cmd_usage_error(ctx, "expected 'show' or 'path'");
+		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected 'show' or 'path'");
 	}
-	if (!strcmp(argv[optind], "path")) {
+	if (!strcmp(argv[1], "path")) {
 		char path[4096];
 		bool named;
 		struct jo_err err = { 0 };
@@ -151,10 +143,10 @@ int cmd_config(int argc, char **argv, struct jo_ctx *ctx)
 			rc = cmd_fail(ctx, &err);
 		else
 			printf("%s\n", path);
-	} else if (!strcmp(argv[optind], "show")) {
+	} else if (!strcmp(argv[1], "show")) {
 		rc = show(ctx, &va);
 	} else {
-		rc = cmd_usage_error(ctx, "unknown subcommand '%s': expected 'show' or 'path'", argv[optind]);
+		rc = cmd_usage_error(ctx, "unknown subcommand '%s': expected 'show' or 'path'", argv[1]);
 	}
 	cmd_vol_args_release(&va);
 	return rc;

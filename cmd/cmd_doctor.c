@@ -2,7 +2,6 @@
  * jfsops doctor: check that a volume can be worked on, one line per check,
  * each with a hint that says how to fix what failed.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,10 +44,10 @@ static const char doctor_usage[] =
 	"11 the metadata engine rejected the password, 12 the clock is skewed,\n"
 	"3 anything else.\n"
 	"\n"
-	"Options:\n"
-	"      --json       one JSON line per check, then a summary\n"
-	"  -h, --help       show this help\n"
-	CMD_VOL_HELP
+	"";
+
+static const char doctor_tail[] =
+	CMD_VOL_NOTE
 	"\n"
 	"Examples:\n"
 	"  jfsops doctor redis://:secret@10.0.0.5:6379/1\n"
@@ -427,12 +426,6 @@ static void check_backlog(struct doc *d, struct jo_meta *m, const struct jo_form
 
 int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
 	struct cmd_vol_args va = { 0 };
 	struct doc d = { .ctx = ctx };
 	struct jo_meta *m = NULL;
@@ -440,25 +433,26 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_vol *v = NULL;
 	struct jo_err err = { 0 };
 	char detail[768], *url;
-	int c, rc;
+	int n, rc;
+	struct jo_option opts[] = {
+		OPT_BOOL(0, "json", &ctx->json, "one JSON line per check, then a summary"),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, doctor_usage, doctor_tail, opts };
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (cmd_vol_opt(&va, c, optarg))
-			continue;
-		switch (c) {
-		case 'j': ctx->json = true; break;
-		case 'h': fputs(doctor_usage, stdout); return 0;
-		default: return cmd_usage_error(ctx, "unknown option");
-		}
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n != 1) {
+		cmd_vol_args_release(&va);
+		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected one META-URL");
 	}
-	if (argc - optind != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
-	url = strdup(argv[optind]);
+	url = strdup(argv[1]);
 	if (!url) {
 		cmd_vol_args_release(&va);
 		return JO_EXIT_FAIL;
 	}
-	cmd_scrub_url_password(argv[optind]);
+	cmd_scrub_url_password(argv[1]);
 
 	rc = cmd_meta_open(url, &m, &err);
 	if (!rc)

@@ -1,5 +1,4 @@
 /* jfsops info: a volume's format, counts and fragmentation, read-only. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,9 +23,9 @@ static const char info_usage[] =
 	"delayed slices, and a histogram of records per chunk. Reads metadata only;\n"
 	"streams every chunk with bounded memory (SCAN / SQL cursor).\n"
 	"\n"
-	"Options:\n"
-	"      --json       one JSON object on stdout instead of the table\n"
-	"  -h, --help       show this help\n"
+	"";
+
+static const char info_tail[] =
 	"\n"
 	"Examples:\n"
 	"  jfsops info sqlite3:///var/jfs/meta.db\n"
@@ -295,33 +294,30 @@ static void print_human(const struct jo_format *f, const struct info *in)
 
 int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	struct cmd_vol_args va = { 0 };
 	struct jo_meta *m = NULL;
 	struct jo_format fmt = { 0 };
 	struct jo_err err = { 0 };
 	struct info in = { 0 };
 	char *url;
-	int c, rc;
+	int n, rc;
+	struct jo_option opts[] = {
+		OPT_BOOL(0, "json", &ctx->json, "one JSON object on stdout instead of the table"),
+		OPT_HELP(),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, info_usage, info_tail, opts };
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'j': ctx->json = true; break;
-		case 'h': fputs(info_usage, stdout); return 0;
-		default: return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (argc - optind != 1)
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	/* info needs no object store: open the metadata only */
-	url = strdup(argv[optind]);
+	url = strdup(argv[1]);
 	if (!url)
 		return JO_EXIT_FAIL;
-	cmd_scrub_url_password(argv[optind]);
+	cmd_scrub_url_password(argv[1]);
 	rc = cmd_meta_open(url, &m, &err);
 	if (!rc)
 		rc = jo_meta_load_format(m, &fmt, &err);

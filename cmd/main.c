@@ -3,8 +3,9 @@
  *
  * `jfsops CMD ARGS...` or, through an installed link, `jfsops-CMD ARGS...`
  * (dispatch on argv[0], busybox/git style). To add a command: write
- * cmd_<name>() with the jo_cmd_fn signature, add a row below, add its flags
- * to completions/ (a test checks they match `jfsops CMD --help`).
+ * cmd_<name>() with the jo_cmd_fn signature and its option table
+ * (common/opt.h, docs/options.md), add a row below; the completions, the man
+ * page and the tests read its flags from the table (--help, --options-json).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -148,7 +149,6 @@ static int finish_stdout(int rc)
 static int run(const struct cmd_entry *c, int argc, char **argv)
 {
 	struct jo_ctx ctx = { .prog = "jfsops", .cmd = c->name };
-	char prefix[64];
 	int rc;
 
 	ctx.tty = isatty(STDERR_FILENO);
@@ -159,8 +159,8 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 		ctx.t0 = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 		ctx.started = (int64_t)time(NULL);
 	}
-	snprintf(prefix, sizeof(prefix), "jfsops %s", c->name);
-	jo_log_setup(prefix, jo_log_get_level());
+	snprintf(ctx.prefix, sizeof(ctx.prefix), "jfsops %s", c->name);
+	jo_log_setup(ctx.prefix, jo_log_get_level());
 	optind = 0;  /* reset getopt for the command's own parsing */
 	opterr = 0;  /* commands report bad options in one line of their own */
 	cmd_set_args(argc, argv);
@@ -177,6 +177,32 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 		rc = JO_EXIT_FAIL;
 	jo_metrics_free(ctx.mx);
 	return rc;
+}
+
+/*
+ * `jfsops help --options-json [CMD]` (hidden): the option table of CMD, or of
+ * every command, as one JSON line each (common/opt.h), for the completions,
+ * the man pages and the tests. A command still parsing with getopt_long has
+ * no table: it refuses the flag, and the line is missing.
+ */
+static int options_json(const char *name)
+{
+	int rc = JO_EXIT_OK;
+
+	for (size_t k = 0; k < NCOMMANDS; k++) {
+		char *oargv[] = { (char *)commands[k].name, (char *)"--options-json", NULL };
+
+		if (name && strcmp(name, commands[k].name))
+			continue;
+		rc = run(&commands[k], 2, oargv);
+		if (name)
+			return rc;
+	}
+	if (name) {
+		fprintf(stderr, "jfsops: '%s' is not a jfsops command (see 'jfsops --help')\n", name);
+		return JO_EXIT_USAGE;
+	}
+	return finish_stdout(JO_EXIT_OK);
 }
 
 /*
@@ -256,6 +282,8 @@ int main(int argc, char **argv)
 		return JO_EXIT_USAGE;
 	}
 	if (!strcmp(argv[i], "help")) {
+		if (i + 1 < argc && !strcmp(argv[i + 1], "--options-json"))
+			return options_json(i + 2 < argc ? argv[i + 2] : NULL);
 		if (i + 1 >= argc) {
 			usage(stdout);
 			return finish_stdout(0);

@@ -16,6 +16,7 @@ struct jo_metrics;
 struct jo_ctx {
 	const char *prog;   /* "jfsops" */
 	const char *cmd;    /* the command name */
+	char prefix[48];    /* "jfsops CMD": what its messages start with */
 	bool json;          /* --json: JSON lines on stdout */
 	bool quiet;         /* -q: no progress, warnings only */
 	bool tty;           /* stderr is a terminal: live progress allowed */

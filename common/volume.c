@@ -112,6 +112,25 @@ void cmd_scrub_url_password(char *url)
 		scrub_span(colon + 1, (size_t)(at - colon - 1), strlen(at));
 }
 
+int cmd_opt_exit(struct jo_ctx *ctx, int n)
+{
+	ctx->metrics_path = NULL;
+	return n == JO_OPT_SHOWN ? JO_EXIT_OK : JO_EXIT_USAGE;
+}
+
+int cmd_vol_secret_cb(const struct jo_option *o, const char *arg, char *want, size_t cap)
+{
+	struct cmd_vol_args *a = o->value;
+
+	(void)want;
+	(void)cap;
+	free(a->secret_copy);
+	a->secret_copy = strdup(arg);
+	a->secret_key = a->secret_copy;
+	cmd_scrub_arg((char *)arg); /* a word of argv, writable */
+	return 0;
+}
+
 int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
 {
 	switch (opt) {

@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/opt.h"
+
 struct jo_ctx;
 struct jo_err;
 struct jo_meta;
@@ -16,7 +18,10 @@ struct jo_vol;
 struct jo_cfg;
 struct jo_cfg_values;
 
-/* getopt_long codes of the storage-override flags every volume command takes. */
+/*
+ * The same flags for a getopt_long loop: only cmd_warmup.c still has one
+ * (being rewritten; it moves to CMD_VOL_OPTIONS then, and these go).
+ */
 enum {
 	CMD_OPT_BUCKET = 0x1000,
 	CMD_OPT_ACCESS_KEY,
@@ -66,6 +71,40 @@ struct cmd_vol_args {
 	char *secret_copy;  /* owned */
 	char *url_copy;     /* owned */
 };
+
+/*
+ * The storage-override flags every volume command takes, as rows of its
+ * option table (a is the command's struct cmd_vol_args), and the note that
+ * follows them in --help.
+ */
+int cmd_vol_secret_cb(const struct jo_option *o, const char *arg, char *want, size_t cap);
+#define CMD_VOL_OPTIONS(a) \
+	OPT_GROUP("Storage (flags > environment > config file profile > the volume's format record):"), \
+	OPT_STRING(0, "bucket", &(a)->bucket, "URL", "object-store bucket URL (default: env " \
+		   "JFSOPS_BUCKET, the profile's bucket or endpoint, else the format's bucket)"), \
+	OPT_STRING(0, "access-key", &(a)->access_key, "KEY", "access key (default: env " \
+		   "JFSOPS_ACCESS_KEY, the profile, else the format's)"), \
+	OPT_CALLBACK(0, "secret-key", (a), "KEY", "secret key (default: env JFSOPS_SECRET_KEY, " \
+		     "the profile, else the format's); prefer those: ps shows command lines", \
+		     cmd_vol_secret_cb), \
+	OPT_BOOL(0, "insecure", &(a)->insecure, "do not verify TLS certificates (env " \
+		 "JFSOPS_INSECURE=1)"), \
+	OPT_STRING(0, "profile", &(a)->profile, "NAME", "use [profile NAME] of the config file " \
+		   "(default: env JFSOPS_PROFILE, else [default] when the file has one)"), \
+	OPT_STRING(0, "config", &(a)->config, "FILE", "config file (default: env JFSOPS_CONFIG, " \
+		   "else $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config)"), \
+	OPT_STRING(0, "retries", &(a)->retries, "N", "per-request retries in the object client, " \
+		   "0..100 (default 5; twice as many for throttled replies: 503 SlowDown, 429)")
+#define CMD_VOL_NOTE \
+	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD;\n" \
+	"a Sentinel URL's sentinels take theirs from SENTINEL_PASSWORD.\n"
+
+/*
+ * What a command returns when jo_opt_parse() said n < 0: 0 after --help,
+ * 2 after a refusal. Neither is a run: no metrics file is written, also
+ * when --metrics-file came before --help.
+ */
+int cmd_opt_exit(struct jo_ctx *ctx, int n);
 
 /* --retries N: 0..100, else JO_EINVAL with err set. */
 int cmd_parse_retries(const char *arg, int *out, struct jo_err *err);

@@ -1,6 +1,5 @@
 /* jfsops compact: survey fragmentation, and compact chunks as JuiceFS does. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -43,37 +42,12 @@ static const char compact_usage[] =
 	"`jfsops gc` reclaims after TrashDays. A chunk that changed under us\n"
 	"(conflict) loses only our new slice and is tried again.\n"
 	"Without --apply nothing is changed: a fragmentation report is printed.\n"
+	"\n";
+
+static const char compact_tail[] =
+	CMD_VOL_NOTE
 	"\n"
-	"Modes (the same lease framework as `jfsops gc`):\n"
-	"      (default)            survey and report; with --apply: plan, then work here\n"
-	"      --plan               with --apply, record the chunks worth compacting as\n"
-	"                           lease tasks in the volume's metadata, best first\n"
-	"      --worker             with --apply, claim recorded tasks and compact them\n"
-	"      --status             print how many tasks are recorded and leased\n"
-	"\n"
-	"Options:\n"
-	"      --apply              compact (default: report only)\n"
-	"      --path PATH          only files under PATH (default: the whole volume)\n"
-	"      --min-slices N       chunks with at least N records (default 2)\n"
-	"      --min-garbage PCT    and at least PCT% of their written bytes hidden (default 0)\n"
-	"      --top N              name the N chunks worth compacting that hold the most\n"
-	"                           records: file path, chunk index, records, bytes\n"
-	"                           (default 10; 0: none)\n"
-	"      --threads N          workers in this process (default 4)\n"
-	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
-	"      --lease DUR          lease length (default 60s; renewed every third)\n"
-	"      --max-time DUR       stop claiming after DUR and release leases (default: none)\n"
-	"      --task-size N        chunks per task (default: candidates / (4 x threads),\n"
-	"                           between 1 and 64)\n"
-	"      --audit FILE         append a JSON line per deleted block to FILE (default: none)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics when the run ends,\n"
-	"                           also when it fails (atomic; default: none; gauges\n"
-	"                           labelled volume=, README \"Metrics\")\n"
-	"      --json               JSON lines on stdout (one per chunk, then a summary)\n"
-	"  -q, --quiet            no progress line\n"
-	"  -h, --help             show this help\n"
-	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
-	CMD_VOL_HELP
+	"DUR: 90s, 50m, 1.5h, 2d, 500ms or plain seconds.\n"
 	"\n"
 	"Exit codes: 0 done, 2 usage, 3 failed, 4 some chunks failed, 5 unreachable or\n"
 	"timed out (also Redis LOADING/BUSY, SQLite locked), 9 unsupported\n"
@@ -773,101 +747,67 @@ static void default_owner(struct run *r)
 			*p = '_';
 }
 
-enum {
-	OPT_PATH = 0x2000, OPT_MINS, OPT_MING, OPT_APPLY, OPT_PLAN, OPT_WORKER, OPT_STATUS,
-	OPT_THREADS, OPT_ID, OPT_LEASE, OPT_MAXTIME, OPT_TASKSIZE, OPT_AUDIT, OPT_METRICS, OPT_JSON,
-	OPT_TOP,
-};
+enum { MODE_DEFAULT, MODE_PLAN, MODE_WORKER, MODE_STATUS };
 
 int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "path", required_argument, NULL, OPT_PATH },
-		{ "min-slices", required_argument, NULL, OPT_MINS },
-		{ "min-garbage", required_argument, NULL, OPT_MING },
-		{ "apply", no_argument, NULL, OPT_APPLY },
-		{ "plan", no_argument, NULL, OPT_PLAN },
-		{ "worker", no_argument, NULL, OPT_WORKER },
-		{ "status", no_argument, NULL, OPT_STATUS },
-		{ "threads", required_argument, NULL, OPT_THREADS },
-		{ "id", required_argument, NULL, OPT_ID },
-		{ "lease", required_argument, NULL, OPT_LEASE },
-		{ "max-time", required_argument, NULL, OPT_MAXTIME },
-		{ "task-size", required_argument, NULL, OPT_TASKSIZE },
-		{ "audit", required_argument, NULL, OPT_AUDIT },
-		{ "metrics-file", required_argument, NULL, OPT_METRICS },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
 	struct cmd_vol_args va = { 0 };
 	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4, .lease_ms = 60000,
 					     .task_size = 0, .top = 10 } };
 	struct jo_err err = { 0 };
-	int c, rc;
+	int n, rc, mode = MODE_DEFAULT;
+	struct jo_option opts[] = {
+		OPT_GROUP("Modes (the same lease framework as `jfsops gc`):\n"
+			  "      (default)            survey and report; with --apply: plan, then "
+			  "work here"),
+		OPT_CMDMODE(0, "plan", &mode, "with --apply, record the chunks worth compacting as "
+			    "lease tasks in the volume's metadata, best first", MODE_PLAN),
+		OPT_CMDMODE(0, "worker", &mode, "with --apply, claim recorded tasks and compact them",
+			    MODE_WORKER),
+		OPT_CMDMODE(0, "status", &mode, "print how many tasks are recorded and leased",
+			    MODE_STATUS),
+		OPT_GROUP("Options:"),
+		OPT_BOOL(0, "apply", &r.o.apply, "compact (default: report only)"),
+		OPT_STRING(0, "path", &r.o.path, "PATH", "only files under PATH (default: the whole "
+			   "volume)"),
+		OPT_UINT(0, "min-slices", &r.o.min_slices, "N", "chunks with at least N records", 0,
+			 0),
+		OPT_UINT(0, "min-garbage", &r.o.min_garbage, "PCT", "and at least PCT% of their "
+			 "written bytes hidden", 0, 100),
+		OPT_UINT(0, "top", &r.o.top, "N", "name the N chunks worth compacting that hold the "
+			 "most records: file path, chunk index, records, bytes (default 10; 0: none)",
+			 0, 1000),
+		OPT_UINT(0, "threads", &r.o.threads, "N", "workers in this process", 1, 64),
+		OPT_STRING(0, "id", &r.o.id, "NAME", "worker id in leases and the audit (default "
+			   "host:pid)"),
+		OPT_DURATION(0, "lease", &r.o.lease_ms, "DUR", "lease length (default 60s; renewed "
+			     "every third)", 1000, 0),
+		OPT_DURATION(0, "max-time", &r.o.max_time_ms, "DUR", "stop claiming after DUR and "
+			     "release leases", 1, 0),
+		OPT_UINT(0, "task-size", &r.o.task_size, "N", "chunks per task (default: candidates "
+			 "/ (4 x threads), between 1 and 64)", 1, 10000),
+		OPT_STRING(0, "audit", &r.o.audit_path, "FILE", "append a JSON line per deleted block "
+			   "to FILE"),
+		OPT_STRING(0, "metrics-file", &ctx->metrics_path, "PATH", "write Prometheus textfile "
+			   "metrics when the run ends, also when it fails (atomic; default: none; "
+			   "gauges labelled volume=, README \"Metrics\")"),
+		OPT_BOOL(0, "json", &ctx->json, "JSON lines on stdout (one per chunk, then a "
+			 "summary)"),
+		OPT_BOOL('q', "quiet", &ctx->quiet, "no progress line"),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, compact_usage, compact_tail, opts };
 
-	while ((c = getopt_long(argc, argv, "hq", opts, NULL)) != -1) {
-		uint64_t v;
-
-		if (cmd_vol_opt(&va, c, optarg))
-			continue;
-		switch (c) {
-		case OPT_PATH: r.o.path = optarg; break;
-		case OPT_MINS:
-			if (cmd_parse_uint(optarg, 0, UINT64_MAX, &v))
-				return cmd_usage_error(ctx, "bad --min-slices '%s'", optarg);
-			r.o.min_slices = v;
-			break;
-		case OPT_MING:
-			if (cmd_parse_uint(optarg, 0, 100, &v))
-				return cmd_usage_error(ctx, "bad --min-garbage '%s' (0-100)", optarg);
-			r.o.min_garbage = (unsigned)v;
-			break;
-		case OPT_APPLY: r.o.apply = true; break;
-		case OPT_PLAN: r.o.plan = true; break;
-		case OPT_WORKER: r.o.worker = true; break;
-		case OPT_STATUS: r.o.status = true; break;
-		case OPT_THREADS:
-			if (cmd_parse_uint(optarg, 1, 64, &v))
-				return cmd_usage_error(ctx, "bad --threads '%s' (1-64)", optarg);
-			r.o.threads = (int)v;
-			break;
-		case OPT_ID: r.o.id = optarg; break;
-		case OPT_LEASE:
-			r.o.lease_ms = cmd_parse_duration(optarg);
-			if (r.o.lease_ms < 1000)
-				return cmd_usage_error(ctx, "bad --lease '%s' (at least 1s)", optarg);
-			break;
-		case OPT_MAXTIME:
-			r.o.max_time_ms = cmd_parse_duration(optarg);
-			if (r.o.max_time_ms <= 0)
-				return cmd_usage_error(ctx, "bad --max-time '%s'", optarg);
-			break;
-		case OPT_TASKSIZE:
-			if (cmd_parse_uint(optarg, 1, 10000, &v))
-				return cmd_usage_error(ctx, "bad --task-size '%s' (1-10000)", optarg);
-			r.o.task_size = v;
-			break;
-		case OPT_TOP:
-			if (cmd_parse_uint(optarg, 0, 1000, &v))
-				return cmd_usage_error(ctx, "bad --top '%s' (0-1000)", optarg);
-			r.o.top = (unsigned)v;
-			break;
-		case OPT_AUDIT: r.o.audit_path = optarg; break;
-		case OPT_METRICS: ctx->metrics_path = optarg; break;
-		case OPT_JSON: ctx->json = true; break;
-		case 'q': ctx->quiet = true; break;
-		case 'h': fputs(compact_usage, stdout); return 0;
-		default: return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (argc - optind != 1)
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
-	if (r.o.plan + r.o.worker + r.o.status > 1)
-		return cmd_usage_error(ctx, "--plan, --worker and --status exclude each other");
+	r.o.plan = mode == MODE_PLAN;
+	r.o.worker = mode == MODE_WORKER;
+	r.o.status = mode == MODE_STATUS;
 	if (r.o.worker && r.o.path)
 		return cmd_usage_error(ctx, "--path belongs to planning, not to --worker");
 	r.started = time(NULL);
@@ -877,7 +817,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	default_owner(&r);
 	pthread_mutex_init(&r.mu, NULL);
 	va.read_only = !r.o.apply && !r.o.status;
-	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
+	rc = cmd_open_volume(ctx, &va, argv[1], &r.vol);
 	if (rc)
 		goto out_args;
 	if (r.o.status) {

@@ -3,7 +3,6 @@
  * workers. Arguments and output only; the work is in gc_plan.c/gc_work.c.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,7 +22,7 @@
 #include "common/object/object.h"
 #include "gc/gc.h"
 
-static const char usage_text[] =
+static const char usage_head[] =
 	"usage: jfsops gc META-URL [--plan | --worker] [--delete] [options]\n"
 	"\n"
 	"Reclaim what a JuiceFS volume has pending for deletion: removed files\n"
@@ -35,33 +34,12 @@ static const char usage_text[] =
 	"by lease, so any number of workers on any number of hosts can share it;\n"
 	"reference counts, re-read right before each delete, decide what goes.\n"
 	"Without --delete nothing is changed: gc reports what it would delete.\n"
+	"\n";
+
+static const char usage_tail[] =
+	CMD_VOL_NOTE
 	"\n"
-	"Modes:\n"
-	"      --plan               only scan and record tasks (planning twice adds nothing)\n"
-	"      --worker             only claim and process recorded tasks\n"
-	"      (neither)            plan, then work, in this process (the cron case)\n"
-	"      --status             print how many tasks are recorded and leased\n"
-	"      --reset-tasks        drop every recorded task (needs --delete)\n"
-	"\n"
-	"Options:\n"
-	"      --delete             really delete (default: dry-run report)\n"
-	"      --id NAME            worker id in leases and the audit (default host:pid)\n"
-	"      --lease DUR          lease length (default 60s; renewed every third)\n"
-	"      --max-time DUR       stop claiming after DUR and release leases (default: none)\n"
-	"      --threads N          workers in this process (default 1)\n"
-	"      --delete-rate N      at most N object deletes per second (default: no limit)\n"
-	"      --batch N            keys per DeleteObjects request, <= 1000 (default 1000)\n"
-	"      --task-size N        items per task (default 256)\n"
-	"      --audit FILE         append a JSON line per object to FILE ('-' = stdout)\n"
-	"                           (default: none)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics when the run ends,\n"
-	"                           also when it fails (atomic; default: none; gauges\n"
-	"                           labelled volume=, README \"Metrics\")\n"
-	"      --json               JSON lines on stdout (a \"summary\" record)\n"
-	"  -h, --help               this help\n"
-	"DUR: 90s, 50m, 2h, 500ms or plain seconds.\n"
-	"\n"
-	CMD_VOL_HELP
+	"DUR: 90s, 50m, 1.5h, 2d, 500ms or plain seconds.\n"
 	"\n"
 	"Exit codes: 0 done (with --delete: no task left; --max-time stopped the\n"
 	"run: status \"max-time\"; or every task left is under another worker's\n"
@@ -84,41 +62,7 @@ static const char usage_text[] =
 	"  jfsops gc sqlite3:///var/jfs/meta.db --plan --delete            # record tasks once\n"
 	"  jfsops gc redis://10.0.0.5:6379/1 --worker --delete --threads 4 # on every gc host\n";
 
-enum {
-	OPT_PLAN = 0x2000, OPT_WORKER, OPT_DELETE, OPT_ID, OPT_LEASE, OPT_MAXTIME, OPT_THREADS,
-	OPT_RATE, OPT_BATCH, OPT_TASKSIZE, OPT_AUDIT, OPT_METRICS, OPT_JSON, OPT_STATUS, OPT_RESET,
-};
-
-static const struct option longopts[] = {
-	{ "plan", no_argument, NULL, OPT_PLAN },
-	{ "worker", no_argument, NULL, OPT_WORKER },
-	{ "delete", no_argument, NULL, OPT_DELETE },
-	{ "id", required_argument, NULL, OPT_ID },
-	{ "lease", required_argument, NULL, OPT_LEASE },
-	{ "max-time", required_argument, NULL, OPT_MAXTIME },
-	{ "threads", required_argument, NULL, OPT_THREADS },
-	{ "delete-rate", required_argument, NULL, OPT_RATE },
-	{ "batch", required_argument, NULL, OPT_BATCH },
-	{ "task-size", required_argument, NULL, OPT_TASKSIZE },
-	{ "audit", required_argument, NULL, OPT_AUDIT },
-	{ "metrics-file", required_argument, NULL, OPT_METRICS },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "status", no_argument, NULL, OPT_STATUS },
-	{ "reset-tasks", no_argument, NULL, OPT_RESET },
-	{ "help", no_argument, NULL, 'h' },
-	CMD_VOL_LONGOPTS,
-	{ NULL, 0, NULL, 0 },
-};
-
-static int parse_int(const char *s, long lo, long hi, long *out)
-{
-	uint64_t v;
-
-	if (cmd_parse_uint(s, (uint64_t)lo, (uint64_t)hi, &v))
-		return -1;
-	*out = (long)v;
-	return 0;
-}
+enum { GC_BOTH, GC_PLAN, GC_WORKER };
 
 static double now_real(void)
 {
@@ -295,80 +239,56 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	struct gc_run *run = NULL;
 	struct gc_stats st;
 	const char *audit_path = NULL;
-	bool plan = false, work = false, json = ctx->json, status = false, reset = false;
+	bool plan, work, json = ctx->json, status = false, reset = false;
 	double t0 = now_real();
 	int64_t left = 0, leased = 0;
 	const char *mode;
-	int rc = 0, opt, exit_code = JO_EXIT_OK;
-	long lv;
+	int rc = 0, n, which = GC_BOTH, exit_code = JO_EXIT_OK;
+	struct jo_option opts[] = {
+		OPT_GROUP("Modes:"),
+		OPT_CMDMODE(0, "plan", &which, "only scan and record tasks (planning twice adds "
+			    "nothing)", GC_PLAN),
+		OPT_CMDMODE(0, "worker", &which, "only claim and process recorded tasks; neither: "
+			    "plan, then work, in this process (the cron case)", GC_WORKER),
+		OPT_BOOL(0, "status", &status, "print how many tasks are recorded and leased"),
+		OPT_BOOL(0, "reset-tasks", &reset, "drop every recorded task (needs --delete)"),
+		OPT_GROUP("Options:"),
+		OPT_BOOL(0, "delete", &o.delete_, "really delete (default: dry-run report)"),
+		OPT_STRING(0, "id", &o.worker_id, "NAME", "worker id in leases and the audit "
+			   "(default host:pid)"),
+		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease length (default 60s; renewed "
+			     "every third)", 1000, 0),
+		OPT_DURATION(0, "max-time", &o.max_time_ms, "DUR", "stop claiming after DUR and "
+			     "release leases", 1, 0),
+		OPT_UINT(0, "threads", &o.threads, "N", "workers in this process", 1, 256),
+		OPT_DECIMAL(0, "delete-rate", &o.delete_rate, "N", "at most N object deletes per "
+			    "second (default: no limit)", 1),
+		OPT_UINT(0, "batch", &o.batch, "N", "keys per DeleteObjects request", 1, 1000),
+		OPT_UINT(0, "task-size", &o.task_size, "N", "items per task", 1, 100000),
+		OPT_STRING(0, "audit", &audit_path, "FILE", "append a JSON line per object to FILE "
+			   "('-' = stdout)"),
+		OPT_STRING(0, "metrics-file", &ctx->metrics_path, "PATH", "write Prometheus textfile "
+			   "metrics when the run ends, also when it fails (atomic; default: none; "
+			   "gauges labelled volume=, README \"Metrics\")"),
+		OPT_BOOL(0, "json", &json, "JSON lines on stdout (a \"summary\" record)"),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, usage_head, usage_tail, opts };
 
-	while ((opt = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		if (cmd_vol_opt(&va, opt, optarg))
-			continue;
-		switch (opt) {
-		case OPT_PLAN: plan = true; break;
-		case OPT_WORKER: work = true; break;
-		case OPT_DELETE: o.delete_ = true; break;
-		case OPT_ID: o.worker_id = optarg; break;
-		case OPT_LEASE:
-			o.lease_ms = cmd_parse_duration(optarg);
-			if (o.lease_ms < 1000)
-				return cmd_usage_error(ctx, "--lease '%s': a duration of at least 1s", optarg);
-			break;
-		case OPT_MAXTIME:
-			o.max_time_ms = cmd_parse_duration(optarg);
-			if (o.max_time_ms <= 0)
-				return cmd_usage_error(ctx, "--max-time '%s': a positive duration", optarg);
-			break;
-		case OPT_THREADS:
-			if (parse_int(optarg, 1, 256, &lv))
-				return cmd_usage_error(ctx, "--threads '%s': 1..256", optarg);
-			o.threads = (int)lv;
-			break;
-		case OPT_RATE: {
-			if (cmd_parse_decimal(optarg, &o.delete_rate) || o.delete_rate <= 0)
-				return cmd_usage_error(ctx, "--delete-rate '%s': objects per second > 0",
-						       optarg);
-			break;
-		}
-		case OPT_BATCH:
-			if (parse_int(optarg, 1, 1000, &lv))
-				return cmd_usage_error(ctx, "--batch '%s': 1..1000", optarg);
-			o.batch = (int)lv;
-			break;
-		case OPT_TASKSIZE:
-			if (parse_int(optarg, 1, 100000, &lv))
-				return cmd_usage_error(ctx, "--task-size '%s': 1..100000", optarg);
-			o.task_size = (int)lv;
-			break;
-		case OPT_AUDIT: audit_path = optarg; break;
-		case OPT_METRICS: ctx->metrics_path = optarg; break;
-		case OPT_JSON: json = true; break;
-		case OPT_STATUS: status = true; break;
-		case OPT_RESET: reset = true; break;
-		case 'h':
-			fputs(usage_text, stdout);
-			return JO_EXIT_OK;
-		default:
-			return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (optind + 1 != argc)
-		return cmd_usage_error(ctx, optind >= argc ? "META-URL is required" :
-				       "too many arguments");
-	if (plan && work)
-		return cmd_usage_error(ctx, "--plan and --worker exclude each other (give neither "
-				       "to do both)");
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n != 1)
+		return jo_opt_error(&cmd, n ? "too many arguments" : "META-URL is required");
 	if (reset && !o.delete_)
-		return cmd_usage_error(ctx, "--reset-tasks changes the volume: add --delete");
-	if (!plan && !work) {
-		plan = work = true;
-		mode = "plan+work";
-	} else {
-		mode = plan ? "plan" : "worker";
-	}
+		return jo_opt_error(&cmd, "--reset-tasks changes the volume: add --delete");
+	plan = which != GC_WORKER;
+	work = which != GC_PLAN;
+	mode = which == GC_BOTH ? "plan+work" : plan ? "plan" : "worker";
 
-	rc = cmd_open_volume(ctx, &va, argv[optind], &vol);
+	rc = cmd_open_volume(ctx, &va, argv[1], &vol);
 	if (rc) {
 		cmd_vol_args_release(&va);
 		return rc;

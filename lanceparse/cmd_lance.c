@@ -1,5 +1,4 @@
 /* jfsops lance: byte ranges a scan of selected Lance columns reads. */
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,42 +38,10 @@ static const char lance_usage[] =
 	"s3://bucket/prefix (endpoint and keys from JFSOPS_S3_ENDPOINT,\n"
 	"JFSOPS_ACCESS_KEY, JFSOPS_SECRET_KEY, JFSOPS_REGION).\n"
 	"\n"
-	"Options:\n"
-	"  -c, --columns LIST       comma-separated columns; a top-level name selects\n"
-	"                           the column with all its children, a dotted path\n"
-	"                           (st.x) one nested field (required for ranges)\n"
-	"  -v, --version V          dataset version (default: the latest)\n"
-	"  -f, --format FMT         jsonl, csv, ranges or juicefs (default: csv, or\n"
-	"                           jsonl with the global --json): csv is\n"
-	"                           'file,offset,length'; ranges is one line per file,\n"
-	"                           'path [start-end;...]' (end exclusive), which\n"
-	"                           'jfsops warmup --ranges' reads (no released juicefs\n"
-	"                           takes ranges: 'juicefs warmup -f' reads whole\n"
-	"                           paths, up to 1.4.2 at least); juicefs is one path\n"
-	"                           per line, each file once: the list 'juicefs warmup\n"
-	"                           -f' reads (it warms those files whole)\n"
-	"  -a, --align BYTES        round ranges out to multiples of BYTES and merge\n"
-	"                           (e.g. 4M, the volume's block size; default: none)\n"
-	"  -p, --prefix P           path prefix for --format ranges and juicefs\n"
-	"                           (default: DATASET\n"
-	"                           when it is a local directory), e.g. the dataset's\n"
-	"                           path under a JuiceFS mount\n"
-	"      --merge-gap BYTES    merge ranges of a file less than BYTES apart\n"
-	"                           (default: 64, the padding between Lance buffers,\n"
-	"                           which newer Lance readers read through)\n"
-	"      --blobs              also list blob payloads (a scan of a blob column\n"
-	"                           reads only the blob descriptions)\n"
-	"      --tail-block BYTES   size of the reader's first read at the end of each\n"
-	"                           data file (default: 4096, what Lance does on a\n"
-	"                           local file system; 64K for s3:// datasets)\n"
-	"      --endpoint URL       S3 endpoint for s3:// datasets (env JFSOPS_S3_ENDPOINT;\n"
-	"                           default AWS), keys from JFSOPS_ACCESS_KEY/SECRET_KEY\n"
-	"      --list-versions      print the dataset's versions and exit\n"
-	"      --schema             print the schema (field id, parent, type) and exit\n"
-	"      --json               same as --format jsonl\n"
-	"  -q, --quiet              no summary line on stderr\n"
-	"  -h, --help               show this help\n"
-	CMD_VOL_HELP
+	"";
+
+static const char lance_tail[] =
+	CMD_VOL_NOTE
 	"\n"
 	"Exit codes: 0 ok, 2 usage, 7 corrupt manifest or data file, 8 missing\n"
 	"dataset, version or column, 9 unsupported location.\n"
@@ -88,7 +55,23 @@ static const char lance_usage[] =
 	"      | jfsops warmup redis://127.0.0.1:6379/1 --mount /mnt/jfs --ranges -\n";
 
 enum { FMT_CSV, FMT_JSONL, FMT_RANGES, FMT_JUICEFS };
-enum { OPT_LIST = 0x2000, OPT_SCHEMA, OPT_BLOBS, OPT_TAIL, OPT_ENDPOINT, OPT_GAP, OPT_JSON };
+
+/* --format */
+static int format_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	static const struct { const char *name; int fmt; } fmts[] = {
+		{ "csv", FMT_CSV }, { "jsonl", FMT_JSONL }, { "json", FMT_JSONL },
+		{ "ranges", FMT_RANGES }, { "juicefs", FMT_JUICEFS },
+	};
+
+	for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]); i++)
+		if (!strcmp(arg, fmts[i].name)) {
+			*(int *)o->value = fmts[i].fmt;
+			return 0;
+		}
+	snprintf(why, cap, "want jsonl, csv, ranges or juicefs");
+	return -1;
+}
 
 struct lance_args {
 	const char *dataset;
@@ -367,110 +350,71 @@ static int open_s3(struct jo_obj **obj, struct lance_io **io, const char *url,
 
 int cmd_lance(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "columns", required_argument, NULL, 'c' },
-		{ "version", required_argument, NULL, 'v' },
-		{ "format", required_argument, NULL, 'f' },
-		{ "align", required_argument, NULL, 'a' },
-		{ "prefix", required_argument, NULL, 'p' },
-		{ "blobs", no_argument, NULL, OPT_BLOBS },
-		{ "tail-block", required_argument, NULL, OPT_TAIL },
-		{ "merge-gap", required_argument, NULL, OPT_GAP },
-		{ "list-versions", no_argument, NULL, OPT_LIST },
-		{ "schema", no_argument, NULL, OPT_SCHEMA },
-		{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
 	struct lance_args a = { .format = ctx->json ? FMT_JSONL : FMT_CSV, .tail_block = 4096, .gap = 4096 };
 	struct cmd_vol_args va = { 0 };
 	struct jo_vol *vol = NULL;
 	struct jo_obj *obj = NULL;
 	const char *endpoint = NULL;
 	char *meta_url = NULL;
-	bool quiet = ctx->quiet, tail_set = false;
+	bool quiet = ctx->quiet;
 	struct lance_io *io = NULL;
 	struct lance_manifest *m = NULL;
 	struct jo_err err = { 0 };
-	int c, rc = 0;
+	uint64_t tail = UINT64_MAX;  /* --tail-block, when given */
+	int n, rc = 0;
+	struct jo_option opts[] = {
+		OPT_STRING('c', "columns", &a.columns, "LIST", "comma-separated columns; a top-level "
+			   "name selects the column with all its children, a dotted path (st.x) one "
+			   "nested field (required for ranges)"),
+		OPT_UINT(0, "version", &a.version, "V", "dataset version (default: the latest)", 1,
+			 0),
+		OPT_CALLBACK('f', "format", &a.format, "FMT", "jsonl, csv, ranges or juicefs "
+			     "(default: csv, or jsonl with the global --json): csv is 'file,offset,length'; ranges is "
+			     "one line per file, 'path [start-end;...]' (end exclusive), which 'jfsops "
+			     "warmup --ranges' reads (no released juicefs takes ranges: 'juicefs warmup "
+			     "-f' reads whole paths, up to 1.4.2 at least); juicefs is one path per "
+			     "line, each file once: the list 'juicefs warmup -f' reads (it warms those "
+			     "files whole)", format_cb),
+		OPT_SIZE('a', "align", &a.align, "BYTES", "round ranges out to multiples of BYTES "
+			 "and merge (e.g. 4M, the volume's block size; default: none)", 0, 0),
+		OPT_STRING('P', "prefix", &a.prefix, "P", "path prefix for --format ranges and "
+			   "juicefs (default: DATASET when it is a local directory), e.g. the "
+			   "dataset's path under a JuiceFS mount"),
+		OPT_SIZE(0, "merge-gap", &a.gap, "BYTES", "merge ranges of a file less than BYTES "
+			 "apart (default: 64, the padding between Lance buffers, which newer Lance "
+			 "readers read through)", 0, 0),
+		OPT_BOOL(0, "blobs", &a.blobs, "also list blob payloads (a scan of a blob column "
+			 "reads only the blob descriptions)"),
+		OPT_SIZE(0, "tail-block", &tail, "BYTES", "size of the reader's first read at the end "
+			 "of each data file (default: 4096, what Lance does on a local file system; "
+			 "64K for s3:// datasets)", 0, UINT64_MAX - 1),
+		OPT_STRING(0, "endpoint", &endpoint, "URL", "S3 endpoint for s3:// datasets (env "
+			   "JFSOPS_S3_ENDPOINT; default AWS), keys from JFSOPS_ACCESS_KEY/SECRET_KEY"),
+		OPT_BOOL(0, "list-versions", &a.list_versions, "print the dataset's versions and "
+			 "exit"),
+		OPT_BOOL(0, "schema", &a.schema, "print the schema (field id, parent, type) and exit"),
+		OPT_SET_INT(0, "json", &a.format, "same as --format jsonl", FMT_JSONL),
+		OPT_BOOL('q', "quiet", &quiet, "no summary line on stderr"),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, lance_usage, lance_tail, opts };
 
 	a.tty = isatty(STDOUT_FILENO);
-	optind = 0;
-	while ((c = getopt_long(argc, argv, "c:v:f:a:p:qh", opts, NULL)) != -1) {
-		if (cmd_vol_opt(&va, c, optarg))
-			continue;
-		switch (c) {
-		case OPT_ENDPOINT:
-			endpoint = optarg;
-			break;
-		case 'c':
-			a.columns = optarg;
-			break;
-		case 'v':
-			if (cmd_parse_uint(optarg, 1, UINT64_MAX, &a.version))
-				USAGE("bad --version '%s' (a positive number)", optarg);
-			break;
-		case 'f':
-			if (strcmp(optarg, "csv") == 0)
-				a.format = FMT_CSV;
-			else if (strcmp(optarg, "jsonl") == 0 || strcmp(optarg, "json") == 0)
-				a.format = FMT_JSONL;
-			else if (strcmp(optarg, "ranges") == 0)
-				a.format = FMT_RANGES;
-			else if (strcmp(optarg, "juicefs") == 0)
-				a.format = FMT_JUICEFS;
-			else
-				USAGE("bad --format '%s' (jsonl, csv, ranges or juicefs)",
-						       optarg);
-			break;
-		case 'a':
-			if (cmd_parse_size(optarg, &a.align) < 0)
-				USAGE("bad --align '%s'", optarg);
-			break;
-		case 'p':
-			a.prefix = optarg;
-			break;
-		case OPT_BLOBS:
-			a.blobs = true;
-			break;
-		case OPT_TAIL:
-			if (cmd_parse_size(optarg, &a.tail_block) < 0)
-				USAGE("bad --tail-block '%s'", optarg);
-			tail_set = true;
-			break;
-		case OPT_GAP:
-			if (cmd_parse_size(optarg, &a.gap) < 0)
-				USAGE("bad --merge-gap '%s'", optarg);
-			break;
-		case 'q':
-			quiet = true;
-			break;
-		case OPT_JSON:
-			a.format = FMT_JSONL;
-			break;
-		case OPT_LIST:
-			a.list_versions = true;
-			break;
-		case OPT_SCHEMA:
-			a.schema = true;
-			break;
-		case 'h':
-			fputs(lance_usage, stdout);
-			rc = JO_EXIT_OK;
-			goto out;
-		default:
-			USAGE("unknown option");
-		}
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0) {
+		rc = cmd_opt_exit(ctx, n);
+		goto out;
 	}
-	if (argc - optind != 1)
-		USAGE(argc - optind < 1 ? "expected DATASET" : "too many arguments");
-	a.dataset = argv[optind];
+	if (n != 1)
+		USAGE(n < 1 ? "expected DATASET" : "too many arguments");
+	a.dataset = argv[1];
 	/* Lance's first read of a file's tail is one block: 4 KiB on local file
 	 * systems (a JuiceFS mount included), 64 KiB on object stores. */
-	if (!tail_set && strncmp(a.dataset, "s3://", 5) == 0)
+	if (tail != UINT64_MAX)
+		a.tail_block = tail;
+	else if (strncmp(a.dataset, "s3://", 5) == 0)
 		a.tail_block = 65536;
 	if (!a.list_versions && !a.schema && !a.columns)
 		USAGE("--columns is required (or --list-versions, --schema)");

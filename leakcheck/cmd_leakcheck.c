@@ -1,6 +1,5 @@
 /* jfsops leakcheck: objects no metadata references, and references with no object. */
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,56 +43,12 @@ static const char leakcheck_usage[] =
 	"never followed, never deleted, nothing behind it is listed. A bucket (or\n"
 	"bucket directory) that does not exist is an error (exit 8), never an empty\n"
 	"listing that would make every reference look missing.\n"
+	"\n";
+
+static const char leakcheck_tail[] =
+	CMD_VOL_NOTE
 	"\n"
-	"Check options:\n"
-	"      --out FILE          write candidates as JSON lines (type leaked, missing,\n"
-	"                          skipped, foreign; key, slice, size, last_modified,\n"
-	"                          reason; a missing block also names its files:\n"
-	"                          inode, chunk, path); published only when the run\n"
-	"                          completes\n"
-	"                          (default: none, candidates go to stdout)\n"
-	"      --json              summary (and, without --out, candidates) as JSON\n"
-	"                          lines on stdout\n"
-	"      --min-age DUR       safety window (default 1h; s/m/h/d suffixes)\n"
-	"      --list-threads N    concurrent listers (default 32)\n"
-	"      --mem-limit SIZE    most memory the two sorts may take (default 256M;\n"
-	"                          they start at a few MiB and grow with the listing)\n"
-	"      --tmp-dir DIR       where sorted runs go (default $TMPDIR or /tmp)\n"
-	"      --metrics-file PATH write Prometheus textfile metrics at the end of the\n"
-	"                          run, also when it fails (atomic; default: none)\n"
-	"\n"
-	"Deletion (phase two, from a report of this volume):\n"
-	"      --delete-from FILE  re-check each 'leaked' line of FILE against a fresh\n"
-	"                          metadata scan, the counter and the object's age\n"
-	"                          (HEAD), then delete it in batches (default: none)\n"
-	"      --quarantine PATH   first save every object to the tar.zst archive PATH\n"
-	"                          (published, fsync'd, before anything is deleted;\n"
-	"                          default: none, no copy is kept)\n"
-	"      --audit FILE        append one JSON line per candidate: time, key,\n"
-	"                          reason, result; written as the work is done and\n"
-	"                          fsync'd before the next step: the re-check's\n"
-	"                          verdicts, then a \"deleting\" line per key before\n"
-	"                          its batch is sent and its result before the next\n"
-	"                          batch (with --restore: one line per entry,\n"
-	"                          \"restored\" or \"kept: exists\") (default: none)\n"
-	"      --delete-rate N     at most N deletions per second (default unlimited)\n"
-	"      --dry-run           re-check only, delete nothing; says what it would\n"
-	"                          delete\n"
-	"      --restore PATH      put the objects of a quarantine archive back, never\n"
-	"                          over an object: a key that has one is left as it\n"
-	"                          is and counted as \"kept: exists\". The archive is\n"
-	"                          read whole first; an entry that is not a block key\n"
-	"                          of this volume refuses it all (exit 2) before\n"
-	"                          anything is written (default: none)\n"
-	"\n"
-	"Benchmark only (bench/leakcheck; no META-URL, touches no volume):\n"
-	"      --synthetic N       sort and merge a synthetic workload of N slices and\n"
-	"                          print one JSON line (default: none)\n"
-	"      --synthetic-keys DIR  with --synthetic: only write the keys as text to\n"
-	"                          DIR/refs.txt and DIR/objs.txt (default: none)\n"
-	"\n"
-	"  -h, --help              show this help\n"
-	CMD_VOL_HELP
+	"DUR: 90s, 50m, 1.5h, 2d, 500ms or plain seconds; SIZE: 4096, 64M, 1.5GiB.\n"
 	"\n"
 	"Metrics (--metrics-file; gauges labelled volume=, README \"Metrics\"):\n"
 	"jfsops_leakcheck_last_run_objects_scanned, _last_run_referenced_slices,\n"
@@ -121,12 +76,6 @@ static const char leakcheck_usage[] =
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --delete-from leaks.jsonl \\\n"
 	"      --quarantine leaks.tar.zst --audit audit.jsonl\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --restore leaks.tar.zst\n";
-
-enum {
-	OPT_OUT = 0x2000, OPT_JSON, OPT_MIN_AGE, OPT_LIST_THREADS, OPT_MEM, OPT_TMP,
-	OPT_DELETE_FROM, OPT_QUARANTINE, OPT_AUDIT, OPT_RATE, OPT_DRY_RUN, OPT_RESTORE,
-	OPT_SYNTH, OPT_SYNTH_KEYS, OPT_METRICS,
-};
 
 struct lc_opts {
 	const char *out;
@@ -171,35 +120,6 @@ struct lc_run {
 	struct leak_owners *owners; /* missing items held back to name their files */
 	struct lc_mx mx;
 };
-
-static int parse_duration(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-	int64_t mul = 1;
-
-	if (!s || *s < '0' || *s > '9') /* strtoll takes blanks and signs */
-		return -1;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	if (*end) {
-		switch (*end) {
-		case 's': mul = 1; break;
-		case 'm': mul = 60; break;
-		case 'h': mul = 3600; break;
-		case 'd': mul = 86400; break;
-		default: return -1;
-		}
-		if (end[1])
-			return -1;
-	}
-	if (v > INT64_MAX / mul)
-		return -1;
-	*out = (int64_t)v * mul;
-	return 0;
-}
 
 /* cmd_fail, with 128 + the signal that canceled the run (130 or 143). */
 static int lc_fail(struct jo_ctx *ctx, const struct jo_err *err)
@@ -802,86 +722,71 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, OPT_OUT },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "min-age", required_argument, NULL, OPT_MIN_AGE },
-		{ "list-threads", required_argument, NULL, OPT_LIST_THREADS },
-		{ "mem-limit", required_argument, NULL, OPT_MEM },
-		{ "tmp-dir", required_argument, NULL, OPT_TMP },
-		{ "delete-from", required_argument, NULL, OPT_DELETE_FROM },
-		{ "quarantine", required_argument, NULL, OPT_QUARANTINE },
-		{ "audit", required_argument, NULL, OPT_AUDIT },
-		{ "delete-rate", required_argument, NULL, OPT_RATE },
-		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
-		{ "restore", required_argument, NULL, OPT_RESTORE },
-		{ "metrics-file", required_argument, NULL, OPT_METRICS },
-		/* benchmark only (bench/leakcheck), documented as such */
-		{ "synthetic", required_argument, NULL, OPT_SYNTH },
-		{ "synthetic-keys", required_argument, NULL, OPT_SYNTH_KEYS },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
 	struct lc_opts o = { .min_age = 3600, .threads = 32, .mem = 256u << 20 };
 	struct cmd_vol_args va = { 0 };
 	struct lc_run r = { .ctx = ctx, .o = &o };
 	struct jo_err err = { 0 };
-	int c, rc, code = JO_EXIT_OK;
+	int n, rc, code = JO_EXIT_OK;
+	struct jo_option opts[] = {
+		OPT_GROUP("Check options:"),
+		OPT_STRING(0, "out", &o.out, "FILE", "write candidates as JSON lines (type leaked, "
+			   "missing, skipped, foreign; key, slice, size, last_modified, reason; a "
+			   "missing block also names its files: inode, chunk, path); published only "
+			   "when the run completes (default: none, candidates go to stdout)"),
+		OPT_BOOL(0, "json", &o.json, "summary (and, without --out, candidates) as JSON lines "
+			 "on stdout"),
+		OPT_DURATION_S(0, "min-age", &o.min_age, "DUR", "safety window", 0, 0),
+		OPT_UINT(0, "list-threads", &o.threads, "N", "concurrent listers", 1, 1024),
+		OPT_SIZE(0, "mem-limit", &o.mem, "SIZE", "most memory the two sorts may take (they "
+			 "start at a few MiB and grow with the listing)", 4u << 20, 0),
+		OPT_STRING(0, "tmp-dir", &o.tmp, "DIR", "where sorted runs go (default $TMPDIR or "
+			   "/tmp)"),
+		OPT_STRING(0, "metrics-file", &ctx->metrics_path, "PATH", "write Prometheus textfile "
+			   "metrics at the end of the run, also when it fails (atomic)"),
+		OPT_GROUP("Deletion (phase two, from a report of this volume):"),
+		OPT_STRING(0, "delete-from", &o.delete_from, "FILE", "re-check each 'leaked' line of "
+			   "FILE against a fresh metadata scan, the counter and the object's age "
+			   "(HEAD), then delete it in batches"),
+		OPT_STRING(0, "quarantine", &o.quarantine, "PATH", "first save every object to the "
+			   "tar.zst archive PATH (published, fsync'd, before anything is deleted; "
+			   "default: none, no copy is kept)"),
+		OPT_STRING(0, "audit", &o.audit, "FILE", "append one JSON line per candidate: time, "
+			   "key, reason, result; written as the work is done and fsync'd before the "
+			   "next step: the re-check's verdicts, then a \"deleting\" line per key before "
+			   "its batch is sent and its result before the next batch (with --restore: one "
+			   "line per entry, \"restored\" or \"kept: exists\")"),
+		OPT_DECIMAL(0, "delete-rate", &o.rate, "N", "at most N deletions per second (default "
+			    "unlimited)", 0),
+		OPT_BOOL(0, "dry-run", &o.dry_run, "re-check only, delete nothing; says what it would "
+			 "delete"),
+		OPT_STRING(0, "restore", &o.restore, "PATH", "put the objects of a quarantine archive "
+			   "back, never over an object: a key that has one is left as it is and "
+			   "counted as \"kept: exists\". The archive is read whole first; an entry that "
+			   "is not a block key of this volume refuses it all (exit 2) before anything "
+			   "is written"),
+		OPT_GROUP("Benchmark only (bench/leakcheck; no META-URL, touches no volume):"),
+		OPT_SIZE(0, "synthetic", &o.synth, "N", "sort and merge a synthetic workload of N "
+			 "slices and print one JSON line (default: none)", 1, 0),
+		OPT_STRING(0, "synthetic-keys", &o.synth_keys, "DIR", "with --synthetic: only write "
+			   "the keys as text to DIR/refs.txt and DIR/objs.txt"),
+		OPT_GROUP(""),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, leakcheck_usage, leakcheck_tail, opts };
 
 	o.json = ctx->json;
 	o.tmp = getenv("TMPDIR");
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		if (cmd_vol_opt(&va, c, optarg))
-			continue;
-		switch (c) {
-		case OPT_OUT: o.out = optarg; break;
-		case OPT_JSON: o.json = true; break;
-		case OPT_MIN_AGE:
-			if (parse_duration(optarg, &o.min_age))
-				return cmd_usage_error(ctx, "bad --min-age '%s'", optarg);
-			break;
-		case OPT_LIST_THREADS: {
-			uint64_t n;
-
-			if (cmd_parse_uint(optarg, 1, 1024, &n))
-				return cmd_usage_error(ctx, "bad --list-threads '%s' (1..1024)", optarg);
-			o.threads = (int)n;
-			break;
-		}
-		case OPT_MEM:
-			if (cmd_parse_size(optarg, &o.mem) || o.mem < (4u << 20))
-				return cmd_usage_error(ctx, "bad --mem-limit '%s' (at least 4M)", optarg);
-			break;
-		case OPT_TMP: o.tmp = optarg; break;
-		case OPT_DELETE_FROM: o.delete_from = optarg; break;
-		case OPT_QUARANTINE: o.quarantine = optarg; break;
-		case OPT_AUDIT: o.audit = optarg; break;
-		case OPT_RATE:
-			if (cmd_parse_decimal(optarg, &o.rate))
-				return cmd_usage_error(ctx, "bad --delete-rate '%s'", optarg);
-			break;
-		case OPT_DRY_RUN: o.dry_run = true; break;
-		case OPT_RESTORE: o.restore = optarg; break;
-		case OPT_SYNTH:
-			if (cmd_parse_size(optarg, &o.synth) || o.synth == 0)
-				return cmd_usage_error(ctx, "bad --synthetic '%s'", optarg);
-			break;
-		case OPT_SYNTH_KEYS: o.synth_keys = optarg; break;
-		case OPT_METRICS: ctx->metrics_path = optarg; break;
-		case 'h':
-			fputs(leakcheck_usage, stdout);
-			return JO_EXIT_OK;
-		default:
-			return cmd_usage_error(ctx, "unknown option");
-		}
-	}
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
 	if (o.synth) {
-		if (argc != optind)
+		if (n)
 			return cmd_usage_error(ctx, "--synthetic takes no META-URL");
 		return run_synthetic(ctx, &o);
 	}
-	if (argc - optind != 1)
+	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (o.delete_from && o.restore)
 		return cmd_usage_error(ctx, "--delete-from and --restore exclude each other");
@@ -896,7 +801,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	va.read_only = true;  /* leakcheck never writes metadata, only deletes objects */
 	va.list_temp_files = true;  /* a crashed writer's temp files are reported (foreign) */
 	va.list_links = true;       /* symlinks under chunks/ too: never followed or deleted */
-	rc = cmd_open_volume(ctx, &va, argv[optind], &r.vol);
+	rc = cmd_open_volume(ctx, &va, argv[1], &r.vol);
 	if (rc)
 		goto out;
 	if (o.restore) {

@@ -1,6 +1,5 @@
 /* jfsops sync: incremental, resumable copy between object stores or directories. */
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <openssl/evp.h>
@@ -70,203 +69,9 @@ static const char sync_usage[] =
 	"  front) cannot be known: never point SRC and DST at one bucket through\n"
 	"  two endpoint names.\n"
 	"\n"
-	"Comparison (from the listings and the state file; never a HEAD per object):\n"
-	"  default            copy when missing or sizes differ; else skip when the\n"
-	"                     state file recorded this copy and the source is\n"
-	"                     unchanged (size, mtime, ETag); without a record, skip\n"
-	"                     when DST's mtime is not older than SRC's\n"
-	"      --size-only    copy when missing or sizes differ\n"
-	"      --checksum     compare MD5s: a plain (single-part) ETag, or the MD5 the\n"
-	"                     state file recorded; multipart ETags are not MD5s, and\n"
-	"                     when one side has no comparable MD5 the default rule\n"
-	"                     decides instead\n"
-	"      --update       copy only when SRC's mtime is newer than DST's\n"
-	"      --ignore-existing  never touch an object DST already has\n"
-	"      --existing     only update objects DST already has\n"
-	"\n"
-	"Copying:\n"
-	"      --transfers N        objects in flight (default 16)\n"
-	"      --list-threads N     key-range listers per side (default 4)\n"
-	"      --part-size SIZE     multipart part size (default 16M, min 5M)\n"
-	"      --multipart-threshold SIZE  objects this large use multipart (default 64M)\n"
-	"      --part-concurrency N parts of one object in flight (default 4)\n"
-	"      --no-server-side     never use CopyObject (default: used when both sides\n"
-	"                           are on the same endpoint with the same access key)\n"
-	"      --no-metadata        do not HEAD the source for Content-Type/user metadata\n"
-	"      --perms              local SRC and local DST: a copy keeps the source\n"
-	"                           file's permission bits (rwx of owner, group and\n"
-	"                           others; never setuid, setgid or sticky; owners are\n"
-	"                           never copied), set before the file appears (default:\n"
-	"                           off: a new file gets 0666 less the umask, like\n"
-	"                           juicefs sync without --perms; objects of an s3 SRC\n"
-	"                           have no bits, so always the default). A file already\n"
-	"                           in sync keeps its mode; directories are made 0777\n"
-	"                           less the umask. Not with an s3 DST (exit 2)\n"
-	"      --bwlimit RATE       bytes per second for all transfers (K/M/G suffixes;\n"
-	"                           with --cluster: of this worker, not the whole job;\n"
-	"                           default: none, unlimited)\n"
-	"      --retries N          per-request retries in the object client (default 5;\n"
-	"                           twice as many for throttled replies: 503 SlowDown, 429)\n"
-	"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
-	"  seconds), x-amz-meta-jfsops-src-etag (the source ETag) and, for copies in\n"
-	"  one request, x-amz-meta-jfsops-md5 (MD5 computed while copying), next to\n"
-	"  the source's Content-Type and user metadata. Every source read carries\n"
-	"  If-Match with the listed ETag: an object changing mid-copy fails (and is\n"
-	"  retried by the next run) instead of arriving torn. Single requests send\n"
-	"  Content-MD5; each multipart part's ETag is checked against its MD5 and\n"
-	"  the assembled size is checked with a HEAD.\n"
-	"\n"
-	"Deleting:\n"
-	"      --delete-dst         delete DST objects absent from SRC, after the copy\n"
-	"                           pass, and only when no copy failed, both listings\n"
-	"                           completed and SRC listed at least one object\n"
-	"      --max-delete N       refuse all deletions when more than N are due\n"
-	"                           (default: none, no limit)\n"
-	"\n"
-	"Cluster mode (any number of hosts run the same command and share the job):\n"
-	"      --cluster URL        the coordinator, a META-URL of an engine you already run\n"
-	"                           (redis://host:6379/5, postgres://..., mysql://...,\n"
-	"                           etcd://host:2379/NAME, sqlite3:///path.db on one host;\n"
-	"                           default: none, this host alone). It needs no JuiceFS\n"
-	"                           volume; the job's records go in a namespace of their\n"
-	"                           own. A password comes from the URL, else env\n"
-	"                           META_PASSWORD/REDIS_PASSWORD.\n"
-	"      --plan               only plan: sample both listings and record the key\n"
-	"                           ranges, then exit (default: plan if nobody has, then work)\n"
-	"      --worker             only work: claim ranges, never plan (waits for a plan;\n"
-	"                           default: plan if nobody has, then work)\n"
-	"      --id NAME            name the job (default: a hash of SRC, DST, filters and\n"
-	"                           options); another SRC/DST/options under the same NAME\n"
-	"                           is refused (exit 2). Use one NAME per run from cron\n"
-	"                           (--id nightly-$(date +%F)): a finished job stays finished\n"
-	"      --status             print the job (with SRC DST or --id) or every job of the\n"
-	"                           coordinator: ranges planned, leased (by whom, since\n"
-	"                           when), done, failed; objects and bytes copied; each\n"
-	"                           worker's throughput (--json: one object per job;\n"
-	"                           default: off)\n"
-	"      --reset              drop the job's records and start it over (refused while\n"
-	"                           a range is leased; default: off)\n"
-	"      --ranges N           ranges to cut the key space into (default 0: one per\n"
-	"                           ~2000 objects sampled, at least 16)\n"
-	"      --lease DUR          lease of a range (default 30s; renewed every third): a\n"
-	"                           killed worker's range goes to another worker after it\n"
-	"      --checkpoint DUR     how often a worker records its resume position in the\n"
-	"                           coordinator (default 10s; in-flight copies finish first)\n"
-	"      --max-attempts N     failures before a range is given up (default 3; the job\n"
-	"                           then finishes \"failed\" and a rerun retries it)\n"
-	"      --worker-id NAME     this worker's name in leases, --status and metrics\n"
-	"                           (default host:pid)\n"
-	"  Each range is listed on both sides by the worker that claims it, merged and\n"
-	"  copied; the worker records a resume position, and the range as done in the\n"
-	"  transaction that completes its lease: a done range is never copied again, a\n"
-	"  killed worker's range is continued by another one. Every copy carries\n"
-	"  x-amz-meta-jfsops-job, so a copy a killed worker made but never recorded is\n"
-	"  counted once, by the next attempt. --delete-dst runs as a second phase, only\n"
-	"  after every range was listed and copied without failure, with --max-delete\n"
-	"  and the empty-source brake applied to the whole job. No state file is used.\n"
-	"  Range bounds are byte-order keys; a store that lists directory by directory\n"
-	"  (SeaweedFS) is detected and each range sorted on the worker. DUR: 90s, 5m, 500ms.\n"
-	"\n"
-	"Symlinks in a local directory are skipped, never followed (rclone's default\n"
-	"on local paths): they are neither copied nor deleted, nothing they point at\n"
-	"is read, written or deleted, and a copy whose destination path holds one\n"
-	"fails instead of replacing it. Each skipped link gets a warning line, and\n"
-	"the summary counts them. There is no -L/--copy-links: following links would\n"
-	"let a DST link send writes and --delete-dst deletions outside DST, and on\n"
-	"SRC a link to '/', to a parent or /proc/self/root turns the run into a copy\n"
-	"of the whole machine, with no way to tell a link retargeted between listing\n"
-	"and reading. Copy the tree a link points to, or name it as the side.\n"
-	"\n"
-	"A local DST holds a key at DIR/KEY, so keys whose paths would fold into\n"
-	"another's (\"a//b\" and \"a/b\", \"./a\" and \"a\", \"/a\" and \"a\") or leave\n"
-	"DIR are refused one by one: an empty path segment, a '.' or '..' segment,\n"
-	"a leading '/', a trailing '/' on a non-empty object, and '.jfs.*.tmp.*'\n"
-	"names (the temp files of the directory store, which its listing hides).\n"
-	"Each refused key gets a warning line (control characters as \\xNN), the\n"
-	"summary counts them (\"unrepresentable\" in --json), the exit status is 4,\n"
-	"every rerun refuses them again, and no --delete-dst deletion runs while\n"
-	"one is refused: --exclude them to sync the rest. A zero-size key ending\n"
-	"in '/' is a directory marker, counted as excluded. A key with a NUL byte\n"
-	"stops the listing as a malformed reply (exit 7).\n"
-	"\n"
-	"Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
-	"neither copied nor deleted):\n"
-	"      --include PATTERN    copy (and delete) only keys some include matches\n"
-	"                           (repeatable; default: none, every key)\n"
-	"      --exclude PATTERN    leave matching keys alone (repeatable; default: none)\n"
-	"      --filter RULE        '+ PATTERN' (include) or '- PATTERN' (exclude)\n"
-	"                           (repeatable; default: none)\n"
-	"      --filter-from FILE   lines '+ PATTERN', '- PATTERN', '#' comments, '!'\n"
-	"                           clears (default: none)\n"
-	"  '*' matches within one path segment, '**' across '/', '?' one character,\n"
-	"  '[a-z]' a class, '{a,b}' alternatives, '\\' escapes. A leading '/' anchors\n"
-	"  at the start of the key, otherwise the pattern may match any tail starting\n"
-	"  after a '/'. A trailing '/' means everything below that directory.\n"
-	"  Rules apply in command-line order and the first match decides (rclone\n"
-	"  groups them by flag type instead). With any include rule, a key no rule\n"
-	"  matches is excluded; otherwise it is included.\n"
-	"\n"
-	"State and output:\n"
-	"      --state FILE         state file (default ~/.cache/jfsops/sync-<hash>.db,\n"
-	"                           one per SRC/DST pair)\n"
-	"      --no-state           keep no state (compare by listings only)\n"
-	"      --resume             continue an interrupted run: list both sides only\n"
-	"                           after the saved position (every key before it was\n"
-	"                           done; not with --delete-dst, which needs complete\n"
-	"                           listings) and continue its multipart uploads (parts\n"
-	"                           checked with ListParts). Without --resume a run lists\n"
-	"                           everything (finished objects are still skipped, from\n"
-	"                           the state file) and aborts leftover uploads.\n"
-	"  -n, --dry-run            change nothing; print each planned copy/delete on\n"
-	"                           stdout ('copy KEY (reason)', JSON lines with --json)\n"
-	"      --json               final summary as one JSON object on stdout\n"
-	"  -v, --verbose            one line per action on stderr\n"
-	"  -q, --quiet              no progress line\n"
-	"      --sort-mem SIZE      most memory for sorting an unordered listing\n"
-	"                           (default 256M)\n"
-	"      --tmp-dir DIR        where sort runs spill (default /tmp)\n"
-	"      --config FILE        the config file of the URL profiles (default: env\n"
-	"                           JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config\n"
-	"                           or ~/.config/jfsops/config)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics at the end of the\n"
-	"                           run, also when it fails (atomic; default: none;\n"
-	"                           labelled job=; --cluster: this worker's share,\n"
-	"                           labelled worker= too, with\n"
-	"                           jfsops_sync_job_ranges{state=...}): gauges\n"
-	"                           jfsops_sync_last_run_listed_objects{side=src|dst},\n"
-	"                           _last_run_copied_objects, _last_run_copied_bytes,\n"
-	"                           _last_run_skipped_objects, _last_run_deleted_objects,\n"
-	"                           _last_run_failed_objects, ..., _last_run_exit_code,\n"
-	"                           _last_run_duration_seconds,\n"
-	"                           _last_success_timestamp_seconds (kept by a failed run)\n"
-	"      --job NAME           the job label of --metrics-file (default: the cluster\n"
-	"                           --id, else sync-HASH of SRC and DST, as the state file)\n"
-	"  -h, --help               show this help\n"
-	"\n"
-	"Per side (over the URL query, the profile and the environment; prefer the\n"
-	"profile or the environment for secrets: ps shows command lines):\n"
-	"      --src-endpoint URL   SRC endpoint http(s)://host:port (default: the URL's\n"
-	"                           endpoint=, the profile's, env JFSOPS_SRC_ENDPOINT,\n"
-	"                           else AWS https://s3.REGION.amazonaws.com)\n"
-	"      --src-region R       SRC region (default: the URL's, the profile's, env\n"
-	"                           JFSOPS_SRC_REGION or AWS_REGION, else us-east-1)\n"
-	"      --src-access-key K   SRC access key (default: the profile's, env\n"
-	"                           JFSOPS_SRC_ACCESS_KEY, else AWS_ACCESS_KEY_ID)\n"
-	"      --src-secret-key S   SRC secret key (default: the profile's, env\n"
-	"                           JFSOPS_SRC_SECRET_KEY, else AWS_SECRET_ACCESS_KEY)\n"
-	"      --src-path-style     SRC path-style addressing (default: path_style=)\n"
-	"      --src-list-v1        SRC ListObjects V1 (default: list_v1=)\n"
-	"      --src-unordered      SRC does not list in byte order (default: unordered=)\n"
-	"      --dst-endpoint URL   DST endpoint (default: as for SRC, env\n"
-	"                           JFSOPS_DST_ENDPOINT)\n"
-	"      --dst-region R       DST region (default: as for SRC, env JFSOPS_DST_REGION)\n"
-	"      --dst-access-key K   DST access key (default: as for SRC, env\n"
-	"                           JFSOPS_DST_ACCESS_KEY)\n"
-	"      --dst-secret-key S   DST secret key (default: as for SRC, env\n"
-	"                           JFSOPS_DST_SECRET_KEY)\n"
-	"      --dst-path-style     DST path-style addressing\n"
-	"      --dst-list-v1        DST ListObjects V1\n"
-	"      --dst-unordered      DST does not list in byte order\n"
+	"";
+
+static const char sync_tail[] =
 	"\n"
 	"Exit status: 0 in sync; 4 some objects failed (or deletions were refused by\n"
 	"--max-delete, or SRC keys a local DST cannot hold were refused); 2 usage\n"
@@ -289,24 +94,116 @@ static const char sync_usage[] =
 	"      --id migration-1 --delete-dst --max-delete 1000      # on every host\n"
 	"  jfsops sync --cluster redis://10.0.0.5:6379/5 --status\n";
 
-enum {
-	O_TRANSFERS = 0x2000, O_LIST_THREADS, O_PART_SIZE, O_MP_THRESHOLD, O_PART_CONC,
-	O_NO_SS, O_NO_META, O_BWLIMIT, O_RETRIES, O_SIZE_ONLY, O_CHECKSUM, O_UPDATE,
-	O_IGN_EXISTING, O_EXISTING, O_DELETE_DST, O_MAX_DELETE, O_INCLUDE, O_EXCLUDE,
-	O_FILTER, O_FILTER_FROM, O_STATE, O_NO_STATE, O_RESUME, O_JSON, O_SORT_MEM,
-	O_TMP_DIR, O_CONFIG, O_METRICS, O_CLUSTER, O_PLAN, O_WORKER, O_ID, O_STATUS, O_RESET,
-	O_RANGES, O_LEASE, O_CHECKPOINT, O_MAX_ATTEMPTS, O_WORKER_ID, O_PERMS, O_JOB,
-	O_SIDE = 0x2100,  /* + side*16 + field */
-};
-enum { F_ENDPOINT, F_REGION, F_AK, F_SK, F_PATH_STYLE, F_LIST_V1, F_UNORDERED };
+enum { CM_BOTH, CM_PLAN, CM_WORKER };
 
-static int parse_int(const char *s, long lo, long hi, long *out)
+/* --include, --exclude, --filter, --filter-from: rules in command-line order */
+static int filter_add(const struct jo_option *o, char kind, const char *pat, char *why, size_t cap)
 {
-	uint64_t v;
+	struct jo_err err = { 0 };
 
-	if (cmd_parse_uint(s, (uint64_t)lo, (uint64_t)hi, &v))
+	if (!jo_sync_filter_add(o->value, kind, pat, &err))
+		return 0;
+	snprintf(why, cap, "%s", err.msg);
+	return -1;
+}
+
+static int include_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	return filter_add(o, '+', arg, why, cap);
+}
+
+static int exclude_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	return filter_add(o, '-', arg, why, cap);
+}
+
+static int filter_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	if ((arg[0] != '+' && arg[0] != '-') || arg[1] != ' ') {
+		snprintf(why, cap, "want '+ PATTERN' or '- PATTERN'");
 		return -1;
-	*out = (long)v;
+	}
+	return filter_add(o, arg[0], arg + 2, why, cap);
+}
+
+static int filter_from_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	struct jo_err err = { 0 };
+
+	if (!jo_sync_filter_load(o->value, arg, &err))
+		return 0;
+	snprintf(why, cap, "%s", err.msg);
+	return -1;
+}
+
+/* --cluster URL: kept, then its password hidden from ps */
+static int cluster_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	char **url = o->value;
+
+	free(*url);
+	*url = strdup(arg);
+	if (!*url) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	cmd_scrub_url_password((char *)arg); /* a word of argv, writable */
+	return 0;
+}
+
+/* --src-secret-key, --dst-secret-key: kept, then hidden from ps */
+static int side_secret_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	struct jo_sync_side_flags *x = o->value;
+	char *cp = strdup(arg);
+
+	if (!cp) {
+		snprintf(why, cap, "out of memory");
+		return -1;
+	}
+	cmd_scrub_arg((char *)arg);
+	free((char *)x->secret_key);
+	x->secret_key = cp;
+	return 0;
+}
+
+/* a name of 1..max bytes, printable ASCII without spaces when strict */
+static int name_cb(const struct jo_option *o, const char *arg, char *why, size_t cap,
+		   size_t max, bool strict)
+{
+	size_t n = strlen(arg);
+
+	if (!n || n > max) {
+		snprintf(why, cap, "want 1..%zu characters", max);
+		return -1;
+	}
+	for (const char *q = arg; strict && *q; q++)
+		if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~') {
+			snprintf(why, cap, "want printable ASCII, no spaces");
+			return -1;
+		}
+	*(const char **)o->value = arg;
+	return 0;
+}
+
+static int job_id_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	return name_cb(o, arg, why, cap, 200, false);
+}
+
+static int worker_id_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	return name_cb(o, arg, why, cap, 100, true);
+}
+
+/* --job NAME: copied into the label buffer (128 bytes) */
+static int job_label_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
+{
+	if (!*arg || strlen(arg) >= 128) {
+		snprintf(why, cap, "want 1-127 bytes");
+		return -1;
+	}
+	snprintf(o->value, 128, "%s", arg);
 	return 0;
 }
 
@@ -637,65 +534,6 @@ static void print_cluster_summary(const struct jo_ctx *ctx, const struct jo_sync
 
 int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 {
-#define SIDE_OPTS(name, side)                                                                   \
-	{ name "-endpoint", required_argument, NULL, O_SIDE + side * 16 + F_ENDPOINT },          \
-	{ name "-region", required_argument, NULL, O_SIDE + side * 16 + F_REGION },              \
-	{ name "-access-key", required_argument, NULL, O_SIDE + side * 16 + F_AK },              \
-	{ name "-secret-key", required_argument, NULL, O_SIDE + side * 16 + F_SK },              \
-	{ name "-path-style", no_argument, NULL, O_SIDE + side * 16 + F_PATH_STYLE },            \
-	{ name "-list-v1", no_argument, NULL, O_SIDE + side * 16 + F_LIST_V1 },                  \
-	{ name "-unordered", no_argument, NULL, O_SIDE + side * 16 + F_UNORDERED }
-	static const struct option lopts[] = {
-		{ "transfers", required_argument, NULL, O_TRANSFERS },
-		{ "list-threads", required_argument, NULL, O_LIST_THREADS },
-		{ "part-size", required_argument, NULL, O_PART_SIZE },
-		{ "multipart-threshold", required_argument, NULL, O_MP_THRESHOLD },
-		{ "part-concurrency", required_argument, NULL, O_PART_CONC },
-		{ "no-server-side", no_argument, NULL, O_NO_SS },
-		{ "no-metadata", no_argument, NULL, O_NO_META },
-		{ "perms", no_argument, NULL, O_PERMS },
-		{ "bwlimit", required_argument, NULL, O_BWLIMIT },
-		{ "retries", required_argument, NULL, O_RETRIES },
-		{ "size-only", no_argument, NULL, O_SIZE_ONLY },
-		{ "checksum", no_argument, NULL, O_CHECKSUM },
-		{ "update", no_argument, NULL, O_UPDATE },
-		{ "ignore-existing", no_argument, NULL, O_IGN_EXISTING },
-		{ "existing", no_argument, NULL, O_EXISTING },
-		{ "delete-dst", no_argument, NULL, O_DELETE_DST },
-		{ "max-delete", required_argument, NULL, O_MAX_DELETE },
-		{ "include", required_argument, NULL, O_INCLUDE },
-		{ "exclude", required_argument, NULL, O_EXCLUDE },
-		{ "filter", required_argument, NULL, O_FILTER },
-		{ "filter-from", required_argument, NULL, O_FILTER_FROM },
-		{ "state", required_argument, NULL, O_STATE },
-		{ "no-state", no_argument, NULL, O_NO_STATE },
-		{ "resume", no_argument, NULL, O_RESUME },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "sort-mem", required_argument, NULL, O_SORT_MEM },
-		{ "tmp-dir", required_argument, NULL, O_TMP_DIR },
-		{ "config", required_argument, NULL, O_CONFIG },
-		{ "metrics-file", required_argument, NULL, O_METRICS },
-		{ "job", required_argument, NULL, O_JOB },
-		{ "cluster", required_argument, NULL, O_CLUSTER },
-		{ "plan", no_argument, NULL, O_PLAN },
-		{ "worker", no_argument, NULL, O_WORKER },
-		{ "id", required_argument, NULL, O_ID },
-		{ "status", no_argument, NULL, O_STATUS },
-		{ "reset", no_argument, NULL, O_RESET },
-		{ "ranges", required_argument, NULL, O_RANGES },
-		{ "lease", required_argument, NULL, O_LEASE },
-		{ "checkpoint", required_argument, NULL, O_CHECKPOINT },
-		{ "max-attempts", required_argument, NULL, O_MAX_ATTEMPTS },
-		{ "worker-id", required_argument, NULL, O_WORKER_ID },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "help", no_argument, NULL, 'h' },
-		SIDE_OPTS("src", 0),
-		SIDE_OPTS("dst", 1),
-		{ 0 }
-	};
-#undef SIDE_OPTS
 	struct jo_sync_opts o = {
 		.transfers = 16, .list_threads = 4, .part_concurrency = 4,
 		.part_size = 16u << 20, .multipart_threshold = 64u << 20, .max_delete = -1,
@@ -709,250 +547,262 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	char metrics_job[128] = "";   /* label job= of --metrics-file */
 	bool parsed = false;
 	bool no_state = false, json = ctx->json;
-	long retries = -1;
+	int64_t retries = -1;
 	uint64_t bwlimit = 0;
+	bool no_server_side = false;
 	struct jo_obj *so = NULL, *dobj = NULL;
 	struct jo_sync_state *st = NULL;
 	struct jo_err err = { 0 };
 	struct jo_sync_summary sum;
-	int c, rc = 0;
-	long v;
-	int64_t sz;
+	int n, rc = 0;
 	/* cluster mode */
 	char *cluster = NULL;
 	const char *job_name = NULL, *worker_id = NULL;
-	bool c_plan = false, c_worker = false, c_status = false, c_reset = false;
+	bool c_plan, c_worker, c_status = false, c_reset = false;
+	int cmode = CM_BOTH;
 	bool state_given = false;
 	struct jo_sync_cluster_opts co = { .lease_ms = 30000, .max_attempts = 3,
 					   .checkpoint_s = 10 };
 	struct jo_sync_cluster_result cres;
 	char worker_buf[128], fp[65], ns[17];
-	int64_t dur;
+	int64_t checkpoint_ms = 10000;
 
 	memset(&sum, 0, sizeof(sum));
 	if (jo_sync_filter_new(&filter))
 		return cmd_usage_error(ctx, "out of memory");
-	while ((c = getopt_long(argc, argv, "nvqh", lopts, NULL)) != -1) {
-		if (c >= O_SIDE && c < O_SIDE + 32) {
-			int side = (c - O_SIDE) / 16, f = (c - O_SIDE) % 16;
-			struct jo_sync_side_flags *x = &fl[side];
-			switch (f) {
-			case F_ENDPOINT: x->endpoint = optarg; break;
-			case F_REGION: x->region = optarg; break;
-			case F_AK: x->access_key = optarg; break;
-			case F_SK: {
-				/* Keep a copy, then hide the secret from ps. */
-				char *cp = strdup(optarg);
-				if (!cp) {
-					rc = cmd_usage_error(ctx, "out of memory");
-					goto out;
-				}
-				cmd_scrub_arg(optarg);
-				free((char *)x->secret_key);
-				x->secret_key = cp;
-				break;
-			}
-			case F_PATH_STYLE: x->path_style = 1; break;
-			case F_LIST_V1: x->list_v1 = 1; break;
-			case F_UNORDERED: x->unordered = 1; break;
-			}
-			continue;
-		}
-		switch (c) {
-		case O_TRANSFERS:
-			if (parse_int(optarg, 1, 1024, &v)) {
-				rc = cmd_usage_error(ctx, "bad --transfers '%s' (1..1024)", optarg);
-				goto out;
-			}
-			o.transfers = (int)v;
-			break;
-		case O_LIST_THREADS:
-			if (parse_int(optarg, 1, 256, &v)) {
-				rc = cmd_usage_error(ctx, "bad --list-threads '%s' (1..256)", optarg);
-				goto out;
-			}
-			o.list_threads = (int)v;
-			break;
-		case O_PART_CONC:
-			if (parse_int(optarg, 1, 64, &v)) {
-				rc = cmd_usage_error(ctx, "bad --part-concurrency '%s' (1..64)", optarg);
-				goto out;
-			}
-			o.part_concurrency = (int)v;
-			break;
-		case O_PART_SIZE:
-			sz = jo_sync_parse_size(optarg);
-			if (sz < (5 << 20) || sz > (5ll << 30)) {
-				rc = cmd_usage_error(ctx, "bad --part-size '%s' (5M..5G)", optarg);
-				goto out;
-			}
-			o.part_size = (uint64_t)sz;
-			break;
-		case O_MP_THRESHOLD:
-			sz = jo_sync_parse_size(optarg);
-			if (sz < (5 << 20) || sz > (5ll << 30)) {
-				rc = cmd_usage_error(ctx, "bad --multipart-threshold '%s' (5M..5G)", optarg);
-				goto out;
-			}
-			o.multipart_threshold = (uint64_t)sz;
-			break;
-		case O_NO_SS: o.server_side = false; break;
-		case O_NO_META: o.no_metadata = true; break;
-		case O_PERMS: o.perms = true; break;
-		case O_BWLIMIT:
-			sz = jo_sync_parse_size(optarg);
-			if (sz <= 0) {
-				rc = cmd_usage_error(ctx, "bad --bwlimit '%s' (bytes/s, K/M/G suffixes)", optarg);
-				goto out;
-			}
-			bwlimit = (uint64_t)sz;
-			break;
-		case O_RETRIES:
-			if (parse_int(optarg, 0, 100, &retries)) {
-				rc = cmd_usage_error(ctx, "bad --retries '%s' (0..100)", optarg);
-				goto out;
-			}
-			break;
-		case O_SIZE_ONLY: o.cmp.mode = JO_SYNC_CMP_SIZE; break;
-		case O_CHECKSUM: o.cmp.mode = JO_SYNC_CMP_CHECKSUM; break;
-		case O_UPDATE: o.cmp.update = true; break;
-		case O_IGN_EXISTING: o.cmp.ignore_existing = true; break;
-		case O_EXISTING: o.cmp.existing = true; break;
-		case O_DELETE_DST: o.delete_dst = true; break;
-		case O_MAX_DELETE:
-			if (parse_int(optarg, 0, 2000000000L, &v)) {
-				rc = cmd_usage_error(ctx, "bad --max-delete '%s'", optarg);
-				goto out;
-			}
-			o.max_delete = v;
-			break;
-		case O_INCLUDE:
-		case O_EXCLUDE:
-			if (jo_sync_filter_add(filter, c == O_INCLUDE ? '+' : '-', optarg, &err)) {
-				rc = cmd_usage_error(ctx, "%s", err.msg);
-				goto out;
-			}
-			break;
-		case O_FILTER:
-			if ((optarg[0] != '+' && optarg[0] != '-') || optarg[1] != ' ' ||
-			    jo_sync_filter_add(filter, optarg[0], optarg + 2, &err)) {
-				rc = cmd_usage_error(ctx, "bad --filter '%s' (want '+ PATTERN' or '- PATTERN')%s%s",
-						     optarg, err.msg[0] ? ": " : "", err.msg);
-				goto out;
-			}
-			break;
-		case O_FILTER_FROM:
-			if (jo_sync_filter_load(filter, optarg, &err)) {
-				rc = cmd_usage_error(ctx, "%s", err.msg);
-				goto out;
-			}
-			break;
-		case O_STATE: state_path = optarg; state_given = true; break;
-		case O_CLUSTER:
-			free(cluster);
-			cluster = strdup(optarg);
-			if (!cluster) {
-				rc = cmd_usage_error(ctx, "out of memory");
-				goto out;
-			}
-			cmd_scrub_url_password(optarg);
-			break;
-		case O_PLAN: c_plan = true; break;
-		case O_WORKER: c_worker = true; break;
-		case O_ID:
-			if (!*optarg || strlen(optarg) > 200) {
-				rc = cmd_usage_error(ctx, "bad --id '%s' (1..200 characters)", optarg);
-				goto out;
-			}
-			job_name = optarg;
-			break;
-		case O_STATUS: c_status = true; break;
-		case O_RESET: c_reset = true; break;
-		case O_RANGES:
-			if (parse_int(optarg, 0, 1000000, &v)) {
-				rc = cmd_usage_error(ctx, "bad --ranges '%s' (0..1000000)", optarg);
-				goto out;
-			}
-			co.ranges = (int)v;
-			break;
-		case O_LEASE:
-			dur = cmd_parse_duration(optarg);
-			if (dur < 1000) {
-				rc = cmd_usage_error(ctx, "bad --lease '%s' (a duration of at least 1s)", optarg);
-				goto out;
-			}
-			co.lease_ms = dur;
-			break;
-		case O_CHECKPOINT:
-			dur = cmd_parse_duration(optarg);
-			if (dur < 100) {
-				rc = cmd_usage_error(ctx, "bad --checkpoint '%s' (a duration of at least 100ms)",
-						     optarg);
-				goto out;
-			}
-			co.checkpoint_s = (double)dur / 1000.0;
-			break;
-		case O_MAX_ATTEMPTS:
-			if (parse_int(optarg, 1, 1000, &v)) {
-				rc = cmd_usage_error(ctx, "bad --max-attempts '%s' (1..1000)", optarg);
-				goto out;
-			}
-			co.max_attempts = (int)v;
-			break;
-		case O_WORKER_ID:
-			if (!*optarg || strlen(optarg) > 100) {
-				rc = cmd_usage_error(ctx, "bad --worker-id '%s' (1..100 characters)", optarg);
-				goto out;
-			}
-			for (const char *q = optarg; *q; q++)
-				if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~') {
-					rc = cmd_usage_error(ctx, "bad --worker-id '%s' (printable ASCII, no "
-							     "spaces)", optarg);
-					goto out;
-				}
-			worker_id = optarg;
-			break;
-		case O_NO_STATE: no_state = true; break;
-		case O_RESUME: o.resume = true; break;
-		case O_JSON: json = true; break;
-		case O_SORT_MEM:
-			sz = jo_sync_parse_size(optarg);
-			if (sz < (1 << 20)) {
-				rc = cmd_usage_error(ctx, "bad --sort-mem '%s' (>= 1M)", optarg);
-				goto out;
-			}
-			o.sort_mem = (size_t)sz;
-			break;
-		case O_TMP_DIR: o.tmp_dir = optarg; break;
-		case O_CONFIG: config = optarg; break;
-		case O_METRICS: metrics = optarg; break;
-		case O_JOB:
-			if (!*optarg || strlen(optarg) >= sizeof(metrics_job))
-				return cmd_usage_error(ctx, "bad --job '%s' (1-127 bytes)", optarg);
-			snprintf(metrics_job, sizeof(metrics_job), "%s", optarg);
-			break;
-		case 'n': o.dry_run = true; break;
-		case 'v':
-			o.verbose = true;
-			if (jo_log_get_level() < JO_LOG_INFO)
-				jo_log_setup(NULL, JO_LOG_INFO);
-			break;
-		case 'q': ctx->quiet = true; break;
-		case 'h':
-			fputs(sync_usage, stdout);
-			goto out;
-		default:
-			rc = cmd_usage_error(ctx, "unknown option (see 'jfsops sync --help')");
-			goto out;
-		}
+	{
+		struct jo_option opts[] = {
+			OPT_GROUP("Comparison (from the listings and the state file; never a HEAD per "
+				  "object):\n"
+				  "  default            copy when missing or sizes differ; else skip when the\n"
+				  "                     state file recorded this copy and the source is\n"
+				  "                     unchanged (size, mtime, ETag); without a record, skip\n"
+				  "                     when DST's mtime is not older than SRC's"),
+			OPT_SET_INT(0, "size-only", &o.cmp.mode, "copy when missing or sizes differ",
+				    JO_SYNC_CMP_SIZE),
+			OPT_SET_INT(0, "checksum", &o.cmp.mode, "compare MD5s: a plain (single-part) ETag, "
+				    "or the MD5 the state file recorded; multipart ETags are not MD5s, and when "
+				    "one side has no comparable MD5 the default rule decides instead",
+				    JO_SYNC_CMP_CHECKSUM),
+			OPT_BOOL(0, "update", &o.cmp.update, "copy only when SRC's mtime is newer than "
+				 "DST's"),
+			OPT_BOOL(0, "ignore-existing", &o.cmp.ignore_existing, "never touch an object DST "
+				 "already has"),
+			OPT_BOOL(0, "existing", &o.cmp.existing, "only update objects DST already has"),
+			OPT_GROUP("Copying:"),
+			OPT_UINT(0, "transfers", &o.transfers, "N", "objects in flight", 1, 1024),
+			OPT_UINT(0, "list-threads", &o.list_threads, "N", "key-range listers per side", 1,
+				 256),
+			OPT_SIZE(0, "part-size", &o.part_size, "SIZE", "multipart part size, 5M..5G", 5 << 20,
+				 5ULL << 30),
+			OPT_SIZE(0, "multipart-threshold", &o.multipart_threshold, "SIZE", "objects this "
+				 "large use multipart", 5 << 20, 5ULL << 30),
+			OPT_UINT(0, "part-concurrency", &o.part_concurrency, "N", "parts of one object in "
+				 "flight", 1, 64),
+			OPT_BOOL(0, "no-server-side", &no_server_side, "never use CopyObject (default: used "
+				 "when both sides are on the same endpoint with the same access key)"),
+			OPT_BOOL(0, "no-metadata", &o.no_metadata, "do not HEAD the source for "
+				 "Content-Type/user metadata"),
+			OPT_BOOL(0, "perms", &o.perms, "local SRC and local DST: a copy keeps the source "
+				 "file's permission bits (rwx of owner, group and others; never setuid, setgid "
+				 "or sticky; owners are never copied), set before the file appears (default: "
+				 "off: a new file gets 0666 less the umask, like juicefs sync without --perms; "
+				 "objects of an s3 SRC have no bits, so always the default). A file already in "
+				 "sync keeps its mode; directories are made 0777 less the umask. Not with an s3 "
+				 "DST (exit 2)"),
+			OPT_SIZE(0, "bwlimit", &bwlimit, "RATE", "bytes per second for all transfers (with "
+				 "--cluster: of this worker, not the whole job; default: none, unlimited)", 1,
+				 0),
+			OPT_UINT(0, "retries", &retries, "N", "per-request retries in the object client "
+				 "(default 5; twice as many for throttled replies: 503 SlowDown, 429)", 0, 100),
+			OPT_TEXT(
+		"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
+		"  seconds), x-amz-meta-jfsops-src-etag (the source ETag) and, for copies in\n"
+		"  one request, x-amz-meta-jfsops-md5 (MD5 computed while copying), next to\n"
+		"  the source's Content-Type and user metadata. Every source read carries\n"
+		"  If-Match with the listed ETag: an object changing mid-copy fails (and is\n"
+		"  retried by the next run) instead of arriving torn. Single requests send\n"
+		"  Content-MD5; each multipart part's ETag is checked against its MD5 and\n"
+		"  the assembled size is checked with a HEAD.\n"
+			),
+			OPT_GROUP("Deleting:"),
+			OPT_BOOL(0, "delete-dst", &o.delete_dst, "delete DST objects absent from SRC, after "
+				 "the copy pass, and only when no copy failed, both listings completed and SRC "
+				 "listed at least one object"),
+			OPT_UINT(0, "max-delete", &o.max_delete, "N", "refuse all deletions when more than N "
+				 "are due (default: none, no limit)", 0, 2000000000),
+			OPT_GROUP("Cluster mode (any number of hosts run the same command and share the "
+				  "job):"),
+			OPT_CALLBACK(0, "cluster", &cluster, "URL", "the coordinator, a META-URL of an engine "
+				     "you already run (redis://host:6379/5, postgres://..., mysql://..., "
+				     "etcd://host:2379/NAME, sqlite3:///path.db on one host; default: none, this "
+				     "host alone). It needs no JuiceFS volume; the job's records go in a "
+				     "namespace of their own. A password comes from the URL, else env "
+				     "META_PASSWORD/REDIS_PASSWORD.", cluster_cb),
+			OPT_CMDMODE(0, "plan", &cmode, "only plan: sample both listings and record the key "
+				    "ranges, then exit (default: plan if nobody has, then work)", CM_PLAN),
+			OPT_CMDMODE(0, "worker", &cmode, "only work: claim ranges, never plan (waits for a "
+				    "plan; default: plan if nobody has, then work)", CM_WORKER),
+			OPT_CALLBACK(0, "id", &job_name, "NAME", "name the job (default: a hash of SRC, DST, "
+				     "filters and options); another SRC/DST/options under the same NAME is "
+				     "refused (exit 2). Use one NAME per run from cron (--id "
+				     "nightly-$(date +%F)): a finished job stays finished", job_id_cb),
+			OPT_BOOL(0, "status", &c_status, "print the job (with SRC DST or --id) or every job "
+				 "of the coordinator: ranges planned, leased (by whom, since when), done, "
+				 "failed; objects and bytes copied; each worker's throughput (--json: one "
+				 "object per job; default: off)"),
+			OPT_BOOL(0, "reset", &c_reset, "drop the job's records and start it over (refused "
+				 "while a range is leased; default: off)"),
+			OPT_UINT(0, "ranges", &co.ranges, "N", "ranges to cut the key space into (default 0: "
+				 "one per ~2000 objects sampled, at least 16)", 0, 1000000),
+			OPT_DURATION(0, "lease", &co.lease_ms, "DUR", "lease of a range (default 30s; renewed "
+				     "every third): a killed worker's range goes to another worker after it",
+				     1000, 0),
+			OPT_DURATION(0, "checkpoint", &checkpoint_ms, "DUR", "how often a worker records its "
+				     "resume position in the coordinator (default 10s; in-flight copies finish "
+				     "first)", 100, 0),
+			OPT_UINT(0, "max-attempts", &co.max_attempts, "N", "failures before a range is given "
+				 "up (default 3; the job then finishes \"failed\" and a rerun retries it)", 1,
+				 1000),
+			OPT_CALLBACK(0, "worker-id", &worker_id, "NAME", "this worker's name in leases, "
+				     "--status and metrics (default host:pid)", worker_id_cb),
+			OPT_TEXT(
+		"  Each range is listed on both sides by the worker that claims it, merged and\n"
+		"  copied; the worker records a resume position, and the range as done in the\n"
+		"  transaction that completes its lease: a done range is never copied again, a\n"
+		"  killed worker's range is continued by another one. Every copy carries\n"
+		"  x-amz-meta-jfsops-job, so a copy a killed worker made but never recorded is\n"
+		"  counted once, by the next attempt. --delete-dst runs as a second phase, only\n"
+		"  after every range was listed and copied without failure, with --max-delete\n"
+		"  and the empty-source brake applied to the whole job. No state file is used.\n"
+		"  Range bounds are byte-order keys; a store that lists directory by directory\n"
+		"  (SeaweedFS) is detected and each range sorted on the worker. DUR: 90s, 5m, 500ms.\n"
+		"\n"
+		"Symlinks in a local directory are skipped, never followed (rclone's default\n"
+		"on local paths): they are neither copied nor deleted, nothing they point at\n"
+		"is read, written or deleted, and a copy whose destination path holds one\n"
+		"fails instead of replacing it. Each skipped link gets a warning line, and\n"
+		"the summary counts them. There is no -L/--copy-links: following links would\n"
+		"let a DST link send writes and --delete-dst deletions outside DST, and on\n"
+		"SRC a link to '/', to a parent or /proc/self/root turns the run into a copy\n"
+		"of the whole machine, with no way to tell a link retargeted between listing\n"
+		"and reading. Copy the tree a link points to, or name it as the side.\n"
+		"\n"
+		"A local DST holds a key at DIR/KEY, so keys whose paths would fold into\n"
+		"another's (\"a//b\" and \"a/b\", \"./a\" and \"a\", \"/a\" and \"a\") or leave\n"
+		"DIR are refused one by one: an empty path segment, a '.' or '..' segment,\n"
+		"a leading '/', a trailing '/' on a non-empty object, and '.jfs.*.tmp.*'\n"
+		"names (the temp files of the directory store, which its listing hides).\n"
+		"Each refused key gets a warning line (control characters as \\xNN), the\n"
+		"summary counts them (\"unrepresentable\" in --json), the exit status is 4,\n"
+		"every rerun refuses them again, and no --delete-dst deletion runs while\n"
+		"one is refused: --exclude them to sync the rest. A zero-size key ending\n"
+		"in '/' is a directory marker, counted as excluded. A key with a NUL byte\n"
+		"stops the listing as a malformed reply (exit 7).\n"
+			),
+			OPT_GROUP("Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
+				  "neither copied nor deleted):"),
+			OPT_CALLBACK(0, "include", filter, "PATTERN", "copy (and delete) only keys some "
+				     "include matches (repeatable; default: none, every key)", include_cb),
+			OPT_CALLBACK(0, "exclude", filter, "PATTERN", "leave matching keys alone (repeatable; "
+				     "default: none)", exclude_cb),
+			OPT_CALLBACK(0, "filter", filter, "RULE", "'+ PATTERN' (include) or '- PATTERN' "
+				     "(exclude) (repeatable; default: none)", filter_cb),
+			OPT_CALLBACK(0, "filter-from", filter, "FILE", "lines '+ PATTERN', '- PATTERN', '#' "
+				     "comments, '!' clears (default: none)", filter_from_cb),
+			OPT_TEXT(
+		"  '*' matches within one path segment, '**' across '/', '?' one character,\n"
+		"  '[a-z]' a class, '{a,b}' alternatives, '\\' escapes. A leading '/' anchors\n"
+		"  at the start of the key, otherwise the pattern may match any tail starting\n"
+		"  after a '/'. A trailing '/' means everything below that directory.\n"
+		"  Rules apply in command-line order and the first match decides (rclone\n"
+		"  groups them by flag type instead). With any include rule, a key no rule\n"
+		"  matches is excluded; otherwise it is included.\n"
+			),
+			OPT_GROUP("State and output:"),
+			OPT_STRING(0, "state", &state_path, "FILE", "state file (default "
+				   "~/.cache/jfsops/sync-<hash>.db, one per SRC/DST pair)"),
+			OPT_BOOL(0, "no-state", &no_state, "keep no state (compare by listings only)"),
+			OPT_BOOL(0, "resume", &o.resume, "continue an interrupted run: list both sides only "
+				 "after the saved position (every key before it was done; not with "
+				 "--delete-dst, which needs complete listings) and continue its multipart "
+				 "uploads (parts checked with ListParts). Without --resume a run lists "
+				 "everything (finished objects are still skipped, from the state file) and "
+				 "aborts leftover uploads."),
+			OPT_BOOL('n', "dry-run", &o.dry_run, "change nothing; print each planned copy/delete "
+				 "on stdout ('copy KEY (reason)', JSON lines with --json)"),
+			OPT_BOOL(0, "json", &json, "final summary as one JSON object on stdout"),
+			OPT_BOOL('v', "verbose", &o.verbose, "one line per action on stderr"),
+			OPT_BOOL('q', "quiet", &ctx->quiet, "no progress line"),
+			OPT_SIZE(0, "sort-mem", &o.sort_mem, "SIZE", "most memory for sorting an unordered "
+				 "listing", 1 << 20, 0),
+			OPT_STRING(0, "tmp-dir", &o.tmp_dir, "DIR", "where sort runs spill (default /tmp)"),
+			OPT_STRING(0, "config", &config, "FILE", "the config file of the URL profiles "
+				   "(default: env JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config or "
+				   "~/.config/jfsops/config)"),
+			OPT_STRING(0, "metrics-file", &metrics, "PATH", "write Prometheus textfile metrics at "
+				   "the end of the run, also when it fails (atomic; default: none; labelled "
+				   "job=; --cluster: this worker's share, labelled worker= too, with "
+				   "jfsops_sync_job_ranges{state=...}): gauges "
+				   "jfsops_sync_last_run_listed_objects{side=src|dst}, "
+				   "_last_run_copied_objects, _last_run_copied_bytes, _last_run_skipped_objects, "
+				   "_last_run_deleted_objects, _last_run_failed_objects, ..., "
+				   "_last_run_exit_code, _last_run_duration_seconds, "
+				   "_last_success_timestamp_seconds (kept by a failed run)"),
+			OPT_CALLBACK(0, "job", metrics_job, "NAME", "the job label of --metrics-file (default: "
+				     "the cluster --id, else sync-HASH of SRC and DST, as the state file)",
+				     job_label_cb),
+			OPT_HELP(),
+			OPT_GROUP("Per side (over the URL query, the profile and the environment; prefer the\n"
+				  "profile or the environment for secrets: ps shows command lines):"),
+			OPT_STRING(0, "src-endpoint", &fl[0].endpoint, "URL", "SRC endpoint "
+				   "http(s)://host:port (default: the URL's endpoint=, the profile's, env "
+				   "JFSOPS_SRC_ENDPOINT, else AWS https://s3.REGION.amazonaws.com)"),
+			OPT_STRING(0, "src-region", &fl[0].region, "R", "SRC region (default: the URL's, the "
+				   "profile's, env JFSOPS_SRC_REGION or AWS_REGION, else us-east-1)"),
+			OPT_STRING(0, "src-access-key", &fl[0].access_key, "K", "SRC access key (default: the "
+				   "profile's, env JFSOPS_SRC_ACCESS_KEY, else AWS_ACCESS_KEY_ID)"),
+			OPT_CALLBACK(0, "src-secret-key", &fl[0], "S", "SRC secret key (default: the "
+				     "profile's, env JFSOPS_SRC_SECRET_KEY, else AWS_SECRET_ACCESS_KEY)",
+				     side_secret_cb),
+			OPT_SET_INT(0, "src-path-style", &fl[0].path_style, "SRC path-style addressing "
+				    "(default: path_style=)", 1),
+			OPT_SET_INT(0, "src-list-v1", &fl[0].list_v1, "SRC ListObjects V1 (default: "
+				    "list_v1=)", 1),
+			OPT_SET_INT(0, "src-unordered", &fl[0].unordered, "SRC does not list in byte order "
+				    "(default: unordered=)", 1),
+			OPT_STRING(0, "dst-endpoint", &fl[1].endpoint, "URL", "DST endpoint (default: as for "
+				   "SRC, env JFSOPS_DST_ENDPOINT)"),
+			OPT_STRING(0, "dst-region", &fl[1].region, "R", "DST region (default: as for SRC, env "
+				   "JFSOPS_DST_REGION)"),
+			OPT_STRING(0, "dst-access-key", &fl[1].access_key, "K", "DST access key (default: as "
+				   "for SRC, env JFSOPS_DST_ACCESS_KEY)"),
+			OPT_CALLBACK(0, "dst-secret-key", &fl[1], "S", "DST secret key (default: as for SRC, "
+				     "env JFSOPS_DST_SECRET_KEY)", side_secret_cb),
+			OPT_SET_INT(0, "dst-path-style", &fl[1].path_style, "DST path-style addressing", 1),
+			OPT_SET_INT(0, "dst-list-v1", &fl[1].list_v1, "DST ListObjects V1", 1),
+			OPT_SET_INT(0, "dst-unordered", &fl[1].unordered, "DST does not list in byte order",
+				    1),
+			OPT_END(),
+		};
+		struct jo_opt_cmd cmd = { ctx->prefix, sync_usage, sync_tail, opts };
+
+		n = jo_opt_parse(&cmd, argc, argv);
 	}
+	if (n < 0) {
+		rc = cmd_opt_exit(ctx, n);
+		goto out;
+	}
+	o.server_side = !no_server_side;
+	state_given = state_path != NULL;
+	co.checkpoint_s = (double)checkpoint_ms / 1000.0;
+	c_plan = cmode == CM_PLAN;
+	c_worker = cmode == CM_WORKER;
+	if (o.verbose && jo_log_get_level() < JO_LOG_INFO)
+		jo_log_setup(NULL, JO_LOG_INFO);
 	if (!cluster && (c_plan || c_worker || c_status || c_reset || job_name || worker_id)) {
 		rc = cmd_usage_error(ctx, "--plan, --worker, --status, --reset, --id and --worker-id need "
 				     "--cluster URL");
-		goto out;
-	}
-	if (c_plan && c_worker) {
-		rc = cmd_usage_error(ctx, "--plan and --worker exclude each other (give neither to do both)");
 		goto out;
 	}
 	if (c_status && (c_plan || c_worker || c_reset)) {
@@ -964,7 +814,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 				     "cluster's state)", o.dry_run ? "--dry-run" : "--state");
 		goto out;
 	}
-	if (c_status && argc - optind == 0) {
+	if (c_status && n == 0) {
 		/* every job, or the one named */
 		struct jo_sync_status_opts sto = { .url = cluster, .json = json };
 
@@ -978,7 +828,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 			rc = cmd_fail(ctx, &err);
 		goto out;
 	}
-	if (argc - optind != 2) {
+	if (n != 2) {
 		rc = cmd_usage_error(ctx, "expected SRC and DST (see 'jfsops sync --help')");
 		goto out;
 	}
@@ -994,7 +844,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		o.multipart_threshold = o.part_size;
 	parsed = true;
 	for (int i = 0; i < 2; i++) {
-		if (jo_sync_side_parse(&sides[i], argv[optind + i], i ? "dst" : "src", &fl[i], config,
+		if (jo_sync_side_parse(&sides[i], argv[1 + i], i ? "dst" : "src", &fl[i], config,
 				       &err)) {
 			rc = err.code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err.msg)
 						   : cmd_fail(ctx, &err);

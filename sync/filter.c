@@ -451,41 +451,6 @@ bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key)
 	return !f->any_include;
 }
 
-int64_t jo_sync_parse_size(const char *s)
-{
-	/* strtod takes blanks, signs, "inf", "nan", hex and exponents: a plain decimal only */
-	size_t digits = s ? strspn(s, "0123456789") : 0;
-	if (!digits)
-		return -1;
-	if (s[digits] == '.')
-		digits += 1 + strspn(s + digits + 1, "0123456789");
-	char *end;
-	errno = 0;
-	double v = strtod(s, &end);
-	if (errno || end != s + digits || v < 0)
-		return -1;
-	double m = 1;
-	switch (*end) {
-	case 0: break;
-	case 'b': case 'B': m = 1; end++; break;
-	case 'k': case 'K': m = 1024.0; end++; break;
-	case 'm': case 'M': m = 1024.0 * 1024; end++; break;
-	case 'g': case 'G': m = 1024.0 * 1024 * 1024; end++; break;
-	case 't': case 'T': m = 1024.0 * 1024 * 1024 * 1024; end++; break;
-	default: return -1;
-	}
-	if (*end == 'i' || *end == 'I')
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end)
-		return -1;
-	double r = v * m;
-	if (r > 9.0e18)
-		return -1;
-	return (int64_t)r;
-}
-
 void jo_sync_filter_fingerprint(const struct jo_sync_filter *f, char out[65])
 {
 	unsigned char d[32];

@@ -114,9 +114,6 @@ bool jo_sync_filter_pass(const struct jo_sync_filter *f, const char *rel_key);
 /* Glob match as used by the filter (exposed for tests). */
 bool jo_sync_glob_match(const char *pattern, const char *rel_key);
 
-/* Parse "10", "10k", "1.5M", "2G" (powers of 1024). -1 on error. */
-int64_t jo_sync_parse_size(const char *s);
-
 /* ---- compare ------------------------------------------------------------- */
 
 enum jo_sync_cmp_mode { JO_SYNC_CMP_DEFAULT = 0, JO_SYNC_CMP_SIZE, JO_SYNC_CMP_CHECKSUM };

@@ -3,7 +3,6 @@
  * Parquet for a lakehouse, full or incremental. Arguments and output only;
  * the work is export.c.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -50,16 +49,9 @@ static const char export_text[] =
 	"are gone. PREV minus the inodes in deleted and in files, plus files, is a\n"
 	"full export of the new state.\n"
 	"\n"
-	"Options:\n"
-	"      --out DIR            the export directory (required; made if absent)\n"
-	"      --tables LIST        files, or files,slices (default files)\n"
-	"      --incremental PREV   only what changed since the export in PREV (default: a\n"
-	"                           full export)\n"
-	"      --row-group SIZE     buffered bytes per Parquet row group (default 8M)\n"
-	"      --mem-limit SIZE     most memory for the walk's sorts (default 256M)\n"
-	"      --tmp-dir DIR        where the sorts spill (default $TMPDIR or /tmp)\n"
-	"      --json               a JSON summary line on stdout instead of the text one\n"
-	"  -h, --help               show this help\n"
+	"";
+
+static const char export_tail[] =
 	"\n"
 	"Exit codes: 0 done, 2 usage (or DIR holds an export already), 3 failed,\n"
 	"5 unreachable, 7 not a JuiceFS volume (or PREV's state is corrupt), 8 PREV is\n"
@@ -70,8 +62,7 @@ static const char export_text[] =
 	"  jfsops export postgres://u@db/jfs --out /lake/jfs/day2 --incremental /lake/jfs/day1\n"
 	"  jfsops export sqlite3:///var/jfs/meta.db --out /tmp/x --tables files,slices --json\n";
 
-enum { OPT_OUT = 0x100, OPT_TABLES, OPT_INCR, OPT_ROWGROUP, OPT_MEM, OPT_TMP, OPT_JSON };
-
+/* --tables LIST: files, or files,slices */
 static int parse_tables(const char *s, unsigned *out)
 {
 	*out = 0;
@@ -94,19 +85,16 @@ static int parse_tables(const char *s, unsigned *out)
 	return 0;
 }
 
+static int tables_cb(const struct jo_option *opt, const char *arg, char *why, size_t cap)
+{
+	if (!parse_tables(arg, opt->value))
+		return 0;
+	snprintf(why, cap, "want a list of files, slices");
+	return -1;
+}
+
 int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "out", required_argument, NULL, OPT_OUT },
-		{ "tables", required_argument, NULL, OPT_TABLES },
-		{ "incremental", required_argument, NULL, OPT_INCR },
-		{ "row-group", required_argument, NULL, OPT_ROWGROUP },
-		{ "mem-limit", required_argument, NULL, OPT_MEM },
-		{ "tmp-dir", required_argument, NULL, OPT_TMP },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	struct export_opts o = { .tables = EXPORT_FILES, .mem_limit = 256u << 20,
 				 .row_group_bytes = 8u << 20 };
 	struct export_result res;
@@ -115,45 +103,39 @@ int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_err err = { 0 };
 	struct timespec t0, t1;
 	char *url = NULL;
-	uint64_t sz;
 	double secs;
-	int c, rc;
+	int n, rc;
+	struct jo_option opts[] = {
+		OPT_STRING(0, "out", &o.out, "DIR", "the export directory (required; made if absent)"),
+		OPT_CALLBACK(0, "tables", &o.tables, "LIST", "files, or files,slices (default files)",
+			     tables_cb),
+		OPT_STRING(0, "incremental", &o.previous, "PREV", "only what changed since the export "
+			   "in PREV (default: a full export)"),
+		OPT_SIZE(0, "row-group", &o.row_group_bytes, "SIZE", "buffered bytes per Parquet row "
+			 "group", 64u << 10, 1ULL << 32),
+		OPT_SIZE(0, "mem-limit", &o.mem_limit, "SIZE", "most memory for the walk's sorts",
+			 4u << 20, 0),
+		OPT_STRING(0, "tmp-dir", &o.tmp_dir, "DIR", "where the sorts spill (default $TMPDIR "
+			   "or /tmp)"),
+		OPT_BOOL(0, "json", &ctx->json, "a JSON summary line on stdout instead of the text "
+			 "one"),
+		OPT_HELP(),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, export_text, export_tail, opts };
 
 	o.tmp_dir = getenv("TMPDIR");
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_OUT: o.out = optarg; break;
-		case OPT_TABLES:
-			if (parse_tables(optarg, &o.tables))
-				return cmd_usage_error(ctx, "--tables: '%s' is not a list of files, slices",
-						       optarg);
-			break;
-		case OPT_INCR: o.previous = optarg; break;
-		case OPT_ROWGROUP:
-			if (cmd_parse_size(optarg, &sz) || sz < (64u << 10) || sz > (1ULL << 32))
-				return cmd_usage_error(ctx, "--row-group: '%s' is not a size 64K..4G", optarg);
-			o.row_group_bytes = (size_t)sz;
-			break;
-		case OPT_MEM:
-			if (cmd_parse_size(optarg, &sz) || sz < (4u << 20))
-				return cmd_usage_error(ctx, "--mem-limit: '%s' is not a size of at least 4M",
-						       optarg);
-			o.mem_limit = (size_t)sz;
-			break;
-		case OPT_TMP: o.tmp_dir = optarg; break;
-		case OPT_JSON: ctx->json = true; break;
-		case 'h': fputs(export_text, stdout); return 0;
-		default: return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (argc - optind != 1)
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (!o.out || !*o.out)
 		return cmd_usage_error(ctx, "--out DIR is required");
-	url = strdup(argv[optind]);
+	url = strdup(argv[1]);
 	if (!url)
 		return JO_EXIT_FAIL;
-	cmd_scrub_url_password(argv[optind]);
+	cmd_scrub_url_password(argv[1]);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = cmd_meta_open(url, &m, &err);
 	if (!rc)

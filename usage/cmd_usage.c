@@ -3,7 +3,6 @@
  * directory from one walk of the metadata. Arguments and output only; the
  * fold is usage.c, the page html.c.
  */
-#include <getopt.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -38,22 +37,9 @@ static const char usage_text[] =
 	"later of its atime and mtime: JuiceFS clients keep no access times by\n"
 	"default (--atime-mode noatime), and the report says when no file shows one.\n"
 	"\n"
-	"Options:\n"
-	"      --depth N        list every directory down to depth N below PATH (default 2)\n"
-	"      --top N          also the N largest directories below that depth and the N\n"
-	"                       largest files (default 10)\n"
-	"      --buckets LIST   age buckets, ascending (default 1d,7d,30d,90d,1y; an \"older\"\n"
-	"                       bucket follows); units s m h d w y\n"
-	"      --cold AGE       cold = not accessed for AGE (default 90d)\n"
-	"      --since FILE     an earlier `usage --json` report: growth per directory\n"
-	"                       (default: none)\n"
-	"      --json           JSON lines on stdout: \"dir\", \"top_dir\", \"file\" records,\n"
-	"                       then a \"summary\"\n"
-	"      --html FILE      also write a self-contained HTML page (written under a\n"
-	"                       temporary name, then renamed; default: none)\n"
-	"      --mem-limit SIZE most memory for the sorts (default 256M)\n"
-	"      --tmp-dir DIR    where the sorts spill (default $TMPDIR or /tmp)\n"
-	"  -h, --help           show this help\n"
+	"";
+
+static const char usage_tail[] =
 	"\n"
 	"Exit codes: 0 done, 2 usage, 3 failed, 5 unreachable, 7 not a JuiceFS volume,\n"
 	"8 PATH or the --since file not found, 130/143 interrupted.\n"
@@ -64,10 +50,16 @@ static const char usage_text[] =
 	"  jfsops usage postgres://u@db/jfs --json > today.json\n"
 	"  jfsops usage postgres://u@db/jfs --since today.json --html usage.html\n";
 
-enum {
-	OPT_DEPTH = 0x100, OPT_TOP, OPT_BUCKETS, OPT_COLD, OPT_SINCE, OPT_JSON, OPT_HTML, OPT_MEM,
-	OPT_TMP,
-};
+/* --buckets LIST */
+static int buckets_cb(const struct jo_option *opt, const char *arg, char *why, size_t cap)
+{
+	struct jo_err err = { 0 };
+
+	if (!usage_parse_buckets(arg, opt->value, &err))
+		return 0;
+	snprintf(why, cap, "%s", err.msg);
+	return -1;
+}
 
 /* A JSON string of a path that may not be UTF-8: invalid bytes become U+FFFD. */
 static json_t *jpath(const char *s, size_t n)
@@ -481,19 +473,6 @@ static void human_footer(const struct usage_opts *o, const struct usage_report *
 
 int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 {
-	static const struct option opts[] = {
-		{ "depth", required_argument, NULL, OPT_DEPTH },
-		{ "top", required_argument, NULL, OPT_TOP },
-		{ "buckets", required_argument, NULL, OPT_BUCKETS },
-		{ "cold", required_argument, NULL, OPT_COLD },
-		{ "since", required_argument, NULL, OPT_SINCE },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "html", required_argument, NULL, OPT_HTML },
-		{ "mem-limit", required_argument, NULL, OPT_MEM },
-		{ "tmp-dir", required_argument, NULL, OPT_TMP },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	struct usage_opts o = { .depth = 2, .top = 10, .cold = 90 * 86400, .mem_limit = 256u << 20 };
 	struct usage_report r = { 0 };
 	struct usage_head h = { 0 };
@@ -505,59 +484,44 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	const char *since_path = NULL, *html_path = NULL;
 	char *url = NULL, note[512];
 	struct timespec t0, t1;
-	int c, rc = 0;
-	long v;
-	char *end;
+	int n, rc = 0;
+	struct jo_option opts[] = {
+		OPT_UINT(0, "depth", &o.depth, "N", "list every directory down to depth N below PATH",
+			 0, 1000000),
+		OPT_UINT(0, "top", &o.top, "N", "also the N largest directories below that depth and "
+			 "the N largest files", 0, 1000000),
+		OPT_CALLBACK(0, "buckets", &o, "LIST", "age buckets, ascending (default "
+			     "1d,7d,30d,90d,1y; an \"older\" bucket follows); ages as 90s, 12h, 1.5d, 2w, 1y",
+			     buckets_cb),
+		OPT_DURATION_S(0, "cold", &o.cold, "AGE", "cold = not accessed for AGE", 1000, 0),
+		OPT_STRING(0, "since", &since_path, "FILE", "an earlier `usage --json` report: growth "
+			   "per directory"),
+		OPT_BOOL(0, "json", &ctx->json, "JSON lines on stdout: \"dir\", \"top_dir\", "
+			 "\"file\" records, then a \"summary\""),
+		OPT_STRING(0, "html", &html_path, "FILE", "also write a self-contained HTML page "
+			   "(written under a temporary name, then renamed; default: none)"),
+		OPT_SIZE(0, "mem-limit", &o.mem_limit, "SIZE", "most memory for the sorts", 4u << 20,
+			 0),
+		OPT_STRING(0, "tmp-dir", &o.tmp_dir, "DIR", "where the sorts spill (default $TMPDIR "
+			   "or /tmp)"),
+		OPT_HELP(),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, usage_text, usage_tail, opts };
 
 	if (usage_parse_buckets("1d,7d,30d,90d,1y", &o, &err))
 		return cmd_fail(ctx, &err);
 	o.tmp_dir = getenv("TMPDIR");
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case OPT_DEPTH:
-		case OPT_TOP:
-			v = strtol(optarg, &end, 10);
-			if (*end || end == optarg || v < 0 || v > 1000000)
-				return cmd_usage_error(ctx, "--%s: '%s' is not a number 0..1000000",
-						       c == OPT_DEPTH ? "depth" : "top", optarg);
-			if (c == OPT_DEPTH)
-				o.depth = (uint32_t)v;
-			else
-				o.top = (uint32_t)v;
-			break;
-		case OPT_BUCKETS:
-			if (usage_parse_buckets(optarg, &o, &err))
-				return cmd_usage_error(ctx, "%s", err.msg);
-			break;
-		case OPT_COLD:
-			o.cold = usage_parse_age(optarg, strlen(optarg));
-			if (o.cold <= 0)
-				return cmd_usage_error(ctx, "--cold: '%s' is not an age like 90d", optarg);
-			break;
-		case OPT_SINCE: since_path = optarg; break;
-		case OPT_JSON: ctx->json = true; break;
-		case OPT_HTML: html_path = optarg; break;
-		case OPT_MEM: {
-			uint64_t sz;
-
-			if (cmd_parse_size(optarg, &sz) || sz < (4u << 20))
-				return cmd_usage_error(ctx, "--mem-limit: '%s' is not a size of at least 4M",
-						       optarg);
-			o.mem_limit = (size_t)sz;
-			break;
-		}
-		case OPT_TMP: o.tmp_dir = optarg; break;
-		case 'h': fputs(usage_text, stdout); return 0;
-		default: return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (argc - optind < 1 || argc - optind > 2)
+	n = jo_opt_parse(&cmd, argc, argv);
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n < 1 || n > 2)
 		return cmd_usage_error(ctx, "expected META-URL [PATH]");
-	o.root = argc - optind == 2 ? argv[optind + 1] : "/";
-	url = strdup(argv[optind]);
+	o.root = n == 2 ? argv[2] : "/";
+	url = strdup(argv[1]);
 	if (!url)
 		return JO_EXIT_FAIL;
-	cmd_scrub_url_password(argv[optind]);
+	cmd_scrub_url_password(argv[1]);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	rc = cmd_meta_open(url, &m, &err);
 	if (!rc)

@@ -25,6 +25,7 @@
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/meta/meta.h"
+#include "common/opt.h"
 
 #define DIR_HDR (4 + 8 + 1 + 8 + 8)
 #define ENT_LEN (4 + 8 + 1 + 8 + 8 + 8 + 1 + 8)
@@ -94,34 +95,17 @@ void usage_human(uint64_t v, char buf[16])
 
 int64_t usage_parse_age(const char *s, size_t n)
 {
-	int64_t v = 0, unit = 1;
-	size_t i = 0;
+	char buf[64];
+	int64_t ms;
 
-	if (n == 0)
+	/* the one duration grammar of the command line (common/opt.h) */
+	if (n == 0 || n >= sizeof(buf))
 		return -1;
-	for (; i < n && isdigit((unsigned char)s[i]); i++) {
-		if (v > (INT64_MAX - 9) / 10)
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	if (i == 0)
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	if (jo_parse_duration_ms(buf, &ms))
 		return -1;
-	if (i < n) {
-		if (i + 1 != n)
-			return -1;
-		switch (s[i]) {
-		case 's': unit = 1; break;
-		case 'm': unit = 60; break;
-		case 'h': unit = 3600; break;
-		case 'd': unit = 86400; break;
-		case 'w': unit = 7 * 86400; break;
-		case 'y': unit = 365 * 86400; break;
-		default: return -1;
-		}
-	}
-	if (v > INT64_MAX / unit)
-		return -1;
-	return v * unit;
+	return ms / 1000;
 }
 
 int usage_parse_buckets(const char *s, struct usage_opts *o, struct jo_err *err)

@@ -124,7 +124,8 @@ void usage_human(uint64_t v, char buf[16]);
 
 /* Parse "1d,7d,30d,90d,1y" into opts->bucket / nbuckets (JO_EINVAL). */
 int usage_parse_buckets(const char *s, struct usage_opts *o, struct jo_err *err);
-/* "90d", "12h", "2w", "1y", "3600" (s) -> seconds; -1 when malformed. */
+/* "90d", "12h", "2w", "1y", "1.5d", "3600" (s) -> seconds, by the one duration grammar
+ * (common/opt.h); -1 when malformed. */
 int64_t usage_parse_age(const char *s, size_t n);
 /* The label of bucket i ("1d" ... "older"): buf of 16 bytes. */
 void usage_bucket_label(const struct usage_opts *o, int i, char buf[16]);

@@ -7,8 +7,8 @@ For each command of `jfsops --list-commands`:
   - `jfsops CMD --help` and `jfsops help CMD` exit 0 and print the same text;
   - its first line is "jfsops CMD - SUMMARY" with the summary that
     `jfsops --help` lists for CMD (one line, from the command table);
-  - every long option of the command's struct option table(s) (read from the
-    source by optables.py) is on an option line of the help, and every flag
+  - every long option of the command's option table (its own dump, or the
+    source's struct option for a command without one: optables.py) is on an option line of the help, and every flag
     on an option line is in the table;
   - every option that takes a value says its default ("default" or
     "required" in its description);
@@ -115,8 +115,7 @@ def main():
     cmds = cmds.split()
     tables = {}
     for c in cmds:
-        src = optables.find_source(repo, c)
-        tables[c] = optables.options(repo, src) if src else {}
+        tables[c] = optables.command_options(repo, c, binary)
     _, help_all, _ = run(binary, "help")
     problems = {}
 

@@ -243,24 +243,6 @@ static void test_filter_edges(void **state)
 	jo_sync_filter_free(f);
 }
 
-static void test_sizes(void **state)
-{
-	(void)state;
-	assert_int_equal(jo_sync_parse_size("10"), 10);
-	assert_int_equal(jo_sync_parse_size("5M"), 5 << 20);
-	assert_int_equal(jo_sync_parse_size("1.5k"), 1536);
-	assert_int_equal(jo_sync_parse_size("2GiB"), 2ll << 30);
-	assert_int_equal(jo_sync_parse_size("x"), -1);
-	assert_int_equal(jo_sync_parse_size("5Q"), -1);
-	/* strtod's own forms are no sizes: sign, blank, nan, inf, hex */
-	assert_int_equal(jo_sync_parse_size("-1"), -1);
-	assert_int_equal(jo_sync_parse_size("+1"), -1);
-	assert_int_equal(jo_sync_parse_size(" 1"), -1);
-	assert_int_equal(jo_sync_parse_size("nan"), -1);
-	assert_int_equal(jo_sync_parse_size("inf"), -1);
-	assert_int_equal(jo_sync_parse_size("0x10"), -1);
-}
-
 static void test_side_parse(void **state)
 {
 	(void)state;
@@ -465,7 +447,6 @@ int main(void)
 		cmocka_unit_test(test_filter),
 		cmocka_unit_test(test_glob_is_not_exponential),
 		cmocka_unit_test(test_filter_edges),
-		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_side_parse),
 		cmocka_unit_test(test_state_roundtrip),
 		cmocka_unit_test(test_bwlimit),
