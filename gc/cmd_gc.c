@@ -102,8 +102,8 @@ static void sum(const struct gc_stats *s, struct totals *t)
 	t->errors = gc_stats_errors(s);
 }
 
-static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const char *mode,
-			  const struct gc_stats *s, int64_t left, int64_t leased, double dur,
+static void print_summary(const struct jo_ctx *ctx, bool json, bool del, bool evaluated,
+			  const char *mode, const struct gc_stats *s, int64_t left, int64_t leased, double dur,
 			  const char *status, bool complete, const struct jo_err *err, int exit_code,
 			  const struct jo_obj_stats *os)
 {
@@ -146,8 +146,9 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		json_object_set_new(o, "leases_lost", json_integer((json_int_t)s->leases_lost));
 		json_object_set_new(o, "requests", json_integer((json_int_t)os->requests));
 		json_object_set_new(o, "connections", json_integer((json_int_t)os->connections));
-		/* a dry --plan alone counts items and evaluates none: no object figure */
-		json_object_set_new(o, "evaluated", json_boolean(del || strcmp(mode, "plan") != 0));
+		/* false only for a dry --plan --count-only: it counted the items
+		 * and evaluated none, so it names no objects */
+		json_object_set_new(o, "evaluated", json_boolean(evaluated));
 		(void)cmd_summary_emit(ctx, o, complete, exit_code); /* main checks stdout */
 		return;
 	}
@@ -160,10 +161,9 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, const c
 		       (unsigned long long)s->k[k].slices, (unsigned long long)s->k[k].objects,
 		       (unsigned long long)s->k[k].bytes, (unsigned long long)s->k[k].errors);
 	human_bytes(t.bytes, hb, sizeof(hb));
-	if (!del && !strcmp(mode, "plan")) {
-		/* it counted what a plan would record and evaluated none of it */
-		printf("gc dry-run (plan): %llu items found, not evaluated: a dry run without --plan "
-		       "says what would be deleted; %llu errors; %.1fs; %s\n",
+	if (!evaluated) {
+		printf("gc dry-run (plan, count only): %llu items found, not evaluated (without "
+		       "--count-only a dry run says what would be deleted); %llu errors; %.1fs; %s\n",
 		       (unsigned long long)t.items, (unsigned long long)t.errors, dur, status);
 		fflush(stdout);
 		return;
@@ -239,7 +239,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 	struct gc_run *run = NULL;
 	struct gc_stats st;
 	const char *audit_path = NULL;
-	bool plan, work, json = ctx->json, status = false, reset = false;
+	bool plan, work, json = ctx->json, status = false, reset = false, count_only = false;
 	double t0 = now_real();
 	int64_t left = 0, leased = 0;
 	const char *mode;
@@ -252,6 +252,9 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 			    "plan, then work, in this process (the cron case)", GC_WORKER),
 		OPT_BOOL(0, "status", &status, "print how many tasks are recorded and leased"),
 		OPT_BOOL(0, "reset-tasks", &reset, "drop every recorded task (needs --delete)"),
+		OPT_BOOL(0, "count-only", &count_only, "dry --plan: count what the scans find and "
+			 "evaluate none of it (no per-item reads: fast on a big volume; names no "
+			 "objects)"),
 		OPT_GROUP("Options:"),
 		OPT_BOOL(0, "delete", &o.delete_, "really delete (default: dry-run report)"),
 		OPT_STRING(0, "id", &o.worker_id, "NAME", "worker id in leases and the audit "
@@ -284,6 +287,8 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		return jo_opt_error(&cmd, n ? "too many arguments" : "META-URL is required");
 	if (reset && !o.delete_)
 		return jo_opt_error(&cmd, "--reset-tasks changes the volume: add --delete");
+	if (count_only && (o.delete_ || which != GC_PLAN))
+		return jo_opt_error(&cmd, "--count-only is for a dry --plan (without --delete)");
 	plan = which != GC_WORKER;
 	work = which != GC_PLAN;
 	mode = which == GC_BOTH ? "plan+work" : plan ? "plan" : "worker";
@@ -334,10 +339,10 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		vol->fmt.trash_days, o.threads);
 	bool in_plan = plan;
 
-	/* a dry plan+work run evaluates what the plan finds; a dry --plan alone
-	 * only counts it (and says so: its summary names no objects) */
+	/* a dry run (with --plan or without) evaluates what the plan finds, so
+	 * that it says what would be deleted; --count-only only counts it */
 	if (plan)
-		rc = gc_plan(run, !o.delete_ && work, &err);
+		rc = gc_plan(run, !o.delete_ && !count_only, &err);
 	/* dry plan+work evaluated everything while planning; a failed plan
 	 * (a scan not read whole) is never followed by work */
 	if (rc == 0 && work && (o.delete_ || !plan)) {
@@ -414,7 +419,7 @@ int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
 		struct jo_obj_stats os;
 
 		jo_obj_get_stats(vol->obj, &os);
-		print_summary(ctx, json, o.delete_, mode, &st, left, leased, dur, stname, complete,
+		print_summary(ctx, json, o.delete_, o.delete_ || !count_only, mode, &st, left, leased, dur, stname, complete,
 			      rc ? &err : NULL, exit_code, &os);
 		/* a run that did all it could claim (tasks-left) exits 0: a success */
 		record_metrics(ctx, o.delete_, &st, left, leased);

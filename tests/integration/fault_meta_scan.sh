@@ -592,10 +592,17 @@ proxy_reset_stall() {
 	fi
 }
 
+# cut_at_half_scan: the cut at half the bytes of gc's plan scans alone: a
+# dry --plan --count-only (a dry run also evaluates what it finds, on a
+# second connection: its bytes would move the cut out of the scans).
+cut_at_half_scan() {
+	cut_at_half "$J" gc "$FMETA" --plan --count-only
+}
+
 gc_proxy_cuts() {
 	local rc k
-	# dry run (plan + evaluation), cut mid-scan
-	cut_at_half "$J" gc "$FMETA" --plan
+	# dry run (plan + evaluation on a second connection), cut mid-scan
+	cut_at_half_scan
 	rc=0
 	"$J" gc "$FMETA" --json >"$JO_T/gc1.out" 2>"$JO_T/gc1.err" || rc=$?
 	toxi_clear "$PROXY"
@@ -604,7 +611,7 @@ gc_proxy_cuts() {
 	# --plan --delete: tasks only from scans read whole. Shards of 20 items:
 	# the task-recording connection reads far less than the cut, the
 	# scanning one is cut in the middle of its scans.
-	cut_at_half "$J" gc "$FMETA" --plan
+	cut_at_half_scan
 	rc=0
 	"$J" gc "$FMETA" --plan --delete --task-size 20 --json >"$JO_T/gc2.out" 2>"$JO_T/gc2.err" || rc=$?
 	toxi_clear "$PROXY"
@@ -693,7 +700,7 @@ engine_up() {
 		lp=$((JO_PORT_BASE + 3))
 		toxi_proxy "$PROXY" "$lp" "$JO_PG_PORT"
 		FMETA=${META/@127.0.0.1:$JO_PG_PORT\//@127.0.0.1:$lp/}
-		STALL_S=60 # libpq reply wait (sqldrv_pg.c)
+		STALL_S=60 # libpq reply wait (common/meta/sql/drv_pg.c)
 		;;
 	mysql)
 		engine_start mysql
@@ -716,7 +723,7 @@ engine_up() {
 		lp=$((JO_PORT_BASE + 5))
 		toxi_proxy "$PROXY" "$lp" "$JO_ETCD_ENGINE_PORT"
 		FMETA=${META/127.0.0.1:$JO_ETCD_ENGINE_PORT\//127.0.0.1:$lp/}
-		STALL_S=60 # the request timeout (kv_etcd.c)
+		STALL_S=60 # the request timeout (common/meta/tkv/etcd.c)
 		;;
 	esac
 	[ -z "$PROXY" ] || [ "$FMETA" != "$META" ] || jo_die "$E: cannot point $META at the proxy"

@@ -95,7 +95,7 @@ gc_run_parallel() {
 	local mp=$JO_T/mnt-$name
 	gc_populate "$meta" "$bucket" "$name" 0 "$mp"
 	gc_juicefs_gc "$meta" "$JO_T/gc-before-$name.log"
-	local before pend
+	local before pend rc
 	before=$(python3 "$GCTOOL" gcline "$JO_T/gc-before-$name.log")
 	pend=$(gc_count "$JO_T/gc-before-$name.log" pending)
 	echo "$name: juicefs gc before: $before" >&2
@@ -110,17 +110,35 @@ s = json.loads(open(sys.argv[1]).read().splitlines()[-1])
 assert s["type"] == "summary" and s["dry_run"], s
 assert s["objects"] >= int(sys.argv[2]), (s["objects"], sys.argv[2])
 PY
-	# a dry --plan alone counts the items the plan+work run evaluated, and
-	# says it evaluated none (it said "would delete 0 objects")
+	# a dry --plan says what would be deleted, as the dry run does (it said
+	# "would delete 0 objects" while plain gc said 30)
 	"$JO_BIN" gc "$meta" --plan --json >"$JO_T/dryplan-$name.json" || jo_die "$name: dry --plan failed"
-	python3 - "$JO_T/dry-$name.json" "$JO_T/dryplan-$name.json" <<'PY' || jo_die "$name: dry --plan does not say what it found and that it did not evaluate it"
+	python3 - "$JO_T/dry-$name.json" "$JO_T/dryplan-$name.json" <<'PY' || jo_die "$name: dry --plan does not say what would be deleted"
 import json, sys
 a, b = (json.loads(open(f).read().splitlines()[-1]) for f in sys.argv[1:3])
 assert b["dry_run"] and b["mode"] == "plan" and b["tasks_planned"] == 0, b
-assert a["evaluated"] and not b["evaluated"] and b["items"] == a["items"] > 0, (a, b)
+assert a["evaluated"] and b["evaluated"], (a, b)
+for k in ("items", "slices", "objects", "bytes"):
+    assert b[k] == a[k], (k, a[k], b[k])
+assert b["objects"] > 0, b
 PY
-	"$JO_BIN" gc "$meta" --plan 2>/dev/null | grep -q "items found, not evaluated" ||
-		jo_die "$name: the human dry --plan line does not say it evaluated nothing"
+	local want
+	want=$(python3 -c 'import json,sys; print(json.loads(open(sys.argv[1]).read().splitlines()[-1])["objects"])' "$JO_T/dry-$name.json")
+	"$JO_BIN" gc "$meta" --plan 2>/dev/null | grep -q "^gc dry-run (plan): would delete $want objects " ||
+		jo_die "$name: the human dry --plan line does not say it would delete $want objects"
+	# --count-only: the items the scans find, none evaluated, and it says so
+	"$JO_BIN" gc "$meta" --plan --count-only --json >"$JO_T/dryplanc-$name.json" || jo_die "$name: dry --plan --count-only failed"
+	python3 - "$JO_T/dry-$name.json" "$JO_T/dryplanc-$name.json" <<'PY' || jo_die "$name: --count-only does not count the items and say it evaluated none"
+import json, sys
+a, b = (json.loads(open(f).read().splitlines()[-1]) for f in sys.argv[1:3])
+assert b["dry_run"] and b["mode"] == "plan" and not b["evaluated"], b
+assert b["items"] == a["items"] > 0 and b["objects"] == 0, (a, b)
+PY
+	"$JO_BIN" gc "$meta" --plan --count-only 2>/dev/null | grep -q "items found, not evaluated" ||
+		jo_die "$name: the human --count-only line does not say it evaluated nothing"
+	rc=0
+	"$JO_BIN" gc "$meta" --count-only >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || jo_die "$name: --count-only without --plan: exit $rc, want 2"
 	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/keys-before-$name.txt" ||
 		jo_die "$name: the dry run deleted objects"
 	gc_juicefs_gc "$meta" "$JO_T/gc-dry-$name.log"
