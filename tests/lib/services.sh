@@ -139,15 +139,24 @@ jo_setup() {
 jo_cleanup() {
 	local rc=$? mp pid pf i p
 	set +e
-	# 0. the --json summaries the script's runs printed, against the schema
-	if [ -n "${JO_T:-}" ] && [ -s "$JO_T/summaries.jsonl" ]; then
-		if "$JO_VENV/bin/python" "$JO_REPO/tests/tools/jsoncheck.py" "$JO_T/summaries.jsonl" \
-			>"$JO_T/summaries.check" 2>&1; then
-			echo "summaries: $(tail -n 1 "$JO_T/summaries.check" | sed "s|$JO_T/||")" >&2
-		else
-			head -n 20 "$JO_T/summaries.check" >&2
-			echo "FATAL: a --json summary does not match docs/json/summary.schema.json" >&2
+	# 0. the --json summaries the script's runs printed (JFSOPS_SUMMARY_LOG),
+	# and the --json output it kept (summary and leakcheck candidate lines in
+	# files beside them, not below a mount), against docs/json's schemas
+	if [ -n "${JO_T:-}" ] && [ -d "$JO_T" ]; then
+		{
+			[ ! -s "$JO_T/summaries.jsonl" ] ||
+				"$JO_VENV/bin/python" "$JO_REPO/tests/tools/jsoncheck.py" "$JO_T/summaries.jsonl"
+			find "$JO_T" -xdev -maxdepth 3 -type f -size -20M \
+				\( -name '*.json' -o -name '*.jsonl' -o -name '*.out' \) ! -name summaries.jsonl \
+				-print0 2>/dev/null | xargs -0 -r "$JO_VENV/bin/python" \
+				"$JO_REPO/tests/tools/jsoncheck.py" --outputs
+		} >"$JO_T/summaries.check" 2>&1
+		if grep -q '^FAIL\|Traceback' "$JO_T/summaries.check"; then
+			grep '^FAIL\|Error' "$JO_T/summaries.check" | head -n 20 >&2
+			echo "FATAL: --json output does not match docs/json's schemas" >&2
 			[ "$rc" != 0 ] || rc=1
+		else
+			echo "json: $(grep '^ok' "$JO_T/summaries.check" | sed "s|$JO_T/||" | tr '\n' ' ')" >&2
 		fi
 	fi
 	# 1. JuiceFS mounts (before their metadata and object servers go away)

@@ -2,6 +2,7 @@
 """Validate jfsops JSON lines against docs/json/*.schema.json.
 
 usage: jsoncheck.py [--exit N] [--command C] FILE...
+       jsoncheck.py --outputs FILE...
 
 Every line of type "summary" is checked against summary.schema.json, every
 leakcheck candidate line (type leaked, missing, skipped, foreign) against
@@ -9,6 +10,11 @@ leakcheck-candidate.schema.json; other lines (progress events, plan lines)
 are left alone. With --exit N the last summary's "exit" must be N (the
 process's exit code); with --command C its "command" must be C. Each file
 must end in a summary. Prints one line per problem; exit 1 if any.
+
+--outputs: the files are whatever a test script kept (captured stdout, logs,
+reports); those that hold a jfsops summary line are a run's --json output,
+and every summary and candidate line in them is checked (other lines, not
+JSON or of other types, are left alone); the rest are skipped.
 """
 import json
 import os
@@ -27,7 +33,49 @@ def load(name):
     return jsonschema.Draft202012Validator(s)
 
 
+def outputs(paths):
+    """--outputs: check the --json output among the files a script kept."""
+    summary = load("summary.schema.json")
+    cand = load("leakcheck-candidate.schema.json")
+    problems = files = lines = 0
+    for path in paths:
+        recs = []
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        if b'"type":"summary"' not in data:
+            continue
+        for i, raw in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            if not raw.startswith("{"):
+                continue
+            try:
+                rec = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                recs.append((i, rec))
+        if not any(r.get("type") == "summary" and "version" in r and "command" in r for _, r in recs):
+            continue
+        files += 1
+        for i, rec in recs:
+            t = rec.get("type")
+            v = summary if t == "summary" else cand if t in ("leaked", "missing", "skipped", "foreign") else None
+            if v is None:
+                continue
+            lines += 1
+            for e in v.iter_errors(rec):
+                print("FAIL %s:%d: %s at %s" % (path, i, e.message, "/".join(map(str, e.absolute_path)) or "."))
+                problems += 1
+    if not problems:
+        print("ok   %d output file(s), %d records valid" % (files, lines))
+    return 1 if problems else 0
+
+
 def main(argv):
+    if argv[:1] == ["--outputs"]:
+        return outputs(argv[1:])
     want_exit = want_cmd = None
     files = []
     it = iter(argv)
