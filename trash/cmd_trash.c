@@ -25,8 +25,10 @@
 #include "cmd/exit.h"
 #include "cmd/util.h"
 #include "common/err.h"
+#include "common/audit.h"
 #include "common/esc.h"
 #include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
 #include "trash/trash.h"
 
 static const char trash_usage[] =
@@ -73,6 +75,7 @@ struct trash_entry {
 	uint32_t hour_idx;  /* index into hours[] */
 	uint64_t ino, parent;
 	char *name;         /* the original name (after "PARENT-INODE-") */
+	char *tname;        /* the entry's name in its hour directory */
 	struct jo_attr attr;
 	bool have_attr;
 	int64_t deleted;    /* deletion time, unix seconds */
@@ -192,7 +195,8 @@ static int on_hour_entry(const char *name, size_t len, uint64_t ino, uint8_t typ
 	e = &t->ents[t->nents];
 	memset(e, 0, sizeof(*e));
 	e->name = strndup(name + off, len - off);
-	if (!e->name)
+	e->tname = strndup(name, len);
+	if (!e->name || !e->tname)
 		return jo_err_set(t->err, JO_ENOMEM, "out of memory listing the trash");
 	e->ino = ino;
 	e->parent = parent;
@@ -498,6 +502,7 @@ static void trash_ls_release(struct trash_ls *t)
 		free(t->ents[i].name);
 		free(t->ents[i].path);
 		free(t->ents[i].to_name);
+		free(t->ents[i].tname);
 		free(t->ents[i].to_path);
 	}
 	free(t->ents);
@@ -509,6 +514,9 @@ static void trash_ls_release(struct trash_ls *t)
 /* ---- restore planning (read-only) ---- */
 
 struct trash_restore_opts {
+	bool apply;         /* --apply: do it */
+	bool dir_stats;     /* the volume records directory statistics */
+	struct jo_audit *audit;
 	bool rename;        /* --conflict rename */
 	const char *into;   /* --into DIR, or NULL */
 	uint64_t into_ino;
@@ -737,6 +745,155 @@ out:
 	return rc;
 }
 
+/* ---- restore --apply ---- */
+
+static int64_t align4k(uint64_t len)
+{
+	return len ? (int64_t)(((len - 1) / 4096 + 1) * 4096) : 4096;
+}
+
+struct stat_sum {
+	struct jo_meta *m;
+	int64_t length, space, inodes;
+	struct jo_err *err;
+};
+
+static int on_stat_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct stat_sum *s = payload;
+	struct jo_attr a;
+	int rc;
+
+	(void)name;
+	(void)len;
+	s->inodes++;
+	if (type != JO_TYPE_FILE) {
+		s->space += 4096;
+		return 0;
+	}
+	rc = jo_meta_getattr(s->m, ino, &a, s->err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(s->err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	s->length += (int64_t)a.length;
+	s->space += align4k(a.length);
+	return 0;
+}
+
+/* A directory without statistics gets them computed from its entries, as
+ * juicefs's flush does for a record it finds missing (doSyncDirStat). */
+static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
+{
+	struct stat_sum s = { m, 0, 0, 0, err };
+	bool written;
+	int rc = jo_meta_readdir(m, dir, on_stat_entry, &s, err);
+
+	return rc ? rc : jo_mut_dir_stat_init(m, dir, s.length, s.space, s.inodes, &written, err);
+}
+
+/* updateDirQuota: every directory from dir up to the root that has a quota. */
+static int quota_up(struct jo_meta *m, uint64_t dir, int64_t space, struct jo_err *err)
+{
+	for (int depth = 0; depth < 4096; depth++) {
+		struct jo_attr a;
+		bool had;
+		int rc = jo_mut_dir_quota_add(m, dir, space, 1, &had, err);
+
+		if (rc)
+			return rc;
+		if (dir == JO_ROOT_INODE)
+			return 0;
+		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
+			return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
+		if (!a.parent || a.parent == dir)
+			return 0;
+		dir = a.parent;
+	}
+	return 0;
+}
+
+static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
+			const char *result, const char *why)
+{
+	struct jo_audit_rec r = { 0 };
+	struct jo_err aerr = { 0 };
+
+	if (!ro->audit)
+		return;
+	r.action = "restore";
+	r.key = e->to_path ? e->to_path : e->path;
+	r.reason = "trash-entry";
+	r.result = result;
+	r.error = why;
+	if (jo_audit_write(ro->audit, &r, &aerr))
+		fprintf(stderr, "jfsops trash: audit: %s\n", JO_ESC_TERM(aerr.msg));
+}
+
+/*
+ * Put one planned entry back. On a refusal e->restore goes false with
+ * e->skip saying why (the entries planned into it are then skipped in
+ * turn); on an engine failure the error is returned.
+ */
+static int apply_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct trash_entry *e,
+		     struct jo_err *err)
+{
+	const struct trash_hour *h = &t->hours[e->hour_idx];
+	struct jo_rs_res res;
+	bool missing = false;
+	int rc;
+
+	rc = jo_mut_restore(t->m, h->ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
+			    strlen(e->to_name), ro->dir_stats, &res, &missing, err);
+	if (!rc && res.status == JO_RS_GONE) {
+		/* a lost reply of a transaction that did run: the entry is in place */
+		uint64_t ino = 0;
+		uint8_t type;
+		int lr = jo_meta_lookup(t->m, e->to_parent, e->to_name, &ino, &type, err);
+
+		if (lr && lr != JO_ENOTFOUND)
+			return lr;
+		jo_err_clear(err);
+		if (ino == e->ino)
+			res.status = JO_RS_DONE;
+	}
+	if (!rc)
+		rc = jo_mut_confirm(t->m, err); /* a failover must not take it back unseen */
+	if (rc) {
+		audit_entry(ro, e, "error", err->msg);
+		return rc;
+	}
+	switch (res.status) {
+	case JO_RS_DONE:
+		break;
+	case JO_RS_GONE:
+		e->skip = "the entry left the trash meanwhile";
+		break;
+	case JO_RS_EXISTS:
+		e->skip = "the name was taken meanwhile";
+		break;
+	case JO_RS_NOPARENT:
+		e->skip = "its parent directory went away meanwhile";
+		break;
+	default:
+		e->skip = "append-only or immutable, or a loop (EPERM)";
+		break;
+	}
+	if (res.status != JO_RS_DONE) {
+		e->restore = false;
+		return 0;
+	}
+	if (ro->dir_stats && missing && (rc = sync_dir_stat(t->m, e->to_parent, err)) != 0)
+		return rc;
+	if (ro->dir_stats &&
+	    (rc = quota_up(t->m, e->to_parent, res.type == JO_TYPE_FILE ? align4k(res.length) :
+			   4096, err)) != 0)
+		return rc;
+	return 0;
+}
+
 static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			     const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
 			     struct jo_err *err)
@@ -777,6 +934,12 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			e->skip = "the inode is gone";
 		else if ((rc = plan_one(t, ro, &ns, e, &conflicts, err)) != 0)
 			goto out;
+		if (ro->apply && e->restore && (rc = apply_one(t, ro, e, err)) != 0) {
+			jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
+			goto out;
+		}
+		if (ro->apply)
+			audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip);
 		if (e->restore) {
 			restored++;
 			bytes += size;
@@ -786,7 +949,8 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		}
 		if (ctx->json) {
 			json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:o,s:s?}", "type", "restore",
-					      "action", e->restore ? "would-restore" : "skip",
+					      "action", !e->restore ? "skip" : ro->apply ? "restored" :
+					      "would-restore",
 					      "hour", t->hours[e->hour_idx].name, "path", jname(e->path),
 					      "kind", type, "size", (json_int_t)size,
 					      "inode", (json_int_t)e->ino,
@@ -798,7 +962,8 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 				goto out;
 			}
 		} else if (e->restore) {
-			printf("would restore  %s  %-7s inode %" PRIu64 " -> %s\n", JO_ESC_TERM(e->path),
+			printf("%s  %s  %-7s inode %" PRIu64 " -> %s\n",
+			       ro->apply ? "restored     " : "would restore", JO_ESC_TERM(e->path),
 			       type, e->ino, JO_ESC_TERM(e->to_path));
 		} else {
 			printf("skip           %s  %-7s inode %" PRIu64 ": %s\n", JO_ESC_TERM(e->path),
@@ -806,17 +971,19 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		}
 	}
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
-				      "dry_run", 1, "selected", (json_int_t)nplan, "would_restore",
-				      (json_int_t)restored, "skipped", (json_int_t)skipped,
-				      "conflicts", (json_int_t)conflicts, "bytes", (json_int_t)bytes);
+		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
+				      "dry_run", !ro->apply, "selected", (json_int_t)nplan,
+				      ro->apply ? "restored" : "would_restore", (json_int_t)restored,
+				      "skipped", (json_int_t)skipped, "conflicts", (json_int_t)conflicts,
+				      "renamed", (json_int_t)renamed, "bytes", (json_int_t)bytes);
 
 		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
 			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
 	} else {
-		printf("dry run: would restore %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
+		printf("%s %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
 		       " bytes), %" PRIu64 " skipped, %" PRIu64 " name conflicts (%" PRIu64
-		       " renamed)\n", restored, nplan, bytes, skipped, conflicts, renamed);
+		       " renamed)\n", ro->apply ? "restored" : "dry run: would restore", restored,
+		       nplan, bytes, skipped, conflicts, renamed);
 	}
 out:
 	name_set_release(&ns);
@@ -837,10 +1004,12 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		{ "conflict", required_argument, NULL, 'C' },
 		{ "into", required_argument, NULL, 'I' },
 		{ "apply", no_argument, NULL, 'A' },
+		{ "audit", required_argument, NULL, 'a' },
 		{ 0 }
 	};
 	struct trash_restore_opts ro = { 0 };
 	bool apply = false;
+	const char *audit_path = NULL;
 	struct trash_filter f = { 0 };
 	struct trash_ls t = { 0 };
 	struct jo_format fmt = { 0 };
@@ -899,16 +1068,18 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 				return cmd_usage_error(ctx, "--apply is an option of trash restore");
 			apply = true;
 			break;
+		case 'a':
+			if (!restore)
+				return cmd_usage_error(ctx, "--audit is an option of trash restore");
+			audit_path = optarg;
+			break;
 		default:
 			return cmd_usage_error(ctx, "unknown option");
 		}
 	}
-	if (apply) {
-		jo_err_set(&err, JO_EUNSUPPORTED, "trash restore --apply is not in this build yet "
-			   "(the metadata change is not landed on any engine): run it without "
-			   "--apply to see what it would do");
-		return cmd_fail(ctx, &err);
-	}
+	if (audit_path && !apply)
+		return cmd_usage_error(ctx, "--audit goes with --apply");
+	ro.apply = apply;
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (f.path) {
@@ -930,7 +1101,7 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		return JO_EXIT_FAIL;
 	}
 	cmd_scrub_url_password(argv[optind]);
-	rc = cmd_meta_open(url, &t.m, &err);
+	rc = cmd_meta_open_mode(url, !apply, &t.m, &err);
 	if (!rc)
 		rc = jo_meta_load_format(t.m, &fmt, &err);
 	if (!rc)
@@ -953,6 +1124,12 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		for (size_t l = ro.into_path ? strlen(ro.into_path) : 0; l > 0 && ro.into_path[l - 1] == '/';)
 			ro.into_path[--l] = '\0';
 	}
+	if (!rc && restore && apply && fmt.changelog)
+		rc = jo_err_set(&err, JO_EUNSUPPORTED, "the volume keeps a change log: "
+				"trash restore --apply does not write one");
+	ro.dir_stats = fmt.dir_stats;
+	if (!rc && restore && audit_path)
+		rc = jo_audit_open(&ro.audit, audit_path, &err);
 	if (!rc && restore) {
 		rc = trash_restore_run(&t, &f, &ro, ctx, &err);
 		if (rc)
@@ -985,6 +1162,13 @@ out:
 	free(url);
 	free(path);
 	free(ro.into_path);
+	if (ro.audit) {
+		struct jo_err aerr = { 0 };
+
+		if (jo_audit_sync(ro.audit, &aerr))
+			fprintf(stderr, "jfsops trash: audit: %s\n", JO_ESC_TERM(aerr.msg));
+		jo_audit_close(ro.audit);
+	}
 	return rc;
 }
 
