@@ -816,14 +816,14 @@ static int quota_up(struct jo_meta *m, uint64_t dir, int64_t space, struct jo_er
 }
 
 static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
-			const char *result, const char *why)
+			const char *result, const char *why, const char *action)
 {
 	struct jo_audit_rec r = { 0 };
 	struct jo_err aerr = { 0 };
 
 	if (!ro->audit)
 		return;
-	r.action = "restore";
+	r.action = action;
 	r.key = e->to_path ? e->to_path : e->path;
 	r.reason = "trash-entry";
 	r.result = result;
@@ -862,7 +862,7 @@ static int apply_one(struct trash_ls *t, const struct trash_restore_opts *ro, st
 	if (!rc)
 		rc = jo_mut_confirm(t->m, err); /* a failover must not take it back unseen */
 	if (rc) {
-		audit_entry(ro, e, "error", err->msg);
+		audit_entry(ro, e, "error", err->msg, "restore");
 		return rc;
 	}
 	switch (res.status) {
@@ -939,7 +939,8 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			goto out;
 		}
 		if (ro->apply)
-			audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip);
+			audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip,
+				    "restore");
 		if (e->restore) {
 			restored++;
 			bytes += size;
@@ -991,8 +992,195 @@ out:
 	return rc;
 }
 
-static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
+/* ---- purge: remove entries from the trash now (CleanupTrashBefore's removal) ---- */
+
+static int cmp_purge(const void *a, const void *b)
 {
+	const struct trash_entry *x = *(struct trash_entry *const *)a;
+	const struct trash_entry *y = *(struct trash_entry *const *)b;
+
+	/* children first: a directory of the trash that holds restored-into
+	 * entries is then empty when its turn comes */
+	if (x->depth != y->depth)
+		return x->depth > y->depth ? -1 : 1;
+	if (x->hour != y->hour)
+		return x->hour < y->hour ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Remove one entry as juicefs's trash cleanup does (doUnlink/doRmdir with
+ * the trash skipped): a file whose last link goes becomes a delfiles entry
+ * for gc. *freed gets the bytes handed to gc; e->skip is set on a refusal. */
+static int purge_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct trash_entry *e,
+		     uint64_t *freed, struct jo_err *err)
+{
+	const struct trash_hour *h = &t->hours[e->hour_idx];
+	struct jo_rm_res res;
+	bool dir = e->have_attr ? e->attr.type == JO_TYPE_DIR : false;
+	int rc;
+
+	*freed = 0;
+	if (!e->have_attr) {
+		uint64_t ino;
+		uint8_t type = 0;
+
+		rc = jo_meta_lookup(t->m, h->ino, e->tname, &ino, &type, err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(err);
+			e->skip = "the entry left the trash meanwhile";
+			return 0;
+		}
+		if (rc)
+			return rc;
+		dir = type == JO_TYPE_DIR;
+	}
+	rc = dir ? jo_mut_rmdir(t->m, h->ino, e->tname, strlen(e->tname), ro->dir_stats, &res, err)
+		 : jo_mut_unlink(t->m, h->ino, e->tname, strlen(e->tname), ro->dir_stats, &res, err);
+	if (rc)
+		return rc;
+	switch (res.status) {
+	case JO_RM_DONE:
+		if (res.delfile)
+			*freed = res.length;
+		return 0;
+	case JO_RM_GONE:
+		e->skip = "the entry left the trash meanwhile";
+		return 0;
+	case JO_RM_NOTEMPTY:
+		e->skip = "the directory holds entries (restored into it while in the trash)";
+		return 0;
+	case JO_RM_PERM:
+		e->skip = "append-only or immutable (EPERM)";
+		return 0;
+	default:
+		e->skip = "its type changed meanwhile";
+		return 0;
+	}
+}
+
+/* An hour directory this purge emptied is removed, as the cleanup does once
+ * it emptied one (doRmdir(TrashInode, hour)). left[2i]: entries it keeps,
+ * left[2i+1]: entries purged. */
+static int purge_hours(struct trash_ls *t, const uint64_t *left, struct jo_err *err)
+{
+	for (size_t i = 0; i < t->nhours; i++) {
+		struct jo_rm_res res;
+		int rc;
+
+		if (left[2 * i] || !left[2 * i + 1])
+			continue;
+		rc = jo_mut_rmdir(t->m, JO_TRASH_INODE, t->hours[i].name, strlen(t->hours[i].name),
+				  false, &res, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int trash_purge_run(struct trash_ls *t, const struct trash_filter *f,
+			   const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
+			   struct jo_err *err)
+{
+	struct trash_entry **plan = NULL;
+	uint64_t *left = calloc(t->nhours ? 2 * t->nhours : 1, sizeof(*left));
+	uint64_t nplan = 0, purged = 0, skipped = 0, bytes = 0, freed_total = 0;
+	int rc = 0;
+
+	if (!left)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->nents; i++) {
+		struct trash_entry *e = &t->ents[i];
+
+		if ((rc = orig_path(t, e, 0, err)) != 0)
+			goto out;
+		e->sel = matches(e, f);
+		nplan += e->sel;
+		left[2 * e->hour_idx] += !e->sel;
+	}
+	plan = calloc(nplan ? nplan : 1, sizeof(*plan));
+	if (!plan) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	nplan = 0;
+	for (size_t i = 0; i < t->nents; i++) {
+		if (!t->ents[i].sel)
+			continue;
+		t->ents[i].depth = trash_depth(t, &t->ents[i]);
+		plan[nplan++] = &t->ents[i];
+	}
+	qsort(plan, nplan, sizeof(*plan), cmp_purge);
+	for (size_t i = 0; i < nplan; i++) {
+		struct trash_entry *e = plan[i];
+		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
+		uint64_t size = e->have_attr ? e->attr.length : 0, freed = 0;
+		/* the data goes with the last link only */
+		bool frees = e->have_attr && e->attr.type == JO_TYPE_FILE && e->attr.nlink == 1;
+
+		if (ro->apply) {
+			if ((rc = purge_one(t, ro, e, &freed, err)) != 0) {
+				audit_entry(ro, e, "error", err->msg, "purge");
+				jo_err_wrap(err, "purge %s", JO_ESC_TERM(e->path));
+				goto out;
+			}
+			audit_entry(ro, e, e->skip ? "skipped" : "ok", e->skip, "purge");
+		} else {
+			freed = frees ? size : 0;
+		}
+		if (e->skip) {
+			skipped++;
+			left[2 * e->hour_idx]++;
+		} else {
+			left[2 * e->hour_idx + 1]++;
+			purged++;
+			bytes += size;
+			freed_total += freed;
+		}
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:I,s:s?}", "type", "purge",
+					      "action", e->skip ? "skip" : ro->apply ? "purged" :
+					      "would-purge", "hour", t->hours[e->hour_idx].name,
+					      "path", jname(e->path), "kind", type, "size", (json_int_t)size,
+					      "inode", (json_int_t)e->ino, "freed", (json_int_t)freed,
+					      "reason", e->skip);
+
+			if (emit_json(o)) {
+				rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+				goto out;
+			}
+		} else {
+			printf("%s  %s  %-7s inode %" PRIu64 "%s%s\n", e->skip ? "skip         " :
+			       ro->apply ? "purged       " : "would purge  ", JO_ESC_TERM(e->path), type,
+			       e->ino, e->skip ? ": " : "", e->skip ? e->skip : "");
+		}
+	}
+	if (ro->apply && (rc = purge_hours(t, left, err)) != 0)
+		goto out;
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "purge",
+				      "dry_run", !ro->apply, "selected", (json_int_t)nplan,
+				      ro->apply ? "purged" : "would_purge", (json_int_t)purged,
+				      "skipped", (json_int_t)skipped, "bytes", (json_int_t)bytes,
+				      "bytes_freed", (json_int_t)freed_total);
+
+		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("%s %" PRIu64 " of %" PRIu64 " entries, %" PRIu64 " skipped; %" PRIu64
+		       " bytes of file data handed to gc\n", ro->apply ? "purged" :
+		       "dry run: would purge", purged, nplan, skipped, freed_total);
+	}
+out:
+	free(plan);
+	free(left);
+	return rc;
+}
+
+enum trash_mode { MODE_LS, MODE_RESTORE, MODE_PURGE };
+
+static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode mode)
+{
+	bool restore = mode == MODE_RESTORE, writes = mode != MODE_LS, all = false;
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, 's' },
 		{ "until", required_argument, NULL, 'u' },
@@ -1005,6 +1193,7 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		{ "into", required_argument, NULL, 'I' },
 		{ "apply", no_argument, NULL, 'A' },
 		{ "audit", required_argument, NULL, 'a' },
+		{ "all", no_argument, NULL, 'L' },
 		{ 0 }
 	};
 	struct trash_restore_opts ro = { 0 };
@@ -1064,14 +1253,19 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 			ro.into = optarg;
 			break;
 		case 'A':
-			if (!restore)
-				return cmd_usage_error(ctx, "--apply is an option of trash restore");
+			if (!writes)
+				return cmd_usage_error(ctx, "--apply is an option of trash restore and purge");
 			apply = true;
 			break;
 		case 'a':
-			if (!restore)
-				return cmd_usage_error(ctx, "--audit is an option of trash restore");
+			if (!writes)
+				return cmd_usage_error(ctx, "--audit is an option of trash restore and purge");
 			audit_path = optarg;
+			break;
+		case 'L':
+			if (mode != MODE_PURGE)
+				return cmd_usage_error(ctx, "--all is an option of trash purge");
+			all = true;
 			break;
 		default:
 			return cmd_usage_error(ctx, "unknown option");
@@ -1079,6 +1273,12 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 	}
 	if (audit_path && !apply)
 		return cmd_usage_error(ctx, "--audit goes with --apply");
+	if (mode == MODE_PURGE && !all && !f.has_since && !f.has_until && !f.path && !f.has_uid &&
+	    !f.name)
+		return cmd_usage_error(ctx, "trash purge needs a filter (--since, --until, --path, "
+				       "--uid, --name) or --all");
+	if (all && (f.has_since || f.has_until || f.path || f.has_uid || f.name))
+		return cmd_usage_error(ctx, "--all goes without filters");
 	ro.apply = apply;
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
@@ -1124,12 +1324,18 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		for (size_t l = ro.into_path ? strlen(ro.into_path) : 0; l > 0 && ro.into_path[l - 1] == '/';)
 			ro.into_path[--l] = '\0';
 	}
-	if (!rc && restore && apply && fmt.changelog)
+	if (!rc && writes && apply && fmt.changelog)
 		rc = jo_err_set(&err, JO_EUNSUPPORTED, "the volume keeps a change log: "
-				"trash restore --apply does not write one");
+				"trash %s --apply does not write one", restore ? "restore" : "purge");
 	ro.dir_stats = fmt.dir_stats;
-	if (!rc && restore && audit_path)
+	if (!rc && writes && audit_path)
 		rc = jo_audit_open(&ro.audit, audit_path, &err);
+	if (!rc && mode == MODE_PURGE) {
+		rc = trash_purge_run(&t, &f, &ro, ctx, &err);
+		if (rc)
+			rc = cmd_fail(ctx, &err);
+		goto out;
+	}
 	if (!rc && restore) {
 		rc = trash_restore_run(&t, &f, &ro, ctx, &err);
 		if (rc)
@@ -1175,15 +1381,16 @@ out:
 int cmd_trash(int argc, char **argv, struct jo_ctx *ctx)
 {
 	if (argc < 2)
-		return cmd_usage_error(ctx, "expected a subcommand: ls or restore");
+		return cmd_usage_error(ctx, "expected a subcommand: ls, restore or purge");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(trash_usage, stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "ls"))
-		return trash_main(argc - 1, argv + 1, ctx, false);
+		return trash_main(argc - 1, argv + 1, ctx, MODE_LS);
 	if (!strcmp(argv[1], "restore"))
-		return trash_main(argc - 1, argv + 1, ctx, true);
-	return cmd_usage_error(ctx, "unknown subcommand '%s' (this build has: ls, restore)",
-			       argv[1]);
+		return trash_main(argc - 1, argv + 1, ctx, MODE_RESTORE);
+	if (!strcmp(argv[1], "purge"))
+		return trash_main(argc - 1, argv + 1, ctx, MODE_PURGE);
+	return cmd_usage_error(ctx, "unknown subcommand '%s' (ls, restore or purge)", argv[1]);
 }

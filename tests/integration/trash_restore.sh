@@ -12,7 +12,10 @@
 # fsck is clean (also --path / --recursive), `juicefs info -r` equals
 # `info -r --strict` on the restored directories, juicefs gc finds nothing
 # leaked or pending, the hard link still has two names, and a second run
-# restores nothing.
+# restores nothing. Then `trash purge --path /r --apply` removes /r from the
+# trash (refused without a filter; a dry run changes nothing), and after
+# `jfsops gc --delete` juicefs gc finds nothing leaked or pending and fsck is
+# clean.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../lib/services.sh"
@@ -113,8 +116,34 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	jfs_umount "$mp"
 	fsck_clean
 	fsck_clean --path / --recursive
+	fsck_clean --path / --recursive --sync-dir-stat
 	gc_juicefs_gc "$meta" "$JO_T/gc-$e.log"
 	[ "$(gc_count "$JO_T/gc-$e.log" leaked)" = 0 ] || jo_die "$e: juicefs gc finds leaked objects"
+
+	# purge: refused without a filter; a dry run changes nothing; --apply
+	# empties the trash of /r and hands f5's data to gc
+	rc=0; "$JO_BIN" trash purge "$meta" --apply >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || jo_die "$e: trash purge --apply without a filter: exit $rc, expected 2"
+	"$JO_BIN" trash purge "$meta" --path /r --json >"$JO_T/p0-$e.json" || jo_die "$e: trash purge (dry) failed"
+	[ "$(summary "$JO_T/p0-$e.json" would_purge)/$(summary "$JO_T/p0-$e.json" bytes_freed)" = 2/123 ] ||
+		{ cat "$JO_T/p0-$e.json" >&2; jo_die "$e: trash purge dry run"; }
+	"$JO_BIN" trash ls "$meta" --json >"$JO_T/ls2-$e.json" || jo_die "$e: trash ls failed"
+	[ "$(summary "$JO_T/ls2-$e.json" entries)" = 2 ] || jo_die "$e: a dry purge changed the trash"
+	"$JO_BIN" trash purge "$meta" --path /r --apply --json --audit "$JO_T/paudit-$e.jsonl" \
+		>"$JO_T/p1-$e.json" || jo_die "$e: trash purge --apply failed"
+	[ "$(summary "$JO_T/p1-$e.json" purged)/$(summary "$JO_T/p1-$e.json" bytes_freed)" = 2/123 ] ||
+		{ cat "$JO_T/p1-$e.json" >&2; jo_die "$e: trash purge --apply"; }
+	[ "$(wc -l <"$JO_T/paudit-$e.jsonl")" = 2 ] || jo_die "$e: purge: expected 2 audit lines"
+	"$JO_BIN" trash ls "$meta" --json >"$JO_T/ls3-$e.json" || jo_die "$e: trash ls failed"
+	[ "$(summary "$JO_T/ls3-$e.json" entries)" = 0 ] || jo_die "$e: purged entries are still in the trash"
+	"$JO_BIN" gc "$meta" --delete --json >"$JO_T/jgc-$e.json" 2>"$JO_T/jgc-$e.err" ||
+		{ cat "$JO_T/jgc-$e.err" >&2; jo_die "$e: jfsops gc --delete failed"; }
+	gc_juicefs_gc "$meta" "$JO_T/gc2-$e.log"
+	[ "$(gc_count "$JO_T/gc2-$e.log" leaked)" = 0 ] || jo_die "$e: after purge: juicefs gc finds leaked objects"
+	[ "$(gc_count "$JO_T/gc2-$e.log" pending)" = 0 ] || jo_die "$e: after purge: juicefs gc finds pending objects"
+	grep -q "0 delfiles" "$JO_T/gc2-$e.log" || jo_die "$e: after purge + gc: delfiles are left"
+	fsck_clean
+	fsck_clean --path / --recursive --sync-dir-stat
 	jo_log "$e: trash restore --apply ok"
 done
 echo "trash_restore: ok"
