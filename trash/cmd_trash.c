@@ -1,5 +1,6 @@
 /*
- * jfsops trash: what a volume's trash holds (ls), read from the metadata.
+ * jfsops trash: what a volume's trash holds (ls), read from the metadata;
+ * entries put back (restore) or removed now (purge).
  *
  * The trash (base.go, Ino.IsTrash) is the directory JO_TRASH_INODE with one
  * directory per UTC hour of deletion, "YYYY-MM-DD-HH", holding the removed
@@ -35,13 +36,16 @@ static const char trash_usage[] =
 	"usage: jfsops trash ls META-URL [--since T] [--until T] [--path PREFIX]\n"
 	"                   [--uid N] [--name GLOB] [--json]\n"
 	"       jfsops trash restore META-URL [filters] [--conflict skip|rename]\n"
-	"                   [--into DIR] [--json] [--apply]\n"
+	"                   [--into DIR] [--json] [--apply [--audit FILE]]\n"
+	"       jfsops trash purge META-URL (filters | --all) [--json]\n"
+	"                   [--apply [--audit FILE]]\n"
 	"\n"
 	"List what a volume's trash holds (volumes formatted with --trash-days):\n"
 	"one line per entry (deleted at, original path, type, size, inode) and a\n"
-	"total per trash hour directory. Read-only: nothing in the volume changes.\n"
-	"The original path is resolved through parents that are themselves in the\n"
-	"trash (a tree removed with rm -rf).\n"
+	"total per trash hour directory. The original path is resolved through\n"
+	"parents that are themselves in the trash (a tree removed with rm -rf).\n"
+	"restore puts the selected entries back where they came from, purge removes\n"
+	"them from the trash now; both are dry runs unless --apply is given.\n"
 	"\n"
 	"Options:\n"
 	"      --since T       entries deleted at or after T: an RFC 3339 time\n"
@@ -55,20 +59,30 @@ static const char trash_usage[] =
 	"                      the entry or restore it as NAME.restored-TIME (default: skip)\n"
 	"      --into DIR      restore: entries whose parent is gone (from the volume, or\n"
 	"                      left in the trash) go into DIR (default: they are skipped)\n"
-	"      --apply         restore: put the entries back; refused in this build (exit 9)\n"
-	"      --json          JSON lines on stdout: one per entry (\"type\":\"entry\"),\n"
-	"                      one per hour directory (\"type\":\"hour\"), a summary\n"
+	"      --all           purge: every entry (purge refuses to run without a filter\n"
+	"                      or --all)\n"
+	"      --apply         restore/purge: do it (default: print what it would do)\n"
+	"      --audit FILE    with --apply: append one JSON line per entry to FILE\n"
+	"                      (default: no audit trail)\n"
+	"      --json          JSON lines on stdout: one per entry (\"type\":\"entry\",\n"
+	"                      \"restore\" or \"purge\"), one per hour directory (ls), a summary\n"
 	"  -h, --help          show this help\n"
-	"restore prints what it would put back, and where: directories before the\n"
-	"entries that were in them. It is a dry run only in this build: --apply is\n"
-	"refused (exit 9) until the metadata change is landed on every engine.\n"
+	"\n"
+	"restore puts directories back before the entries that were in them, under\n"
+	"their own inode numbers, with the same metadata change juicefs's restore\n"
+	"makes (parent links, nlink, directory statistics and quotas); a restored\n"
+	"empty directory gets its statistics record. purge removes entries as the\n"
+	"trash's own expiry does: a file whose last link goes is left for gc\n"
+	"(jfsops gc --delete) to delete its data; the summary says how many bytes.\n"
 	"The deletion time is the entry's ctime when it falls in its hour directory's\n"
 	"hour, else the start of that hour. Redis passwords may also come from env\n"
 	"REDIS_PASSWORD or META_PASSWORD.\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops trash ls redis://127.0.0.1:6379/1 --since 6h --path /data/proj\n"
-	"  jfsops trash ls sqlite3:///var/jfs/meta.db --uid 1000 --name '*.csv' --json\n";
+	"  jfsops trash ls sqlite3:///var/jfs/meta.db --uid 1000 --name '*.csv' --json\n"
+	"  jfsops trash restore redis://127.0.0.1:6379/1 --since 2h --path /data/proj --apply\n"
+	"  jfsops trash purge redis://127.0.0.1:6379/1 --path /scratch --apply\n";
 
 struct trash_entry {
 	int64_t hour;       /* start of its hour directory, unix seconds */
@@ -639,6 +653,39 @@ static int cmp_plan(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
+/*
+ * The entries the filters select (each with its original path and its
+ * depth in the trash), in the order cmp gives: *plan (malloc'd) and *n.
+ */
+static int select_plan(struct trash_ls *t, const struct trash_filter *f,
+		       int (*cmp)(const void *, const void *), struct trash_entry ***plan,
+		       size_t *n, struct jo_err *err)
+{
+	size_t nsel = 0;
+	int rc;
+
+	*plan = NULL;
+	*n = 0;
+	for (size_t i = 0; i < t->nents; i++) {
+		struct trash_entry *e = &t->ents[i];
+
+		if ((rc = orig_path(t, e, 0, err)) != 0)
+			return rc;
+		e->sel = matches(e, f);
+		nsel += e->sel;
+	}
+	if (!(*plan = calloc(nsel ? nsel : 1, sizeof(**plan))))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->nents; i++) {
+		if (!t->ents[i].sel)
+			continue;
+		t->ents[i].depth = trash_depth(t, &t->ents[i]);
+		(*plan)[(*n)++] = &t->ents[i];
+	}
+	qsort(*plan, *n, sizeof(**plan), cmp);
+	return 0;
+}
+
 /* Decide where one entry goes (entries before it in plan order are decided). */
 static int plan_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct name_set *ns,
 		    struct trash_entry *e, uint64_t *conflicts, struct jo_err *err)
@@ -900,31 +947,12 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 {
 	struct trash_entry **plan = NULL;
 	struct name_set ns = { 0 };
-	uint64_t nplan = 0, restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
+	size_t nplan = 0;
+	uint64_t restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < t->nents; i++) {
-		struct trash_entry *e = &t->ents[i];
-
-		if ((rc = orig_path(t, e, 0, err)) != 0)
-			goto out;
-		e->sel = matches(e, f);
-		if (e->sel)
-			nplan++;
-	}
-	plan = calloc(nplan ? nplan : 1, sizeof(*plan));
-	if (!plan) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = select_plan(t, f, cmp_plan, &plan, &nplan, err)) != 0)
 		goto out;
-	}
-	nplan = 0;
-	for (size_t i = 0; i < t->nents; i++) {
-		if (!t->ents[i].sel)
-			continue;
-		t->ents[i].depth = trash_depth(t, &t->ents[i]);
-		plan[nplan++] = &t->ents[i];
-	}
-	qsort(plan, nplan, sizeof(*plan), cmp_plan);
 	for (size_t i = 0; i < nplan; i++) {
 		struct trash_entry *e = plan[i];
 		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
@@ -984,7 +1012,7 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		printf("%s %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
 		       " bytes), %" PRIu64 " skipped, %" PRIu64 " name conflicts (%" PRIu64
 		       " renamed)\n", ro->apply ? "restored" : "dry run: would restore", restored,
-		       nplan, bytes, skipped, conflicts, renamed);
+		       (uint64_t)nplan, bytes, skipped, conflicts, renamed);
 	}
 out:
 	name_set_release(&ns);
@@ -1083,33 +1111,16 @@ static int trash_purge_run(struct trash_ls *t, const struct trash_filter *f,
 {
 	struct trash_entry **plan = NULL;
 	uint64_t *left = calloc(t->nhours ? 2 * t->nhours : 1, sizeof(*left));
-	uint64_t nplan = 0, purged = 0, skipped = 0, bytes = 0, freed_total = 0;
+	size_t nplan = 0;
+	uint64_t purged = 0, skipped = 0, bytes = 0, freed_total = 0;
 	int rc = 0;
 
 	if (!left)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	for (size_t i = 0; i < t->nents; i++) {
-		struct trash_entry *e = &t->ents[i];
-
-		if ((rc = orig_path(t, e, 0, err)) != 0)
-			goto out;
-		e->sel = matches(e, f);
-		nplan += e->sel;
-		left[2 * e->hour_idx] += !e->sel;
-	}
-	plan = calloc(nplan ? nplan : 1, sizeof(*plan));
-	if (!plan) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = select_plan(t, f, cmp_purge, &plan, &nplan, err)) != 0)
 		goto out;
-	}
-	nplan = 0;
-	for (size_t i = 0; i < t->nents; i++) {
-		if (!t->ents[i].sel)
-			continue;
-		t->ents[i].depth = trash_depth(t, &t->ents[i]);
-		plan[nplan++] = &t->ents[i];
-	}
-	qsort(plan, nplan, sizeof(*plan), cmp_purge);
+	for (size_t i = 0; i < t->nents; i++)
+		left[2 * t->ents[i].hour_idx] += !t->ents[i].sel;
 	for (size_t i = 0; i < nplan; i++) {
 		struct trash_entry *e = plan[i];
 		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
@@ -1168,7 +1179,7 @@ static int trash_purge_run(struct trash_ls *t, const struct trash_filter *f,
 	} else {
 		printf("%s %" PRIu64 " of %" PRIu64 " entries, %" PRIu64 " skipped; %" PRIu64
 		       " bytes of file data handed to gc\n", ro->apply ? "purged" :
-		       "dry run: would purge", purged, nplan, skipped, freed_total);
+		       "dry run: would purge", purged, (uint64_t)nplan, skipped, freed_total);
 	}
 out:
 	free(plan);
