@@ -10,7 +10,8 @@
 # them, through a fresh mount, every restored file's sha256 and the tree
 # equal the state before the removal, /r is still in the trash, juicefs
 # fsck is clean (also --path / --recursive), `juicefs info -r` equals
-# `info -r --strict` on the restored directories, juicefs gc finds nothing
+# `info -r --strict` on the restored directories, the quota on /s is
+# consistent (juicefs quota check), juicefs gc finds nothing
 # leaked or pending, the hard link still has two names, and a second run
 # restores nothing. Then `trash purge --path /r --apply` removes /r from the
 # trash (refused without a filter; a dry run changes nothing), and after
@@ -66,6 +67,8 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	echo one >"$mp/s/same.txt"
 	head -c 123 /dev/urandom >"$mp/r/f5"
 	state p q >"$JO_T/before-$e"
+	"$JUICEFS" quota set --no-agent "$meta" --path /s --inodes 1000 >"$JO_T/quota-$e.log" 2>&1 ||
+		{ cat "$JO_T/quota-$e.log" >&2; jo_die "$e: juicefs quota set failed"; }
 	rm -rf "$mp/p"
 	rm "$mp/q/d/e/f4" "$mp/s/same.txt"
 	jfs_umount "$mp"
@@ -119,6 +122,10 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	jfs_umount "$mp"
 	fsck_clean
 	fsck_clean --path / --recursive --sync-dir-stat
+	# the quota on /s counts the two names restored into it
+	"$JUICEFS" quota check --no-agent "$meta" --path /s --strict >"$JO_T/qcheck-$e.log" 2>&1 &&
+		grep -q "is consistent" "$JO_T/qcheck-$e.log" ||
+		{ cat "$JO_T/qcheck-$e.log" >&2; jo_die "$e: the quota of /s is not consistent"; }
 	gc_juicefs_gc "$meta" "$JO_T/gc-$e.log"
 	[ "$(gc_count "$JO_T/gc-$e.log" leaked)" = 0 ] || jo_die "$e: juicefs gc finds leaked objects"
 
