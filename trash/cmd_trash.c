@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -27,7 +28,9 @@
 #include "cmd/util.h"
 #include "common/err.h"
 #include "common/audit.h"
+#include "common/cancel.h"
 #include "common/esc.h"
+#include "common/lease.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
 #include "trash/trash.h"
@@ -529,6 +532,8 @@ static void trash_ls_release(struct trash_ls *t)
 
 struct trash_restore_opts {
 	bool apply;         /* --apply: do it */
+	bool plan;          /* --plan --apply: record tasks for workers */
+	int64_t lease_ms;   /* --worker: lease length */
 	bool dir_stats;     /* the volume records directory statistics */
 	struct jo_audit *audit;
 	bool rename;        /* --conflict rename */
@@ -841,16 +846,25 @@ static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
 	return rc ? rc : jo_mut_dir_stat_init(m, dir, s.length, s.space, s.inodes, &written, err);
 }
 
-/* updateDirQuota: every directory from dir up to the root that has a quota. */
-static int quota_up(struct jo_meta *m, uint64_t dir, int64_t space, struct jo_err *err)
+/*
+ * updateDirQuota: every directory from dir up to the root that has a quota
+ * gets (space, inodes). A directory in the trash counts under no quota: the
+ * walk stops there. With space < 0 nothing is added: *any tells whether
+ * some directory on the way has a quota.
+ */
+static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t inodes, bool *any,
+		      struct jo_err *err)
 {
-	for (int depth = 0; depth < 4096; depth++) {
+	*any = false;
+	for (int depth = 0; depth < 4096 && !jo_ino_is_trash(dir); depth++) {
 		struct jo_attr a;
 		bool had;
-		int rc = jo_mut_dir_quota_add(m, dir, space, 1, &had, err);
+		int rc = jo_mut_dir_quota_add(m, dir, space < 0 ? 0 : space, space < 0 ? 0 : inodes,
+					      &had, err);
 
 		if (rc)
 			return rc;
+		*any |= had;
 		if (dir == JO_ROOT_INODE)
 			return 0;
 		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
@@ -860,6 +874,75 @@ static int quota_up(struct jo_meta *m, uint64_t dir, int64_t space, struct jo_er
 		dir = a.parent;
 	}
 	return 0;
+}
+
+struct usage {
+	struct jo_meta *m;
+	int64_t space, inodes;
+	int depth;
+	struct jo_err *err;
+};
+
+static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload);
+
+/* GetSummary of a directory: itself and everything under it. */
+static int dir_usage(struct usage *u, uint64_t dir)
+{
+	u->space += 4096;
+	u->inodes++;
+	if (u->depth++ > 4096)
+		return jo_err_set(u->err, JO_EPROTO, "directories nested deeper than 4096");
+	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
+}
+
+static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct usage *u = payload;
+	struct jo_attr a;
+	int rc;
+
+	(void)name;
+	(void)len;
+	if (type == JO_TYPE_DIR) {
+		rc = dir_usage(u, ino);
+		u->depth--;
+		return rc;
+	}
+	u->inodes++;
+	if (type != JO_TYPE_FILE) {
+		u->space += 4096;
+		return 0;
+	}
+	rc = jo_meta_getattr(u->m, ino, &a, u->err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(u->err);
+		return 0;
+	}
+	if (rc == 0)
+		u->space += align4k(a.length);
+	return rc;
+}
+
+/* Rename's quota update for an entry restored into dir: a file's space, a
+ * directory's whole tree (what was put back into it while it was in the
+ * trash comes with it), when some directory on the way has a quota. */
+static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res,
+		    struct jo_err *err)
+{
+	struct usage u = { m, 0, 0, 0, err };
+	bool any;
+	int rc = quota_walk(m, dir, -1, 0, &any, err);
+
+	if (rc || !any)
+		return rc;
+	if (res->type == JO_TYPE_DIR) {
+		if ((rc = dir_usage(&u, res->ino)) != 0)
+			return rc;
+	} else {
+		u.space = res->type == JO_TYPE_FILE ? align4k(res->length) : 4096;
+		u.inodes = 1;
+	}
+	return quota_walk(m, dir, u.space, u.inodes, &any, err);
 }
 
 static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
@@ -884,21 +967,20 @@ static void audit_entry(const struct trash_restore_opts *ro, const struct trash_
  * e->skip saying why (the entries planned into it are then skipped in
  * turn); on an engine failure the error is returned.
  */
-static int apply_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct trash_entry *e,
-		     struct jo_err *err)
+static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uint64_t hour_ino,
+		     struct trash_entry *e, struct jo_err *err)
 {
-	const struct trash_hour *h = &t->hours[e->hour_idx];
 	struct jo_rs_res res;
 	bool missing = false;
 	int rc;
 
-	rc = jo_mut_restore(t->m, h->ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
+	rc = jo_mut_restore(m, hour_ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
 			    strlen(e->to_name), ro->dir_stats, &res, &missing, err);
 	if (!rc && res.status == JO_RS_GONE) {
 		/* a lost reply of a transaction that did run: the entry is in place */
 		uint64_t ino = 0;
 		uint8_t type;
-		int lr = jo_meta_lookup(t->m, e->to_parent, e->to_name, &ino, &type, err);
+		int lr = jo_meta_lookup(m, e->to_parent, e->to_name, &ino, &type, err);
 
 		if (lr && lr != JO_ENOTFOUND)
 			return lr;
@@ -907,7 +989,7 @@ static int apply_one(struct trash_ls *t, const struct trash_restore_opts *ro, st
 			res.status = JO_RS_DONE;
 	}
 	if (!rc)
-		rc = jo_mut_confirm(t->m, err); /* a failover must not take it back unseen */
+		rc = jo_mut_confirm(m, err); /* a failover must not take it back unseen */
 	if (rc) {
 		audit_entry(ro, e, "error", err->msg, "restore");
 		return rc;
@@ -932,12 +1014,320 @@ static int apply_one(struct trash_ls *t, const struct trash_restore_opts *ro, st
 		e->restore = false;
 		return 0;
 	}
-	if (ro->dir_stats && missing && (rc = sync_dir_stat(t->m, e->to_parent, err)) != 0)
+	if (ro->dir_stats && missing && (rc = sync_dir_stat(m, e->to_parent, err)) != 0)
 		return rc;
-	if (ro->dir_stats &&
-	    (rc = quota_up(t->m, e->to_parent, res.type == JO_TYPE_FILE ? align4k(res.length) :
-			   4096, err)) != 0)
+	if (ro->dir_stats && (rc = quota_up(m, e->to_parent, &res, err)) != 0)
 		return rc;
+	return 0;
+}
+
+/*
+ * ---- many workers: `restore --plan --apply` records tasks, `--worker --apply` works them
+ *
+ * Tasks (namespace "trash", common/lease.h) hold items "HOUR-INO:INO", all of
+ * one depth (how many of the entry's parents are in the trash), kind
+ * "restore:DEPTH". What each item needs (target parent and name, the entry's
+ * name in its hour directory, the target path) is a record "r/HOUR-INO/INO"
+ * beside the tasks, written before its task, removed after the task is
+ * complete. Workers take tasks in any order: an entry whose directory is
+ * still in the trash goes into it there (juicefs's RenameRestore allows
+ * that), and comes back with it; directory statistics and quotas are
+ * counted where the entry lands, a tree in the trash under no quota. Every
+ * step can be repeated: an entry a killed worker already moved is found in
+ * its target by the next one (restore reports it gone from the trash, the
+ * target holds its inode).
+ */
+#define TRASH_NS "trash"
+#define TRASH_TASK_ITEMS 100
+
+static char *hex_of(const char *s)
+{
+	size_t n = strlen(s);
+	char *h = malloc(2 * n + 2);
+
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		snprintf(h + 2 * i, 3, "%02x", (unsigned char)s[i]);
+	if (!n)
+		strcpy(h, "-");
+	return h;
+}
+
+/* Decode the hex word at *p (advancing past it and one space); NULL when malformed. */
+static char *hex_word(const char **p)
+{
+	const char *s = *p, *end = strchr(s, ' ');
+	size_t n = end ? (size_t)(end - s) : strlen(s);
+	char *out;
+
+	if (n % 2 || !(out = malloc(n / 2 + 1)))
+		return NULL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)v;
+	}
+	out[n / 2] = '\0';
+	if (n == 1 && s[0] == '-')
+		out[0] = '\0';
+	*p = end ? end + 1 : s + n;
+	return out;
+}
+
+static int add_task(struct jo_meta *m, uint32_t depth, char **items, size_t n, uint64_t *tasks,
+		    struct jo_err *err)
+{
+	char kind[32];
+	int64_t id = 0;
+	size_t added = 0;
+	int rc;
+
+	if (!n)
+		return 0;
+	snprintf(kind, sizeof(kind), "restore:%u", depth);
+	rc = jo_mut_task_add(m, TRASH_NS, kind, (const char *const *)items, n, &id, &added, err);
+	*tasks += rc == 0 && added > 0;
+	for (size_t i = 0; i < n; i++)
+		free(items[i]);
+	return rc;
+}
+
+/* Record the tasks of the restores the plan decided (plan order: by depth). */
+static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n, uint64_t *tasks,
+			struct jo_err *err)
+{
+	size_t max = jo_mut_task_max_items(t->m), k = 0;
+	char **items = calloc(TRASH_TASK_ITEMS, sizeof(*items));
+	uint32_t depth = 0;
+	int rc;
+
+	if (!items)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!max || max > TRASH_TASK_ITEMS)
+		max = TRASH_TASK_ITEMS;
+	if ((rc = jo_mut_task_init(t->m, TRASH_NS, err)) != 0)
+		goto out;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct trash_entry *e = plan[i];
+		uint64_t hino = t->hours[e->hour_idx].ino;
+		char key[64], *val = NULL, *hn = NULL, *ht = NULL, *hp = NULL;
+
+		if (!e->restore)
+			continue;
+		if (k && (e->depth != depth || k == max)) {
+			rc = add_task(t->m, depth, items, k, tasks, err);
+			k = 0;
+			if (rc)
+				break;
+		}
+		depth = e->depth;
+		snprintf(key, sizeof(key), "r/%" PRIu64 "/%" PRIu64, hino, e->ino);
+		hn = hex_of(e->to_name);
+		ht = hex_of(e->tname);
+		hp = hex_of(e->to_path);
+		if (!hn || !ht || !hp || asprintf(&val, "%" PRIu64 " %s %s %s", e->to_parent, hn, ht,
+						    hp) < 0)
+			val = NULL;
+		free(hn);
+		free(ht);
+		free(hp);
+		if (!val) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			break;
+		}
+		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
+		free(val);
+		if (rc == 0 && asprintf(&items[k], "%" PRIu64 ":%" PRIu64, hino, e->ino) < 0)
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		else if (rc == 0)
+			k++;
+	}
+	if (rc == 0)
+		rc = add_task(t->m, depth, items, k, tasks, err);
+	else
+		for (size_t i = 0; i < k; i++)
+			free(items[i]);
+out:
+	free(items);
+	return rc;
+}
+
+struct worker_stats {
+	uint64_t tasks, restored, skipped;
+};
+
+/* One item of a claimed task. */
+static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, const char *item,
+		     struct worker_stats *ws, const struct jo_ctx *ctx, struct jo_err *err)
+{
+	unsigned long long hino, ino, parent;
+	struct trash_entry e = { 0 };
+	char key[64], *val = NULL;
+	const char *p;
+	int rc, n = 0;
+
+	if (sscanf(item, "%llu:%llu", &hino, &ino) != 2)
+		return 0; /* not ours to judge */
+	snprintf(key, sizeof(key), "r/%llu/%llu", hino, ino);
+	rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (sscanf(val, "%llu %n", &parent, &n) != 1 || !n) {
+		free(val);
+		return 0;
+	}
+	p = val + n;
+	e.ino = ino;
+	e.to_parent = parent;
+	e.to_name = hex_word(&p);
+	e.tname = hex_word(&p);
+	e.to_path = hex_word(&p);
+	free(val);
+	if (e.to_name && e.tname && e.to_path) {
+		e.restore = true;
+		e.path = e.to_path;
+		rc = apply_one(m, ro, hino, &e, err);
+		if (rc == 0) {
+			audit_entry(ro, &e, e.restore ? "ok" : "skipped", e.restore ? NULL : e.skip,
+				    "restore");
+			if (e.restore)
+				ws->restored++;
+			else
+				ws->skipped++;
+			if (ctx->json) {
+				json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "type", "restore",
+						      "action", e.restore ? "restored" : "skip",
+						      "inode", (json_int_t)e.ino, "target",
+						      jname(e.to_path), "reason",
+						      e.restore ? NULL : e.skip);
+
+				if (emit_json(o))
+					rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+			} else {
+				printf("%s  %s  inode %" PRIu64 "%s%s\n", e.restore ? "restored" : "skip    ",
+				       JO_ESC_TERM(e.to_path), e.ino, e.restore ? "" : ": ",
+				       e.restore ? "" : e.skip);
+			}
+		}
+	}
+	free(e.to_name);
+	free(e.tname);
+	free(e.to_path);
+	return rc;
+}
+
+static void drop_records(struct jo_meta *m, char *items)
+{
+	char *save = NULL;
+
+	for (char *it = strtok_r(items, "\n", &save); it; it = strtok_r(NULL, "\n", &save)) {
+		unsigned long long hino, ino;
+		char key[64];
+		struct jo_err e2 = { 0 };
+
+		if (sscanf(it, "%llu:%llu", &hino, &ino) != 2)
+			continue;
+		snprintf(key, sizeof(key), "r/%llu/%llu", hino, ino);
+		(void)jo_mut_rec_put(m, TRASH_NS, key, NULL, NULL, NULL, &e2); /* a leftover is harmless */
+	}
+}
+
+static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *ro,
+			    const struct jo_ctx *ctx, struct jo_err *err)
+{
+	struct worker_stats ws = { 0 };
+	struct jo_lease *lease = NULL;
+	char host[64] = "host", owner[128];
+	int rc;
+
+	(void)gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(owner, sizeof(owner), "%s:%ld", host, (long)getpid());
+	for (char *q = owner; *q; q++)
+		if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e)
+			*q = '_';
+	{
+		struct jo_lease_opts lo = { .ns = TRASH_NS, .owner = owner,
+					    .lease_ms = ro->lease_ms };
+
+		if ((rc = jo_lease_new(&lease, m, &lo, err)) != 0)
+			return rc;
+	}
+	while (!jo_cancelled()) {
+		struct jo_mut_task task = { 0 };
+		char *save = NULL, *item, *items_copy;
+		bool lost = false;
+
+		rc = jo_lease_claim(lease, m, &task, err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(err);
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		items_copy = rc == 0 ? strdup(task.items ? task.items : "") : NULL;
+		if (rc == 0 && !items_copy)
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		for (item = rc ? NULL : strtok_r(task.items, "\n", &save); item;
+		     item = strtok_r(NULL, "\n", &save)) {
+			if (jo_cancelled())
+				break;
+			if (!jo_lease_valid(lease)) {
+				lost = true;
+				break;
+			}
+			if ((rc = work_item(m, ro, item, &ws, ctx, err)) != 0)
+				break;
+		}
+		if (rc == 0 && !lost && item == NULL) {
+			rc = jo_lease_complete(lease, m, err);
+			if (rc == 0) {
+				ws.tasks++;
+				drop_records(m, items_copy);
+			} else if (rc == JO_ECONFLICT) {
+				lost = true;
+				rc = 0;
+			}
+		} else if (!lost) {
+			struct jo_err e2 = { 0 };
+
+			(void)jo_lease_release(lease, m, &e2);
+		}
+		if (lost)
+			fprintf(stderr, "jfsops trash: lost the lease of task %" PRId64
+				": stopped working on it\n", task.id);
+		free(items_copy);
+		jo_mut_task_release_mem(&task);
+		if (rc)
+			break;
+	}
+	jo_lease_free(lease);
+	if (rc == 0 && jo_cancelled())
+		rc = jo_err_set(err, JO_ECANCELED, "interrupted");
+	if (rc)
+		return rc;
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I}", "action", "restore", "mode", "worker",
+				      "dry_run", 0, "tasks", (json_int_t)ws.tasks,
+				      "restored", (json_int_t)ws.restored,
+				      "skipped", (json_int_t)ws.skipped);
+
+		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+			return jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("worker: %" PRIu64 " tasks, %" PRIu64 " entries restored, %" PRIu64
+		       " skipped\n", ws.tasks, ws.restored, ws.skipped);
+	}
 	return 0;
 }
 
@@ -962,7 +1352,7 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			e->skip = "the inode is gone";
 		else if ((rc = plan_one(t, ro, &ns, e, &conflicts, err)) != 0)
 			goto out;
-		if (ro->apply && e->restore && (rc = apply_one(t, ro, e, err)) != 0) {
+		if (ro->apply && e->restore && (rc = apply_one(t->m, ro, t->hours[e->hour_idx].ino, e, err)) != 0) {
 			jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
 			goto out;
 		}
@@ -998,6 +1388,27 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			printf("skip           %s  %-7s inode %" PRIu64 ": %s\n", JO_ESC_TERM(e->path),
 			       type, e->ino, e->skip);
 		}
+	}
+	if (ro->plan) {
+		uint64_t tasks = 0;
+
+		if ((rc = record_tasks(t, plan, nplan, &tasks, err)) != 0)
+			goto out;
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
+					      "mode", "plan", "dry_run", 0, "selected", (json_int_t)nplan,
+					      "planned", (json_int_t)restored, "tasks", (json_int_t)tasks,
+					      "skipped", (json_int_t)skipped, "conflicts",
+					      (json_int_t)conflicts);
+
+			if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+				rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+		} else {
+			printf("planned %" PRIu64 " of %" PRIu64 " entries in %" PRIu64 " tasks, %" PRIu64
+			       " skipped: run `jfsops trash restore META-URL --worker --apply`\n",
+			       restored, (uint64_t)nplan, tasks, skipped);
+		}
+		goto out;
 	}
 	if (ctx->json) {
 		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
@@ -1191,7 +1602,7 @@ enum trash_mode { MODE_LS, MODE_RESTORE, MODE_PURGE };
 
 static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode mode)
 {
-	bool restore = mode == MODE_RESTORE, writes = mode != MODE_LS, all = false;
+	bool restore = mode == MODE_RESTORE, writes = mode != MODE_LS, all = false, worker = false;
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, 's' },
 		{ "until", required_argument, NULL, 'u' },
@@ -1205,6 +1616,9 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode
 		{ "apply", no_argument, NULL, 'A' },
 		{ "audit", required_argument, NULL, 'a' },
 		{ "all", no_argument, NULL, 'L' },
+		{ "plan", no_argument, NULL, 'P' },
+		{ "worker", no_argument, NULL, 'W' },
+		{ "lease", required_argument, NULL, 'E' },
 		{ 0 }
 	};
 	struct trash_restore_opts ro = { 0 };
@@ -1273,6 +1687,23 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode
 				return cmd_usage_error(ctx, "--audit is an option of trash restore and purge");
 			audit_path = optarg;
 			break;
+		case 'P':
+		case 'W':
+			if (!restore)
+				return cmd_usage_error(ctx, "--%s is an option of trash restore",
+						       c == 'P' ? "plan" : "worker");
+			if (c == 'P')
+				ro.plan = true;
+			else
+				worker = true;
+			break;
+		case 'E':
+			if (!restore)
+				return cmd_usage_error(ctx, "--lease is an option of trash restore");
+			ro.lease_ms = cmd_parse_duration(optarg);
+			if (ro.lease_ms < 1000)
+				return cmd_usage_error(ctx, "--lease '%s': a duration of at least 1s", optarg);
+			break;
 		case 'L':
 			if (mode != MODE_PURGE)
 				return cmd_usage_error(ctx, "--all is an option of trash purge");
@@ -1290,7 +1721,20 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode
 				       "--uid, --name) or --all");
 	if (all && (f.has_since || f.has_until || f.path || f.has_uid || f.name))
 		return cmd_usage_error(ctx, "--all goes without filters");
-	ro.apply = apply;
+	if ((ro.plan || worker) && !apply)
+		return cmd_usage_error(ctx, "--plan and --worker go with --apply (without it, restore "
+				       "prints its plan)");
+	if (ro.plan && worker)
+		return cmd_usage_error(ctx, "--plan and --worker: one or the other");
+	if (worker && (f.has_since || f.has_until || f.path || f.has_uid || f.name || ro.into ||
+		       ro.rename))
+		return cmd_usage_error(ctx, "--worker takes no filters, --conflict or --into: the "
+				       "plan decided them");
+	if (ro.lease_ms && !worker)
+		return cmd_usage_error(ctx, "--lease goes with --worker");
+	if (!ro.lease_ms)
+		ro.lease_ms = 60000;
+	ro.apply = apply && !ro.plan; /* a plan decides; its workers apply */
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (f.path) {
@@ -1317,6 +1761,19 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode
 		rc = jo_meta_load_format(t.m, &fmt, &err);
 	if (!rc)
 		cmd_metrics_volume(ctx, fmt.name); /* the summary's volume */
+	ro.dir_stats = fmt.dir_stats;
+	if (!rc && worker) {
+		if (fmt.changelog)
+			rc = jo_err_set(&err, JO_EUNSUPPORTED, "the volume keeps a change log: "
+					"trash restore --apply does not write one");
+		if (!rc && audit_path)
+			rc = jo_audit_open(&ro.audit, audit_path, &err);
+		if (!rc)
+			rc = trash_worker_run(t.m, &ro, ctx, &err);
+		if (rc)
+			rc = cmd_fail(ctx, &err);
+		goto out;
+	}
 	if (!rc)
 		rc = trash_load(&t, &err);
 	if (!rc && ro.into) {
