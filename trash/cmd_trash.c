@@ -811,46 +811,65 @@ static int64_t align4k(uint64_t len)
 	return len ? (int64_t)(((len - 1) / 4096 + 1) * 4096) : 4096;
 }
 
-struct stat_sum {
+struct usage {
 	struct jo_meta *m;
 	int64_t length, space, inodes;
+	bool recursive;     /* GetSummary (the whole tree), else one directory's entries */
+	int depth;
 	struct jo_err *err;
 };
 
-static int on_stat_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload);
+
+/* GetSummary of a directory: itself and everything under it. */
+static int dir_usage(struct usage *u, uint64_t dir)
 {
-	struct stat_sum *s = payload;
+	u->space += 4096;
+	u->inodes++;
+	if (u->depth++ > 4096)
+		return jo_err_set(u->err, JO_EPROTO, "directories nested deeper than 4096");
+	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
+}
+
+static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct usage *u = payload;
 	struct jo_attr a;
 	int rc;
 
 	(void)name;
 	(void)len;
-	s->inodes++;
-	if (type != JO_TYPE_FILE) {
-		s->space += 4096;
-		return 0;
-	}
-	rc = jo_meta_getattr(s->m, ino, &a, s->err);
-	if (rc == JO_ENOTFOUND) {
-		jo_err_clear(s->err);
-		return 0;
-	}
-	if (rc)
+	if (type == JO_TYPE_DIR && u->recursive) {
+		rc = dir_usage(u, ino);
+		u->depth--;
 		return rc;
-	s->length += (int64_t)a.length;
-	s->space += align4k(a.length);
-	return 0;
+	}
+	u->inodes++;
+	if (type != JO_TYPE_FILE) {
+		u->space += 4096;
+		return 0;
+	}
+	rc = jo_meta_getattr(u->m, ino, &a, u->err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(u->err);
+		return 0;
+	}
+	if (rc == 0) {
+		u->length += (int64_t)a.length;
+		u->space += align4k(a.length);
+	}
+	return rc;
 }
 
 /* A directory without statistics gets them computed from its entries, as
  * juicefs's flush does for a record it finds missing (doSyncDirStat). */
 static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
 {
-	struct stat_sum s = { m, 0, 0, 0, err };
+	struct usage u = { m, 0, 0, 0, false, 0, err };
 	bool written;
-	int rc = jo_meta_readdir(m, dir, on_stat_entry, &s, err);
+	int rc = jo_meta_readdir(m, dir, on_usage_entry, &u, err);
 
-	return rc ? rc : jo_mut_dir_stat_init(m, dir, s.length, s.space, s.inodes, &written, err);
+	return rc ? rc : jo_mut_dir_stat_init(m, dir, u.length, u.space, u.inodes, &written, err);
 }
 
 /*
@@ -883,60 +902,13 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t in
 	return 0;
 }
 
-struct usage {
-	struct jo_meta *m;
-	int64_t space, inodes;
-	int depth;
-	struct jo_err *err;
-};
-
-static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload);
-
-/* GetSummary of a directory: itself and everything under it. */
-static int dir_usage(struct usage *u, uint64_t dir)
-{
-	u->space += 4096;
-	u->inodes++;
-	if (u->depth++ > 4096)
-		return jo_err_set(u->err, JO_EPROTO, "directories nested deeper than 4096");
-	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
-}
-
-static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
-{
-	struct usage *u = payload;
-	struct jo_attr a;
-	int rc;
-
-	(void)name;
-	(void)len;
-	if (type == JO_TYPE_DIR) {
-		rc = dir_usage(u, ino);
-		u->depth--;
-		return rc;
-	}
-	u->inodes++;
-	if (type != JO_TYPE_FILE) {
-		u->space += 4096;
-		return 0;
-	}
-	rc = jo_meta_getattr(u->m, ino, &a, u->err);
-	if (rc == JO_ENOTFOUND) {
-		jo_err_clear(u->err);
-		return 0;
-	}
-	if (rc == 0)
-		u->space += align4k(a.length);
-	return rc;
-}
-
 /* Rename's quota update for an entry restored into dir: a file's space, a
  * directory's whole tree (what was put back into it while it was in the
  * trash comes with it), when some directory on the way has a quota. */
 static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res,
 		    struct jo_err *err)
 {
-	struct usage u = { m, 0, 0, 0, err };
+	struct usage u = { m, 0, 0, 0, true, 0, err };
 	bool any;
 	int rc = quota_walk(m, dir, -1, 0, &any, err);
 
@@ -978,7 +950,7 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
 		     struct trash_entry *e, struct jo_err *err)
 {
 	struct jo_rs_res res;
-	bool missing = false;
+	bool missing = false, redone = false;
 	int rc;
 
 	rc = jo_mut_restore(m, hour_ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
@@ -992,8 +964,13 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
 		if (lr && lr != JO_ENOTFOUND)
 			return lr;
 		jo_err_clear(err);
-		if (ino == e->ino)
+		if (ino == e->ino) {
 			res.status = JO_RS_DONE;
+			/* what followed its transaction may not have run: the parent's
+			 * statistics are made if missing (its quota cannot be told) */
+			missing = true;
+			redone = true;
+		}
 	}
 	if (!rc)
 		rc = jo_mut_confirm(m, err); /* a failover must not take it back unseen */
@@ -1023,7 +1000,7 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
 	}
 	if (ro->dir_stats && missing && (rc = sync_dir_stat(m, e->to_parent, err)) != 0)
 		return rc;
-	if (ro->dir_stats && (rc = quota_up(m, e->to_parent, &res, err)) != 0)
+	if (ro->dir_stats && !redone && (rc = quota_up(m, e->to_parent, &res, err)) != 0)
 		return rc;
 	return 0;
 }

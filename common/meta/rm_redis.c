@@ -387,7 +387,20 @@ struct rs {
 	size_t slen, nlen;
 	bool dir_stats;
 	struct jo_rs_res *res;
+	bool dst_missing;   /* the parent has no statistics recorded */
 };
+
+/* Does dir have statistics (doUpdateDirStat's HEXISTS)? */
+static int has_stat(struct jo_meta *m, uint64_t dir, bool *out, struct jo_err *err)
+{
+	redisReply *r = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
+
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return jo_rd_fail(m, r, err, "HEXISTS dirUsedSpace");
+	*out = r->integer == 1;
+	freeReplyObject(r);
+	return 0;
+}
 
 /* One attempt: 0 with *aborted when a watched key changed. */
 static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
@@ -398,7 +411,7 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 	struct jo_attr d = { 0 }, a = { 0 };
 	struct jo_err e2 = { 0 };
 	struct timespec now;
-	bool fresh_stat = false;
+	bool fresh_stat = false, src_stat = false, dst_stat = false;
 	uint8_t ebuf[9];
 	size_t q = 0;
 	int rc = 0;
@@ -486,6 +499,18 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		freeReplyObject(h);
 		freeReplyObject(l);
 	}
+	/*
+	 * Rename's updateDirStat of both directories, in the same MULTI (a
+	 * process killed after EXEC cannot lose it); like doUpdateDirStat, only
+	 * where a record exists (looked up first, not watched: the flush of a
+	 * juicefs client does not watch it either).
+	 */
+	if (x->dir_stats && ((rc = has_stat(m, x->tdir, &src_stat, err)) != 0 ||
+			     (rc = has_stat(m, x->parent, &dst_stat, err)) != 0)) {
+		freeReplyObject(mg);
+		return rc;
+	}
+	x->dst_missing = x->dir_stats && !dst_stat;
 	clock_gettime(CLOCK_REALTIME, &now);
 	stamp(ia, AT_CTIME, &now);
 	if (mg->element[2]->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
@@ -507,6 +532,19 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 	jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", x->parent, x->name, x->nlen, ebuf,
 		     sizeof(ebuf)), q++;
 	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, da, mg->element[1]->len), q++;
+	for (int i = 0; i < 2; i++) {
+		uint64_t dir = i ? x->parent : x->tdir;
+		int64_t sign = i ? 1 : -1;
+
+		if (!(i ? dst_stat : src_stat))
+			continue;
+		if (res->length)
+			jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir,
+				     sign * (int64_t)res->length), q++;
+		jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir,
+			     sign * jo_align4k(res->length)), q++;
+		jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, sign), q++;
+	}
 	if (fresh_stat) {
 		jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
@@ -525,11 +563,11 @@ int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen
 		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
 		  bool *dst_stat_missing, struct jo_err *err)
 {
-	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res };
+	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, false };
 	int lost = 0;
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		bool aborted = false, have = true;
+		bool aborted = false;
 		int rc;
 
 		memset(res, 0, sizeof(*res));
@@ -540,13 +578,7 @@ int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen
 			return rc;
 		if (aborted)
 			continue;
-		if (dir_stats) {
-			int64_t l = (int64_t)res->length, sp = jo_align4k(res->length);
-
-			dir_stat_add(m, tdir, -l, -sp, -1, NULL);
-			dir_stat_add(m, parent, l, sp, 1, &have);
-		}
-		*dst_stat_missing = !have;
+		*dst_stat_missing = x.dst_missing;
 		return 0;
 	}
 	return jo_err_set(err, JO_EIO, "restore %" PRIu64 "/%.*s: the transaction kept "
