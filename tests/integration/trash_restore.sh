@@ -171,6 +171,10 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	# empties the trash of /r and hands f5's data to gc
 	rc=0; "$JO_BIN" trash purge "$meta" --apply >/dev/null 2>&1 || rc=$?
 	[ "$rc" = 2 ] || jo_die "$e: trash purge --apply without a filter: exit $rc, expected 2"
+	rc=0; "$JO_BIN" trash purge "$meta" --all --path /r >/dev/null 2>&1 || rc=$?
+	[ "$rc" = 2 ] || jo_die "$e: trash purge --all with a filter: exit $rc, expected 2"
+	"$JO_BIN" trash purge "$meta" --all --json >"$JO_T/pall-$e.json" || jo_die "$e: trash purge --all (dry) failed"
+	[ "$(summary "$JO_T/pall-$e.json" would_purge)" = 2 ] || jo_die "$e: trash purge --all (dry): expected 2"
 	"$JO_BIN" trash purge "$meta" --path /r --json >"$JO_T/p0-$e.json" || jo_die "$e: trash purge (dry) failed"
 	[ "$(summary "$JO_T/p0-$e.json" would_purge)/$(summary "$JO_T/p0-$e.json" bytes_freed)" = 2/123 ] ||
 		{ cat "$JO_T/p0-$e.json" >&2; jo_die "$e: trash purge dry run"; }
