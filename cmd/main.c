@@ -55,7 +55,7 @@ static const struct cmd_entry commands[] = {
 	{ "gc", cmd_gc, "distributed garbage collection: plan, lease-based workers, refcount-decided deletes", CMD_META | CMD_MUTATES | CMD_LONG },
 #endif
 #ifdef JO_HAVE_TRASH
-	{ "trash", cmd_trash, "list what a volume's trash holds, by time, path, owner and name", CMD_META },
+	{ "trash", cmd_trash, "what a volume's trash holds, by time, path, owner and name; put back or purge", CMD_META },
 #endif
 #ifdef JO_HAVE_WARMUP
 	{ "warmup", cmd_warmup, "warm exactly the blocks that hold given file byte ranges", CMD_META | CMD_LONG },

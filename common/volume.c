@@ -61,7 +61,12 @@ void cmd_env_meta_passwords(const char **meta, const char **redis)
 
 int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 {
-	struct jo_meta_open_opts mo = { .read_only = true };
+	return cmd_meta_open_mode(url, true, out, err);
+}
+
+int cmd_meta_open_mode(const char *url, bool read_only, struct jo_meta **out, struct jo_err *err)
+{
+	struct jo_meta_open_opts mo = { .read_only = read_only };
 
 	cmd_env_meta_passwords(&mo.password, &mo.redis_password);
 	mo.sentinel_password = getenv("SENTINEL_PASSWORD");

@@ -141,6 +141,8 @@ int cmd_resolve_storage(const struct cmd_vol_args *a, struct jo_cfg_values *out,
 void cmd_env_meta_passwords(const char **meta, const char **redis);
 /* jo_meta_open with that password, for reading only. */
 int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
+/* The same, for writing when read_only is false (a command that changes metadata). */
+int cmd_meta_open_mode(const char *url, bool read_only, struct jo_meta **out, struct jo_err *err);
 
 void cmd_scrub_arg(char *arg);
 void cmd_scrub_url_password(char *url);

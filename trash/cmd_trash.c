@@ -1,5 +1,6 @@
 /*
- * jfsops trash: what a volume's trash holds (ls), read from the metadata.
+ * jfsops trash: what a volume's trash holds (ls), read from the metadata;
+ * entries put back (restore) or removed now (purge).
  *
  * The trash (base.go, Ino.IsTrash) is the directory JO_TRASH_INODE with one
  * directory per UTC hour of deletion, "YYYY-MM-DD-HH", holding the removed
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -26,21 +28,29 @@
 #include "common/numparse.h"
 #include "common/volume.h"
 #include "common/err.h"
+#include "common/audit.h"
+#include "common/cancel.h"
 #include "common/esc.h"
+#include "common/lease.h"
 #include "common/meta/meta.h"
+#include "common/meta/meta_mut.h"
 #include "trash/trash.h"
 
 static const char trash_usage[] =
 	"usage: jfsops trash ls META-URL [--since T] [--until T] [--path PREFIX]\n"
 	"                   [--uid N] [--name GLOB] [--json]\n"
 	"       jfsops trash restore META-URL [filters] [--conflict skip|rename]\n"
-	"                   [--into DIR] [--json] [--apply]\n"
+	"                   [--into DIR] [--json] [--plan] [--apply [--audit FILE]]\n"
+	"       jfsops trash restore META-URL --worker --apply [--lease D] [--audit FILE]\n"
+	"       jfsops trash purge META-URL (filters | --all) [--json]\n"
+	"                   [--apply [--audit FILE]]\n"
 	"\n"
 	"List what a volume's trash holds (volumes formatted with --trash-days):\n"
 	"one line per entry (deleted at, original path, type, size, inode) and a\n"
-	"total per trash hour directory. Read-only: nothing in the volume changes.\n"
-	"The original path is resolved through parents that are themselves in the\n"
-	"trash (a tree removed with rm -rf).\n"
+	"total per trash hour directory. The original path is resolved through\n"
+	"parents that are themselves in the trash (a tree removed with rm -rf).\n"
+	"restore puts the selected entries back where they came from, purge removes\n"
+	"them from the trash now; both are dry runs unless --apply is given.\n"
 	"\n"
 	"Options:\n"
 	"      --since T       entries deleted at or after T: an RFC 3339 time\n"
@@ -54,26 +64,43 @@ static const char trash_usage[] =
 	"                      the entry or restore it as NAME.restored-TIME (default: skip)\n"
 	"      --into DIR      restore: entries whose parent is gone (from the volume, or\n"
 	"                      left in the trash) go into DIR (default: they are skipped)\n"
-	"      --apply         restore: put the entries back; refused in this build (exit 9)\n"
-	"      --json          JSON lines on stdout: one per entry (\"type\":\"entry\"),\n"
-	"                      one per hour directory (\"type\":\"hour\"), a summary\n"
+	"      --all           purge: every entry (purge refuses to run without a filter\n"
+	"                      or --all)\n"
+	"      --apply         restore/purge: do it (default: print what it would do)\n"
+	"      --plan          restore, with --apply: record the restores as tasks in the\n"
+	"                      volume's engine for workers (default: restore here)\n"
+	"      --worker        restore, with --apply: claim recorded tasks by lease and\n"
+	"                      work them until none is left (any number, on any host)\n"
+	"      --lease D       --worker: lease length, e.g. 30s (default: 60s); a worker\n"
+	"                      killed mid-task delays its task by that much\n"
+	"      --audit FILE    with --apply: append one JSON line per entry to FILE\n"
+	"                      (default: no audit trail)\n"
+	"      --json          JSON lines on stdout: one per entry (\"type\":\"entry\",\n"
+	"                      \"restore\" or \"purge\"), one per hour directory (ls), a summary\n"
 	"  -h, --help          show this help\n"
-	"restore prints what it would put back, and where: directories before the\n"
-	"entries that were in them. It is a dry run only in this build: --apply is\n"
-	"refused (exit 9) until the metadata change is landed on every engine.\n"
+	"\n"
+	"restore puts directories back before the entries that were in them, under\n"
+	"their own inode numbers, with the same metadata change juicefs's restore\n"
+	"makes (parent links, nlink, directory statistics and quotas); a restored\n"
+	"empty directory gets its statistics record. purge removes entries as the\n"
+	"trash's own expiry does: a file whose last link goes is left for gc\n"
+	"(jfsops gc --delete) to delete its data; the summary says how many bytes.\n"
 	"The deletion time is the entry's ctime when it falls in its hour directory's\n"
 	"hour, else the start of that hour. Redis passwords may also come from env\n"
 	"REDIS_PASSWORD or META_PASSWORD.\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops trash ls redis://127.0.0.1:6379/1 --since 6h --path /data/proj\n"
-	"  jfsops trash ls sqlite3:///var/jfs/meta.db --uid 1000 --name '*.csv' --json\n";
+	"  jfsops trash ls sqlite3:///var/jfs/meta.db --uid 1000 --name '*.csv' --json\n"
+	"  jfsops trash restore redis://127.0.0.1:6379/1 --since 2h --path /data/proj --apply\n"
+	"  jfsops trash purge redis://127.0.0.1:6379/1 --path /scratch --apply\n";
 
 struct trash_entry {
 	int64_t hour;       /* start of its hour directory, unix seconds */
 	uint32_t hour_idx;  /* index into hours[] */
 	uint64_t ino, parent;
 	char *name;         /* the original name (after "PARENT-INODE-") */
+	char *tname;        /* the entry's name in its hour directory */
 	struct jo_attr attr;
 	bool have_attr;
 	int64_t deleted;    /* deletion time, unix seconds */
@@ -193,7 +220,8 @@ static int on_hour_entry(const char *name, size_t len, uint64_t ino, uint8_t typ
 	e = &t->ents[t->nents];
 	memset(e, 0, sizeof(*e));
 	e->name = strndup(name + off, len - off);
-	if (!e->name)
+	e->tname = strndup(name, len);
+	if (!e->name || !e->tname)
 		return jo_err_set(t->err, JO_ENOMEM, "out of memory listing the trash");
 	e->ino = ino;
 	e->parent = parent;
@@ -499,6 +527,7 @@ static void trash_ls_release(struct trash_ls *t)
 		free(t->ents[i].name);
 		free(t->ents[i].path);
 		free(t->ents[i].to_name);
+		free(t->ents[i].tname);
 		free(t->ents[i].to_path);
 	}
 	free(t->ents);
@@ -510,6 +539,11 @@ static void trash_ls_release(struct trash_ls *t)
 /* ---- restore planning (read-only) ---- */
 
 struct trash_restore_opts {
+	bool apply;         /* --apply: do it */
+	bool plan;          /* --plan --apply: record tasks for workers */
+	int64_t lease_ms;   /* --worker: lease length */
+	bool dir_stats;     /* the volume records directory statistics */
+	struct jo_audit *audit;
 	bool rename;        /* --conflict rename */
 	const char *into;   /* --into DIR, or NULL */
 	uint64_t into_ino;
@@ -632,6 +666,39 @@ static int cmp_plan(const void *a, const void *b)
 	return strcmp(x->path, y->path);
 }
 
+/*
+ * The entries the filters select (each with its original path and its
+ * depth in the trash), in the order cmp gives: *plan (malloc'd) and *n.
+ */
+static int select_plan(struct trash_ls *t, const struct trash_filter *f,
+		       int (*cmp)(const void *, const void *), struct trash_entry ***plan,
+		       size_t *n, struct jo_err *err)
+{
+	size_t nsel = 0;
+	int rc;
+
+	*plan = NULL;
+	*n = 0;
+	for (size_t i = 0; i < t->nents; i++) {
+		struct trash_entry *e = &t->ents[i];
+
+		if ((rc = orig_path(t, e, 0, err)) != 0)
+			return rc;
+		e->sel = matches(e, f);
+		nsel += e->sel;
+	}
+	if (!(*plan = calloc(nsel ? nsel : 1, sizeof(**plan))))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < t->nents; i++) {
+		if (!t->ents[i].sel)
+			continue;
+		t->ents[i].depth = trash_depth(t, &t->ents[i]);
+		(*plan)[(*n)++] = &t->ents[i];
+	}
+	qsort(*plan, *n, sizeof(**plan), cmp);
+	return 0;
+}
+
 /* Decide where one entry goes (entries before it in plan order are decided). */
 static int plan_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct name_set *ns,
 		    struct trash_entry *e, uint64_t *conflicts, struct jo_err *err)
@@ -738,37 +805,529 @@ out:
 	return rc;
 }
 
+/* ---- restore --apply ---- */
+
+static int64_t align4k(uint64_t len)
+{
+	return len ? (int64_t)(((len - 1) / 4096 + 1) * 4096) : 4096;
+}
+
+struct usage {
+	struct jo_meta *m;
+	int64_t length, space, inodes;
+	bool recursive;     /* GetSummary (the whole tree), else one directory's entries */
+	int depth;
+	struct jo_err *err;
+};
+
+static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload);
+
+/* GetSummary of a directory: itself and everything under it. */
+static int dir_usage(struct usage *u, uint64_t dir)
+{
+	u->space += 4096;
+	u->inodes++;
+	if (u->depth++ > 4096)
+		return jo_err_set(u->err, JO_EPROTO, "directories nested deeper than 4096");
+	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
+}
+
+static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
+{
+	struct usage *u = payload;
+	struct jo_attr a;
+	int rc;
+
+	(void)name;
+	(void)len;
+	if (type == JO_TYPE_DIR && u->recursive) {
+		rc = dir_usage(u, ino);
+		u->depth--;
+		return rc;
+	}
+	u->inodes++;
+	if (type != JO_TYPE_FILE) {
+		u->space += 4096;
+		return 0;
+	}
+	rc = jo_meta_getattr(u->m, ino, &a, u->err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(u->err);
+		return 0;
+	}
+	if (rc == 0) {
+		u->length += (int64_t)a.length;
+		u->space += align4k(a.length);
+	}
+	return rc;
+}
+
+/* A directory without statistics gets them computed from its entries, as
+ * juicefs's flush does for a record it finds missing (doSyncDirStat). */
+static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
+{
+	struct usage u = { m, 0, 0, 0, false, 0, err };
+	bool written;
+	int rc = jo_meta_readdir(m, dir, on_usage_entry, &u, err);
+
+	return rc ? rc : jo_mut_dir_stat_init(m, dir, u.length, u.space, u.inodes, &written, err);
+}
+
+/*
+ * updateDirQuota: every directory from dir up to the root that has a quota
+ * gets (space, inodes). A directory in the trash counts under no quota: the
+ * walk stops there. With space < 0 nothing is added: *any tells whether
+ * some directory on the way has a quota.
+ */
+static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t inodes, bool *any,
+		      struct jo_err *err)
+{
+	*any = false;
+	for (int depth = 0; depth < 4096 && !jo_ino_is_trash(dir); depth++) {
+		struct jo_attr a;
+		bool had;
+		int rc = jo_mut_dir_quota_add(m, dir, space < 0 ? 0 : space, space < 0 ? 0 : inodes,
+					      &had, err);
+
+		if (rc)
+			return rc;
+		*any |= had;
+		if (dir == JO_ROOT_INODE)
+			return 0;
+		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
+			return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
+		if (!a.parent || a.parent == dir)
+			return 0;
+		dir = a.parent;
+	}
+	return 0;
+}
+
+/* Rename's quota update for an entry restored into dir: a file's space, a
+ * directory's whole tree (what was put back into it while it was in the
+ * trash comes with it), when some directory on the way has a quota. */
+static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res,
+		    struct jo_err *err)
+{
+	struct usage u = { m, 0, 0, 0, true, 0, err };
+	bool any;
+	int rc = quota_walk(m, dir, -1, 0, &any, err);
+
+	if (rc || !any)
+		return rc;
+	if (res->type == JO_TYPE_DIR) {
+		if ((rc = dir_usage(&u, res->ino)) != 0)
+			return rc;
+	} else {
+		u.space = res->type == JO_TYPE_FILE ? align4k(res->length) : 4096;
+		u.inodes = 1;
+	}
+	return quota_walk(m, dir, u.space, u.inodes, &any, err);
+}
+
+static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
+			const char *result, const char *why, const char *action)
+{
+	struct jo_audit_rec r = { 0 };
+	struct jo_err aerr = { 0 };
+
+	if (!ro->audit)
+		return;
+	r.action = action;
+	r.key = e->to_path ? e->to_path : e->path;
+	r.reason = "trash-entry";
+	r.result = result;
+	r.error = why;
+	if (jo_audit_write(ro->audit, &r, &aerr))
+		fprintf(stderr, "jfsops trash: audit: %s\n", JO_ESC_TERM(aerr.msg));
+}
+
+/*
+ * Put one planned entry back. On a refusal e->restore goes false with
+ * e->skip saying why (the entries planned into it are then skipped in
+ * turn); on an engine failure the error is returned.
+ */
+static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uint64_t hour_ino,
+		     struct trash_entry *e, struct jo_err *err)
+{
+	struct jo_rs_res res;
+	bool missing = false, redone = false;
+	int rc;
+
+	rc = jo_mut_restore(m, hour_ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
+			    strlen(e->to_name), ro->dir_stats, &res, &missing, err);
+	if (!rc && res.status == JO_RS_GONE) {
+		/* a lost reply of a transaction that did run: the entry is in place */
+		uint64_t ino = 0;
+		uint8_t type;
+		int lr = jo_meta_lookup(m, e->to_parent, e->to_name, &ino, &type, err);
+
+		if (lr && lr != JO_ENOTFOUND)
+			return lr;
+		jo_err_clear(err);
+		if (ino == e->ino) {
+			res.status = JO_RS_DONE;
+			/* what followed its transaction may not have run: the parent's
+			 * statistics are made if missing (its quota cannot be told) */
+			missing = true;
+			redone = true;
+		}
+	}
+	if (!rc)
+		rc = jo_mut_confirm(m, err); /* a failover must not take it back unseen */
+	if (rc) {
+		audit_entry(ro, e, "error", err->msg, "restore");
+		return rc;
+	}
+	switch (res.status) {
+	case JO_RS_DONE:
+		break;
+	case JO_RS_GONE:
+		e->skip = "the entry left the trash meanwhile";
+		break;
+	case JO_RS_EXISTS:
+		e->skip = "the name was taken meanwhile";
+		break;
+	case JO_RS_NOPARENT:
+		e->skip = "its parent directory went away meanwhile";
+		break;
+	default:
+		e->skip = "append-only or immutable, or a loop (EPERM)";
+		break;
+	}
+	if (res.status != JO_RS_DONE) {
+		e->restore = false;
+		return 0;
+	}
+	if (ro->dir_stats && missing && (rc = sync_dir_stat(m, e->to_parent, err)) != 0)
+		return rc;
+	if (ro->dir_stats && !redone && (rc = quota_up(m, e->to_parent, &res, err)) != 0)
+		return rc;
+	return 0;
+}
+
+/*
+ * ---- many workers: `restore --plan --apply` records tasks, `--worker --apply` works them
+ *
+ * Tasks (namespace "trash", common/lease.h) hold items "HOUR-INO:INO", all of
+ * one depth (how many of the entry's parents are in the trash), kind
+ * "restore:DEPTH". What each item needs (target parent and name, the entry's
+ * name in its hour directory, the target path) is a record "r/HOUR-INO/INO"
+ * beside the tasks, written before its task, removed after the task is
+ * complete. Workers take tasks in any order: an entry whose directory is
+ * still in the trash goes into it there (juicefs's RenameRestore allows
+ * that), and comes back with it; directory statistics and quotas are
+ * counted where the entry lands, a tree in the trash under no quota. Every
+ * step can be repeated: an entry a killed worker already moved is found in
+ * its target by the next one (restore reports it gone from the trash, the
+ * target holds its inode).
+ */
+#define TRASH_NS "trash"
+#define TRASH_TASK_ITEMS 100
+
+static char *hex_of(const char *s)
+{
+	size_t n = strlen(s);
+	char *h = malloc(2 * n + 2);
+
+	if (!h)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		snprintf(h + 2 * i, 3, "%02x", (unsigned char)s[i]);
+	if (!n)
+		strcpy(h, "-");
+	return h;
+}
+
+/* Decode the hex word at *p (advancing past it and one space); NULL when malformed. */
+static char *hex_word(const char **p)
+{
+	const char *s = *p, *end = strchr(s, ' ');
+	size_t n = end ? (size_t)(end - s) : strlen(s);
+	char *out;
+
+	if (n % 2 || !(out = malloc(n / 2 + 1)))
+		return NULL;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1) {
+			free(out);
+			return NULL;
+		}
+		out[i] = (char)v;
+	}
+	out[n / 2] = '\0';
+	if (n == 1 && s[0] == '-')
+		out[0] = '\0';
+	*p = end ? end + 1 : s + n;
+	return out;
+}
+
+static int add_task(struct jo_meta *m, uint32_t depth, char **items, size_t n, uint64_t *tasks,
+		    struct jo_err *err)
+{
+	char kind[32];
+	int64_t id = 0;
+	size_t added = 0;
+	int rc;
+
+	if (!n)
+		return 0;
+	snprintf(kind, sizeof(kind), "restore:%u", depth);
+	rc = jo_mut_task_add(m, TRASH_NS, kind, (const char *const *)items, n, &id, &added, err);
+	*tasks += rc == 0 && added > 0;
+	for (size_t i = 0; i < n; i++)
+		free(items[i]);
+	return rc;
+}
+
+/* Record the tasks of the restores the plan decided (plan order: by depth). */
+static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n, uint64_t *tasks,
+			struct jo_err *err)
+{
+	size_t max = jo_mut_task_max_items(t->m), k = 0;
+	char **items = calloc(TRASH_TASK_ITEMS, sizeof(*items));
+	uint32_t depth = 0;
+	int rc;
+
+	if (!items)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!max || max > TRASH_TASK_ITEMS)
+		max = TRASH_TASK_ITEMS;
+	if ((rc = jo_mut_task_init(t->m, TRASH_NS, err)) != 0)
+		goto out;
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct trash_entry *e = plan[i];
+		uint64_t hino = t->hours[e->hour_idx].ino;
+		char key[64], *val = NULL, *hn = NULL, *ht = NULL, *hp = NULL;
+
+		if (!e->restore)
+			continue;
+		if (k && (e->depth != depth || k == max)) {
+			rc = add_task(t->m, depth, items, k, tasks, err);
+			k = 0;
+			if (rc)
+				break;
+		}
+		depth = e->depth;
+		snprintf(key, sizeof(key), "r/%" PRIu64 "/%" PRIu64, hino, e->ino);
+		hn = hex_of(e->to_name);
+		ht = hex_of(e->tname);
+		hp = hex_of(e->to_path);
+		if (!hn || !ht || !hp || asprintf(&val, "%" PRIu64 " %s %s %s", e->to_parent, hn, ht,
+						    hp) < 0)
+			val = NULL;
+		free(hn);
+		free(ht);
+		free(hp);
+		if (!val) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			break;
+		}
+		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
+		free(val);
+		if (rc == 0 && asprintf(&items[k], "%" PRIu64 ":%" PRIu64, hino, e->ino) < 0)
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		else if (rc == 0)
+			k++;
+	}
+	if (rc == 0)
+		rc = add_task(t->m, depth, items, k, tasks, err);
+	else
+		for (size_t i = 0; i < k; i++)
+			free(items[i]);
+out:
+	free(items);
+	return rc;
+}
+
+struct worker_stats {
+	uint64_t tasks, restored, skipped;
+};
+
+/* One item of a claimed task. */
+static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, const char *item,
+		     struct worker_stats *ws, const struct jo_ctx *ctx, struct jo_err *err)
+{
+	unsigned long long hino, ino, parent;
+	struct trash_entry e = { 0 };
+	char key[64], *val = NULL;
+	const char *p;
+	int rc, n = 0;
+
+	if (sscanf(item, "%llu:%llu", &hino, &ino) != 2)
+		return 0; /* not ours to judge */
+	snprintf(key, sizeof(key), "r/%llu/%llu", hino, ino);
+	rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
+	if (rc == JO_ENOTFOUND) {
+		jo_err_clear(err);
+		return 0;
+	}
+	if (rc)
+		return rc;
+	if (sscanf(val, "%llu %n", &parent, &n) != 1 || !n) {
+		free(val);
+		return 0;
+	}
+	p = val + n;
+	e.ino = ino;
+	e.to_parent = parent;
+	e.to_name = hex_word(&p);
+	e.tname = hex_word(&p);
+	e.to_path = hex_word(&p);
+	free(val);
+	if (e.to_name && e.tname && e.to_path) {
+		e.restore = true;
+		e.path = e.to_path;
+		rc = apply_one(m, ro, hino, &e, err);
+		if (rc == 0) {
+			audit_entry(ro, &e, e.restore ? "ok" : "skipped", e.restore ? NULL : e.skip,
+				    "restore");
+			if (e.restore)
+				ws->restored++;
+			else
+				ws->skipped++;
+			if (ctx->json) {
+				json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "type", "restore",
+						      "action", e.restore ? "restored" : "skip",
+						      "inode", (json_int_t)e.ino, "target",
+						      jname(e.to_path), "reason",
+						      e.restore ? NULL : e.skip);
+
+				if (emit_json(o))
+					rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+			} else {
+				printf("%s  %s  inode %" PRIu64 "%s%s\n", e.restore ? "restored" : "skip    ",
+				       JO_ESC_TERM(e.to_path), e.ino, e.restore ? "" : ": ",
+				       e.restore ? "" : e.skip);
+			}
+		}
+	}
+	free(e.to_name);
+	free(e.tname);
+	free(e.to_path);
+	return rc;
+}
+
+static void drop_records(struct jo_meta *m, char *items)
+{
+	char *save = NULL;
+
+	for (char *it = strtok_r(items, "\n", &save); it; it = strtok_r(NULL, "\n", &save)) {
+		unsigned long long hino, ino;
+		char key[64];
+		struct jo_err e2 = { 0 };
+
+		if (sscanf(it, "%llu:%llu", &hino, &ino) != 2)
+			continue;
+		snprintf(key, sizeof(key), "r/%llu/%llu", hino, ino);
+		(void)jo_mut_rec_put(m, TRASH_NS, key, NULL, NULL, NULL, &e2); /* a leftover is harmless */
+	}
+}
+
+static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *ro,
+			    const struct jo_ctx *ctx, struct jo_err *err)
+{
+	struct worker_stats ws = { 0 };
+	struct jo_lease *lease = NULL;
+	char host[64] = "host", owner[128];
+	int rc;
+
+	(void)gethostname(host, sizeof(host) - 1);
+	host[sizeof(host) - 1] = '\0';
+	snprintf(owner, sizeof(owner), "%s:%ld", host, (long)getpid());
+	for (char *q = owner; *q; q++)
+		if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e)
+			*q = '_';
+	{
+		struct jo_lease_opts lo = { .ns = TRASH_NS, .owner = owner,
+					    .lease_ms = ro->lease_ms };
+
+		if ((rc = jo_lease_new(&lease, m, &lo, err)) != 0)
+			return rc;
+	}
+	while (!jo_cancelled()) {
+		struct jo_mut_task task = { 0 };
+		char *save = NULL, *item, *items_copy;
+		bool lost = false;
+
+		rc = jo_lease_claim(lease, m, &task, err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(err);
+			rc = 0;
+			break;
+		}
+		if (rc)
+			break;
+		items_copy = rc == 0 ? strdup(task.items ? task.items : "") : NULL;
+		if (rc == 0 && !items_copy)
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		for (item = rc ? NULL : strtok_r(task.items, "\n", &save); item;
+		     item = strtok_r(NULL, "\n", &save)) {
+			if (jo_cancelled())
+				break;
+			if (!jo_lease_valid(lease)) {
+				lost = true;
+				break;
+			}
+			if ((rc = work_item(m, ro, item, &ws, ctx, err)) != 0)
+				break;
+		}
+		if (rc == 0 && !lost && item == NULL) {
+			rc = jo_lease_complete(lease, m, err);
+			if (rc == 0) {
+				ws.tasks++;
+				drop_records(m, items_copy);
+			} else if (rc == JO_ECONFLICT) {
+				lost = true;
+				rc = 0;
+			}
+		} else if (!lost) {
+			struct jo_err e2 = { 0 };
+
+			(void)jo_lease_release(lease, m, &e2);
+		}
+		if (lost)
+			fprintf(stderr, "jfsops trash: lost the lease of task %" PRId64
+				": stopped working on it\n", task.id);
+		free(items_copy);
+		jo_mut_task_release_mem(&task);
+		if (rc)
+			break;
+	}
+	jo_lease_free(lease);
+	if (rc == 0 && jo_cancelled())
+		rc = jo_err_set(err, JO_ECANCELED, "interrupted");
+	if (rc)
+		return rc;
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I}", "action", "restore", "mode", "worker",
+				      "dry_run", 0, "tasks", (json_int_t)ws.tasks,
+				      "restored", (json_int_t)ws.restored,
+				      "skipped", (json_int_t)ws.skipped);
+
+		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+			return jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("worker: %" PRIu64 " tasks, %" PRIu64 " entries restored, %" PRIu64
+		       " skipped\n", ws.tasks, ws.restored, ws.skipped);
+	}
+	return 0;
+}
+
 static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			     const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
 			     struct jo_err *err)
 {
 	struct trash_entry **plan = NULL;
 	struct name_set ns = { 0 };
-	uint64_t nplan = 0, restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
+	size_t nplan = 0;
+	uint64_t restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < t->nents; i++) {
-		struct trash_entry *e = &t->ents[i];
-
-		if ((rc = orig_path(t, e, 0, err)) != 0)
-			goto out;
-		e->sel = matches(e, f);
-		if (e->sel)
-			nplan++;
-	}
-	plan = calloc(nplan ? nplan : 1, sizeof(*plan));
-	if (!plan) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = select_plan(t, f, cmp_plan, &plan, &nplan, err)) != 0)
 		goto out;
-	}
-	nplan = 0;
-	for (size_t i = 0; i < t->nents; i++) {
-		if (!t->ents[i].sel)
-			continue;
-		t->ents[i].depth = trash_depth(t, &t->ents[i]);
-		plan[nplan++] = &t->ents[i];
-	}
-	qsort(plan, nplan, sizeof(*plan), cmp_plan);
 	for (size_t i = 0; i < nplan; i++) {
 		struct trash_entry *e = plan[i];
 		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
@@ -778,6 +1337,13 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			e->skip = "the inode is gone";
 		else if ((rc = plan_one(t, ro, &ns, e, &conflicts, err)) != 0)
 			goto out;
+		if (ro->apply && e->restore && (rc = apply_one(t->m, ro, t->hours[e->hour_idx].ino, e, err)) != 0) {
+			jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
+			goto out;
+		}
+		if (ro->apply)
+			audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip,
+				    "restore");
 		if (e->restore) {
 			restored++;
 			bytes += size;
@@ -787,7 +1353,8 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		}
 		if (ctx->json) {
 			json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:o,s:s?}", "type", "restore",
-					      "action", e->restore ? "would-restore" : "skip",
+					      "action", !e->restore ? "skip" : ro->apply ? "restored" :
+					      "would-restore",
 					      "hour", t->hours[e->hour_idx].name, "path", jname(e->path),
 					      "kind", type, "size", (json_int_t)size,
 					      "inode", (json_int_t)e->ino,
@@ -799,25 +1366,49 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 				goto out;
 			}
 		} else if (e->restore) {
-			printf("would restore  %s  %-7s inode %" PRIu64 " -> %s\n", JO_ESC_TERM(e->path),
+			printf("%s  %s  %-7s inode %" PRIu64 " -> %s\n",
+			       ro->apply ? "restored     " : "would restore", JO_ESC_TERM(e->path),
 			       type, e->ino, JO_ESC_TERM(e->to_path));
 		} else {
 			printf("skip           %s  %-7s inode %" PRIu64 ": %s\n", JO_ESC_TERM(e->path),
 			       type, e->ino, e->skip);
 		}
 	}
+	if (ro->plan) {
+		uint64_t tasks = 0;
+
+		if ((rc = record_tasks(t, plan, nplan, &tasks, err)) != 0)
+			goto out;
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
+					      "mode", "plan", "dry_run", 0, "selected", (json_int_t)nplan,
+					      "planned", (json_int_t)restored, "tasks", (json_int_t)tasks,
+					      "skipped", (json_int_t)skipped, "conflicts",
+					      (json_int_t)conflicts);
+
+			if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+				rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+		} else {
+			printf("planned %" PRIu64 " of %" PRIu64 " entries in %" PRIu64 " tasks, %" PRIu64
+			       " skipped: run `jfsops trash restore META-URL --worker --apply`\n",
+			       restored, (uint64_t)nplan, tasks, skipped);
+		}
+		goto out;
+	}
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
-				      "dry_run", 1, "selected", (json_int_t)nplan, "would_restore",
-				      (json_int_t)restored, "skipped", (json_int_t)skipped,
-				      "conflicts", (json_int_t)conflicts, "bytes", (json_int_t)bytes);
+		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
+				      "dry_run", !ro->apply, "selected", (json_int_t)nplan,
+				      ro->apply ? "restored" : "would_restore", (json_int_t)restored,
+				      "skipped", (json_int_t)skipped, "conflicts", (json_int_t)conflicts,
+				      "renamed", (json_int_t)renamed, "bytes", (json_int_t)bytes);
 
 		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
 			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
 	} else {
-		printf("dry run: would restore %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
+		printf("%s %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
 		       " bytes), %" PRIu64 " skipped, %" PRIu64 " name conflicts (%" PRIu64
-		       " renamed)\n", restored, nplan, bytes, skipped, conflicts, renamed);
+		       " renamed)\n", ro->apply ? "restored" : "dry run: would restore", restored,
+		       (uint64_t)nplan, bytes, skipped, conflicts, renamed);
 	}
 out:
 	name_set_release(&ns);
@@ -825,8 +1416,178 @@ out:
 	return rc;
 }
 
-static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
+/* ---- purge: remove entries from the trash now (CleanupTrashBefore's removal) ---- */
+
+static int cmp_purge(const void *a, const void *b)
 {
+	const struct trash_entry *x = *(struct trash_entry *const *)a;
+	const struct trash_entry *y = *(struct trash_entry *const *)b;
+
+	/* children first: a directory of the trash that holds restored-into
+	 * entries is then empty when its turn comes */
+	if (x->depth != y->depth)
+		return x->depth > y->depth ? -1 : 1;
+	if (x->hour != y->hour)
+		return x->hour < y->hour ? -1 : 1;
+	return strcmp(x->path, y->path);
+}
+
+/* Remove one entry as juicefs's trash cleanup does (doUnlink/doRmdir with
+ * the trash skipped): a file whose last link goes becomes a delfiles entry
+ * for gc. *freed gets the bytes handed to gc; e->skip is set on a refusal. */
+static int purge_one(struct trash_ls *t, const struct trash_restore_opts *ro, struct trash_entry *e,
+		     uint64_t *freed, struct jo_err *err)
+{
+	const struct trash_hour *h = &t->hours[e->hour_idx];
+	struct jo_rm_res res;
+	bool dir = e->have_attr ? e->attr.type == JO_TYPE_DIR : false;
+	int rc;
+
+	*freed = 0;
+	if (!e->have_attr) {
+		uint64_t ino;
+		uint8_t type = 0;
+
+		rc = jo_meta_lookup(t->m, h->ino, e->tname, &ino, &type, err);
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(err);
+			e->skip = "the entry left the trash meanwhile";
+			return 0;
+		}
+		if (rc)
+			return rc;
+		dir = type == JO_TYPE_DIR;
+	}
+	rc = dir ? jo_mut_rmdir(t->m, h->ino, e->tname, strlen(e->tname), ro->dir_stats, &res, err)
+		 : jo_mut_unlink(t->m, h->ino, e->tname, strlen(e->tname), ro->dir_stats, &res, err);
+	if (rc)
+		return rc;
+	switch (res.status) {
+	case JO_RM_DONE:
+		if (res.delfile)
+			*freed = res.length;
+		return 0;
+	case JO_RM_GONE:
+		e->skip = "the entry left the trash meanwhile";
+		return 0;
+	case JO_RM_NOTEMPTY:
+		e->skip = "the directory holds entries (restored into it while in the trash)";
+		return 0;
+	case JO_RM_PERM:
+		e->skip = "append-only or immutable (EPERM)";
+		return 0;
+	default:
+		e->skip = "its type changed meanwhile";
+		return 0;
+	}
+}
+
+/* An hour directory this purge emptied is removed, as the cleanup does once
+ * it emptied one (doRmdir(TrashInode, hour)). left[2i]: entries it keeps,
+ * left[2i+1]: entries purged. */
+static int purge_hours(struct trash_ls *t, const uint64_t *left, struct jo_err *err)
+{
+	for (size_t i = 0; i < t->nhours; i++) {
+		struct jo_rm_res res;
+		int rc;
+
+		if (left[2 * i] || !left[2 * i + 1])
+			continue;
+		rc = jo_mut_rmdir(t->m, JO_TRASH_INODE, t->hours[i].name, strlen(t->hours[i].name),
+				  false, &res, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int trash_purge_run(struct trash_ls *t, const struct trash_filter *f,
+			   const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
+			   struct jo_err *err)
+{
+	struct trash_entry **plan = NULL;
+	uint64_t *left = calloc(t->nhours ? 2 * t->nhours : 1, sizeof(*left));
+	size_t nplan = 0;
+	uint64_t purged = 0, skipped = 0, bytes = 0, freed_total = 0;
+	int rc = 0;
+
+	if (!left)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = select_plan(t, f, cmp_purge, &plan, &nplan, err)) != 0)
+		goto out;
+	for (size_t i = 0; i < t->nents; i++)
+		left[2 * t->ents[i].hour_idx] += !t->ents[i].sel;
+	for (size_t i = 0; i < nplan; i++) {
+		struct trash_entry *e = plan[i];
+		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
+		uint64_t size = e->have_attr ? e->attr.length : 0, freed = 0;
+		/* the data goes with the last link only */
+		bool frees = e->have_attr && e->attr.type == JO_TYPE_FILE && e->attr.nlink == 1;
+
+		if (ro->apply) {
+			if ((rc = purge_one(t, ro, e, &freed, err)) != 0) {
+				audit_entry(ro, e, "error", err->msg, "purge");
+				jo_err_wrap(err, "purge %s", JO_ESC_TERM(e->path));
+				goto out;
+			}
+			audit_entry(ro, e, e->skip ? "skipped" : "ok", e->skip, "purge");
+		} else {
+			freed = frees ? size : 0;
+		}
+		if (e->skip) {
+			skipped++;
+			left[2 * e->hour_idx]++;
+		} else {
+			left[2 * e->hour_idx + 1]++;
+			purged++;
+			bytes += size;
+			freed_total += freed;
+		}
+		if (ctx->json) {
+			json_t *o = json_pack("{s:s,s:s,s:s,s:o,s:s,s:I,s:I,s:I,s:s?}", "type", "purge",
+					      "action", e->skip ? "skip" : ro->apply ? "purged" :
+					      "would-purge", "hour", t->hours[e->hour_idx].name,
+					      "path", jname(e->path), "kind", type, "size", (json_int_t)size,
+					      "inode", (json_int_t)e->ino, "freed", (json_int_t)freed,
+					      "reason", e->skip);
+
+			if (emit_json(o)) {
+				rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+				goto out;
+			}
+		} else {
+			printf("%s  %s  %-7s inode %" PRIu64 "%s%s\n", e->skip ? "skip         " :
+			       ro->apply ? "purged       " : "would purge  ", JO_ESC_TERM(e->path), type,
+			       e->ino, e->skip ? ": " : "", e->skip ? e->skip : "");
+		}
+	}
+	if (ro->apply && (rc = purge_hours(t, left, err)) != 0)
+		goto out;
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "purge",
+				      "dry_run", !ro->apply, "selected", (json_int_t)nplan,
+				      ro->apply ? "purged" : "would_purge", (json_int_t)purged,
+				      "skipped", (json_int_t)skipped, "bytes", (json_int_t)bytes,
+				      "bytes_freed", (json_int_t)freed_total);
+
+		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("%s %" PRIu64 " of %" PRIu64 " entries, %" PRIu64 " skipped; %" PRIu64
+		       " bytes of file data handed to gc\n", ro->apply ? "purged" :
+		       "dry run: would purge", purged, (uint64_t)nplan, skipped, freed_total);
+	}
+out:
+	free(plan);
+	free(left);
+	return rc;
+}
+
+enum trash_mode { MODE_LS, MODE_RESTORE, MODE_PURGE };
+
+static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode mode)
+{
+	bool restore = mode == MODE_RESTORE, writes = mode != MODE_LS, all = false, worker = false;
 	static const struct option opts[] = {
 		{ "since", required_argument, NULL, 's' },
 		{ "until", required_argument, NULL, 'u' },
@@ -838,10 +1599,16 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		{ "conflict", required_argument, NULL, 'C' },
 		{ "into", required_argument, NULL, 'I' },
 		{ "apply", no_argument, NULL, 'A' },
+		{ "audit", required_argument, NULL, 'a' },
+		{ "all", no_argument, NULL, 'L' },
+		{ "plan", no_argument, NULL, 'P' },
+		{ "worker", no_argument, NULL, 'W' },
+		{ "lease", required_argument, NULL, 'E' },
 		{ 0 }
 	};
 	struct trash_restore_opts ro = { 0 };
 	bool apply = false;
+	const char *audit_path = NULL;
 	struct trash_filter f = { 0 };
 	struct trash_ls t = { 0 };
 	struct jo_format fmt = { 0 };
@@ -896,20 +1663,63 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 			ro.into = optarg;
 			break;
 		case 'A':
-			if (!restore)
-				return cmd_usage_error(ctx, "--apply is an option of trash restore");
+			if (!writes)
+				return cmd_usage_error(ctx, "--apply is an option of trash restore and purge");
 			apply = true;
+			break;
+		case 'a':
+			if (!writes)
+				return cmd_usage_error(ctx, "--audit is an option of trash restore and purge");
+			audit_path = optarg;
+			break;
+		case 'P':
+		case 'W':
+			if (!restore)
+				return cmd_usage_error(ctx, "--%s is an option of trash restore",
+						       c == 'P' ? "plan" : "worker");
+			if (c == 'P')
+				ro.plan = true;
+			else
+				worker = true;
+			break;
+		case 'E':
+			if (!restore)
+				return cmd_usage_error(ctx, "--lease is an option of trash restore");
+			ro.lease_ms = cmd_parse_duration(optarg);
+			if (ro.lease_ms < 1000)
+				return cmd_usage_error(ctx, "--lease '%s': a duration of at least 1s", optarg);
+			break;
+		case 'L':
+			if (mode != MODE_PURGE)
+				return cmd_usage_error(ctx, "--all is an option of trash purge");
+			all = true;
 			break;
 		default:
 			return cmd_usage_error(ctx, "unknown option");
 		}
 	}
-	if (apply) {
-		jo_err_set(&err, JO_EUNSUPPORTED, "trash restore --apply is not in this build yet "
-			   "(the metadata change is not landed on any engine): run it without "
-			   "--apply to see what it would do");
-		return cmd_fail(ctx, &err);
-	}
+	if (audit_path && !apply)
+		return cmd_usage_error(ctx, "--audit goes with --apply");
+	if (mode == MODE_PURGE && !all && !f.has_since && !f.has_until && !f.path && !f.has_uid &&
+	    !f.name)
+		return cmd_usage_error(ctx, "trash purge needs a filter (--since, --until, --path, "
+				       "--uid, --name) or --all");
+	if (all && (f.has_since || f.has_until || f.path || f.has_uid || f.name))
+		return cmd_usage_error(ctx, "--all goes without filters");
+	if ((ro.plan || worker) && !apply)
+		return cmd_usage_error(ctx, "--plan and --worker go with --apply (without it, restore "
+				       "prints its plan)");
+	if (ro.plan && worker)
+		return cmd_usage_error(ctx, "--plan and --worker: one or the other");
+	if (worker && (f.has_since || f.has_until || f.path || f.has_uid || f.name || ro.into ||
+		       ro.rename))
+		return cmd_usage_error(ctx, "--worker takes no filters, --conflict or --into: the "
+				       "plan decided them");
+	if (ro.lease_ms && !worker)
+		return cmd_usage_error(ctx, "--lease goes with --worker");
+	if (!ro.lease_ms)
+		ro.lease_ms = 60000;
+	ro.apply = apply && !ro.plan; /* a plan decides; its workers apply */
 	if (argc - optind != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (f.path) {
@@ -931,11 +1741,24 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 		return JO_EXIT_FAIL;
 	}
 	cmd_scrub_url_password(argv[optind]);
-	rc = cmd_meta_open(url, &t.m, &err);
+	rc = cmd_meta_open_mode(url, !apply, &t.m, &err);
 	if (!rc)
 		rc = jo_meta_load_format(t.m, &fmt, &err);
 	if (!rc)
 		cmd_metrics_volume(ctx, fmt.name); /* the summary's volume */
+	ro.dir_stats = fmt.dir_stats;
+	if (!rc && worker) {
+		if (fmt.changelog)
+			rc = jo_err_set(&err, JO_EUNSUPPORTED, "the volume keeps a change log: "
+					"trash restore --apply does not write one");
+		if (!rc && audit_path)
+			rc = jo_audit_open(&ro.audit, audit_path, &err);
+		if (!rc)
+			rc = trash_worker_run(t.m, &ro, ctx, &err);
+		if (rc)
+			rc = cmd_fail(ctx, &err);
+		goto out;
+	}
 	if (!rc)
 		rc = trash_load(&t, &err);
 	if (!rc && ro.into) {
@@ -953,6 +1776,18 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, bool restore)
 			rc = jo_err_set(&err, JO_ENOMEM, "out of memory");
 		for (size_t l = ro.into_path ? strlen(ro.into_path) : 0; l > 0 && ro.into_path[l - 1] == '/';)
 			ro.into_path[--l] = '\0';
+	}
+	if (!rc && writes && apply && fmt.changelog)
+		rc = jo_err_set(&err, JO_EUNSUPPORTED, "the volume keeps a change log: "
+				"trash %s --apply does not write one", restore ? "restore" : "purge");
+	ro.dir_stats = fmt.dir_stats;
+	if (!rc && writes && audit_path)
+		rc = jo_audit_open(&ro.audit, audit_path, &err);
+	if (!rc && mode == MODE_PURGE) {
+		rc = trash_purge_run(&t, &f, &ro, ctx, &err);
+		if (rc)
+			rc = cmd_fail(ctx, &err);
+		goto out;
 	}
 	if (!rc && restore) {
 		rc = trash_restore_run(&t, &f, &ro, ctx, &err);
@@ -986,21 +1821,29 @@ out:
 	free(url);
 	free(path);
 	free(ro.into_path);
+	if (ro.audit) {
+		struct jo_err aerr = { 0 };
+
+		if (jo_audit_sync(ro.audit, &aerr))
+			fprintf(stderr, "jfsops trash: audit: %s\n", JO_ESC_TERM(aerr.msg));
+		jo_audit_close(ro.audit);
+	}
 	return rc;
 }
 
 int cmd_trash(int argc, char **argv, struct jo_ctx *ctx)
 {
 	if (argc < 2)
-		return cmd_usage_error(ctx, "expected a subcommand: ls or restore");
+		return cmd_usage_error(ctx, "expected a subcommand: ls, restore or purge");
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 		fputs(trash_usage, stdout);
 		return 0;
 	}
 	if (!strcmp(argv[1], "ls"))
-		return trash_main(argc - 1, argv + 1, ctx, false);
+		return trash_main(argc - 1, argv + 1, ctx, MODE_LS);
 	if (!strcmp(argv[1], "restore"))
-		return trash_main(argc - 1, argv + 1, ctx, true);
-	return cmd_usage_error(ctx, "unknown subcommand '%s' (this build has: ls, restore)",
-			       argv[1]);
+		return trash_main(argc - 1, argv + 1, ctx, MODE_RESTORE);
+	if (!strcmp(argv[1], "purge"))
+		return trash_main(argc - 1, argv + 1, ctx, MODE_PURGE);
+	return cmd_usage_error(ctx, "unknown subcommand '%s' (ls, restore or purge)", argv[1]);
 }

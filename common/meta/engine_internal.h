@@ -46,6 +46,12 @@ struct jo_mut_ops {
 		      struct jo_err *);
 	int (*rmdir)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
 		     struct jo_err *);
+	int (*restore)(struct jo_meta *, uint64_t, const char *, size_t, uint64_t, const char *,
+		       size_t, bool, struct jo_rs_res *, bool *, struct jo_err *);
+	int (*dir_stat_init)(struct jo_meta *, uint64_t, int64_t, int64_t, int64_t, bool *,
+			     struct jo_err *);
+	int (*dir_quota_add)(struct jo_meta *, uint64_t, int64_t, int64_t, bool *,
+			     struct jo_err *);
 	int (*task_init)(struct jo_meta *, const char *, struct jo_err *);
 	int (*task_add)(struct jo_meta *, const char *, const char *, const char *const *, size_t,
 			int64_t *, size_t *, struct jo_err *);

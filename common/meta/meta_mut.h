@@ -189,6 +189,63 @@ int jo_mut_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t n
 int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t name_len,
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
 
+/* ---- putting trash entries back (juicefs restore --put-back) ---- */
+
+/* What a restore of one trash entry did. */
+enum jo_rs_status {
+	JO_RS_DONE = 0,      /* moved back */
+	JO_RS_GONE,          /* the trash entry (or its inode, or its hour directory) is gone */
+	JO_RS_EXISTS,        /* the name is taken in the target directory (RenameNoReplace) */
+	JO_RS_NOPARENT,      /* the target is not a directory any more */
+	JO_RS_PERM,          /* append-only/immutable flags, or a loop (EPERM): left alone */
+};
+
+struct jo_rs_res {
+	enum jo_rs_status status;
+	uint64_t ino;        /* the entry's inode */
+	uint8_t type;        /* enum jo_itype */
+	uint64_t length;     /* file length from its attr */
+};
+
+/*
+ * Put trash entry `src` of hour directory `tdir` back as `name` in
+ * directory `parent`, as juicefs's restore does: Rename(tdir, src, parent,
+ * name, RenameNoReplace|RenameRestore) as root, in one transaction: the
+ * entry leaves the hour directory and is added to the parent under the
+ * same inode; the inode's ctime is now, its parent field becomes `parent`
+ * (directories and single-link files; a hard link's p{ino} / parent-link
+ * records move one link from tdir to parent instead); the parent's mtime
+ * and ctime are now and a directory adds one to its nlink. The hour
+ * directory's attr is not written (juicefs skips trash parents). usedSpace
+ * and totalInodes do not change (a trash entry still counts).
+ *
+ * With dir_stats, Rename's updateDirStat: the hour directory's statistics
+ * go down and the parent's up by (length, align4K(length), 1), where each
+ * has statistics recorded. A restored directory that has none (rmdir into
+ * the trash dropped them) and no entries gets an all-zero record in the
+ * same transaction, so `fsck --recursive` finds it complete (juicefs's own
+ * restore leaves it without one). *dst_stat_missing (may be NULL) tells
+ * that the parent has no statistics recorded (the caller may compute them).
+ */
+int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src_len,
+		   uint64_t parent, const char *name, size_t name_len, bool dir_stats,
+		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
+
+/*
+ * Directory ino's statistics := (length, space, inodes) if it has none yet
+ * (doSyncDirStat of a missing record); *written tells whether it did.
+ */
+int jo_mut_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
+			 int64_t inodes, bool *written, struct jo_err *err);
+
+/*
+ * updateDirQuota's flush for one directory: if ino has a directory quota,
+ * its used space and inodes go up by (space, inodes); *had tells whether it
+ * has one. Callers walk the ancestors themselves, as updateDirQuota does.
+ */
+int jo_mut_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
+			 bool *had, struct jo_err *err);
+
 /* ---- task records and leases (used through common/lease.h) ---- */
 
 /* A claimed or listed task. items: '\n'-separated item strings (owned). */

@@ -241,6 +241,51 @@ int jo_mut_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t na
 	return o->rmdir(m, parent, name, name_len, dir_stats, res, err);
 }
 
+int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src_len,
+		   uint64_t parent, const char *name, size_t name_len, bool dir_stats,
+		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+	struct jo_rm_res dummy;
+	bool miss = false;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (check_name(src, src_len, &dummy, err) || check_name(name, name_len, &dummy, err))
+		return err->code;
+	if (!jo_ino_is_trash(tdir) || tdir == JO_TRASH_INODE || jo_ino_is_trash(parent))
+		return jo_err_set(err, JO_EINVAL, "restore: from an hour directory of the trash "
+				  "to a directory outside it only");
+	if (!o->restore)
+		return jo_err_set(err, JO_EUNSUPPORTED, "restore: not on this engine");
+	rc = o->restore(m, tdir, src, src_len, parent, name, name_len, dir_stats, res, &miss, err);
+	if (dst_stat_missing)
+		*dst_stat_missing = miss;
+	return rc;
+}
+
+int jo_mut_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
+			 int64_t inodes, bool *written, struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+
+	*written = false;
+	if (!o->dir_stat_init)
+		return jo_err_set(err, JO_EUNSUPPORTED, "directory statistics: not on this engine");
+	return o->dir_stat_init(m, ino, length, space, inodes, written, err);
+}
+
+int jo_mut_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
+			 bool *had, struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+
+	*had = false;
+	if (!o->dir_quota_add)
+		return jo_err_set(err, JO_EUNSUPPORTED, "directory quotas: not on this engine");
+	return o->dir_quota_add(m, ino, space, inodes, had, err);
+}
+
 size_t jo_mut_task_max_items(struct jo_meta *m)
 {
 	return m->ops->mut->max_task_items;

@@ -789,6 +789,74 @@ static void unlink_and_rmdir(void **state)
 	close_vol(m);
 }
 
+/* restore: juicefs's Rename(hour, "P-I-N", P, N, RenameNoReplace|RenameRestore) */
+static void restore_entries(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	struct jo_rs_res res;
+	const uint64_t H = JO_TRASH_INODE + 1;
+	uint8_t k[64], v[128];
+	size_t vl = 0;
+	bool missing = false;
+
+	(void)state;
+	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
+	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
+	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	attr_put(601, JO_TYPE_DIR, 2, 4096, H);
+	entry_put(H, "1-601-d", JO_TYPE_DIR, 601);
+	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
+	entry_put(H, "601-600-a", JO_TYPE_FILE, 600);
+	attr_put(602, JO_TYPE_FILE, 1, 10, H);
+	entry_put(H, "1-602-x", JO_TYPE_FILE, 602);
+	entry_put(1, "x", JO_TYPE_FILE, 603);
+	/* the directory first: back under the root, root nlink 3, a zero record */
+	assert_int_equal(jo_mut_restore(m, H, "1-601-d", 7, 1, "d", 1, true, &res, &missing, &err), 0);
+	assert_int_equal(res.status, JO_RS_DONE);
+	assert_int_equal(res.ino, 601);
+	assert_false(raw_get(k, kentry(k, H, "1-601-d"), NULL, NULL));
+	assert_true(raw_get(k, kentry(k, 1, "d"), v, &vl));
+	assert_int_equal(jo_be64(v + 1), 601);
+	assert_true(raw_get(k, kattr(k, 601), v, &vl));
+	assert_int_equal(jo_be64(v + 63), 1);          /* parent */
+	assert_true(raw_get(k, kattr(k, 1), v, &vl));
+	assert_int_equal(jo_be32(v + 47), 3);          /* nlink */
+	k[0] = 'U';
+	jo_put_le64(k + 1, 601);
+	assert_true(raw_get(k, 9, v, &vl));
+	assert_int_equal(vl, 24);
+	assert_int_equal(jo_be64(v + 16), 0);
+	/* then the file into it: its statistics count it */
+	assert_int_equal(jo_mut_restore(m, H, "601-600-a", 9, 601, "a", 1, true, &res, &missing,
+					&err), 0);
+	assert_int_equal(res.status, JO_RS_DONE);
+	assert_int_equal(res.length, 5000);
+	assert_false(missing);
+	k[0] = 'U';
+	jo_put_le64(k + 1, 601);
+	assert_true(raw_get(k, 9, v, &vl));
+	assert_int_equal(jo_be64(v), 5000);
+	assert_int_equal(jo_be64(v + 8), 8192);
+	assert_int_equal(jo_be64(v + 16), 1);
+	/* again: gone from the trash */
+	assert_int_equal(jo_mut_restore(m, H, "601-600-a", 9, 601, "a", 1, true, &res, &missing,
+					&err), 0);
+	assert_int_equal(res.status, JO_RS_GONE);
+	/* a taken name, a target that is not there */
+	assert_int_equal(jo_mut_restore(m, H, "1-602-x", 7, 1, "x", 1, false, &res, &missing, &err), 0);
+	assert_int_equal(res.status, JO_RS_EXISTS);
+	assert_int_equal(jo_mut_restore(m, H, "1-602-x", 7, 999, "x", 1, false, &res, &missing, &err),
+			 0);
+	assert_int_equal(res.status, JO_RS_NOPARENT);
+	assert_true(raw_get(k, kentry(k, H, "1-602-x"), NULL, NULL));
+	/* into the trash: refused */
+	assert_int_not_equal(jo_mut_restore(m, H, "1-602-x", 7, H, "x", 1, false, &res, &missing,
+					    &err), 0);
+	close_vol(m);
+}
+
 static void tasks_and_leases(void **state)
 {
 	struct jo_meta *m = open_vol();
@@ -1025,6 +1093,7 @@ int main(void)
 		cmocka_unit_test(retried_after_a_conflict),
 		cmocka_unit_test(delayed_slices_and_forget),
 		cmocka_unit_test(unlink_and_rmdir),
+		cmocka_unit_test(restore_entries),
 		cmocka_unit_test(tasks_and_leases),
 		cmocka_unit_test(records_of_a_coordinator),
 		cmocka_unit_test(compaction_commit),

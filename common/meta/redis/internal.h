@@ -140,6 +140,13 @@ int jo_rd_rec_scan(struct jo_meta *m, const char *ns, const char *prefix,
 /* Trash-entry removal (redis/rm.c). */
 int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
+		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
+		  bool *dst_stat_missing, struct jo_err *err);
+int jo_rd_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
+			int64_t inodes, bool *written, struct jo_err *err);
+int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
+			bool *had, struct jo_err *err);
 int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
 

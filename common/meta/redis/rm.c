@@ -168,22 +168,26 @@ static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo
 	return rc;
 }
 
-/* Unlink/Rmdir's updateDirStat, flushed as doUpdateDirStat does: only where
- * the directory has statistics (a missing field is recomputed on demand). */
-static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64_t space)
+/* updateDirStat, flushed as doUpdateDirStat does: only where the directory
+ * has statistics (a missing field is recomputed on demand). *have (may be
+ * NULL) tells whether it has them. */
+static void dir_stat_add(struct jo_meta *m, uint64_t dir, int64_t length, int64_t space,
+			 int64_t inodes, bool *have_out)
 {
 	redisReply *r = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
 	bool have = r && r->type == REDIS_REPLY_INTEGER && r->integer == 1;
 	int n = 0;
 
 	freeReplyObject(r);
+	if (have_out)
+		*have_out = have || !r;
 	if (!have)
 		return;
 	/* one round trip, as doUpdateDirStat pipelines them */
 	if (length)
-		jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir, -length), n++;
-	jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir, -space), n++;
-	jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " -1", dir), n++;
+		jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir, length), n++;
+	jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir, space), n++;
+	jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, inodes), n++;
 	while (n-- > 0) {
 		redisReply *v = NULL;
 
@@ -191,6 +195,11 @@ static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64
 			return; /* the connection is gone: the next command reports it */
 		freeReplyObject(v);
 	}
+}
+
+static void dir_stat_down(struct jo_meta *m, uint64_t dir, int64_t length, int64_t space)
+{
+	dir_stat_add(m, dir, -length, -space, -1, NULL);
 }
 
 int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
@@ -366,4 +375,257 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 	}
 	return jo_err_set(err, JO_EIO, "rmdir %" PRIu64 "/%.*s: the transaction kept "
 			  "conflicting; retry later", parent, (int)(nlen > 80 ? 80 : nlen), name);
+}
+
+/* ---- restore (doRename with RenameNoReplace|RenameRestore, as root) ---- */
+
+#define AT_PARENT 63
+
+struct rs {
+	uint64_t tdir, parent;
+	const char *src, *name;
+	size_t slen, nlen;
+	bool dir_stats;
+	struct jo_rs_res *res;
+	bool dst_missing;   /* the parent has no statistics recorded */
+};
+
+/* Does dir have statistics (doUpdateDirStat's HEXISTS)? */
+static int has_stat(struct jo_meta *m, uint64_t dir, bool *out, struct jo_err *err)
+{
+	redisReply *r = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
+
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return jo_rd_fail(m, r, err, "HEXISTS dirUsedSpace");
+	*out = r->integer == 1;
+	freeReplyObject(r);
+	return 0;
+}
+
+/* One attempt: 0 with *aborted when a watched key changed. */
+static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
+{
+	struct jo_rs_res *res = x->res;
+	redisReply *r, *mg = NULL;
+	uint8_t *da, *ia;
+	struct jo_attr d = { 0 }, a = { 0 };
+	struct jo_err e2 = { 0 };
+	struct timespec now;
+	bool fresh_stat = false, src_stat = false, dst_stat = false;
+	uint8_t ebuf[9];
+	size_t q = 0;
+	int rc = 0;
+
+	*aborted = false;
+	/* the parent first, as juicefs swaps the keys when the source is the trash */
+	r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
+		      x->parent, x->parent, x->tdir, x->tdir);
+	if (!r)
+		return rc;
+	freeReplyObject(r);
+	r = jo_rd_command(m, "HGET %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen);
+	if (!r || r->type == REDIS_REPLY_ERROR)
+		return jo_rd_fail(m, r, err, "HGET trash entry");
+	if (r->type == REDIS_REPLY_NIL || parse_entry(r, &res->type, &res->ino) != 0) {
+		bool nil = r->type == REDIS_REPLY_NIL;
+
+		freeReplyObject(r);
+		unwatch(m);
+		if (nil) {
+			res->status = JO_RS_GONE;
+			return 0;
+		}
+		return jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
+				  (int)(x->slen > 80 ? 80 : x->slen), x->src);
+	}
+	freeReplyObject(r);
+	r = jo_rd_command(m, "HEXISTS %Kd%" PRIu64 " %b", x->parent, x->name, x->nlen);
+	if (!r || r->type != REDIS_REPLY_INTEGER)
+		return jo_rd_fail(m, r, err, "HEXISTS entry");
+	if (r->integer) {
+		freeReplyObject(r);
+		unwatch(m);
+		res->status = JO_RS_EXISTS;
+		return 0;
+	}
+	freeReplyObject(r);
+	if ((rc = watch(m, err, res->ino, res->ino, res->type == JO_TYPE_DIR)) != 0)
+		return rc;
+	mg = jo_rd_command(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir,
+			   x->parent, res->ino);
+	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 3)
+		return jo_rd_fail(m, mg, err, "MGET attrs");
+	for (size_t i = 0; i < 3; i++) {
+		redisReply *e = mg->element[i];
+
+		if (e->type != REDIS_REPLY_STRING) {
+			res->status = i == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
+			goto skip;
+		}
+		if (e->len < ATTR_MIN) {
+			rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+					"left alone", i == 0 ? x->tdir : i == 1 ? x->parent : res->ino,
+					e->len);
+			goto skip;
+		}
+	}
+	da = (uint8_t *)mg->element[1]->str;
+	ia = (uint8_t *)mg->element[2]->str;
+	(void)jo_meta_decode_attr(da, mg->element[1]->len, &d, &e2);
+	(void)jo_meta_decode_attr(ia, mg->element[2]->len, &a, &e2);
+	if (d.type != JO_TYPE_DIR) {
+		res->status = JO_RS_NOPARENT;
+		goto skip;
+	}
+	if ((d.flags & FLAG_IMMUTABLE) || (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+	    res->ino == x->parent || res->ino == d.parent) {
+		res->status = JO_RS_PERM;
+		goto skip;
+	}
+	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
+	if (x->dir_stats && res->type == JO_TYPE_DIR) {
+		redisReply *h = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, res->ino);
+		redisReply *l = h && h->type == REDIS_REPLY_INTEGER && !h->integer ?
+				jo_rd_command(m, "HLEN %Kd%" PRIu64, res->ino) : NULL;
+
+		fresh_stat = l && l->type == REDIS_REPLY_INTEGER && l->integer == 0;
+		if (!h || h->type != REDIS_REPLY_INTEGER || (!h->integer && (!l || l->type !=
+			REDIS_REPLY_INTEGER))) {
+			freeReplyObject(mg);
+			freeReplyObject(l);
+			return jo_rd_fail(m, !h || h->type != REDIS_REPLY_INTEGER ? h : l, err,
+					  "directory statistics");
+		}
+		freeReplyObject(h);
+		freeReplyObject(l);
+	}
+	/*
+	 * Rename's updateDirStat of both directories, in the same MULTI (a
+	 * process killed after EXEC cannot lose it); like doUpdateDirStat, only
+	 * where a record exists (looked up first, not watched: the flush of a
+	 * juicefs client does not watch it either).
+	 */
+	if (x->dir_stats && ((rc = has_stat(m, x->tdir, &src_stat, err)) != 0 ||
+			     (rc = has_stat(m, x->parent, &dst_stat, err)) != 0)) {
+		freeReplyObject(mg);
+		return rc;
+	}
+	x->dst_missing = x->dir_stats && !dst_stat;
+	clock_gettime(CLOCK_REALTIME, &now);
+	stamp(ia, AT_CTIME, &now);
+	if (mg->element[2]->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
+		jo_put_be64(ia + AT_PARENT, x->parent);
+	if (res->type == JO_TYPE_DIR)
+		jo_put_be32(da + AT_NLINK, d.nlink + 1);
+	stamp(da, AT_MTIME, &now);
+	stamp(da, AT_CTIME, &now);
+
+	jo_rd_append(m, "MULTI");
+	jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen), q++;
+	if (a.parent == 0 && res->type != JO_TYPE_DIR) {
+		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, x->parent), q++;
+		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, x->tdir), q++;
+	}
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, mg->element[2]->len), q++;
+	ebuf[0] = res->type;
+	jo_put_be64(ebuf + 1, res->ino);
+	jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", x->parent, x->name, x->nlen, ebuf,
+		     sizeof(ebuf)), q++;
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, da, mg->element[1]->len), q++;
+	for (int i = 0; i < 2; i++) {
+		uint64_t dir = i ? x->parent : x->tdir;
+		int64_t sign = i ? 1 : -1;
+
+		if (!(i ? dst_stat : src_stat))
+			continue;
+		if (res->length)
+			jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir,
+				     sign * (int64_t)res->length), q++;
+		jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir,
+			     sign * jo_align4k(res->length)), q++;
+		jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, sign), q++;
+	}
+	if (fresh_stat) {
+		jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
+		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
+		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
+	}
+	jo_rd_append(m, "EXEC");
+	freeReplyObject(mg);
+	return exec_block(m, q, aborted, err);
+skip:
+	freeReplyObject(mg);
+	unwatch(m);
+	return rc;
+}
+
+int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
+		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
+		  bool *dst_stat_missing, struct jo_err *err)
+{
+	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, false };
+	int lost = 0;
+
+	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
+		bool aborted = false;
+		int rc;
+
+		memset(res, 0, sizeof(*res));
+		rc = restore_once(m, &x, &aborted, err);
+		if (rc && jo_rd_retryable(m, rc) && ++lost <= 3)
+			continue; /* nothing ran, or a lost EXEC the next attempt finds done */
+		if (rc || res->status != JO_RS_DONE)
+			return rc;
+		if (aborted)
+			continue;
+		*dst_stat_missing = x.dst_missing;
+		return 0;
+	}
+	return jo_err_set(err, JO_EIO, "restore %" PRIu64 "/%.*s: the transaction kept "
+			  "conflicting; retry later", tdir, (int)(slen > 80 ? 80 : slen), src);
+}
+
+int jo_rd_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
+			int64_t inodes, bool *written, struct jo_err *err)
+{
+	redisReply *r;
+	int rc;
+
+	/* HSETNX on the field the presence test reads, the others after it */
+	r = jo_rd_cmd(m, err, &rc, "HSETNX %KdirUsedSpace %" PRIu64 " %" PRId64, ino, space);
+	if (!r)
+		return rc;
+	*written = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	if (!*written)
+		return 0;
+	r = jo_rd_cmd(m, err, &rc, "HSET %KdirDataLength %" PRIu64 " %" PRId64, ino, length);
+	freeReplyObject(r);
+	if (!r)
+		return rc;
+	r = jo_rd_cmd(m, err, &rc, "HSET %KdirUsedInodes %" PRIu64 " %" PRId64, ino, inodes);
+	freeReplyObject(r);
+	return r ? 0 : rc;
+}
+
+int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
+			bool *had, struct jo_err *err)
+{
+	redisReply *r;
+	int rc;
+
+	r = jo_rd_cmd(m, err, &rc, "HEXISTS %KdirQuota %" PRIu64, ino);
+	if (!r)
+		return rc;
+	*had = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	if (!*had)
+		return 0;
+	r = jo_rd_cmd(m, err, &rc, "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64, ino, space);
+	freeReplyObject(r);
+	if (!r)
+		return rc;
+	r = jo_rd_cmd(m, err, &rc, "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64, ino, inodes);
+	freeReplyObject(r);
+	return r ? 0 : rc;
 }

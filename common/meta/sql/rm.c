@@ -253,3 +253,158 @@ int jo_sql_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 			return rc;
 	}
 }
+
+/* ---- restore (doRename with RenameNoReplace|RenameRestore, as root) ---- */
+
+static int restore_once(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen,
+			uint64_t parent, const char *name, size_t nlen, bool dir_stats,
+			struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
+{
+	int64_t now = now_ns(), us = now / 1000, ns = now % 1000, row[4] = { 0 }, changes = 0;
+	bool found = false, dir;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	*dst_stat_missing = false;
+	if ((rc = jo_sql_begin(m, err)) != 0)
+		return rc;
+	rc = run(m, "SELECT inode, type FROM @edge WHERE parent=? AND name=?",
+		 (const int64_t[]){ (int64_t)tdir }, 1, src, slen, row, 2, &found, err);
+	if (rc || !found) {
+		res->status = JO_RS_GONE;
+		goto out;
+	}
+	res->ino = (uint64_t)row[0];
+	res->type = (uint8_t)row[1];
+	dir = res->type == JO_TYPE_DIR;
+	rc = run(m, "SELECT type, flags, parent FROM @node WHERE inode=?~",
+		 (const int64_t[]){ (int64_t)parent }, 1, NULL, 0, row, 3, &found, err);
+	if (rc)
+		goto out;
+	if (!found || row[0] != JO_TYPE_DIR) {
+		res->status = JO_RS_NOPARENT;
+		goto out;
+	}
+	if ((row[1] & FLAG_IMMUTABLE) || (uint64_t)row[2] == res->ino || parent == res->ino) {
+		res->status = JO_RS_PERM;
+		goto out;
+	}
+	rc = run(m, "SELECT 1 FROM @edge WHERE parent=? AND name=?",
+		 (const int64_t[]){ (int64_t)parent }, 1, name, nlen, NULL, 0, &found, err);
+	if (rc)
+		goto out;
+	if (found) {
+		res->status = JO_RS_EXISTS;
+		goto out;
+	}
+	rc = run(m, "SELECT flags, length, parent FROM @node WHERE inode=?~",
+		 (const int64_t[]){ (int64_t)res->ino }, 1, NULL, 0, row, 3, &found, err);
+	if (rc)
+		goto out;
+	if (!found) {
+		res->status = JO_RS_GONE;
+		goto out;
+	}
+	if (row[0] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+		res->status = JO_RS_PERM;
+		goto out;
+	}
+	res->length = res->type == JO_TYPE_FILE ? (uint64_t)row[1] : 0;
+	rc = jo_sql_run(m, NULL, "DELETE FROM @edge WHERE parent=? AND name=?",
+			(const int64_t[]){ (int64_t)tdir }, 1, src, slen, NULL, 0, NULL, &changes, err);
+	if (rc == 0 && changes != 1) {
+		res->status = JO_RS_GONE; /* removed meanwhile (MySQL's snapshot read) */
+		goto out;
+	}
+	if (rc == 0)
+		rc = jo_sql_run(m, NULL, "INSERT INTO @edge (parent, inode, type, name) VALUES (?, ?, ?, ?)",
+				(const int64_t[]){ (int64_t)parent, (int64_t)res->ino, res->type }, 3,
+				name, nlen, NULL, 0, NULL, NULL, err);
+	/* a hard link (parent 0) keeps 0: its links are its edges */
+	if (rc == 0)
+		rc = RUN("UPDATE @node SET ctime=?, ctimensec=?, parent=? WHERE inode=?", us, ns,
+			 dir || row[2] > 0 ? (int64_t)parent : 0, (int64_t)res->ino);
+	if (rc == 0)
+		rc = RUN("UPDATE @node SET nlink=nlink+?, mtime=?, ctime=?, mtimensec=?, ctimensec=? "
+			 "WHERE inode=?", (int64_t)dir, us, us, ns, ns, (int64_t)parent);
+	if (rc == 0 && dir_stats) {
+		int64_t l = (int64_t)res->length, sp = jo_align4k(res->length);
+
+		rc = RUN("UPDATE @dir_stats SET data_length=data_length-?, used_space=used_space-?, "
+			 "used_inodes=used_inodes-1 WHERE inode=?", l, sp, (int64_t)tdir);
+		if (rc == 0)
+			rc = jo_sql_run(m, NULL, "UPDATE @dir_stats SET data_length=data_length+?, "
+					"used_space=used_space+?, used_inodes=used_inodes+1 WHERE inode=?",
+					(const int64_t[]){ l, sp, (int64_t)parent }, 3, NULL, 0, NULL, 0,
+					NULL, &changes, err);
+		*dst_stat_missing = rc == 0 && changes == 0;
+		if (rc == 0 && dir) {
+			bool has_stat = false, has_child = false;
+
+			rc = run(m, "SELECT 1 FROM @dir_stats WHERE inode=?",
+				 (const int64_t[]){ (int64_t)res->ino }, 1, NULL, 0, NULL, 0, &has_stat, err);
+			if (rc == 0 && !has_stat)
+				rc = run(m, "SELECT 1 FROM @edge WHERE parent=? LIMIT 1",
+					 (const int64_t[]){ (int64_t)res->ino }, 1, NULL, 0, NULL, 0,
+					 &has_child, err);
+			if (rc == 0 && !has_stat && !has_child)
+				rc = RUN("INSERT INTO @dir_stats (inode, data_length, used_space, used_inodes) "
+					 "VALUES (?, 0, 0, 0)", (int64_t)res->ino);
+		}
+	}
+out:
+	if (rc || res->status != JO_RS_DONE) {
+		jo_sql_rollback(m);
+		*dst_stat_missing = false;
+		return rc;
+	}
+	return jo_sql_commit(m, err);
+}
+
+int jo_sql_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
+		   const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
+		   bool *dst_stat_missing, struct jo_err *err)
+{
+	for (int attempt = 0;; attempt++) {
+		int rc = restore_once(m, tdir, src, slen, parent, name, nlen, dir_stats, res,
+				      dst_stat_missing, err);
+
+		if (rc >= 0 || rc == JO_EPROTO || attempt + 1 >= JO_SQL_TXN_TRIES ||
+		    !jo_sql_retry(m, attempt))
+			return rc;
+	}
+}
+
+int jo_sql_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
+			 int64_t inodes, bool *written, struct jo_err *err)
+{
+	bool found = false;
+	int rc;
+
+	if ((rc = jo_sql_begin(m, err)) != 0)
+		return rc;
+	rc = run(m, "SELECT 1 FROM @dir_stats WHERE inode=?~", (const int64_t[]){ (int64_t)ino }, 1,
+		 NULL, 0, NULL, 0, &found, err);
+	if (rc == 0 && !found)
+		rc = RUN("INSERT INTO @dir_stats (inode, data_length, used_space, used_inodes) "
+			 "VALUES (?, ?, ?, ?)", (int64_t)ino, length, space, inodes);
+	if (rc) {
+		jo_sql_rollback(m);
+		return rc;
+	}
+	*written = !found;
+	return jo_sql_commit(m, err);
+}
+
+int jo_sql_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
+			 bool *had, struct jo_err *err)
+{
+	int64_t changes = 0;
+	int rc = jo_sql_run(m, NULL, "UPDATE @dir_quota SET used_space=used_space+?, "
+			    "used_inodes=used_inodes+? WHERE inode=?",
+			    (const int64_t[]){ space, inodes, (int64_t)ino }, 3, NULL, 0, NULL, 0, NULL,
+			    &changes, err);
+
+	*had = rc == 0 && changes > 0;
+	return rc;
+}

@@ -47,14 +47,38 @@ static void stamp(uint8_t *attr, size_t off, const struct timespec *now)
 	jo_put_be32(attr + off + 8, (uint32_t)now->tv_nsec);
 }
 
-/* usedSpace/totalInodes (doFlushStats) and the parent's statistics
- * (doUpdateDirStat: only a key that exists is updated). */
-static int account(struct jo_tx *tx, int64_t freed, uint64_t parent, bool dir_stats,
-		   int64_t length, struct jo_err *err)
+/* A directory's statistics (doUpdateDirStat: only a key that exists is
+ * updated); *have (may be NULL) whether it exists. */
+static int stat_add(struct jo_tx *tx, uint64_t dir, int64_t length, int64_t space, int64_t inodes,
+		    bool *have, struct jo_err *err)
 {
 	struct jo_key k;
 	uint8_t *v;
 	size_t vl;
+	int rc;
+
+	jo_key_init(&k, tx->m);
+	jo_key_ch(&k, 'U');
+	jo_key_le64(&k, dir);
+	if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
+		return rc;
+	if (have)
+		*have = v && vl == 24;
+	if (v && vl == 24) {
+		jo_put_be64(v, jo_be64(v) + (uint64_t)length);
+		jo_put_be64(v + 8, jo_be64(v + 8) + (uint64_t)space);
+		jo_put_be64(v + 16, jo_be64(v + 16) + (uint64_t)inodes);
+		rc = jo_tx_put(tx, &k, v, 24, err);
+	}
+	free(v);
+	return rc;
+}
+
+/* usedSpace/totalInodes (doFlushStats) and the parent's statistics. */
+static int account(struct jo_tx *tx, int64_t freed, uint64_t parent, bool dir_stats,
+		   int64_t length, struct jo_err *err)
+{
+	struct jo_key k;
 	int rc;
 
 	jo_tkv_counter_key(&k, tx->m, "usedSpace");
@@ -65,19 +89,7 @@ static int account(struct jo_tx *tx, int64_t freed, uint64_t parent, bool dir_st
 		return rc;
 	if (!dir_stats)
 		return 0;
-	jo_key_init(&k, tx->m);
-	jo_key_ch(&k, 'U');
-	jo_key_le64(&k, parent);
-	if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
-		return rc;
-	if (v && vl == 24) {
-		jo_put_be64(v, jo_be64(v) - (uint64_t)length);
-		jo_put_be64(v + 8, jo_be64(v + 8) - (uint64_t)freed);
-		jo_put_be64(v + 16, jo_be64(v + 16) - 1);
-		rc = jo_tx_put(tx, &k, v, 24, err);
-	}
-	free(v);
-	return rc;
+	return stat_add(tx, parent, -length, -freed, -1, NULL, err);
 }
 
 /*
@@ -318,4 +330,238 @@ int jo_tkv_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
 	return run(m, rmdir_fn, parent, name, nlen, true, dir_stats, res, err);
+}
+
+/* ---- restore (doRename with RenameNoReplace|RenameRestore, as root) ---- */
+
+#define AT_PARENT 63
+
+struct rs {
+	uint64_t tdir, parent;
+	const char *src, *name;
+	size_t slen, nlen;
+	bool dir_stats;
+	struct jo_rs_res *res;
+	bool *dst_missing;
+	struct timespec now;
+};
+
+static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct rs *x = p;
+	struct jo_rs_res *res = x->res;
+	uint8_t *e = NULL, *da = NULL, *ia = NULL, *v = NULL, ebuf[9];
+	size_t el, dl = 0, il = 0, vl;
+	struct jo_attr d = { 0 }, a = { 0 };
+	struct jo_key k;
+	bool dir, have = true;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	*x->dst_missing = false;
+	jo_tkv_entry_key(&k, tx->m, x->tdir, x->src, x->slen);
+	if ((rc = jo_tx_get(tx, &k, &e, &el, err)) != 0)
+		return rc;
+	if (!e || el < 9) {
+		free(e);
+		res->status = JO_RS_GONE;
+		return 1;
+	}
+	res->type = e[0];
+	res->ino = jo_be64(e + 1);
+	dir = res->type == JO_TYPE_DIR;
+	jo_tkv_attr_key(&k, tx->m, x->parent);
+	if ((rc = jo_tx_get(tx, &k, &da, &dl, err)) != 0)
+		goto out;
+	if (!da || dl < ATTR_MIN || jo_meta_decode_attr(da, dl, &d, err) != 0 ||
+	    d.type != JO_TYPE_DIR) {
+		res->status = JO_RS_NOPARENT;
+		rc = 1;
+		goto out;
+	}
+	if ((d.flags & FLAG_IMMUTABLE) || d.parent == res->ino || x->parent == res->ino) {
+		res->status = JO_RS_PERM;
+		rc = 1;
+		goto out;
+	}
+	jo_tkv_entry_key(&k, tx->m, x->parent, x->name, x->nlen);
+	if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
+		goto out;
+	if (v) {
+		res->status = JO_RS_EXISTS;
+		rc = 1;
+		goto out;
+	}
+	jo_tkv_attr_key(&k, tx->m, res->ino);
+	if ((rc = jo_tx_get(tx, &k, &ia, &il, err)) != 0)
+		goto out;
+	if (!ia || il < ATTR_MIN) {
+		res->status = JO_RS_GONE;
+		rc = 1;
+		goto out;
+	}
+	if ((rc = jo_meta_decode_attr(ia, il, &a, err)) != 0)
+		goto out;
+	if (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+		res->status = JO_RS_PERM;
+		rc = 1;
+		goto out;
+	}
+	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
+	jo_tkv_entry_key(&k, tx->m, x->tdir, x->src, x->slen);
+	if ((rc = jo_tx_del(tx, &k, err)) != 0)
+		goto out;
+	if (a.parent == 0 && !dir) {
+		/* a hard link: one link moves from the hour directory to the parent */
+		jo_tkv_inode_key(&k, tx->m, res->ino, 'P');
+		jo_key_le64(&k, x->parent);
+		if ((rc = jo_tx_incr(tx, &k, 1, NULL, err)) != 0)
+			goto out;
+		jo_tkv_inode_key(&k, tx->m, res->ino, 'P');
+		jo_key_le64(&k, x->tdir);
+		if ((rc = jo_tx_incr(tx, &k, -1, NULL, err)) != 0)
+			goto out;
+	} else if (il >= AT_PARENT + 8) {
+		jo_put_be64(ia + AT_PARENT, x->parent);
+	}
+	stamp(ia, AT_CTIME, &x->now);
+	jo_tkv_attr_key(&k, tx->m, res->ino);
+	if ((rc = jo_tx_put(tx, &k, ia, il, err)) != 0)
+		goto out;
+	ebuf[0] = res->type;
+	jo_put_be64(ebuf + 1, res->ino);
+	jo_tkv_entry_key(&k, tx->m, x->parent, x->name, x->nlen);
+	if ((rc = jo_tx_put(tx, &k, ebuf, sizeof(ebuf), err)) != 0)
+		goto out;
+	if (dir)
+		jo_put_be32(da + AT_NLINK, d.nlink + 1);
+	stamp(da, AT_MTIME, &x->now);
+	stamp(da, AT_CTIME, &x->now);
+	jo_tkv_attr_key(&k, tx->m, x->parent);
+	if ((rc = jo_tx_put(tx, &k, da, dl, err)) != 0)
+		goto out;
+	if (x->dir_stats) {
+		int64_t l = (int64_t)res->length, sp = jo_align4k(res->length);
+
+		if ((rc = stat_add(tx, x->tdir, -l, -sp, -1, NULL, err)) != 0 ||
+		    (rc = stat_add(tx, x->parent, l, sp, 1, &have, err)) != 0)
+			goto out;
+		*x->dst_missing = !have;
+		if (dir) {
+			bool has_stat = false, full = false;
+
+			if ((rc = stat_add(tx, res->ino, 0, 0, 0, &has_stat, err)) != 0)
+				goto out;
+			jo_tkv_inode_key(&k, tx->m, res->ino, 'D');
+			if (!has_stat && (rc = jo_tx_exists_prefix(tx, &k, &full, err)) != 0)
+				goto out;
+			if (!has_stat && !full) {
+				uint8_t zero[24] = { 0 };
+
+				jo_key_init(&k, tx->m);
+				jo_key_ch(&k, 'U');
+				jo_key_le64(&k, res->ino);
+				rc = jo_tx_put(tx, &k, zero, sizeof(zero), err);
+			}
+		}
+	}
+out:
+	free(e);
+	free(da);
+	free(ia);
+	free(v);
+	return rc;
+}
+
+int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
+		   const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
+		   bool *dst_stat_missing, struct jo_err *err)
+{
+	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, dst_stat_missing,
+			{ 0, 0 } };
+	int rc;
+
+	clock_gettime(CLOCK_REALTIME, &x.now);
+	rc = jo_tkv_txn(m, restore_fn, &x, err);
+	if (rc > 0)
+		*dst_stat_missing = false;
+	return rc < 0 ? rc : 0;
+}
+
+struct stat_init {
+	uint64_t ino;
+	int64_t v[3];
+	bool *written;
+};
+
+static int stat_init_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct stat_init *s = p;
+	uint8_t buf[24];
+	struct jo_key k;
+	bool have = false;
+	int rc;
+
+	*s->written = false;
+	if ((rc = stat_add(tx, s->ino, 0, 0, 0, &have, err)) != 0 || have)
+		return rc ? rc : 1;
+	for (int i = 0; i < 3; i++)
+		jo_put_be64(buf + 8 * i, (uint64_t)s->v[i]);
+	jo_key_init(&k, tx->m);
+	jo_key_ch(&k, 'U');
+	jo_key_le64(&k, s->ino);
+	*s->written = true;
+	return jo_tx_put(tx, &k, buf, sizeof(buf), err);
+}
+
+int jo_tkv_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
+			 int64_t inodes, bool *written, struct jo_err *err)
+{
+	struct stat_init s = { ino, { length, space, inodes }, written };
+	int rc = jo_tkv_txn(m, stat_init_fn, &s, err);
+
+	return rc < 0 ? rc : 0;
+}
+
+struct quota_add {
+	uint64_t ino;
+	int64_t space, inodes;
+	bool *had;
+};
+
+/* doFlushQuotas for a directory quota: QD{ino} = max space, max inodes,
+ * used space, used inodes (BE 64-bit each). */
+static int quota_add_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct quota_add *q = p;
+	struct jo_key k;
+	uint8_t *v = NULL;
+	size_t vl;
+	int rc;
+
+	*q->had = false;
+	jo_key_init(&k, tx->m);
+	jo_key_str(&k, "QD");
+	jo_key_le64(&k, q->ino);
+	if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
+		return rc;
+	if (!v || vl != 32) {
+		free(v);
+		return 1;
+	}
+	jo_put_be64(v + 16, jo_be64(v + 16) + (uint64_t)q->space);
+	jo_put_be64(v + 24, jo_be64(v + 24) + (uint64_t)q->inodes);
+	*q->had = true;
+	rc = jo_tx_put(tx, &k, v, vl, err);
+	free(v);
+	return rc;
+}
+
+int jo_tkv_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
+			 bool *had, struct jo_err *err)
+{
+	struct quota_add q = { ino, space, inodes, had };
+	int rc = jo_tkv_txn(m, quota_add_fn, &q, err);
+
+	return rc < 0 ? rc : 0;
 }
