@@ -1416,47 +1416,52 @@ static int range_relist(struct eng *e, char side, const struct jo_sync_side *bad
 	return 0;
 }
 
-int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
-		const struct jo_sync_side *dst, struct jo_obj *dobj,
-		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
-		struct jo_err *err)
+/* The engine of one run: which copies may go server-side, how much memory buffers take. */
+static void eng_init(struct eng *e, const struct jo_sync_side *src, struct jo_obj *so,
+		     const struct jo_sync_side *dst, struct jo_obj *dobj,
+		     const struct jo_sync_opts *opts, struct jo_sync_summary *sum)
 {
-	memset(sum, 0, sizeof(*sum));
-	struct eng e = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = opts, .sum = sum };
-	pthread_mutex_init(&e.mu, NULL);
-	pthread_cond_init(&e.cv, NULL);
-	e.t0 = now_s();
-	e.server_side = opts->server_side && !src->local && !dst->local &&
-			!strcmp(src->endpoint, dst->endpoint) &&
-			!strcmp(src->access_key ? src->access_key : "", dst->access_key ? dst->access_key : "");
+	*e = (struct eng){ .src = src, .dst = dst, .so = so, .dobj = dobj, .o = opts, .sum = sum };
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	e->t0 = now_s();
+	e->server_side = opts->server_side && !src->local && !dst->local &&
+			 !strcmp(src->endpoint, dst->endpoint) &&
+			 !strcmp(src->access_key ? src->access_key : "",
+				 dst->access_key ? dst->access_key : "");
 	uint64_t budget = (uint64_t)opts->transfers * (opts->multipart_threshold < (16u << 20)
 						       ? opts->multipart_threshold : (16u << 20));
 	uint64_t pbudget = (uint64_t)opts->part_concurrency * opts->part_size * 2;
-	e.mem_avail = budget > pbudget ? budget : pbudget;
-	if (e.mem_avail < (64u << 20))
-		e.mem_avail = 64u << 20;
+	e->mem_avail = budget > pbudget ? budget : pbudget;
+	if (e->mem_avail < (64u << 20))
+		e->mem_avail = 64u << 20;
+}
 
-	int rc = 0;
-	int nw = opts->transfers < 1 ? 1 : opts->transfers;
-	pthread_t *workers = calloc((size_t)nw, sizeof(*workers));
-	int started = 0;
-	if (!workers)
+/* A cluster range: its checkpoint continues from the range's base and resume position. */
+static int eng_range_begin(struct eng *e, struct jo_err *err)
+{
+	e->rg = e->o->range;
+	if (!e->rg)
+		return 0;
+	e->ck = e->rg->base;
+	e->ck.pos = NULL;
+	e->ck_at = now_s();
+	e->uncounted = e->rg->uncounted;
+	if (e->rg->after && !(e->ck_pos = strdup(e->rg->after))) {
+		free(e->ck_pos);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	e.rg = opts->range;
-	if (e.rg) {
-		e.ck = e.rg->base;
-		e.ck.pos = NULL;
-		e.ck_at = now_s();
-		e.uncounted = e.rg->uncounted;
-		if (e.rg->after && !(e.ck_pos = strdup(e.rg->after))) {
-			free(e.ck_pos);
-			free(workers);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
 	}
+	return 0;
+}
+
+/* The state file before a run: stale uploads aborted, an old listing position cleared. */
+static int eng_state_begin(struct eng *e, struct jo_err *err)
+{
+	const struct jo_sync_opts *opts = e->o;
+
 	/* Uploads left by an earlier run that --resume will not continue. */
 	if (!opts->resume && !opts->dry_run && opts->state)
-		jo_sync_state_mpu_each(opts->state, abort_stale_cb, &e, err);
+		jo_sync_state_mpu_each(opts->state, abort_stale_cb, e, err);
 	/*
 	 * A run that lists from the first key makes the position an earlier run
 	 * saved meaningless: it is cleared before anything is copied. Otherwise a
@@ -1465,9 +1470,209 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	 * before it, changed since or not.
 	 */
 	if (!opts->dry_run && opts->state && !(opts->resume && !opts->delete_dst) &&
-	    jo_sync_state_setkv(opts->state, "listpos", "", err)) {
-		free(workers);
+	    jo_sync_state_setkv(opts->state, "listpos", "", err))
 		return jo_err_wrap(err, "state file: cannot clear the saved listing position");
+	return 0;
+}
+
+/* The side's listing goes through the external sort: asked, or found unordered before. */
+static bool sort_side(const struct jo_sync_opts *opts, const struct jo_sync_side *side,
+		      bool sort, struct jo_err *err)
+{
+	char kvk[700];
+	char *v = NULL;
+
+	snprintf(kvk, sizeof(kvk), "unordered:%s", side->desc);
+	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
+		sort = true;
+	free(v);
+	return sort;
+}
+
+/* Where the listing starts: the range's resume position or, with --resume, the saved one. */
+static int eng_listing_start(struct eng *e, char **after, struct jo_err *err)
+{
+	const struct jo_sync_opts *opts = e->o;
+	int rc = 0;
+
+	if (e->rg && e->rg->after && !(*after = strdup(e->rg->after)))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (opts->resume && opts->state && !opts->delete_dst && !e->rg) {
+		if (jo_sync_state_getkv(opts->state, "listpos", after, err) == 0 && *after &&
+		    **after) {
+			e->sum->resumed_listing = true;
+			jo_warn("resuming: listing both sides after \"%s\"", *after);
+		}
+	}
+	return rc;
+}
+
+/* What a listing pass counts, reset before each (a pass after a restart counts again). */
+static int eng_pass_reset(struct eng *e, const char *after, struct jo_err *err)
+{
+	struct jo_sync_summary *sum = e->sum;
+
+	pthread_mutex_lock(&e->mu);
+	free(e->merge_pos);
+	e->merge_pos = after && *after ? strdup(after) : NULL;
+	free(e->refused_pos);
+	e->refused_pos = NULL;
+	pthread_mutex_unlock(&e->mu);
+	if (e->extras)
+		fclose(e->extras);
+	e->extras = NULL;
+	e->nextras = 0;
+	sum->extra = 0;
+	sum->unrepresentable = 0;  /* the pass refuses them again */
+	sum->would_copy = sum->would_copy_bytes = 0;
+	if (e->o->delete_dst) {
+		e->extras = tmpfile();
+		if (!e->extras)
+			return jo_err_set(err, JO_EIO, "cannot create a temp file: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/*
+ * The merge of both listings, again as long as a side turns out not to list
+ * in byte order: a range lists it again from its position, a whole run
+ * through the external sort (recorded in the state file for next time).
+ */
+static int eng_listing_passes(struct eng *e, bool sort_src, bool sort_dst, char **after, int rc,
+			      struct jo_err *err)
+{
+	const struct jo_sync_opts *opts = e->o;
+
+	for (int attempt = 0; rc != JO_ENOMEM; attempt++) {
+		if ((rc = eng_pass_reset(e, *after, err)) != 0)
+			break;
+		char side = 0;
+		rc = merge_pass(e, sort_src, sort_dst, *after, &side, err);
+		drain(e);
+		if (rc != JO_SYNC_EORDER)
+			break;
+		const struct jo_sync_side *bad = side == 's' ? e->src : e->dst;
+		if (e->rg) {
+			rc = range_relist(e, side, bad, after, err);
+			if (rc)
+				break;
+			e->sum->order_restarts++;
+			continue;
+		}
+		if (attempt >= 2 || (side == 's' ? sort_src : sort_dst)) {
+			rc = jo_err_wrap(err, "%s", bad->desc);
+			break;
+		}
+		jo_warn("%s does not list keys in byte order (%s); listing it again through an "
+			"external sort", bad->desc, err->msg);
+		jo_err_clear(err);
+		char kvk[700];
+		snprintf(kvk, sizeof(kvk), "unordered:%s", bad->desc);
+		jo_sync_state_setkv(opts->state, kvk, "1", err);
+		if (side == 's')
+			sort_src = true;
+		else
+			sort_dst = true;
+		e->sum->order_restarts++;
+	}
+	return rc;
+}
+
+/* The transfer threads told to finish what is queued, and joined. */
+static void eng_stop_workers(struct eng *e, pthread_t *workers, int started)
+{
+	pthread_mutex_lock(&e->mu);
+	e->closing = true;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	for (int i = 0; i < started; i++)
+		pthread_join(workers[i], NULL);
+	free(workers);
+}
+
+/* The listing position of the state file after the pass (rc its outcome). */
+static void eng_finish_position(struct eng *e, int rc)
+{
+	/* A clean, complete pass leaves no position: the next run lists it all. */
+	if (!rc && !e->ihead) {
+		struct jo_err kerr = { 0 };
+		jo_sync_state_setkv(e->o->state, "listpos", "", &kerr);
+	} else {
+		save_pos(e, true);
+	}
+	while (e->ihead) {
+		struct task *t = e->ihead;
+		inflight_remove(e, t);
+		task_free(t);
+	}
+}
+
+/* A range's counts include what earlier attempts at it recorded. */
+static void eng_range_totals(struct eng *e)
+{
+	struct jo_sync_summary *sum = e->sum;
+	/* credited keys were also counted as skipped since the last checkpoint */
+	uint64_t since = sum->credited - (e->ck.credited - e->rg->base.credited);
+
+	sum->skipped = sum->skipped > since ? sum->skipped - since : 0;
+	sum->copied += e->rg->base.copied;
+	sum->copied_bytes += e->rg->base.copied_bytes;
+	sum->credited += e->rg->base.credited;
+}
+
+/* --delete-dst after a complete pass; after an incomplete one, why none ran. */
+static int eng_deletes(struct eng *e, int rc, struct jo_err *err)
+{
+	struct jo_sync_summary *sum = e->sum;
+
+	if (!rc && e->o->delete_dst)
+		return delete_pass(e, err);
+	if (rc && e->nextras) {
+		sum->extra = e->nextras;
+		sum->delete_refused = true;
+		snprintf(sum->delete_refused_why, sizeof(sum->delete_refused_why),
+			 "the run did not complete");
+	}
+	return rc;
+}
+
+/* The progress line stopped, the engine's resources released. */
+static void eng_end(struct eng *e)
+{
+	if (e->o->progress) {
+		pthread_mutex_lock(&e->mu);
+		e->progress_stop = true;
+		pthread_mutex_unlock(&e->mu);
+		pthread_join(e->progress_th, NULL);
+	}
+	if (e->extras)
+		fclose(e->extras);
+	e->sum->seconds = now_s() - e->t0;
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e->last_key);
+	free(e->ck_pos);
+}
+
+int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
+		const struct jo_sync_side *dst, struct jo_obj *dobj,
+		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
+		struct jo_err *err)
+{
+	struct eng e;
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	eng_init(&e, src, so, dst, dobj, opts, sum);
+
+	int nw = opts->transfers < 1 ? 1 : opts->transfers;
+	pthread_t *workers = calloc((size_t)nw, sizeof(*workers));
+	int started = 0;
+	if (!workers)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = eng_range_begin(&e, err)) != 0 || (rc = eng_state_begin(&e, err)) != 0) {
+		free(workers);
+		return rc;
 	}
 	if (!opts->dry_run) {
 		for (; started < nw; started++)
@@ -1481,131 +1686,22 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	if (opts->progress)
 		pthread_create(&e.progress_th, NULL, progress_main, &e);
 
-	bool sort_src = opts->src_sort || src->unordered, sort_dst = opts->dst_sort || dst->unordered;
-	char kvk[700];
-	char *v = NULL;
-	snprintf(kvk, sizeof(kvk), "unordered:%s", src->desc);
-	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
-		sort_src = true;
-	free(v);
-	v = NULL;
-	snprintf(kvk, sizeof(kvk), "unordered:%s", dst->desc);
-	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
-		sort_dst = true;
-	free(v);
+	bool sort_src = sort_side(opts, src, opts->src_sort || src->unordered, err);
+	bool sort_dst = sort_side(opts, dst, opts->dst_sort || dst->unordered, err);
 
 	e.track_pos = opts->state && !opts->dry_run && !opts->delete_dst && !opts->range;
 	char *after = NULL;
-	if (e.rg && e.rg->after && !(after = strdup(e.rg->after)))
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-	if (opts->resume && opts->state && !opts->delete_dst && !e.rg) {
-		if (jo_sync_state_getkv(opts->state, "listpos", &after, err) == 0 && after && *after) {
-			sum->resumed_listing = true;
-			jo_warn("resuming: listing both sides after \"%s\"", after);
-		}
-	}
-	for (int attempt = 0; rc != JO_ENOMEM; attempt++) {
-		pthread_mutex_lock(&e.mu);
-		free(e.merge_pos);
-		e.merge_pos = after && *after ? strdup(after) : NULL;
-		free(e.refused_pos);
-		e.refused_pos = NULL;
-		pthread_mutex_unlock(&e.mu);
-		if (e.extras)
-			fclose(e.extras);
-		e.extras = NULL;
-		e.nextras = 0;
-		sum->extra = 0;
-		sum->unrepresentable = 0;  /* the pass refuses them again */
-		sum->would_copy = sum->would_copy_bytes = 0;
-		if (opts->delete_dst) {
-			e.extras = tmpfile();
-			if (!e.extras) {
-				rc = jo_err_set(err, JO_EIO, "cannot create a temp file: %s", strerror(errno));
-				break;
-			}
-		}
-		char side = 0;
-		rc = merge_pass(&e, sort_src, sort_dst, after, &side, err);
-		drain(&e);
-		if (rc != JO_SYNC_EORDER)
-			break;
-		const struct jo_sync_side *bad = side == 's' ? src : dst;
-		if (e.rg) {
-			rc = range_relist(&e, side, bad, &after, err);
-			if (rc)
-				break;
-			sum->order_restarts++;
-			continue;
-		}
-		if (attempt >= 2 || (side == 's' ? sort_src : sort_dst)) {
-			rc = jo_err_wrap(err, "%s", bad->desc);
-			break;
-		}
-		jo_warn("%s does not list keys in byte order (%s); listing it again through an "
-			"external sort", bad->desc, err->msg);
-		jo_err_clear(err);
-		snprintf(kvk, sizeof(kvk), "unordered:%s", bad->desc);
-		jo_sync_state_setkv(opts->state, kvk, "1", err);
-		if (side == 's')
-			sort_src = true;
-		else
-			sort_dst = true;
-		sum->order_restarts++;
-	}
-	pthread_mutex_lock(&e.mu);
-	e.closing = true;
-	pthread_cond_broadcast(&e.cv);
-	pthread_mutex_unlock(&e.mu);
-	for (int i = 0; i < started; i++)
-		pthread_join(workers[i], NULL);
-	free(workers);
-	if (e.track_pos) {
-		/* A clean, complete pass leaves no position: the next run lists it all. */
-		if (!rc && !e.ihead) {
-			struct jo_err kerr = { 0 };
-			jo_sync_state_setkv(opts->state, "listpos", "", &kerr);
-		} else {
-			save_pos(&e, true);
-		}
-		while (e.ihead) {
-			struct task *t = e.ihead;
-			inflight_remove(&e, t);
-			task_free(t);
-		}
-	}
+	rc = eng_listing_start(&e, &after, err);
+	rc = eng_listing_passes(&e, sort_src, sort_dst, &after, rc, err);
+	eng_stop_workers(&e, workers, started);
+	if (e.track_pos)
+		eng_finish_position(&e, rc);
 	free(e.merge_pos);
 	free(e.refused_pos);
 	free(after);
-	if (e.rg) {
-		/* credited keys were also counted as skipped since the last checkpoint */
-		uint64_t since = sum->credited - (e.ck.credited - e.rg->base.credited);
-
-		sum->skipped = sum->skipped > since ? sum->skipped - since : 0;
-		sum->copied += e.rg->base.copied;
-		sum->copied_bytes += e.rg->base.copied_bytes;
-		sum->credited += e.rg->base.credited;
-	}
-	if (!rc && opts->delete_dst)
-		rc = delete_pass(&e, err);
-	else if (rc && e.nextras) {
-		sum->extra = e.nextras;
-		sum->delete_refused = true;
-		snprintf(sum->delete_refused_why, sizeof(sum->delete_refused_why),
-			 "the run did not complete");
-	}
-	if (opts->progress) {
-		pthread_mutex_lock(&e.mu);
-		e.progress_stop = true;
-		pthread_mutex_unlock(&e.mu);
-		pthread_join(e.progress_th, NULL);
-	}
-	if (e.extras)
-		fclose(e.extras);
-	sum->seconds = now_s() - e.t0;
-	pthread_mutex_destroy(&e.mu);
-	pthread_cond_destroy(&e.cv);
-	free(e.last_key);
-	free(e.ck_pos);
+	if (e.rg)
+		eng_range_totals(&e);
+	rc = eng_deletes(&e, rc, err);
+	eng_end(&e);
 	return rc;
 }
