@@ -1096,9 +1096,14 @@ static int range_checkpoint(struct eng *e, uint64_t *nsrc, uint64_t *ndst, uint6
 	return rc;
 }
 
-/* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
-static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *after,
-		      char *which_side, struct jo_err *err)
+/* The counts of one merge pass (range_checkpoint moves them into the checkpoint). */
+struct merge_counts {
+	uint64_t nsrc, ndst, skipped, excluded, nextra, iter;
+};
+
+/* Both listings started (DST's not when a dry run's DST does not exist yet). */
+static int merge_open(struct eng *e, bool sort_src, bool sort_dst, const char *after,
+		      struct jo_sync_stream **ls, struct jo_sync_stream **ld, struct jo_err *err)
 {
 	const struct jo_sync_opts *o = e->o;
 	struct jo_sync_stream_opts sos = { .threads = o->list_threads, .sort = sort_src,
@@ -1115,153 +1120,206 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	sod.desc = e->dst->desc;
 	if (e->rg)
 		sod.order = e->rg->dst_order;
-	struct jo_sync_stream *ls = NULL, *ld = NULL;
-	int rc = jo_sync_stream_start(&ls, e->so, e->src->prefix, &sos, err);
+	int rc = jo_sync_stream_start(ls, e->so, e->src->prefix, &sos, err);
 	/* A dry run to a local directory that a real run would create: nothing there yet. */
 	if (!rc && !o->dst_absent)
-		rc = jo_sync_stream_start(&ld, e->dobj, e->dst->prefix, &sod, err);
+		rc = jo_sync_stream_start(ld, e->dobj, e->dst->prefix, &sod, err);
 	if (rc) {
-		jo_sync_stream_free(ls);
+		jo_sync_stream_free(*ls);
 		return rc;
 	}
 	pthread_mutex_lock(&e->mu);
-	e->ls = ls;
-	e->ld = ld;
+	e->ls = *ls;
+	e->ld = *ld;
 	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
 
-	struct jo_sync_ent a = { 0 }, b = { 0 };
-	struct jo_err eb = { 0 };
-	int ra = jo_sync_stream_next(ls, &a, err);
-	int rb = ld ? jo_sync_stream_next(ld, &b, &eb) : 0;
-	uint64_t nsrc = 0, ndst = 0, skipped = 0, excluded = 0, nextra = 0, iter = 0;
-	while (!jo_cancelled()) {
-		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
-			break;
-		if (ra == 0 && rb == 0)
-			break;
-		if (e->rg && (++iter & 255) == 0 && e->rg->may_mutate &&
-		    !e->rg->may_mutate(e->rg->payload)) {
-			rc = jo_err_set(err, JO_ECONFLICT, "the range's lease is lost");
-			break;
-		}
-		if (e->rg && !e->rg->delete_only && e->rg->checkpoint &&
-		    now_s() - e->ck_at >= e->rg->checkpoint_s) {
-			rc = range_checkpoint(e, &nsrc, &ndst, &skipped, &excluded, &nextra, err);
-			if (rc)
-				break;
-		}
-		int c = ra == 0 ? 1 : rb == 0 ? -1 : keycmp(a.key, b.key);
-		const struct jo_sync_ent *s = c <= 0 ? &a : NULL, *d = c >= 0 ? &b : NULL;
-		const char *rel = s ? s->key : d->key;
-		if (s)
-			nsrc++;
-		if (d)
-			ndst++;
-		size_t rl = strlen(rel);
-		const char *bad = NULL;
-		if (!jo_sync_filter_pass(o->filter, rel) ||
-		    (e->dst->local && (s ? s->size : 0) == 0 && (rl == 0 || rel[rl - 1] == '/'))) {
-			/* Excluded, or a "directory marker" key a directory cannot hold. */
-			excluded++;
-		} else if (s && e->dst->local && (bad = jo_sync_local_key_why(rel, s->size))) {
-			/*
-			 * A key a local DST cannot hold one-to-one ("a//b" and "a/b" are
-			 * one file): refused, every run alike; no deletion follows a run
-			 * that refused one. A local listing never yields such a key, so
-			 * d is NULL.
-			 */
-			if (!(e->rg && e->rg->delete_only))
-				refuse_key(e, rel, bad);
-		} else if (s && e->rg && e->rg->delete_only) {
-			/* phase 2 compares nothing: it only finds what DST has in excess */
-		} else if (s) {
-			struct jo_sync_row row;
-			rc = jo_sync_state_get(o->state, rel, &row, err);
-			if (rc)
-				break;
-			const char *why = NULL;
-			if (jo_sync_decide(&o->cmp, s, d, &row, &why) == JO_SYNC_COPY) {
-				rc = dispatch_copy(e, s, d, why, err);
-				if (rc)
-					break;
-			} else {
-				skipped++;
-				/* an earlier attempt may have copied it: count it if so */
-				if (d && in_credit_window(e, rel)) {
-					rc = dispatch_credit(e, s, err);
-					if (rc)
-						break;
-				}
-			}
-		} else if (o->delete_dst) {
-			rc = add_extra(e, rel, err);
-			if (rc)
-				break;
-			nextra++;
-		} else if (e->rg) {
-			nextra++;
-		} else {
-			e->sum->extra++;
-		}
-		if (e->rg && !e->rg->delete_only) {
-			char *lk = strdup(rel);
+/* A range's lease checked now and then, its checkpoint written when due. */
+static int merge_range_tick(struct eng *e, struct merge_counts *m, struct jo_err *err)
+{
+	if (e->rg && (++m->iter & 255) == 0 && e->rg->may_mutate &&
+	    !e->rg->may_mutate(e->rg->payload))
+		return jo_err_set(err, JO_ECONFLICT, "the range's lease is lost");
+	if (e->rg && !e->rg->delete_only && e->rg->checkpoint &&
+	    now_s() - e->ck_at >= e->rg->checkpoint_s)
+		return range_checkpoint(e, &m->nsrc, &m->ndst, &m->skipped, &m->excluded, &m->nextra,
+					err);
+	return 0;
+}
 
-			if (!lk) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			free(e->last_key);
-			e->last_key = lk;
-		}
-		if (s && e->track_pos) {
-			rc = set_merge_pos(e, s->key, err);
-			if (rc)
-				break;
-			if ((nsrc & 255) == 0)
-				save_pos(e, false);
-		}
-		if (s)
-			ra = jo_sync_stream_next(ls, &a, err);
-		if (d)
-			rb = jo_sync_stream_next(ld, &b, &eb);  /* d: ld is open */
-		if (((nsrc + ndst) & 1023) == 0) {
-			pthread_mutex_lock(&e->mu);
-			e->sum->skipped = skipped;
-			pthread_mutex_unlock(&e->mu);
-		}
+/* A key on SRC: copied when the comparison says so, else skipped (or credited). */
+static int merge_src_key(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
+			 struct merge_counts *m, struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	struct jo_sync_row row;
+	const char *why = NULL;
+	int rc = jo_sync_state_get(o->state, s->key, &row, err);
+
+	if (rc)
+		return rc;
+	if (jo_sync_decide(&o->cmp, s, d, &row, &why) == JO_SYNC_COPY)
+		return dispatch_copy(e, s, d, why, err);
+	m->skipped++;
+	/* an earlier attempt may have copied it: count it if so */
+	if (d && in_credit_window(e, s->key))
+		return dispatch_credit(e, s, err);
+	return 0;
+}
+
+/* One key of the merge, on SRC (s), DST (d) or both: what becomes of it. */
+static int merge_key(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
+		     struct merge_counts *m, struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	const char *rel = s ? s->key : d->key;
+	size_t rl = strlen(rel);
+	const char *bad = NULL;
+	int rc;
+
+	if (!jo_sync_filter_pass(o->filter, rel) ||
+	    (e->dst->local && (s ? s->size : 0) == 0 && (rl == 0 || rel[rl - 1] == '/'))) {
+		/* Excluded, or a "directory marker" key a directory cannot hold. */
+		m->excluded++;
+	} else if (s && e->dst->local && (bad = jo_sync_local_key_why(rel, s->size))) {
+		/*
+		 * A key a local DST cannot hold one-to-one ("a//b" and "a/b" are
+		 * one file): refused, every run alike; no deletion follows a run
+		 * that refused one. A local listing never yields such a key, so
+		 * d is NULL.
+		 */
+		if (!(e->rg && e->rg->delete_only))
+			refuse_key(e, rel, bad);
+	} else if (s && e->rg && e->rg->delete_only) {
+		/* phase 2 compares nothing: it only finds what DST has in excess */
+	} else if (s) {
+		return merge_src_key(e, s, d, m, err);
+	} else if (o->delete_dst) {
+		rc = add_extra(e, rel, err);
+		if (rc)
+			return rc;
+		m->nextra++;
+	} else if (e->rg) {
+		m->nextra++;
+	} else {
+		e->sum->extra++;
 	}
+	return 0;
+}
+
+/* After a key: a range's last key, the listing position to resume from. */
+static int merge_key_done(struct eng *e, const struct jo_sync_ent *s, const char *rel,
+			  const struct merge_counts *m, struct jo_err *err)
+{
+	if (e->rg && !e->rg->delete_only) {
+		char *lk = strdup(rel);
+
+		if (!lk)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		free(e->last_key);
+		e->last_key = lk;
+	}
+	if (s && e->track_pos) {
+		int rc = set_merge_pos(e, s->key, err);
+
+		if (rc)
+			return rc;
+		if ((m->nsrc & 255) == 0)
+			save_pos(e, false);
+	}
+	return 0;
+}
+
+/* How the listings ended (ra, rb their last returns; eb DST's error): the pass's code. */
+static int merge_end(struct eng *e, int rc, int ra, int rb, const struct jo_err *eb,
+		     char *which_side, struct jo_err *err)
+{
 	if (!rc && jo_cancelled())
 		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
 	if (!rc && (ra == JO_SYNC_EORDER || rb == JO_SYNC_EORDER)) {
 		*which_side = ra == JO_SYNC_EORDER ? 's' : 'd';
 		if (rb == JO_SYNC_EORDER && ra != JO_SYNC_EORDER)
-			*err = eb;
+			*err = *eb;
 		rc = JO_SYNC_EORDER;
 	} else if (!rc && ra < 0) {
 		rc = ra;
 		jo_err_wrap(err, "listing SRC %s", e->src->desc);
 	} else if (!rc && rb < 0) {
-		*err = eb;
+		*err = *eb;
 		rc = rb;
 		jo_err_wrap(err, "listing DST %s", e->dst->desc);
 	}
+	return rc;
+}
+
+/* The pass's counts into the summary (a range's: on top of its last checkpoint). */
+static void merge_totals(struct eng *e, struct jo_sync_stream *ls, struct jo_sync_stream *ld,
+			 const struct merge_counts *m)
+{
 	pthread_mutex_lock(&e->mu);
 	e->ls = e->ld = NULL;
-	e->sum->src_listed = nsrc;
-	e->sum->dst_listed = ndst;
+	e->sum->src_listed = m->nsrc;
+	e->sum->dst_listed = m->ndst;
 	e->sum->src_links = jo_sync_stream_links(ls);
 	e->sum->dst_links = ld ? jo_sync_stream_links(ld) : 0;
-	e->sum->skipped = skipped;
-	e->sum->excluded = excluded;
+	e->sum->skipped = m->skipped;
+	e->sum->excluded = m->excluded;
 	if (e->rg) {
 		/* the range's totals: up to the last checkpoint, then this pass */
 		e->sum->src_listed += e->ck.src_listed;
 		e->sum->dst_listed += e->ck.dst_listed;
 		e->sum->skipped += e->ck.skipped;
 		e->sum->excluded += e->ck.excluded;
-		e->sum->extra = e->ck.extra + nextra;
+		e->sum->extra = e->ck.extra + m->nextra;
 	}
 	pthread_mutex_unlock(&e->mu);
+}
+
+/* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
+static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *after,
+		      char *which_side, struct jo_err *err)
+{
+	struct jo_sync_stream *ls = NULL, *ld = NULL;
+	int rc = merge_open(e, sort_src, sort_dst, after, &ls, &ld, err);
+
+	if (rc)
+		return rc;
+
+	struct jo_sync_ent a = { 0 }, b = { 0 };
+	struct jo_err eb = { 0 };
+	int ra = jo_sync_stream_next(ls, &a, err);
+	int rb = ld ? jo_sync_stream_next(ld, &b, &eb) : 0;
+	struct merge_counts m = { 0 };
+	while (!jo_cancelled()) {
+		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
+			break;
+		if (ra == 0 && rb == 0)
+			break;
+		if ((rc = merge_range_tick(e, &m, err)) != 0)
+			break;
+		int c = ra == 0 ? 1 : rb == 0 ? -1 : keycmp(a.key, b.key);
+		const struct jo_sync_ent *s = c <= 0 ? &a : NULL, *d = c >= 0 ? &b : NULL;
+		const char *rel = s ? s->key : d->key;
+		if (s)
+			m.nsrc++;
+		if (d)
+			m.ndst++;
+		if ((rc = merge_key(e, s, d, &m, err)) != 0 ||
+		    (rc = merge_key_done(e, s, rel, &m, err)) != 0)
+			break;
+		if (s)
+			ra = jo_sync_stream_next(ls, &a, err);
+		if (d)
+			rb = jo_sync_stream_next(ld, &b, &eb);  /* d: ld is open */
+		if (((m.nsrc + m.ndst) & 1023) == 0) {
+			pthread_mutex_lock(&e->mu);
+			e->sum->skipped = m.skipped;
+			pthread_mutex_unlock(&e->mu);
+		}
+	}
+	rc = merge_end(e, rc, ra, rb, &eb, which_side, err);
+	merge_totals(e, ls, ld, &m);
 	jo_sync_stream_free(ls);
 	jo_sync_stream_free(ld);
 	return rc;
