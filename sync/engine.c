@@ -468,17 +468,177 @@ static int state_part_cb(int number, const char *etag, uint64_t size, void *p)
 	return 0;
 }
 
-static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
-			  const struct task *t, struct jo_sync_row *row, bool *multipart,
-			  struct jo_err *err)
+/* The part size: --part-size (at least MIN_PART), larger when it would take over MAX_PARTS. */
+static uint64_t mp_part_size(const struct jo_sync_opts *o, uint64_t size)
 {
-	const struct jo_sync_opts *o = e->o;
-	uint64_t size = t->src.size;
 	uint64_t ps = o->part_size < MIN_PART ? MIN_PART : o->part_size;
+
 	if ((size + ps - 1) / ps > MAX_PARTS) {
 		ps = (size + MAX_PARTS - 1) / MAX_PARTS;
 		ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
 	}
+	return ps;
+}
+
+/* An upload that can never be completed: aborted, and its record dropped. */
+static void mp_forget(struct eng *e, const char *dkey, const char *rel, const char *upload_id)
+{
+	struct jo_err aerr = { 0 };
+
+	jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+	jo_sync_state_mpu_del(e->o->state, rel, &aerr);
+}
+
+/*
+ * An upload recorded by an earlier run: with --resume and the same source and
+ * part size, continued (*upload_id set, the parts already there kept); else
+ * aborted and forgotten.
+ */
+static int mp_resume(struct mp *m, char **upload_id, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	const struct jo_sync_opts *o = e->o;
+	const struct task *t = m->t;
+	struct jo_sync_mpu rec;
+	int rc;
+
+	if (jo_sync_state_mpu_get(o->state, t->rel, &rec, err) != 0)
+		return 0;
+	bool same = o->resume && rec.part_size == m->part_size && rec.src_size == t->src.size &&
+		    rec.src_mtime == t->src.mtime && !strcmp(rec.src_etag, t->src.etag);
+	if (same) {
+		rc = jo_sync_state_parts(o->state, t->rel, state_part_cb, m, err);
+		if (rc)
+			return rc;
+		struct found_parts fp = { .m = m };
+		struct jo_err lerr = { 0 };
+		int lrc = jo_obj_mpu_list_parts(e->dobj, m->dkey, rec.upload_id, listed_part_cb, &fp,
+						&lerr);
+		if (lrc == 0) {
+			*upload_id = strdup(rec.upload_id);
+			if (!*upload_id)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			if (o->verbose)
+				jo_warn("resuming upload of \"%s\": %d of %d parts already there",
+					t->rel, fp.n, m->nparts);
+		}
+		for (int i = 0; i < m->nparts; i++)
+			if (m->parts[i].number == -1 || !*upload_id)
+				memset(&m->parts[i], 0, sizeof(m->parts[i]));
+	}
+	if (!*upload_id)
+		mp_forget(e, m->dkey, t->rel, rec.upload_id);
+	return 0;
+}
+
+/* A new upload, with the source's metadata (and mode), recorded in the range and the state. */
+static int mp_create(struct mp *m, char **upload_id, char ***smeta, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	const struct jo_sync_opts *o = e->o;
+	const struct task *t = m->t;
+	const char *ctype = NULL;
+	int rc = src_head(e, m->skey, &t->src, smeta, &ctype, err);
+
+	if (rc)
+		return rc;
+	struct meta mt;
+	meta_build(&mt, *smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
+	struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
+	if (o->perms) {
+		struct jo_obj_info hi = { 0 };
+
+		rc = jo_obj_head(e->so, m->skey, &hi, err);
+		if (rc)
+			return rc;
+		po.set_mode = true;
+		po.mode = hi.mode & 0777;
+	}
+	rc = jo_obj_mpu_create(e->dobj, m->dkey, &po, upload_id, err);
+	if (rc)
+		return rc;
+	if (e->rg && e->rg->mpu) {
+		rc = e->rg->mpu(t->rel, *upload_id, true, err, e->rg->payload);
+		if (rc) {
+			struct jo_err aerr = { 0 };
+
+			jo_obj_mpu_abort(e->dobj, m->dkey, *upload_id, &aerr);
+			return rc;
+		}
+	}
+	struct jo_sync_mpu nm = { .part_size = m->part_size, .src_size = t->src.size,
+				  .src_mtime = t->src.mtime };
+	snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", *upload_id);
+	snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
+	return jo_sync_state_mpu_put(o->state, t->rel, &nm, err);
+}
+
+/* The parts, --part-concurrency of them at a time (this thread one of the workers). */
+static int mp_upload_parts(struct mp *m, struct jo_err *err)
+{
+	int pc = m->e->o->part_concurrency < 1 ? 1 : m->e->o->part_concurrency;
+	if (pc > m->nparts)
+		pc = m->nparts;
+	pthread_t th[64];
+	int nth = 0;
+	for (int i = 1; i < pc && nth < 64; i++)
+		if (pthread_create(&th[nth], NULL, part_worker, m) == 0)
+			nth++;
+	part_worker(m);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	if (m->rc) {
+		*err = m->err;
+		/* The source changed: this upload can never be completed. */
+		if (m->rc == JO_ECONFLICT)
+			mp_forget(m->e, m->dkey, m->t->rel, m->upload_id);
+		return m->rc;
+	}
+	if (jo_cancelled())
+		return jo_err_set(err, JO_ECANCELED, "cancelled");
+	return 0;
+}
+
+/* The upload completed, its size checked, the state row filled. */
+static int mp_complete(struct mp *m, struct jo_sync_row *row, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	uint64_t size = m->t->src.size;
+	int rc = jo_obj_mpu_complete(e->dobj, m->dkey, m->upload_id, m->parts, (size_t)m->nparts,
+				     err);
+
+	if (rc)
+		return rc;
+	/* Verify the size of what the store assembled. */
+	struct jo_obj_info info;
+	rc = jo_obj_head(e->dobj, m->dkey, &info, err);
+	if (rc)
+		return rc;
+	if (info.size != size)
+		return jo_err_set(err, JO_EIO, "\"%s\": assembled %" PRIu64 " bytes, expected %" PRIu64,
+				  m->dkey, info.size, size);
+	jo_sync_state_mpu_del(e->o->state, m->t->rel, err);
+	row->dst_size = size;
+	/* Remember the ETag the store reported (AWS-style "md5-N" or a plain MD5). */
+	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", info.etag);
+	if (!row->dst_etag[0]) {
+		unsigned char d[16];
+		md5_of(m->md5s, (size_t)m->nparts * 16, d);
+		char h[33];
+		hex(d, 16, h);
+		snprintf(row->dst_etag, sizeof(row->dst_etag), "%s-%d", h, m->nparts);
+	}
+	if (jo_sync_etag_is_md5(m->t->src.etag))
+		snprintf(row->md5, sizeof(row->md5), "%.32s", m->t->src.etag);
+	return 0;
+}
+
+static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
+			  const struct task *t, struct jo_sync_row *row, bool *multipart,
+			  struct jo_err *err)
+{
+	uint64_t size = t->src.size;
+	uint64_t ps = mp_part_size(e->o, size);
 	struct mp m = { .e = e, .skey = skey, .dkey = dkey, .rel = t->rel, .t = t, .part_size = ps };
 	m.nparts = (int)((size + ps - 1) / ps);
 	pthread_mutex_init(&m.mu, NULL);
@@ -486,135 +646,20 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 	m.parts = calloc((size_t)m.nparts, sizeof(*m.parts));
 	char *upload_id = NULL;
 	char **smeta = NULL;
-	const char *ctype = NULL;
 	int rc = 0;
 	*multipart = true;
-	if (!m.md5s || !m.parts) {
+	if (!m.md5s || !m.parts)
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
+	if (!rc)
+		rc = mp_resume(&m, &upload_id, err);
+	if (!rc && !upload_id)
+		rc = mp_create(&m, &upload_id, &smeta, err);
+	if (!rc) {
+		m.upload_id = upload_id;
+		rc = mp_upload_parts(&m, err);
 	}
-	/* An upload recorded by an earlier run. */
-	struct jo_sync_mpu rec;
-	if (jo_sync_state_mpu_get(o->state, t->rel, &rec, err) == 0) {
-		bool same = o->resume && rec.part_size == ps && rec.src_size == size &&
-			    rec.src_mtime == t->src.mtime && !strcmp(rec.src_etag, t->src.etag);
-		if (same) {
-			rc = jo_sync_state_parts(o->state, t->rel, state_part_cb, &m, err);
-			if (rc)
-				goto out;
-			struct found_parts fp = { .m = &m };
-			struct jo_err lerr = { 0 };
-			int lrc = jo_obj_mpu_list_parts(e->dobj, dkey, rec.upload_id, listed_part_cb, &fp,
-							&lerr);
-			if (lrc == 0) {
-				upload_id = strdup(rec.upload_id);
-				if (!upload_id) {
-					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-					goto out;
-				}
-				if (o->verbose)
-					jo_warn("resuming upload of \"%s\": %d of %d parts already there",
-						t->rel, fp.n, m.nparts);
-			}
-			for (int i = 0; i < m.nparts; i++)
-				if (m.parts[i].number == -1 || !upload_id)
-					memset(&m.parts[i], 0, sizeof(m.parts[i]));
-		}
-		if (!upload_id) {
-			struct jo_err aerr = { 0 };
-			jo_obj_mpu_abort(e->dobj, dkey, rec.upload_id, &aerr);
-			jo_sync_state_mpu_del(o->state, t->rel, &aerr);
-		}
-	}
-	if (!upload_id) {
-		rc = src_head(e, skey, &t->src, &smeta, &ctype, err);
-		if (rc)
-			goto out;
-		struct meta mt;
-		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
-		struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
-		if (o->perms) {
-			struct jo_obj_info hi = { 0 };
-
-			rc = jo_obj_head(e->so, skey, &hi, err);
-			if (rc)
-				goto out;
-			po.set_mode = true;
-			po.mode = hi.mode & 0777;
-		}
-		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
-		if (rc)
-			goto out;
-		if (e->rg && e->rg->mpu) {
-			rc = e->rg->mpu(t->rel, upload_id, true, err, e->rg->payload);
-			if (rc) {
-				struct jo_err aerr = { 0 };
-
-				jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
-				goto out;
-			}
-		}
-		struct jo_sync_mpu nm = { .part_size = ps, .src_size = size, .src_mtime = t->src.mtime };
-		snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", upload_id);
-		snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
-		rc = jo_sync_state_mpu_put(o->state, t->rel, &nm, err);
-		if (rc)
-			goto out;
-	}
-	m.upload_id = upload_id;
-	int pc = o->part_concurrency < 1 ? 1 : o->part_concurrency;
-	if (pc > m.nparts)
-		pc = m.nparts;
-	pthread_t th[64];
-	int nth = 0;
-	for (int i = 1; i < pc && nth < 64; i++)
-		if (pthread_create(&th[nth], NULL, part_worker, &m) == 0)
-			nth++;
-	part_worker(&m);
-	for (int i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
-	if (m.rc) {
-		*err = m.err;
-		rc = m.rc;
-		if (rc == JO_ECONFLICT) {
-			/* The source changed: this upload can never be completed. */
-			struct jo_err aerr = { 0 };
-			jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
-			jo_sync_state_mpu_del(o->state, t->rel, &aerr);
-		}
-		goto out;
-	}
-	if (jo_cancelled()) {
-		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
-		goto out;
-	}
-	rc = jo_obj_mpu_complete(e->dobj, dkey, upload_id, m.parts, (size_t)m.nparts, err);
-	if (rc)
-		goto out;
-	/* Verify the size of what the store assembled. */
-	struct jo_obj_info info;
-	rc = jo_obj_head(e->dobj, dkey, &info, err);
-	if (rc)
-		goto out;
-	if (info.size != size) {
-		rc = jo_err_set(err, JO_EIO, "\"%s\": assembled %" PRIu64 " bytes, expected %" PRIu64,
-				dkey, info.size, size);
-		goto out;
-	}
-	jo_sync_state_mpu_del(o->state, t->rel, err);
-	row->dst_size = size;
-	/* Remember the ETag the store reported (AWS-style "md5-N" or a plain MD5). */
-	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", info.etag);
-	if (!row->dst_etag[0]) {
-		unsigned char d[16];
-		md5_of(m.md5s, (size_t)m.nparts * 16, d);
-		char h[33];
-		hex(d, 16, h);
-		snprintf(row->dst_etag, sizeof(row->dst_etag), "%s-%d", h, m.nparts);
-	}
-	if (jo_sync_etag_is_md5(t->src.etag))
-		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
-out:
+	if (!rc)
+		rc = mp_complete(&m, row, err);
 	if (e->rg && e->rg->mpu && upload_id) {
 		/* nothing continues a range's upload later: one that failed goes now */
 		struct jo_err aerr = { 0 };
