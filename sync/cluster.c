@@ -912,19 +912,223 @@ static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bo
 	return rc == JO_ECONFLICT ? 0 : rc;
 }
 
+/* The bounds of a range and where this attempt starts (decoded from the records). */
+struct range_keys {
+	char *lo, *hi, *after;
+};
+
+/* A range whose lease went to another worker: nothing to report, nothing more to do. */
+static int range_lost(struct job *j, struct jo_err *err)
+{
+	jo_err_clear(err);
+	jo_lease_forget(j->lease);
+	return 0;
+}
+
+/* The range's bounds and checkpoint read, the range this worker's current one. */
+static int range_start(struct job *j, const struct rview *rv, int idx, bool del, struct rctx *r,
+		       struct range_keys *k, bool *prev_uncounted, struct jo_err *err)
+{
+	bool bad = false;
+
+	k->lo = unhex(json_object_get(rv->def, "lo"), &bad);
+	k->hi = unhex(json_object_get(rv->def, "hi"), &bad);
+	if (!del && rv->pos) {
+		k->after = unhex(json_object_get(rv->pos, "pos"), &bad);
+		r->uncounted = jb(rv->pos, "uncounted");
+		counters_from(rv->pos, &r->ck);
+	}
+	if (bad)
+		return jo_err_set(err, JO_EPROTO, "coordinator: range %06d's records are corrupt", idx);
+	r->ck_pos = k->after ? strdup(k->after) : NULL;
+	/*
+	 * From here on copies may land past the checkpoint without being
+	 * recorded: say so once, before the first. A later attempt then HEADs
+	 * the keys it would skip past the checkpoint, to count what this one
+	 * copied (one write per attempt, not per copy).
+	 */
+	*prev_uncounted = r->uncounted;
+	r->uncounted = true;
+	pthread_mutex_lock(&j->mu);
+	j->cur_range = idx;
+	pthread_mutex_unlock(&j->mu);
+	return 0;
+}
+
+/* The engine's options for the range: its bounds, orders, checkpoint and the phase. */
+static void range_opts(struct job *j, const struct view *v, const struct rview *rv, bool del,
+		       struct rctx *r, const struct range_keys *k, bool prev_uncounted,
+		       struct jo_sync_range *rg, struct jo_sync_opts *o)
+{
+	rg->lo = k->lo;
+	rg->hi = k->hi;
+	rg->src_order = order_of(js(view_plan(v), "src_order"));
+	rg->dst_order = order_of(js(view_plan(v), "dst_order"));
+	/* an order break another range met: start there */
+	if (v->order_src && order_of(js(v->order_src, "order")) > rg->src_order)
+		rg->src_order = order_of(js(v->order_src, "order"));
+	if (v->order_dst && order_of(js(v->order_dst, "order")) > rg->dst_order)
+		rg->dst_order = order_of(js(v->order_dst, "order"));
+	rg->after = k->after;
+	rg->base = r->ck;
+	rg->uncounted = prev_uncounted;
+	rg->job_mark = j->mark;
+	rg->checkpoint_s = j->co->checkpoint_s;
+	rg->checkpoint = cb_checkpoint;
+	rg->may_mutate = cb_may_mutate;
+	rg->mpu = cb_mpu;
+	rg->payload = r;
+	o->range = rg;
+	o->live = &j->live;
+	o->state = NULL;
+	o->progress = false;
+	if (del) {
+		const json_t *d = rv->done;
+
+		o->delete_dst = true;
+		o->max_delete = -1;
+		rg->delete_only = true;
+		rg->max_extras = d ? ju(d, "x") : 0;
+		rg->expect_src = d && ju(d, "ls") > 0;
+		rg->after = NULL;
+		rg->uncounted = false;
+		memset(&rg->base, 0, sizeof(rg->base));
+		rg->checkpoint = NULL;
+	} else {
+		o->delete_dst = false;
+	}
+}
+
+/* An order break this range met, recorded so that other ranges start with it. */
+static void range_note_order(struct job *j, const struct jo_sync_range *rg,
+			     enum jo_sync_order so0, enum jo_sync_order do0, struct jo_err *rerr)
+{
+	if (rg->src_order <= so0 && rg->dst_order <= do0)
+		return;
+	json_t *h = json_pack("{s:s}", "order", order_name(rg->src_order > so0 ? rg->src_order
+									      : rg->dst_order));
+	if (h)
+		(void)rec_put(j->m, j->ns, rg->src_order > so0 ? "order:src" : "order:dst", h,
+			      NULL, NULL, rerr);
+	json_decref(h);
+}
+
+/* The done record of the range (ddone: of its deletions), or NULL without memory. */
+static json_t *range_done_json(struct job *j, const struct jo_mut_task *t, bool del,
+			       const struct rctx *r, const struct jo_sync_summary *sum)
+{
+	if (del)
+		return json_pack("{s:I,s:I,s:b,s:s,s:s,s:I,s:I,s:f}", "deleted",
+				 (json_int_t)sum->deleted, "extra", (json_int_t)sum->extra, "refused",
+				 sum->delete_refused, "why", sum->delete_refused_why, "by",
+				 j->co->worker, "started", (json_int_t)r->since, "at",
+				 (json_int_t)now_ms(), "secs", sum->seconds);
+
+	struct jo_sync_ckpt c = { .copied = sum->copied, .copied_bytes = sum->copied_bytes,
+				  .credited = sum->credited, .skipped = sum->skipped,
+				  .extra = sum->extra, .excluded = sum->excluded,
+				  .src_listed = sum->src_listed, .dst_listed = sum->dst_listed };
+	json_t *d = counters_json(&c);
+
+	if (d) {
+		json_object_set_new(d, "by", json_string(j->co->worker));
+		json_object_set_new(d, "at", json_integer(now_ms()));
+		json_object_set_new(d, "since", json_integer(r->since));
+		json_object_set_new(d, "att", json_integer(t->attempts));
+		json_object_set_new(d, "secs", json_real(sum->seconds));
+	}
+	return d;
+}
+
+/* The range recorded done in the transaction that completes its lease. */
+static int range_record_done(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+			     const struct rctx *r, const struct jo_sync_range *rg,
+			     const struct jo_sync_summary *sum, struct jo_err *err)
+{
+	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
+	json_t *d = range_done_json(j, t, del, r, sum);
+	char key[32];
+	int rc;
+
+	if (!d)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
+	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
+	json_decref(d);
+	if (rc == JO_ECONFLICT) {
+		jo_warn("range %06d: the lease was lost before it was recorded done", idx);
+		return range_lost(j, err);
+	}
+	if (rc)
+		return rc;
+	jo_lease_forget(j->lease); /* completed with the record */
+	j->res->ranges_mine++;
+	j->fails_in_a_row = 0;
+	if (j->o->verbose)
+		jo_info("range %06d %s: %" PRIu64 " copied, %" PRIu64 " skipped, %" PRIu64
+			" deleted, %.1fs", idx, del ? "deletions done" : "done",
+			sum->copied - rg->base.copied, sum->skipped, sum->deleted, sum->seconds);
+	return 0;
+}
+
+/* How the run of the range ended (rc, sum; rerr its error): the lease released, lost,
+ * the range failed or recorded done. */
+static int range_outcome(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+			 uint64_t failures, const struct rctx *r, const struct jo_sync_range *rg,
+			 int rc, const struct jo_sync_summary *sum, struct jo_err *rerr,
+			 struct jo_err *err)
+{
+	if (rc == JO_ECANCELED || jo_cancelled()) {
+		*err = *rerr;
+		(void)jo_lease_release(j->lease, j->m, rerr);
+		return JO_ECANCELED;
+	}
+	if (!jo_lease_valid(j->lease) || rc == JO_ECONFLICT) {
+		jo_warn("range %06d: the lease was lost (another worker has it now)", idx);
+		return range_lost(j, err);
+	}
+	if (rc || sum->failed) {
+		char why[600];
+
+		if (rc)
+			snprintf(why, sizeof(why), "%s", rerr->msg);
+		else
+			snprintf(why, sizeof(why), "%" PRIu64 " object%s failed", sum->failed,
+				 sum->failed == 1 ? "" : "s");
+		return range_failed(j, t, idx, del, why, failures, err);
+	}
+	return range_record_done(j, t, idx, del, r, rg, sum, err);
+}
+
+/* The engine run over the range; its summary added to this worker's. */
+static int range_run(struct job *j, bool del, const struct jo_sync_range *rg,
+		     const struct jo_sync_opts *o, struct jo_sync_summary *sum, struct jo_err *rerr)
+{
+	double t0 = mono_s();
+	int rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, o, sum, rerr);
+
+	j->busy_s += mono_s() - t0;
+	add_summary(&j->res->mine, sum);
+	if (!del) {
+		/* what counts for this range is its total; the process adds its own work */
+		j->res->mine.copied -= rg->base.copied;
+		j->res->mine.copied_bytes -= rg->base.copied_bytes;
+		j->res->mine.credited -= rg->base.credited;
+	}
+	return rc;
+}
+
 static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool del,
 		    const struct view *v, const struct rview *rv, struct jo_err *err)
 {
-	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
 	struct rctx r = { .j = j, .task = t->id, .idx = idx, .since = now_ms(),
 			  .attempt = t->attempts, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct jo_sync_range rg = { 0 };
 	struct jo_sync_summary sum;
 	struct jo_sync_opts o = *j->o;
 	struct jo_err rerr = { 0 };
-	char key[32];
-	bool bad = false;
-	char *lo = NULL, *hi = NULL, *after = NULL;
+	struct range_keys k = { 0 };
+	bool prev_uncounted;
 	int rc;
 
 	if (del ? rv->ddone != NULL : (rv->done && !jb(rv->done, "failed"))) {
@@ -937,169 +1141,32 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 	uint64_t failures = ju(del ? rv->dfail : rv->fail, "n");
 	if (failures >= (uint64_t)j->co->max_attempts)
 		return range_give_up(j, t, idx, del, err);
-	lo = unhex(json_object_get(rv->def, "lo"), &bad);
-	hi = unhex(json_object_get(rv->def, "hi"), &bad);
-	if (!del && rv->pos) {
-		after = unhex(json_object_get(rv->pos, "pos"), &bad);
-		r.uncounted = jb(rv->pos, "uncounted");
-		counters_from(rv->pos, &r.ck);
-	}
-	if (bad) {
-		rc = jo_err_set(err, JO_EPROTO, "coordinator: range %06d's records are corrupt", idx);
+	rc = range_start(j, rv, idx, del, &r, &k, &prev_uncounted, err);
+	if (rc)
 		goto out;
-	}
-	r.ck_pos = after ? strdup(after) : NULL;
-	/*
-	 * From here on copies may land past the checkpoint without being
-	 * recorded: say so once, before the first. A later attempt then HEADs
-	 * the keys it would skip past the checkpoint, to count what this one
-	 * copied (one write per attempt, not per copy).
-	 */
-	bool prev_uncounted = r.uncounted;
-	r.uncounted = true;
-	pthread_mutex_lock(&j->mu);
-	j->cur_range = idx;
-	pthread_mutex_unlock(&j->mu);
 	if (!del) {
 		/* leased by whom, since when (the status shows it) */
 		rc = write_pos(&r, err);
-		if (rc)
-			goto lost;
+		if (rc) {
+			rc = range_lost(j, err);
+			goto out;
+		}
 		if (rv->pos)
 			abort_left_uploads(j, rv->pos);
 	}
-	rg.lo = lo;
-	rg.hi = hi;
-	rg.src_order = order_of(js(view_plan(v), "src_order"));
-	rg.dst_order = order_of(js(view_plan(v), "dst_order"));
-	/* an order break another range met: start there */
-	if (v->order_src && order_of(js(v->order_src, "order")) > rg.src_order)
-		rg.src_order = order_of(js(v->order_src, "order"));
-	if (v->order_dst && order_of(js(v->order_dst, "order")) > rg.dst_order)
-		rg.dst_order = order_of(js(v->order_dst, "order"));
+	range_opts(j, v, rv, del, &r, &k, prev_uncounted, &rg, &o);
 	enum jo_sync_order so0 = rg.src_order, do0 = rg.dst_order;
-	rg.after = after;
-	rg.base = r.ck;
-	rg.uncounted = prev_uncounted;
-	rg.job_mark = j->mark;
-	rg.checkpoint_s = j->co->checkpoint_s;
-	rg.checkpoint = cb_checkpoint;
-	rg.may_mutate = cb_may_mutate;
-	rg.mpu = cb_mpu;
-	rg.payload = &r;
-	o.range = &rg;
-	o.live = &j->live;
-	o.state = NULL;
-	o.progress = false;
-	if (del) {
-		const json_t *d = rv->done;
-
-		o.delete_dst = true;
-		o.max_delete = -1;
-		rg.delete_only = true;
-		rg.max_extras = d ? ju(d, "x") : 0;
-		rg.expect_src = d && ju(d, "ls") > 0;
-		rg.after = NULL;
-		rg.uncounted = false;
-		memset(&rg.base, 0, sizeof(rg.base));
-		rg.checkpoint = NULL;
-	} else {
-		o.delete_dst = false;
-	}
-	double t0 = mono_s();
-	rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, &o, &sum, &rerr);
-	j->busy_s += mono_s() - t0;
-	add_summary(&j->res->mine, &sum);
-	if (!del) {
-		/* what counts for this range is its total; the process adds its own work */
-		j->res->mine.copied -= rg.base.copied;
-		j->res->mine.copied_bytes -= rg.base.copied_bytes;
-		j->res->mine.credited -= rg.base.credited;
-	}
-	if (rg.src_order > so0 || rg.dst_order > do0) {
-		json_t *h = json_pack("{s:s}", "order", order_name(rg.src_order > so0 ? rg.src_order
-										 : rg.dst_order));
-		if (h)
-			(void)rec_put(j->m, j->ns, rg.src_order > so0 ? "order:src" : "order:dst", h,
-				      NULL, NULL, &rerr);
-		json_decref(h);
-	}
-	if (rc == JO_ECANCELED || jo_cancelled()) {
-		rc = JO_ECANCELED;
-		*err = rerr;
-		(void)jo_lease_release(j->lease, j->m, &rerr);
-		goto out;
-	}
-	if (!jo_lease_valid(j->lease) || rc == JO_ECONFLICT) {
-		jo_warn("range %06d: the lease was lost (another worker has it now)", idx);
-		goto lost;
-	}
-	if (rc || sum.failed) {
-		char why[600];
-
-		if (rc)
-			snprintf(why, sizeof(why), "%s", rerr.msg);
-		else
-			snprintf(why, sizeof(why), "%" PRIu64 " object%s failed", sum.failed,
-				 sum.failed == 1 ? "" : "s");
-		rc = range_failed(j, t, idx, del, why, failures, err);
-		goto out;
-	}
-	json_t *d;
-	if (del) {
-		d = json_pack("{s:I,s:I,s:b,s:s,s:s,s:I,s:I,s:f}", "deleted", (json_int_t)sum.deleted,
-			      "extra", (json_int_t)sum.extra, "refused", sum.delete_refused, "why",
-			      sum.delete_refused_why, "by", j->co->worker, "started", (json_int_t)r.since,
-			      "at", (json_int_t)now_ms(), "secs", sum.seconds);
-	} else {
-		struct jo_sync_ckpt c = { .copied = sum.copied, .copied_bytes = sum.copied_bytes,
-					  .credited = sum.credited, .skipped = sum.skipped,
-					  .extra = sum.extra, .excluded = sum.excluded,
-					  .src_listed = sum.src_listed, .dst_listed = sum.dst_listed };
-
-		d = counters_json(&c);
-		if (d) {
-			json_object_set_new(d, "by", json_string(j->co->worker));
-			json_object_set_new(d, "at", json_integer(now_ms()));
-			json_object_set_new(d, "since", json_integer(r.since));
-			json_object_set_new(d, "att", json_integer(t->attempts));
-			json_object_set_new(d, "secs", json_real(sum.seconds));
-		}
-	}
-	if (!d) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
-	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
-	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
-	json_decref(d);
-	if (rc == JO_ECONFLICT) {
-		jo_warn("range %06d: the lease was lost before it was recorded done", idx);
-		jo_err_clear(err);
-		goto lost;
-	}
-	if (rc)
-		goto out;
-	jo_lease_forget(j->lease); /* completed with the record */
-	j->res->ranges_mine++;
-	j->fails_in_a_row = 0;
-	if (j->o->verbose)
-		jo_info("range %06d %s: %" PRIu64 " copied, %" PRIu64 " skipped, %" PRIu64
-			" deleted, %.1fs", idx, del ? "deletions done" : "done", sum.copied - rg.base.copied,
-			sum.skipped, sum.deleted, sum.seconds);
-	goto out;
-lost:
-	rc = 0;
-	jo_err_clear(err);
-	jo_lease_forget(j->lease);
+	rc = range_run(j, del, &rg, &o, &sum, &rerr);
+	range_note_order(j, &rg, so0, do0, &rerr);
+	rc = range_outcome(j, t, idx, del, failures, &r, &rg, rc, &sum, &rerr, err);
 out:
 	pthread_mutex_lock(&j->mu);
 	j->cur_range = -1;
 	pthread_mutex_unlock(&j->mu);
 	(void)put_worker(j, "working", &rerr);
-	free(lo);
-	free(hi);
-	free(after);
+	free(k.lo);
+	free(k.hi);
+	free(k.after);
 	free(r.ck_pos);
 	for (size_t i = 0; i < r.nup; i++) {
 		free(r.up[i].key);
