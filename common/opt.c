@@ -655,3 +655,18 @@ void jo_opt_dump_json(const struct jo_opt_cmd *c, FILE *f)
 	}
 	json_decref(top);
 }
+
+void jo_opt_rows(struct jo_opt_table *t, const struct jo_option *rows, size_t n)
+{
+	if (n > sizeof(t->row) / sizeof(t->row[0]) - t->n)
+		abort();
+	memcpy(t->row + t->n, rows, n * sizeof(*rows));
+	t->n += n;
+}
+
+void jo_opt_rows_end(struct jo_opt_table *t)
+{
+	const struct jo_option end[] = { OPT_END() };
+
+	JO_OPT_ROWS(t, end);
+}

@@ -123,6 +123,19 @@ enum {
 };
 
 /*
+ * A table built from parts, for a command whose options come in groups
+ * written one function each: JO_OPT_ROWS appends a part's rows in order,
+ * OPT_END is appended by jo_opt_rows_end. Too many rows is a bug: abort.
+ */
+struct jo_opt_table {
+	struct jo_option row[160];
+	size_t n;
+};
+void jo_opt_rows(struct jo_opt_table *t, const struct jo_option *rows, size_t n);
+#define JO_OPT_ROWS(t, rows) jo_opt_rows((t), (rows), sizeof(rows) / sizeof((rows)[0]))
+void jo_opt_rows_end(struct jo_opt_table *t);
+
+/*
  * Parse argv[1..argc): the options go where the table says, the other
  * arguments are moved to argv[1..n] in their order and n is returned.
  * Or JO_OPT_SHOWN / JO_OPT_REFUSED (the line printed, see above). The

@@ -749,13 +749,12 @@ static void default_owner(struct run *r)
 
 enum { MODE_DEFAULT, MODE_PLAN, MODE_WORKER, MODE_STATUS };
 
-int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
+/* Parse and check the flags: true (META-URL in argv[1]), or false with the exit code. */
+static bool compact_parse(struct run *r, struct cmd_vol_args *va, int argc, char **argv,
+			  int *exit_code)
 {
-	struct cmd_vol_args va = { 0 };
-	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4, .lease_ms = 60000,
-					     .task_size = 0, .top = 10 } };
-	struct jo_err err = { 0 };
-	int n, rc, mode = MODE_DEFAULT;
+	struct jo_ctx *ctx = r->ctx;
+	int n, mode = MODE_DEFAULT;
 	struct jo_option opts[] = {
 		OPT_GROUP("Modes (the same lease framework as `jfsops gc`):\n"
 			  "      (default)            survey and report; with --apply: plan, then "
@@ -767,26 +766,26 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 		OPT_CMDMODE(0, "status", &mode, "print how many tasks are recorded and leased",
 			    MODE_STATUS),
 		OPT_GROUP("Options:"),
-		OPT_BOOL(0, "apply", &r.o.apply, "compact (default: report only)"),
-		OPT_STRING(0, "path", &r.o.path, "PATH", "only files under PATH (default: the whole "
+		OPT_BOOL(0, "apply", &r->o.apply, "compact (default: report only)"),
+		OPT_STRING(0, "path", &r->o.path, "PATH", "only files under PATH (default: the whole "
 			   "volume)"),
-		OPT_UINT(0, "min-slices", &r.o.min_slices, "N", "chunks with at least N records", 0,
+		OPT_UINT(0, "min-slices", &r->o.min_slices, "N", "chunks with at least N records", 0,
 			 0),
-		OPT_UINT(0, "min-garbage", &r.o.min_garbage, "PCT", "and at least PCT% of their "
+		OPT_UINT(0, "min-garbage", &r->o.min_garbage, "PCT", "and at least PCT% of their "
 			 "written bytes hidden", 0, 100),
-		OPT_UINT(0, "top", &r.o.top, "N", "name the N chunks worth compacting that hold the "
+		OPT_UINT(0, "top", &r->o.top, "N", "name the N chunks worth compacting that hold the "
 			 "most records: file path, chunk index, records, bytes (default 10; 0: none)",
 			 0, 1000),
-		OPT_UINT(0, "threads", &r.o.threads, "N", "workers in this process", 1, 64),
-		OPT_STRING(0, "id", &r.o.id, "NAME", "worker id in leases and the audit (default "
+		OPT_UINT(0, "threads", &r->o.threads, "N", "workers in this process", 1, 64),
+		OPT_STRING(0, "id", &r->o.id, "NAME", "worker id in leases and the audit (default "
 			   "host:pid)"),
-		OPT_DURATION(0, "lease", &r.o.lease_ms, "DUR", "lease length (default 60s; renewed "
+		OPT_DURATION(0, "lease", &r->o.lease_ms, "DUR", "lease length (default 60s; renewed "
 			     "every third)", 1000, 0),
-		OPT_DURATION(0, "max-time", &r.o.max_time_ms, "DUR", "stop claiming after DUR and "
+		OPT_DURATION(0, "max-time", &r->o.max_time_ms, "DUR", "stop claiming after DUR and "
 			     "release leases", 1, 0),
-		OPT_UINT(0, "task-size", &r.o.task_size, "N", "chunks per task (default: candidates "
+		OPT_UINT(0, "task-size", &r->o.task_size, "N", "chunks per task (default: candidates "
 			 "/ (4 x threads), between 1 and 64)", 1, 10000),
-		OPT_STRING(0, "audit", &r.o.audit_path, "FILE", "append a JSON line per deleted block "
+		OPT_STRING(0, "audit", &r->o.audit_path, "FILE", "append a JSON line per deleted block "
 			   "to FILE"),
 		OPT_STRING(0, "metrics-file", &ctx->metrics_path, "PATH", "write Prometheus textfile "
 			   "metrics when the run ends, also when it fails (atomic; default: none; "
@@ -795,21 +794,164 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 			 "summary)"),
 		OPT_BOOL('q', "quiet", &ctx->quiet, "no progress line"),
 		OPT_HELP(),
-		CMD_VOL_OPTIONS(&va),
+		CMD_VOL_OPTIONS(va),
 		OPT_END(),
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, compact_usage, compact_tail, opts };
 
 	n = jo_opt_parse(&cmd, argc, argv);
-	if (n < 0)
-		return cmd_opt_exit(ctx, n);
-	if (n != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
-	r.o.plan = mode == MODE_PLAN;
-	r.o.worker = mode == MODE_WORKER;
-	r.o.status = mode == MODE_STATUS;
-	if (r.o.worker && r.o.path)
-		return cmd_usage_error(ctx, "--path belongs to planning, not to --worker");
+	if (n < 0) {
+		*exit_code = cmd_opt_exit(ctx, n);
+		return false;
+	}
+	if (n != 1) {
+		*exit_code = cmd_usage_error(ctx, "expected one META-URL");
+		return false;
+	}
+	r->o.plan = mode == MODE_PLAN;
+	r->o.worker = mode == MODE_WORKER;
+	r->o.status = mode == MODE_STATUS;
+	if (r->o.worker && r->o.path) {
+		*exit_code = cmd_usage_error(ctx, "--path belongs to planning, not to --worker");
+		return false;
+	}
+	return true;
+}
+
+/* --status: the tasks recorded and leased. */
+static int compact_status(struct run *r, struct jo_err *err)
+{
+	int64_t total = 0, leased = 0;
+
+	if (jo_mut_task_count(r->vol->meta, COMPACT_NS, &total, &leased, err))
+		return cmd_fail(r->ctx, err);
+	printf("compaction tasks: %" PRId64 " recorded, %" PRId64 " leased\n", total, leased);
+	return 0;
+}
+
+/* --apply refused on a volume it cannot rewrite; the audit file opened: 0 or the exit code. */
+static int compact_check_volume(struct run *r, struct jo_err *err)
+{
+	if (r->o.apply && r->vol->fmt.changelog) {
+		jo_err_set(err, JO_EUNSUPPORTED,
+			   "volume '%s' keeps a change log (ChangeLog): compaction would not be logged; refusing",
+			   r->vol->fmt.name);
+		return cmd_fail(r->ctx, err);
+	}
+	if (r->o.apply && r->vol->fmt.has_encrypt_key) {
+		jo_err_set(err, JO_EUNSUPPORTED, "volume '%s' encrypts its data: not supported",
+			   r->vol->fmt.name);
+		return cmd_fail(r->ctx, err);
+	}
+	if (r->o.apply && r->o.audit_path && jo_audit_open(&r->audit, r->o.audit_path, err))
+		return cmd_fail(r->ctx, err);
+	return 0;
+}
+
+/* The chunk survey, and with --apply the plan recorded as tasks: 0 or an error code. */
+static int compact_survey(struct run *r, struct jo_err *err)
+{
+	int rc = 0;
+
+	r->incomplete = "the chunk survey";
+	if (r->o.top && !(r->top = calloc(r->o.top, sizeof(*r->top))))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (r->o.apply) {
+		struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+
+		xo.mem_limit = 64u << 20;
+		rc = jo_xsort_new(&r->plan, &xo, err);
+	}
+	if (!rc)
+		rc = survey_all(r, err);
+	if (!rc && r->plan)
+		rc = record_tasks(r, err);
+	jo_xsort_free(r->plan);
+	r->plan = NULL;
+	if (rc)
+		return rc;
+	r->incomplete = NULL;
+	return 0;
+}
+
+/* A run that stopped on err (code rc): its error line and summary, the exit code. */
+static int compact_failed(struct run *r, int rc, struct jo_err *err)
+{
+	if (!r->incomplete)
+		r->incomplete = "the run";
+	r->why = err;
+	if (rc == JO_ECANCELED || jo_cancelled())
+		rc = 128 + (jo_cancelled() ? jo_cancelled() : SIGINT);
+	else
+		rc = cmd_fail(r->ctx, err);
+	print_summary(r, rc);
+	return rc;
+}
+
+/* A run that went to its end: the exit code from what the workers met, and the summary. */
+static int compact_finished(struct run *r)
+{
+	int rc;
+
+	if (jo_cancelled()) {
+		r->incomplete = "the run (interrupted)";
+		rc = 128 + jo_cancelled();
+	} else if (r->st.leases_lost) {
+		rc = JO_EXIT_CONFLICT;
+	} else if (r->first_err.code && !r->st.failed) {
+		r->incomplete = "the work";  /* a worker could not claim or complete a task */
+		r->why = &r->first_err;
+		rc = cmd_fail(r->ctx, &r->first_err);
+	} else {
+		rc = r->st.failed ? JO_EXIT_PARTIAL : 0;
+	}
+	print_summary(r, rc);
+	return rc;
+}
+
+/* Survey (and plan) unless this process only works, then work with --apply: the exit code. */
+static int compact_execute(struct run *r, struct jo_err *err)
+{
+	int rc;
+
+	if (!(r->o.worker && r->o.apply) && (rc = compact_survey(r, err)))
+		return compact_failed(r, rc, err);
+	if (r->o.apply && !r->o.plan) {
+		rc = run_workers(r);
+		if (rc) {
+			jo_err_set(err, rc, "cannot start workers");
+			return compact_failed(r, rc, err);
+		}
+	}
+	return compact_finished(r);
+}
+
+/* The audit file flushed (a failure to is a failure of the run) and closed. */
+static int compact_close_audit(struct run *r, int rc)
+{
+	struct jo_err aerr = { 0 };
+
+	if (!r->audit)
+		return rc;
+	if (jo_audit_sync(r->audit, &aerr)) {
+		fprintf(stderr, "%s %s: audit: %s\n", r->ctx->prog, r->ctx->cmd, JO_ESC_TERM(aerr.msg));
+		if (!rc)
+			rc = JO_EXIT_FAIL;
+	}
+	jo_audit_close(r->audit);
+	return rc;
+}
+
+int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
+{
+	struct cmd_vol_args va = { 0 };
+	struct run r = { .ctx = ctx, .o = { .min_slices = 2, .threads = 4, .lease_ms = 60000,
+					     .task_size = 0, .top = 10 } };
+	struct jo_err err = { 0 };
+	int rc;
+
+	if (!compact_parse(&r, &va, argc, argv, &rc))
+		return rc;
 	r.started = time(NULL);
 	r.started_ms = jo_lease_mono_ms();
 	if (r.o.max_time_ms)
@@ -821,105 +963,12 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	if (rc)
 		goto out_args;
 	if (r.o.status) {
-		int64_t total = 0, leased = 0;
-
-		rc = jo_mut_task_count(r.vol->meta, COMPACT_NS, &total, &leased, &err);
-		if (rc) {
-			rc = cmd_fail(ctx, &err);
-			goto out;
-		}
-		printf("compaction tasks: %" PRId64 " recorded, %" PRId64 " leased\n", total, leased);
-		goto out;
+		rc = compact_status(&r, &err);
+	} else if (!(rc = compact_check_volume(&r, &err))) {
+		rc = compact_execute(&r, &err);
+		record_metrics(&r);
 	}
-	if (r.o.apply && r.vol->fmt.changelog) {
-		jo_err_set(&err, JO_EUNSUPPORTED,
-			   "volume '%s' keeps a change log (ChangeLog): compaction would not be logged; refusing",
-			   r.vol->fmt.name);
-		rc = cmd_fail(ctx, &err);
-		goto out;
-	}
-	if (r.o.apply && r.vol->fmt.has_encrypt_key) {
-		jo_err_set(&err, JO_EUNSUPPORTED, "volume '%s' encrypts its data: not supported",
-			   r.vol->fmt.name);
-		rc = cmd_fail(ctx, &err);
-		goto out;
-	}
-	if (r.o.apply && r.o.audit_path && jo_audit_open(&r.audit, r.o.audit_path, &err)) {
-		rc = cmd_fail(ctx, &err);
-		goto out;
-	}
-
-	/* survey (and plan) unless this process only works */
-	if (!(r.o.worker && r.o.apply)) {
-		r.incomplete = "the chunk survey";
-		if (r.o.top && !(r.top = calloc(r.o.top, sizeof(*r.top)))) {
-			rc = jo_err_set(&err, JO_ENOMEM, "out of memory");
-			goto failed;
-		}
-		if (r.o.apply) {
-			struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
-
-			xo.mem_limit = 64u << 20;
-			rc = jo_xsort_new(&r.plan, &xo, &err);
-		}
-		if (!rc)
-			rc = survey_all(&r, &err);
-		if (!rc && r.plan)
-			rc = record_tasks(&r, &err);
-		jo_xsort_free(r.plan);
-		r.plan = NULL;
-		if (rc)
-			goto failed;
-		r.incomplete = NULL;
-	}
-	if (r.o.apply && !r.o.plan) {
-		rc = run_workers(&r);
-		if (rc) {
-			jo_err_set(&err, rc, "cannot start workers");
-			goto failed;
-		}
-	}
-	if (jo_cancelled()) {
-		r.incomplete = "the run (interrupted)";
-		rc = 128 + jo_cancelled();
-		print_summary(&r, rc);
-		goto metrics;
-	}
-	if (r.st.leases_lost) {
-		rc = JO_EXIT_CONFLICT;
-	} else if (r.first_err.code && !r.st.failed) {
-		r.incomplete = "the work";  /* a worker could not claim or complete a task */
-		r.why = &r.first_err;
-		rc = cmd_fail(ctx, &r.first_err);
-	} else {
-		rc = r.st.failed ? JO_EXIT_PARTIAL : 0;
-	}
-	print_summary(&r, rc);
-	goto metrics;
-failed:
-	if (!r.incomplete)
-		r.incomplete = "the run";
-	r.why = &err;
-	if (rc == JO_ECANCELED || jo_cancelled()) {
-		rc = 128 + (jo_cancelled() ? jo_cancelled() : SIGINT);
-		print_summary(&r, rc);
-	} else {
-		rc = cmd_fail(ctx, &err);
-		print_summary(&r, rc);
-	}
-metrics:
-	record_metrics(&r);
-out:
-	if (r.audit) {
-		struct jo_err aerr = { 0 };
-
-		if (jo_audit_sync(r.audit, &aerr)) {
-			fprintf(stderr, "%s %s: audit: %s\n", ctx->prog, ctx->cmd, JO_ESC_TERM(aerr.msg));
-			if (!rc)
-				rc = JO_EXIT_FAIL;
-		}
-		jo_audit_close(r.audit);
-	}
+	rc = compact_close_audit(&r, rc);
 	jo_vol_close(r.vol);
 	free(r.top);
 out_args:

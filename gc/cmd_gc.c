@@ -229,205 +229,264 @@ static void record_metrics(struct jo_ctx *ctx, bool del, const struct gc_stats *
 			       (double)leased);
 }
 
-int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
-{
-	struct cmd_vol_args va = { 0 };
-	struct gc_opts o = { .lease_ms = 60000, .threads = 1, .batch = 1000, .task_size = 256 };
-	struct jo_err err = { 0 };
-	struct jo_vol *vol = NULL;
-	struct jo_audit *au = NULL;
-	struct gc_run *run = NULL;
+/* What one run of the command holds, from the flags to the summary. */
+struct gc_cmd {
+	struct cmd_vol_args va;
+	struct gc_opts o;
+	struct jo_err err;
+	struct jo_vol *vol;
+	struct jo_audit *au;
+	struct gc_run *run;
 	struct gc_stats st;
-	const char *audit_path = NULL;
-	bool plan, work, json = ctx->json, status = false, reset = false, count_only = false;
-	double t0 = now_real();
-	int64_t left = 0, leased = 0;
+	const char *audit_path;
+	bool plan, work, json, status, reset, count_only;
+	bool in_plan;           /* a failure stopped the plan, not the work */
+	double t0;
+	int64_t left, leased;
 	const char *mode;
-	int rc = 0, n, which = GC_BOTH, exit_code = JO_EXIT_OK;
+	int which;
+};
+
+/* Parse and check the flags: true (META-URL in argv[1]), or false with the exit code. */
+static bool gc_parse(struct gc_cmd *c, struct jo_ctx *ctx, int argc, char **argv, int *exit_code)
+{
+	struct gc_opts *o = &c->o;
 	struct jo_option opts[] = {
 		OPT_GROUP("Modes:"),
-		OPT_CMDMODE(0, "plan", &which, "only scan and record tasks (planning twice adds "
+		OPT_CMDMODE(0, "plan", &c->which, "only scan and record tasks (planning twice adds "
 			    "nothing)", GC_PLAN),
-		OPT_CMDMODE(0, "worker", &which, "only claim and process recorded tasks; neither: "
+		OPT_CMDMODE(0, "worker", &c->which, "only claim and process recorded tasks; neither: "
 			    "plan, then work, in this process (the cron case)", GC_WORKER),
-		OPT_BOOL(0, "status", &status, "print how many tasks are recorded and leased"),
-		OPT_BOOL(0, "reset-tasks", &reset, "drop every recorded task (needs --delete)"),
-		OPT_BOOL(0, "count-only", &count_only, "dry --plan: count what the scans find and "
+		OPT_BOOL(0, "status", &c->status, "print how many tasks are recorded and leased"),
+		OPT_BOOL(0, "reset-tasks", &c->reset, "drop every recorded task (needs --delete)"),
+		OPT_BOOL(0, "count-only", &c->count_only, "dry --plan: count what the scans find and "
 			 "evaluate none of it (no per-item reads: fast on a big volume; names no "
 			 "objects)"),
 		OPT_GROUP("Options:"),
-		OPT_BOOL(0, "delete", &o.delete_, "really delete (default: dry-run report)"),
-		OPT_STRING(0, "id", &o.worker_id, "NAME", "worker id in leases and the audit "
+		OPT_BOOL(0, "delete", &o->delete_, "really delete (default: dry-run report)"),
+		OPT_STRING(0, "id", &o->worker_id, "NAME", "worker id in leases and the audit "
 			   "(default host:pid)"),
-		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease length (default 60s; renewed "
+		OPT_DURATION(0, "lease", &o->lease_ms, "DUR", "lease length (default 60s; renewed "
 			     "every third)", 1000, 0),
-		OPT_DURATION(0, "max-time", &o.max_time_ms, "DUR", "stop claiming after DUR and "
+		OPT_DURATION(0, "max-time", &o->max_time_ms, "DUR", "stop claiming after DUR and "
 			     "release leases", 1, 0),
-		OPT_UINT(0, "threads", &o.threads, "N", "workers in this process", 1, 256),
-		OPT_DECIMAL(0, "delete-rate", &o.delete_rate, "N", "at most N object deletes per "
+		OPT_UINT(0, "threads", &o->threads, "N", "workers in this process", 1, 256),
+		OPT_DECIMAL(0, "delete-rate", &o->delete_rate, "N", "at most N object deletes per "
 			    "second (default: no limit)", 1),
-		OPT_UINT(0, "batch", &o.batch, "N", "keys per DeleteObjects request", 1, 1000),
-		OPT_UINT(0, "task-size", &o.task_size, "N", "items per task", 1, 100000),
-		OPT_STRING(0, "audit", &audit_path, "FILE", "append a JSON line per object to FILE "
+		OPT_UINT(0, "batch", &o->batch, "N", "keys per DeleteObjects request", 1, 1000),
+		OPT_UINT(0, "task-size", &o->task_size, "N", "items per task", 1, 100000),
+		OPT_STRING(0, "audit", &c->audit_path, "FILE", "append a JSON line per object to FILE "
 			   "('-' = stdout)"),
 		OPT_STRING(0, "metrics-file", &ctx->metrics_path, "PATH", "write Prometheus textfile "
 			   "metrics when the run ends, also when it fails (atomic; default: none; "
 			   "gauges labelled volume=, README \"Metrics\")"),
-		OPT_BOOL(0, "json", &json, "JSON lines on stdout (a \"summary\" record)"),
+		OPT_BOOL(0, "json", &c->json, "JSON lines on stdout (a \"summary\" record)"),
 		OPT_HELP(),
-		CMD_VOL_OPTIONS(&va),
+		CMD_VOL_OPTIONS(&c->va),
 		OPT_END(),
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, usage_head, usage_tail, opts };
+	int n = jo_opt_parse(&cmd, argc, argv);
 
-	n = jo_opt_parse(&cmd, argc, argv);
 	if (n < 0)
-		return cmd_opt_exit(ctx, n);
-	if (n != 1)
-		return jo_opt_error(&cmd, n ? "too many arguments" : "META-URL is required");
-	if (reset && !o.delete_)
-		return jo_opt_error(&cmd, "--reset-tasks changes the volume: add --delete");
-	if (count_only && (o.delete_ || which != GC_PLAN))
-		return jo_opt_error(&cmd, "--count-only is for a dry --plan (without --delete)");
-	plan = which != GC_WORKER;
-	work = which != GC_PLAN;
-	mode = which == GC_BOTH ? "plan+work" : plan ? "plan" : "worker";
+		*exit_code = cmd_opt_exit(ctx, n);
+	else if (n != 1)
+		*exit_code = jo_opt_error(&cmd, n ? "too many arguments" : "META-URL is required");
+	else if (c->reset && !o->delete_)
+		*exit_code = jo_opt_error(&cmd, "--reset-tasks changes the volume: add --delete");
+	else if (c->count_only && (o->delete_ || c->which != GC_PLAN))
+		*exit_code = jo_opt_error(&cmd, "--count-only is for a dry --plan (without --delete)");
+	else
+		return true;
+	return false;
+}
 
-	rc = cmd_open_volume(ctx, &va, argv[1], &vol);
-	if (rc) {
-		cmd_vol_args_release(&va);
-		return rc;
+/* The audit file and the run on the open volume: 0 or the exit code. */
+static int gc_prepare(struct gc_cmd *c, struct jo_ctx *ctx)
+{
+	if (c->o.delete_ && c->vol->fmt.changelog) {
+		jo_err_set(&c->err, JO_EUNSUPPORTED, "volume '%s' has ChangeLog enabled: jfsops does "
+			   "not write change-log entries, so it refuses to mutate it", c->vol->fmt.name);
+		return cmd_fail(ctx, &c->err);
 	}
-	if (o.delete_ && vol->fmt.changelog) {
-		jo_err_set(&err, JO_EUNSUPPORTED, "volume '%s' has ChangeLog enabled: jfsops does "
-			   "not write change-log entries, so it refuses to mutate it", vol->fmt.name);
-		exit_code = cmd_fail(ctx, &err);
-		goto out;
-	}
-	if (audit_path && jo_audit_open(&au, audit_path, &err) != 0) {
-		exit_code = cmd_fail(ctx, &err);
-		goto out;
-	}
-	o.audit = au;
-	if (gc_run_new(&run, vol, &o, &err) != 0) {
-		exit_code = cmd_fail(ctx, &err);
-		goto out;
-	}
-	if (status) {
-		if (gc_task_counts(run, &left, &leased, &err) != 0) {
-			/* (no task table yet counts as 0 tasks: this is a real failure) */
-			exit_code = cmd_fail(ctx, &err);
-			goto out;
-		}
-		if (json)
-			printf("{\"type\":\"status\",\"command\":\"gc\",\"tasks\":%lld,\"leased\":%lld}\n",
-			       (long long)left, (long long)leased);
-		else
-			printf("gc tasks: %lld recorded, %lld under lease\n", (long long)left,
-			       (long long)leased);
-		goto out;
-	}
-	if (reset) {
-		if (gc_reset_tasks(run, &err) != 0) {
-			exit_code = cmd_fail(ctx, &err);
-			goto out;
-		}
-		printf("gc tasks dropped\n");
-		goto out;
-	}
-	jo_info("%s, %s, TrashDays %d, %d thread(s)", o.delete_ ? "deleting" : "dry-run", mode,
-		vol->fmt.trash_days, o.threads);
-	bool in_plan = plan;
+	if (c->audit_path && jo_audit_open(&c->au, c->audit_path, &c->err) != 0)
+		return cmd_fail(ctx, &c->err);
+	c->o.audit = c->au;
+	if (gc_run_new(&c->run, c->vol, &c->o, &c->err) != 0)
+		return cmd_fail(ctx, &c->err);
+	return 0;
+}
 
+/* --status: the tasks recorded and leased. */
+static int gc_show_status(struct gc_cmd *c, struct jo_ctx *ctx)
+{
+	if (gc_task_counts(c->run, &c->left, &c->leased, &c->err) != 0) {
+		/* (no task table yet counts as 0 tasks: this is a real failure) */
+		return cmd_fail(ctx, &c->err);
+	}
+	if (c->json)
+		printf("{\"type\":\"status\",\"command\":\"gc\",\"tasks\":%lld,\"leased\":%lld}\n",
+		       (long long)c->left, (long long)c->leased);
+	else
+		printf("gc tasks: %lld recorded, %lld under lease\n", (long long)c->left,
+		       (long long)c->leased);
+	return JO_EXIT_OK;
+}
+
+/* --reset-tasks: drop every recorded task. */
+static int gc_drop_tasks(struct gc_cmd *c, struct jo_ctx *ctx)
+{
+	if (gc_reset_tasks(c->run, &c->err) != 0)
+		return cmd_fail(ctx, &c->err);
+	printf("gc tasks dropped\n");
+	return JO_EXIT_OK;
+}
+
+/* The plan, then the work, as the mode says: 0 or the error code (in c->err). */
+static int gc_plan_and_work(struct gc_cmd *c)
+{
+	bool del = c->o.delete_;
+	int rc = 0;
+
+	c->in_plan = c->plan;
 	/* a dry run (with --plan or without) evaluates what the plan finds, so
 	 * that it says what would be deleted; --count-only only counts it */
-	if (plan)
-		rc = gc_plan(run, !o.delete_ && !count_only, &err);
+	if (c->plan)
+		rc = gc_plan(c->run, !del && !c->count_only, &c->err);
 	/* dry plan+work evaluated everything while planning; a failed plan
 	 * (a scan not read whole) is never followed by work */
-	if (rc == 0 && work && (o.delete_ || !plan)) {
-		in_plan = false;
-		rc = gc_work(run, &err);
+	if (rc == 0 && c->work && (del || !c->plan)) {
+		c->in_plan = false;
+		rc = gc_work(c->run, &c->err);
 		/*
 		 * A task whose lease ran out after this run's last claim (its worker
 		 * died) is nobody's: claim again rather than leave it undone. A
 		 * count that fails leaves the decision to the count below.
 		 */
-		for (int again = 0; rc == 0 && o.delete_ && again < 3 && !jo_cancelled() &&
-				    !gc_run_deadline_passed(run); again++) {
+		for (int again = 0; rc == 0 && del && again < 3 && !jo_cancelled() &&
+				    !gc_run_deadline_passed(c->run); again++) {
 			struct jo_err cerr = { 0 };
 
-			if (gc_task_counts(run, &left, &leased, &cerr) != 0 || left <= leased)
+			if (gc_task_counts(c->run, &c->left, &c->leased, &cerr) != 0 ||
+			    c->left <= c->leased)
 				break;
-			rc = gc_work(run, &err);
+			rc = gc_work(c->run, &c->err);
 		}
 	}
-	gc_run_stats(run, &st);
-	if (o.delete_) {
+	return rc;
+}
+
+/* How the run ended, from its error code and its counts: the status name; *rc is 0 when an
+ * interruption or --max-time stopped it, *complete false when work was left undone. */
+static const char *gc_outcome(struct gc_cmd *c, struct jo_ctx *ctx, int *rc, bool *complete,
+			      int *exit_code)
+{
+	bool deleting_work = c->work && c->o.delete_;
+
+	*complete = true;
+	if (*rc == JO_ECANCELED || jo_cancelled()) {
+		int sig = jo_cancelled();
+
+		*exit_code = sig ? 128 + sig : JO_EXIT_OK; /* max-time alone is a clean stop */
+		*complete = !sig;
+		*rc = 0;
+		return sig ? "interrupted" : "max-time";
+	}
+	if (*rc) {
+		*complete = false;
+		*exit_code = cmd_fail(ctx, &c->err);
+		return "incomplete";
+	}
+	if (gc_stats_errors(&c->st)) {
+		*exit_code = JO_EXIT_PARTIAL;
+		return "partial";
+	}
+	if (c->st.leases_lost) {
+		*exit_code = JO_EXIT_CONFLICT;
+		return "lease-lost";
+	}
+	if (deleting_work && c->left > 0 && gc_run_deadline_passed(c->run))
+		return "max-time"; /* stopped claiming as asked: what is left is for the next run */
+	if (deleting_work && c->left > 0) {
+		/*
+		 * Tasks this run could not claim. Under another worker's lease
+		 * they are that worker's (a peer at work, or one that died: its
+		 * lease runs out first and the next run takes them over): this
+		 * run did all it could and exits 0, its status and tasks_leased
+		 * saying what is left. A task nobody holds and this run did not
+		 * finish is a partial run.
+		 */
+		if (c->leased < c->left)
+			*exit_code = JO_EXIT_PARTIAL;
+		jo_warn("%lld task(s) still recorded, %lld of them under another worker's lease "
+			"(a dead worker's lease expires after at most its --lease): not done by "
+			"this run; the next run or that worker finishes them", (long long)c->left,
+			(long long)c->leased);
+		return "tasks-left";
+	}
+	return "ok";
+}
+
+/* The run itself: plan and/or work, the counts, the summary and the metrics. */
+static int gc_execute(struct gc_cmd *c, struct jo_ctx *ctx)
+{
+	int exit_code = JO_EXIT_OK;
+	struct jo_obj_stats os;
+
+	jo_info("%s, %s, TrashDays %d, %d thread(s)", c->o.delete_ ? "deleting" : "dry-run", c->mode,
+		c->vol->fmt.trash_days, c->o.threads);
+	int rc = gc_plan_and_work(c);
+
+	gc_run_stats(c->run, &c->st);
+	if (c->o.delete_) {
 		/* its own error buffer: a failed count must not replace the error
 		 * that stopped the run */
 		struct jo_err cerr = { 0 };
 
-		if (gc_task_counts(run, &left, &leased, &cerr) != 0)
+		if (gc_task_counts(c->run, &c->left, &c->leased, &cerr) != 0)
 			jo_warn("counting tasks: %s", cerr.msg);
 	}
-	{
-		double dur = now_real() - t0;
-		const char *stname = "ok";
-		bool complete = true;
+	double dur = now_real() - c->t0;
+	bool complete;
+	const char *stname = gc_outcome(c, ctx, &rc, &complete, &exit_code);
 
-		if (rc == JO_ECANCELED || jo_cancelled()) {
-			int sig = jo_cancelled();
+	if (!complete)
+		say_incomplete(ctx, c->in_plan, c->o.delete_);
+	jo_obj_get_stats(c->vol->obj, &os);
+	print_summary(ctx, c->json, c->o.delete_, c->o.delete_ || !c->count_only, c->mode, &c->st,
+		      c->left, c->leased, dur, stname, complete, rc ? &c->err : NULL, exit_code, &os);
+	/* a run that did all it could claim (tasks-left) exits 0: a success */
+	record_metrics(ctx, c->o.delete_, &c->st, c->left, c->leased);
+	return exit_code;
+}
 
-			stname = "interrupted";
-			exit_code = sig ? 128 + sig : JO_EXIT_OK; /* max-time alone is a clean stop */
-			complete = !sig;
-			if (!sig)
-				stname = "max-time";
-			rc = 0;
-		} else if (rc) {
-			stname = "incomplete";
-			complete = false;
-			exit_code = cmd_fail(ctx, &err);
-		} else if (gc_stats_errors(&st)) {
-			stname = "partial";
-			exit_code = JO_EXIT_PARTIAL;
-		} else if (st.leases_lost) {
-			stname = "lease-lost";
-			exit_code = JO_EXIT_CONFLICT;
-		} else if (work && o.delete_ && left > 0 && gc_run_deadline_passed(run)) {
-			stname = "max-time"; /* stopped claiming as asked: what is left is for the next run */
-		} else if (work && o.delete_ && left > 0) {
-			/*
-			 * Tasks this run could not claim. Under another worker's lease
-			 * they are that worker's (a peer at work, or one that died: its
-			 * lease runs out first and the next run takes them over): this
-			 * run did all it could and exits 0, its status and tasks_leased
-			 * saying what is left. A task nobody holds and this run did not
-			 * finish is a partial run.
-			 */
-			stname = "tasks-left";
-			if (leased < left)
-				exit_code = JO_EXIT_PARTIAL;
-			jo_warn("%lld task(s) still recorded, %lld of them under another worker's lease "
-				"(a dead worker's lease expires after at most its --lease): not done by "
-				"this run; the next run or that worker finishes them", (long long)left,
-				(long long)leased);
-		}
-		if (!complete)
-			say_incomplete(ctx, in_plan, o.delete_);
-		struct jo_obj_stats os;
+int cmd_gc(int argc, char **argv, struct jo_ctx *ctx)
+{
+	struct gc_cmd c = {
+		.o = { .lease_ms = 60000, .threads = 1, .batch = 1000, .task_size = 256 },
+		.json = ctx->json, .t0 = now_real(), .which = GC_BOTH,
+	};
+	int rc, exit_code;
 
-		jo_obj_get_stats(vol->obj, &os);
-		print_summary(ctx, json, o.delete_, o.delete_ || !count_only, mode, &st, left, leased, dur, stname, complete,
-			      rc ? &err : NULL, exit_code, &os);
-		/* a run that did all it could claim (tasks-left) exits 0: a success */
-		record_metrics(ctx, o.delete_, &st, left, leased);
+	if (!gc_parse(&c, ctx, argc, argv, &exit_code))
+		return exit_code;
+	c.plan = c.which != GC_WORKER;
+	c.work = c.which != GC_PLAN;
+	c.mode = c.which == GC_BOTH ? "plan+work" : c.plan ? "plan" : "worker";
+
+	rc = cmd_open_volume(ctx, &c.va, argv[1], &c.vol);
+	if (rc) {
+		cmd_vol_args_release(&c.va);
+		return rc;
 	}
-out:
-	gc_run_free(run);
-	jo_audit_close(au);
-	jo_vol_close(vol);
-	cmd_vol_args_release(&va);
+	exit_code = gc_prepare(&c, ctx);
+	if (exit_code == 0)
+		exit_code = c.status ? gc_show_status(&c, ctx)
+			  : c.reset ? gc_drop_tasks(&c, ctx)
+				    : gc_execute(&c, ctx);
+	gc_run_free(c.run);
+	jo_audit_close(c.au);
+	jo_vol_close(c.vol);
+	cmd_vol_args_release(&c.va);
 	return exit_code;
 }

@@ -147,80 +147,104 @@ static void audit(struct gc_worker *w, const char *action, const char *key, uint
 static int deleter_add(struct gc_worker *w, uint64_t id, uint32_t size, int kind,
 		       struct jo_err *err);
 
-/*
- * Delete the queued slices: re-read each refcount right before (and have the
- * engine confirm what they say as durable), delete the blocks of those that
- * still say "delete" in DeleteObjects batches, then drop their refcount
- * entries (only when every block is gone).
- */
-static int deleter_flush(struct gc_worker *w, struct jo_err *err)
-{
-	struct gc_run *r = w->run;
-	const struct jo_vol *v = r->vol;
-	uint32_t bs = v->block_size;
-	char **keys = NULL;
-	int *res = NULL, *rcs = NULL;
-	struct jo_slice_id *ids = NULL;
-	bool *dels = NULL;
-	size_t *gone = NULL, ngone = 0;
-	size_t nk = 0, kcap = 0;
-	unsigned told = 0;   /* per-slice failures reported with their message */
-	bool canceled = false;
-	int rc = 0;
+/* One batch of deleter_flush: the slices' keys and what became of them. */
+struct flush {
+	char **keys;            /* the blocks' keys, nk of them */
+	size_t nk, kcap;
+	int *res;               /* per key: 0 deleted, else an error code */
+	struct jo_slice_id *ids;
+	bool *dels;             /* per slice: its refcount still says "delete" */
+	int *rcs;               /* per slice: the re-check's (then the forget's) code */
+	size_t *gone, ngone;    /* the slices whose blocks are all gone */
+	unsigned told;          /* per-slice failures reported with their message */
+	bool canceled;          /* a key not tried or aborted by a signal */
+	bool left_pending;      /* the master changed: nothing of the batch is done */
+};
 
-	if (w->npend == 0)
-		return 0;
-	/* A signal does not cut a batch: it is finished (deleted, audited, its
-	 * refcount entries dropped), then the caller stops. */
-	jo_cancel_shield(1);
-	/* 1. re-check every slice (one round trip for the batch where the engine
-	 * can); compute its keys */
-	if (r->o.delete_) {
-		if ((rc = may_mutate(w, err)) != 0)
-			goto out;
-		ids = calloc(w->npend, sizeof(*ids));
-		dels = calloc(w->npend, sizeof(*dels));
-		rcs = calloc(w->npend, sizeof(*rcs));
-		gone = calloc(w->npend, sizeof(*gone));
-		if (!ids || !dels || !rcs || !gone) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			goto out;
-		}
+/* 1. re-check every slice (one round trip for the batch where the engine can),
+ * the engine confirming what they say as durable */
+static int flush_recheck(struct gc_worker *w, struct flush *f, struct jo_err *err)
+{
+	int rc;
+
+	if ((rc = may_mutate(w, err)) != 0)
+		return rc;
+	f->ids = calloc(w->npend, sizeof(*f->ids));
+	f->dels = calloc(w->npend, sizeof(*f->dels));
+	f->rcs = calloc(w->npend, sizeof(*f->rcs));
+	f->gone = calloc(w->npend, sizeof(*f->gone));
+	if (!f->ids || !f->dels || !f->rcs || !f->gone)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < w->npend; i++)
+		f->ids[i] = (struct jo_slice_id){ w->pend[i].id, w->pend[i].size };
+	rc = jo_mut_slices_deletable(w->m, f->ids, w->npend, f->dels, f->rcs, err);
+	if (rc)
+		return rc; /* engine gone: nothing of this batch is deleted */
+	/* what they say (and what freed them) must be known durable: a
+	 * failover must not take it back after the blocks went */
+	rc = jo_mut_confirm(w->m, err);
+	if (rc && jo_mut_moved(w->m)) {
+		/* the master changed: the batch stays pending for the next
+		 * plan, and work goes on with the new master */
+		jo_warn("%zu slice(s) left pending: %s", w->npend, err->msg);
 		for (size_t i = 0; i < w->npend; i++)
-			ids[i] = (struct jo_slice_id){ w->pend[i].id, w->pend[i].size };
-		rc = jo_mut_slices_deletable(w->m, ids, w->npend, dels, rcs, err);
-		if (rc)
-			goto out; /* engine gone: nothing of this batch is deleted */
-		/* what they say (and what freed them) must be known durable: a
-		 * failover must not take it back after the blocks went */
-		rc = jo_mut_confirm(w->m, err);
-		if (rc && jo_mut_moved(w->m)) {
-			/* the master changed: the batch stays pending for the next
-			 * plan, and work goes on with the new master */
-			jo_warn("%zu slice(s) left pending: %s", w->npend, err->msg);
-			for (size_t i = 0; i < w->npend; i++)
-				w->st.k[w->pend[i].kind].errors++;
-			rc = 0;
-			goto out;
-		}
-		if (rc)
-			goto out; /* nothing can be confirmed: the run stops */
+			w->st.k[w->pend[i].kind].errors++;
+		f->left_pending = true;
+		return 0;
 	}
+	return rc; /* nothing can be confirmed: the run stops */
+}
+
+/* The keys of p's blocks, appended to f->keys. */
+static int flush_slice_keys(struct gc_worker *w, struct flush *f, struct gc_pend *p,
+			    struct jo_err *err)
+{
+	const struct jo_vol *v = w->run->vol;
+	uint32_t bs = v->block_size;
+	uint32_t nb = jo_slice_nblocks(p->size, bs);
+
+	p->first_key = f->nk;
+	p->nkeys = nb;
+	if (f->nk + nb > f->kcap) {
+		size_t nc = (f->nk + nb) * 2;
+		char **kk = realloc(f->keys, nc * sizeof(*kk));
+
+		if (!kk)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		f->keys = kk;
+		f->kcap = nc;
+	}
+	for (uint32_t b = 0; b < nb; b++) {
+		char key[512];
+
+		if (jo_vol_block_key(v, key, sizeof(key), p->id, b, jo_block_len(p->size, bs, b)) < 0 ||
+		    !(f->keys[f->nk] = strdup(key)))
+			return jo_err_set(err, JO_ENOMEM, "block key of slice %" PRIu64, p->id);
+		f->nk++;
+	}
+	return 0;
+}
+
+/* The keys of the slices to delete; the others are skipped (counted). */
+static int flush_keys(struct gc_worker *w, struct flush *f, struct jo_err *err)
+{
+	bool delete_ = w->run->o.delete_;
+	int rc;
+
 	for (size_t i = 0; i < w->npend; i++) {
 		struct gc_pend *p = &w->pend[i];
 		bool del = true;
-		uint32_t nb;
 
-		if (r->o.delete_) {
-			if (rcs[i]) {
+		if (delete_) {
+			if (f->rcs[i]) {
 				/* *err says why for the first one */
 				jo_warn("slice %" PRIu64 ": %s", p->id,
-					!told++ && err->msg[0] ? err->msg : jo_err_name(rcs[i]));
+					!f->told++ && err->msg[0] ? err->msg : jo_err_name(f->rcs[i]));
 				w->st.k[p->kind].errors++;
 				p->skip = true;
 				continue;
 			}
-			del = dels[i];
+			del = f->dels[i];
 		}
 		if (!del) {
 			/* someone else (a client's own cleanup) already deleted it */
@@ -228,64 +252,54 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			p->skip = true;
 			continue;
 		}
-		nb = jo_slice_nblocks(p->size, bs);
-		p->first_key = nk;
-		p->nkeys = nb;
-		if (nk + nb > kcap) {
-			size_t nc = (nk + nb) * 2;
-			char **kk = realloc(keys, nc * sizeof(*kk));
-
-			if (!kk) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				goto out;
-			}
-			keys = kk;
-			kcap = nc;
-		}
-		for (uint32_t b = 0; b < nb; b++) {
-			char key[512];
-
-			if (jo_vol_block_key(v, key, sizeof(key), p->id, b,
-					     jo_block_len(p->size, bs, b)) < 0 ||
-			    !(keys[nk] = strdup(key))) {
-				rc = jo_err_set(err, JO_ENOMEM, "block key of slice %" PRIu64, p->id);
-				goto out;
-			}
-			nk++;
-		}
+		if ((rc = flush_slice_keys(w, f, p, err)) != 0)
+			return rc;
 	}
-	/* 2. delete (or report) */
-	res = calloc(nk ? nk : 1, sizeof(*res));
-	if (!res) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (r->o.delete_ && nk) {
-		size_t per = (size_t)(r->o.batch > 0 ? r->o.batch : 1000);
+	return 0;
+}
 
-		/* rate-limited: requests of at most one second's worth of deletes */
-		if (r->o.delete_rate > 0 && (double)per > r->o.delete_rate)
-			per = r->o.delete_rate >= 1 ? (size_t)r->o.delete_rate : 1;
+/* 2. delete (or report) */
+static int flush_delete(struct gc_worker *w, struct flush *f, struct jo_err *err)
+{
+	const struct gc_opts *o = &w->run->o;
+	int rc;
 
-		for (size_t off = 0; off < nk; off += per) {
-			size_t n = nk - off < per ? nk - off : per;
+	f->res = calloc(f->nk ? f->nk : 1, sizeof(*f->res));
+	if (!f->res)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!o->delete_ || !f->nk)
+		return 0;
+	size_t per = (size_t)(o->batch > 0 ? o->batch : 1000);
 
-			if ((rc = may_mutate(w, err)) != 0)
-				goto out;
-			rate_wait(w, n);
-			rc = jo_obj_delete_batch(v->obj, (const char *const *)keys + off, n, res + off,
-						 err);
-			if (rc) {
-				/* the request failed: every key of this batch counts as failed */
-				if (rc != JO_ECANCELED)
-					jo_warn("delete batch: %s", err->msg);
-				for (size_t i = 0; i < n; i++)
-					res[off + i] = rc;
-				rc = 0;
-			}
+	/* rate-limited: requests of at most one second's worth of deletes */
+	if (o->delete_rate > 0 && (double)per > o->delete_rate)
+		per = o->delete_rate >= 1 ? (size_t)o->delete_rate : 1;
+
+	for (size_t off = 0; off < f->nk; off += per) {
+		size_t n = f->nk - off < per ? f->nk - off : per;
+
+		if ((rc = may_mutate(w, err)) != 0)
+			return rc;
+		rate_wait(w, n);
+		rc = jo_obj_delete_batch(w->run->vol->obj, (const char *const *)f->keys + off, n,
+					 f->res + off, err);
+		if (rc) {
+			/* the request failed: every key of this batch counts as failed */
+			if (rc != JO_ECANCELED)
+				jo_warn("delete batch: %s", err->msg);
+			for (size_t i = 0; i < n; i++)
+				f->res[off + i] = rc;
 		}
 	}
-	/* 3. account, audit, forget fully deleted slices */
+	return 0;
+}
+
+/* 3. account and audit each key; a slice whose blocks all went is to forget */
+static void flush_account(struct gc_worker *w, struct flush *f)
+{
+	bool delete_ = w->run->o.delete_;
+	uint32_t bs = w->run->vol->block_size;
+
 	for (size_t i = 0; i < w->npend; i++) {
 		struct gc_pend *p = &w->pend[i];
 		bool all_ok = true;
@@ -294,20 +308,21 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 			continue;
 		for (size_t k = p->first_key; k < p->first_key + p->nkeys; k++) {
 			uint32_t b = (uint32_t)(k - p->first_key);
+			const char *key = f->keys[k];
 
-			if (!r->o.delete_) {
-				audit(w, "would-delete", keys[k], p->id, p->size, p->kind, "dry-run", NULL);
-			} else if (res[k] == 0) {
-				audit(w, "delete", keys[k], p->id, p->size, p->kind, "ok", NULL);
-			} else if (res[k] == JO_ECANCELED) {
+			if (!delete_) {
+				audit(w, "would-delete", key, p->id, p->size, p->kind, "dry-run", NULL);
+			} else if (f->res[k] == 0) {
+				audit(w, "delete", key, p->id, p->size, p->kind, "ok", NULL);
+			} else if (f->res[k] == JO_ECANCELED) {
 				all_ok = false; /* not tried or aborted by the signal: not an error */
-				canceled = true;
+				f->canceled = true;
 				continue;
 			} else {
 				all_ok = false;
 				w->st.obj_errors++;
-				audit(w, "delete", keys[k], p->id, p->size, p->kind, "error",
-				      jo_err_name(res[k]));
+				audit(w, "delete", key, p->id, p->size, p->kind, "error",
+				      jo_err_name(f->res[k]));
 				continue;
 			}
 			w->st.k[p->kind].objects++;
@@ -316,51 +331,94 @@ static int deleter_flush(struct gc_worker *w, struct jo_err *err)
 		if (!all_ok)
 			continue; /* the refcount stays negative: retried by the next run */
 		w->st.k[p->kind].slices++;
-		if (r->o.delete_) {
-			ids[ngone] = (struct jo_slice_id){ p->id, p->size };
-			gone[ngone++] = i;
+		if (delete_) {
+			f->ids[f->ngone] = (struct jo_slice_id){ p->id, p->size };
+			f->gone[f->ngone++] = i;
 		}
 	}
-	if (ngone) {
-		struct jo_err e2 = { 0 };
+}
 
-		told = 0;
-		/* the blocks are gone: dropping the entries is right even if our lease
-		 * just expired (doDeleteSlice after the block deletes); one that stays
-		 * is still negative, and the next run finds it again */
-		int frc = jo_mut_forget_slices(w->m, ids, ngone, rcs, &e2);
+/* Forget the fully deleted slices (drop their refcount entries). */
+static void flush_forget(struct gc_worker *w, struct flush *f)
+{
+	struct jo_err e2 = { 0 };
 
-		for (size_t j = 0; j < ngone; j++) {
-			struct gc_pend *p = &w->pend[gone[j]];
-			int code = frc ? frc : rcs[j];
+	f->told = 0;
+	/* the blocks are gone: dropping the entries is right even if our lease
+	 * just expired (doDeleteSlice after the block deletes); one that stays
+	 * is still negative, and the next run finds it again */
+	int frc = jo_mut_forget_slices(w->m, f->ids, f->ngone, f->rcs, &e2);
 
-			if (code) {
-				jo_warn("slice %" PRIu64 ": %s", p->id,
-					!told++ && e2.msg[0] ? e2.msg : jo_err_name(code));
-				w->st.k[p->kind].errors++;
-			}
+	for (size_t j = 0; j < f->ngone; j++) {
+		struct gc_pend *p = &w->pend[f->gone[j]];
+		int code = frc ? frc : f->rcs[j];
+
+		if (code) {
+			jo_warn("slice %" PRIu64 ": %s", p->id,
+				!f->told++ && e2.msg[0] ? e2.msg : jo_err_name(code));
+			w->st.k[p->kind].errors++;
 		}
 	}
-	if (r->o.audit && r->o.delete_) {
-		struct jo_err e3 = { 0 };
+}
 
-		if (jo_audit_sync(r->o.audit, &e3) != 0 && !w->audit_failed) {
-			w->audit_failed = true;
-			jo_error("%s", e3.msg);
-		}
+/* The batch's audit lines made durable (the first failure said once). */
+static void flush_audit_sync(struct gc_worker *w)
+{
+	const struct gc_opts *o = &w->run->o;
+	struct jo_err e3 = { 0 };
+
+	if (!o->audit || !o->delete_)
+		return;
+	if (jo_audit_sync(o->audit, &e3) != 0 && !w->audit_failed) {
+		w->audit_failed = true;
+		jo_error("%s", e3.msg);
 	}
-	if (canceled && rc == 0)
-		rc = jo_err_set(err, JO_ECANCELED, "interrupted during a delete batch");
-out:
+}
+
+/* The steps of one batch, each only when the ones before went through. */
+static int flush_batch(struct gc_worker *w, struct flush *f, struct jo_err *err)
+{
+	int rc;
+
+	if (w->run->o.delete_ && ((rc = flush_recheck(w, f, err)) != 0 || f->left_pending))
+		return rc;
+	if ((rc = flush_keys(w, f, err)) != 0 || (rc = flush_delete(w, f, err)) != 0)
+		return rc;
+	flush_account(w, f);
+	if (f->ngone)
+		flush_forget(w, f);
+	flush_audit_sync(w);
+	if (f->canceled)
+		return jo_err_set(err, JO_ECANCELED, "interrupted during a delete batch");
+	return 0;
+}
+
+/*
+ * Delete the queued slices: re-read each refcount right before (and have the
+ * engine confirm what they say as durable), delete the blocks of those that
+ * still say "delete" in DeleteObjects batches, then drop their refcount
+ * entries (only when every block is gone).
+ */
+static int deleter_flush(struct gc_worker *w, struct jo_err *err)
+{
+	struct flush f = { 0 };
+	int rc;
+
+	if (w->npend == 0)
+		return 0;
+	/* A signal does not cut a batch: it is finished (deleted, audited, its
+	 * refcount entries dropped), then the caller stops. */
+	jo_cancel_shield(1);
+	rc = flush_batch(w, &f, err);
 	jo_cancel_shield(0);
-	for (size_t i = 0; i < nk; i++)
-		free(keys[i]);
-	free(keys);
-	free(res);
-	free(ids);
-	free(dels);
-	free(rcs);
-	free(gone);
+	for (size_t i = 0; i < f.nk; i++)
+		free(f.keys[i]);
+	free(f.keys);
+	free(f.res);
+	free(f.ids);
+	free(f.dels);
+	free(f.rcs);
+	free(f.gone);
 	w->npend = 0;
 	w->pend_keys = 0;
 	return rc;

@@ -279,78 +279,94 @@ static int sidecar_cb(const char *name, void *payload)
 	return sc->rc = add(sc->c, file, 0, size, LANCE_RK_DATA);
 }
 
-static int scan_v2(struct ctx *c, const struct lance_datafile *df, const char *rel, int file,
-		   uint64_t size)
-{
-	uint64_t start, A, B, C, gbo0 = 0, gbo0_size = 0;
+/* The tail of a v2 file read for its footer: the tables' offsets, and the bytes from start. */
+struct v2_tail {
+	uint8_t *buf;           /* the file's bytes [start, size) */
+	uint64_t start, size;
+	uint64_t A, B, C;       /* column metadata, its offsets table, the global buffers table */
 	uint32_t ngb, ncols;
-	uint8_t *buf = NULL;
-	int32_t *owner = NULL;
-	struct buf_list sel = { 0 }, all = { 0 };
-	bool want_blob = false, has_blob_v2 = false;
+	uint64_t gbo0;          /* global buffer 0: where the metadata starts */
+};
+
+static const uint8_t *v2_at(const struct v2_tail *t, uint64_t pos)
+{
+	return t->buf + (pos - t->start);
+}
+
+/* The footer read and checked; the tail read again from its first table when needed. */
+static int v2_footer(struct ctx *c, const struct lance_datafile *df, const char *rel,
+		     struct v2_tail *t)
+{
+	uint64_t size = t->size;
 	int rc;
 
-	if (size < LANCE_V2_FOOTER)
-		return jo_err_set(c->err, JO_EPROTO, "'%s' is truncated (%" PRIu64 " bytes)", rel, size);
 	/* One read of the last 16 KiB holds the whole tail of most files. */
-	start = size > 16384 ? size - 16384 : 0;
-	if ((rc = read_tail(c, rel, start, size, &buf)) < 0)
-		goto out;
-	const uint8_t *ft = buf + (size - start) - LANCE_V2_FOOTER;
-	if (memcmp(ft + 36, "LANC", 4) != 0) {
-		rc = jo_err_set(c->err, JO_EPROTO, "'%s' has no LANC magic", rel);
-		goto out;
-	}
-	A = le(ft, 8);
-	B = le(ft + 8, 8);
-	C = le(ft + 16, 8);
-	ngb = (uint32_t)le(ft + 24, 4);
-	ncols = (uint32_t)le(ft + 28, 4);
+	t->start = size > 16384 ? size - 16384 : 0;
+	if ((rc = read_tail(c, rel, t->start, size, &t->buf)) < 0)
+		return rc;
+	const uint8_t *ft = t->buf + (size - t->start) - LANCE_V2_FOOTER;
+	if (memcmp(ft + 36, "LANC", 4) != 0)
+		return jo_err_set(c->err, JO_EPROTO, "'%s' has no LANC magic", rel);
+	t->A = le(ft, 8);
+	t->B = le(ft + 8, 8);
+	t->C = le(ft + 16, 8);
+	t->ngb = (uint32_t)le(ft + 24, 4);
+	t->ncols = (uint32_t)le(ft + 28, 4);
 	uint16_t fmaj = (uint16_t)le(ft + 32, 2), fmin = (uint16_t)le(ft + 34, 2);
-	if (fmaj == 0 && fmin < 3) {
-		rc = jo_err_set(c->err, JO_EPROTO, "'%s': footer says v1 file %u.%u but the manifest says %u.%u",
-				rel, fmaj, fmin, df->major, df->minor);
-		goto out;
-	}
+	if (fmaj == 0 && fmin < 3)
+		return jo_err_set(c->err, JO_EPROTO, "'%s': footer says v1 file %u.%u but the manifest says %u.%u",
+				  rel, fmaj, fmin, df->major, df->minor);
+	uint64_t A = t->A, B = t->B, C = t->C;
 	if (!(A <= B && B <= C && C <= size - LANCE_V2_FOOTER &&
-	      (uint64_t)ncols * 16 <= C - B && (uint64_t)ngb * 16 == size - LANCE_V2_FOOTER - C &&
-	      ngb >= 1)) {
-		rc = jo_err_set(c->err, JO_EPROTO, "'%s': corrupt footer (tables out of order)", rel);
-		goto out;
-	}
-	if (C < start || A < start) {
+	      (uint64_t)t->ncols * 16 <= C - B && (uint64_t)t->ngb * 16 == size - LANCE_V2_FOOTER - C &&
+	      t->ngb >= 1))
+		return jo_err_set(c->err, JO_EPROTO, "'%s': corrupt footer (tables out of order)", rel);
+	if (C < t->start || A < t->start) {
 		uint64_t ns = A < C ? A : C;
-		free(buf);
-		start = ns;
-		if ((rc = read_tail(c, rel, start, size, &buf)) < 0)
-			goto out;
+		free(t->buf);
+		t->buf = NULL;
+		t->start = ns;
+		if ((rc = read_tail(c, rel, t->start, size, &t->buf)) < 0)
+			return rc;
 	}
-#define AT(pos) (buf + ((pos) - start))
-	gbo0 = le(AT(C), 8);
-	gbo0_size = le(AT(C) + 8, 8);
-	if (gbo0 > A || gbo0_size > A - gbo0) {
-		rc = jo_err_set(c->err, JO_EPROTO, "'%s': global buffer 0 lies outside the file", rel);
-		goto out;
-	}
-	/* Metadata: what Lance reads, [GBO[0].pos, EOF) plus its first tail read. */
-	if ((rc = add(c, file, gbo0, size - gbo0, LANCE_RK_META)) < 0 ||
-	    (rc = add_tail_block(c, file, size)) < 0)
-		goto out;
-	for (uint32_t g = 1; g < ngb; g++) {
-		uint64_t gp = le(AT(C) + 16 * g, 8), gs = le(AT(C) + 16 * g + 8, 8);
-		if (gp > size || gs > size - gp) {
-			rc = jo_err_set(c->err, JO_EPROTO, "'%s': global buffer %u out of range", rel, g);
-			goto out;
-		}
-		if ((rc = add(c, file, gp, gs, LANCE_RK_DATA)) < 0 || (rc = bl_add(&all, gp, gs)) < 0)
-			goto out;
-	}
+	return 0;
+}
 
-	/* Which field owns each column (spec §7.3). */
-	if (!(owner = malloc((ncols ? ncols : 1) * sizeof(*owner)))) {
-		rc = jo_err_set(c->err, JO_ENOMEM, "out of memory");
-		goto out;
+/* The metadata's ranges ([GBO[0].pos, EOF) and the first tail read), then the other
+ * global buffers (data, also noted in all). */
+static int v2_global_buffers(struct ctx *c, const char *rel, int file, struct v2_tail *t,
+			     struct buf_list *all)
+{
+	const uint8_t *gt = v2_at(t, t->C);
+	uint64_t gbo0_size, size = t->size;
+	int rc;
+
+	t->gbo0 = le(gt, 8);
+	gbo0_size = le(gt + 8, 8);
+	if (t->gbo0 > t->A || gbo0_size > t->A - t->gbo0)
+		return jo_err_set(c->err, JO_EPROTO, "'%s': global buffer 0 lies outside the file", rel);
+	/* Metadata: what Lance reads, [GBO[0].pos, EOF) plus its first tail read. */
+	if ((rc = add(c, file, t->gbo0, size - t->gbo0, LANCE_RK_META)) < 0 ||
+	    (rc = add_tail_block(c, file, size)) < 0)
+		return rc;
+	for (uint32_t g = 1; g < t->ngb; g++) {
+		uint64_t gp = le(gt + 16 * g, 8), gs = le(gt + 16 * g + 8, 8);
+		if (gp > size || gs > size - gp)
+			return jo_err_set(c->err, JO_EPROTO, "'%s': global buffer %u out of range", rel, g);
+		if ((rc = add(c, file, gp, gs, LANCE_RK_DATA)) < 0 || (rc = bl_add(all, gp, gs)) < 0)
+			return rc;
 	}
+	return 0;
+}
+
+/* Which field owns each column (spec §7.3): *owner, ncols of them. */
+static int v2_column_owners(struct ctx *c, const struct lance_datafile *df, const char *rel,
+			    uint32_t ncols, int32_t **owner_out)
+{
+	int32_t *owner = malloc((ncols ? ncols : 1) * sizeof(*owner));
+
+	if (!(*owner_out = owner))
+		return jo_err_set(c->err, JO_ENOMEM, "out of memory");
 	for (uint32_t i = 0; i < ncols; i++)
 		owner[i] = INT32_MIN;
 	if (df->ncolumn_indices == 0) {
@@ -358,82 +374,113 @@ static int scan_v2(struct ctx *c, const struct lance_datafile *df, const char *r
 		for (size_t i = 0; i < df->nfields && i < ncols; i++)
 			owner[i] = df->fields[i];
 	} else {
-		if (df->ncolumn_indices != df->nfields) {
-			rc = jo_err_set(c->err, JO_EPROTO, "'%s': %zu fields but %zu column indices", rel,
-					df->nfields, df->ncolumn_indices);
-			goto out;
-		}
+		if (df->ncolumn_indices != df->nfields)
+			return jo_err_set(c->err, JO_EPROTO, "'%s': %zu fields but %zu column indices", rel,
+					  df->nfields, df->ncolumn_indices);
 		for (size_t i = 0; i < df->nfields; i++) {
 			int32_t ci = df->column_indices[i];
 			if (df->fields[i] < 0 || ci < 0)
 				continue;
-			if ((uint32_t)ci >= ncols) {
-				rc = jo_err_set(c->err, JO_EPROTO, "'%s': column index %d >= %u columns",
-						rel, (int)ci, ncols);
-				goto out;
-			}
+			if ((uint32_t)ci >= ncols)
+				return jo_err_set(c->err, JO_EPROTO, "'%s': column index %d >= %u columns",
+						  rel, (int)ci, ncols);
 			owner[ci] = df->fields[i];
 		}
 	}
 	for (uint32_t i = 1; i < ncols; i++)
 		if (owner[i] == INT32_MIN)
 			owner[i] = owner[i - 1];
+	return 0;
+}
 
-	for (uint32_t col = 0; col < ncols; col++) {
+/* What the blobs of the selected columns need: their gaps, and v2's sidecar files. */
+struct v2_blobs {
+	bool want, has_v2;
+};
+
+/* The buffers of each column: of the selected ones in sel (and all), the others in all
+ * when blob payloads are asked for. */
+static int v2_columns(struct ctx *c, const char *rel, const struct v2_tail *t,
+		      const int32_t *owner, struct buf_list *sel, struct buf_list *all,
+		      struct v2_blobs *bl)
+{
+	int rc;
+
+	for (uint32_t col = 0; col < t->ncols; col++) {
 		bool is_sel = owner[col] != INT32_MIN && selected(c, owner[col]);
 		const struct lance_field *fl = is_sel ? field_by_id(c->m, owner[col]) : NULL;
 		bool blob = fl && (fl->blob_v1 || fl->blob_v2);
 		if (!is_sel && !c->opts->blob_payloads)
 			continue;
-		uint64_t cp = le(AT(B) + 16 * (uint64_t)col, 8), cs = le(AT(B) + 16 * (uint64_t)col + 8, 8);
-		if (cp < A || cp > B || cs > B - cp) {
-			rc = jo_err_set(c->err, JO_EPROTO, "'%s': column %u metadata out of range", rel, col);
-			goto out;
-		}
-		size_t before = sel.n;
-		if ((rc = column_buffers(c, rel, AT(cp), (size_t)cs, gbo0, is_sel ? &sel : &all)) < 0) {
+		const uint8_t *ct = v2_at(t, t->B) + 16 * (uint64_t)col;
+		uint64_t cp = le(ct, 8), cs = le(ct + 8, 8);
+		if (cp < t->A || cp > t->B || cs > t->B - cp)
+			return jo_err_set(c->err, JO_EPROTO, "'%s': column %u metadata out of range", rel,
+					  col);
+		size_t before = sel->n;
+		if ((rc = column_buffers(c, rel, v2_at(t, cp), (size_t)cs, t->gbo0,
+					 is_sel ? sel : all)) < 0) {
 			jo_err_wrap(c->err, "'%s' column %u", rel, col);
-			goto out;
+			return rc;
 		}
 		if (is_sel) {
-			for (size_t i = before; i < sel.n; i++)
-				if ((rc = bl_add(&all, sel.r[i][0], sel.r[i][1])) < 0) {
-					rc = jo_err_set(c->err, JO_ENOMEM, "out of memory");
-					goto out;
-				}
+			for (size_t i = before; i < sel->n; i++)
+				if ((rc = bl_add(all, sel->r[i][0], sel->r[i][1])) < 0)
+					return jo_err_set(c->err, JO_ENOMEM, "out of memory");
 			if (blob)
-				want_blob = true;
+				bl->want = true;
 			if (fl && fl->blob_v2)
-				has_blob_v2 = true;
+				bl->has_v2 = true;
 		}
 	}
+	return 0;
+}
+
+/* Sidecars of blob v2: every file in data/<data-file-stem>/ */
+static int v2_sidecars(struct ctx *c, const char *rel)
+{
+	char dir[1024];
+	size_t n = strlen(rel);
+	if (n > 6 && strcmp(rel + n - 6, ".lance") == 0)
+		n -= 6;
+	snprintf(dir, sizeof(dir), "%.*s", (int)n, rel);
+	struct sidecar sc = { c, dir, 0 };
+	int rc = lance_io_list(c->io, dir, sidecar_cb, &sc, c->err);
+	if (rc == JO_ENOTFOUND)
+		rc = 0;
+	if (rc == 0)
+		rc = sc.rc;
+	return rc < 0 ? rc : 0;
+}
+
+static int scan_v2(struct ctx *c, const struct lance_datafile *df, const char *rel, int file,
+		   uint64_t size)
+{
+	struct v2_tail t = { .size = size };
+	int32_t *owner = NULL;
+	struct buf_list sel = { 0 }, all = { 0 };
+	struct v2_blobs bl = { 0 };
+	int rc;
+
+	if (size < LANCE_V2_FOOTER)
+		return jo_err_set(c->err, JO_EPROTO, "'%s' is truncated (%" PRIu64 " bytes)", rel, size);
+	if ((rc = v2_footer(c, df, rel, &t)) != 0 ||
+	    (rc = v2_global_buffers(c, rel, file, &t, &all)) != 0 ||
+	    (rc = v2_column_owners(c, df, rel, t.ncols, &owner)) != 0 ||
+	    (rc = v2_columns(c, rel, &t, owner, &sel, &all, &bl)) != 0)
+		goto out;
 	for (size_t i = 0; i < sel.n; i++)
 		if ((rc = add(c, file, sel.r[i][0], sel.r[i][1], LANCE_RK_DATA)) < 0)
 			goto out;
-	if (c->opts->blob_payloads && want_blob) {
-		if ((rc = blob_gaps(c, file, &all, gbo0)) < 0)
+	if (c->opts->blob_payloads && bl.want) {
+		if ((rc = blob_gaps(c, file, &all, t.gbo0)) < 0)
 			goto out;
-		if (has_blob_v2) {
-			/* Sidecars: every file in data/<data-file-stem>/ */
-			char dir[1024];
-			size_t n = strlen(rel);
-			if (n > 6 && strcmp(rel + n - 6, ".lance") == 0)
-				n -= 6;
-			snprintf(dir, sizeof(dir), "%.*s", (int)n, rel);
-			struct sidecar sc = { c, dir, 0 };
-			rc = lance_io_list(c->io, dir, sidecar_cb, &sc, c->err);
-			if (rc == JO_ENOTFOUND)
-				rc = 0;
-			if (rc == 0)
-				rc = sc.rc;
-			if (rc < 0)
-				goto out;
-		}
+		if (bl.has_v2 && (rc = v2_sidecars(c, rel)) != 0)
+			goto out;
 	}
-#undef AT
 	rc = 0;
 out:
-	free(buf);
+	free(t.buf);
 	free(owner);
 	free(sel.r);
 	free(all.r);

@@ -912,19 +912,223 @@ static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bo
 	return rc == JO_ECONFLICT ? 0 : rc;
 }
 
+/* The bounds of a range and where this attempt starts (decoded from the records). */
+struct range_keys {
+	char *lo, *hi, *after;
+};
+
+/* A range whose lease went to another worker: nothing to report, nothing more to do. */
+static int range_lost(struct job *j, struct jo_err *err)
+{
+	jo_err_clear(err);
+	jo_lease_forget(j->lease);
+	return 0;
+}
+
+/* The range's bounds and checkpoint read, the range this worker's current one. */
+static int range_start(struct job *j, const struct rview *rv, int idx, bool del, struct rctx *r,
+		       struct range_keys *k, bool *prev_uncounted, struct jo_err *err)
+{
+	bool bad = false;
+
+	k->lo = unhex(json_object_get(rv->def, "lo"), &bad);
+	k->hi = unhex(json_object_get(rv->def, "hi"), &bad);
+	if (!del && rv->pos) {
+		k->after = unhex(json_object_get(rv->pos, "pos"), &bad);
+		r->uncounted = jb(rv->pos, "uncounted");
+		counters_from(rv->pos, &r->ck);
+	}
+	if (bad)
+		return jo_err_set(err, JO_EPROTO, "coordinator: range %06d's records are corrupt", idx);
+	r->ck_pos = k->after ? strdup(k->after) : NULL;
+	/*
+	 * From here on copies may land past the checkpoint without being
+	 * recorded: say so once, before the first. A later attempt then HEADs
+	 * the keys it would skip past the checkpoint, to count what this one
+	 * copied (one write per attempt, not per copy).
+	 */
+	*prev_uncounted = r->uncounted;
+	r->uncounted = true;
+	pthread_mutex_lock(&j->mu);
+	j->cur_range = idx;
+	pthread_mutex_unlock(&j->mu);
+	return 0;
+}
+
+/* The engine's options for the range: its bounds, orders, checkpoint and the phase. */
+static void range_opts(struct job *j, const struct view *v, const struct rview *rv, bool del,
+		       struct rctx *r, const struct range_keys *k, bool prev_uncounted,
+		       struct jo_sync_range *rg, struct jo_sync_opts *o)
+{
+	rg->lo = k->lo;
+	rg->hi = k->hi;
+	rg->src_order = order_of(js(view_plan(v), "src_order"));
+	rg->dst_order = order_of(js(view_plan(v), "dst_order"));
+	/* an order break another range met: start there */
+	if (v->order_src && order_of(js(v->order_src, "order")) > rg->src_order)
+		rg->src_order = order_of(js(v->order_src, "order"));
+	if (v->order_dst && order_of(js(v->order_dst, "order")) > rg->dst_order)
+		rg->dst_order = order_of(js(v->order_dst, "order"));
+	rg->after = k->after;
+	rg->base = r->ck;
+	rg->uncounted = prev_uncounted;
+	rg->job_mark = j->mark;
+	rg->checkpoint_s = j->co->checkpoint_s;
+	rg->checkpoint = cb_checkpoint;
+	rg->may_mutate = cb_may_mutate;
+	rg->mpu = cb_mpu;
+	rg->payload = r;
+	o->range = rg;
+	o->live = &j->live;
+	o->state = NULL;
+	o->progress = false;
+	if (del) {
+		const json_t *d = rv->done;
+
+		o->delete_dst = true;
+		o->max_delete = -1;
+		rg->delete_only = true;
+		rg->max_extras = d ? ju(d, "x") : 0;
+		rg->expect_src = d && ju(d, "ls") > 0;
+		rg->after = NULL;
+		rg->uncounted = false;
+		memset(&rg->base, 0, sizeof(rg->base));
+		rg->checkpoint = NULL;
+	} else {
+		o->delete_dst = false;
+	}
+}
+
+/* An order break this range met, recorded so that other ranges start with it. */
+static void range_note_order(struct job *j, const struct jo_sync_range *rg,
+			     enum jo_sync_order so0, enum jo_sync_order do0, struct jo_err *rerr)
+{
+	if (rg->src_order <= so0 && rg->dst_order <= do0)
+		return;
+	json_t *h = json_pack("{s:s}", "order", order_name(rg->src_order > so0 ? rg->src_order
+									      : rg->dst_order));
+	if (h)
+		(void)rec_put(j->m, j->ns, rg->src_order > so0 ? "order:src" : "order:dst", h,
+			      NULL, NULL, rerr);
+	json_decref(h);
+}
+
+/* The done record of the range (ddone: of its deletions), or NULL without memory. */
+static json_t *range_done_json(struct job *j, const struct jo_mut_task *t, bool del,
+			       const struct rctx *r, const struct jo_sync_summary *sum)
+{
+	if (del)
+		return json_pack("{s:I,s:I,s:b,s:s,s:s,s:I,s:I,s:f}", "deleted",
+				 (json_int_t)sum->deleted, "extra", (json_int_t)sum->extra, "refused",
+				 sum->delete_refused, "why", sum->delete_refused_why, "by",
+				 j->co->worker, "started", (json_int_t)r->since, "at",
+				 (json_int_t)now_ms(), "secs", sum->seconds);
+
+	struct jo_sync_ckpt c = { .copied = sum->copied, .copied_bytes = sum->copied_bytes,
+				  .credited = sum->credited, .skipped = sum->skipped,
+				  .extra = sum->extra, .excluded = sum->excluded,
+				  .src_listed = sum->src_listed, .dst_listed = sum->dst_listed };
+	json_t *d = counters_json(&c);
+
+	if (d) {
+		json_object_set_new(d, "by", json_string(j->co->worker));
+		json_object_set_new(d, "at", json_integer(now_ms()));
+		json_object_set_new(d, "since", json_integer(r->since));
+		json_object_set_new(d, "att", json_integer(t->attempts));
+		json_object_set_new(d, "secs", json_real(sum->seconds));
+	}
+	return d;
+}
+
+/* The range recorded done in the transaction that completes its lease. */
+static int range_record_done(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+			     const struct rctx *r, const struct jo_sync_range *rg,
+			     const struct jo_sync_summary *sum, struct jo_err *err)
+{
+	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
+	json_t *d = range_done_json(j, t, del, r, sum);
+	char key[32];
+	int rc;
+
+	if (!d)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
+	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
+	json_decref(d);
+	if (rc == JO_ECONFLICT) {
+		jo_warn("range %06d: the lease was lost before it was recorded done", idx);
+		return range_lost(j, err);
+	}
+	if (rc)
+		return rc;
+	jo_lease_forget(j->lease); /* completed with the record */
+	j->res->ranges_mine++;
+	j->fails_in_a_row = 0;
+	if (j->o->verbose)
+		jo_info("range %06d %s: %" PRIu64 " copied, %" PRIu64 " skipped, %" PRIu64
+			" deleted, %.1fs", idx, del ? "deletions done" : "done",
+			sum->copied - rg->base.copied, sum->skipped, sum->deleted, sum->seconds);
+	return 0;
+}
+
+/* How the run of the range ended (rc, sum; rerr its error): the lease released, lost,
+ * the range failed or recorded done. */
+static int range_outcome(struct job *j, const struct jo_mut_task *t, int idx, bool del,
+			 uint64_t failures, const struct rctx *r, const struct jo_sync_range *rg,
+			 int rc, const struct jo_sync_summary *sum, struct jo_err *rerr,
+			 struct jo_err *err)
+{
+	if (rc == JO_ECANCELED || jo_cancelled()) {
+		*err = *rerr;
+		(void)jo_lease_release(j->lease, j->m, rerr);
+		return JO_ECANCELED;
+	}
+	if (!jo_lease_valid(j->lease) || rc == JO_ECONFLICT) {
+		jo_warn("range %06d: the lease was lost (another worker has it now)", idx);
+		return range_lost(j, err);
+	}
+	if (rc || sum->failed) {
+		char why[600];
+
+		if (rc)
+			snprintf(why, sizeof(why), "%s", rerr->msg);
+		else
+			snprintf(why, sizeof(why), "%" PRIu64 " object%s failed", sum->failed,
+				 sum->failed == 1 ? "" : "s");
+		return range_failed(j, t, idx, del, why, failures, err);
+	}
+	return range_record_done(j, t, idx, del, r, rg, sum, err);
+}
+
+/* The engine run over the range; its summary added to this worker's. */
+static int range_run(struct job *j, bool del, const struct jo_sync_range *rg,
+		     const struct jo_sync_opts *o, struct jo_sync_summary *sum, struct jo_err *rerr)
+{
+	double t0 = mono_s();
+	int rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, o, sum, rerr);
+
+	j->busy_s += mono_s() - t0;
+	add_summary(&j->res->mine, sum);
+	if (!del) {
+		/* what counts for this range is its total; the process adds its own work */
+		j->res->mine.copied -= rg->base.copied;
+		j->res->mine.copied_bytes -= rg->base.copied_bytes;
+		j->res->mine.credited -= rg->base.credited;
+	}
+	return rc;
+}
+
 static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool del,
 		    const struct view *v, const struct rview *rv, struct jo_err *err)
 {
-	struct jo_mut_rec_cond fin = { .task_id = t->id, .owner = j->co->worker, .complete = true };
 	struct rctx r = { .j = j, .task = t->id, .idx = idx, .since = now_ms(),
 			  .attempt = t->attempts, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct jo_sync_range rg = { 0 };
 	struct jo_sync_summary sum;
 	struct jo_sync_opts o = *j->o;
 	struct jo_err rerr = { 0 };
-	char key[32];
-	bool bad = false;
-	char *lo = NULL, *hi = NULL, *after = NULL;
+	struct range_keys k = { 0 };
+	bool prev_uncounted;
 	int rc;
 
 	if (del ? rv->ddone != NULL : (rv->done && !jb(rv->done, "failed"))) {
@@ -937,169 +1141,32 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 	uint64_t failures = ju(del ? rv->dfail : rv->fail, "n");
 	if (failures >= (uint64_t)j->co->max_attempts)
 		return range_give_up(j, t, idx, del, err);
-	lo = unhex(json_object_get(rv->def, "lo"), &bad);
-	hi = unhex(json_object_get(rv->def, "hi"), &bad);
-	if (!del && rv->pos) {
-		after = unhex(json_object_get(rv->pos, "pos"), &bad);
-		r.uncounted = jb(rv->pos, "uncounted");
-		counters_from(rv->pos, &r.ck);
-	}
-	if (bad) {
-		rc = jo_err_set(err, JO_EPROTO, "coordinator: range %06d's records are corrupt", idx);
+	rc = range_start(j, rv, idx, del, &r, &k, &prev_uncounted, err);
+	if (rc)
 		goto out;
-	}
-	r.ck_pos = after ? strdup(after) : NULL;
-	/*
-	 * From here on copies may land past the checkpoint without being
-	 * recorded: say so once, before the first. A later attempt then HEADs
-	 * the keys it would skip past the checkpoint, to count what this one
-	 * copied (one write per attempt, not per copy).
-	 */
-	bool prev_uncounted = r.uncounted;
-	r.uncounted = true;
-	pthread_mutex_lock(&j->mu);
-	j->cur_range = idx;
-	pthread_mutex_unlock(&j->mu);
 	if (!del) {
 		/* leased by whom, since when (the status shows it) */
 		rc = write_pos(&r, err);
-		if (rc)
-			goto lost;
+		if (rc) {
+			rc = range_lost(j, err);
+			goto out;
+		}
 		if (rv->pos)
 			abort_left_uploads(j, rv->pos);
 	}
-	rg.lo = lo;
-	rg.hi = hi;
-	rg.src_order = order_of(js(view_plan(v), "src_order"));
-	rg.dst_order = order_of(js(view_plan(v), "dst_order"));
-	/* an order break another range met: start there */
-	if (v->order_src && order_of(js(v->order_src, "order")) > rg.src_order)
-		rg.src_order = order_of(js(v->order_src, "order"));
-	if (v->order_dst && order_of(js(v->order_dst, "order")) > rg.dst_order)
-		rg.dst_order = order_of(js(v->order_dst, "order"));
+	range_opts(j, v, rv, del, &r, &k, prev_uncounted, &rg, &o);
 	enum jo_sync_order so0 = rg.src_order, do0 = rg.dst_order;
-	rg.after = after;
-	rg.base = r.ck;
-	rg.uncounted = prev_uncounted;
-	rg.job_mark = j->mark;
-	rg.checkpoint_s = j->co->checkpoint_s;
-	rg.checkpoint = cb_checkpoint;
-	rg.may_mutate = cb_may_mutate;
-	rg.mpu = cb_mpu;
-	rg.payload = &r;
-	o.range = &rg;
-	o.live = &j->live;
-	o.state = NULL;
-	o.progress = false;
-	if (del) {
-		const json_t *d = rv->done;
-
-		o.delete_dst = true;
-		o.max_delete = -1;
-		rg.delete_only = true;
-		rg.max_extras = d ? ju(d, "x") : 0;
-		rg.expect_src = d && ju(d, "ls") > 0;
-		rg.after = NULL;
-		rg.uncounted = false;
-		memset(&rg.base, 0, sizeof(rg.base));
-		rg.checkpoint = NULL;
-	} else {
-		o.delete_dst = false;
-	}
-	double t0 = mono_s();
-	rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, &o, &sum, &rerr);
-	j->busy_s += mono_s() - t0;
-	add_summary(&j->res->mine, &sum);
-	if (!del) {
-		/* what counts for this range is its total; the process adds its own work */
-		j->res->mine.copied -= rg.base.copied;
-		j->res->mine.copied_bytes -= rg.base.copied_bytes;
-		j->res->mine.credited -= rg.base.credited;
-	}
-	if (rg.src_order > so0 || rg.dst_order > do0) {
-		json_t *h = json_pack("{s:s}", "order", order_name(rg.src_order > so0 ? rg.src_order
-										 : rg.dst_order));
-		if (h)
-			(void)rec_put(j->m, j->ns, rg.src_order > so0 ? "order:src" : "order:dst", h,
-				      NULL, NULL, &rerr);
-		json_decref(h);
-	}
-	if (rc == JO_ECANCELED || jo_cancelled()) {
-		rc = JO_ECANCELED;
-		*err = rerr;
-		(void)jo_lease_release(j->lease, j->m, &rerr);
-		goto out;
-	}
-	if (!jo_lease_valid(j->lease) || rc == JO_ECONFLICT) {
-		jo_warn("range %06d: the lease was lost (another worker has it now)", idx);
-		goto lost;
-	}
-	if (rc || sum.failed) {
-		char why[600];
-
-		if (rc)
-			snprintf(why, sizeof(why), "%s", rerr.msg);
-		else
-			snprintf(why, sizeof(why), "%" PRIu64 " object%s failed", sum.failed,
-				 sum.failed == 1 ? "" : "s");
-		rc = range_failed(j, t, idx, del, why, failures, err);
-		goto out;
-	}
-	json_t *d;
-	if (del) {
-		d = json_pack("{s:I,s:I,s:b,s:s,s:s,s:I,s:I,s:f}", "deleted", (json_int_t)sum.deleted,
-			      "extra", (json_int_t)sum.extra, "refused", sum.delete_refused, "why",
-			      sum.delete_refused_why, "by", j->co->worker, "started", (json_int_t)r.since,
-			      "at", (json_int_t)now_ms(), "secs", sum.seconds);
-	} else {
-		struct jo_sync_ckpt c = { .copied = sum.copied, .copied_bytes = sum.copied_bytes,
-					  .credited = sum.credited, .skipped = sum.skipped,
-					  .extra = sum.extra, .excluded = sum.excluded,
-					  .src_listed = sum.src_listed, .dst_listed = sum.dst_listed };
-
-		d = counters_json(&c);
-		if (d) {
-			json_object_set_new(d, "by", json_string(j->co->worker));
-			json_object_set_new(d, "at", json_integer(now_ms()));
-			json_object_set_new(d, "since", json_integer(r.since));
-			json_object_set_new(d, "att", json_integer(t->attempts));
-			json_object_set_new(d, "secs", json_real(sum.seconds));
-		}
-	}
-	if (!d) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
-	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
-	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
-	json_decref(d);
-	if (rc == JO_ECONFLICT) {
-		jo_warn("range %06d: the lease was lost before it was recorded done", idx);
-		jo_err_clear(err);
-		goto lost;
-	}
-	if (rc)
-		goto out;
-	jo_lease_forget(j->lease); /* completed with the record */
-	j->res->ranges_mine++;
-	j->fails_in_a_row = 0;
-	if (j->o->verbose)
-		jo_info("range %06d %s: %" PRIu64 " copied, %" PRIu64 " skipped, %" PRIu64
-			" deleted, %.1fs", idx, del ? "deletions done" : "done", sum.copied - rg.base.copied,
-			sum.skipped, sum.deleted, sum.seconds);
-	goto out;
-lost:
-	rc = 0;
-	jo_err_clear(err);
-	jo_lease_forget(j->lease);
+	rc = range_run(j, del, &rg, &o, &sum, &rerr);
+	range_note_order(j, &rg, so0, do0, &rerr);
+	rc = range_outcome(j, t, idx, del, failures, &r, &rg, rc, &sum, &rerr, err);
 out:
 	pthread_mutex_lock(&j->mu);
 	j->cur_range = -1;
 	pthread_mutex_unlock(&j->mu);
 	(void)put_worker(j, "working", &rerr);
-	free(lo);
-	free(hi);
-	free(after);
+	free(k.lo);
+	free(k.hi);
+	free(k.after);
 	free(r.ck_pos);
 	for (size_t i = 0; i < r.nup; i++) {
 		free(r.up[i].key);
@@ -1658,85 +1725,74 @@ static void short_key(const char *k, char *buf, size_t n)
 	snprintf(buf, n, "\"%.*s...\"", (int)(n > 8 ? n - 8 : 1), k);
 }
 
-static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
-		      struct jo_err *err)
-{
+/* One job as --status shows it: the records read, and the rows made of them. */
+struct job_status {
 	struct view v;
-	struct leases ls = { .now = now_ms() };
+	struct leases ls;
 	struct totals t;
-	int rc = view_load(m, ns, &v, err);
+	int leased_ranges;
+	const char *state;
+	json_t *leases, *fails, *workers;
+	int64_t last_done, first_del;  /* unix ms; 0: not yet */
+};
 
-	if (rc)
-		return rc;
-	if (!v.job) {
-		view_release(&v);
-		return jo_err_set(err, JO_ENOTFOUND, "the coordinator has no sync job %s", ns);
-	}
-	ls.arr = json_array();
-	if (!ls.arr) {
-		view_release(&v);
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
-	rc = jo_mut_task_scan(m, ns, lease_cb, &ls, err);
-	if (rc) {
-		json_decref(ls.arr);
-		view_release(&v);
-		return rc;
-	}
-	totals_of(&v, &t);
-	size_t nl = json_array_size(ls.arr);
-	int leased_ranges = 0;
-	for (size_t i = 0; i < nl; i++)
-		if (!strcmp(js(json_array_get(ls.arr, i), "kind"), "range"))
-			leased_ranges++;
-	const char *state = v.end ? "finished" : v.gate ? "deleting" : view_plan(&v) ? "copying"
-									  : "planning";
-	int pending = v.n - t.done - t.failed - leased_ranges;
-	if (pending < 0 || v.gate)
-		pending = v.gate ? 0 : 0;
-	json_t *leases = json_array(), *fails = json_array(), *workers = json_array();
-	char buf[256], tb[64], kb[120];
+/* The leases held now, one row each (where the range's worker is, what it copied). */
+static void status_leases(struct job_status *s)
+{
+	size_t nl = json_array_size(s->ls.arr);
 
 	for (size_t i = 0; i < nl; i++) {
-		const json_t *e = json_array_get(ls.arr, i);
+		const json_t *e = json_array_get(s->ls.arr, i);
 		const char *item = js(e, "item");
 		int idx = atoi(item + 1);
-		const json_t *pos = idx >= 0 && idx < v.n ? v.r[idx].pos : NULL;
+		const json_t *pos = idx >= 0 && idx < s->v.n ? s->v.r[idx].pos : NULL;
 		bool bad = false;
 		char *at = pos ? unhex(json_object_get(pos, "pos"), &bad) : NULL;
 		int64_t since = pos && !strcmp(js(pos, "by"), js(e, "owner")) ? ji(pos, "since") : 0;
 
-		json_array_append_new(leases, json_pack("{s:s,s:i,s:s,s:I,s:I,s:s?,s:I,s:I}", "kind",
-							js(e, "kind"), "range", idx, "owner",
-							js(e, "owner"), "since", (json_int_t)since,
-							"expires_in_ms", (json_int_t)(ji(e, "expire") - ls.now),
-							"at", at, "copied", (json_int_t)ju(pos, "c"),
-							"attempt", (json_int_t)ji(e, "attempts")));
+		json_array_append_new(s->leases, json_pack("{s:s,s:i,s:s,s:I,s:I,s:s?,s:I,s:I}", "kind",
+							   js(e, "kind"), "range", idx, "owner",
+							   js(e, "owner"), "since", (json_int_t)since,
+							   "expires_in_ms",
+							   (json_int_t)(ji(e, "expire") - s->ls.now),
+							   "at", at, "copied", (json_int_t)ju(pos, "c"),
+							   "attempt", (json_int_t)ji(e, "attempts")));
 		free(at);
 	}
-	for (int i = 0; i < v.n; i++) {
-		const json_t *d = v.r[i].done, *f = v.r[i].fail, *dd = v.r[i].ddone;
+}
 
-		if (v.r[i].dfail && !dd)
-			f = v.r[i].dfail;
+/* A failure row of range i from its record rec. */
+static json_t *failure_row(int i, const json_t *rec, bool given_up)
+{
+	return json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i, "error", js(rec, "error"), "by",
+			 js(rec, "by"), "given_up", given_up, "at", (json_int_t)ji(rec, "at"));
+}
+
+/* The ranges that failed: given up (copy or delete phase), or failed and to be retried. */
+static void status_failures(struct job_status *s)
+{
+	for (int i = 0; i < s->v.n; i++) {
+		const json_t *d = s->v.r[i].done, *f = s->v.r[i].fail, *dd = s->v.r[i].ddone;
+
+		if (s->v.r[i].dfail && !dd)
+			f = s->v.r[i].dfail;
 
 		if (d && jb(d, "failed"))
-			json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i,
-							       "error", js(d, "error"), "by", js(d, "by"),
-							       "given_up", true, "at", (json_int_t)ji(d, "at")));
+			json_array_append_new(s->fails, failure_row(i, d, true));
 		else if (dd && jb(dd, "failed"))
-			json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i,
-							       "error", js(dd, "error"), "by",
-							       js(dd, "by"), "given_up", true, "at",
-							       (json_int_t)ji(dd, "at")));
-		else if (f && (!d || f == v.r[i].dfail))
-			json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i,
-							       "error", js(f, "error"), "by", js(f, "by"),
-							       "given_up", false, "at", (json_int_t)ji(f, "at")));
+			json_array_append_new(s->fails, failure_row(i, dd, true));
+		else if (f && (!d || f == s->v.r[i].dfail))
+			json_array_append_new(s->fails, failure_row(i, f, false));
 	}
+}
+
+/* The workers the job has seen, with their throughput. */
+static void status_workers(struct job_status *s)
+{
 	const char *wk;
 	json_t *w;
-	json_object_foreach(v.workers, wk, w) {
+
+	json_object_foreach(s->v.workers, wk, w) {
 		double busy = json_real_value(json_object_get(w, "busy_s"));
 		double span = (double)(ji(w, "seen") - ji(w, "started")) / 1000.0;
 		double basis = busy > 0.5 ? busy : span;
@@ -1744,132 +1800,212 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 
 		/* a worker that was still at work when the job finished and has not
 		 * said since that it left was killed (or lost its coordinator) */
-		if (v.end && (!strcmp(wstate, "working") || !strcmp(wstate, "waiting")) &&
-		    ji(w, "seen") < ji(v.end, "at"))
+		if (s->v.end && (!strcmp(wstate, "working") || !strcmp(wstate, "waiting")) &&
+		    ji(w, "seen") < ji(s->v.end, "at"))
 			wstate = "gone";
-		json_array_append_new(workers, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:f,s:f,s:I}",
-							 "worker", wk, "state", wstate, "copied",
-							 (json_int_t)ju(w, "copied"), "bytes",
-							 (json_int_t)ju(w, "bytes"), "ranges",
-							 (json_int_t)ju(w, "ranges"), "range",
-							 (int)ji(w, "range"), "bytes_per_s",
-							 basis > 0 ? (double)ju(w, "bytes") / basis : 0.0,
-							 "objects_per_s",
-							 basis > 0 ? (double)ju(w, "copied") / basis : 0.0,
-							 "seen_ago_ms", (json_int_t)(ls.now - ji(w, "seen"))));
+		json_array_append_new(s->workers,
+				      json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:f,s:f,s:I}",
+						"worker", wk, "state", wstate, "copied",
+						(json_int_t)ju(w, "copied"), "bytes",
+						(json_int_t)ju(w, "bytes"), "ranges",
+						(json_int_t)ju(w, "ranges"), "range",
+						(int)ji(w, "range"), "bytes_per_s",
+						basis > 0 ? (double)ju(w, "bytes") / basis : 0.0,
+						"objects_per_s",
+						basis > 0 ? (double)ju(w, "copied") / basis : 0.0,
+						"seen_ago_ms", (json_int_t)(s->ls.now - ji(w, "seen"))));
 	}
-	int64_t last_done = 0, first_del = 0;
-	for (int i = 0; i < v.n; i++) {
-		if (v.r[i].done && ji(v.r[i].done, "at") > last_done)
-			last_done = ji(v.r[i].done, "at");
-		if (v.r[i].ddone && (!first_del || ji(v.r[i].ddone, "started") < first_del))
-			first_del = ji(v.r[i].ddone, "started");
+}
+
+/* When the copy phase ended and the deletions began. */
+static void status_phases(struct job_status *s)
+{
+	for (int i = 0; i < s->v.n; i++) {
+		if (s->v.r[i].done && ji(s->v.r[i].done, "at") > s->last_done)
+			s->last_done = ji(s->v.r[i].done, "at");
+		if (s->v.r[i].ddone && (!s->first_del || ji(s->v.r[i].ddone, "started") < s->first_del))
+			s->first_del = ji(s->v.r[i].ddone, "started");
 	}
+}
+
+/* --status --json: the job as one object. */
+static void status_print_json(const struct job_status *s, const char *ns, FILE *out)
+{
+	const struct view *v = &s->v;
+	const struct totals *t = &s->t;
+	json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i},"
+			      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:O,s:O,s:O?,s:O?,s:O?}",
+			      "type", "job", "ns", ns, "name", json_string_value(json_object_get(v->job, "name")),
+			      "src", js(v->job, "src"), "dst", js(v->job, "dst"), "state", s->state,
+			      "status", v->end ? js(v->end, "status") : "", "why",
+			      v->end ? js(v->end, "why") : "", "ranges", "planned", v->n, "done",
+			      t->done, "leased", s->leased_ranges, "failed", t->failed, "pending",
+			      s->ls.pending_range, "copied", (json_int_t)t->copied, "copied_bytes",
+			      (json_int_t)t->bytes, "credited", (json_int_t)t->credited, "skipped",
+			      (json_int_t)t->skipped, "extra", (json_int_t)t->extra, "deleted",
+			      (json_int_t)t->deleted, "listed_src", (json_int_t)t->src,
+			      "listed_dst", (json_int_t)t->dst, "leases", s->leases, "failures", s->fails,
+			      "workers", s->workers, "plan", v->plan, "gate", v->gate, "end", v->end);
+	/* when the copy phase ended and the deletions began (unix ms; 0: not yet) */
+	if (o) {
+		json_object_set_new(o, "last_range_done_at", json_integer(s->last_done));
+		json_object_set_new(o, "first_delete_at", json_integer(s->first_del));
+	}
+	char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (txt)
+		fprintf(out, "%s\n", txt);
+	free(txt);
+	json_decref(o);
+}
+
+/* --status: the job's name, state, plan, ranges, objects and deletions. */
+static void status_print_head(const struct job_status *s, const char *ns, FILE *out)
+{
+	const struct view *v = &s->v;
+	const struct totals *t = &s->t;
+	const char *name = json_string_value(json_object_get(v->job, "name"));
+	char buf[256], tb[64];
+
+	/* what the coordinator holds is anyone's text: escaped for the terminal */
+	fprintf(out, "job %s%s%s%s: %s -> %s\n", JO_ESC_TERM(ns), name ? " \"" : "",
+		name ? JO_ESC_TERM(name) : "", name ? "\"" : "", JO_ESC_TERM(js(v->job, "src")),
+		JO_ESC_TERM(js(v->job, "dst")));
+	if (v->end)
+		snprintf(buf, sizeof(buf), "finished %s%s%s", js(v->end, "status"),
+			 js(v->end, "why")[0] ? ": " : "", js(v->end, "why"));
+	else
+		snprintf(buf, sizeof(buf), "%s", s->state);
+	fprintf(out, "  state:    %s\n", JO_ESC_TERM(buf));
+	if (v->plan) {
+		fmt_time(ji(v->plan, "at"), tb, sizeof(tb));
+		fprintf(out, "  planned:  %s by %s: %d ranges (%" PRIu64 " SRC / %" PRIu64
+			" DST objects sampled, %s / %s order)\n", tb, JO_ESC_TERM(js(v->plan, "by")),
+			v->n, ju(v->plan, "src_est"), ju(v->plan, "dst_est"),
+			JO_ESC_TERM(js(v->plan, "src_order")), JO_ESC_TERM(js(v->plan, "dst_order")));
+	}
+	fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v->n,
+		t->done, s->leased_ranges, t->failed, s->ls.pending_range);
+	jo_sync_human((double)t->bytes, tb, sizeof(tb));
+	fprintf(out, "  objects:  %" PRIu64 " copied (%s), %" PRIu64 " skipped, %" PRIu64
+		" only in DST, %" PRIu64 " deleted; listed %" PRIu64 " SRC / %" PRIu64 " DST\n",
+		t->copied, tb, t->skipped, t->extra, t->deleted, t->src, t->dst);
+	if (v->gate)
+		fprintf(out, "  deletes:  %s%s%s (%" PRIu64 " due; deletions done in %d ranges)\n",
+			jb(v->gate, "delete") ? "running after the last range" : "refused",
+			js(v->gate, "why")[0] ? ": " : "", JO_ESC_TERM(js(v->gate, "why")),
+			ju(v->gate, "extras"),
+			t->deleted_ranges);
+}
+
+/* --status: the leases, failures and workers, a line each. */
+static void status_print_rows(const struct job_status *s, FILE *out)
+{
+	char tb[64], kb[120];
+
+	if (json_array_size(s->leases)) {
+		fprintf(out, "  leased:\n");
+		for (size_t i = 0; i < json_array_size(s->leases); i++) {
+			const json_t *e = json_array_get(s->leases, i);
+
+			if (ji(e, "since"))
+				fmt_time(ji(e, "since"), tb, sizeof(tb));
+			else
+				snprintf(tb, sizeof(tb), "?");
+			short_key(json_string_value(json_object_get(e, "at")), kb, sizeof(kb));
+			fprintf(out, "    %s %06d  by %s since %s (attempt %" PRId64 "), %" PRIu64
+				" copied so far, at %s\n", JO_ESC_TERM(js(e, "kind")),
+				(int)ji(e, "range"), JO_ESC_TERM(js(e, "owner")), tb,
+				ji(e, "attempt"), ju(e, "copied"), JO_ESC_TERM(kb));
+		}
+	}
+	if (json_array_size(s->fails)) {
+		fprintf(out, "  failed:\n");
+		for (size_t i = 0; i < json_array_size(s->fails); i++) {
+			const json_t *e = json_array_get(s->fails, i);
+
+			fprintf(out, "    range %06d%s: %s (%s)\n", (int)ji(e, "range"),
+				jb(e, "given_up") ? " (given up)" : "", JO_ESC_TERM(js(e, "error")),
+				JO_ESC_TERM(js(e, "by")));
+		}
+	}
+	if (json_array_size(s->workers)) {
+		fprintf(out, "  workers:\n");
+		for (size_t i = 0; i < json_array_size(s->workers); i++) {
+			const json_t *e = json_array_get(s->workers, i);
+			char rb[32], rr[32];
+
+			jo_sync_human((double)ju(e, "bytes"), rb, sizeof(rb));
+			jo_sync_human(json_real_value(json_object_get(e, "bytes_per_s")), rr, sizeof(rr));
+			fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
+				"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(js(e, "worker")),
+				JO_ESC_TERM(js(e, "state")),
+				ju(e, "copied"), rb, rr,
+				json_real_value(json_object_get(e, "objects_per_s")),
+				(int)ji(e, "ranges"), (double)ji(e, "seen_ago_ms") / 1000.0);
+		}
+	}
+}
+
+/* The job's records and its leases read: 0, or an error with nothing left to release. */
+static int status_load(struct jo_meta *m, const char *ns, struct job_status *s,
+		       struct jo_err *err)
+{
+	int rc = view_load(m, ns, &s->v, err);
+
+	if (rc)
+		return rc;
+	if (!s->v.job) {
+		view_release(&s->v);
+		return jo_err_set(err, JO_ENOTFOUND, "the coordinator has no sync job %s", ns);
+	}
+	s->ls.arr = json_array();
+	if (!s->ls.arr) {
+		view_release(&s->v);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	rc = jo_mut_task_scan(m, ns, lease_cb, &s->ls, err);
+	if (rc) {
+		json_decref(s->ls.arr);
+		view_release(&s->v);
+		return rc;
+	}
+	return 0;
+}
+
+static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
+		      struct jo_err *err)
+{
+	struct job_status s = { .ls = { .now = now_ms() } };
+	int rc = status_load(m, ns, &s, err);
+
+	if (rc)
+		return rc;
+	totals_of(&s.v, &s.t);
+	size_t nl = json_array_size(s.ls.arr);
+	for (size_t i = 0; i < nl; i++)
+		if (!strcmp(js(json_array_get(s.ls.arr, i), "kind"), "range"))
+			s.leased_ranges++;
+	s.state = s.v.end ? "finished" : s.v.gate ? "deleting" : view_plan(&s.v) ? "copying"
+										 : "planning";
+	s.leases = json_array();
+	s.fails = json_array();
+	s.workers = json_array();
+	status_leases(&s);
+	status_failures(&s);
+	status_workers(&s);
+	status_phases(&s);
 	if (json) {
-		json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i},"
-				      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:O,s:O,s:O?,s:O?,s:O?}",
-				      "type", "job", "ns", ns, "name", json_string_value(json_object_get(v.job, "name")),
-				      "src", js(v.job, "src"), "dst", js(v.job, "dst"), "state", state,
-				      "status", v.end ? js(v.end, "status") : "", "why",
-				      v.end ? js(v.end, "why") : "", "ranges", "planned", v.n, "done",
-				      t.done, "leased", leased_ranges, "failed", t.failed, "pending",
-				      ls.pending_range, "copied", (json_int_t)t.copied, "copied_bytes",
-				      (json_int_t)t.bytes, "credited", (json_int_t)t.credited, "skipped",
-				      (json_int_t)t.skipped, "extra", (json_int_t)t.extra, "deleted",
-				      (json_int_t)t.deleted, "listed_src", (json_int_t)t.src,
-				      "listed_dst", (json_int_t)t.dst, "leases", leases, "failures", fails,
-				      "workers", workers, "plan", v.plan, "gate", v.gate, "end", v.end);
-		/* when the copy phase ended and the deletions began (unix ms; 0: not yet) */
-		if (o) {
-			json_object_set_new(o, "last_range_done_at", json_integer(last_done));
-			json_object_set_new(o, "first_delete_at", json_integer(first_del));
-		}
-		char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
-
-		if (txt)
-			fprintf(out, "%s\n", txt);
-		free(txt);
-		json_decref(o);
+		status_print_json(&s, ns, out);
 	} else {
-		const char *name = json_string_value(json_object_get(v.job, "name"));
-
-		/* what the coordinator holds is anyone's text: escaped for the terminal */
-		fprintf(out, "job %s%s%s%s: %s -> %s\n", JO_ESC_TERM(ns), name ? " \"" : "",
-			name ? JO_ESC_TERM(name) : "", name ? "\"" : "", JO_ESC_TERM(js(v.job, "src")),
-			JO_ESC_TERM(js(v.job, "dst")));
-		if (v.end)
-			snprintf(buf, sizeof(buf), "finished %s%s%s", js(v.end, "status"),
-				 js(v.end, "why")[0] ? ": " : "", js(v.end, "why"));
-		else
-			snprintf(buf, sizeof(buf), "%s", state);
-		fprintf(out, "  state:    %s\n", JO_ESC_TERM(buf));
-		if (v.plan) {
-			fmt_time(ji(v.plan, "at"), tb, sizeof(tb));
-			fprintf(out, "  planned:  %s by %s: %d ranges (%" PRIu64 " SRC / %" PRIu64
-				" DST objects sampled, %s / %s order)\n", tb, JO_ESC_TERM(js(v.plan, "by")),
-				v.n, ju(v.plan, "src_est"), ju(v.plan, "dst_est"),
-				JO_ESC_TERM(js(v.plan, "src_order")), JO_ESC_TERM(js(v.plan, "dst_order")));
-		}
-		fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v.n,
-			t.done, leased_ranges, t.failed, ls.pending_range);
-		jo_sync_human((double)t.bytes, tb, sizeof(tb));
-		fprintf(out, "  objects:  %" PRIu64 " copied (%s), %" PRIu64 " skipped, %" PRIu64
-			" only in DST, %" PRIu64 " deleted; listed %" PRIu64 " SRC / %" PRIu64 " DST\n",
-			t.copied, tb, t.skipped, t.extra, t.deleted, t.src, t.dst);
-		if (v.gate)
-			fprintf(out, "  deletes:  %s%s%s (%" PRIu64 " due; deletions done in %d ranges)\n",
-				jb(v.gate, "delete") ? "running after the last range" : "refused",
-				js(v.gate, "why")[0] ? ": " : "", JO_ESC_TERM(js(v.gate, "why")),
-				ju(v.gate, "extras"),
-				t.deleted_ranges);
-		if (json_array_size(leases)) {
-			fprintf(out, "  leased:\n");
-			for (size_t i = 0; i < json_array_size(leases); i++) {
-				const json_t *e = json_array_get(leases, i);
-
-				if (ji(e, "since"))
-					fmt_time(ji(e, "since"), tb, sizeof(tb));
-				else
-					snprintf(tb, sizeof(tb), "?");
-				short_key(json_string_value(json_object_get(e, "at")), kb, sizeof(kb));
-				fprintf(out, "    %s %06d  by %s since %s (attempt %" PRId64 "), %" PRIu64
-					" copied so far, at %s\n", JO_ESC_TERM(js(e, "kind")),
-					(int)ji(e, "range"), JO_ESC_TERM(js(e, "owner")), tb,
-					ji(e, "attempt"), ju(e, "copied"), JO_ESC_TERM(kb));
-			}
-		}
-		if (json_array_size(fails)) {
-			fprintf(out, "  failed:\n");
-			for (size_t i = 0; i < json_array_size(fails); i++) {
-				const json_t *e = json_array_get(fails, i);
-
-				fprintf(out, "    range %06d%s: %s (%s)\n", (int)ji(e, "range"),
-					jb(e, "given_up") ? " (given up)" : "", JO_ESC_TERM(js(e, "error")),
-					JO_ESC_TERM(js(e, "by")));
-			}
-		}
-		if (json_array_size(workers)) {
-			fprintf(out, "  workers:\n");
-			for (size_t i = 0; i < json_array_size(workers); i++) {
-				const json_t *e = json_array_get(workers, i);
-				char rb[32], rr[32];
-
-				jo_sync_human((double)ju(e, "bytes"), rb, sizeof(rb));
-				jo_sync_human(json_real_value(json_object_get(e, "bytes_per_s")), rr, sizeof(rr));
-				fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
-					"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(js(e, "worker")),
-					JO_ESC_TERM(js(e, "state")),
-					ju(e, "copied"), rb, rr,
-					json_real_value(json_object_get(e, "objects_per_s")),
-					(int)ji(e, "ranges"), (double)ji(e, "seen_ago_ms") / 1000.0);
-			}
-		}
+		status_print_head(&s, ns, out);
+		status_print_rows(&s, out);
 	}
-	json_decref(leases);
-	json_decref(fails);
-	json_decref(workers);
-	json_decref(ls.arr);
-	view_release(&v);
+	json_decref(s.leases);
+	json_decref(s.fails);
+	json_decref(s.workers);
+	json_decref(s.ls.arr);
+	view_release(&s.v);
 	return 0;
 }
 

@@ -532,90 +532,92 @@ static void print_cluster_summary(const struct jo_ctx *ctx, const struct jo_sync
 		print_cluster_json(ctx, src, dst, co, r, exit_code);
 }
 
-int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
-{
-	struct jo_sync_opts o = {
-		.transfers = 16, .list_threads = 4, .part_concurrency = 4,
-		.part_size = 16u << 20, .multipart_threshold = 64u << 20, .max_delete = -1,
-		.server_side = true, .sort_mem = 256u << 20,
-	};
-	struct jo_sync_side_flags fl[2] = { JO_SYNC_SIDE_FLAGS_INIT, JO_SYNC_SIDE_FLAGS_INIT };
+/* What one run of the command holds, from the flags to the summary. */
+struct sync_cmd {
+	struct jo_sync_opts o;
+	struct jo_sync_side_flags fl[2];
 	struct jo_sync_side sides[2];
-	memset(sides, 0, sizeof(sides));
-	struct jo_sync_filter *filter = NULL;
-	const char *state_path = NULL, *config = NULL, *metrics = NULL;
-	char metrics_job[128] = "";   /* label job= of --metrics-file */
-	bool parsed = false;
-	bool no_state = false, json = ctx->json;
-	int64_t retries = -1;
-	uint64_t bwlimit = 0;
-	bool no_server_side = false;
-	struct jo_obj *so = NULL, *dobj = NULL;
-	struct jo_sync_state *st = NULL;
-	struct jo_err err = { 0 };
+	struct jo_sync_filter *filter;
+	const char *state_path, *config, *metrics;
+	char metrics_job[128];  /* label job= of --metrics-file */
+	bool parsed;
+	bool no_state, json;
+	int64_t retries;
+	uint64_t bwlimit;
+	bool no_server_side;
+	struct jo_obj *so, *dobj;
+	struct jo_sync_state *st;
+	struct jo_err err;
 	struct jo_sync_summary sum;
-	int n, rc = 0;
 	/* cluster mode */
-	char *cluster = NULL;
-	const char *job_name = NULL, *worker_id = NULL;
-	bool c_plan, c_worker, c_status = false, c_reset = false;
-	int cmode = CM_BOTH;
-	bool state_given = false;
-	struct jo_sync_cluster_opts co = { .lease_ms = 30000, .max_attempts = 3,
-					   .checkpoint_s = 10 };
+	char *cluster;
+	const char *job_name, *worker_id;
+	bool c_plan, c_worker, c_status, c_reset;
+	int cmode;
+	struct jo_sync_cluster_opts co;
 	struct jo_sync_cluster_result cres;
 	char worker_buf[128], fp[65], ns[17];
-	int64_t checkpoint_ms = 10000;
+	int64_t checkpoint_ms;
+	char def_state[2048];   /* the default state path */
+};
 
-	memset(&sum, 0, sizeof(sum));
-	if (jo_sync_filter_new(&filter))
-		return cmd_usage_error(ctx, "out of memory");
-	{
-		struct jo_option opts[] = {
-			OPT_GROUP("Comparison (from the listings and the state file; never a HEAD per "
-				  "object):\n"
-				  "  default            copy when missing or sizes differ; else skip when the\n"
-				  "                     state file recorded this copy and the source is\n"
-				  "                     unchanged (size, mtime, ETag); without a record, skip\n"
-				  "                     when DST's mtime is not older than SRC's"),
-			OPT_SET_INT(0, "size-only", &o.cmp.mode, "copy when missing or sizes differ",
-				    JO_SYNC_CMP_SIZE),
-			OPT_SET_INT(0, "checksum", &o.cmp.mode, "compare MD5s: a plain (single-part) ETag, "
-				    "or the MD5 the state file recorded; multipart ETags are not MD5s, and when "
-				    "one side has no comparable MD5 the default rule decides instead",
-				    JO_SYNC_CMP_CHECKSUM),
-			OPT_BOOL(0, "update", &o.cmp.update, "copy only when SRC's mtime is newer than "
-				 "DST's"),
-			OPT_BOOL(0, "ignore-existing", &o.cmp.ignore_existing, "never touch an object DST "
-				 "already has"),
-			OPT_BOOL(0, "existing", &o.cmp.existing, "only update objects DST already has"),
-			OPT_GROUP("Copying:"),
-			OPT_UINT(0, "transfers", &o.transfers, "N", "objects in flight", 1, 1024),
-			OPT_UINT(0, "list-threads", &o.list_threads, "N", "key-range listers per side", 1,
-				 256),
-			OPT_SIZE(0, "part-size", &o.part_size, "SIZE", "multipart part size, 5M..5G", 5 << 20,
-				 5ULL << 30),
-			OPT_SIZE(0, "multipart-threshold", &o.multipart_threshold, "SIZE", "objects this "
-				 "large use multipart", 5 << 20, 5ULL << 30),
-			OPT_UINT(0, "part-concurrency", &o.part_concurrency, "N", "parts of one object in "
-				 "flight", 1, 64),
-			OPT_BOOL(0, "no-server-side", &no_server_side, "never use CopyObject (default: used "
-				 "when both sides are on the same endpoint with the same access key)"),
-			OPT_BOOL(0, "no-metadata", &o.no_metadata, "do not HEAD the source for "
-				 "Content-Type/user metadata"),
-			OPT_BOOL(0, "perms", &o.perms, "local SRC and local DST: a copy keeps the source "
-				 "file's permission bits (rwx of owner, group and others; never setuid, setgid "
-				 "or sticky; owners are never copied), set before the file appears (default: "
-				 "off: a new file gets 0666 less the umask, like juicefs sync without --perms; "
-				 "objects of an s3 SRC have no bits, so always the default). A file already in "
-				 "sync keeps its mode; directories are made 0777 less the umask. Not with an s3 "
-				 "DST (exit 2)"),
-			OPT_SIZE(0, "bwlimit", &bwlimit, "RATE", "bytes per second for all transfers (with "
-				 "--cluster: of this worker, not the whole job; default: none, unlimited)", 1,
-				 0),
-			OPT_UINT(0, "retries", &retries, "N", "per-request retries in the object client "
-				 "(default 5; twice as many for throttled replies: 503 SlowDown, 429)", 0, 100),
-			OPT_TEXT(
+/* the options of the comparison rules */
+static void sync_opts_compare(struct sync_cmd *c, struct jo_opt_table *t)
+{
+	const struct jo_option rows[] = {
+		OPT_GROUP("Comparison (from the listings and the state file; never a HEAD per "
+			  "object):\n"
+			  "  default            copy when missing or sizes differ; else skip when the\n"
+			  "                     state file recorded this copy and the source is\n"
+			  "                     unchanged (size, mtime, ETag); without a record, skip\n"
+			  "                     when DST's mtime is not older than SRC's"),
+		OPT_SET_INT(0, "size-only", &c->o.cmp.mode, "copy when missing or sizes differ",
+			    JO_SYNC_CMP_SIZE),
+		OPT_SET_INT(0, "checksum", &c->o.cmp.mode, "compare MD5s: a plain (single-part) ETag, "
+			    "or the MD5 the state file recorded; multipart ETags are not MD5s, and when "
+			    "one side has no comparable MD5 the default rule decides instead",
+			    JO_SYNC_CMP_CHECKSUM),
+		OPT_BOOL(0, "update", &c->o.cmp.update, "copy only when SRC's mtime is newer than "
+			 "DST's"),
+		OPT_BOOL(0, "ignore-existing", &c->o.cmp.ignore_existing, "never touch an object DST "
+			 "already has"),
+		OPT_BOOL(0, "existing", &c->o.cmp.existing, "only update objects DST already has"),
+	};
+
+	JO_OPT_ROWS(t, rows);
+}
+
+/* the options of copying and deleting */
+static void sync_opts_copy(struct sync_cmd *c, struct jo_opt_table *t)
+{
+	const struct jo_option rows[] = {
+		OPT_GROUP("Copying:"),
+		OPT_UINT(0, "transfers", &c->o.transfers, "N", "objects in flight", 1, 1024),
+		OPT_UINT(0, "list-threads", &c->o.list_threads, "N", "key-range listers per side", 1,
+			 256),
+		OPT_SIZE(0, "part-size", &c->o.part_size, "SIZE", "multipart part size, 5M..5G", 5 << 20,
+			 5ULL << 30),
+		OPT_SIZE(0, "multipart-threshold", &c->o.multipart_threshold, "SIZE", "objects this "
+			 "large use multipart", 5 << 20, 5ULL << 30),
+		OPT_UINT(0, "part-concurrency", &c->o.part_concurrency, "N", "parts of one object in "
+			 "flight", 1, 64),
+		OPT_BOOL(0, "no-server-side", &c->no_server_side, "never use CopyObject (default: used "
+			 "when both sides are on the same endpoint with the same access key)"),
+		OPT_BOOL(0, "no-metadata", &c->o.no_metadata, "do not HEAD the source for "
+			 "Content-Type/user metadata"),
+		OPT_BOOL(0, "perms", &c->o.perms, "local SRC and local DST: a copy keeps the source "
+			 "file's permission bits (rwx of owner, group and others; never setuid, setgid "
+			 "or sticky; owners are never copied), set before the file appears (default: "
+			 "off: a new file gets 0666 less the umask, like juicefs sync without --perms; "
+			 "objects of an s3 SRC have no bits, so always the default). A file already in "
+			 "sync keeps its mode; directories are made 0777 less the umask. Not with an s3 "
+			 "DST (exit 2)"),
+		OPT_SIZE(0, "bwlimit", &c->bwlimit, "RATE", "bytes per second for all transfers (with "
+			 "--cluster: of this worker, not the whole job; default: none, unlimited)", 1,
+			 0),
+		OPT_UINT(0, "retries", &c->retries, "N", "per-request retries in the object client "
+			 "(default 5; twice as many for throttled replies: 503 SlowDown, 429)", 0, 100),
+		OPT_TEXT(
 		"  Every copy writes user metadata x-amz-meta-mtime (source mtime, unix\n"
 		"  seconds), x-amz-meta-jfsops-src-etag (the source ETag) and, for copies in\n"
 		"  one request, x-amz-meta-jfsops-md5 (MD5 computed while copying), next to\n"
@@ -624,49 +626,58 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		"  retried by the next run) instead of arriving torn. Single requests send\n"
 		"  Content-MD5; each multipart part's ETag is checked against its MD5 and\n"
 		"  the assembled size is checked with a HEAD.\n"
-			),
-			OPT_GROUP("Deleting:"),
-			OPT_BOOL(0, "delete-dst", &o.delete_dst, "delete DST objects absent from SRC, after "
-				 "the copy pass, and only when no copy failed, both listings completed and SRC "
-				 "listed at least one object"),
-			OPT_UINT(0, "max-delete", &o.max_delete, "N", "refuse all deletions when more than N "
-				 "are due (default: none, no limit)", 0, 2000000000),
-			OPT_GROUP("Cluster mode (any number of hosts run the same command and share the "
-				  "job):"),
-			OPT_CALLBACK(0, "cluster", &cluster, "URL", "the coordinator, a META-URL of an engine "
-				     "you already run (redis://host:6379/5, postgres://..., mysql://..., "
-				     "etcd://host:2379/NAME, sqlite3:///path.db on one host; default: none, this "
-				     "host alone). It needs no JuiceFS volume; the job's records go in a "
-				     "namespace of their own. A password comes from the URL, else env "
-				     "META_PASSWORD/REDIS_PASSWORD.", cluster_cb),
-			OPT_CMDMODE(0, "plan", &cmode, "only plan: sample both listings and record the key "
-				    "ranges, then exit (default: plan if nobody has, then work)", CM_PLAN),
-			OPT_CMDMODE(0, "worker", &cmode, "only work: claim ranges, never plan (waits for a "
-				    "plan; default: plan if nobody has, then work)", CM_WORKER),
-			OPT_CALLBACK(0, "id", &job_name, "NAME", "name the job (default: a hash of SRC, DST, "
-				     "filters and options); another SRC/DST/options under the same NAME is "
-				     "refused (exit 2). Use one NAME per run from cron (--id "
-				     "nightly-$(date +%F)): a finished job stays finished", job_id_cb),
-			OPT_BOOL(0, "status", &c_status, "print the job (with SRC DST or --id) or every job "
-				 "of the coordinator: ranges planned, leased (by whom, since when), done, "
-				 "failed; objects and bytes copied; each worker's throughput (--json: one "
-				 "object per job; default: off)"),
-			OPT_BOOL(0, "reset", &c_reset, "drop the job's records and start it over (refused "
-				 "while a range is leased; default: off)"),
-			OPT_UINT(0, "ranges", &co.ranges, "N", "ranges to cut the key space into (default 0: "
-				 "one per ~2000 objects sampled, at least 16)", 0, 1000000),
-			OPT_DURATION(0, "lease", &co.lease_ms, "DUR", "lease of a range (default 30s; renewed "
-				     "every third): a killed worker's range goes to another worker after it",
-				     1000, 0),
-			OPT_DURATION(0, "checkpoint", &checkpoint_ms, "DUR", "how often a worker records its "
-				     "resume position in the coordinator (default 10s; in-flight copies finish "
-				     "first)", 100, 0),
-			OPT_UINT(0, "max-attempts", &co.max_attempts, "N", "failures before a range is given "
-				 "up (default 3; the job then finishes \"failed\" and a rerun retries it)", 1,
-				 1000),
-			OPT_CALLBACK(0, "worker-id", &worker_id, "NAME", "this worker's name in leases, "
-				     "--status and metrics (default host:pid)", worker_id_cb),
-			OPT_TEXT(
+		),
+		OPT_GROUP("Deleting:"),
+		OPT_BOOL(0, "delete-dst", &c->o.delete_dst, "delete DST objects absent from SRC, after "
+			 "the copy pass, and only when no copy failed, both listings completed and SRC "
+			 "listed at least one object"),
+		OPT_UINT(0, "max-delete", &c->o.max_delete, "N", "refuse all deletions when more than N "
+			 "are due (default: none, no limit)", 0, 2000000000),
+	};
+
+	JO_OPT_ROWS(t, rows);
+}
+
+/* the options of cluster mode */
+static void sync_opts_cluster(struct sync_cmd *c, struct jo_opt_table *t)
+{
+	const struct jo_option rows[] = {
+		OPT_GROUP("Cluster mode (any number of hosts run the same command and share the "
+			  "job):"),
+		OPT_CALLBACK(0, "cluster", &c->cluster, "URL", "the coordinator, a META-URL of an engine "
+			     "you already run (redis://host:6379/5, postgres://..., mysql://..., "
+			     "etcd://host:2379/NAME, sqlite3:///path.db on one host; default: none, this "
+			     "host alone). It needs no JuiceFS volume; the job's records go in a "
+			     "namespace of their own. A password comes from the URL, else env "
+			     "META_PASSWORD/REDIS_PASSWORD.", cluster_cb),
+		OPT_CMDMODE(0, "plan", &c->cmode, "only plan: sample both listings and record the key "
+			    "ranges, then exit (default: plan if nobody has, then work)", CM_PLAN),
+		OPT_CMDMODE(0, "worker", &c->cmode, "only work: claim ranges, never plan (waits for a "
+			    "plan; default: plan if nobody has, then work)", CM_WORKER),
+		OPT_CALLBACK(0, "id", &c->job_name, "NAME", "name the job (default: a hash of SRC, DST, "
+			     "filters and options); another SRC/DST/options under the same NAME is "
+			     "refused (exit 2). Use one NAME per run from cron (--id "
+			     "nightly-$(date +%F)): a finished job stays finished", job_id_cb),
+		OPT_BOOL(0, "status", &c->c_status, "print the job (with SRC DST or --id) or every job "
+			 "of the coordinator: ranges planned, leased (by whom, since when), done, "
+			 "failed; objects and bytes copied; each worker's throughput (--json: one "
+			 "object per job; default: off)"),
+		OPT_BOOL(0, "reset", &c->c_reset, "drop the job's records and start it over (refused "
+			 "while a range is leased; default: off)"),
+		OPT_UINT(0, "ranges", &c->co.ranges, "N", "ranges to cut the key space into (default 0: "
+			 "one per ~2000 objects sampled, at least 16)", 0, 1000000),
+		OPT_DURATION(0, "lease", &c->co.lease_ms, "DUR", "lease of a range (default 30s; renewed "
+			     "every third): a killed worker's range goes to another worker after it",
+			     1000, 0),
+		OPT_DURATION(0, "checkpoint", &c->checkpoint_ms, "DUR", "how often a worker records its "
+			     "resume position in the coordinator (default 10s; in-flight copies finish "
+			     "first)", 100, 0),
+		OPT_UINT(0, "max-attempts", &c->co.max_attempts, "N", "failures before a range is given "
+			 "up (default 3; the job then finishes \"failed\" and a rerun retries it)", 1,
+			 1000),
+		OPT_CALLBACK(0, "worker-id", &c->worker_id, "NAME", "this worker's name in leases, "
+			     "--status and metrics (default host:pid)", worker_id_cb),
+		OPT_TEXT(
 		"  Each range is listed on both sides by the worker that claims it, merged and\n"
 		"  copied; the worker records a resume position, and the range as done in the\n"
 		"  transaction that completes its lease: a done range is never copied again, a\n"
@@ -699,18 +710,27 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		"one is refused: --exclude them to sync the rest. A zero-size key ending\n"
 		"in '/' is a directory marker, counted as excluded. A key with a NUL byte\n"
 		"stops the listing as a malformed reply (exit 7).\n"
-			),
-			OPT_GROUP("Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
-				  "neither copied nor deleted):"),
-			OPT_CALLBACK(0, "include", filter, "PATTERN", "copy (and delete) only keys some "
-				     "include matches (repeatable; default: none, every key)", include_cb),
-			OPT_CALLBACK(0, "exclude", filter, "PATTERN", "leave matching keys alone (repeatable; "
-				     "default: none)", exclude_cb),
-			OPT_CALLBACK(0, "filter", filter, "RULE", "'+ PATTERN' (include) or '- PATTERN' "
-				     "(exclude) (repeatable; default: none)", filter_cb),
-			OPT_CALLBACK(0, "filter-from", filter, "FILE", "lines '+ PATTERN', '- PATTERN', '#' "
-				     "comments, '!' clears (default: none)", filter_from_cb),
-			OPT_TEXT(
+		),
+	};
+
+	JO_OPT_ROWS(t, rows);
+}
+
+/* the options of the filters */
+static void sync_opts_filters(struct sync_cmd *c, struct jo_opt_table *t)
+{
+	const struct jo_option rows[] = {
+		OPT_GROUP("Filters (rclone-style, on keys relative to the prefix; excluded keys are\n"
+			  "neither copied nor deleted):"),
+		OPT_CALLBACK(0, "include", c->filter, "PATTERN", "copy (and delete) only keys some "
+			     "include matches (repeatable; default: none, every key)", include_cb),
+		OPT_CALLBACK(0, "exclude", c->filter, "PATTERN", "leave matching keys alone (repeatable; "
+			     "default: none)", exclude_cb),
+		OPT_CALLBACK(0, "filter", c->filter, "RULE", "'+ PATTERN' (include) or '- PATTERN' "
+			     "(exclude) (repeatable; default: none)", filter_cb),
+		OPT_CALLBACK(0, "filter-from", c->filter, "FILE", "lines '+ PATTERN', '- PATTERN', '#' "
+			     "comments, '!' clears (default: none)", filter_from_cb),
+		OPT_TEXT(
 		"  '*' matches within one path segment, '**' across '/', '?' one character,\n"
 		"  '[a-z]' a class, '{a,b}' alternatives, '\\' escapes. A leading '/' anchors\n"
 		"  at the start of the key, otherwise the pattern may match any tail starting\n"
@@ -718,338 +738,466 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		"  Rules apply in command-line order and the first match decides (rclone\n"
 		"  groups them by flag type instead). With any include rule, a key no rule\n"
 		"  matches is excluded; otherwise it is included.\n"
-			),
-			OPT_GROUP("State and output:"),
-			OPT_STRING(0, "state", &state_path, "FILE", "state file (default "
-				   "~/.cache/jfsops/sync-<hash>.db, one per SRC/DST pair)"),
-			OPT_BOOL(0, "no-state", &no_state, "keep no state (compare by listings only)"),
-			OPT_BOOL(0, "resume", &o.resume, "continue an interrupted run: list both sides only "
-				 "after the saved position (every key before it was done; not with "
-				 "--delete-dst, which needs complete listings) and continue its multipart "
-				 "uploads (parts checked with ListParts). Without --resume a run lists "
-				 "everything (finished objects are still skipped, from the state file) and "
-				 "aborts leftover uploads."),
-			OPT_BOOL('n', "dry-run", &o.dry_run, "change nothing; print each planned copy/delete "
-				 "on stdout ('copy KEY (reason)', JSON lines with --json)"),
-			OPT_BOOL(0, "json", &json, "final summary as one JSON object on stdout"),
-			OPT_BOOL('v', "verbose", &o.verbose, "one line per action on stderr"),
-			OPT_BOOL('q', "quiet", &ctx->quiet, "no progress line"),
-			OPT_SIZE(0, "sort-mem", &o.sort_mem, "SIZE", "most memory for sorting an unordered "
-				 "listing", 1 << 20, 0),
-			OPT_STRING(0, "tmp-dir", &o.tmp_dir, "DIR", "where sort runs spill (default /tmp)"),
-			OPT_STRING(0, "config", &config, "FILE", "the config file of the URL profiles "
-				   "(default: env JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config or "
-				   "~/.config/jfsops/config)"),
-			OPT_STRING(0, "metrics-file", &metrics, "PATH", "write Prometheus textfile metrics at "
-				   "the end of the run, also when it fails (atomic; default: none; labelled "
-				   "job=; --cluster: this worker's share, labelled worker= too, with "
-				   "jfsops_sync_job_ranges{state=...}): gauges "
-				   "jfsops_sync_last_run_listed_objects{side=src|dst}, "
-				   "_last_run_copied_objects, _last_run_copied_bytes, _last_run_skipped_objects, "
-				   "_last_run_deleted_objects, _last_run_failed_objects, ..., "
-				   "_last_run_exit_code, _last_run_duration_seconds, "
-				   "_last_success_timestamp_seconds (kept by a failed run)"),
-			OPT_CALLBACK(0, "job", metrics_job, "NAME", "the job label of --metrics-file (default: "
-				     "the cluster --id, else sync-HASH of SRC and DST, as the state file)",
-				     job_label_cb),
-			OPT_HELP(),
-			OPT_GROUP("Per side (over the URL query, the profile and the environment; prefer the\n"
-				  "profile or the environment for secrets: ps shows command lines):"),
-			OPT_STRING(0, "src-endpoint", &fl[0].endpoint, "URL", "SRC endpoint "
-				   "http(s)://host:port (default: the URL's endpoint=, the profile's, env "
-				   "JFSOPS_SRC_ENDPOINT, else AWS https://s3.REGION.amazonaws.com)"),
-			OPT_STRING(0, "src-region", &fl[0].region, "R", "SRC region (default: the URL's, the "
-				   "profile's, env JFSOPS_SRC_REGION or AWS_REGION, else us-east-1)"),
-			OPT_STRING(0, "src-access-key", &fl[0].access_key, "K", "SRC access key (default: the "
-				   "profile's, env JFSOPS_SRC_ACCESS_KEY, else AWS_ACCESS_KEY_ID)"),
-			OPT_CALLBACK(0, "src-secret-key", &fl[0], "S", "SRC secret key (default: the "
-				     "profile's, env JFSOPS_SRC_SECRET_KEY, else AWS_SECRET_ACCESS_KEY)",
-				     side_secret_cb),
-			OPT_SET_INT(0, "src-path-style", &fl[0].path_style, "SRC path-style addressing "
-				    "(default: path_style=)", 1),
-			OPT_SET_INT(0, "src-list-v1", &fl[0].list_v1, "SRC ListObjects V1 (default: "
-				    "list_v1=)", 1),
-			OPT_SET_INT(0, "src-unordered", &fl[0].unordered, "SRC does not list in byte order "
-				    "(default: unordered=)", 1),
-			OPT_STRING(0, "dst-endpoint", &fl[1].endpoint, "URL", "DST endpoint (default: as for "
-				   "SRC, env JFSOPS_DST_ENDPOINT)"),
-			OPT_STRING(0, "dst-region", &fl[1].region, "R", "DST region (default: as for SRC, env "
-				   "JFSOPS_DST_REGION)"),
-			OPT_STRING(0, "dst-access-key", &fl[1].access_key, "K", "DST access key (default: as "
-				   "for SRC, env JFSOPS_DST_ACCESS_KEY)"),
-			OPT_CALLBACK(0, "dst-secret-key", &fl[1], "S", "DST secret key (default: as for SRC, "
-				     "env JFSOPS_DST_SECRET_KEY)", side_secret_cb),
-			OPT_SET_INT(0, "dst-path-style", &fl[1].path_style, "DST path-style addressing", 1),
-			OPT_SET_INT(0, "dst-list-v1", &fl[1].list_v1, "DST ListObjects V1", 1),
-			OPT_SET_INT(0, "dst-unordered", &fl[1].unordered, "DST does not list in byte order",
-				    1),
-			OPT_END(),
-		};
-		struct jo_opt_cmd cmd = { ctx->prefix, sync_usage, sync_tail, opts };
+		),
+	};
 
-		n = jo_opt_parse(&cmd, argc, argv);
-	}
-	if (n < 0) {
-		rc = cmd_opt_exit(ctx, n);
-		goto out;
-	}
-	o.server_side = !no_server_side;
-	state_given = state_path != NULL;
-	co.checkpoint_s = (double)checkpoint_ms / 1000.0;
-	c_plan = cmode == CM_PLAN;
-	c_worker = cmode == CM_WORKER;
-	if (o.verbose && jo_log_get_level() < JO_LOG_INFO)
+	JO_OPT_ROWS(t, rows);
+}
+
+/* the options of state and output, and --help */
+static void sync_opts_output(struct sync_cmd *c, struct jo_ctx *ctx, struct jo_opt_table *t)
+{
+	const struct jo_option rows[] = {
+		OPT_GROUP("State and output:"),
+		OPT_STRING(0, "state", &c->state_path, "FILE", "state file (default "
+			   "~/.cache/jfsops/sync-<hash>.db, one per SRC/DST pair)"),
+		OPT_BOOL(0, "no-state", &c->no_state, "keep no state (compare by listings only)"),
+		OPT_BOOL(0, "resume", &c->o.resume, "continue an interrupted run: list both sides only "
+			 "after the saved position (every key before it was done; not with "
+			 "--delete-dst, which needs complete listings) and continue its multipart "
+			 "uploads (parts checked with ListParts). Without --resume a run lists "
+			 "everything (finished objects are still skipped, from the state file) and "
+			 "aborts leftover uploads."),
+		OPT_BOOL('n', "dry-run", &c->o.dry_run, "change nothing; print each planned copy/delete "
+			 "on stdout ('copy KEY (reason)', JSON lines with --json)"),
+		OPT_BOOL(0, "json", &c->json, "final summary as one JSON object on stdout"),
+		OPT_BOOL('v', "verbose", &c->o.verbose, "one line per action on stderr"),
+		OPT_BOOL('q', "quiet", &ctx->quiet, "no progress line"),
+		OPT_SIZE(0, "sort-mem", &c->o.sort_mem, "SIZE", "most memory for sorting an unordered "
+			 "listing", 1 << 20, 0),
+		OPT_STRING(0, "tmp-dir", &c->o.tmp_dir, "DIR", "where sort runs spill (default /tmp)"),
+		OPT_STRING(0, "config", &c->config, "FILE", "the config file of the URL profiles "
+			   "(default: env JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config or "
+			   "~/.config/jfsops/config)"),
+		OPT_STRING(0, "metrics-file", &c->metrics, "PATH", "write Prometheus textfile metrics at "
+			   "the end of the run, also when it fails (atomic; default: none; labelled "
+			   "job=; --cluster: this worker's share, labelled worker= too, with "
+			   "jfsops_sync_job_ranges{state=...}): gauges "
+			   "jfsops_sync_last_run_listed_objects{side=src|dst}, "
+			   "_last_run_copied_objects, _last_run_copied_bytes, _last_run_skipped_objects, "
+			   "_last_run_deleted_objects, _last_run_failed_objects, ..., "
+			   "_last_run_exit_code, _last_run_duration_seconds, "
+			   "_last_success_timestamp_seconds (kept by a failed run)"),
+		OPT_CALLBACK(0, "job", c->metrics_job, "NAME", "the job label of --metrics-file (default: "
+			     "the cluster --id, else sync-HASH of SRC and DST, as the state file)",
+			     job_label_cb),
+		OPT_HELP(),
+	};
+
+	JO_OPT_ROWS(t, rows);
+}
+
+/* the options of the per-side flags */
+static void sync_opts_sides(struct sync_cmd *c, struct jo_opt_table *t)
+{
+	const struct jo_option rows[] = {
+		OPT_GROUP("Per side (over the URL query, the profile and the environment; prefer the\n"
+			  "profile or the environment for secrets: ps shows command lines):"),
+		OPT_STRING(0, "src-endpoint", &c->fl[0].endpoint, "URL", "SRC endpoint "
+			   "http(s)://host:port (default: the URL's endpoint=, the profile's, env "
+			   "JFSOPS_SRC_ENDPOINT, else AWS https://s3.REGION.amazonaws.com)"),
+		OPT_STRING(0, "src-region", &c->fl[0].region, "R", "SRC region (default: the URL's, the "
+			   "profile's, env JFSOPS_SRC_REGION or AWS_REGION, else us-east-1)"),
+		OPT_STRING(0, "src-access-key", &c->fl[0].access_key, "K", "SRC access key (default: the "
+			   "profile's, env JFSOPS_SRC_ACCESS_KEY, else AWS_ACCESS_KEY_ID)"),
+		OPT_CALLBACK(0, "src-secret-key", &c->fl[0], "S", "SRC secret key (default: the "
+			     "profile's, env JFSOPS_SRC_SECRET_KEY, else AWS_SECRET_ACCESS_KEY)",
+			     side_secret_cb),
+		OPT_SET_INT(0, "src-path-style", &c->fl[0].path_style, "SRC path-style addressing "
+			    "(default: path_style=)", 1),
+		OPT_SET_INT(0, "src-list-v1", &c->fl[0].list_v1, "SRC ListObjects V1 (default: "
+			    "list_v1=)", 1),
+		OPT_SET_INT(0, "src-unordered", &c->fl[0].unordered, "SRC does not list in byte order "
+			    "(default: unordered=)", 1),
+		OPT_STRING(0, "dst-endpoint", &c->fl[1].endpoint, "URL", "DST endpoint (default: as for "
+			   "SRC, env JFSOPS_DST_ENDPOINT)"),
+		OPT_STRING(0, "dst-region", &c->fl[1].region, "R", "DST region (default: as for SRC, env "
+			   "JFSOPS_DST_REGION)"),
+		OPT_STRING(0, "dst-access-key", &c->fl[1].access_key, "K", "DST access key (default: as "
+			   "for SRC, env JFSOPS_DST_ACCESS_KEY)"),
+		OPT_CALLBACK(0, "dst-secret-key", &c->fl[1], "S", "DST secret key (default: as for SRC, "
+			     "env JFSOPS_DST_SECRET_KEY)", side_secret_cb),
+		OPT_SET_INT(0, "dst-path-style", &c->fl[1].path_style, "DST path-style addressing", 1),
+		OPT_SET_INT(0, "dst-list-v1", &c->fl[1].list_v1, "DST ListObjects V1", 1),
+		OPT_SET_INT(0, "dst-unordered", &c->fl[1].unordered, "DST does not list in byte order",
+			    1),
+	};
+
+	JO_OPT_ROWS(t, rows);
+}
+
+/* Parse argv into c: the count of the other arguments, or JO_OPT_SHOWN/REFUSED. */
+static int sync_parse(struct sync_cmd *c, struct jo_ctx *ctx, int argc, char **argv)
+{
+	struct jo_opt_table t = { .n = 0 };
+
+	sync_opts_compare(c, &t);
+	sync_opts_copy(c, &t);
+	sync_opts_cluster(c, &t);
+	sync_opts_filters(c, &t);
+	sync_opts_output(c, ctx, &t);
+	sync_opts_sides(c, &t);
+	jo_opt_rows_end(&t);
+
+	struct jo_opt_cmd cmd = { ctx->prefix, sync_usage, sync_tail, t.row };
+
+	return jo_opt_parse(&cmd, argc, argv);
+}
+
+/* The flags that say the same thing another way. */
+static void sync_apply_flags(struct sync_cmd *c)
+{
+	c->o.server_side = !c->no_server_side;
+	c->co.checkpoint_s = (double)c->checkpoint_ms / 1000.0;
+	c->c_plan = c->cmode == CM_PLAN;
+	c->c_worker = c->cmode == CM_WORKER;
+	if (c->o.verbose && jo_log_get_level() < JO_LOG_INFO)
 		jo_log_setup(NULL, JO_LOG_INFO);
-	if (!cluster && (c_plan || c_worker || c_status || c_reset || job_name || worker_id)) {
-		rc = cmd_usage_error(ctx, "--plan, --worker, --status, --reset, --id and --worker-id need "
-				     "--cluster URL");
-		goto out;
-	}
-	if (c_status && (c_plan || c_worker || c_reset)) {
-		rc = cmd_usage_error(ctx, "--status only reads: not with --plan, --worker or --reset");
-		goto out;
-	}
-	if (cluster && (o.dry_run || state_given)) {
-		rc = cmd_usage_error(ctx, "%s runs on one host: drop --cluster (the coordinator keeps the "
-				     "cluster's state)", o.dry_run ? "--dry-run" : "--state");
-		goto out;
-	}
-	if (c_status && n == 0) {
-		/* every job, or the one named */
-		struct jo_sync_status_opts sto = { .url = cluster, .json = json };
+}
 
-		cmd_env_meta_passwords(&sto.password, &sto.redis_password);
-		if (job_name) {
-			jo_sync_job_ns(job_name, true, ns);
-			sto.ns = ns;
-		}
-		parsed = true;
-		if (jo_sync_cluster_status(&sto, stdout, &err))
-			rc = cmd_fail(ctx, &err);
-		goto out;
-	}
-	if (n != 2) {
-		rc = cmd_usage_error(ctx, "expected SRC and DST (see 'jfsops sync --help')");
-		goto out;
-	}
-	if (o.cmp.existing && o.cmp.ignore_existing) {
-		rc = cmd_usage_error(ctx, "--existing and --ignore-existing exclude each other");
-		goto out;
-	}
-	if (o.resume && no_state) {
-		rc = cmd_usage_error(ctx, "--resume needs the state file");
-		goto out;
-	}
-	if (o.multipart_threshold < o.part_size)
-		o.multipart_threshold = o.part_size;
-	parsed = true;
-	for (int i = 0; i < 2; i++) {
-		if (jo_sync_side_parse(&sides[i], argv[1 + i], i ? "dst" : "src", &fl[i], config,
-				       &err)) {
-			rc = err.code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err.msg)
-						   : cmd_fail(ctx, &err);
-			goto out;
-		}
-	}
+/* The cluster flags that need --cluster or exclude each other: 0 or the exit code. */
+static int sync_check_cluster_flags(const struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	if (!c->cluster && (c->c_plan || c->c_worker || c->c_status || c->c_reset || c->job_name ||
+			    c->worker_id))
+		return cmd_usage_error(ctx, "--plan, --worker, --status, --reset, --id and --worker-id "
+				       "need --cluster URL");
+	if (c->c_status && (c->c_plan || c->c_worker || c->c_reset))
+		return cmd_usage_error(ctx, "--status only reads: not with --plan, --worker or --reset");
+	if (c->cluster && (c->o.dry_run || c->state_path))
+		return cmd_usage_error(ctx, "%s runs on one host: drop --cluster (the coordinator keeps "
+				       "the cluster's state)", c->o.dry_run ? "--dry-run" : "--state");
+	return 0;
+}
+
+/* --status of the coordinator: the job of namespace ns, or every job (ns NULL). */
+static int sync_status(struct sync_cmd *c, struct jo_ctx *ctx, const char *ns)
+{
+	struct jo_sync_status_opts sto = { .url = c->cluster, .json = c->json, .ns = ns };
+
+	cmd_env_meta_passwords(&sto.password, &sto.redis_password);
+	if (jo_sync_cluster_status(&sto, stdout, &c->err))
+		return cmd_fail(ctx, &c->err);
+	return 0;
+}
+
+/* SRC and DST given, the comparison flags consistent: 0 or the exit code. */
+static int sync_check_args(struct sync_cmd *c, struct jo_ctx *ctx, int n)
+{
+	if (n != 2)
+		return cmd_usage_error(ctx, "expected SRC and DST (see 'jfsops sync --help')");
+	if (c->o.cmp.existing && c->o.cmp.ignore_existing)
+		return cmd_usage_error(ctx, "--existing and --ignore-existing exclude each other");
+	if (c->o.resume && c->no_state)
+		return cmd_usage_error(ctx, "--resume needs the state file");
+	if (c->o.multipart_threshold < c->o.part_size)
+		c->o.multipart_threshold = c->o.part_size;
+	return 0;
+}
+
+/* An error of the engine: bad input is a usage error, anything else a failure. */
+static int sync_error(struct jo_ctx *ctx, const struct jo_err *err)
+{
+	return err->code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err->msg) : cmd_fail(ctx, err);
+}
+
+/* SRC and DST parsed and checked against each other: 0 or the exit code. */
+static int sync_sides(struct sync_cmd *c, struct jo_ctx *ctx, char **argv)
+{
+	for (int i = 0; i < 2; i++)
+		if (jo_sync_side_parse(&c->sides[i], argv[1 + i], i ? "dst" : "src", &c->fl[i],
+				       c->config, &c->err))
+			return sync_error(ctx, &c->err);
 	/* the job label of metrics and summary (a cluster job: --id or its name, below) */
-	if (!metrics_job[0] && !cluster)
-		default_job(&sides[0], &sides[1], metrics_job, sizeof(metrics_job));
-	cmd_metrics_job(ctx, metrics_job);
-	if (!c_status) {
+	if (!c->metrics_job[0] && !c->cluster)
+		default_job(&c->sides[0], &c->sides[1], c->metrics_job, sizeof(c->metrics_job));
+	cmd_metrics_job(ctx, c->metrics_job);
+	if (!c->c_status) {
 		/* Nothing is listed, created or written for overlapping trees (filters or not). */
 		char why[9000];
-		int ov = jo_sync_sides_overlap(&sides[0], &sides[1], why, sizeof(why), &err);
+		int ov = jo_sync_sides_overlap(&c->sides[0], &c->sides[1], why, sizeof(why), &c->err);
 
-		if (ov < 0) {
-			rc = cmd_fail(ctx, &err);
-			goto out;
-		}
-		if (ov) {
-			rc = cmd_usage_error(ctx, "SRC and DST overlap (%s): one would copy into or "
-					     "delete from the other", why);
-			goto out;
-		}
+		if (ov < 0)
+			return cmd_fail(ctx, &c->err);
+		if (ov)
+			return cmd_usage_error(ctx, "SRC and DST overlap (%s): one would copy into or "
+					       "delete from the other", why);
 	}
-	if (o.perms && !sides[1].local) {
-		rc = cmd_usage_error(ctx, "--perms is for a local DST (objects have no permission bits)");
-		goto out;
-	}
-	if (o.perms && !sides[0].local) {
+	if (c->o.perms && !c->sides[1].local)
+		return cmd_usage_error(ctx, "--perms is for a local DST (objects have no permission "
+				       "bits)");
+	if (c->o.perms && !c->sides[0].local) {
 		jo_warn("--perms: the objects of SRC %s carry no permission bits: files get the "
-			"default mode (0666 less the umask)", sides[0].desc);
-		o.perms = false;
+			"default mode (0666 less the umask)", c->sides[0].desc);
+		c->o.perms = false;
 	}
-	if (cluster) {
-		job_fingerprint(&sides[0], &sides[1], filter, &o, fp);
-		if (job_name) {
-			jo_sync_job_ns(job_name, true, ns);
-		} else {
-			char seed[1600];
+	return 0;
+}
 
-			snprintf(seed, sizeof(seed), "%s\n%s\n%s", fp, sides[0].desc, sides[1].desc);
-			jo_sync_job_ns(seed, false, ns);
-		}
-		/* the job label: --job, else --id, else the job's name in the coordinator */
-		if (!metrics_job[0])
-			snprintf(metrics_job, sizeof(metrics_job), "%s", job_name ? job_name : ns);
-		cmd_metrics_job(ctx, metrics_job);
-		if (c_status) {
-			struct jo_sync_status_opts sto = { .url = cluster, .json = json, .ns = ns };
+/* The cluster job's fingerprint, namespace and job label. */
+static void sync_cluster_job(struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	job_fingerprint(&c->sides[0], &c->sides[1], c->filter, &c->o, c->fp);
+	if (c->job_name) {
+		jo_sync_job_ns(c->job_name, true, c->ns);
+	} else {
+		char seed[1600];
 
-			cmd_env_meta_passwords(&sto.password, &sto.redis_password);
-			if (jo_sync_cluster_status(&sto, stdout, &err))
-				rc = cmd_fail(ctx, &err);
-			goto out;
-		}
-		no_state = true;
+		snprintf(seed, sizeof(seed), "%s\n%s\n%s", c->fp, c->sides[0].desc, c->sides[1].desc);
+		jo_sync_job_ns(seed, false, c->ns);
 	}
-	if (!no_state) {
-		char def[2048];
-		if (!state_path) {
-			if (default_state_path(&sides[0], &sides[1], def, sizeof(def))) {
-				jo_err_set(&err, JO_EIO, "cannot create the state directory for %s: %s", def,
-					   strerror(errno));
-				rc = cmd_fail(ctx, &err);
-				goto out;
-			}
-			state_path = def;
+	/* the job label: --job, else --id, else the job's name in the coordinator */
+	if (!c->metrics_job[0])
+		snprintf(c->metrics_job, sizeof(c->metrics_job), "%s",
+			 c->job_name ? c->job_name : c->ns);
+	cmd_metrics_job(ctx, c->metrics_job);
+}
+
+/* The state file, --state or the default one: 0 or the exit code. */
+static int sync_open_state(struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	if (!c->state_path) {
+		if (default_state_path(&c->sides[0], &c->sides[1], c->def_state,
+				       sizeof(c->def_state))) {
+			jo_err_set(&c->err, JO_EIO, "cannot create the state directory for %s: %s",
+				   c->def_state, strerror(errno));
+			return cmd_fail(ctx, &c->err);
 		}
-		if (jo_sync_state_open(&st, state_path, o.dry_run, &err)) {
-			rc = cmd_fail(ctx, &err);
-			goto out;
-		}
-		if (o.verbose)
-			jo_info("state file %s", state_path);
+		c->state_path = c->def_state;
 	}
-	int conns = o.transfers * o.part_concurrency + o.list_threads + 4;
-	if (jo_sync_side_open(&sides[0], conns, (int)retries, &so, &err) ||
-	    jo_sync_side_open(&sides[1], conns, (int)retries, &dobj, &err)) {
-		rc = cmd_fail(ctx, &err);
-		goto out;
-	}
-	if (sides[1].local && !o.dry_run) {
+	if (jo_sync_state_open(&c->st, c->state_path, c->o.dry_run, &c->err))
+		return cmd_fail(ctx, &c->err);
+	if (c->o.verbose)
+		jo_info("state file %s", c->state_path);
+	return 0;
+}
+
+/* Both object clients, a local DST made (or noted missing by a dry run): 0 or the exit code. */
+static int sync_connect(struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	int conns = c->o.transfers * c->o.part_concurrency + c->o.list_threads + 4;
+
+	if (jo_sync_side_open(&c->sides[0], conns, (int)c->retries, &c->so, &c->err) ||
+	    jo_sync_side_open(&c->sides[1], conns, (int)c->retries, &c->dobj, &c->err))
+		return cmd_fail(ctx, &c->err);
+	if (c->sides[1].local && !c->o.dry_run) {
 		/* A SRC that cannot be listed (missing, refused) must not leave a new DST behind. */
-		int pr = jo_obj_list(so, sides[0].prefix, NULL, "/", stop_at_first, NULL, &err);
+		int pr = jo_obj_list(c->so, c->sides[0].prefix, NULL, "/", stop_at_first, NULL, &c->err);
 
 		if (pr < 0) {
-			jo_err_wrap(&err, "listing SRC %s", sides[0].desc);
-			rc = cmd_fail(ctx, &err);
-			goto out;
+			jo_err_wrap(&c->err, "listing SRC %s", c->sides[0].desc);
+			return cmd_fail(ctx, &c->err);
 		}
-		jo_err_clear(&err);
-		if (jo_obj_create_bucket(dobj, &err)) {
-			rc = cmd_fail(ctx, &err);
-			goto out;
-		}
+		jo_err_clear(&c->err);
+		if (jo_obj_create_bucket(c->dobj, &c->err))
+			return cmd_fail(ctx, &c->err);
 	}
-	if (sides[1].local && o.dry_run) {
+	if (c->sides[1].local && c->o.dry_run) {
 		/* A real run creates a missing DST directory: a dry run lists it as empty. */
 		struct stat dst_st;
 
-		if (stat(sides[1].bucket, &dst_st) != 0 && errno == ENOENT) {
-			o.dst_absent = true;
-			if (o.verbose)
-				jo_info("%s does not exist yet: a real run creates it", sides[1].desc);
+		if (stat(c->sides[1].bucket, &dst_st) != 0 && errno == ENOENT) {
+			c->o.dst_absent = true;
+			if (c->o.verbose)
+				jo_info("%s does not exist yet: a real run creates it", c->sides[1].desc);
 		}
 	}
-	o.filter = filter;
-	o.state = st;
-	o.bw = jo_sync_bw_new(bwlimit);
-	o.progress = ctx->tty && !ctx->quiet;
-	o.json = json;
-	if (cluster) {
-		if (!worker_id) {
-			char host[64] = "localhost";
+	return 0;
+}
 
-			if (gethostname(host, sizeof(host) - 1) != 0)
-				snprintf(host, sizeof(host), "localhost");
-			host[sizeof(host) - 1] = '\0';
-			snprintf(worker_buf, sizeof(worker_buf), "%s:%ld", host, (long)getpid());
-			for (char *q = worker_buf; *q; q++)
-				if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~')
-					*q = '_';
-			worker_id = worker_buf;
-		}
-		co.url = cluster;
-		cmd_env_meta_passwords(&co.password, &co.redis_password);
-		co.ns = ns;
-		co.name = job_name;
-		co.fp = fp;
-		co.worker = worker_id;
-		co.mode = c_plan ? JO_SYNC_CLUSTER_PLAN : c_worker ? JO_SYNC_CLUSTER_WORK
-								    : JO_SYNC_CLUSTER_ALL;
-		co.reset = c_reset;
-		int r = jo_sync_cluster_run(&sides[0], so, &sides[1], dobj, &o, &co, &cres, &err);
-		jo_sync_bw_free(o.bw);
-		sum = cres.mine;
-		if (r) {
-			rc = err.code == JO_EINVAL ? cmd_usage_error(ctx, "%s", err.msg) : cmd_fail(ctx, &err);
-			if (json)
-				print_cluster_json(ctx, &sides[0], &sides[1], &co, &cres, rc);
-			goto out;
-		}
-		rc = cluster_exit(&co, &cres);
-		print_cluster_summary(ctx, &sides[0], &sides[1], &co, &cres, json, rc);
-		goto out;
-	}
-	int r = jo_sync_run(&sides[0], so, &sides[1], dobj, &o, &sum, &err);
-	jo_sync_bw_free(o.bw);
-	{
-		struct jo_obj_stats ss, ds;
+/* host:pid, with anything but printable ASCII as '_' */
+static void default_worker_id(char *buf, size_t cap)
+{
+	char host[64] = "localhost";
 
-		jo_obj_get_stats(so, &ss);
-		jo_obj_get_stats(dobj, &ds);
-		sum.src_requests = ss.requests;
-		sum.src_conns = ss.connections;
-		sum.dst_requests = ds.requests;
-		sum.dst_conns = ds.connections;
+	if (gethostname(host, sizeof(host) - 1) != 0)
+		snprintf(host, sizeof(host), "localhost");
+	host[sizeof(host) - 1] = '\0';
+	snprintf(buf, cap, "%s:%ld", host, (long)getpid());
+	for (char *q = buf; *q; q++)
+		if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~')
+			*q = '_';
+}
+
+/* This host's part of the cluster job, and its summary: the exit code. */
+static int sync_run_cluster(struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	struct jo_sync_cluster_opts *co = &c->co;
+	int rc;
+
+	if (!c->worker_id) {
+		default_worker_id(c->worker_buf, sizeof(c->worker_buf));
+		c->worker_id = c->worker_buf;
 	}
+	co->url = c->cluster;
+	cmd_env_meta_passwords(&co->password, &co->redis_password);
+	co->ns = c->ns;
+	co->name = c->job_name;
+	co->fp = c->fp;
+	co->worker = c->worker_id;
+	co->mode = c->c_plan ? JO_SYNC_CLUSTER_PLAN : c->c_worker ? JO_SYNC_CLUSTER_WORK
+								  : JO_SYNC_CLUSTER_ALL;
+	co->reset = c->c_reset;
+	int r = jo_sync_cluster_run(&c->sides[0], c->so, &c->sides[1], c->dobj, &c->o, co, &c->cres,
+				    &c->err);
+	jo_sync_bw_free(c->o.bw);
+	c->sum = c->cres.mine;
 	if (r) {
-		rc = cmd_fail(ctx, &err);
+		rc = sync_error(ctx, &c->err);
+		if (c->json)
+			print_cluster_json(ctx, &c->sides[0], &c->sides[1], co, &c->cres, rc);
+		return rc;
+	}
+	rc = cluster_exit(co, &c->cres);
+	print_cluster_summary(ctx, &c->sides[0], &c->sides[1], co, &c->cres, c->json, rc);
+	return rc;
+}
+
+/* The run on this host alone, and its summary: the exit code. */
+static int sync_run_local(struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	struct jo_sync_summary *sum = &c->sum;
+	struct jo_obj_stats ss, ds;
+	int rc;
+	int r = jo_sync_run(&c->sides[0], c->so, &c->sides[1], c->dobj, &c->o, sum, &c->err);
+
+	jo_sync_bw_free(c->o.bw);
+	jo_obj_get_stats(c->so, &ss);
+	jo_obj_get_stats(c->dobj, &ds);
+	sum->src_requests = ss.requests;
+	sum->src_conns = ss.connections;
+	sum->dst_requests = ds.requests;
+	sum->dst_conns = ds.connections;
+	if (r) {
+		rc = cmd_fail(ctx, &c->err);
 		/*
 		 * Bad input found before anything was read (a missing SRC or bucket,
 		 * a refused credential, an unreachable server, a bad URL) is its one
 		 * error line; a fault that cut a run short also says INCOMPLETE. The
 		 * JSON summary is printed always.
 		 */
-		bool bad_input = err.code == JO_ENOTFOUND || err.code == JO_ESTATE ||
-				 err.code == JO_EINVAL || err.code == JO_EAUTH ||
-				 err.code == JO_ECONNECT || err.code == JO_EUNSUPPORTED ||
-				 err.code == JO_ENOTJFS;
-		bool began = sum.src_listed || sum.dst_listed || sum.copied || sum.failed ||
-			       sum.deleted;
+		int code = c->err.code;
+		bool bad_input = code == JO_ENOTFOUND || code == JO_ESTATE || code == JO_EINVAL ||
+				 code == JO_EAUTH || code == JO_ECONNECT || code == JO_EUNSUPPORTED ||
+				 code == JO_ENOTJFS;
+		bool began = sum->src_listed || sum->dst_listed || sum->copied || sum->failed ||
+			     sum->deleted;
 
 		if (began || !bad_input)
-			print_summary(ctx, &sides[0], &sides[1], &o, &sum, json, false, rc);
-		else if (json)
-			print_json_summary(ctx, &sides[0], &sides[1], &o, &sum, false, rc);
-		goto out;
+			print_summary(ctx, &c->sides[0], &c->sides[1], &c->o, sum, c->json, false, rc);
+		else if (c->json)
+			print_json_summary(ctx, &c->sides[0], &c->sides[1], &c->o, sum, false, rc);
+		return rc;
 	}
-	rc = sum.failed || sum.unrepresentable || (sum.delete_refused && o.delete_dst)
+	rc = sum->failed || sum->unrepresentable || (sum->delete_refused && c->o.delete_dst)
 		     ? JO_EXIT_PARTIAL : JO_EXIT_OK;
-	print_summary(ctx, &sides[0], &sides[1], &o, &sum, json, true, rc);
-out:
-	if (metrics && parsed && !c_status && !metrics_job[0] && sides[0].desc[0] && sides[1].desc[0])
-		default_job(&sides[0], &sides[1], metrics_job, sizeof(metrics_job));
-	if (metrics && parsed && !c_status) {
-		/* main writes the file (common/run_metrics.c), labelled with the job */
-		ctx->metrics_path = metrics;
-		if (!ctx->mx_job[0] && metrics_job[0])
-			cmd_metrics_job(ctx, metrics_job);
-		record_metrics(ctx, &o, &sum, rc, cluster && co.worker ? &co : NULL,
-			       cluster && co.worker ? &cres : NULL);
+	print_summary(ctx, &c->sides[0], &c->sides[1], &c->o, sum, c->json, true, rc);
+	return rc;
+}
+
+/* Everything after the checks: state, clients, the run (here or in the cluster). */
+static int sync_execute(struct sync_cmd *c, struct jo_ctx *ctx)
+{
+	int rc;
+
+	if (c->cluster) {
+		sync_cluster_job(c, ctx);
+		if (c->c_status)
+			return sync_status(c, ctx, c->ns);
+		c->no_state = true;
 	}
-	jo_obj_close(so);
-	jo_obj_close(dobj);
-	jo_sync_state_close(st);
-	jo_sync_filter_free(filter);
-	if (cluster) {
-		memset(cluster, 0, strlen(cluster));
-		free(cluster);
+	if (!c->no_state && (rc = sync_open_state(c, ctx)))
+		return rc;
+	if ((rc = sync_connect(c, ctx)))
+		return rc;
+	c->o.filter = c->filter;
+	c->o.state = c->st;
+	c->o.bw = jo_sync_bw_new(c->bwlimit);
+	c->o.progress = ctx->tty && !ctx->quiet;
+	c->o.json = c->json;
+	return c->cluster ? sync_run_cluster(c, ctx) : sync_run_local(c, ctx);
+}
+
+/* --metrics-file: what main writes when the command returns. */
+static void sync_metrics(struct sync_cmd *c, struct jo_ctx *ctx, int rc)
+{
+	if (!c->metrics || !c->parsed || c->c_status)
+		return;
+	if (!c->metrics_job[0] && c->sides[0].desc[0] && c->sides[1].desc[0])
+		default_job(&c->sides[0], &c->sides[1], c->metrics_job, sizeof(c->metrics_job));
+	/* main writes the file (common/run_metrics.c), labelled with the job */
+	ctx->metrics_path = c->metrics;
+	if (!ctx->mx_job[0] && c->metrics_job[0])
+		cmd_metrics_job(ctx, c->metrics_job);
+	bool worker = c->cluster && c->co.worker;
+
+	record_metrics(ctx, &c->o, &c->sum, rc, worker ? &c->co : NULL, worker ? &c->cres : NULL);
+}
+
+static void sync_cmd_free(struct sync_cmd *c)
+{
+	jo_obj_close(c->so);
+	jo_obj_close(c->dobj);
+	jo_sync_state_close(c->st);
+	jo_sync_filter_free(c->filter);
+	if (c->cluster) {
+		memset(c->cluster, 0, strlen(c->cluster));
+		free(c->cluster);
 	}
 	for (int i = 0; i < 2; i++) {
-		free((char *)fl[i].secret_key);
-		jo_sync_side_free(&sides[i]);
+		free((char *)c->fl[i].secret_key);
+		jo_sync_side_free(&c->sides[i]);
 	}
+}
+
+int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
+{
+	struct sync_cmd *c = calloc(1, sizeof(*c));
+	int n, rc;
+
+	if (!c)
+		return cmd_usage_error(ctx, "out of memory");
+	c->o = (struct jo_sync_opts){
+		.transfers = 16, .list_threads = 4, .part_concurrency = 4,
+		.part_size = 16u << 20, .multipart_threshold = 64u << 20, .max_delete = -1,
+		.server_side = true, .sort_mem = 256u << 20,
+	};
+	c->fl[0] = c->fl[1] = (struct jo_sync_side_flags)JO_SYNC_SIDE_FLAGS_INIT;
+	c->json = ctx->json;
+	c->retries = -1;
+	c->cmode = CM_BOTH;
+	c->co = (struct jo_sync_cluster_opts){ .lease_ms = 30000, .max_attempts = 3,
+					       .checkpoint_s = 10 };
+	c->checkpoint_ms = 10000;
+	if (jo_sync_filter_new(&c->filter)) {
+		free(c);
+		return cmd_usage_error(ctx, "out of memory");
+	}
+	n = sync_parse(c, ctx, argc, argv);
+	if (n < 0) {
+		rc = cmd_opt_exit(ctx, n);
+		goto out;
+	}
+	sync_apply_flags(c);
+	if ((rc = sync_check_cluster_flags(c, ctx)))
+		goto out;
+	if (c->c_status && n == 0) {
+		/* every job, or the one named */
+		if (c->job_name)
+			jo_sync_job_ns(c->job_name, true, c->ns);
+		c->parsed = true;
+		rc = sync_status(c, ctx, c->job_name ? c->ns : NULL);
+		goto out;
+	}
+	if ((rc = sync_check_args(c, ctx, n)))
+		goto out;
+	c->parsed = true;
+	if ((rc = sync_sides(c, ctx, argv)))
+		goto out;
+	rc = sync_execute(c, ctx);
+out:
+	sync_metrics(c, ctx, rc);
+	sync_cmd_free(c);
+	free(c);
 	return rc;
 }

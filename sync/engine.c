@@ -468,17 +468,177 @@ static int state_part_cb(int number, const char *etag, uint64_t size, void *p)
 	return 0;
 }
 
-static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
-			  const struct task *t, struct jo_sync_row *row, bool *multipart,
-			  struct jo_err *err)
+/* The part size: --part-size (at least MIN_PART), larger when it would take over MAX_PARTS. */
+static uint64_t mp_part_size(const struct jo_sync_opts *o, uint64_t size)
 {
-	const struct jo_sync_opts *o = e->o;
-	uint64_t size = t->src.size;
 	uint64_t ps = o->part_size < MIN_PART ? MIN_PART : o->part_size;
+
 	if ((size + ps - 1) / ps > MAX_PARTS) {
 		ps = (size + MAX_PARTS - 1) / MAX_PARTS;
 		ps = (ps + (1u << 20) - 1) & ~(uint64_t)((1u << 20) - 1);
 	}
+	return ps;
+}
+
+/* An upload that can never be completed: aborted, and its record dropped. */
+static void mp_forget(struct eng *e, const char *dkey, const char *rel, const char *upload_id)
+{
+	struct jo_err aerr = { 0 };
+
+	jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
+	jo_sync_state_mpu_del(e->o->state, rel, &aerr);
+}
+
+/*
+ * An upload recorded by an earlier run: with --resume and the same source and
+ * part size, continued (*upload_id set, the parts already there kept); else
+ * aborted and forgotten.
+ */
+static int mp_resume(struct mp *m, char **upload_id, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	const struct jo_sync_opts *o = e->o;
+	const struct task *t = m->t;
+	struct jo_sync_mpu rec;
+	int rc;
+
+	if (jo_sync_state_mpu_get(o->state, t->rel, &rec, err) != 0)
+		return 0;
+	bool same = o->resume && rec.part_size == m->part_size && rec.src_size == t->src.size &&
+		    rec.src_mtime == t->src.mtime && !strcmp(rec.src_etag, t->src.etag);
+	if (same) {
+		rc = jo_sync_state_parts(o->state, t->rel, state_part_cb, m, err);
+		if (rc)
+			return rc;
+		struct found_parts fp = { .m = m };
+		struct jo_err lerr = { 0 };
+		int lrc = jo_obj_mpu_list_parts(e->dobj, m->dkey, rec.upload_id, listed_part_cb, &fp,
+						&lerr);
+		if (lrc == 0) {
+			*upload_id = strdup(rec.upload_id);
+			if (!*upload_id)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			if (o->verbose)
+				jo_warn("resuming upload of \"%s\": %d of %d parts already there",
+					t->rel, fp.n, m->nparts);
+		}
+		for (int i = 0; i < m->nparts; i++)
+			if (m->parts[i].number == -1 || !*upload_id)
+				memset(&m->parts[i], 0, sizeof(m->parts[i]));
+	}
+	if (!*upload_id)
+		mp_forget(e, m->dkey, t->rel, rec.upload_id);
+	return 0;
+}
+
+/* A new upload, with the source's metadata (and mode), recorded in the range and the state. */
+static int mp_create(struct mp *m, char **upload_id, char ***smeta, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	const struct jo_sync_opts *o = e->o;
+	const struct task *t = m->t;
+	const char *ctype = NULL;
+	int rc = src_head(e, m->skey, &t->src, smeta, &ctype, err);
+
+	if (rc)
+		return rc;
+	struct meta mt;
+	meta_build(&mt, *smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
+	struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
+	if (o->perms) {
+		struct jo_obj_info hi = { 0 };
+
+		rc = jo_obj_head(e->so, m->skey, &hi, err);
+		if (rc)
+			return rc;
+		po.set_mode = true;
+		po.mode = hi.mode & 0777;
+	}
+	rc = jo_obj_mpu_create(e->dobj, m->dkey, &po, upload_id, err);
+	if (rc)
+		return rc;
+	if (e->rg && e->rg->mpu) {
+		rc = e->rg->mpu(t->rel, *upload_id, true, err, e->rg->payload);
+		if (rc) {
+			struct jo_err aerr = { 0 };
+
+			jo_obj_mpu_abort(e->dobj, m->dkey, *upload_id, &aerr);
+			return rc;
+		}
+	}
+	struct jo_sync_mpu nm = { .part_size = m->part_size, .src_size = t->src.size,
+				  .src_mtime = t->src.mtime };
+	snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", *upload_id);
+	snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
+	return jo_sync_state_mpu_put(o->state, t->rel, &nm, err);
+}
+
+/* The parts, --part-concurrency of them at a time (this thread one of the workers). */
+static int mp_upload_parts(struct mp *m, struct jo_err *err)
+{
+	int pc = m->e->o->part_concurrency < 1 ? 1 : m->e->o->part_concurrency;
+	if (pc > m->nparts)
+		pc = m->nparts;
+	pthread_t th[64];
+	int nth = 0;
+	for (int i = 1; i < pc && nth < 64; i++)
+		if (pthread_create(&th[nth], NULL, part_worker, m) == 0)
+			nth++;
+	part_worker(m);
+	for (int i = 0; i < nth; i++)
+		pthread_join(th[i], NULL);
+	if (m->rc) {
+		*err = m->err;
+		/* The source changed: this upload can never be completed. */
+		if (m->rc == JO_ECONFLICT)
+			mp_forget(m->e, m->dkey, m->t->rel, m->upload_id);
+		return m->rc;
+	}
+	if (jo_cancelled())
+		return jo_err_set(err, JO_ECANCELED, "cancelled");
+	return 0;
+}
+
+/* The upload completed, its size checked, the state row filled. */
+static int mp_complete(struct mp *m, struct jo_sync_row *row, struct jo_err *err)
+{
+	struct eng *e = m->e;
+	uint64_t size = m->t->src.size;
+	int rc = jo_obj_mpu_complete(e->dobj, m->dkey, m->upload_id, m->parts, (size_t)m->nparts,
+				     err);
+
+	if (rc)
+		return rc;
+	/* Verify the size of what the store assembled. */
+	struct jo_obj_info info;
+	rc = jo_obj_head(e->dobj, m->dkey, &info, err);
+	if (rc)
+		return rc;
+	if (info.size != size)
+		return jo_err_set(err, JO_EIO, "\"%s\": assembled %" PRIu64 " bytes, expected %" PRIu64,
+				  m->dkey, info.size, size);
+	jo_sync_state_mpu_del(e->o->state, m->t->rel, err);
+	row->dst_size = size;
+	/* Remember the ETag the store reported (AWS-style "md5-N" or a plain MD5). */
+	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", info.etag);
+	if (!row->dst_etag[0]) {
+		unsigned char d[16];
+		md5_of(m->md5s, (size_t)m->nparts * 16, d);
+		char h[33];
+		hex(d, 16, h);
+		snprintf(row->dst_etag, sizeof(row->dst_etag), "%s-%d", h, m->nparts);
+	}
+	if (jo_sync_etag_is_md5(m->t->src.etag))
+		snprintf(row->md5, sizeof(row->md5), "%.32s", m->t->src.etag);
+	return 0;
+}
+
+static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
+			  const struct task *t, struct jo_sync_row *row, bool *multipart,
+			  struct jo_err *err)
+{
+	uint64_t size = t->src.size;
+	uint64_t ps = mp_part_size(e->o, size);
 	struct mp m = { .e = e, .skey = skey, .dkey = dkey, .rel = t->rel, .t = t, .part_size = ps };
 	m.nparts = (int)((size + ps - 1) / ps);
 	pthread_mutex_init(&m.mu, NULL);
@@ -486,135 +646,20 @@ static int copy_multipart(struct eng *e, const char *skey, const char *dkey,
 	m.parts = calloc((size_t)m.nparts, sizeof(*m.parts));
 	char *upload_id = NULL;
 	char **smeta = NULL;
-	const char *ctype = NULL;
 	int rc = 0;
 	*multipart = true;
-	if (!m.md5s || !m.parts) {
+	if (!m.md5s || !m.parts)
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
+	if (!rc)
+		rc = mp_resume(&m, &upload_id, err);
+	if (!rc && !upload_id)
+		rc = mp_create(&m, &upload_id, &smeta, err);
+	if (!rc) {
+		m.upload_id = upload_id;
+		rc = mp_upload_parts(&m, err);
 	}
-	/* An upload recorded by an earlier run. */
-	struct jo_sync_mpu rec;
-	if (jo_sync_state_mpu_get(o->state, t->rel, &rec, err) == 0) {
-		bool same = o->resume && rec.part_size == ps && rec.src_size == size &&
-			    rec.src_mtime == t->src.mtime && !strcmp(rec.src_etag, t->src.etag);
-		if (same) {
-			rc = jo_sync_state_parts(o->state, t->rel, state_part_cb, &m, err);
-			if (rc)
-				goto out;
-			struct found_parts fp = { .m = &m };
-			struct jo_err lerr = { 0 };
-			int lrc = jo_obj_mpu_list_parts(e->dobj, dkey, rec.upload_id, listed_part_cb, &fp,
-							&lerr);
-			if (lrc == 0) {
-				upload_id = strdup(rec.upload_id);
-				if (!upload_id) {
-					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-					goto out;
-				}
-				if (o->verbose)
-					jo_warn("resuming upload of \"%s\": %d of %d parts already there",
-						t->rel, fp.n, m.nparts);
-			}
-			for (int i = 0; i < m.nparts; i++)
-				if (m.parts[i].number == -1 || !upload_id)
-					memset(&m.parts[i], 0, sizeof(m.parts[i]));
-		}
-		if (!upload_id) {
-			struct jo_err aerr = { 0 };
-			jo_obj_mpu_abort(e->dobj, dkey, rec.upload_id, &aerr);
-			jo_sync_state_mpu_del(o->state, t->rel, &aerr);
-		}
-	}
-	if (!upload_id) {
-		rc = src_head(e, skey, &t->src, &smeta, &ctype, err);
-		if (rc)
-			goto out;
-		struct meta mt;
-		meta_build(&mt, smeta, t->src.mtime, NULL, t->src.etag, job_mark(e));
-		struct jo_obj_put_opts po = { .content_type = ctype, .meta = mt.kv };
-		if (o->perms) {
-			struct jo_obj_info hi = { 0 };
-
-			rc = jo_obj_head(e->so, skey, &hi, err);
-			if (rc)
-				goto out;
-			po.set_mode = true;
-			po.mode = hi.mode & 0777;
-		}
-		rc = jo_obj_mpu_create(e->dobj, dkey, &po, &upload_id, err);
-		if (rc)
-			goto out;
-		if (e->rg && e->rg->mpu) {
-			rc = e->rg->mpu(t->rel, upload_id, true, err, e->rg->payload);
-			if (rc) {
-				struct jo_err aerr = { 0 };
-
-				jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
-				goto out;
-			}
-		}
-		struct jo_sync_mpu nm = { .part_size = ps, .src_size = size, .src_mtime = t->src.mtime };
-		snprintf(nm.upload_id, sizeof(nm.upload_id), "%s", upload_id);
-		snprintf(nm.src_etag, sizeof(nm.src_etag), "%s", t->src.etag);
-		rc = jo_sync_state_mpu_put(o->state, t->rel, &nm, err);
-		if (rc)
-			goto out;
-	}
-	m.upload_id = upload_id;
-	int pc = o->part_concurrency < 1 ? 1 : o->part_concurrency;
-	if (pc > m.nparts)
-		pc = m.nparts;
-	pthread_t th[64];
-	int nth = 0;
-	for (int i = 1; i < pc && nth < 64; i++)
-		if (pthread_create(&th[nth], NULL, part_worker, &m) == 0)
-			nth++;
-	part_worker(&m);
-	for (int i = 0; i < nth; i++)
-		pthread_join(th[i], NULL);
-	if (m.rc) {
-		*err = m.err;
-		rc = m.rc;
-		if (rc == JO_ECONFLICT) {
-			/* The source changed: this upload can never be completed. */
-			struct jo_err aerr = { 0 };
-			jo_obj_mpu_abort(e->dobj, dkey, upload_id, &aerr);
-			jo_sync_state_mpu_del(o->state, t->rel, &aerr);
-		}
-		goto out;
-	}
-	if (jo_cancelled()) {
-		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
-		goto out;
-	}
-	rc = jo_obj_mpu_complete(e->dobj, dkey, upload_id, m.parts, (size_t)m.nparts, err);
-	if (rc)
-		goto out;
-	/* Verify the size of what the store assembled. */
-	struct jo_obj_info info;
-	rc = jo_obj_head(e->dobj, dkey, &info, err);
-	if (rc)
-		goto out;
-	if (info.size != size) {
-		rc = jo_err_set(err, JO_EIO, "\"%s\": assembled %" PRIu64 " bytes, expected %" PRIu64,
-				dkey, info.size, size);
-		goto out;
-	}
-	jo_sync_state_mpu_del(o->state, t->rel, err);
-	row->dst_size = size;
-	/* Remember the ETag the store reported (AWS-style "md5-N" or a plain MD5). */
-	snprintf(row->dst_etag, sizeof(row->dst_etag), "%s", info.etag);
-	if (!row->dst_etag[0]) {
-		unsigned char d[16];
-		md5_of(m.md5s, (size_t)m.nparts * 16, d);
-		char h[33];
-		hex(d, 16, h);
-		snprintf(row->dst_etag, sizeof(row->dst_etag), "%s-%d", h, m.nparts);
-	}
-	if (jo_sync_etag_is_md5(t->src.etag))
-		snprintf(row->md5, sizeof(row->md5), "%.32s", t->src.etag);
-out:
+	if (!rc)
+		rc = mp_complete(&m, row, err);
 	if (e->rg && e->rg->mpu && upload_id) {
 		/* nothing continues a range's upload later: one that failed goes now */
 		struct jo_err aerr = { 0 };
@@ -1096,9 +1141,14 @@ static int range_checkpoint(struct eng *e, uint64_t *nsrc, uint64_t *ndst, uint6
 	return rc;
 }
 
-/* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
-static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *after,
-		      char *which_side, struct jo_err *err)
+/* The counts of one merge pass (range_checkpoint moves them into the checkpoint). */
+struct merge_counts {
+	uint64_t nsrc, ndst, skipped, excluded, nextra, iter;
+};
+
+/* Both listings started (DST's not when a dry run's DST does not exist yet). */
+static int merge_open(struct eng *e, bool sort_src, bool sort_dst, const char *after,
+		      struct jo_sync_stream **ls, struct jo_sync_stream **ld, struct jo_err *err)
 {
 	const struct jo_sync_opts *o = e->o;
 	struct jo_sync_stream_opts sos = { .threads = o->list_threads, .sort = sort_src,
@@ -1115,153 +1165,206 @@ static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *a
 	sod.desc = e->dst->desc;
 	if (e->rg)
 		sod.order = e->rg->dst_order;
-	struct jo_sync_stream *ls = NULL, *ld = NULL;
-	int rc = jo_sync_stream_start(&ls, e->so, e->src->prefix, &sos, err);
+	int rc = jo_sync_stream_start(ls, e->so, e->src->prefix, &sos, err);
 	/* A dry run to a local directory that a real run would create: nothing there yet. */
 	if (!rc && !o->dst_absent)
-		rc = jo_sync_stream_start(&ld, e->dobj, e->dst->prefix, &sod, err);
+		rc = jo_sync_stream_start(ld, e->dobj, e->dst->prefix, &sod, err);
 	if (rc) {
-		jo_sync_stream_free(ls);
+		jo_sync_stream_free(*ls);
 		return rc;
 	}
 	pthread_mutex_lock(&e->mu);
-	e->ls = ls;
-	e->ld = ld;
+	e->ls = *ls;
+	e->ld = *ld;
 	pthread_mutex_unlock(&e->mu);
+	return 0;
+}
 
-	struct jo_sync_ent a = { 0 }, b = { 0 };
-	struct jo_err eb = { 0 };
-	int ra = jo_sync_stream_next(ls, &a, err);
-	int rb = ld ? jo_sync_stream_next(ld, &b, &eb) : 0;
-	uint64_t nsrc = 0, ndst = 0, skipped = 0, excluded = 0, nextra = 0, iter = 0;
-	while (!jo_cancelled()) {
-		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
-			break;
-		if (ra == 0 && rb == 0)
-			break;
-		if (e->rg && (++iter & 255) == 0 && e->rg->may_mutate &&
-		    !e->rg->may_mutate(e->rg->payload)) {
-			rc = jo_err_set(err, JO_ECONFLICT, "the range's lease is lost");
-			break;
-		}
-		if (e->rg && !e->rg->delete_only && e->rg->checkpoint &&
-		    now_s() - e->ck_at >= e->rg->checkpoint_s) {
-			rc = range_checkpoint(e, &nsrc, &ndst, &skipped, &excluded, &nextra, err);
-			if (rc)
-				break;
-		}
-		int c = ra == 0 ? 1 : rb == 0 ? -1 : keycmp(a.key, b.key);
-		const struct jo_sync_ent *s = c <= 0 ? &a : NULL, *d = c >= 0 ? &b : NULL;
-		const char *rel = s ? s->key : d->key;
-		if (s)
-			nsrc++;
-		if (d)
-			ndst++;
-		size_t rl = strlen(rel);
-		const char *bad = NULL;
-		if (!jo_sync_filter_pass(o->filter, rel) ||
-		    (e->dst->local && (s ? s->size : 0) == 0 && (rl == 0 || rel[rl - 1] == '/'))) {
-			/* Excluded, or a "directory marker" key a directory cannot hold. */
-			excluded++;
-		} else if (s && e->dst->local && (bad = jo_sync_local_key_why(rel, s->size))) {
-			/*
-			 * A key a local DST cannot hold one-to-one ("a//b" and "a/b" are
-			 * one file): refused, every run alike; no deletion follows a run
-			 * that refused one. A local listing never yields such a key, so
-			 * d is NULL.
-			 */
-			if (!(e->rg && e->rg->delete_only))
-				refuse_key(e, rel, bad);
-		} else if (s && e->rg && e->rg->delete_only) {
-			/* phase 2 compares nothing: it only finds what DST has in excess */
-		} else if (s) {
-			struct jo_sync_row row;
-			rc = jo_sync_state_get(o->state, rel, &row, err);
-			if (rc)
-				break;
-			const char *why = NULL;
-			if (jo_sync_decide(&o->cmp, s, d, &row, &why) == JO_SYNC_COPY) {
-				rc = dispatch_copy(e, s, d, why, err);
-				if (rc)
-					break;
-			} else {
-				skipped++;
-				/* an earlier attempt may have copied it: count it if so */
-				if (d && in_credit_window(e, rel)) {
-					rc = dispatch_credit(e, s, err);
-					if (rc)
-						break;
-				}
-			}
-		} else if (o->delete_dst) {
-			rc = add_extra(e, rel, err);
-			if (rc)
-				break;
-			nextra++;
-		} else if (e->rg) {
-			nextra++;
-		} else {
-			e->sum->extra++;
-		}
-		if (e->rg && !e->rg->delete_only) {
-			char *lk = strdup(rel);
+/* A range's lease checked now and then, its checkpoint written when due. */
+static int merge_range_tick(struct eng *e, struct merge_counts *m, struct jo_err *err)
+{
+	if (e->rg && (++m->iter & 255) == 0 && e->rg->may_mutate &&
+	    !e->rg->may_mutate(e->rg->payload))
+		return jo_err_set(err, JO_ECONFLICT, "the range's lease is lost");
+	if (e->rg && !e->rg->delete_only && e->rg->checkpoint &&
+	    now_s() - e->ck_at >= e->rg->checkpoint_s)
+		return range_checkpoint(e, &m->nsrc, &m->ndst, &m->skipped, &m->excluded, &m->nextra,
+					err);
+	return 0;
+}
 
-			if (!lk) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			free(e->last_key);
-			e->last_key = lk;
-		}
-		if (s && e->track_pos) {
-			rc = set_merge_pos(e, s->key, err);
-			if (rc)
-				break;
-			if ((nsrc & 255) == 0)
-				save_pos(e, false);
-		}
-		if (s)
-			ra = jo_sync_stream_next(ls, &a, err);
-		if (d)
-			rb = jo_sync_stream_next(ld, &b, &eb);  /* d: ld is open */
-		if (((nsrc + ndst) & 1023) == 0) {
-			pthread_mutex_lock(&e->mu);
-			e->sum->skipped = skipped;
-			pthread_mutex_unlock(&e->mu);
-		}
+/* A key on SRC: copied when the comparison says so, else skipped (or credited). */
+static int merge_src_key(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
+			 struct merge_counts *m, struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	struct jo_sync_row row;
+	const char *why = NULL;
+	int rc = jo_sync_state_get(o->state, s->key, &row, err);
+
+	if (rc)
+		return rc;
+	if (jo_sync_decide(&o->cmp, s, d, &row, &why) == JO_SYNC_COPY)
+		return dispatch_copy(e, s, d, why, err);
+	m->skipped++;
+	/* an earlier attempt may have copied it: count it if so */
+	if (d && in_credit_window(e, s->key))
+		return dispatch_credit(e, s, err);
+	return 0;
+}
+
+/* One key of the merge, on SRC (s), DST (d) or both: what becomes of it. */
+static int merge_key(struct eng *e, const struct jo_sync_ent *s, const struct jo_sync_ent *d,
+		     struct merge_counts *m, struct jo_err *err)
+{
+	const struct jo_sync_opts *o = e->o;
+	const char *rel = s ? s->key : d->key;
+	size_t rl = strlen(rel);
+	const char *bad = NULL;
+	int rc;
+
+	if (!jo_sync_filter_pass(o->filter, rel) ||
+	    (e->dst->local && (s ? s->size : 0) == 0 && (rl == 0 || rel[rl - 1] == '/'))) {
+		/* Excluded, or a "directory marker" key a directory cannot hold. */
+		m->excluded++;
+	} else if (s && e->dst->local && (bad = jo_sync_local_key_why(rel, s->size))) {
+		/*
+		 * A key a local DST cannot hold one-to-one ("a//b" and "a/b" are
+		 * one file): refused, every run alike; no deletion follows a run
+		 * that refused one. A local listing never yields such a key, so
+		 * d is NULL.
+		 */
+		if (!(e->rg && e->rg->delete_only))
+			refuse_key(e, rel, bad);
+	} else if (s && e->rg && e->rg->delete_only) {
+		/* phase 2 compares nothing: it only finds what DST has in excess */
+	} else if (s) {
+		return merge_src_key(e, s, d, m, err);
+	} else if (o->delete_dst) {
+		rc = add_extra(e, rel, err);
+		if (rc)
+			return rc;
+		m->nextra++;
+	} else if (e->rg) {
+		m->nextra++;
+	} else {
+		e->sum->extra++;
 	}
+	return 0;
+}
+
+/* After a key: a range's last key, the listing position to resume from. */
+static int merge_key_done(struct eng *e, const struct jo_sync_ent *s, const char *rel,
+			  const struct merge_counts *m, struct jo_err *err)
+{
+	if (e->rg && !e->rg->delete_only) {
+		char *lk = strdup(rel);
+
+		if (!lk)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		free(e->last_key);
+		e->last_key = lk;
+	}
+	if (s && e->track_pos) {
+		int rc = set_merge_pos(e, s->key, err);
+
+		if (rc)
+			return rc;
+		if ((m->nsrc & 255) == 0)
+			save_pos(e, false);
+	}
+	return 0;
+}
+
+/* How the listings ended (ra, rb their last returns; eb DST's error): the pass's code. */
+static int merge_end(struct eng *e, int rc, int ra, int rb, const struct jo_err *eb,
+		     char *which_side, struct jo_err *err)
+{
 	if (!rc && jo_cancelled())
 		rc = jo_err_set(err, JO_ECANCELED, "cancelled");
 	if (!rc && (ra == JO_SYNC_EORDER || rb == JO_SYNC_EORDER)) {
 		*which_side = ra == JO_SYNC_EORDER ? 's' : 'd';
 		if (rb == JO_SYNC_EORDER && ra != JO_SYNC_EORDER)
-			*err = eb;
+			*err = *eb;
 		rc = JO_SYNC_EORDER;
 	} else if (!rc && ra < 0) {
 		rc = ra;
 		jo_err_wrap(err, "listing SRC %s", e->src->desc);
 	} else if (!rc && rb < 0) {
-		*err = eb;
+		*err = *eb;
 		rc = rb;
 		jo_err_wrap(err, "listing DST %s", e->dst->desc);
 	}
+	return rc;
+}
+
+/* The pass's counts into the summary (a range's: on top of its last checkpoint). */
+static void merge_totals(struct eng *e, struct jo_sync_stream *ls, struct jo_sync_stream *ld,
+			 const struct merge_counts *m)
+{
 	pthread_mutex_lock(&e->mu);
 	e->ls = e->ld = NULL;
-	e->sum->src_listed = nsrc;
-	e->sum->dst_listed = ndst;
+	e->sum->src_listed = m->nsrc;
+	e->sum->dst_listed = m->ndst;
 	e->sum->src_links = jo_sync_stream_links(ls);
 	e->sum->dst_links = ld ? jo_sync_stream_links(ld) : 0;
-	e->sum->skipped = skipped;
-	e->sum->excluded = excluded;
+	e->sum->skipped = m->skipped;
+	e->sum->excluded = m->excluded;
 	if (e->rg) {
 		/* the range's totals: up to the last checkpoint, then this pass */
 		e->sum->src_listed += e->ck.src_listed;
 		e->sum->dst_listed += e->ck.dst_listed;
 		e->sum->skipped += e->ck.skipped;
 		e->sum->excluded += e->ck.excluded;
-		e->sum->extra = e->ck.extra + nextra;
+		e->sum->extra = e->ck.extra + m->nextra;
 	}
 	pthread_mutex_unlock(&e->mu);
+}
+
+/* One merge pass. Returns 0, JO_SYNC_EORDER (with *which_side 's'/'d'), or an error. */
+static int merge_pass(struct eng *e, bool sort_src, bool sort_dst, const char *after,
+		      char *which_side, struct jo_err *err)
+{
+	struct jo_sync_stream *ls = NULL, *ld = NULL;
+	int rc = merge_open(e, sort_src, sort_dst, after, &ls, &ld, err);
+
+	if (rc)
+		return rc;
+
+	struct jo_sync_ent a = { 0 }, b = { 0 };
+	struct jo_err eb = { 0 };
+	int ra = jo_sync_stream_next(ls, &a, err);
+	int rb = ld ? jo_sync_stream_next(ld, &b, &eb) : 0;
+	struct merge_counts m = { 0 };
+	while (!jo_cancelled()) {
+		if (ra < 0 || ra == JO_SYNC_EORDER || rb < 0 || rb == JO_SYNC_EORDER)
+			break;
+		if (ra == 0 && rb == 0)
+			break;
+		if ((rc = merge_range_tick(e, &m, err)) != 0)
+			break;
+		int c = ra == 0 ? 1 : rb == 0 ? -1 : keycmp(a.key, b.key);
+		const struct jo_sync_ent *s = c <= 0 ? &a : NULL, *d = c >= 0 ? &b : NULL;
+		const char *rel = s ? s->key : d->key;
+		if (s)
+			m.nsrc++;
+		if (d)
+			m.ndst++;
+		if ((rc = merge_key(e, s, d, &m, err)) != 0 ||
+		    (rc = merge_key_done(e, s, rel, &m, err)) != 0)
+			break;
+		if (s)
+			ra = jo_sync_stream_next(ls, &a, err);
+		if (d)
+			rb = jo_sync_stream_next(ld, &b, &eb);  /* d: ld is open */
+		if (((m.nsrc + m.ndst) & 1023) == 0) {
+			pthread_mutex_lock(&e->mu);
+			e->sum->skipped = m.skipped;
+			pthread_mutex_unlock(&e->mu);
+		}
+	}
+	rc = merge_end(e, rc, ra, rb, &eb, which_side, err);
+	merge_totals(e, ls, ld, &m);
 	jo_sync_stream_free(ls);
 	jo_sync_stream_free(ld);
 	return rc;
@@ -1416,47 +1519,52 @@ static int range_relist(struct eng *e, char side, const struct jo_sync_side *bad
 	return 0;
 }
 
-int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
-		const struct jo_sync_side *dst, struct jo_obj *dobj,
-		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
-		struct jo_err *err)
+/* The engine of one run: which copies may go server-side, how much memory buffers take. */
+static void eng_init(struct eng *e, const struct jo_sync_side *src, struct jo_obj *so,
+		     const struct jo_sync_side *dst, struct jo_obj *dobj,
+		     const struct jo_sync_opts *opts, struct jo_sync_summary *sum)
 {
-	memset(sum, 0, sizeof(*sum));
-	struct eng e = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = opts, .sum = sum };
-	pthread_mutex_init(&e.mu, NULL);
-	pthread_cond_init(&e.cv, NULL);
-	e.t0 = now_s();
-	e.server_side = opts->server_side && !src->local && !dst->local &&
-			!strcmp(src->endpoint, dst->endpoint) &&
-			!strcmp(src->access_key ? src->access_key : "", dst->access_key ? dst->access_key : "");
+	*e = (struct eng){ .src = src, .dst = dst, .so = so, .dobj = dobj, .o = opts, .sum = sum };
+	pthread_mutex_init(&e->mu, NULL);
+	pthread_cond_init(&e->cv, NULL);
+	e->t0 = now_s();
+	e->server_side = opts->server_side && !src->local && !dst->local &&
+			 !strcmp(src->endpoint, dst->endpoint) &&
+			 !strcmp(src->access_key ? src->access_key : "",
+				 dst->access_key ? dst->access_key : "");
 	uint64_t budget = (uint64_t)opts->transfers * (opts->multipart_threshold < (16u << 20)
 						       ? opts->multipart_threshold : (16u << 20));
 	uint64_t pbudget = (uint64_t)opts->part_concurrency * opts->part_size * 2;
-	e.mem_avail = budget > pbudget ? budget : pbudget;
-	if (e.mem_avail < (64u << 20))
-		e.mem_avail = 64u << 20;
+	e->mem_avail = budget > pbudget ? budget : pbudget;
+	if (e->mem_avail < (64u << 20))
+		e->mem_avail = 64u << 20;
+}
 
-	int rc = 0;
-	int nw = opts->transfers < 1 ? 1 : opts->transfers;
-	pthread_t *workers = calloc((size_t)nw, sizeof(*workers));
-	int started = 0;
-	if (!workers)
+/* A cluster range: its checkpoint continues from the range's base and resume position. */
+static int eng_range_begin(struct eng *e, struct jo_err *err)
+{
+	e->rg = e->o->range;
+	if (!e->rg)
+		return 0;
+	e->ck = e->rg->base;
+	e->ck.pos = NULL;
+	e->ck_at = now_s();
+	e->uncounted = e->rg->uncounted;
+	if (e->rg->after && !(e->ck_pos = strdup(e->rg->after))) {
+		free(e->ck_pos);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	e.rg = opts->range;
-	if (e.rg) {
-		e.ck = e.rg->base;
-		e.ck.pos = NULL;
-		e.ck_at = now_s();
-		e.uncounted = e.rg->uncounted;
-		if (e.rg->after && !(e.ck_pos = strdup(e.rg->after))) {
-			free(e.ck_pos);
-			free(workers);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
 	}
+	return 0;
+}
+
+/* The state file before a run: stale uploads aborted, an old listing position cleared. */
+static int eng_state_begin(struct eng *e, struct jo_err *err)
+{
+	const struct jo_sync_opts *opts = e->o;
+
 	/* Uploads left by an earlier run that --resume will not continue. */
 	if (!opts->resume && !opts->dry_run && opts->state)
-		jo_sync_state_mpu_each(opts->state, abort_stale_cb, &e, err);
+		jo_sync_state_mpu_each(opts->state, abort_stale_cb, e, err);
 	/*
 	 * A run that lists from the first key makes the position an earlier run
 	 * saved meaningless: it is cleared before anything is copied. Otherwise a
@@ -1465,9 +1573,209 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	 * before it, changed since or not.
 	 */
 	if (!opts->dry_run && opts->state && !(opts->resume && !opts->delete_dst) &&
-	    jo_sync_state_setkv(opts->state, "listpos", "", err)) {
-		free(workers);
+	    jo_sync_state_setkv(opts->state, "listpos", "", err))
 		return jo_err_wrap(err, "state file: cannot clear the saved listing position");
+	return 0;
+}
+
+/* The side's listing goes through the external sort: asked, or found unordered before. */
+static bool sort_side(const struct jo_sync_opts *opts, const struct jo_sync_side *side,
+		      bool sort, struct jo_err *err)
+{
+	char kvk[700];
+	char *v = NULL;
+
+	snprintf(kvk, sizeof(kvk), "unordered:%s", side->desc);
+	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
+		sort = true;
+	free(v);
+	return sort;
+}
+
+/* Where the listing starts: the range's resume position or, with --resume, the saved one. */
+static int eng_listing_start(struct eng *e, char **after, struct jo_err *err)
+{
+	const struct jo_sync_opts *opts = e->o;
+	int rc = 0;
+
+	if (e->rg && e->rg->after && !(*after = strdup(e->rg->after)))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (opts->resume && opts->state && !opts->delete_dst && !e->rg) {
+		if (jo_sync_state_getkv(opts->state, "listpos", after, err) == 0 && *after &&
+		    **after) {
+			e->sum->resumed_listing = true;
+			jo_warn("resuming: listing both sides after \"%s\"", *after);
+		}
+	}
+	return rc;
+}
+
+/* What a listing pass counts, reset before each (a pass after a restart counts again). */
+static int eng_pass_reset(struct eng *e, const char *after, struct jo_err *err)
+{
+	struct jo_sync_summary *sum = e->sum;
+
+	pthread_mutex_lock(&e->mu);
+	free(e->merge_pos);
+	e->merge_pos = after && *after ? strdup(after) : NULL;
+	free(e->refused_pos);
+	e->refused_pos = NULL;
+	pthread_mutex_unlock(&e->mu);
+	if (e->extras)
+		fclose(e->extras);
+	e->extras = NULL;
+	e->nextras = 0;
+	sum->extra = 0;
+	sum->unrepresentable = 0;  /* the pass refuses them again */
+	sum->would_copy = sum->would_copy_bytes = 0;
+	if (e->o->delete_dst) {
+		e->extras = tmpfile();
+		if (!e->extras)
+			return jo_err_set(err, JO_EIO, "cannot create a temp file: %s", strerror(errno));
+	}
+	return 0;
+}
+
+/*
+ * The merge of both listings, again as long as a side turns out not to list
+ * in byte order: a range lists it again from its position, a whole run
+ * through the external sort (recorded in the state file for next time).
+ */
+static int eng_listing_passes(struct eng *e, bool sort_src, bool sort_dst, char **after, int rc,
+			      struct jo_err *err)
+{
+	const struct jo_sync_opts *opts = e->o;
+
+	for (int attempt = 0; rc != JO_ENOMEM; attempt++) {
+		if ((rc = eng_pass_reset(e, *after, err)) != 0)
+			break;
+		char side = 0;
+		rc = merge_pass(e, sort_src, sort_dst, *after, &side, err);
+		drain(e);
+		if (rc != JO_SYNC_EORDER)
+			break;
+		const struct jo_sync_side *bad = side == 's' ? e->src : e->dst;
+		if (e->rg) {
+			rc = range_relist(e, side, bad, after, err);
+			if (rc)
+				break;
+			e->sum->order_restarts++;
+			continue;
+		}
+		if (attempt >= 2 || (side == 's' ? sort_src : sort_dst)) {
+			rc = jo_err_wrap(err, "%s", bad->desc);
+			break;
+		}
+		jo_warn("%s does not list keys in byte order (%s); listing it again through an "
+			"external sort", bad->desc, err->msg);
+		jo_err_clear(err);
+		char kvk[700];
+		snprintf(kvk, sizeof(kvk), "unordered:%s", bad->desc);
+		jo_sync_state_setkv(opts->state, kvk, "1", err);
+		if (side == 's')
+			sort_src = true;
+		else
+			sort_dst = true;
+		e->sum->order_restarts++;
+	}
+	return rc;
+}
+
+/* The transfer threads told to finish what is queued, and joined. */
+static void eng_stop_workers(struct eng *e, pthread_t *workers, int started)
+{
+	pthread_mutex_lock(&e->mu);
+	e->closing = true;
+	pthread_cond_broadcast(&e->cv);
+	pthread_mutex_unlock(&e->mu);
+	for (int i = 0; i < started; i++)
+		pthread_join(workers[i], NULL);
+	free(workers);
+}
+
+/* The listing position of the state file after the pass (rc its outcome). */
+static void eng_finish_position(struct eng *e, int rc)
+{
+	/* A clean, complete pass leaves no position: the next run lists it all. */
+	if (!rc && !e->ihead) {
+		struct jo_err kerr = { 0 };
+		jo_sync_state_setkv(e->o->state, "listpos", "", &kerr);
+	} else {
+		save_pos(e, true);
+	}
+	while (e->ihead) {
+		struct task *t = e->ihead;
+		inflight_remove(e, t);
+		task_free(t);
+	}
+}
+
+/* A range's counts include what earlier attempts at it recorded. */
+static void eng_range_totals(struct eng *e)
+{
+	struct jo_sync_summary *sum = e->sum;
+	/* credited keys were also counted as skipped since the last checkpoint */
+	uint64_t since = sum->credited - (e->ck.credited - e->rg->base.credited);
+
+	sum->skipped = sum->skipped > since ? sum->skipped - since : 0;
+	sum->copied += e->rg->base.copied;
+	sum->copied_bytes += e->rg->base.copied_bytes;
+	sum->credited += e->rg->base.credited;
+}
+
+/* --delete-dst after a complete pass; after an incomplete one, why none ran. */
+static int eng_deletes(struct eng *e, int rc, struct jo_err *err)
+{
+	struct jo_sync_summary *sum = e->sum;
+
+	if (!rc && e->o->delete_dst)
+		return delete_pass(e, err);
+	if (rc && e->nextras) {
+		sum->extra = e->nextras;
+		sum->delete_refused = true;
+		snprintf(sum->delete_refused_why, sizeof(sum->delete_refused_why),
+			 "the run did not complete");
+	}
+	return rc;
+}
+
+/* The progress line stopped, the engine's resources released. */
+static void eng_end(struct eng *e)
+{
+	if (e->o->progress) {
+		pthread_mutex_lock(&e->mu);
+		e->progress_stop = true;
+		pthread_mutex_unlock(&e->mu);
+		pthread_join(e->progress_th, NULL);
+	}
+	if (e->extras)
+		fclose(e->extras);
+	e->sum->seconds = now_s() - e->t0;
+	pthread_mutex_destroy(&e->mu);
+	pthread_cond_destroy(&e->cv);
+	free(e->last_key);
+	free(e->ck_pos);
+}
+
+int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
+		const struct jo_sync_side *dst, struct jo_obj *dobj,
+		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
+		struct jo_err *err)
+{
+	struct eng e;
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	eng_init(&e, src, so, dst, dobj, opts, sum);
+
+	int nw = opts->transfers < 1 ? 1 : opts->transfers;
+	pthread_t *workers = calloc((size_t)nw, sizeof(*workers));
+	int started = 0;
+	if (!workers)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if ((rc = eng_range_begin(&e, err)) != 0 || (rc = eng_state_begin(&e, err)) != 0) {
+		free(workers);
+		return rc;
 	}
 	if (!opts->dry_run) {
 		for (; started < nw; started++)
@@ -1481,131 +1789,22 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	if (opts->progress)
 		pthread_create(&e.progress_th, NULL, progress_main, &e);
 
-	bool sort_src = opts->src_sort || src->unordered, sort_dst = opts->dst_sort || dst->unordered;
-	char kvk[700];
-	char *v = NULL;
-	snprintf(kvk, sizeof(kvk), "unordered:%s", src->desc);
-	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
-		sort_src = true;
-	free(v);
-	v = NULL;
-	snprintf(kvk, sizeof(kvk), "unordered:%s", dst->desc);
-	if (jo_sync_state_getkv(opts->state, kvk, &v, err) == 0 && v)
-		sort_dst = true;
-	free(v);
+	bool sort_src = sort_side(opts, src, opts->src_sort || src->unordered, err);
+	bool sort_dst = sort_side(opts, dst, opts->dst_sort || dst->unordered, err);
 
 	e.track_pos = opts->state && !opts->dry_run && !opts->delete_dst && !opts->range;
 	char *after = NULL;
-	if (e.rg && e.rg->after && !(after = strdup(e.rg->after)))
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-	if (opts->resume && opts->state && !opts->delete_dst && !e.rg) {
-		if (jo_sync_state_getkv(opts->state, "listpos", &after, err) == 0 && after && *after) {
-			sum->resumed_listing = true;
-			jo_warn("resuming: listing both sides after \"%s\"", after);
-		}
-	}
-	for (int attempt = 0; rc != JO_ENOMEM; attempt++) {
-		pthread_mutex_lock(&e.mu);
-		free(e.merge_pos);
-		e.merge_pos = after && *after ? strdup(after) : NULL;
-		free(e.refused_pos);
-		e.refused_pos = NULL;
-		pthread_mutex_unlock(&e.mu);
-		if (e.extras)
-			fclose(e.extras);
-		e.extras = NULL;
-		e.nextras = 0;
-		sum->extra = 0;
-		sum->unrepresentable = 0;  /* the pass refuses them again */
-		sum->would_copy = sum->would_copy_bytes = 0;
-		if (opts->delete_dst) {
-			e.extras = tmpfile();
-			if (!e.extras) {
-				rc = jo_err_set(err, JO_EIO, "cannot create a temp file: %s", strerror(errno));
-				break;
-			}
-		}
-		char side = 0;
-		rc = merge_pass(&e, sort_src, sort_dst, after, &side, err);
-		drain(&e);
-		if (rc != JO_SYNC_EORDER)
-			break;
-		const struct jo_sync_side *bad = side == 's' ? src : dst;
-		if (e.rg) {
-			rc = range_relist(&e, side, bad, &after, err);
-			if (rc)
-				break;
-			sum->order_restarts++;
-			continue;
-		}
-		if (attempt >= 2 || (side == 's' ? sort_src : sort_dst)) {
-			rc = jo_err_wrap(err, "%s", bad->desc);
-			break;
-		}
-		jo_warn("%s does not list keys in byte order (%s); listing it again through an "
-			"external sort", bad->desc, err->msg);
-		jo_err_clear(err);
-		snprintf(kvk, sizeof(kvk), "unordered:%s", bad->desc);
-		jo_sync_state_setkv(opts->state, kvk, "1", err);
-		if (side == 's')
-			sort_src = true;
-		else
-			sort_dst = true;
-		sum->order_restarts++;
-	}
-	pthread_mutex_lock(&e.mu);
-	e.closing = true;
-	pthread_cond_broadcast(&e.cv);
-	pthread_mutex_unlock(&e.mu);
-	for (int i = 0; i < started; i++)
-		pthread_join(workers[i], NULL);
-	free(workers);
-	if (e.track_pos) {
-		/* A clean, complete pass leaves no position: the next run lists it all. */
-		if (!rc && !e.ihead) {
-			struct jo_err kerr = { 0 };
-			jo_sync_state_setkv(opts->state, "listpos", "", &kerr);
-		} else {
-			save_pos(&e, true);
-		}
-		while (e.ihead) {
-			struct task *t = e.ihead;
-			inflight_remove(&e, t);
-			task_free(t);
-		}
-	}
+	rc = eng_listing_start(&e, &after, err);
+	rc = eng_listing_passes(&e, sort_src, sort_dst, &after, rc, err);
+	eng_stop_workers(&e, workers, started);
+	if (e.track_pos)
+		eng_finish_position(&e, rc);
 	free(e.merge_pos);
 	free(e.refused_pos);
 	free(after);
-	if (e.rg) {
-		/* credited keys were also counted as skipped since the last checkpoint */
-		uint64_t since = sum->credited - (e.ck.credited - e.rg->base.credited);
-
-		sum->skipped = sum->skipped > since ? sum->skipped - since : 0;
-		sum->copied += e.rg->base.copied;
-		sum->copied_bytes += e.rg->base.copied_bytes;
-		sum->credited += e.rg->base.credited;
-	}
-	if (!rc && opts->delete_dst)
-		rc = delete_pass(&e, err);
-	else if (rc && e.nextras) {
-		sum->extra = e.nextras;
-		sum->delete_refused = true;
-		snprintf(sum->delete_refused_why, sizeof(sum->delete_refused_why),
-			 "the run did not complete");
-	}
-	if (opts->progress) {
-		pthread_mutex_lock(&e.mu);
-		e.progress_stop = true;
-		pthread_mutex_unlock(&e.mu);
-		pthread_join(e.progress_th, NULL);
-	}
-	if (e.extras)
-		fclose(e.extras);
-	sum->seconds = now_s() - e.t0;
-	pthread_mutex_destroy(&e.mu);
-	pthread_cond_destroy(&e.cv);
-	free(e.last_key);
-	free(e.ck_pos);
+	if (e.rg)
+		eng_range_totals(&e);
+	rc = eng_deletes(&e, rc, err);
+	eng_end(&e);
 	return rc;
 }

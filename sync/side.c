@@ -189,6 +189,142 @@ static int parse_local(struct jo_sync_side *s, const char *url, struct jo_err *e
 	return 0;
 }
 
+/* s3://[PROFILE@]BUCKET[/PREFIX][?QUERY], in rest (written into): profile, bucket, prefix;
+ * *query the query's text or NULL. */
+static int side_parse_location(struct jo_sync_side *s, const char *url, const char *which,
+			       char *rest, char **query, struct jo_err *err)
+{
+	*query = strchr(rest, '?');
+	if (*query)
+		*(*query)++ = 0;
+	char *path = strchr(rest, '/');
+	if (path)
+		*path++ = 0;
+	char *host = rest;
+	char *at = strchr(host, '@');
+	if (at) {
+		*at = 0;
+		if (strchr(host, ':'))
+			return jo_err_set(err, JO_EINVAL, "%s URL: credentials do not belong in a URL; "
+					  "use a profile name (s3://NAME@bucket/...)", which);
+		s->profile = strdup(host);
+		host = at + 1;
+		if (!s->profile)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	if (!*host)
+		return jo_err_set(err, JO_EINVAL, "%s URL \"%s\": no bucket", which, url);
+	s->bucket = strdup(host);
+	/* Prefix: no leading '/', a trailing '/' when not empty. */
+	const char *pp = path ? path : "";
+	while (*pp == '/')
+		pp++;
+	size_t pl = strlen(pp);
+	s->prefix = malloc(pl + 2);
+	if (!s->bucket || !s->prefix)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	memcpy(s->prefix, pp, pl + 1);
+	if (pl && pp[pl - 1] != '/')
+		memcpy(s->prefix + pl, "/", 2);
+	return 0;
+}
+
+/* The URL query, name=value pairs joined by '&' (query written into). */
+static int side_parse_query(struct kvset *q, char *query, const char *which, struct jo_err *err)
+{
+	for (char *tok = query ? strtok(query, "&") : NULL; tok; tok = strtok(NULL, "&")) {
+		char *eq = strchr(tok, '=');
+		if (!eq)
+			return jo_err_set(err, JO_EINVAL, "%s URL: \"%s\" is not name=value", which, tok);
+		*eq = 0;
+		char where[64];
+		snprintf(where, sizeof(where), "%s URL", which);
+		int rc = kv_apply(q, tok, eq + 1, true, where, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+/* Credentials as a group (key, secret, session token) from one source, when no source
+ * before gave any: 0, or nonzero without memory. */
+static int side_cred_group(struct jo_sync_side *s, const char *key, const char *secret,
+			   const char *token)
+{
+	int rc;
+
+	if (s->access_key || s->secret_key)
+		return 0;
+	rc = fill_default(&s->access_key, key);
+	if (!rc) rc = fill_default(&s->secret_key, secret);
+	if (!rc && s->access_key) rc = fill_default(&s->session_token, token);
+	return rc;
+}
+
+/* Endpoint, region and credentials, each from the first that has it: flags > query >
+ * profile (pr, pr_token) > environment. 0, or nonzero without memory. */
+static int side_merge(struct jo_sync_side *s, const struct jo_sync_side_flags *fl,
+		      const struct kvset *q, const struct kvset *pr, const char *pr_token,
+		      const char *which)
+{
+	const char *fe = fl ? fl->endpoint : NULL, *fr = fl ? fl->region : NULL;
+	int rc = fill_default(&s->endpoint, fe);
+	if (!rc) rc = fill_default(&s->endpoint, q->endpoint);
+	if (!rc) rc = fill_default(&s->endpoint, pr->endpoint);
+	if (!rc) rc = fill_default(&s->endpoint, env2(which, "endpoint"));
+	if (!rc) rc = fill_default(&s->region, fr);
+	if (!rc) rc = fill_default(&s->region, q->region);
+	if (!rc) rc = fill_default(&s->region, pr->region);
+	if (!rc) rc = fill_default(&s->region, env2(which, "region"));
+	if (!rc) rc = fill_default(&s->region, getenv("AWS_REGION"));
+	if (!rc) rc = fill_default(&s->access_key, fl ? fl->access_key : NULL);
+	if (!rc) rc = fill_default(&s->secret_key, fl ? fl->secret_key : NULL);
+	if (!rc) rc = side_cred_group(s, pr->access_key, pr->secret_key, pr_token);
+	if (!rc) rc = side_cred_group(s, env2(which, "access_key"), env2(which, "secret_key"),
+				      env2(which, "session_token"));
+	if (!rc) {
+		const char *t = getenv("AWS_SESSION_TOKEN");
+
+		rc = side_cred_group(s, getenv("AWS_ACCESS_KEY_ID"), getenv("AWS_SECRET_ACCESS_KEY"),
+				     t && *t ? t : NULL);
+	}
+	return rc;
+}
+
+/* The switches, the endpoint (AWS's for the region by default, checked) and the side's
+ * description. */
+static int side_finish(struct jo_sync_side *s, const struct jo_sync_side_flags *fl,
+		       const struct kvset *q, const struct kvset *pr, const char *which,
+		       struct jo_err *err)
+{
+	if (!s->access_key != !s->secret_key)
+		return jo_err_set(err, JO_EINVAL, "%s: an access key without a secret key (or the "
+				  "reverse)", which);
+#define PICK(field) \
+	(fl && fl->field >= 0 ? fl->field : q->field >= 0 ? q->field : pr->field >= 0 ? pr->field : 0)
+	s->path_style = PICK(path_style);
+	s->list_v1 = PICK(list_v1);
+	s->unordered = PICK(unordered);
+#undef PICK
+	s->insecure = q->insecure > 0 || pr->insecure > 0;
+	if (!s->endpoint) {
+		char ep[256];
+		snprintf(ep, sizeof(ep), "https://s3.%s.amazonaws.com",
+			 s->region ? s->region : "us-east-1");
+		if (set_str(&s->endpoint, ep))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	if (strncmp(s->endpoint, "http://", 7) && strncmp(s->endpoint, "https://", 8))
+		return jo_err_set(err, JO_EINVAL, "%s endpoint \"%s\": wants http:// or https://",
+				  which, s->endpoint);
+	/* Drop a trailing '/' from the endpoint. */
+	size_t el = strlen(s->endpoint);
+	while (el > 8 && s->endpoint[el - 1] == '/')
+		s->endpoint[--el] = 0;
+	snprintf(s->desc, sizeof(s->desc), "s3:%s/%s/%s", s->endpoint, s->bucket, s->prefix);
+	return 0;
+}
+
 int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *which,
 		       const struct jo_sync_side_flags *fl, const char *config_path,
 		       struct jo_err *err)
@@ -205,141 +341,21 @@ int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *whic
 	}
 	struct kvset q = { .path_style = -1, .list_v1 = -1, .unordered = -1, .insecure = -1 };
 	struct kvset pr = q;
-	char *pr_token = NULL;
+	char *pr_token = NULL, *query;
 	int rc = 0;
 	char *rest = strdup(url + 5);
 	if (!rest)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	char *query = strchr(rest, '?');
-	if (query)
-		*query++ = 0;
-	char *path = strchr(rest, '/');
-	if (path)
-		*path++ = 0;
-	char *host = rest;
-	char *at = strchr(host, '@');
-	if (at) {
-		*at = 0;
-		if (strchr(host, ':')) {
-			rc = jo_err_set(err, JO_EINVAL, "%s URL: credentials do not belong in a URL; use a "
-					"profile name (s3://NAME@bucket/...)", which);
-			goto out;
-		}
-		s->profile = strdup(host);
-		host = at + 1;
-		if (!s->profile) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-	if (!*host) {
-		rc = jo_err_set(err, JO_EINVAL, "%s URL \"%s\": no bucket", which, url);
-		goto out;
-	}
-	s->bucket = strdup(host);
-	/* Prefix: no leading '/', a trailing '/' when not empty. */
-	const char *pp = path ? path : "";
-	while (*pp == '/')
-		pp++;
-	size_t pl = strlen(pp);
-	s->prefix = malloc(pl + 2);
-	if (!s->bucket || !s->prefix) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
-	memcpy(s->prefix, pp, pl + 1);
-	if (pl && pp[pl - 1] != '/')
-		memcpy(s->prefix + pl, "/", 2);
-	/* URL query. */
-	for (char *tok = query ? strtok(query, "&") : NULL; tok; tok = strtok(NULL, "&")) {
-		char *eq = strchr(tok, '=');
-		if (!eq) {
-			rc = jo_err_set(err, JO_EINVAL, "%s URL: \"%s\" is not name=value", which, tok);
-			goto out;
-		}
-		*eq = 0;
-		char where[64];
-		snprintf(where, sizeof(where), "%s URL", which);
-		rc = kv_apply(&q, tok, eq + 1, true, where, err);
-		if (rc)
-			goto out;
-	}
+	rc = side_parse_location(s, url, which, rest, &query, err);
+	if (!rc)
+		rc = side_parse_query(&q, query, which, err);
 	/* Profile. */
-	if (s->profile) {
+	if (!rc && s->profile)
 		rc = load_profile(&pr, &pr_token, config_path, s->profile, which, err);
-		if (rc)
-			goto out;
-	}
-	/* Merge: flags > query > profile > environment. */
-	const char *fe = fl ? fl->endpoint : NULL, *fr = fl ? fl->region : NULL;
-	rc = fill_default(&s->endpoint, fe);
-	if (!rc) rc = fill_default(&s->endpoint, q.endpoint);
-	if (!rc) rc = fill_default(&s->endpoint, pr.endpoint);
-	if (!rc) rc = fill_default(&s->endpoint, env2(which, "endpoint"));
-	if (!rc) rc = fill_default(&s->region, fr);
-	if (!rc) rc = fill_default(&s->region, q.region);
-	if (!rc) rc = fill_default(&s->region, pr.region);
-	if (!rc) rc = fill_default(&s->region, env2(which, "region"));
-	if (!rc) rc = fill_default(&s->region, getenv("AWS_REGION"));
-	if (!rc) rc = fill_default(&s->access_key, fl ? fl->access_key : NULL);
-	if (!rc) rc = fill_default(&s->secret_key, fl ? fl->secret_key : NULL);
-	/* Credentials go as a group (key, secret, session token) from one source. */
-	if (!rc && !s->access_key && !s->secret_key) {
-		rc = fill_default(&s->access_key, pr.access_key);
-		if (!rc) rc = fill_default(&s->secret_key, pr.secret_key);
-		if (!rc && s->access_key) rc = fill_default(&s->session_token, pr_token);
-	}
-	if (!rc && !s->access_key && !s->secret_key) {
-		rc = fill_default(&s->access_key, env2(which, "access_key"));
-		if (!rc) rc = fill_default(&s->secret_key, env2(which, "secret_key"));
-		if (!rc && s->access_key)
-			rc = fill_default(&s->session_token, env2(which, "session_token"));
-	}
-	if (!rc && !s->access_key && !s->secret_key) {
-		rc = fill_default(&s->access_key, getenv("AWS_ACCESS_KEY_ID"));
-		if (!rc) rc = fill_default(&s->secret_key, getenv("AWS_SECRET_ACCESS_KEY"));
-		if (!rc && s->access_key) {
-			const char *t = getenv("AWS_SESSION_TOKEN");
-
-			rc = fill_default(&s->session_token, t && *t ? t : NULL);
-		}
-	}
-	if (rc) {
+	if (!rc && side_merge(s, fl, &q, &pr, pr_token, which))
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
-	if (!s->access_key != !s->secret_key) {
-		rc = jo_err_set(err, JO_EINVAL, "%s: an access key without a secret key (or the reverse)",
-				which);
-		goto out;
-	}
-#define PICK(field) \
-	(fl && fl->field >= 0 ? fl->field : q.field >= 0 ? q.field : pr.field >= 0 ? pr.field : 0)
-	s->path_style = PICK(path_style);
-	s->list_v1 = PICK(list_v1);
-	s->unordered = PICK(unordered);
-#undef PICK
-	s->insecure = q.insecure > 0 || pr.insecure > 0;
-	if (!s->endpoint) {
-		char ep[256];
-		snprintf(ep, sizeof(ep), "https://s3.%s.amazonaws.com",
-			 s->region ? s->region : "us-east-1");
-		if (set_str(&s->endpoint, ep)) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			goto out;
-		}
-	}
-	if (strncmp(s->endpoint, "http://", 7) && strncmp(s->endpoint, "https://", 8)) {
-		rc = jo_err_set(err, JO_EINVAL, "%s endpoint \"%s\": wants http:// or https://", which,
-				s->endpoint);
-		goto out;
-	}
-	/* Drop a trailing '/' from the endpoint. */
-	size_t el = strlen(s->endpoint);
-	while (el > 8 && s->endpoint[el - 1] == '/')
-		s->endpoint[--el] = 0;
-	snprintf(s->desc, sizeof(s->desc), "s3:%s/%s/%s", s->endpoint, s->bucket, s->prefix);
-out:
+	if (!rc)
+		rc = side_finish(s, fl, &q, &pr, which, err);
 	free(rest);
 	kv_free(&q);
 	kv_free(&pr);

@@ -213,16 +213,16 @@ out:
 	return rc;
 }
 
-int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
+/*
+ * The record is validated, never defaulted: every field jfsops reads
+ * must have the type juicefs writes (Go's json.Unmarshal would refuse
+ * anything else; null is "absent", as there), and its value must be one
+ * a juicefs client can have written. Fields without omitempty in
+ * juicefs's Format struct (pkg/meta/config.go) are required; TrashDays
+ * is not: volumes made before juicefs 1.0 have none (0 then).
+ */
+static int format_check_types(const json_t *o, struct jo_err *err)
 {
-	/*
-	 * The record is validated, never defaulted: every field jfsops reads
-	 * must have the type juicefs writes (Go's json.Unmarshal would refuse
-	 * anything else; null is "absent", as there), and its value must be one
-	 * a juicefs client can have written. Fields without omitempty in
-	 * juicefs's Format struct (pkg/meta/config.go) are required; TrashDays
-	 * is not: volumes made before juicefs 1.0 have none (0 then).
-	 */
 	enum { T_STR, T_INT, T_BOOL };
 	static const struct {
 		const char *name;
@@ -239,29 +239,7 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 		{ "UserGroupQuota", T_BOOL, false }, { "Shards", T_INT, false },
 		{ "TrashDays", T_INT, false }, { "MetaVersion", T_INT, false },
 	};
-	/* Every storage juicefs has registered (pkg/object, current and past releases). */
-	static const char *const storages[] = {
-		"b2", "bos", "bunny", "ceph", "cifs", "cos", "dragonfly", "eos", "etcd", "file",
-		"gluster", "gs", "hdfs", "ibmcos", "jss", "ks3", "mem", "minio", "mss", "mysql",
-		"nfs", "nos", "obs", "oos", "oss", "postgres", "qingstor", "qiniu", "redis", "s3",
-		"scs", "scw", "sftp", "smb", "space", "speedy", "sqlite3", "storj", "swift", "tikv",
-		"tos", "ufile", "upyun", "wasabi", "wasb", "webdav", "yovole",
-	};
-	json_error_t jerr;
-	json_t *o;
-	json_int_t bs, shards, trash, mver;
-	bool known = false;
-	int rc = 0;
 
-	memset(f, 0, sizeof(*f));
-	o = json_loads(json, 0, &jerr);
-	if (!o)
-		return jo_err_set(err, JO_EPROTO, "format record is not JSON: %s (line %d)", jerr.text,
-				  jerr.line);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return jo_err_set(err, JO_EPROTO, "format record is not a JSON object");
-	}
 	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
 		json_t *v = json_object_get(o, fields[i].name);
 		bool ok;
@@ -269,40 +247,49 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 		if (!v || json_is_null(v)) {
 			if (!fields[i].required)
 				continue;
-			json_decref(o);
 			return jo_err_set(err, JO_EPROTO, "format record: %s is missing", fields[i].name);
 		}
 		ok = fields[i].type == T_STR ? json_is_string(v)
 		     : fields[i].type == T_INT ? json_is_integer(v)
 					       : json_is_boolean(v);
-		if (!ok) {
-			json_decref(o);
+		if (!ok)
 			return jo_err_set(err, JO_EPROTO, "format record: %s is not %s", fields[i].name,
 					  fields[i].type == T_STR ? "a string"
 					  : fields[i].type == T_INT ? "an integer" : "true or false");
-		}
 	}
+	return 0;
+}
+
+/* The numbers in the ranges a juicefs client writes. */
+static int format_check_ranges(const json_t *o, struct jo_err *err)
+{
 	/* juicefs format rounds --block-size to a power of two in 64 KiB..16 MiB */
-	bs = json_integer_value(json_object_get(o, "BlockSize"));
-	shards = json_integer_value(json_object_get(o, "Shards"));
-	trash = json_integer_value(json_object_get(o, "TrashDays"));
-	mver = json_integer_value(json_object_get(o, "MetaVersion"));
+	json_int_t bs = json_integer_value(json_object_get(o, "BlockSize"));
+	json_int_t shards = json_integer_value(json_object_get(o, "Shards"));
+	json_int_t trash = json_integer_value(json_object_get(o, "TrashDays"));
+	json_int_t mver = json_integer_value(json_object_get(o, "MetaVersion"));
+
 	if (bs < 64 || bs > 16384)
-		rc = jo_err_set(err, JO_EPROTO, "format record: BlockSize %lld KiB is out of range "
-				"(64..16384)", (long long)bs);
-	else if (shards > 256)
-		rc = jo_err_set(err, JO_EPROTO, "format record: Shards %lld is more than 256",
-				(long long)shards);
-	else if (trash < 0 || trash > 0x7fffffff)
-		rc = jo_err_set(err, JO_EPROTO, "format record: TrashDays %lld is out of range",
-				(long long)trash);
-	else if (mver < 0 || mver > 0x7fffffff)
-		rc = jo_err_set(err, JO_EPROTO, "format record: MetaVersion %lld is out of range",
-				(long long)mver);
-	if (rc) {
-		json_decref(o);
-		return rc;
-	}
+		return jo_err_set(err, JO_EPROTO, "format record: BlockSize %lld KiB is out of range "
+				  "(64..16384)", (long long)bs);
+	if (shards > 256)
+		return jo_err_set(err, JO_EPROTO, "format record: Shards %lld is more than 256",
+				  (long long)shards);
+	if (trash < 0 || trash > 0x7fffffff)
+		return jo_err_set(err, JO_EPROTO, "format record: TrashDays %lld is out of range",
+				  (long long)trash);
+	if (mver < 0 || mver > 0x7fffffff)
+		return jo_err_set(err, JO_EPROTO, "format record: MetaVersion %lld is out of range",
+				  (long long)mver);
+	return 0;
+}
+
+/* f from the checked record o (json its text). */
+static void format_fill(struct jo_format *f, json_t *o, const char *json)
+{
+	json_int_t shards = json_integer_value(json_object_get(o, "Shards"));
+	json_t *ek = json_object_get(o, "EncryptKey");
+
 	f->name = jstr(o, "Name", NULL);
 	f->uuid = jstr(o, "UUID", NULL);
 	f->storage = jstr(o, "Storage", "");
@@ -313,10 +300,7 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 	f->compression = jstr(o, "Compression", "none");
 	f->encrypt_algo = jstr(o, "EncryptAlgo", NULL);
 	f->raw_json = strdup(json);
-	{
-		json_t *ek = json_object_get(o, "EncryptKey");
-		f->has_encrypt_key = json_is_string(ek) && json_string_length(ek) > 0;
-	}
+	f->has_encrypt_key = json_is_string(ek) && json_string_length(ek) > 0;
 	f->hash_prefix = jbool(o, "HashPrefix");
 	f->key_encrypted = jbool(o, "KeyEncrypted");
 	f->changelog = jbool(o, "ChangeLog");
@@ -327,48 +311,85 @@ int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
 	f->shards = shards < 0 ? 0 : jint(o, "Shards"); /* juicefs: anything <= 1 is one bucket */
 	f->trash_days = jint(o, "TrashDays");
 	f->meta_version = jint(o, "MetaVersion");
+}
+
+/* The strings of f: copied, named, and a storage and compression juicefs knows. */
+static int format_check_values(struct jo_format *f, struct jo_err *err)
+{
+	/* Every storage juicefs has registered (pkg/object, current and past releases). */
+	static const char *const storages[] = {
+		"b2", "bos", "bunny", "ceph", "cifs", "cos", "dragonfly", "eos", "etcd", "file",
+		"gluster", "gs", "hdfs", "ibmcos", "jss", "ks3", "mem", "minio", "mss", "mysql",
+		"nfs", "nos", "obs", "oos", "oss", "postgres", "qingstor", "qiniu", "redis", "s3",
+		"scs", "scw", "sftp", "smb", "space", "speedy", "sqlite3", "storj", "swift", "tikv",
+		"tos", "ufile", "upyun", "wasabi", "wasb", "webdav", "yovole",
+	};
+	bool known = false;
+
+	if (!f->storage || !f->bucket || !f->compression || !f->raw_json)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!f->name || !f->uuid)
+		return jo_err_set(err, JO_EPROTO, "format record: %s is empty", f->name ? "UUID" : "Name");
+	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]) && !known; i++)
+		known = strcmp(f->storage, storages[i]) == 0;
+	if (!known)
+		return jo_err_set(err, JO_EPROTO, "format record: Storage '%.64s' is no storage "
+				  "juicefs knows", f->storage);
+	/* as juicefs's compress.NewCompressor: case-insensitive, "" is none */
+	if (strcmp(f->compression, "none") != 0 && strcmp(f->compression, "lz4") != 0 &&
+	    strcmp(f->compression, "zstd") != 0)
+		return jo_err_set(err, JO_EPROTO, "format record: Compression '%.64s' is none of "
+				  "none, lz4, zstd", f->compression);
+	return 0;
+}
+
+/* Secrets the record holds encrypted (KeyEncrypted), decrypted in place. */
+static int format_decrypt(struct jo_format *f, struct jo_err *err)
+{
+	int rc;
+
+	if (!f->key_encrypted || !(f->secret_key || f->session_token))
+		return 0;
+	if (f->encrypt_algo && strcmp(f->encrypt_algo, "sm4gcm") == 0)
+		return jo_err_set(err, JO_EUNSUPPORTED,
+				  "format: secrets encrypted with sm4gcm are not supported");
+	if (f->secret_key &&
+	    (rc = decrypt_secret(&f->secret_key, f->uuid, "SecretKey", err)) != 0)
+		return rc;
+	if (f->session_token &&
+	    (rc = decrypt_secret(&f->session_token, f->uuid, "SessionToken", err)) != 0)
+		return rc;
+	return 0;
+}
+
+int jo_format_parse(const char *json, struct jo_format *f, struct jo_err *err)
+{
+	json_error_t jerr;
+	json_t *o;
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	o = json_loads(json, 0, &jerr);
+	if (!o)
+		return jo_err_set(err, JO_EPROTO, "format record is not JSON: %s (line %d)", jerr.text,
+				  jerr.line);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return jo_err_set(err, JO_EPROTO, "format record is not a JSON object");
+	}
+	if ((rc = format_check_types(o, err)) != 0 || (rc = format_check_ranges(o, err)) != 0) {
+		json_decref(o);
+		return rc;
+	}
+	format_fill(f, o, json);
 	json_decref(o);
 	lower(f->storage);
 	lower(f->compression);
-	if (!f->storage || !f->bucket || !f->compression || !f->raw_json) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto fail;
-	}
-	if (!f->name || !f->uuid) {
-		rc = jo_err_set(err, JO_EPROTO, "format record: %s is empty", f->name ? "UUID" : "Name");
-		goto fail;
-	}
-	for (size_t i = 0; i < sizeof(storages) / sizeof(storages[0]) && !known; i++)
-		known = strcmp(f->storage, storages[i]) == 0;
-	if (!known) {
-		rc = jo_err_set(err, JO_EPROTO, "format record: Storage '%.64s' is no storage juicefs "
-				"knows", f->storage);
-		goto fail;
-	}
-	/* as juicefs's compress.NewCompressor: case-insensitive, "" is none */
-	if (strcmp(f->compression, "none") != 0 && strcmp(f->compression, "lz4") != 0 &&
-	    strcmp(f->compression, "zstd") != 0) {
-		rc = jo_err_set(err, JO_EPROTO, "format record: Compression '%.64s' is none of none, "
-				"lz4, zstd", f->compression);
-		goto fail;
-	}
-	if (f->key_encrypted && (f->secret_key || f->session_token)) {
-		if (f->encrypt_algo && strcmp(f->encrypt_algo, "sm4gcm") == 0) {
-			rc = jo_err_set(err, JO_EUNSUPPORTED,
-					"format: secrets encrypted with sm4gcm are not supported");
-			goto fail;
-		}
-		if (f->secret_key &&
-		    (rc = decrypt_secret(&f->secret_key, f->uuid, "SecretKey", err)) != 0)
-			goto fail;
-		if (f->session_token &&
-		    (rc = decrypt_secret(&f->session_token, f->uuid, "SessionToken", err)) != 0)
-			goto fail;
+	if ((rc = format_check_values(f, err)) != 0 || (rc = format_decrypt(f, err)) != 0) {
+		jo_format_release(f);
+		return rc;
 	}
 	return 0;
-fail:
-	jo_format_release(f);
-	return rc;
 }
 
 /* ---------------------------------------------------------------- dispatch */

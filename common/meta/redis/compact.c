@@ -91,166 +91,224 @@ static int new_marker(struct jo_meta *m, const char *field)
 	return yes;
 }
 
+/* One compaction commit's transaction: the chunk's key, the records it writes. */
+struct rd_txn {
+	const struct jo_compact_commit *c;
+	char key[64], field[64], dfield[64];
+	uint8_t newrec[24];
+	uint8_t *delayed;       /* with trash days: the delSlices records of the old slices */
+	size_t ndelayed;
+};
+
+/* The delSlices value of the old slices (id, size big-endian each): 0 or JO_ENOMEM. */
+static int txn_delayed(struct rd_txn *t)
+{
+	const struct jo_compact_commit *c = t->c;
+
+	t->delayed = malloc((c->norigin - c->skipped) * JO_DELSLICE_REC_LEN + 1);
+	if (!t->delayed)
+		return JO_ENOMEM;
+	for (size_t i = c->skipped; i < c->norigin; i++) {
+		struct jo_slice s;
+
+		jo_slice_decode(c->origin + i * 24, &s);
+		if (!s.id)
+			continue;
+		for (int b = 0; b < 8; b++)
+			t->delayed[t->ndelayed * 12 + b] = (uint8_t)(s.id >> (56 - 8 * b));
+		for (int b = 0; b < 4; b++)
+			t->delayed[t->ndelayed * 12 + 8 + b] = (uint8_t)(s.size >> (24 - 8 * b));
+		t->ndelayed++;
+	}
+	return 0;
+}
+
+enum { TXN_APPLIED, TXN_RETRY, TXN_LOST, TXN_FAILED };
+
+/* WATCH the chunk and compare it with what was compacted: TXN_APPLIED when the same,
+ * TXN_FAILED (*code) when it changed, TXN_LOST (*code) when a reply was lost. */
+static int txn_watch(struct jo_meta *m, struct rd_txn *t, int *code, struct jo_err *err)
+{
+	const struct jo_compact_commit *c = t->c;
+	redisReply *r = jo_rd_command(m, "WATCH %K%s", t->key);
+	bool same = true;
+
+	if (!r || r->type == REDIS_REPLY_ERROR) {
+		*code = jo_rd_fail(m, r, err, "WATCH");
+		return TXN_LOST;
+	}
+	freeReplyObject(r);
+	r = jo_rd_command(m, "LRANGE %K%s 0 %lld", t->key, (long long)c->norigin - 1);
+	if (!r || r->type != REDIS_REPLY_ARRAY) {
+		*code = jo_rd_fail(m, r, err, "LRANGE");
+		return TXN_LOST;
+	}
+	if (r->elements != c->norigin)
+		same = false;
+	for (size_t i = 0; same && i < r->elements; i++) {
+		redisReply *e = r->element[i];
+
+		if (e->type != REDIS_REPLY_STRING || e->len != 24 ||
+		    memcmp(e->str, c->origin + i * 24, 24))
+			same = false;
+	}
+	freeReplyObject(r);
+	if (!same) {
+		freeReplyObject(jo_rd_command(m, "UNWATCH"));
+		*code = jo_err_set(err, JO_ECONFLICT, "chunk %s changed during compaction", t->key);
+		return TXN_FAILED;
+	}
+	return TXN_APPLIED;
+}
+
+/* Queue the transaction (MULTI .. EXEC): the number of commands between the two. */
+static size_t txn_queue(struct jo_meta *m, const struct rd_txn *t)
+{
+	const struct jo_compact_commit *c = t->c;
+	size_t queued = 3 + c->skipped + 1;
+
+	jo_rd_append(m, "MULTI");
+	jo_rd_append(m, "LTRIM %K%s %lld -1", t->key, (long long)c->norigin);
+	jo_rd_append(m, "LPUSH %K%s %b", t->key, t->newrec, (size_t)24);
+	for (size_t i = c->skipped; i > 0; i--)
+		jo_rd_append(m, "LPUSH %K%s %b", t->key, c->origin + (i - 1) * 24, (size_t)24);
+	jo_rd_append(m, "HSET %KsliceRef %s 0", t->field);
+	if (c->trash_days > 0) {
+		if (t->ndelayed)
+			jo_rd_append(m, "HSET %KdelSlices %s %b", t->dfield, t->delayed,
+				     t->ndelayed * JO_DELSLICE_REC_LEN);
+		queued += t->ndelayed ? 1 : 0;
+	} else {
+		for (size_t i = c->skipped; i < c->norigin; i++) {
+			struct jo_slice s;
+			char f[64];
+
+			jo_slice_decode(c->origin + i * 24, &s);
+			if (!s.id)
+				continue;
+			field_of(f, sizeof(f), s.id, s.size);
+			jo_rd_append(m, "HINCRBY %KsliceRef %s -1", f);
+		}
+		for (size_t i = c->skipped; i < c->norigin; i++)
+			queued += jo_be64(c->origin + i * 24 + 4) ? 1 : 0;
+	}
+	jo_rd_append(m, "EXEC");
+	return queued;
+}
+
+/* The replies of MULTI, the queued commands and EXEC (in *x): TXN_APPLIED, TXN_RETRY (a
+ * watched key changed), TXN_FAILED (*code: a command refused) or TXN_LOST (*code). */
+static int txn_replies(struct jo_meta *m, size_t queued, redisReply **x, int *code,
+		       struct jo_err *err)
+{
+	bool queue_failed = false;
+
+	/* MULTI + queued commands (LTRIM..HINCRBY): read every reply, so the
+	 * connection stays in step even when one was refused */
+	for (size_t i = 0; i < queued; i++) {
+		redisReply *q = NULL;
+
+		if (jo_rd_get_reply(m, &q) != REDIS_OK) {
+			*code = jo_rd_fail(m, NULL, err, "MULTI");
+			return TXN_LOST;
+		}
+		if (q->type == REDIS_REPLY_ERROR && !queue_failed) {
+			queue_failed = true;
+			jo_err_set(err, JO_EIO, "redis %s: queue transaction: %.200s",
+				   m->url.redacted, q->str);
+		}
+		freeReplyObject(q);
+	}
+	if (jo_rd_get_reply(m, x) != REDIS_OK) {
+		*code = jo_rd_fail(m, NULL, err, "EXEC");
+		return TXN_LOST;
+	}
+	if (queue_failed) {
+		/* EXEC answers EXECABORT: nothing was applied */
+		freeReplyObject(*x);
+		*x = NULL;
+		*code = JO_EIO;
+		return TXN_FAILED;
+	}
+	if ((*x)->type == REDIS_REPLY_NIL) {
+		/* a watched key changed (an append): look again */
+		freeReplyObject(*x);
+		*x = NULL;
+		return TXN_RETRY;
+	}
+	if ((*x)->type != REDIS_REPLY_ARRAY) {
+		*code = jo_rd_fail(m, *x, err, "EXEC");
+		*x = NULL;
+		return TXN_LOST;
+	}
+	return TXN_APPLIED;
+}
+
+/* The old slices the commit left without a reference (HINCRBY results below 0). */
+static int txn_freed(const struct jo_compact_commit *c, const redisReply *x,
+		     struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
+{
+	/* HINCRBY results are the last replies; < 0 means no reference is left */
+	size_t at = 2 + c->skipped + 1;
+
+	for (size_t i = c->skipped; i < c->norigin && at < x->elements; i++) {
+		struct jo_slice s;
+		redisReply *e;
+
+		jo_slice_decode(c->origin + i * 24, &s);
+		if (!s.id)
+			continue;
+		e = x->element[at++];
+		if (e->type == REDIS_REPLY_INTEGER && e->integer < 0 &&
+		    jo_slice_id_add(freed, nfreed, s.id, s.size))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
 static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
 				 struct jo_slice_id **freed, size_t *nfreed, struct jo_err *err)
 {
-	char key[64], field[64], dfield[64];
-	uint8_t newrec[24], *delayed = NULL;
-	size_t ndelayed = 0;
+	struct rd_txn t = { .c = c };
 	struct jo_slice ns = { .pos = c->pos, .id = c->new_id, .size = c->size, .off = 0,
 			       .len = c->size };
 	redisReply *x = NULL;
-	int code = 0;
+	int code = 0, st = TXN_RETRY;
 
 	*freed = NULL;
 	*nfreed = 0;
-	snprintf(key, sizeof(key), "c%" PRIu64 "_%" PRIu32, c->ino, c->indx);
-	field_of(field, sizeof(field), c->new_id, c->size);
-	snprintf(dfield, sizeof(dfield), "%" PRIu64 "_%" PRId64, c->new_id, c->now);
-	jo_slice_encode(&ns, newrec);
-	if (c->trash_days > 0) {
-		delayed = malloc((c->norigin - c->skipped) * JO_DELSLICE_REC_LEN + 1);
-		if (!delayed)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		for (size_t i = c->skipped; i < c->norigin; i++) {
-			struct jo_slice s;
+	snprintf(t.key, sizeof(t.key), "c%" PRIu64 "_%" PRIu32, c->ino, c->indx);
+	field_of(t.field, sizeof(t.field), c->new_id, c->size);
+	snprintf(t.dfield, sizeof(t.dfield), "%" PRIu64 "_%" PRId64, c->new_id, c->now);
+	jo_slice_encode(&ns, t.newrec);
+	if (c->trash_days > 0 && txn_delayed(&t))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 
-			jo_slice_decode(c->origin + i * 24, &s);
-			if (!s.id)
-				continue;
-			for (int b = 0; b < 8; b++)
-				delayed[ndelayed * 12 + b] = (uint8_t)(s.id >> (56 - 8 * b));
-			for (int b = 0; b < 4; b++)
-				delayed[ndelayed * 12 + 8 + b] = (uint8_t)(s.size >> (24 - 8 * b));
-			ndelayed++;
-		}
+	for (int attempt = 0; attempt < TXN_RETRIES && st == TXN_RETRY; attempt++) {
+		st = txn_watch(m, &t, &code, err);
+		if (st == TXN_APPLIED)
+			st = txn_replies(m, txn_queue(m, &t), &x, &code, err);
 	}
-
-	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		redisReply *r = jo_rd_command(m, "WATCH %K%s", key);
-		bool same = true;
-
-		if (!r || r->type == REDIS_REPLY_ERROR) {
-			code = jo_rd_fail(m, r, err, "WATCH");
-			goto lost;
-		}
-		freeReplyObject(r);
-		r = jo_rd_command(m, "LRANGE %K%s 0 %lld", key, (long long)c->norigin - 1);
-		if (!r || r->type != REDIS_REPLY_ARRAY) {
-			code = jo_rd_fail(m, r, err, "LRANGE");
-			goto lost;
-		}
-		if (r->elements != c->norigin)
-			same = false;
-		for (size_t i = 0; same && i < r->elements; i++) {
-			redisReply *e = r->element[i];
-
-			if (e->type != REDIS_REPLY_STRING || e->len != 24 ||
-			    memcmp(e->str, c->origin + i * 24, 24))
-				same = false;
-		}
-		freeReplyObject(r);
-		if (!same) {
-			freeReplyObject(jo_rd_command(m, "UNWATCH"));
-			free(delayed);
-			return jo_err_set(err, JO_ECONFLICT, "chunk %s changed during compaction", key);
-		}
-		/* queue the transaction; replies of queued commands are +QUEUED */
-		jo_rd_append(m, "MULTI");
-		jo_rd_append(m, "LTRIM %K%s %lld -1", key, (long long)c->norigin);
-		jo_rd_append(m, "LPUSH %K%s %b", key, newrec, (size_t)24);
-		for (size_t i = c->skipped; i > 0; i--)
-			jo_rd_append(m, "LPUSH %K%s %b", key, c->origin + (i - 1) * 24, (size_t)24);
-		jo_rd_append(m, "HSET %KsliceRef %s 0", field);
-		if (c->trash_days > 0) {
-			if (ndelayed)
-				jo_rd_append(m, "HSET %KdelSlices %s %b", dfield, delayed,
-						   ndelayed * JO_DELSLICE_REC_LEN);
-		} else {
-			for (size_t i = c->skipped; i < c->norigin; i++) {
-				struct jo_slice s;
-				char f[64];
-
-				jo_slice_decode(c->origin + i * 24, &s);
-				if (!s.id)
-					continue;
-				field_of(f, sizeof(f), s.id, s.size);
-				jo_rd_append(m, "HINCRBY %KsliceRef %s -1", f);
-			}
-		}
-		jo_rd_append(m, "EXEC");
-		{
-			size_t queued = 3 + c->skipped + 1;
-
-			if (c->trash_days > 0)
-				queued += ndelayed ? 1 : 0;
-			else
-				for (size_t i = c->skipped; i < c->norigin; i++)
-					queued += jo_be64(c->origin + i * 24 + 4) ? 1 : 0;
-			bool queue_failed = false;
-
-			/* MULTI + queued commands (LTRIM..HINCRBY): read every reply, so the
-			 * connection stays in step even when one was refused */
-			for (size_t i = 0; i < queued; i++) {
-				redisReply *q = NULL;
-
-				if (jo_rd_get_reply(m, &q) != REDIS_OK) {
-					code = jo_rd_fail(m, NULL, err, "MULTI");
-					goto lost;
-				}
-				if (q->type == REDIS_REPLY_ERROR && !queue_failed) {
-					queue_failed = true;
-					jo_err_set(err, JO_EIO, "redis %s: queue transaction: %.200s",
-						   m->url.redacted, q->str);
-				}
-				freeReplyObject(q);
-			}
-			if (jo_rd_get_reply(m, &x) != REDIS_OK) {
-				code = jo_rd_fail(m, NULL, err, "EXEC");
-				goto lost;
-			}
-			if (queue_failed) {
-				/* EXEC answers EXECABORT: nothing was applied */
-				freeReplyObject(x);
-				free(delayed);
-				return JO_EIO;
-			}
-		}
-		if (x->type == REDIS_REPLY_NIL) {
-			/* a watched key changed (an append): look again */
-			freeReplyObject(x);
-			x = NULL;
-			continue;
-		}
-		if (x->type != REDIS_REPLY_ARRAY) {
-			code = jo_rd_fail(m, x, err, "EXEC");
-			x = NULL;
-			goto lost;
-		}
-		break;
+	free(t.delayed);
+	if (st == TXN_FAILED)
+		return code;
+	if (st == TXN_LOST) {
+		/*
+		 * The reply was lost or the connection broke: the existence of the new
+		 * slice's marker decides whether the commit happened. Without the
+		 * HINCRBY replies we free nothing: those slices stay pending for gc.
+		 */
+		/* asked of the server we reach now (after a failover, the new master:
+		 * what it holds is what counts) */
+		if (new_marker(m, t.field) == 1)
+			return 0;
+		return code;
 	}
-	free(delayed);
-	delayed = NULL;
 	if (!x)
-		return jo_err_set(err, JO_ECONFLICT, "chunk %s kept changing", key);
-	/* HINCRBY results are the last replies; < 0 means no reference is left */
-	if (c->trash_days <= 0) {
-		size_t at = 2 + c->skipped + 1;
-
-		for (size_t i = c->skipped; i < c->norigin && at < x->elements; i++) {
-			struct jo_slice s;
-			redisReply *e;
-
-			jo_slice_decode(c->origin + i * 24, &s);
-			if (!s.id)
-				continue;
-			e = x->element[at++];
-			if (e->type == REDIS_REPLY_INTEGER && e->integer < 0 &&
-			    jo_slice_id_add(freed, nfreed, s.id, s.size)) {
-				freeReplyObject(x);
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			}
-		}
+		return jo_err_set(err, JO_ECONFLICT, "chunk %s kept changing", t.key);
+	if (c->trash_days <= 0 && (code = txn_freed(c, x, freed, nfreed, err)) != 0) {
+		freeReplyObject(x);
+		return code;
 	}
 	freeReplyObject(x);
 	/* the old slices' blocks go next: not before the commit is known durable */
@@ -261,25 +319,12 @@ static int rd_compact_commit(struct jo_meta *m, const struct jo_compact_commit *
 		/* the master changed: the new one decides whether the commit
 		 * survived (its marker is there); either way nothing is freed here,
 		 * the old slices stay for gc to find once nothing references them */
-		if (jo_rd_moved(m) && new_marker(m, field) == 1)
+		if (jo_rd_moved(m) && new_marker(m, t.field) == 1)
 			return 0;
 		return code;
 	}
-	cleanup_zero_ref(m, field);
+	cleanup_zero_ref(m, t.field);
 	return 0;
-
-lost:
-	free(delayed);
-	/*
-	 * The reply was lost or the connection broke: the existence of the new
-	 * slice's marker decides whether the commit happened. Without the
-	 * HINCRBY replies we free nothing: those slices stay pending for gc.
-	 */
-	/* asked of the server we reach now (after a failover, the new master:
-	 * what it holds is what counts) */
-	if (new_marker(m, field) == 1)
-		return 0;
-	return code;
 }
 
 static int rd_slice_abandon(struct jo_meta *m, uint64_t id, uint32_t size,
