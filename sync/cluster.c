@@ -39,6 +39,7 @@
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
 #include "common/object/object.h"
+#include "common/pct.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -117,11 +118,6 @@ static char *hex_of(const char *s)
 	return h;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* NULL for JSON null or a malformed value (*bad set). */
 static char *unhex(const json_t *v, bool *bad)
 {
@@ -141,7 +137,7 @@ static char *unhex(const json_t *v, bool *bad)
 		return NULL;
 	}
 	for (size_t i = 0; i < n / 2; i++) {
-		int a = hexval(h[2 * i]), b = hexval(h[2 * i + 1]);
+		int a = jo_hexval(h[2 * i]), b = jo_hexval(h[2 * i + 1]);
 
 		if (a < 0 || b < 0 || (a == 0 && b == 0)) {
 			free(s);

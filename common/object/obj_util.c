@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "common/err.h"
+#include "common/pct.h"
 
 void jo_obj_buf_init(struct jo_obj_buf *b, size_t max)
 {
@@ -119,49 +120,9 @@ int jo_obj_uri_encode(struct jo_obj_buf *b, const char *s, bool keep_slash)
 	return b->failed ? JO_ENOMEM : 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 char *jo_obj_url_decode(const char *s, bool plus_space)
 {
-	size_t n = strlen(s);
-	char *out = malloc(n + 1), *w = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi, lo;
-
-			if (i + 2 >= n) {
-				free(out);
-				return NULL;
-			}
-			hi = hexval(s[i + 1]);
-			lo = hi < 0 ? -1 : hexval(s[i + 2]);
-			/* %00 would cut the string short: a different key, silently */
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-				free(out);
-				return NULL;
-			}
-			*w++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else if (s[i] == '+' && plus_space) {
-			*w++ = ' ';
-		} else {
-			*w++ = s[i];
-		}
-	}
-	*w = '\0';
-	return out;
+	return jo_pct_decode(s, strlen(s), plus_space ? JO_PCT_PLUS_SPACE : 0);
 }
 
 int jo_obj_xml_escape(struct jo_obj_buf *b, const char *s)

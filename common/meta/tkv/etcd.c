@@ -39,6 +39,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/pct.h"
 #include "common/meta/meta_internal.h"
 
 #define CONNECT_TIMEOUT_MS 5000L
@@ -164,46 +165,6 @@ int jo_etcd_b64_decode(const char *s, size_t n, uint8_t **out, size_t *outlen)
 
 /* ---------------------------------------------------------------- TLS query */
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decode s[0..n) as a query component ('+' is a space); NULL when bad. */
-static char *query_decode(const char *s, size_t n, bool *bad)
-{
-	char *d = malloc(n + 1);
-	size_t o = 0;
-
-	*bad = false;
-	if (!d)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0) {
-				free(d);
-				*bad = true;
-				return NULL;
-			}
-			d[o++] = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			d[o++] = s[i] == '+' ? ' ' : s[i];
-		}
-	}
-	d[o] = '\0';
-	return d;
-}
-
 void jo_etcd_tls_release(struct jo_etcd_tls *t)
 {
 	if (!t)
@@ -234,11 +195,12 @@ int jo_etcd_tls_parse(struct jo_etcd_tls *out, const char *query, struct jo_err 
 			p = amp ? amp + 1 : pe;
 			continue;
 		}
-		k = query_decode(p, (size_t)(ke - p), &bad);
+		k = jo_pct_decode(p, (size_t)(ke - p), JO_PCT_PLUS_SPACE);
 		if (k && eq)
-			v = query_decode(eq + 1, (size_t)(pe - eq - 1), &bad);
+			v = jo_pct_decode(eq + 1, (size_t)(pe - eq - 1), JO_PCT_PLUS_SPACE);
 		else if (k)
 			v = strdup("");
+		bad = errno == EINVAL;
 		if (!k || !v) {
 			free(k);
 			free(v);
