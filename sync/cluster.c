@@ -33,6 +33,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/human.h"
 #include "common/esc.h"
 #include "common/lease.h"
 #include "common/log.h"
@@ -1279,9 +1280,9 @@ static void *progress_main(void *p)
 		uint64_t mine = __atomic_load_n(&j->live.copied, __ATOMIC_RELAXED);
 		uint64_t mineb = __atomic_load_n(&j->live.copied_bytes, __ATOMIC_RELAXED);
 		double el = mono_s() - t0;
-		jo_sync_human((double)t.bytes, b1, sizeof(b1));
-		jo_sync_human((double)mineb, b2, sizeof(b2));
-		jo_sync_human(el > 0 ? (double)mineb / el : 0, b3, sizeof(b3));
+		jo_fmt_bytes((double)t.bytes, 1, b1, sizeof(b1));
+		jo_fmt_bytes((double)mineb, 1, b2, sizeof(b2));
+		jo_fmt_bytes(el > 0 ? (double)mineb / el : 0, 1, b3, sizeof(b3));
 		fprintf(stderr, "\r\033[Kjob %s: ranges %d/%d done, %" PRId64 " leased%s  copied %" PRIu64
 			" (%s)  this worker %" PRIu64 " (%s, %s/s)  %zu workers  %.0fs",
 			j->ns, t.done, v.n, leased, v.gate ? ", deleting" : "", t.copied, b1, mine, b2,
@@ -1808,7 +1809,7 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 		}
 		fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v.n,
 			t.done, leased_ranges, t.failed, ls.pending_range);
-		jo_sync_human((double)t.bytes, tb, sizeof(tb));
+		jo_fmt_bytes((double)t.bytes, 1, tb, sizeof(tb));
 		fprintf(out, "  objects:  %" PRIu64 " copied (%s), %" PRIu64 " skipped, %" PRIu64
 			" only in DST, %" PRIu64 " deleted; listed %" PRIu64 " SRC / %" PRIu64 " DST\n",
 			t.copied, tb, t.skipped, t.extra, t.deleted, t.src, t.dst);
@@ -1850,8 +1851,8 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 				const json_t *e = json_array_get(workers, i);
 				char rb[32], rr[32];
 
-				jo_sync_human((double)ju(e, "bytes"), rb, sizeof(rb));
-				jo_sync_human(json_real_value(json_object_get(e, "bytes_per_s")), rr, sizeof(rr));
+				jo_fmt_bytes((double)ju(e, "bytes"), 1, rb, sizeof(rb));
+				jo_fmt_bytes(json_real_value(json_object_get(e, "bytes_per_s")), 1, rr, sizeof(rr));
 				fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
 					"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(js(e, "worker")),
 					JO_ESC_TERM(js(e, "state")),
