@@ -32,6 +32,7 @@
 #include <curl/curl.h>
 
 #include "common/cancel.h"
+#include "common/curlerr.h"
 #include "common/err.h"
 #include "common/object/obj_sigv4.h"
 
@@ -852,31 +853,6 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 	return cc;
 }
 
-static int curl_code(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-		return JO_ECONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
-		return JO_ETIMEOUT;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return JO_ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		return JO_ENOMEM;
-	default:
-		return JO_EIO;
-	}
-}
-
 static bool curl_transient(CURLcode cc)
 {
 	switch (cc) {
@@ -944,8 +920,8 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 				break;
 			}
 			retry = curl_transient(cc);
-			rc = jo_err_set(err, curl_code(cc), "s3 %s '%s' at %s: %s", r->op, req_what(r),
-					o->desc, curl_err[0] ? curl_err : curl_easy_strerror(cc));
+			rc = jo_err_set(err, jo_curl_code(cc, 0), "s3 %s '%s' at %s: %s", r->op,
+					req_what(r), o->desc, curl_err[0] ? curl_err : curl_easy_strerror(cc));
 		} else {
 			bool ok = r->status >= 200 && r->status < 300;
 

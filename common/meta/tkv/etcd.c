@@ -38,6 +38,7 @@
 #include <openssl/evp.h>
 
 #include "common/cancel.h"
+#include "common/curlerr.h"
 #include "common/err.h"
 #include "common/pct.h"
 #include "common/meta/meta_internal.h"
@@ -1190,38 +1191,6 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 	return c->cancellable && jo_cancelled() ? 1 : 0;
 }
 
-static int curl_class(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_USE_SSL_FAILED:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE: /* the connection closed inside the reply */
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return JO_ECONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
-		return JO_ETIMEOUT;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return JO_ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		return JO_ENOMEM;
-	default:
-		return JO_EIO;
-	}
-}
-
 enum call_kind {
 	CALL_READ,   /* any endpoint may answer; retried on the next when one fails */
 	CALL_COMMIT, /* retried on the next endpoint only if it was never sent */
@@ -1343,7 +1312,7 @@ static int call(struct jo_kvc *c, enum call_kind kind, const char *what, bool ge
 		if (cc != CURLE_OK) {
 			bool next;
 
-			rc = curl_class(cc);
+			rc = jo_curl_code(cc, JO_CURL_BROKEN_IS_CONNECT);
 			if (cc == CURLE_WRITE_ERROR && c->resp_over)
 				rc = JO_EPROTO;
 			if (cc == CURLE_WRITE_ERROR && c->resp_oom)
