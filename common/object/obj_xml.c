@@ -26,7 +26,7 @@ struct xp {
 	int depth;
 	char root[64];
 	char parent[XML_MAX_DEPTH][48];  /* element names by depth (truncated) */
-	struct jo_obj_buf text;
+	struct jo_dynbuf text;
 	xp_start_fn on_start;
 	xp_end_fn on_end;
 	void *ud;
@@ -56,7 +56,7 @@ static void XMLCALL xp_start(void *ud, const XML_Char *name, const XML_Char **at
 	snprintf(x->parent[x->depth], sizeof(x->parent[0]), "%s", name);
 	if (x->depth == 1)
 		snprintf(x->root, sizeof(x->root), "%s", name);
-	jo_obj_buf_reset(&x->text);
+	jo_dynbuf_reset(&x->text);
 	if (x->on_start)
 		x->on_start(x, name);
 }
@@ -71,7 +71,7 @@ static void XMLCALL xp_end(void *ud, const XML_Char *name)
 	}
 	if (x->on_end)
 		x->on_end(x, name, x->text.p ? x->text.p : "");
-	jo_obj_buf_reset(&x->text);
+	jo_dynbuf_reset(&x->text);
 	x->depth--;
 }
 
@@ -79,7 +79,7 @@ static void XMLCALL xp_chars(void *ud, const XML_Char *s, int len)
 {
 	struct xp *x = ud;
 
-	jo_obj_buf_add(&x->text, s, (size_t)len);
+	jo_dynbuf_add(&x->text, s, (size_t)len);
 }
 
 /* The name of the element enclosing the current one (depth-1). */
@@ -97,7 +97,7 @@ static int xp_run(struct xp *x, const char *xml, size_t len, struct jo_err *err)
 	x->parser = XML_ParserCreate(NULL);
 	if (!x->parser)
 		return jo_err_set(err, JO_ENOMEM, "out of memory for the XML parser");
-	jo_obj_buf_init(&x->text, XML_MAX_TEXT);
+	jo_dynbuf_init(&x->text, XML_MAX_TEXT);
 	XML_SetUserData(x->parser, x);
 	XML_SetElementHandler(x->parser, xp_start, xp_end);
 	XML_SetCharacterDataHandler(x->parser, xp_chars);
@@ -128,7 +128,7 @@ static int xp_run(struct xp *x, const char *xml, size_t len, struct jo_err *err)
 		rc = jo_err_set(err, JO_EPROTO, "empty XML reply");
 	}
 	XML_ParserFree(x->parser);
-	jo_obj_buf_release(&x->text);
+	jo_dynbuf_release(&x->text);
 	return rc;
 }
 
