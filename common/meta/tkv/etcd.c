@@ -39,6 +39,7 @@
 
 #include "common/cancel.h"
 #include "common/curlerr.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/pct.h"
 #include "common/meta/meta_internal.h"
@@ -1118,8 +1119,7 @@ struct jo_kvc {
 	char *user;
 	char *password;        /* never in a message */
 	char *auth_hdr;        /* "Authorization: TOKEN", NULL without auth */
-	char *resp;            /* the last reply's body */
-	size_t resp_n, resp_cap;
+	struct jo_dynbuf resp; /* the last reply's body, at most MAX_REPLY_BYTES */
 	bool resp_over;        /* it was over MAX_REPLY_BYTES */
 	bool resp_oom;         /* no memory for it */
 	bool cancellable;      /* the request in flight may be cut by jo_cancelled() */
@@ -1136,28 +1136,13 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 {
 	struct jo_kvc *c = ud;
 	size_t n = size * nmemb;
+	int rc = jo_dynbuf_add(&c->resp, p, n);
 
-	if (n > MAX_REPLY_BYTES - c->resp_n) {
+	if (rc == JO_EPROTO)
 		c->resp_over = true;
-		return 0;
-	}
-	if (c->resp_n + n + 1 > c->resp_cap) {
-		size_t nc = c->resp_cap ? c->resp_cap : 16384;
-		char *np;
-
-		while (nc < c->resp_n + n + 1)
-			nc *= 2;
-		if (!(np = realloc(c->resp, nc))) {
-			c->resp_oom = true;
-			return 0;
-		}
-		c->resp = np;
-		c->resp_cap = nc;
-	}
-	memcpy(c->resp + c->resp_n, p, n);
-	c->resp_n += n;
-	c->resp[c->resp_n] = '\0';
-	return n;
+	else if (rc)
+		c->resp_oom = true;
+	return rc ? 0 : n;
 }
 
 /*
@@ -1243,12 +1228,10 @@ static CURLcode perform(struct jo_kvc *c, size_t e, enum call_kind kind, bool ge
 		curl_slist_free_all(ct);
 		return CURLE_OUT_OF_MEMORY;
 	}
-	c->resp_n = 0;
+	jo_dynbuf_reset(&c->resp);
 	c->resp_over = false;
 	c->resp_oom = false;
 	c->hdr_end = false;
-	if (c->resp)
-		c->resp[0] = '\0';
 	c->curl_err[0] = '\0';
 	curl_easy_setopt(c->h, CURLOPT_URL, url);
 	curl_easy_setopt(c->h, CURLOPT_CONNECT_TO, ct);
@@ -1283,7 +1266,7 @@ static int authenticate(struct jo_kvc *c, struct jo_err *err);
 /* The last reply's body ("" when it had none). */
 static const char *reply(const struct jo_kvc *c)
 {
-	return c->resp ? c->resp : "";
+	return c->resp.p ? c->resp.p : "";
 }
 
 /*
@@ -1339,7 +1322,7 @@ static int call(struct jo_kvc *c, enum call_kind kind, const char *what, bool ge
 		c->cur = e;
 		if (status == 200)
 			return 0;
-		if (jo_etcd_parse_error(reply(c), c->resp_n, &code, msg, sizeof(msg)) != 0)
+		if (jo_etcd_parse_error(reply(c), c->resp.len, &code, msg, sizeof(msg)) != 0)
 			return jo_err_set(err, JO_EIO, "etcd %s: %s: HTTP %ld, not an etcd v3 reply "
 					  "(etcd 3.4 or later serves the v3 gateway)", ep, what, status);
 		if (kind != CALL_AUTH && c->user && !reauthed && jo_etcd_error_reauth(code, msg)) {
@@ -1395,9 +1378,9 @@ static int authenticate(struct jo_kvc *c, struct jo_err *err)
 			jo_err_wrap(err, "user \"%s\"", c->user);
 		return rc;
 	}
-	rc = jo_etcd_parse_token(reply(c), c->resp_n, &token, err);
-	if (c->resp)
-		explicit_bzero(c->resp, c->resp_n); /* the token stays in one place */
+	rc = jo_etcd_parse_token(reply(c), c->resp.len, &token, err);
+	if (c->resp.p)
+		explicit_bzero(c->resp.p, c->resp.len); /* the token stays in one place */
 	if (rc != 0)
 		return jo_err_wrap(err, "etcd %s", c->eps[c->cur]);
 	hdr = malloc(strlen(token) + sizeof("Authorization: "));
@@ -1420,7 +1403,7 @@ static int etcd_status(struct jo_kvc *c, char **version, struct jo_err *err)
 	if (rc == 0) {
 		if (!version)
 			return 0;
-		if ((rc = jo_etcd_parse_status(reply(c), c->resp_n, version, err)) != 0)
+		if ((rc = jo_etcd_parse_status(reply(c), c->resp.len, version, err)) != 0)
 			return jo_err_wrap(err, "etcd %s", c->eps[c->cur]);
 		return 0;
 	}
@@ -1429,7 +1412,7 @@ static int etcd_status(struct jo_kvc *c, char **version, struct jo_err *err)
 	/* no maintenance API through the gateway: the plain version document */
 	if (call(c, CALL_READ, "version", true, "/version", NULL, NULL) != 0)
 		return rc;
-	o = json_loadb(reply(c), c->resp_n, 0, NULL);
+	o = json_loadb(reply(c), c->resp.len, 0, NULL);
 	v = json_object_get(o, "etcdserver");
 	if (json_is_string(v) && (*version = strdup(json_string_value(v)))) {
 		json_decref(o);
@@ -1456,7 +1439,7 @@ static void etcd_disconnect(struct jo_kvc *c)
 		free(c->password);
 	}
 	free(c->auth_hdr);
-	free(c->resp);
+	jo_dynbuf_release(&c->resp);
 	free(c);
 }
 
@@ -1495,6 +1478,7 @@ static int etcd_connect(struct jo_kvc **out, const struct jo_meta_url *u, struct
 		return jo_err_set(err, JO_EINVAL, "etcd META-URL has no host");
 	if (!(c = calloc(1, sizeof(*c))))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	jo_dynbuf_init(&c->resp, MAX_REPLY_BYTES);
 	if ((rc = split_endpoints(c, u->host, err)) != 0 ||
 	    (rc = jo_etcd_tls_parse(&c->tls, u->query, err)) != 0)
 		goto fail;
@@ -1598,7 +1582,7 @@ static int range_call(struct jo_kvc *c, const char *what, const char *body,
 	memset(pg, 0, sizeof(*pg));
 	if (rc != 0)
 		return rc;
-	if ((rc = jo_etcd_parse_range(reply(c), c->resp_n, pg, err)) != 0)
+	if ((rc = jo_etcd_parse_range(reply(c), c->resp.len, pg, err)) != 0)
 		return jo_err_wrap(err, "etcd %s: %s", c->eps[c->cur], what);
 	return 0;
 }
@@ -1927,7 +1911,7 @@ static int etcd_commit(struct jo_kvt *t, struct jo_err *err)
 	rc = jo_etcd_tx_commit_body(t->tx, &lim, &body, NULL, NULL, err);
 	if (rc == 0 && body) {
 		rc = call(c, CALL_COMMIT, "txn", false, "/v3/kv/txn", body, err);
-		if (rc == 0 && (rc = jo_etcd_parse_txn(reply(c), c->resp_n, &ok, err)) != 0)
+		if (rc == 0 && (rc = jo_etcd_parse_txn(reply(c), c->resp.len, &ok, err)) != 0)
 			jo_err_wrap(err, "etcd %s", c->eps[c->cur]);
 		if (rc == 0 && !ok)
 			rc = jo_err_set(err, JO_ECONFLICT, "etcd %s: txn: a key or range the "
