@@ -123,3 +123,28 @@ char *jo_dynbuf_detach(struct jo_dynbuf *b, size_t *len_out)
 	b->failed = false;
 	return p;
 }
+
+int jo_grow_array(void *arrp, size_t *cap, size_t need, size_t elsize)
+{
+	size_t nc;
+	void *old, *p;
+
+	if (need <= *cap)
+		return 0;
+	nc = *cap ? *cap : 16;
+	while (nc < need) {
+		if (nc > SIZE_MAX / 2)
+			return JO_ENOMEM;
+		nc *= 2;
+	}
+	if (elsize && nc > SIZE_MAX / elsize)
+		return JO_ENOMEM;
+	/* through memcpy: *arrp is a T *, not a void * (no aliasing through void **) */
+	memcpy(&old, arrp, sizeof(old));
+	p = realloc(old, nc * elsize);
+	if (!p)
+		return JO_ENOMEM;
+	memcpy(arrp, &p, sizeof(p));
+	*cap = nc;
+	return 0;
+}

@@ -65,4 +65,14 @@ void jo_dynbuf_setlen(struct jo_dynbuf *b, size_t n);
  */
 char *jo_dynbuf_detach(struct jo_dynbuf *b, size_t *len_out);
 
+/*
+ * Arrays: make room in *arrp (an array of elsize-byte elements, *cap of them
+ * allocated) for at least need elements, doubling from 16 so that n appends
+ * cost O(n). 0 (*arrp and *cap unchanged when there is room already), or
+ * JO_ENOMEM when out of memory or need * elsize would overflow; *arrp is
+ * left as it was then. arrp is a pointer to the array pointer:
+ * jo_grow_array(&v->items, &v->cap, v->n + 1, sizeof(*v->items)).
+ */
+int jo_grow_array(void *arrp, size_t *cap, size_t need, size_t elsize);
+
 #endif

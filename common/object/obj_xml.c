@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #define XML_MAX_TEXT (64 * 1024)
@@ -182,15 +183,8 @@ struct list_doc {
 static int push_entry(struct jo_s3_entry **arr, size_t *n, size_t *cap,
 		      const struct jo_s3_entry *e)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct jo_s3_entry *np = realloc(*arr, nc * sizeof(*np));
-
-		if (!np)
-			return JO_ENOMEM;
-		*arr = np;
-		*cap = nc;
-	}
+	if (jo_grow_array(arr, cap, *n + 1, sizeof(**arr)))
+		return JO_ENOMEM;
 	(*arr)[(*n)++] = *e;
 	return 0;
 }
@@ -579,16 +573,9 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 								      : "Part without Size");
 				return;
 			}
-			if (p->n == p->cap) {
-				size_t nc = p->cap ? p->cap * 2 : 64;
-				struct jo_obj_part *np = realloc(p->parts, nc * sizeof(*np));
-
-				if (!np) {
-					xp_fail(x, JO_ENOMEM, "out of memory");
-					return;
-				}
-				p->parts = np;
-				p->cap = nc;
+			if (jo_grow_array(&p->parts, &p->cap, p->n + 1, sizeof(*p->parts))) {
+				xp_fail(x, JO_ENOMEM, "out of memory");
+				return;
 			}
 			p->parts[p->n++] = d->cur;
 		} else if (strcmp(name, "IsTruncated") == 0) {

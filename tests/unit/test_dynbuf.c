@@ -119,6 +119,27 @@ static void dynbuf_detach_hands_over_the_bytes(void **state)
 	jo_dynbuf_release(&b);
 }
 
+static void grow_array_doubles_and_keeps_elements(void **state)
+{
+	uint64_t *v = NULL;
+	size_t cap = 0, n = 0;
+
+	(void)state;
+	assert_int_equal(jo_grow_array(&v, &cap, 0, sizeof(*v)), 0);
+	assert_null(v);
+	for (uint64_t i = 0; i < 1000; i++) {
+		assert_int_equal(jo_grow_array(&v, &cap, n + 1, sizeof(*v)), 0);
+		v[n++] = i * 7;
+	}
+	assert_true(cap >= 1000 && cap < 2048);
+	for (size_t i = 0; i < n; i++)
+		assert_int_equal(v[i], i * 7);
+	/* an impossible size fails and leaves the array as it was */
+	assert_int_equal(jo_grow_array(&v, &cap, SIZE_MAX / 4, sizeof(*v)), JO_ENOMEM);
+	assert_int_equal(v[999], 999 * 7);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -128,6 +149,7 @@ int main(void)
 		cmocka_unit_test(dynbuf_refuses_sizes_that_would_overflow),
 		cmocka_unit_test(dynbuf_reserve_then_setlen_for_readers),
 		cmocka_unit_test(dynbuf_detach_hands_over_the_bytes),
+		cmocka_unit_test(grow_array_doubles_and_keeps_elements),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

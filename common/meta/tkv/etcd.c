@@ -626,15 +626,8 @@ static struct tx_ent *vec_insert(struct tx_vec *v, size_t at, const uint8_t *k, 
 	struct tx_ent *e;
 	uint8_t *kc;
 
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 16;
-		struct tx_ent *na = nc > SIZE_MAX / sizeof(*na) ? NULL : realloc(v->a, nc * sizeof(*na));
-
-		if (!na)
-			return NULL;
-		v->a = na;
-		v->cap = nc;
-	}
+	if (jo_grow_array(&v->a, &v->cap, v->n + 1, sizeof(*v->a)))
+		return NULL;
 	if (!(kc = dup_bytes(k, kl)))
 		return NULL;
 	memmove(&v->a[at + 1], &v->a[at], (v->n - at) * sizeof(*v->a));
@@ -661,15 +654,8 @@ static int rngs_add(struct tx_rngs *r, const uint8_t *s, size_t sl, const uint8_
 {
 	struct tx_rng *x;
 
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? r->cap * 2 : 8;
-		struct tx_rng *na = nc > SIZE_MAX / sizeof(*na) ? NULL : realloc(r->a, nc * sizeof(*na));
-
-		if (!na)
-			return JO_ENOMEM;
-		r->a = na;
-		r->cap = nc;
-	}
+	if (jo_grow_array(&r->a, &r->cap, r->n + 1, sizeof(*r->a)))
+		return JO_ENOMEM;
 	x = &r->a[r->n];
 	x->s = dup_bytes(s, sl);
 	x->e = dup_bytes(e, el);
@@ -1654,15 +1640,8 @@ static int emits_add(struct emits *m, const uint8_t *k, size_t kl, const uint8_t
 {
 	struct tx_ent *e;
 
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 64;
-		struct tx_ent *na = realloc(m->a, nc * sizeof(*na));
-
-		if (!na)
-			return JO_ENOMEM;
-		m->a = na;
-		m->cap = nc;
-	}
+	if (jo_grow_array(&m->a, &m->cap, m->n + 1, sizeof(*m->a)))
+		return JO_ENOMEM;
 	e = &m->a[m->n];
 	memset(e, 0, sizeof(*e));
 	e->k = dup_bytes(k, kl);
