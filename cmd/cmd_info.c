@@ -10,6 +10,7 @@
 #include "common/exit.h"
 #include "common/volume.h"
 #include "common/err.h"
+#include "common/human.h"
 #include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -180,22 +181,6 @@ static uint64_t distinct_slices(const struct info *in)
 	return total > in->extra_refs ? total - in->extra_refs : 0;
 }
 
-static void human_size(uint64_t v, char *buf, size_t cap)
-{
-	static const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
-	double d = (double)v;
-	int u = 0;
-
-	while (d >= 1024 && u < 6) {
-		d /= 1024;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, cap, "%" PRIu64 " B", v);
-	else
-		snprintf(buf, cap, "%.2f %s", d, units[u]);
-}
-
 static int print_json(const struct jo_format *f, const struct info *in)
 {
 	json_t *o = json_object(), *h = json_object();
@@ -253,7 +238,7 @@ static void print_human(const struct jo_format *f, const struct info *in)
 {
 	char a[32], b[32], label[32];
 
-	human_size((uint64_t)f->block_size_kib * 1024, a, sizeof(a));
+	jo_fmt_bytes((double)f->block_size_kib * 1024, 2, a, sizeof(a));
 	/* the format record is the volume's: printed escaped */
 	printf("name:            %s\n", JO_ESC_TERM(f->name));
 	printf("uuid:            %s\n", JO_ESC_TERM(f->uuid ? f->uuid : ""));
@@ -265,15 +250,15 @@ static void print_human(const struct jo_format *f, const struct info *in)
 	printf("hash prefix:     %s\n", f->hash_prefix ? "yes" : "no");
 	printf("trash days:      %d\n", f->trash_days);
 	printf("encryption:      %s\n", f->has_encrypt_key ? "on (block reads unsupported)" : "off");
-	human_size(in->file_bytes, a, sizeof(a));
+	jo_fmt_bytes((double)in->file_bytes, 2, a, sizeof(a));
 	printf("files:           %" PRIu64 " (%s), %" PRIu64 " dirs, %" PRIu64 " symlinks\n",
 	       in->files, a, in->dirs, in->symlinks);
 	printf("chunks:          %" PRIu64 "\n", in->chunks);
-	human_size(in->hidden_bytes, a, sizeof(a));
+	jo_fmt_bytes((double)in->hidden_bytes, 2, a, sizeof(a));
 	printf("slice records:   %" PRIu64 " (+%" PRIu64 " holes), %s hidden by overwrites\n",
 	       in->slice_records, in->hole_records, a);
 	printf("slices:          %" PRIu64 "\n", distinct_slices(in));
-	human_size(in->pending_file_bytes, b, sizeof(b));
+	jo_fmt_bytes((double)in->pending_file_bytes, 2, b, sizeof(b));
 	printf("pending files:   %" PRIu64 " (%s)\n", in->pending_files, b);
 	printf("pending slices:  %" PRIu64 "\n", in->pending_slices);
 	printf("delayed slices:  %" PRIu64 " in %" PRIu64 " entries\n", in->delayed_slices,

@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
+#include "common/mem.h"
 
 enum { S_EDGE, S_ATTR, S_CHUNK, S_SUS, S_N };
 
@@ -63,32 +64,6 @@ struct walk {
 
 static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *payload);
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static int scratch(struct walk *w, size_t n)
 {
 	uint8_t *b;
@@ -115,10 +90,10 @@ static int add_edge(struct walk *w, uint64_t ino, uint8_t where, uint64_t parent
 	if ((rc = scratch(w, EDGE_HDR + plen)) != 0)
 		return rc;
 	p = w->buf;
-	put64(p, ino);
+	jo_put_be64(p, ino);
 	p[8] = where;
-	put64(p + 9, parent);
-	put32(p + 17, depth);
+	jo_put_be64(p + 9, parent);
+	jo_put_be32(p + 17, depth);
 	p[21] = type;
 	if (name) {
 		memcpy(p + EDGE_HDR, dir, base);
@@ -132,7 +107,7 @@ static int add_edge(struct walk *w, uint64_t ino, uint8_t where, uint64_t parent
 	if (type != JO_TYPE_DIR)
 		return 0;
 	/* the frontier record [ino][path] is the tail of the same buffer */
-	put64(p + EDGE_HDR - 8, ino);
+	jo_put_be64(p + EDGE_HDR - 8, ino);
 	return jo_xsort_add(w->next, p + EDGE_HDR - 8, 8 + plen, w->err);
 }
 
@@ -147,7 +122,7 @@ static int add_attr(struct walk *w, uint64_t ino, const struct jo_attr *a)
 {
 	uint8_t rec[8 + sizeof(struct jo_attr)];
 
-	put64(rec, ino);
+	jo_put_be64(rec, ino);
 	memcpy(rec + 8, a, sizeof(*a));
 	return jo_xsort_add(w->xs[S_ATTR], rec, sizeof(rec), w->err);
 }
@@ -268,7 +243,7 @@ static int walk_tree(struct walk *w, uint64_t root, const char *path, uint8_t wh
 		rc = add_edge(w, root, where, 0, 0, JO_TYPE_DIR, (const uint8_t *)path, strlen(path),
 			      NULL, 0);
 	else if ((rc = scratch(w, 8 + strlen(path))) == 0) {
-		put64(w->buf, root);
+		jo_put_be64(w->buf, root);
 		memcpy(w->buf + 8, path, strlen(path));
 		rc = jo_xsort_add(w->next, w->buf, 8 + strlen(path), w->err);
 	}
@@ -291,7 +266,7 @@ static int walk_tree(struct walk *w, uint64_t root, const char *path, uint8_t wh
 				rc = jo_err_set(w->err, JO_ECANCELED, "interrupted");
 				break;
 			}
-			rc = list_dir(w, get64(rec), (const uint8_t *)rec + 8, len - 8);
+			rc = list_dir(w, jo_be64(rec), (const uint8_t *)rec + 8, len - 8);
 			if (rc != 0)
 				break;
 		}
@@ -356,10 +331,10 @@ static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
 	extra = (w->o->flags & JO_WALK_SLICES) ? len : 0;
 	if ((rc = scratch(w, CHUNK_HDR + extra)) != 0)
 		return rc;
-	put64(w->buf, ino);
-	put32(w->buf + 8, indx);
-	put32(w->buf + 12, (uint32_t)k);
-	put64(w->buf + 16, stored);
+	jo_put_be64(w->buf, ino);
+	jo_put_be32(w->buf + 8, indx);
+	jo_put_be32(w->buf + 12, (uint32_t)k);
+	jo_put_be64(w->buf + 16, stored);
 	memcpy(w->buf + CHUNK_HDR, raw, extra);
 	w->st->chunks_read++;
 	if (jo_cancelled())
@@ -385,7 +360,7 @@ static int on_sustained(uint64_t sid, uint64_t ino, void *payload)
 		if (rc != 0 || (rc = add_attr(w, ino, &a)) != 0)
 			return rc;
 	}
-	put64(rec, ino);
+	jo_put_be64(rec, ino);
 	return jo_xsort_add(w->xs[S_SUS], rec, sizeof(rec), w->err);
 }
 
@@ -417,7 +392,7 @@ static int head_next(struct head *h, struct jo_err *err)
 
 static bool head_at(const struct head *h, uint64_t ino)
 {
-	return h->live && get64(h->rec) == ino;
+	return h->live && jo_be64(h->rec) == ino;
 }
 
 /* One inode's edges and chunk records, copied out of the sorts. */
@@ -467,7 +442,7 @@ static int emit(struct walk *w, uint64_t ino, const struct jo_attr *a, struct gr
 		rc = w->o->row(&r, w->o->payload);
 	}
 	for (size_t off = 0; off < g->elen && rc == 0;) {
-		uint32_t len = get32(g->edges + off);
+		uint32_t len = jo_be32(g->edges + off);
 		const uint8_t *e = g->edges + off + 4;
 		const char *slash;
 
@@ -477,8 +452,8 @@ static int emit(struct walk *w, uint64_t ino, const struct jo_attr *a, struct gr
 			continue;
 		}
 		r.where = (enum jo_walk_where)e[8];
-		r.parent = get64(e + 9);
-		r.depth = get32(e + 17);
+		r.parent = jo_be64(e + 9);
+		r.depth = jo_be32(e + 17);
 		r.path = (const char *)e + EDGE_HDR;
 		r.path_len = len - EDGE_HDR;
 		if (r.depth == 0 && r.parent == 0)
@@ -496,7 +471,7 @@ static int emit(struct walk *w, uint64_t ino, const struct jo_attr *a, struct gr
 	if (rc || !(w->o->flags & JO_WALK_SLICES) || !w->o->slice)
 		return rc;
 	for (size_t off = 0; off < g->rlen && rc == 0;) {
-		uint32_t indx = get32(g->recs + off), n = get32(g->recs + off + 4);
+		uint32_t indx = jo_be32(g->recs + off), n = jo_be32(g->recs + off + 4);
 		struct jo_slice s;
 
 		off += 8;
@@ -527,8 +502,8 @@ static int merge(struct walk *w)
 		size_t prev = SIZE_MAX, prevlen = 0;
 
 		for (int i = 0; i < S_N; i++)
-			if (h[i].live && get64(h[i].rec) <= ino) {
-				ino = get64(h[i].rec);
+			if (h[i].live && jo_be64(h[i].rec) <= ino) {
+				ino = jo_be64(h[i].rec);
 				any = true;
 			}
 		if (!any)
@@ -554,7 +529,7 @@ static int merge(struct walk *w)
 						  !memcmp(g.edges + prev, h[S_EDGE].rec, len))) {
 				if ((rc = grow(&g.edges, &g.ecap, g.elen + 4 + len, w->err)) != 0)
 					break;
-				put32(g.edges + g.elen, (uint32_t)len);
+				jo_put_be32(g.edges + g.elen, (uint32_t)len);
 				memcpy(g.edges + g.elen + 4, h[S_EDGE].rec, len);
 				prev = g.elen + 4;
 				prevlen = len;
@@ -571,20 +546,20 @@ static int merge(struct walk *w)
 			 * directories, or a SCAN that returned a key twice): once */
 			/* a chunk past the file's length (left by a truncate) is not
 			 * part of the file, as juicefs dump reads it, on every engine */
-			if (get32(c + 8) == prev_indx ||
-			    (have_attr && (uint64_t)get32(c + 8) << JO_CHUNK_BITS >= a.length)) {
+			if (jo_be32(c + 8) == prev_indx ||
+			    (have_attr && (uint64_t)jo_be32(c + 8) << JO_CHUNK_BITS >= a.length)) {
 				rc = head_next(&h[S_CHUNK], w->err);
 				continue;
 			}
-			prev_indx = get32(c + 8);
+			prev_indx = jo_be32(c + 8);
 			fig[0]++;
-			fig[1] += get32(c + 12);
-			fig[2] += get64(c + 16);
+			fig[1] += jo_be32(c + 12);
+			fig[2] += jo_be64(c + 16);
 			if (raw) {
 				if ((rc = grow(&g.recs, &g.rcap, g.rlen + 8 + raw, w->err)) != 0)
 					break;
 				memcpy(g.recs + g.rlen, c + 8, 4);
-				put32(g.recs + g.rlen + 4, (uint32_t)(raw / JO_SLICE_REC_LEN));
+				jo_put_be32(g.recs + g.rlen + 4, (uint32_t)(raw / JO_SLICE_REC_LEN));
 				memcpy(g.recs + g.rlen + 8, c + CHUNK_HDR, raw);
 				g.rlen += 8 + raw;
 			}
@@ -598,7 +573,7 @@ static int merge(struct walk *w)
 			break;
 		if (!have_attr) {
 			/* a path whose inode is gone: removed after the walk saw it */
-			for (size_t off = 0; off < g.elen; off += 4 + get32(g.edges + off))
+			for (size_t off = 0; off < g.elen; off += 4 + jo_be32(g.edges + off))
 				w->st->vanished++;
 			continue;
 		}

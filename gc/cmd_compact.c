@@ -20,6 +20,7 @@
 #include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/log.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/audit.h"
 #include "common/extsort.h"
@@ -110,23 +111,6 @@ struct run {
 	const struct jo_err *why;
 };
 
-static void put_be(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n - 1; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v >>= 8;
-	}
-}
-
-static uint64_t get_be(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /*
  * A planned chunk as a sort record: byte order = best first (most hidden
  * bytes, then most records), then inode and index.
@@ -134,10 +118,10 @@ static uint64_t get_be(const uint8_t *p, int n)
 #define PLAN_REC 24
 static void plan_rec(uint8_t rec[PLAN_REC], uint64_t hidden, uint32_t nrec, uint64_t ino, uint32_t indx)
 {
-	put_be(rec, ~hidden, 8);
-	put_be(rec + 8, ~(uint64_t)nrec & 0xFFFFFFFFu, 4);
-	put_be(rec + 12, ino, 8);
-	put_be(rec + 20, indx, 4);
+	jo_put_be64(rec, ~hidden);
+	jo_put_be32(rec + 8, ~nrec);
+	jo_put_be64(rec + 12, ino);
+	jo_put_be32(rec + 20, indx);
 }
 
 /* a before b in the --top list: more records, then more hidden bytes */
@@ -353,8 +337,8 @@ static int record_tasks(struct run *r, struct jo_err *err)
 		if (more == 1) {
 			const uint8_t *p = rec;
 
-			snprintf(items[n], sizeof(items[n]), "%" PRIu64 ":%u", get_be(p + 12, 8),
-				 (unsigned)get_be(p + 20, 4));
+			snprintf(items[n], sizeof(items[n]), "%" PRIu64 ":%u", jo_be64(p + 12),
+				 (unsigned)jo_be32(p + 20));
 			ip[n] = items[n];
 			n++;
 		}

@@ -16,6 +16,7 @@
 #include "common/audit.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/human.h"
 #include "common/jfs/jfs.h"
 #include "common/lease.h"
 #include "common/log.h"
@@ -70,19 +71,6 @@ static double now_real(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void human_bytes(uint64_t b, char *buf, size_t cap)
-{
-	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	int i = 0;
-
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(buf, cap, i ? "%.1f %s" : "%.0f %s", v, u[i]);
 }
 
 struct totals {
@@ -160,7 +148,7 @@ static void print_summary(const struct jo_ctx *ctx, bool json, bool del, bool ev
 		       (unsigned long long)s->k[k].items, (unsigned long long)s->k[k].skipped,
 		       (unsigned long long)s->k[k].slices, (unsigned long long)s->k[k].objects,
 		       (unsigned long long)s->k[k].bytes, (unsigned long long)s->k[k].errors);
-	human_bytes(t.bytes, hb, sizeof(hb));
+	jo_fmt_bytes((double)t.bytes, 1, hb, sizeof(hb));
 	if (!evaluated) {
 		printf("gc dry-run (plan, count only): %llu items found, not evaluated (without "
 		       "--count-only a dry run says what would be deleted); %llu errors; %.1fs; %s\n",

@@ -15,6 +15,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
+#include "common/mem.h"
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
@@ -130,8 +131,9 @@ static int emit(struct planner *p, int kind)
 	if (s->n == 0)
 		return 0;
 	if (r->o.delete_) {
-		uint8_t head[5] = { (uint8_t)kind, (uint8_t)(s->n >> 24), (uint8_t)(s->n >> 16),
-				    (uint8_t)(s->n >> 8), (uint8_t)s->n };
+		uint8_t head[5] = { (uint8_t)kind };
+
+		jo_put_be32(head + 1, (uint32_t)s->n);
 
 		if (fwrite(head, 1, sizeof(head), p->stage) != sizeof(head))
 			rc = jo_err_set(&p->err, JO_EIO, "plan: staging file: %s", strerror(errno));
@@ -197,7 +199,7 @@ static int commit_staged(struct planner *p, struct jo_err *err)
 
 		if (fread(head, 1, sizeof(head), p->stage) != sizeof(head))
 			return jo_err_set(err, JO_EIO, "plan: staging file: short read");
-		n = (size_t)head[1] << 24 | (size_t)head[2] << 16 | (size_t)head[3] << 8 | head[4];
+		n = jo_be32(head + 1);
 		v = n <= 256 ? items : calloc(n, sizeof(*v));
 		char *b = n <= 256 ? buf : malloc(n * 256);
 		if (!v || !b) {
@@ -239,20 +241,6 @@ static int commit_staged(struct planner *p, struct jo_err *err)
 
 /* ---- scanners */
 
-static uint64_t be64(const uint8_t *b)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | b[i];
-	return v;
-}
-
-static uint32_t be32(const uint8_t *b)
-{
-	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
-}
-
 static int on_delfile(uint64_t ino, uint64_t length, int64_t deleted_at, void *payload)
 {
 	(void)deleted_at; /* any age, as `juicefs gc` */
@@ -278,13 +266,13 @@ static int on_delslices(uint64_t new_id, int64_t deleted_at, const uint8_t *recs
 		/* dry-run: would the decrements free these slices? */
 		p->w.st.k[GC_DELSLICE].items++;
 		for (size_t o = 0; o + JO_DELSLICE_REC_LEN <= len; o += JO_DELSLICE_REC_LEN) {
-			uint64_t id = be64(recs + o);
-			uint32_t size = be32(recs + o + 8);
+			uint64_t id = jo_be64(recs + o);
+			uint32_t size = jo_be32(recs + o + 8);
 			int64_t cnt = 0, refs = 0;
 			bool ex = false;
 
 			for (size_t q = 0; q + JO_DELSLICE_REC_LEN <= len; q += JO_DELSLICE_REC_LEN)
-				if (be64(recs + q) == id && be32(recs + q + 8) == size)
+				if (jo_be64(recs + q) == id && jo_be32(recs + q + 8) == size)
 					cnt++;
 			rc = jo_meta_get_slice_ref(p->w.m, id, size, &refs, &ex, &p->err);
 			if (rc)

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 /* Largest manifest we accept: a bound on memory for a corrupt length. */
@@ -70,15 +71,9 @@ static int vlist_cb(const char *name, void *payload)
 
 	if (!lance_version_parse_name(name, &v))
 		return 0;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct lance_version *p = realloc(l->v, nc * sizeof(*p));
-		if (!p) {
-			l->oom = 1;
-			return 1;
-		}
-		l->v = p;
-		l->cap = nc;
+	if (jo_grow_array(&l->v, &l->cap, l->n + 1, sizeof(*l->v))) {
+		l->oom = 1;
+		return 1;
 	}
 	l->v[l->n++] = v;
 	return 0;
@@ -136,14 +131,8 @@ static char *dupstr(const struct lance_pb_field *f)
 
 #define PUSH(arr, n, cap)                                                           \
 	do {                                                                        \
-		if ((n) == (cap)) {                                                 \
-			size_t nc_ = (cap) ? (cap) * 2 : 8;                         \
-			void *p_ = realloc((arr), nc_ * sizeof(*(arr)));            \
-			if (!p_)                                                    \
-				return jo_err_set(err, JO_ENOMEM, "out of memory"); \
-			(arr) = p_;                                                 \
-			(cap) = nc_;                                                \
-		}                                                                   \
+		if (jo_grow_array(&(arr), &(cap), (n) + 1, sizeof(*(arr))))         \
+			return jo_err_set(err, JO_ENOMEM, "out of memory");         \
 		memset(&(arr)[(n)], 0, sizeof(*(arr)));                             \
 		(n)++;                                                              \
 	} while (0)

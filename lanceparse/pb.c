@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 int lance_pb_varint(struct lance_pb *r, uint64_t *out, struct jo_err *err)
@@ -77,27 +78,6 @@ int lance_pb_next(struct lance_pb *r, struct lance_pb_field *f, struct jo_err *e
 	}
 }
 
-static int grow(void **arr, size_t *cap, size_t need, size_t elsize)
-{
-	size_t nc;
-	void *p;
-
-	if (need <= *cap)
-		return 0;
-	nc = *cap ? *cap : 8;
-	while (nc < need) {
-		if (nc > ((size_t)-1) / 2 / elsize)
-			return JO_ENOMEM;
-		nc *= 2;
-	}
-	p = realloc(*arr, nc * elsize);
-	if (!p)
-		return JO_ENOMEM;
-	*arr = p;
-	*cap = nc;
-	return 0;
-}
-
 /* Collect the values of a repeated varint field as u64. */
 static int repeated(const struct lance_pb_field *f, uint64_t **vals, size_t *n,
 		    struct jo_err *err)
@@ -127,7 +107,7 @@ static int repeated(const struct lance_pb_field *f, uint64_t **vals, size_t *n,
 			*n = 0;
 			return rc;
 		}
-		if (grow((void **)vals, &cap, *n + 1, sizeof(uint64_t)) < 0) {
+		if (jo_grow_array(vals, &cap, *n + 1, sizeof(uint64_t)) < 0) {
 			free(*vals);
 			*vals = NULL;
 			*n = 0;

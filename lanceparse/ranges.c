@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 void lance_rangeset_init(struct lance_rangeset *s)
@@ -57,14 +58,8 @@ int lance_rangeset_add(struct lance_rangeset *s, uint32_t file, uint64_t off, ui
 {
 	if (len == 0)
 		return 0;
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		struct lance_range *r = realloc(s->r, nc * sizeof(*r));
-		if (!r)
-			return JO_ENOMEM;
-		s->r = r;
-		s->cap = nc;
-	}
+	if (jo_grow_array(&s->r, &s->cap, s->n + 1, sizeof(*s->r)))
+		return JO_ENOMEM;
 	s->r[s->n++] = (struct lance_range){ .file = file, .kind = kind, .off = off, .len = len };
 	return 0;
 }

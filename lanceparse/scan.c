@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 /* Bound on metadata we buffer for one data file (tables, column metadata). */
@@ -117,14 +118,8 @@ struct buf_list {
 
 static int bl_add(struct buf_list *b, uint64_t off, uint64_t len)
 {
-	if (b->n == b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : 32;
-		void *p = realloc(b->r, nc * sizeof(*b->r));
-		if (!p)
-			return JO_ENOMEM;
-		b->r = p;
-		b->cap = nc;
-	}
+	if (jo_grow_array(&b->r, &b->cap, b->n + 1, sizeof(*b->r)))
+		return JO_ENOMEM;
 	b->r[b->n][0] = off;
 	b->r[b->n][1] = len;
 	b->n++;

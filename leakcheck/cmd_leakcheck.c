@@ -15,6 +15,7 @@
 #include "common/volume.h"
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/human.h"
 #include "common/esc.h"
 #include "common/extsort.h"
 #include "common/file.h"
@@ -155,22 +156,6 @@ static uint64_t peak_rss(void)
 	if (getrusage(RUSAGE_SELF, &ru) != 0)
 		return 0;
 	return (uint64_t)ru.ru_maxrss * 1024;
-}
-
-static void human_bytes(uint64_t b, char *buf, size_t cap)
-{
-	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	int i = 0;
-
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, cap, "%llu B", (unsigned long long)b);
-	else
-		snprintf(buf, cap, "%.2f %s", v, u[i]);
 }
 
 static void clear_progress(struct lc_run *r)
@@ -319,9 +304,9 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 	jo_obj_get_stats(r->vol->obj, &os);
 
 	for (int k = 0; k < LEAK_NKINDS; k++)
-		human_bytes(c->bytes[k], b[k], sizeof(b[k]));
-	human_bytes(c->object_bytes, tot, sizeof(tot));
-	human_bytes(peak_rss(), rss, sizeof(rss));
+		jo_fmt_bytes((double)c->bytes[k], 2, b[k], sizeof(b[k]));
+	jo_fmt_bytes((double)c->object_bytes, 2, tot, sizeof(tot));
+	jo_fmt_bytes((double)peak_rss(), 2, rss, sizeof(rss));
 	if (!r->ctx->quiet || c->n[LEAK_LEAKED] || c->n[LEAK_MISSING]) {
 		fprintf(stderr,
 			"%s %s: %llu block objects (%s) against %llu referenced slices in %.1f s\n"
@@ -519,13 +504,13 @@ static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
 	if (rc)
 		return rc;
 	if (o->dry_run) {
-		human_bytes(st.would_delete_bytes, b, sizeof(b));
+		jo_fmt_bytes((double)st.would_delete_bytes, 2, b, sizeof(b));
 		fprintf(stderr, "%s %s: dry run: %llu candidates: would delete %llu (%s), %llu kept, "
 			"%llu failed\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st.candidates,
 			(unsigned long long)st.would_delete, b, (unsigned long long)st.kept,
 			(unsigned long long)st.failed);
 	} else {
-		human_bytes(st.deleted_bytes, b, sizeof(b));
+		jo_fmt_bytes((double)st.deleted_bytes, 2, b, sizeof(b));
 		fprintf(stderr, "%s %s: %llu candidates: %llu deleted (%s), %llu kept, %llu failed, "
 			"%llu quarantined\n", r->ctx->prog, r->ctx->cmd,
 			(unsigned long long)st.candidates, (unsigned long long)st.deleted, b,
@@ -575,7 +560,7 @@ static int run_restore(struct lc_run *r, struct jo_err *err)
 				(unsigned long long)st->kept_exists);
 		return rc;
 	}
-	human_bytes(st->restored_bytes, b, sizeof(b));
+	jo_fmt_bytes((double)st->restored_bytes, 2, b, sizeof(b));
 	fprintf(stderr, "%s %s: restored %llu objects (%s) from '%s', %llu kept: exists "
 		"(create check: %s)\n", r->ctx->prog, r->ctx->cmd, (unsigned long long)st->restored,
 		b, o->restore, (unsigned long long)st->kept_exists, check);

@@ -31,6 +31,7 @@
 #include <time.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
@@ -143,17 +144,10 @@ static int push_range_locked(struct lister *l, const char *prefix, int depth, ch
 {
 	struct pfx *e;
 
-	if (l->qn == l->qcap) {
-		size_t nc = l->qcap ? l->qcap * 2 : 64;
-		struct pfx *p = realloc(l->q, nc * sizeof(*p));
-
-		if (!p) {
-			free(after);
-			free(upto);
-			return JO_ENOMEM;
-		}
-		l->q = p;
-		l->qcap = nc;
+	if (jo_grow_array(&l->q, &l->qcap, l->qn + 1, sizeof(*l->q))) {
+		free(after);
+		free(upto);
+		return JO_ENOMEM;
 	}
 	e = &l->q[l->qn];
 	e->prefix = strdup(prefix);

@@ -7,70 +7,41 @@
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v >>= 8;
-	}
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 3; i >= 0; i--) {
-		p[i] = (uint8_t)v;
-		v >>= 8;
-	}
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
+#include "common/mem.h"
 
 void leak_ref_encode(uint8_t out[LEAK_REF_REC_LEN], uint64_t id, uint32_t size, int cls)
 {
 	memset(out, 0, LEAK_REF_REC_LEN);
-	put_be64(out, id);
-	put_be32(out + 8, size);
+	jo_put_be64(out, id);
+	jo_put_be32(out + 8, size);
 	out[12] = (uint8_t)cls;
 }
 
 void leak_ref_decode(const uint8_t in[LEAK_REF_REC_LEN], uint64_t *id, uint32_t *size, int *cls)
 {
-	*id = get_be64(in);
-	*size = get_be32(in + 8);
+	*id = jo_be64(in);
+	*size = jo_be32(in + 8);
 	*cls = in[12];
 }
 
 void leak_obj_encode(uint8_t out[LEAK_OBJ_REC_LEN], uint64_t id, uint32_t indx, uint32_t bsize,
 		     uint64_t objsize, int64_t mtime)
 {
-	put_be64(out, id);
-	put_be32(out + 8, indx);
-	put_be32(out + 12, bsize);
-	put_be64(out + 16, objsize);
-	put_be64(out + 24, (uint64_t)mtime);
+	jo_put_be64(out, id);
+	jo_put_be32(out + 8, indx);
+	jo_put_be32(out + 12, bsize);
+	jo_put_be64(out + 16, objsize);
+	jo_put_be64(out + 24, (uint64_t)mtime);
 }
 
 void leak_obj_decode(const uint8_t in[LEAK_OBJ_REC_LEN], uint64_t *id, uint32_t *indx,
 		     uint32_t *bsize, uint64_t *objsize, int64_t *mtime)
 {
-	*id = get_be64(in);
-	*indx = get_be32(in + 8);
-	*bsize = get_be32(in + 12);
-	*objsize = get_be64(in + 16);
-	*mtime = (int64_t)get_be64(in + 24);
+	*id = jo_be64(in);
+	*indx = jo_be32(in + 8);
+	*bsize = jo_be32(in + 12);
+	*objsize = jo_be64(in + 16);
+	*mtime = (int64_t)jo_be64(in + 24);
 }
 
 const char *leak_kind_name(int kind)
@@ -121,7 +92,7 @@ static int side_advance(struct side *s, struct jo_err *err)
 	if (len != s->reclen)
 		return jo_err_set(err, JO_EPROTO, "leakcheck: %s record of %zu bytes", s->name, len);
 	s->rec = rec;
-	s->id = get_be64(rec);
+	s->id = jo_be64(rec);
 	if (s->started && s->id < s->prev_id)
 		return jo_err_set(err, JO_EPROTO, "leakcheck: %s stream out of order at slice %llu",
 				  s->name, (unsigned long long)s->id);

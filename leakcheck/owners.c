@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -121,15 +122,8 @@ static int on_chunk(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len,
 		if (o->nown && o->own[o->nown - 1].id == s.id && o->own[o->nown - 1].ino == ino &&
 		    o->own[o->nown - 1].indx == indx)
 			continue;
-		if (o->nown == o->owncap) {
-			size_t nc = o->owncap ? o->owncap * 2 : 64;
-			struct leak_owner *nv = realloc(o->own, nc * sizeof(*nv));
-
-			if (!nv)
-				return jo_err_set(p->err, JO_ENOMEM, "out of memory");
-			o->own = nv;
-			o->owncap = nc;
-		}
+		if (jo_grow_array(&o->own, &o->owncap, o->nown + 1, sizeof(*o->own)))
+			return jo_err_set(p->err, JO_ENOMEM, "out of memory");
 		o->own[o->nown++] = (struct leak_owner){ .id = s.id, .ino = ino, .indx = indx };
 	}
 	return 0;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
@@ -33,15 +34,8 @@ struct refs_ctx {
 
 static int inoset_add(struct inoset *s, uint64_t ino)
 {
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		uint64_t *p = realloc(s->v, nc * sizeof(*p));
-
-		if (!p)
-			return JO_ENOMEM;
-		s->v = p;
-		s->cap = nc;
-	}
+	if (jo_grow_array(&s->v, &s->cap, s->n + 1, sizeof(*s->v)))
+		return JO_ENOMEM;
 	s->v[s->n++] = ino;
 	return 0;
 }
@@ -67,15 +61,8 @@ static int sink_hits(struct refs_ctx *c, uint64_t id, uint32_t size, int cls)
 {
 	if (!bsearch(&id, c->only, c->nonly, sizeof(*c->only), u64_cmp))
 		return 0;
-	if (c->nhits == c->hcap) {
-		size_t nc = c->hcap ? c->hcap * 2 : 64;
-		struct leak_ref_hit *p = realloc(c->hits, nc * sizeof(*p));
-
-		if (!p)
-			return c->rc = jo_err_set(c->err, JO_ENOMEM, "leakcheck: out of memory");
-		c->hits = p;
-		c->hcap = nc;
-	}
+	if (jo_grow_array(&c->hits, &c->hcap, c->nhits + 1, sizeof(*c->hits)))
+		return c->rc = jo_err_set(c->err, JO_ENOMEM, "leakcheck: out of memory");
 	c->hits[c->nhits++] = (struct leak_ref_hit){ .id = id, .size = size, .cls = cls };
 	return 0;
 }

@@ -33,12 +33,14 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/human.h"
 #include "common/esc.h"
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
 #include "common/object/object.h"
+#include "common/pct.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -117,11 +119,6 @@ static char *hex_of(const char *s)
 	return h;
 }
 
-static int hexval(char c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
 /* NULL for JSON null or a malformed value (*bad set). */
 static char *unhex(const json_t *v, bool *bad)
 {
@@ -141,7 +138,7 @@ static char *unhex(const json_t *v, bool *bad)
 		return NULL;
 	}
 	for (size_t i = 0; i < n / 2; i++) {
-		int a = hexval(h[2 * i]), b = hexval(h[2 * i + 1]);
+		int a = jo_hexval(h[2 * i]), b = jo_hexval(h[2 * i + 1]);
 
 		if (a < 0 || b < 0 || (a == 0 && b == 0)) {
 			free(s);
@@ -1350,9 +1347,9 @@ static void *progress_main(void *p)
 		uint64_t mine = __atomic_load_n(&j->live.copied, __ATOMIC_RELAXED);
 		uint64_t mineb = __atomic_load_n(&j->live.copied_bytes, __ATOMIC_RELAXED);
 		double el = mono_s() - t0;
-		jo_sync_human((double)t.bytes, b1, sizeof(b1));
-		jo_sync_human((double)mineb, b2, sizeof(b2));
-		jo_sync_human(el > 0 ? (double)mineb / el : 0, b3, sizeof(b3));
+		jo_fmt_bytes((double)t.bytes, 1, b1, sizeof(b1));
+		jo_fmt_bytes((double)mineb, 1, b2, sizeof(b2));
+		jo_fmt_bytes(el > 0 ? (double)mineb / el : 0, 1, b3, sizeof(b3));
 		fprintf(stderr, "\r\033[Kjob %s: ranges %d/%d done, %" PRId64 " leased%s  copied %" PRIu64
 			" (%s)  this worker %" PRIu64 " (%s, %s/s)  %zu workers  %.0fs",
 			j->ns, t.done, v.n, leased, v.gate ? ", deleting" : "", t.copied, b1, mine, b2,
@@ -1886,7 +1883,7 @@ static void status_print_head(const struct job_status *s, const char *ns, FILE *
 	}
 	fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v->n,
 		t->done, s->leased_ranges, t->failed, s->ls.pending_range);
-	jo_sync_human((double)t->bytes, tb, sizeof(tb));
+	jo_fmt_bytes((double)t->bytes, 1, tb, sizeof(tb));
 	fprintf(out, "  objects:  %" PRIu64 " copied (%s), %" PRIu64 " skipped, %" PRIu64
 		" only in DST, %" PRIu64 " deleted; listed %" PRIu64 " SRC / %" PRIu64 " DST\n",
 		t->copied, tb, t->skipped, t->extra, t->deleted, t->src, t->dst);
@@ -1935,8 +1932,8 @@ static void status_print_rows(const struct job_status *s, FILE *out)
 			const json_t *e = json_array_get(s->workers, i);
 			char rb[32], rr[32];
 
-			jo_sync_human((double)ju(e, "bytes"), rb, sizeof(rb));
-			jo_sync_human(json_real_value(json_object_get(e, "bytes_per_s")), rr, sizeof(rr));
+			jo_fmt_bytes((double)ju(e, "bytes"), 1, rb, sizeof(rb));
+			jo_fmt_bytes(json_real_value(json_object_get(e, "bytes_per_s")), 1, rr, sizeof(rr));
 			fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
 				"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(js(e, "worker")),
 				JO_ESC_TERM(js(e, "state")),

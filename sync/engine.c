@@ -28,6 +28,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/human.h"
 #include "common/esc.h"
 #include "common/log.h"
 #include "common/object/object.h"
@@ -901,18 +902,6 @@ static void drain(struct eng *e)
 
 /* ---- progress ------------------------------------------------------------ */
 
-void jo_sync_human(double v, char *out, size_t n)
-{
-	const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB" };
-	int i = 0;
-
-	while (v >= 1024 && i < 4) {
-		v /= 1024;
-		i++;
-	}
-	snprintf(out, n, i ? "%.1f %s" : "%.0f %s", v, u[i]);
-}
-
 static void *progress_main(void *p)
 {
 	struct eng *e = p;
@@ -938,8 +927,8 @@ static void *progress_main(void *p)
 		double el = now_s() - e->t0;
 		double rate = el > 0 ? (double)mv / el : 0;
 		char b1[32], b2[32], eta[32] = "?";
-		jo_sync_human((double)cb, b1, sizeof(b1));
-		jo_sync_human(rate, b2, sizeof(b2));
+		jo_fmt_bytes((double)cb, 1, b1, sizeof(b1));
+		jo_fmt_bytes(rate, 1, b2, sizeof(b2));
 		/*
 		 * ETA of the copies known so far (the listings may still add more),
 		 * from the bytes moved, in-flight copies' included: counting only

@@ -19,6 +19,7 @@
  */
 #include "sync/sync.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #include <errno.h>
@@ -370,15 +371,9 @@ int jo_sync_filter_add(struct jo_sync_filter *f, char kind, const char *pattern,
 		return jo_err_set(err, rc, "filter pattern \"%s\": %s", pattern,
 				  rc == JO_ENOMEM ? "out of memory" : "bad or too many {} alternatives");
 	}
-	if (f->n == f->cap) {
-		size_t nc = f->cap ? f->cap * 2 : 8;
-		struct rule *nr = realloc(f->rules, nc * sizeof(*nr));
-		if (!nr) {
-			rule_free(&r);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
-		f->rules = nr;
-		f->cap = nc;
+	if (jo_grow_array(&f->rules, &f->cap, f->n + 1, sizeof(*f->rules))) {
+		rule_free(&r);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	f->rules[f->n++] = r;
 	if (kind == '+')

@@ -27,6 +27,7 @@
 #include "sync/sync.h"
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/object/object.h"
@@ -138,15 +139,8 @@ static struct node *child_of(struct node *n, const char *k)
 		else
 			hi = mid;
 	}
-	if (n->nkids == n->kcap) {
-		size_t nc = n->kcap ? n->kcap * 2 : 8;
-		struct node **nk = realloc(n->kids, nc * sizeof(*nk));
-
-		if (!nk)
-			return NULL;
-		n->kids = nk;
-		n->kcap = nc;
-	}
+	if (jo_grow_array(&n->kids, &n->kcap, n->nkids + 1, sizeof(*n->kids)))
+		return NULL;
 	struct node *kid = node_new(k, n->plen + cl, n->depth + 1);
 	if (!kid)
 		return NULL;
@@ -553,16 +547,9 @@ static void cut_push(struct cuts *cs, const char *at, size_t atlen, double w)
 {
 	if (cs->oom)
 		return;
-	if (cs->n == cs->cap) {
-		size_t nc = cs->cap ? cs->cap * 2 : 256;
-		struct cut *p = realloc(cs->c, nc * sizeof(*p));
-
-		if (!p) {
-			cs->oom = true;
-			return;
-		}
-		cs->c = p;
-		cs->cap = nc;
+	if (jo_grow_array(&cs->c, &cs->cap, cs->n + 1, sizeof(*cs->c))) {
+		cs->oom = true;
+		return;
 	}
 	cs->c[cs->n].at = at ? strndup(at, atlen) : NULL;
 	if (at && !cs->c[cs->n].at) {

@@ -13,6 +13,7 @@
  */
 #include "sync/sync.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/file.h"
 
@@ -368,14 +369,9 @@ int jo_sync_state_mpu_each(struct jo_sync_state *st,
 		rc = dberr(st, err, "prepare");
 	} else {
 		while (sqlite3_step(s) == SQLITE_ROW) {
-			if (n == cap) {
-				cap = cap ? cap * 2 : 16;
-				struct item *ni = realloc(items, cap * sizeof(*ni));
-				if (!ni) {
-					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-					break;
-				}
-				items = ni;
+			if (jo_grow_array(&items, &cap, n + 1, sizeof(*items))) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				break;
 			}
 			struct item *it = &items[n];
 			memset(it, 0, sizeof(*it));

@@ -479,9 +479,6 @@ struct jo_sync_status_opts {
 int jo_sync_cluster_status(const struct jo_sync_status_opts *so, FILE *out, struct jo_err *err);
 
 /* Fingerprint of the filter rules (for a job's identity): 64 hex digits + NUL. */
-/* V bytes as "12 B", "1.5 MiB": the progress lines' and --status's unit. */
-void jo_sync_human(double v, char *out, size_t n);
-
 void jo_sync_filter_fingerprint(const struct jo_sync_filter *f, char out[65]);
 
 struct jo_ctx;

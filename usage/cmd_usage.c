@@ -16,6 +16,7 @@
 #include "common/volume.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/file.h"
 #include "usage/usage.h"
@@ -168,14 +169,6 @@ static int since_cmp(const void *a, size_t alen, const void *b, size_t blen, voi
 	return usage_path_cmp(a, strnlen(a, alen), b, strnlen(b, blen));
 }
 
-static uint64_t rd64(const void *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return v;
-}
-
 /* Read an earlier report's "dir" records into a sort in tree order. */
 static int since_load(struct since *sn, const char *path, const struct usage_opts *o,
 		      struct jo_err *err)
@@ -274,9 +267,9 @@ static int since_growth(struct since *sn, const struct usage_dir *d, struct usag
 			break;
 		if (c == 0 && sn->len == plen + 17) {
 			g->known = true;
-			g->then_bytes = rd64(sn->rec + plen + 1);
+			g->then_bytes = jo_read64(sn->rec + plen + 1);
 			g->bytes = (int64_t)d->t.bytes - (int64_t)g->then_bytes;
-			g->files = (int64_t)d->t.files - (int64_t)rd64(sn->rec + plen + 9);
+			g->files = (int64_t)d->t.files - (int64_t)jo_read64(sn->rec + plen + 9);
 		}
 		sn->live = jo_xsort_next(sn->s, &r, &sn->len, err);
 		sn->rec = r;

@@ -21,6 +21,7 @@
 #include <jansson.h>
 
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/parquet.h"
 #include "common/file.h"
@@ -99,21 +100,6 @@ struct xp {
 	size_t fixcap;
 };
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
 	const uint8_t *b = p;
@@ -129,7 +115,7 @@ static uint64_t fnv64(uint64_t h, uint64_t v)
 {
 	uint8_t b[8];
 
-	put64(b, v);
+	jo_put_be64(b, v);
 	return fnv(h, b, 8);
 }
 
@@ -310,11 +296,11 @@ static int prev_next(struct xp *x)
 					  x->o->previous, STATE_NAME);
 		return 0;
 	}
-	if (get64(rec) <= x->prev_ino && x->prev_ino != 0)
+	if (jo_be64(rec) <= x->prev_ino && x->prev_ino != 0)
 		return jo_err_set(x->err, JO_EPROTO, "--incremental %s: %s is not in inode order",
 				  x->o->previous, STATE_NAME);
-	x->prev_ino = get64(rec);
-	x->prev_digest = get64(rec + 8);
+	x->prev_ino = jo_be64(rec);
+	x->prev_digest = jo_be64(rec + 8);
 	return 0;
 }
 
@@ -373,8 +359,8 @@ static int flush(struct xp *x)
 			return rc;
 	}
 	x->res->inodes++;
-	put64(rec, x->ino);
-	put64(rec + 8, h);
+	jo_put_be64(rec, x->ino);
+	jo_put_be64(rec + 8, h);
 	if (fwrite(rec, 1, sizeof(rec), x->state->fp) != sizeof(rec))
 		return jo_err_set(x->err, JO_EIO, "writing %s: short write", x->state->path);
 	if (!changed)

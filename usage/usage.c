@@ -24,6 +24,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/opt.h"
 
@@ -51,20 +52,6 @@ static void put32(uint8_t *p, uint32_t v)
 {
 	for (int i = 0; i < 4; i++)
 		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* What juicefs summary counts for an entry: its length rounded up to 4 KiB, 4 KiB for 0. */
@@ -347,7 +334,7 @@ static int on_delslices(uint64_t id, int64_t at, const uint8_t *recs, size_t len
 	(void)at;
 	for (size_t i = 0; i + 12 <= len; i += 12) {
 		r->delayed_slices++;
-		r->delayed_bytes += get32(recs + i + 8);
+		r->delayed_bytes += jo_be32(recs + i + 8);
 	}
 	return 0;
 }
@@ -380,11 +367,11 @@ static void add_totals(struct usage_totals *t, const struct usage_totals *u)
 static void add_entry(const struct fold *f, struct usage_totals *t, const uint8_t *e)
 {
 	int64_t now = f->r->now;
-	uint64_t len = get64(e + 13);
-	int64_t access = (int64_t)get64(e + 21), mtime = (int64_t)get64(e + 29);
+	uint64_t len = jo_be64(e + 13);
+	int64_t access = (int64_t)jo_be64(e + 21), mtime = (int64_t)jo_be64(e + 29);
 
 	t->files++;
-	t->space += get64(e + 38);
+	t->space += jo_be64(e + 38);
 	if (e[37] != JO_TYPE_FILE)
 		return;
 	t->bytes += len;
@@ -485,8 +472,8 @@ static int fold_levels(struct fold *f)
 		goto out;
 	while ((rc = jo_xsort_next(f->s1, &rec, &len, f->err)) == 1) {
 		const uint8_t *p = rec;
-		uint32_t depth = ~get32(p);
-		uint64_t ino = get64(p + 4);
+		uint32_t depth = ~jo_be32(p);
+		uint64_t ino = jo_be64(p + 4);
 
 		if (jo_cancelled()) {
 			rc = jo_err_set(f->err, JO_ECANCELED, "interrupted");
@@ -523,9 +510,9 @@ static int fold_levels(struct fold *f)
 		d.live = true;
 		d.depth = depth;
 		d.ino = ino;
-		d.parent = get64(p + 13);
+		d.parent = jo_be64(p + 13);
 		d.t.dirs = 1;
-		d.t.space = get64(p + 21);
+		d.t.space = jo_be64(p + 21);
 		d.path_len = len - DIR_HDR;
 		if (d.path_len + 1 > d.path_cap) {
 			char *np = realloc(d.path, d.path_len + 1);
@@ -539,8 +526,8 @@ static int fold_levels(struct fold *f)
 		}
 		memcpy(d.path, p + DIR_HDR, d.path_len);
 		/* the subdirectories' totals, filed by the level below */
-		while (ulive == 1 && get64(urec) <= ino) {
-			if (get64(urec) == ino && ulen == UP_LEN) {
+		while (ulive == 1 && jo_be64(urec) <= ino) {
+			if (jo_be64(urec) == ino && ulen == UP_LEN) {
 				struct usage_totals u;
 
 				memcpy(&u, (const uint8_t *)urec + 16, sizeof(u));
@@ -650,8 +637,8 @@ int usage_next_dir(struct usage_report *r, const struct usage_dir **out, struct 
 	memcpy(r->cur.path, p, plen);
 	r->cur.path[plen] = '\0';
 	r->cur.path_len = plen;
-	r->cur.depth = get32(p + plen + 1);
-	r->cur.ino = get64(p + plen + 5);
+	r->cur.depth = jo_be32(p + plen + 1);
+	r->cur.ino = jo_be64(p + plen + 5);
 	memcpy(&r->cur.t, p + plen + 13, sizeof(r->cur.t));
 	*out = &r->cur;
 	return 1;

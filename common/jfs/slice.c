@@ -6,42 +6,25 @@
 #include <string.h>
 
 #include "common/err.h"
-
-static uint32_t be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t be64(const uint8_t *p)
-{
-	return (uint64_t)be32(p) << 32 | be32(p + 4);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
+#include "common/mem.h"
 
 void jo_slice_decode(const uint8_t rec[24], struct jo_slice *out)
 {
-	out->pos = be32(rec);
-	out->id = be64(rec + 4);
-	out->size = be32(rec + 12);
-	out->off = be32(rec + 16);
-	out->len = be32(rec + 20);
+	out->pos = jo_be32(rec);
+	out->id = jo_be64(rec + 4);
+	out->size = jo_be32(rec + 12);
+	out->off = jo_be32(rec + 16);
+	out->len = jo_be32(rec + 20);
 }
 
 void jo_slice_encode(const struct jo_slice *s, uint8_t rec[24])
 {
-	put32(rec, s->pos);
-	put32(rec + 4, (uint32_t)(s->id >> 32));
-	put32(rec + 8, (uint32_t)s->id);
-	put32(rec + 12, s->size);
-	put32(rec + 16, s->off);
-	put32(rec + 20, s->len);
+	jo_put_be32(rec, s->pos);
+	jo_put_be32(rec + 4, (uint32_t)(s->id >> 32));
+	jo_put_be32(rec + 8, (uint32_t)s->id);
+	jo_put_be32(rec + 12, s->size);
+	jo_put_be32(rec + 16, s->off);
+	jo_put_be32(rec + 20, s->len);
 }
 
 int jo_slices_decode(const uint8_t *raw, size_t len, struct jo_slice **out,

@@ -5,6 +5,7 @@
 #ifndef JO_META_INTERNAL_H
 #define JO_META_INTERNAL_H
 
+#include "common/mem.h"
 #include "common/meta/meta.h"
 
 /* A parsed META-URL. All strings owned (NULL when absent). */
@@ -133,26 +134,6 @@ extern const struct jo_meta_ops jo_meta_tkv_ops;
 
 /* Helpers shared by the backends. */
 int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out); /* 0 ok, -1 bad */
-static inline uint64_t jo_be64(const uint8_t *p)
-{
-	return ((uint64_t)p[0] << 56) | ((uint64_t)p[1] << 48) | ((uint64_t)p[2] << 40) |
-	       ((uint64_t)p[3] << 32) | ((uint64_t)p[4] << 24) | ((uint64_t)p[5] << 16) |
-	       ((uint64_t)p[6] << 8) | p[7];
-}
-static inline uint32_t jo_be32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-static inline void jo_put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (56 - 8 * i));
-}
-static inline void jo_put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (24 - 8 * i));
-}
 /* Space JuiceFS accounts for an inode of this length (align4K: 4 KiB for 0). */
 static inline int64_t jo_align4k(uint64_t len)
 {

@@ -5,6 +5,7 @@
 #include "common/meta/meta_internal.h"
 
 #include "common/err.h"
+#include "common/pct.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -38,49 +39,6 @@ static char *dup_n(const char *s, size_t n)
 		return NULL;
 	memcpy(p, s, n);
 	p[n] = '\0';
-	return p;
-}
-
-static int hexval(int c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	c = tolower(c);
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* Percent-decode s[0..n) into a new string; NULL on bad escape (errno EINVAL) or OOM. */
-static char *pct_decode(const char *s, size_t n)
-{
-	char *p = malloc(n + 1);
-	size_t j = 0;
-
-	if (!p)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int h, l;
-			if (i + 2 >= n) {
-				free(p);
-				errno = EINVAL;
-				return NULL;
-			}
-			h = hexval((unsigned char)s[i + 1]);
-			l = hexval((unsigned char)s[i + 2]);
-			if (h < 0 || l < 0) {
-				free(p);
-				errno = EINVAL;
-				return NULL;
-			}
-			p[j++] = (char)(h * 16 + l);
-			i += 2;
-		} else {
-			p[j++] = s[i];
-		}
-	}
-	p[j] = '\0';
 	return p;
 }
 
@@ -198,7 +156,7 @@ static int parse_sqlite(struct jo_meta_url *u, const char *rest, struct jo_err *
 
 	if (plen == 0)
 		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL has no database path");
-	u->path = pct_decode(rest, plen);
+	u->path = jo_pct_decode(rest, plen, 0);
 	if (!u->path)
 		return jo_err_set(err, JO_EINVAL, "sqlite3 META-URL: bad percent escape in path");
 	return set_table_prefix(u, q ? q + 1 : NULL, err);
@@ -251,10 +209,10 @@ static int split_userinfo(struct jo_meta_url *u, const char *rest, const char *a
 	size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
 
 	(void)mysql;
-	if (ulen > 0 && !(u->user = pct_decode(rest, ulen)))
+	if (ulen > 0 && !(u->user = jo_pct_decode(rest, ulen, 0)))
 		return jo_err_set(err, JO_EINVAL, "%s META-URL: bad percent escape in user", u->engine);
 	if (colon && colon + 1 < at) {
-		u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+		u->password = jo_pct_decode(colon + 1, (size_t)(at - colon - 1), 0);
 		if (!u->password) {
 			/* raw special characters are allowed in a MySQL password */
 			if (!mysql)
@@ -313,7 +271,7 @@ static int set_dbname(struct jo_meta_url *u, const char *p, const char *end, str
 		return jo_err_set(err, JO_EINVAL, "%s META-URL has no database name", u->engine);
 	if (memchr(p, '/', (size_t)(end - p)))
 		return jo_err_set(err, JO_EINVAL, "%s META-URL: bad database name", u->engine);
-	u->dbname = pct_decode(p, (size_t)(end - p));
+	u->dbname = jo_pct_decode(p, (size_t)(end - p), 0);
 	if (!u->dbname)
 		return jo_err_set(err, JO_EINVAL, "%s META-URL: bad percent escape in database name",
 				  u->engine);
@@ -483,7 +441,7 @@ static int redis_hosts(struct jo_meta_url *u, const char *hp, const char *hend, 
 		if (comma == hp)
 			return jo_err_set(err, JO_EINVAL, "redis Sentinel META-URL has no master name "
 					  "(MASTER,host1:26379,host2:26379)");
-		u->master_name = pct_decode(hp, (size_t)(comma - hp));
+		u->master_name = jo_pct_decode(hp, (size_t)(comma - hp), 0);
 		if (!u->master_name)
 			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad master name");
 		p = comma + 1;
@@ -573,7 +531,7 @@ static int redis_query(struct jo_meta_url *u, const char *q, struct jo_err *err)
 #undef KEY
 		if (dst) {
 			free(*dst);
-			*dst = vl ? pct_decode(v, vl) : NULL;
+			*dst = vl ? jo_pct_decode(v, vl, 0) : NULL;
 			if (vl && !*dst)
 				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad percent escape in "
 						  "option %.*s", (int)kl, q);
@@ -607,12 +565,12 @@ static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_
 		const char *colon = memchr(rest, ':', (size_t)(at - rest));
 		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
 		if (ulen > 0) {
-			u->user = pct_decode(rest, ulen);
+			u->user = jo_pct_decode(rest, ulen, 0);
 			if (!u->user)
 				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad percent escape in user");
 		}
 		if (colon) {
-			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			u->password = jo_pct_decode(colon + 1, (size_t)(at - colon - 1), 0);
 			if (!u->password)
 				return jo_err_set(err, JO_EINVAL,
 						  "redis META-URL: bad percent escape in password");
@@ -662,10 +620,10 @@ static int parse_unix(struct jo_meta_url *u, const char *rest, const char **pw_s
 	if (at) {
 		const char *colon = memchr(rest, ':', (size_t)(at - rest));
 		size_t ulen = colon ? (size_t)(colon - rest) : (size_t)(at - rest);
-		if (ulen > 0 && !(u->user = pct_decode(rest, ulen)))
+		if (ulen > 0 && !(u->user = jo_pct_decode(rest, ulen, 0)))
 			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
 		if (colon) {
-			u->password = pct_decode(colon + 1, (size_t)(at - colon - 1));
+			u->password = jo_pct_decode(colon + 1, (size_t)(at - colon - 1), 0);
 			if (!u->password)
 				return jo_err_set(err, JO_EINVAL, "unix META-URL: bad percent escape");
 			*pw_start = colon + 1;

@@ -35,6 +35,7 @@
 #include <openssl/rand.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/object/obj_sigv4.h"
 
@@ -843,17 +844,10 @@ static int read_dir(struct walk *w, DIR *d, const char *keyprefix, struct dent *
 			free(k);
 			continue;
 		}
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 64;
-			struct dent *np = realloc(ents, nc * sizeof(*np));
-
-			if (!np) {
-				free(k);
-				rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			ents = np;
-			cap = nc;
+		if (jo_grow_array(&ents, &cap, n + 1, sizeof(*ents))) {
+			free(k);
+			rc = jo_err_set(w->err, JO_ENOMEM, "out of memory");
+			break;
 		}
 		ents[n].key = k;
 		ents[n].name_off = kpl;
@@ -1383,15 +1377,8 @@ static int add_part(int dfd, const char *name, int part, void *p)
 		l->marker = true;
 		return 0;
 	}
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 16;
-		struct jo_obj_part *np = realloc(l->parts, nc * sizeof(*np));
-
-		if (!np)
-			return JO_ENOMEM;
-		l->parts = np;
-		l->cap = nc;
-	}
+	if (jo_grow_array(&l->parts, &l->cap, l->n + 1, sizeof(*l->parts)))
+		return JO_ENOMEM;
 	memset(&l->parts[l->n], 0, sizeof(l->parts[0]));
 	l->parts[l->n].number = part;
 	l->parts[l->n].size = (uint64_t)st.st_size;

@@ -32,6 +32,7 @@
 #include <curl/curl.h>
 
 #include "common/cancel.h"
+#include "common/curlerr.h"
 #include "common/err.h"
 #include "common/object/obj_sigv4.h"
 
@@ -406,7 +407,7 @@ struct s3_req {
 
 	/* results */
 	long status;
-	struct jo_obj_buf resp;    /* body of non-streamed / error replies */
+	struct jo_dynbuf resp;    /* body of non-streamed / error replies */
 	uint64_t delivered;        /* bytes given to sink */
 	int sink_rc;
 	char etag[72];
@@ -416,7 +417,7 @@ struct s3_req {
 	uint64_t total_size;       /* from Content-Range */
 	bool have_total;
 	int64_t mtime;
-	struct jo_obj_buf meta;    /* "name\0value\0..." of x-amz-meta-* */
+	struct jo_dynbuf meta;    /* "name\0value\0..." of x-amz-meta-* */
 	size_t nmeta;
 	size_t upload_pos;
 	int attempts;              /* requests sent for it (1 + retries) */
@@ -452,7 +453,7 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *ud)
 		r->delivered += n;
 		return n;
 	}
-	if (jo_obj_buf_add(&r->resp, data, n) < 0)
+	if (jo_dynbuf_add(&r->resp, data, n) < 0)
 		return 0;
 	return n;
 }
@@ -529,7 +530,7 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *ud)
 		r->status = sp ? strtol(sp + 1, NULL, 10) : 0;
 		r->etag[0] = r->content_type[0] = '\0';
 		r->have_length = r->have_total = false;
-		jo_obj_buf_reset(&r->meta);
+		jo_dynbuf_reset(&r->meta);
 		r->nmeta = 0;
 		return n;
 	}
@@ -565,8 +566,8 @@ static size_t on_header(char *data, size_t size, size_t nitems, void *ud)
 	} else if (r->want_meta && strncasecmp(line, "x-amz-meta-", 11) == 0) {
 		for (char *p = line + 11; *p; p++)
 			*p = (char)tolower((unsigned char)*p);
-		jo_obj_buf_add(&r->meta, line + 11, strlen(line + 11) + 1);
-		jo_obj_buf_add(&r->meta, v, strlen(v) + 1);
+		jo_dynbuf_add(&r->meta, line + 11, strlen(line + 11) + 1);
+		jo_dynbuf_add(&r->meta, v, strlen(v) + 1);
 		r->nmeta++;
 	}
 	return n;
@@ -584,14 +585,14 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 }
 
 /* Path (URI-encoded) of the request, e.g. "/bucket/a%20b". */
-static int req_path(struct s3_impl *s, const char *key, struct jo_obj_buf *b)
+static int req_path(struct s3_impl *s, const char *key, struct jo_dynbuf *b)
 {
-	jo_obj_buf_adds(b, s->path_prefix);
+	jo_dynbuf_adds(b, s->path_prefix);
 	if (key) {
-		jo_obj_buf_adds(b, "/");
+		jo_dynbuf_adds(b, "/");
 		jo_obj_uri_encode(b, key, true);
 	} else if (!s->path_prefix[0]) {
-		jo_obj_buf_adds(b, "/");
+		jo_dynbuf_adds(b, "/");
 	}
 	return b->failed ? JO_ENOMEM : 0;
 }
@@ -705,7 +706,7 @@ static const char *req_what(const struct s3_req *r)
 static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *curl_err)
 {
 	struct s3_impl *s = SI(o);
-	struct jo_obj_buf path, url;
+	struct jo_dynbuf path, url;
 	struct curl_slist *hl = NULL;
 	struct jo_sigv4_header sh[20];
 	char amz_date[17], payload_hash[65], range[80], line[1400];
@@ -714,15 +715,15 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 	struct tm tm;
 	CURLcode cc;
 
-	jo_obj_buf_init(&path, 0);
-	jo_obj_buf_init(&url, 0);
+	jo_dynbuf_init(&path, 0);
+	jo_dynbuf_init(&url, 0);
 	req_path(s, r->key, &path);
-	jo_obj_buf_addf(&url, "%s%s", s->base_url, path.p ? path.p : "/");
+	jo_dynbuf_addf(&url, "%s%s", s->base_url, path.p ? path.p : "/");
 	if (r->query && *r->query)
-		jo_obj_buf_addf(&url, "?%s", r->query);
+		jo_dynbuf_addf(&url, "?%s", r->query);
 	if (path.failed || url.failed) {
-		jo_obj_buf_release(&path);
-		jo_obj_buf_release(&url);
+		jo_dynbuf_release(&path);
+		jo_dynbuf_release(&url);
 		return CURLE_OUT_OF_MEMORY;
 	}
 	gmtime_r(&now, &tm);
@@ -760,18 +761,18 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 			.amz_date = amz_date,
 		};
 		char *auth = jo_sigv4_authorization(&sr);
-		struct jo_obj_buf ab;
+		struct jo_dynbuf ab;
 
 		if (!auth) {
 			curl_slist_free_all(hl);
-			jo_obj_buf_release(&path);
-			jo_obj_buf_release(&url);
+			jo_dynbuf_release(&path);
+			jo_dynbuf_release(&url);
 			return CURLE_OUT_OF_MEMORY;
 		}
-		jo_obj_buf_init(&ab, 0);
-		jo_obj_buf_addf(&ab, "Authorization: %s", auth);
+		jo_dynbuf_init(&ab, 0);
+		jo_dynbuf_addf(&ab, "Authorization: %s", auth);
 		hl = curl_slist_append(hl, ab.p);
-		jo_obj_buf_release(&ab);
+		jo_dynbuf_release(&ab);
 		free(auth);
 	}
 	/* No "Expect: 100-continue" round trip for our small bodies. */
@@ -822,7 +823,7 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 		curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, r->method);
 	}
 	r->status = 0;
-	jo_obj_buf_reset(&r->resp);
+	jo_dynbuf_reset(&r->resp);
 	curl_err[0] = '\0';
 	cc = curl_easy_perform(h);
 	if (r->status == 0) {
@@ -847,34 +848,9 @@ static CURLcode s3_perform(struct jo_obj *o, CURL *h, struct s3_req *r, char *cu
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, NULL);
 	curl_slist_free_all(hl);
-	jo_obj_buf_release(&path);
-	jo_obj_buf_release(&url);
+	jo_dynbuf_release(&path);
+	jo_dynbuf_release(&url);
 	return cc;
-}
-
-static int curl_code(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-		return JO_ECONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
-		return JO_ETIMEOUT;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return JO_ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		return JO_ENOMEM;
-	default:
-		return JO_EIO;
-	}
 }
 
 static bool curl_transient(CURLcode cc)
@@ -908,8 +884,8 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 	CURL *h;
 	int rc = 0;
 
-	jo_obj_buf_init(&r->resp, r->max_body ? r->max_body : S3_MAX_ERR_BODY);
-	jo_obj_buf_init(&r->meta, 64 * 1024);
+	jo_dynbuf_init(&r->resp, r->max_body ? r->max_body : S3_MAX_ERR_BODY);
+	jo_dynbuf_init(&r->meta, 64 * 1024);
 	h = pool_take(s);
 	if (!h)
 		return jo_err_set(err, JO_ENOMEM, "s3: cannot create a curl handle");
@@ -944,8 +920,8 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 				break;
 			}
 			retry = curl_transient(cc);
-			rc = jo_err_set(err, curl_code(cc), "s3 %s '%s' at %s: %s", r->op, req_what(r),
-					o->desc, curl_err[0] ? curl_err : curl_easy_strerror(cc));
+			rc = jo_err_set(err, jo_curl_code(cc, 0), "s3 %s '%s' at %s: %s", r->op,
+					req_what(r), o->desc, curl_err[0] ? curl_err : curl_easy_strerror(cc));
 		} else {
 			bool ok = r->status >= 200 && r->status < 300;
 
@@ -990,8 +966,8 @@ static int s3_do(struct jo_obj *o, struct s3_req *r, const long *ok_status, stru
 
 static void s3_req_release(struct s3_req *r)
 {
-	jo_obj_buf_release(&r->resp);
-	jo_obj_buf_release(&r->meta);
+	jo_dynbuf_release(&r->resp);
+	jo_dynbuf_release(&r->meta);
 }
 
 /* ---- operations ---- */
@@ -1180,7 +1156,7 @@ static int inm_probe(struct jo_obj *o, const char *prefix)
 	static const struct jo_obj_put_opts plain = { 0 };
 	static const char one[] = "jfsops create-only probe 1\n", two[] = "jfsops create-only probe 2\n";
 	struct s3_impl *s = SI(o);
-	struct jo_obj_buf key;
+	struct jo_dynbuf key;
 	struct jo_err e = { 0 };
 	char seed[128], hex[65];
 	long status;
@@ -1191,10 +1167,10 @@ static int inm_probe(struct jo_obj *o, const char *prefix)
 		 (unsigned int)rand_r(&s->seed));
 	pthread_mutex_unlock(&s->mu);
 	jo_sigv4_sha256_hex(seed, strlen(seed), hex);
-	jo_obj_buf_init(&key, 0);
-	jo_obj_buf_addf(&key, "%sjfsops-create-probe-%.16s", prefix, hex);
+	jo_dynbuf_init(&key, 0);
+	jo_dynbuf_addf(&key, "%sjfsops-create-probe-%.16s", prefix, hex);
 	if (key.failed) {
-		jo_obj_buf_release(&key);
+		jo_dynbuf_release(&key);
 		return INM_UNKNOWN;
 	}
 	rc = put_req(o, key.p, one, sizeof(one) - 1, &plain, true, &status, &e);
@@ -1202,14 +1178,14 @@ static int inm_probe(struct jo_obj *o, const char *prefix)
 		/* refused: nothing written. Taken: honoured, and not ours to delete. */
 		res = rc == JO_EEXIST ? INM_HONOURED
 		    : inm_refused(rc, status) ? INM_REJECTED : INM_UNKNOWN;
-		jo_obj_buf_release(&key);
+		jo_dynbuf_release(&key);
 		return res;
 	}
 	rc = put_req(o, key.p, two, sizeof(two) - 1, &plain, true, &status, &e);
 	res = rc == JO_EEXIST ? INM_HONOURED : rc == 0 ? INM_IGNORED : INM_UNKNOWN;
 	/* best effort: a probe left behind is a few bytes of ours under prefix */
 	(void)s3_del(o, key.p, &e);
-	jo_obj_buf_release(&key);
+	jo_dynbuf_release(&key);
 	return res;
 }
 
@@ -1379,29 +1355,29 @@ static int s3_delete_chunk(struct jo_obj *o, const char *const *keys, size_t n, 
 			   struct jo_err *err)
 {
 	struct s3_req r = { .op = "DeleteObjects", .method = "POST", .query = "delete=" };
-	struct jo_obj_buf body;
+	struct jo_dynbuf body;
 	struct sort_ctx_item *items = calloc(n, sizeof(*items));
 	size_t *order = calloc(n, sizeof(*order));
 	struct del_map m = { .keys = keys, .order = order, .n = n, .results = results };
 	char md5[25];
 	int rc = 0;
 
-	jo_obj_buf_init(&body, 0);
+	jo_dynbuf_init(&body, 0);
 	if (!items || !order) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	jo_obj_buf_adds(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
+	jo_dynbuf_adds(&body, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>"
 			       "<Delete xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
 			       "<Quiet>true</Quiet>");
 	for (size_t i = 0; i < n; i++) {
-		jo_obj_buf_adds(&body, "<Object><Key>");
+		jo_dynbuf_adds(&body, "<Object><Key>");
 		jo_obj_xml_escape(&body, keys[i]);
-		jo_obj_buf_adds(&body, "</Key></Object>");
+		jo_dynbuf_adds(&body, "</Key></Object>");
 		items[i].key = keys[i];
 		items[i].idx = i;
 	}
-	jo_obj_buf_adds(&body, "</Delete>");
+	jo_dynbuf_adds(&body, "</Delete>");
 	if (body.failed) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
@@ -1430,7 +1406,7 @@ static int s3_delete_chunk(struct jo_obj *o, const char *const *keys, size_t n, 
 	}
 	s3_req_release(&r);
 out:
-	jo_obj_buf_release(&body);
+	jo_dynbuf_release(&body);
 	free(items);
 	free(order);
 	return rc;
@@ -1478,12 +1454,12 @@ out:
 	return rc;
 }
 
-static void add_param(struct jo_obj_buf *q, const char *name, const char *value)
+static void add_param(struct jo_dynbuf *q, const char *name, const char *value)
 {
 	if (q->len)
-		jo_obj_buf_adds(q, "&");
-	jo_obj_buf_adds(q, name);
-	jo_obj_buf_adds(q, "=");
+		jo_dynbuf_adds(q, "&");
+	jo_dynbuf_adds(q, name);
+	jo_dynbuf_adds(q, "=");
 	jo_obj_uri_encode(q, value, false);
 }
 
@@ -1498,12 +1474,12 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 	if (start_after && !marker)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	for (;;) {
-		struct jo_obj_buf q;
+		struct jo_dynbuf q;
 		struct s3_req r = { .op = "LIST", .method = "GET", .max_body = S3_MAX_XML_BODY };
 		struct jo_s3_list_page page;
 		const char *last = NULL;
 
-		jo_obj_buf_init(&q, 0);
+		jo_dynbuf_init(&q, 0);
 		/* Parameters in canonical (sorted) order, so the URL and the signature agree. */
 		if (!s->list_v1 && token)
 			add_param(&q, "continuation-token", token);
@@ -1525,7 +1501,7 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 		if (!s->list_v1 && !token && start_after)
 			add_param(&q, "start-after", start_after);
 		if (q.failed) {
-			jo_obj_buf_release(&q);
+			jo_dynbuf_release(&q);
 			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 			break;
 		}
@@ -1538,7 +1514,7 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 				jo_err_wrap(err, "s3 list '%s' at %s", prefix, o->desc);
 		}
 		s3_req_release(&r);
-		jo_obj_buf_release(&q);
+		jo_dynbuf_release(&q);
 		if (rc)
 			break;
 		for (size_t i = 0; i < page.n && rc == 0; i++) {
@@ -1673,21 +1649,21 @@ static int s3_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
 	struct s3_impl *s = SI(o);
 	struct s3_req r = { .op = "CopyObject", .method = "PUT", .key = dst_key, .body = "",
 			    .body_len = 0, .max_body = S3_MAX_XML_BODY };
-	struct jo_obj_buf src;
+	struct jo_dynbuf src;
 	struct meta_names mn;
 	int rc;
 
-	jo_obj_buf_init(&src, 0);
-	jo_obj_buf_adds(&src, "/");
+	jo_dynbuf_init(&src, 0);
+	jo_dynbuf_adds(&src, "/");
 	jo_obj_uri_encode(&src, co->src_bucket ? co->src_bucket : s->loc.bucket, false);
-	jo_obj_buf_adds(&src, "/");
+	jo_dynbuf_adds(&src, "/");
 	jo_obj_uri_encode(&src, src_key, true);
 	if (src.failed || src.len >= sizeof(r.hdrs[0].value)) {
-		jo_obj_buf_release(&src);
+		jo_dynbuf_release(&src);
 		return jo_err_set(err, JO_EINVAL, "s3 copy: source key too long");
 	}
 	s3_hdr_add(&r, "x-amz-copy-source", "%s", src.p);
-	jo_obj_buf_release(&src);
+	jo_dynbuf_release(&src);
 	if (co->if_match)
 		s3_hdr_add(&r, "x-amz-copy-source-if-match", "\"%s\"", co->if_match);
 	if (co->meta) {
@@ -1707,10 +1683,10 @@ static int s3_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
 	return rc;
 }
 
-static int mpu_query(struct jo_obj_buf *q, int part, const char *upload_id)
+static int mpu_query(struct jo_dynbuf *q, int part, const char *upload_id)
 {
 	if (part > 0)
-		jo_obj_buf_addf(q, "partNumber=%d", part);
+		jo_dynbuf_addf(q, "partNumber=%d", part);
 	add_param(q, "uploadId", upload_id);
 	return q->failed ? JO_ENOMEM : 0;
 }
@@ -1746,12 +1722,12 @@ static int s3_mpu_put_part(struct jo_obj *o, const char *key, const char *upload
 {
 	struct s3_req r = { .op = "UploadPart", .method = "PUT", .key = key, .body = data,
 			    .body_len = len };
-	struct jo_obj_buf q;
+	struct jo_dynbuf q;
 	int rc;
 
-	jo_obj_buf_init(&q, 0);
+	jo_dynbuf_init(&q, 0);
 	if (mpu_query(&q, part_number, upload_id) < 0) {
-		jo_obj_buf_release(&q);
+		jo_dynbuf_release(&q);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	r.query = q.p;
@@ -1764,7 +1740,7 @@ static int s3_mpu_put_part(struct jo_obj *o, const char *key, const char *upload
 			snprintf(etag_out, 72, "%s", r.etag);
 	}
 	s3_req_release(&r);
-	jo_obj_buf_release(&q);
+	jo_dynbuf_release(&q);
 	return rc;
 }
 
@@ -1773,19 +1749,19 @@ static int s3_mpu_complete(struct jo_obj *o, const char *key, const char *upload
 {
 	struct s3_req r = { .op = "CompleteMultipartUpload", .method = "POST", .key = key,
 			    .max_body = S3_MAX_XML_BODY };
-	struct jo_obj_buf q, body;
+	struct jo_dynbuf q, body;
 	int rc;
 
-	jo_obj_buf_init(&q, 0);
-	jo_obj_buf_init(&body, 0);
+	jo_dynbuf_init(&q, 0);
+	jo_dynbuf_init(&body, 0);
 	mpu_query(&q, 0, upload_id);
-	jo_obj_buf_adds(&body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+	jo_dynbuf_adds(&body, "<CompleteMultipartUpload xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
 	for (size_t i = 0; i < n; i++) {
-		jo_obj_buf_addf(&body, "<Part><PartNumber>%d</PartNumber><ETag>&quot;", parts[i].number);
+		jo_dynbuf_addf(&body, "<Part><PartNumber>%d</PartNumber><ETag>&quot;", parts[i].number);
 		jo_obj_xml_escape(&body, parts[i].etag);
-		jo_obj_buf_adds(&body, "&quot;</ETag></Part>");
+		jo_dynbuf_adds(&body, "&quot;</ETag></Part>");
 	}
-	jo_obj_buf_adds(&body, "</CompleteMultipartUpload>");
+	jo_dynbuf_adds(&body, "</CompleteMultipartUpload>");
 	if (q.failed || body.failed) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 	} else {
@@ -1798,8 +1774,8 @@ static int s3_mpu_complete(struct jo_obj *o, const char *key, const char *upload
 			rc = check_200_error(o, &r, err);
 	}
 	s3_req_release(&r);
-	jo_obj_buf_release(&q);
-	jo_obj_buf_release(&body);
+	jo_dynbuf_release(&q);
+	jo_dynbuf_release(&body);
 	return rc;
 }
 
@@ -1808,18 +1784,18 @@ static int s3_mpu_abort(struct jo_obj *o, const char *key, const char *upload_id
 {
 	struct s3_req r = { .op = "AbortMultipartUpload", .method = "DELETE", .key = key };
 	static const long ok404[] = { 404, 0 };
-	struct jo_obj_buf q;
+	struct jo_dynbuf q;
 	int rc;
 
-	jo_obj_buf_init(&q, 0);
+	jo_dynbuf_init(&q, 0);
 	if (mpu_query(&q, 0, upload_id) < 0) {
-		jo_obj_buf_release(&q);
+		jo_dynbuf_release(&q);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	r.query = q.p;
 	rc = s3_do(o, &r, ok404, err);
 	s3_req_release(&r);
-	jo_obj_buf_release(&q);
+	jo_dynbuf_release(&q);
 	return rc;
 }
 
@@ -1832,19 +1808,19 @@ static int s3_mpu_list_parts(struct jo_obj *o, const char *key, const char *uplo
 		struct s3_req r = { .op = "ListParts", .method = "GET", .key = key,
 				    .max_body = S3_MAX_XML_BODY };
 		struct jo_s3_parts_page page;
-		struct jo_obj_buf q;
+		struct jo_dynbuf q;
 		bool more;
 
-		jo_obj_buf_init(&q, 0);
+		jo_dynbuf_init(&q, 0);
 		if (marker > 0)
-			jo_obj_buf_addf(&q, "part-number-marker=%d&", marker);
+			jo_dynbuf_addf(&q, "part-number-marker=%d&", marker);
 		add_param(&q, "uploadId", upload_id);
 		r.query = q.p;
 		rc = s3_do(o, &r, NULL, err);
 		if (rc == 0)
 			rc = jo_s3xml_parse_parts(r.resp.p ? r.resp.p : "", r.resp.len, &page, err);
 		s3_req_release(&r);
-		jo_obj_buf_release(&q);
+		jo_dynbuf_release(&q);
 		if (rc)
 			break;
 		for (size_t i = 0; i < page.n && rc == 0; i++) {
@@ -1960,14 +1936,14 @@ int jo_obj_s3_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct jo_e
 		snprintf(s->host_hdr, sizeof(s->host_hdr), "%s.%s", s->loc.bucket, s->loc.host);
 		s->path_prefix[0] = '\0';
 	} else {
-		struct jo_obj_buf b;
+		struct jo_dynbuf b;
 
 		snprintf(s->host_hdr, sizeof(s->host_hdr), "%s", s->loc.host);
-		jo_obj_buf_init(&b, 0);
-		jo_obj_buf_adds(&b, "/");
+		jo_dynbuf_init(&b, 0);
+		jo_dynbuf_adds(&b, "/");
 		jo_obj_uri_encode(&b, s->loc.bucket, false);
 		snprintf(s->path_prefix, sizeof(s->path_prefix), "%s", b.p ? b.p : "/");
-		jo_obj_buf_release(&b);
+		jo_dynbuf_release(&b);
 	}
 	snprintf(s->base_url, sizeof(s->base_url), "%s://%s", s->loc.https ? "https" : "http",
 		 s->host_hdr);

@@ -101,7 +101,7 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* Sort query parameters by name then value; "k" becomes "k=". */
-static int canon_query(struct jo_obj_buf *b, const char *q)
+static int canon_query(struct jo_dynbuf *b, const char *q)
 {
 	char *copy, *save = NULL, *tok;
 	char **params = NULL;
@@ -131,10 +131,10 @@ static int canon_query(struct jo_obj_buf *b, const char *q)
 		qsort(params, n, sizeof(*params), cmp_str);
 	for (size_t i = 0; i < n; i++) {
 		if (i)
-			jo_obj_buf_adds(b, "&");
-		jo_obj_buf_adds(b, params[i]);
+			jo_dynbuf_adds(b, "&");
+		jo_dynbuf_adds(b, params[i]);
 		if (!strchr(params[i], '='))
-			jo_obj_buf_adds(b, "=");
+			jo_dynbuf_adds(b, "=");
 	}
 out:
 	free(params);
@@ -143,8 +143,8 @@ out:
 }
 
 /* Canonical headers block and the signed-headers list. */
-static int canon_headers(const struct jo_sigv4_req *r, struct jo_obj_buf *hb,
-			 struct jo_obj_buf *signed_list)
+static int canon_headers(const struct jo_sigv4_req *r, struct jo_dynbuf *hb,
+			 struct jo_dynbuf *signed_list)
 {
 	struct canon_header *h = calloc(r->nheaders ? r->nheaders : 1, sizeof(*h));
 	int rc = 0;
@@ -173,13 +173,13 @@ static int canon_headers(const struct jo_sigv4_req *r, struct jo_obj_buf *hb,
 		if (i > 0 && strcmp(h[i].name, h[i - 1].name) == 0) {
 			/* A repeated header: its values join with commas. */
 			hb->len--; /* drop the newline */
-			jo_obj_buf_addf(hb, ",%s\n", h[i].value);
+			jo_dynbuf_addf(hb, ",%s\n", h[i].value);
 			continue;
 		}
-		jo_obj_buf_addf(hb, "%s:%s\n", h[i].name, h[i].value);
+		jo_dynbuf_addf(hb, "%s:%s\n", h[i].name, h[i].value);
 		if (signed_list->len)
-			jo_obj_buf_adds(signed_list, ";");
-		jo_obj_buf_adds(signed_list, h[i].name);
+			jo_dynbuf_adds(signed_list, ";");
+		jo_dynbuf_adds(signed_list, h[i].name);
 	}
 out:
 	for (size_t i = 0; i < r->nheaders; i++) {
@@ -192,28 +192,28 @@ out:
 
 static char *build_creq(const struct jo_sigv4_req *r, char **signed_out)
 {
-	struct jo_obj_buf b, hb, sl;
+	struct jo_dynbuf b, hb, sl;
 
-	jo_obj_buf_init(&b, 0);
-	jo_obj_buf_init(&hb, 0);
-	jo_obj_buf_init(&sl, 0);
-	jo_obj_buf_addf(&b, "%s\n%s\n", r->method, r->path && *r->path ? r->path : "/");
+	jo_dynbuf_init(&b, 0);
+	jo_dynbuf_init(&hb, 0);
+	jo_dynbuf_init(&sl, 0);
+	jo_dynbuf_addf(&b, "%s\n%s\n", r->method, r->path && *r->path ? r->path : "/");
 	if (canon_query(&b, r->query) < 0 || canon_headers(r, &hb, &sl) < 0)
 		b.failed = true;
-	jo_obj_buf_adds(&b, "\n");
+	jo_dynbuf_adds(&b, "\n");
 	if (hb.p)
-		jo_obj_buf_adds(&b, hb.p);
-	jo_obj_buf_addf(&b, "\n%s\n%s", sl.p ? sl.p : "", r->payload_hash);
-	jo_obj_buf_release(&hb);
+		jo_dynbuf_adds(&b, hb.p);
+	jo_dynbuf_addf(&b, "\n%s\n%s", sl.p ? sl.p : "", r->payload_hash);
+	jo_dynbuf_release(&hb);
 	if (b.failed || sl.failed) {
-		jo_obj_buf_release(&b);
-		jo_obj_buf_release(&sl);
+		jo_dynbuf_release(&b);
+		jo_dynbuf_release(&sl);
 		return NULL;
 	}
 	if (signed_out)
 		*signed_out = sl.p;
 	else
-		jo_obj_buf_release(&sl);
+		jo_dynbuf_release(&sl);
 	return b.p;
 }
 
@@ -226,17 +226,17 @@ static char *build_sts(const struct jo_sigv4_req *r, char **signed_out)
 {
 	char *creq = build_creq(r, signed_out);
 	char h[65];
-	struct jo_obj_buf b;
+	struct jo_dynbuf b;
 
 	if (!creq)
 		return NULL;
 	jo_sigv4_sha256_hex(creq, strlen(creq), h);
 	free(creq);
-	jo_obj_buf_init(&b, 0);
-	jo_obj_buf_addf(&b, "AWS4-HMAC-SHA256\n%s\n%.8s/%s/%s/aws4_request\n%s", r->amz_date,
+	jo_dynbuf_init(&b, 0);
+	jo_dynbuf_addf(&b, "AWS4-HMAC-SHA256\n%s\n%.8s/%s/%s/aws4_request\n%s", r->amz_date,
 			r->amz_date, r->region, r->service, h);
 	if (b.failed) {
-		jo_obj_buf_release(&b);
+		jo_dynbuf_release(&b);
 		if (signed_out) {
 			free(*signed_out);
 			*signed_out = NULL;
@@ -264,18 +264,18 @@ char *jo_sigv4_authorization(const struct jo_sigv4_req *r)
 	char *sts = build_sts(r, &signed_list);
 	unsigned char k[32], sig[32];
 	char date[9], sighex[65];
-	struct jo_obj_buf key, out;
+	struct jo_dynbuf key, out;
 
 	if (!sts)
 		return NULL;
 	memcpy(date, r->amz_date, 8);
 	date[8] = '\0';
-	jo_obj_buf_init(&key, 0);
-	jo_obj_buf_addf(&key, "AWS4%s", r->secret_key);
+	jo_dynbuf_init(&key, 0);
+	jo_dynbuf_addf(&key, "AWS4%s", r->secret_key);
 	if (key.failed) {
 		free(sts);
 		free(signed_list);
-		jo_obj_buf_release(&key);
+		jo_dynbuf_release(&key);
 		return NULL;
 	}
 	hmac(key.p, key.len, date, k);
@@ -287,16 +287,16 @@ char *jo_sigv4_authorization(const struct jo_sigv4_req *r)
 	/* Wipe the derived key material. */
 	memset(key.p, 0, key.len);
 	memset(k, 0, sizeof(k));
-	jo_obj_buf_release(&key);
-	jo_obj_buf_init(&out, 0);
-	jo_obj_buf_addf(&out,
+	jo_dynbuf_release(&key);
+	jo_dynbuf_init(&out, 0);
+	jo_dynbuf_addf(&out,
 			"AWS4-HMAC-SHA256 Credential=%s/%s/%s/%s/aws4_request, "
 			"SignedHeaders=%s, Signature=%s",
 			r->access_key, date, r->region, r->service, signed_list, sighex);
 	free(sts);
 	free(signed_list);
 	if (out.failed) {
-		jo_obj_buf_release(&out);
+		jo_dynbuf_release(&out);
 		return NULL;
 	}
 	return out.p;

@@ -1,4 +1,4 @@
-/* obj_util.c: buffers, URL/XML coding and time parsing for the backends. */
+/* obj_util.c: URL/XML coding and time parsing for the backends. */
 #include "common/object/object_internal.h"
 
 #include <stdarg.h>
@@ -8,94 +8,7 @@
 #include <time.h>
 
 #include "common/err.h"
-
-void jo_obj_buf_init(struct jo_obj_buf *b, size_t max)
-{
-	memset(b, 0, sizeof(*b));
-	b->max = max;
-}
-
-void jo_obj_buf_release(struct jo_obj_buf *b)
-{
-	free(b->p);
-	b->p = NULL;
-	b->len = b->cap = 0;
-	b->failed = false;
-}
-
-void jo_obj_buf_reset(struct jo_obj_buf *b)
-{
-	b->len = 0;
-	if (b->p)
-		b->p[0] = '\0';
-	b->failed = false;
-}
-
-int jo_obj_buf_add(struct jo_obj_buf *b, const void *data, size_t n)
-{
-	if (b->failed)
-		return JO_ENOMEM;
-	if (b->max && b->len + n > b->max) {
-		b->failed = true;
-		return JO_EPROTO;
-	}
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 256;
-		char *np;
-
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		np = realloc(b->p, nc);
-		if (!np) {
-			b->failed = true;
-			return JO_ENOMEM;
-		}
-		b->p = np;
-		b->cap = nc;
-	}
-	if (n)
-		memcpy(b->p + b->len, data, n);
-	b->len += n;
-	b->p[b->len] = '\0';
-	return 0;
-}
-
-int jo_obj_buf_adds(struct jo_obj_buf *b, const char *s)
-{
-	return jo_obj_buf_add(b, s, strlen(s));
-}
-
-int jo_obj_buf_addf(struct jo_obj_buf *b, const char *fmt, ...)
-{
-	char small[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(small, sizeof(small), fmt, ap);
-	va_end(ap);
-	if (n < 0) {
-		b->failed = true;
-		return JO_EIO;
-	}
-	if ((size_t)n < sizeof(small))
-		return jo_obj_buf_add(b, small, (size_t)n);
-	{
-		char *big = malloc((size_t)n + 1);
-		int rc;
-
-		if (!big) {
-			b->failed = true;
-			return JO_ENOMEM;
-		}
-		va_start(ap, fmt);
-		vsnprintf(big, (size_t)n + 1, fmt, ap);
-		va_end(ap);
-		rc = jo_obj_buf_add(b, big, (size_t)n);
-		free(big);
-		return rc;
-	}
-}
+#include "common/pct.h"
 
 static bool unreserved(unsigned char c)
 {
@@ -103,78 +16,38 @@ static bool unreserved(unsigned char c)
 	       c == '-' || c == '_' || c == '.' || c == '~';
 }
 
-int jo_obj_uri_encode(struct jo_obj_buf *b, const char *s, bool keep_slash)
+int jo_obj_uri_encode(struct jo_dynbuf *b, const char *s, bool keep_slash)
 {
 	static const char digits[] = "0123456789ABCDEF";
 
 	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
 		if (unreserved(*p) || (keep_slash && *p == '/')) {
-			jo_obj_buf_add(b, p, 1);
+			jo_dynbuf_add(b, p, 1);
 		} else {
 			char e[3] = { '%', digits[*p >> 4], digits[*p & 15] };
 
-			jo_obj_buf_add(b, e, 3);
+			jo_dynbuf_add(b, e, 3);
 		}
 	}
 	return b->failed ? JO_ENOMEM : 0;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 char *jo_obj_url_decode(const char *s, bool plus_space)
 {
-	size_t n = strlen(s);
-	char *out = malloc(n + 1), *w = out;
-
-	if (!out)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi, lo;
-
-			if (i + 2 >= n) {
-				free(out);
-				return NULL;
-			}
-			hi = hexval(s[i + 1]);
-			lo = hi < 0 ? -1 : hexval(s[i + 2]);
-			/* %00 would cut the string short: a different key, silently */
-			if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-				free(out);
-				return NULL;
-			}
-			*w++ = (char)(hi * 16 + lo);
-			i += 2;
-		} else if (s[i] == '+' && plus_space) {
-			*w++ = ' ';
-		} else {
-			*w++ = s[i];
-		}
-	}
-	*w = '\0';
-	return out;
+	return jo_pct_decode(s, strlen(s), plus_space ? JO_PCT_PLUS_SPACE : 0);
 }
 
-int jo_obj_xml_escape(struct jo_obj_buf *b, const char *s)
+int jo_obj_xml_escape(struct jo_dynbuf *b, const char *s)
 {
 	for (; *s; s++) {
 		switch (*s) {
-		case '&': jo_obj_buf_adds(b, "&amp;"); break;
-		case '<': jo_obj_buf_adds(b, "&lt;"); break;
-		case '>': jo_obj_buf_adds(b, "&gt;"); break;
-		case '"': jo_obj_buf_adds(b, "&quot;"); break;
-		case '\'': jo_obj_buf_adds(b, "&apos;"); break;
-		case '\r': jo_obj_buf_adds(b, "&#13;"); break;
-		default: jo_obj_buf_add(b, s, 1); break;
+		case '&': jo_dynbuf_adds(b, "&amp;"); break;
+		case '<': jo_dynbuf_adds(b, "&lt;"); break;
+		case '>': jo_dynbuf_adds(b, "&gt;"); break;
+		case '"': jo_dynbuf_adds(b, "&quot;"); break;
+		case '\'': jo_dynbuf_adds(b, "&apos;"); break;
+		case '\r': jo_dynbuf_adds(b, "&#13;"); break;
+		default: jo_dynbuf_add(b, s, 1); break;
 		}
 	}
 	return b->failed ? JO_ENOMEM : 0;

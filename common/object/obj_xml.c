@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #define XML_MAX_TEXT (64 * 1024)
@@ -26,7 +27,7 @@ struct xp {
 	int depth;
 	char root[64];
 	char parent[XML_MAX_DEPTH][48];  /* element names by depth (truncated) */
-	struct jo_obj_buf text;
+	struct jo_dynbuf text;
 	xp_start_fn on_start;
 	xp_end_fn on_end;
 	void *ud;
@@ -56,7 +57,7 @@ static void XMLCALL xp_start(void *ud, const XML_Char *name, const XML_Char **at
 	snprintf(x->parent[x->depth], sizeof(x->parent[0]), "%s", name);
 	if (x->depth == 1)
 		snprintf(x->root, sizeof(x->root), "%s", name);
-	jo_obj_buf_reset(&x->text);
+	jo_dynbuf_reset(&x->text);
 	if (x->on_start)
 		x->on_start(x, name);
 }
@@ -71,7 +72,7 @@ static void XMLCALL xp_end(void *ud, const XML_Char *name)
 	}
 	if (x->on_end)
 		x->on_end(x, name, x->text.p ? x->text.p : "");
-	jo_obj_buf_reset(&x->text);
+	jo_dynbuf_reset(&x->text);
 	x->depth--;
 }
 
@@ -79,7 +80,7 @@ static void XMLCALL xp_chars(void *ud, const XML_Char *s, int len)
 {
 	struct xp *x = ud;
 
-	jo_obj_buf_add(&x->text, s, (size_t)len);
+	jo_dynbuf_add(&x->text, s, (size_t)len);
 }
 
 /* The name of the element enclosing the current one (depth-1). */
@@ -97,7 +98,7 @@ static int xp_run(struct xp *x, const char *xml, size_t len, struct jo_err *err)
 	x->parser = XML_ParserCreate(NULL);
 	if (!x->parser)
 		return jo_err_set(err, JO_ENOMEM, "out of memory for the XML parser");
-	jo_obj_buf_init(&x->text, XML_MAX_TEXT);
+	jo_dynbuf_init(&x->text, XML_MAX_TEXT);
 	XML_SetUserData(x->parser, x);
 	XML_SetElementHandler(x->parser, xp_start, xp_end);
 	XML_SetCharacterDataHandler(x->parser, xp_chars);
@@ -128,7 +129,7 @@ static int xp_run(struct xp *x, const char *xml, size_t len, struct jo_err *err)
 		rc = jo_err_set(err, JO_EPROTO, "empty XML reply");
 	}
 	XML_ParserFree(x->parser);
-	jo_obj_buf_release(&x->text);
+	jo_dynbuf_release(&x->text);
 	return rc;
 }
 
@@ -182,15 +183,8 @@ struct list_doc {
 static int push_entry(struct jo_s3_entry **arr, size_t *n, size_t *cap,
 		      const struct jo_s3_entry *e)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 64;
-		struct jo_s3_entry *np = realloc(*arr, nc * sizeof(*np));
-
-		if (!np)
-			return JO_ENOMEM;
-		*arr = np;
-		*cap = nc;
-	}
+	if (jo_grow_array(arr, cap, *n + 1, sizeof(**arr)))
+		return JO_ENOMEM;
 	(*arr)[(*n)++] = *e;
 	return 0;
 }
@@ -579,16 +573,9 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 								      : "Part without Size");
 				return;
 			}
-			if (p->n == p->cap) {
-				size_t nc = p->cap ? p->cap * 2 : 64;
-				struct jo_obj_part *np = realloc(p->parts, nc * sizeof(*np));
-
-				if (!np) {
-					xp_fail(x, JO_ENOMEM, "out of memory");
-					return;
-				}
-				p->parts = np;
-				p->cap = nc;
+			if (jo_grow_array(&p->parts, &p->cap, p->n + 1, sizeof(*p->parts))) {
+				xp_fail(x, JO_ENOMEM, "out of memory");
+				return;
 			}
 			p->parts[p->n++] = d->cur;
 		} else if (strcmp(name, "IsTruncated") == 0) {

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/object/object_internal.h"
 
@@ -108,42 +109,26 @@ int jo_obj_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *
 }
 
 struct membuf {
-	uint8_t *p;
-	size_t len, cap, max;
+	struct jo_dynbuf b;
 	bool over;
 };
 
 static int membuf_write(const void *data, size_t len, void *payload)
 {
 	struct membuf *m = payload;
+	int rc;
 
-	if (len > m->max - m->len) {
+	/* "at most max bytes": 0 is none at all, not dynbuf's "unlimited" */
+	rc = m->b.max == 0 && len ? JO_EPROTO : jo_dynbuf_add(&m->b, data, len);
+	if (rc == JO_EPROTO)
 		m->over = true;
-		return JO_EPROTO;
-	}
-	if (m->len + len > m->cap) {
-		size_t nc = m->cap ? m->cap : 4096;
-		uint8_t *np;
-
-		while (nc < m->len + len)
-			nc *= 2;
-		if (nc > m->max)
-			nc = m->max;
-		np = realloc(m->p, nc ? nc : 1);
-		if (!np)
-			return JO_ENOMEM;
-		m->p = np;
-		m->cap = nc;
-	}
-	memcpy(m->p + m->len, data, len);
-	m->len += len;
-	return 0;
+	return rc;
 }
 
 int jo_obj_get_buf(struct jo_obj *o, const char *key, uint64_t offset, int64_t length,
 		   size_t max, uint8_t **out, size_t *len_out, struct jo_err *err)
 {
-	struct membuf m = { .max = max };
+	struct membuf m = { .b = JO_DYNBUF_INIT(max) };
 	struct jo_obj_get_opts go = { .offset = offset, .length = length };
 	int rc;
 
@@ -155,17 +140,12 @@ int jo_obj_get_buf(struct jo_obj *o, const char *key, uint64_t offset, int64_t l
 		jo_err_set(err, JO_EPROTO, "get '%s' in %s: object larger than %zu bytes", key,
 			   o->desc, max);
 	if (rc) {
-		free(m.p);
+		jo_dynbuf_release(&m.b);
 		return rc;
 	}
-	if (!m.p) {
-		m.p = malloc(1);
-		if (!m.p)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
-	*out = m.p;
-	if (len_out)
-		*len_out = m.len;
+	*out = (uint8_t *)jo_dynbuf_detach(&m.b, len_out);
+	if (!*out)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	return 0;
 }
 

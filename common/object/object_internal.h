@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dynbuf.h"
 #include "common/object/object.h"
 
 struct jo_err;
@@ -85,30 +86,17 @@ int jo_obj_shard_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct j
 /* FNV-1a 32-bit of a string (JuiceFS shard selection). */
 uint32_t jo_obj_fnv1a32(const char *s);
 
-/* ---- growable byte buffer with a hard limit ---- */
-struct jo_obj_buf {
-	char *p;           /* NUL-terminated when non-NULL */
-	size_t len, cap;
-	size_t max;        /* 0: unlimited */
-	bool failed;       /* an append failed (OOM or over max) */
-};
-void jo_obj_buf_init(struct jo_obj_buf *b, size_t max);
-void jo_obj_buf_release(struct jo_obj_buf *b);
-void jo_obj_buf_reset(struct jo_obj_buf *b);
-int jo_obj_buf_add(struct jo_obj_buf *b, const void *data, size_t n);
-int jo_obj_buf_adds(struct jo_obj_buf *b, const char *s);
-int jo_obj_buf_addf(struct jo_obj_buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+/* Buffers: struct jo_dynbuf (common/dynbuf.h). */
 
 /* SigV4 URI encoding of a byte string (unreserved A-Za-z0-9-_.~ kept). */
-int jo_obj_uri_encode(struct jo_obj_buf *b, const char *s, bool keep_slash);
+int jo_obj_uri_encode(struct jo_dynbuf *b, const char *s, bool keep_slash);
 /*
  * Decode %XX (and '+' as space when plus_space); malloc'd, NULL on bad input
  * (a cut or non-hex escape, or %00: a NUL would silently shorten the string).
  */
 char *jo_obj_url_decode(const char *s, bool plus_space);
 /* XML-escape into b. */
-int jo_obj_xml_escape(struct jo_obj_buf *b, const char *s);
+int jo_obj_xml_escape(struct jo_dynbuf *b, const char *s);
 
 /* ---- S3 XML replies (obj_xml.c, expat) ---- */
 struct jo_s3_entry {

@@ -18,28 +18,11 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/mem.h"
 
 #define CPROGRESS 0xFE /* 16 bytes: files, bytes */
 #define CDATA 0xFF     /* 4 bytes length, then JSON */
 #define MAX_REPLY (64u << 20)
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
 
 void jo_warmup_ctl_reply_release(struct jo_warmup_ctl_reply *r)
 {
@@ -75,9 +58,9 @@ int jo_warmup_ctl_encode(int action, const char *const *paths, size_t n, unsigne
 	m = malloc(total);
 	if (!m)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	put32(m, JO_WARMUP_CTL_FILLCACHE);
-	put32(m + 4, (uint32_t)body);
-	put32(m + 8, (uint32_t)plen);
+	jo_put_be32(m, JO_WARMUP_CTL_FILLCACHE);
+	jo_put_be32(m + 4, (uint32_t)body);
+	jo_put_be32(m + 8, (uint32_t)plen);
 	p = m + 12;
 	for (size_t i = 0; i < n; i++) {
 		size_t l = strlen(paths[i]);
@@ -180,8 +163,8 @@ int jo_warmup_ctl_feed(struct jo_warmup_ctl_parser *p, const void *data, size_t 
 		if (t == CPROGRESS) {
 			if (p->len - off < 17)
 				break;
-			out->progress_files = get64(p->buf + off + 1);
-			out->progress_bytes = get64(p->buf + off + 9);
+			out->progress_files = jo_be64(p->buf + off + 1);
+			out->progress_bytes = jo_be64(p->buf + off + 9);
 			off += 17;
 		} else if (t == CDATA) {
 			uint32_t sz;
@@ -189,7 +172,7 @@ int jo_warmup_ctl_feed(struct jo_warmup_ctl_parser *p, const void *data, size_t 
 
 			if (p->len - off < 5)
 				break;
-			sz = get32(p->buf + off + 1);
+			sz = jo_be32(p->buf + off + 1);
 			if (sz > MAX_REPLY)
 				return jo_err_set(err, JO_EPROTO, "the mount announces a %u-byte answer", sz);
 			if (p->len - off - 5 < sz)

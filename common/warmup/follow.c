@@ -36,6 +36,7 @@
 #include "common/command.h"
 #include "common/exit.h"
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/file.h"
@@ -48,14 +49,9 @@
 #define MAX_CLIENTS 64
 #define MAX_ID 1024
 
-struct lbuf {
-	char *b;
-	size_t n, cap;
-};
-
 struct client {
 	int fd;
-	struct lbuf in;
+	struct jo_dynbuf in;
 };
 
 struct completion {
@@ -80,7 +76,7 @@ struct follow {
 	/* the stream */
 	int sfd;
 	bool sfd_own, eof;
-	struct lbuf sbuf;
+	struct jo_dynbuf sbuf;
 	size_t sline_done;      /* bytes of sbuf already handled */
 	uint64_t line;
 	bool open_skip_map;     /* the open batch is passed and not mapped */
@@ -96,7 +92,7 @@ struct follow {
 	/* the control channel */
 	int cfd;                /* FIFO or listening socket */
 	bool is_fifo, sock_made;
-	struct lbuf fifo_in;
+	struct jo_dynbuf fifo_in;
 	struct client cl[MAX_CLIENTS];
 	size_t ncl;
 	/* completions from the workers */
@@ -125,32 +121,12 @@ static void emit(json_t *o)
 	json_decref(o);
 }
 
-static int lbuf_add(struct lbuf *l, const char *p, size_t n)
+/* Drop the first n bytes of l (lines handled). */
+static void lbuf_consume(struct jo_dynbuf *l, size_t n)
 {
-	if (l->n + n + 1 > l->cap) {
-		size_t nc = l->cap ? l->cap : 4096;
-		char *nb;
-
-		while (nc < l->n + n + 1)
-			nc *= 2;
-		nb = realloc(l->b, nc);
-		if (!nb)
-			return JO_ENOMEM;
-		l->b = nb;
-		l->cap = nc;
-	}
-	memcpy(l->b + l->n, p, n);
-	l->n += n;
-	l->b[l->n] = '\0';
-	return 0;
-}
-
-static void lbuf_consume(struct lbuf *l, size_t n)
-{
-	memmove(l->b, l->b + n, l->n - n);
-	l->n -= n;
-	if (l->b)
-		l->b[l->n] = '\0';
+	if (l->p)
+		memmove(l->p, l->p + n, l->len - n);
+	jo_dynbuf_setlen(l, l->len - n);
 }
 
 static void trim(char **s, size_t *n)
@@ -765,17 +741,17 @@ static int pump_stream(struct follow *f, int budget)
 		if (jo_cancelled())
 			return 0;
 		if (budget-- <= 0)
-			return f->sbuf.n && memchr(f->sbuf.b, '\n', f->sbuf.n) ? 1 : 0;
-		char *nl = memchr(f->sbuf.b ? f->sbuf.b : "", '\n', f->sbuf.n);
-		char *line = f->sbuf.b, *id = NULL;
+			return f->sbuf.len && memchr(f->sbuf.p, '\n', f->sbuf.len) ? 1 : 0;
+		char *nl = memchr(f->sbuf.p ? f->sbuf.p : "", '\n', f->sbuf.len);
+		char *line = f->sbuf.p, *id = NULL;
 		size_t n;
 		int kind, rc = 0;
 
 		if (!nl) {
-			if (!f->eof || !f->sbuf.n)
+			if (!f->eof || !f->sbuf.len)
 				break;
 			/* the last line has no newline */
-			n = f->sbuf.n;
+			n = f->sbuf.len;
 		} else {
 			n = (size_t)(nl - line) + 1;
 		}
@@ -827,7 +803,7 @@ static int pump_stream(struct follow *f, int budget)
 		if (rc)
 			return rc;
 	}
-	if (f->eof && !f->sbuf.n && jo_wwin_is_open(f->w)) {
+	if (f->eof && !f->sbuf.len && jo_wwin_is_open(f->w)) {
 		/* a batch without its closing line at the end: name it by its index */
 		char name[32];
 		const char *oid = f->open_json_id;
@@ -844,7 +820,7 @@ static int pump_stream(struct follow *f, int budget)
 static bool stream_blocked(struct follow *f)
 {
 	/* a complete line waits for room in the window: read no more */
-	return f->sbuf.n && memchr(f->sbuf.b, '\n', f->sbuf.n);
+	return f->sbuf.len && memchr(f->sbuf.p, '\n', f->sbuf.len);
 }
 
 static int read_stream(struct follow *f)
@@ -861,11 +837,11 @@ static int read_stream(struct follow *f)
 		f->eof = true;
 		return 0;
 	}
-	if (f->sbuf.n + (size_t)r > MAX_LINE && !memchr(buf, '\n', (size_t)r) &&
-	    !memchr(f->sbuf.b, '\n', f->sbuf.n))
+	if (f->sbuf.len + (size_t)r > MAX_LINE && !memchr(buf, '\n', (size_t)r) &&
+	    !memchr(f->sbuf.p, '\n', f->sbuf.len))
 		return jo_err_set(&f->st->err, JO_EINVAL, "stream line %" PRIu64 " is longer than %u "
 				  "bytes", f->line + 1, MAX_LINE);
-	if (lbuf_add(&f->sbuf, buf, (size_t)r))
+	if (jo_dynbuf_add(&f->sbuf, buf, (size_t)r))
 		return jo_err_set(&f->st->err, JO_ENOMEM, "out of memory");
 	return 0;
 }
@@ -1012,16 +988,16 @@ static void reply(int fd, json_t *o)
 }
 
 /* Handle the complete lines in l; replies to fd (-1: to stdout). */
-static int control_lines(struct follow *f, struct lbuf *l, int fd)
+static int control_lines(struct follow *f, struct jo_dynbuf *l, int fd)
 {
 	char *nl;
 
-	while (l->n && (nl = memchr(l->b, '\n', l->n))) {
-		size_t n = (size_t)(nl - l->b) + 1;
+	while (l->len && (nl = memchr(l->p, '\n', l->len))) {
+		size_t n = (size_t)(nl - l->p) + 1;
 		json_t *o;
 
 		*nl = '\0';
-		o = control_line(f, l->b, n - 1);
+		o = control_line(f, l->p, n - 1);
 		if (fd >= 0)
 			reply(fd, o);
 		else
@@ -1030,8 +1006,8 @@ static int control_lines(struct follow *f, struct lbuf *l, int fd)
 		if (f->rc)
 			return f->rc;
 	}
-	if (l->n > 65536)
-		l->n = 0; /* garbage without newlines */
+	if (l->len > 65536)
+		l->len = 0; /* garbage without newlines */
 	return 0;
 }
 
@@ -1241,12 +1217,12 @@ static void accept_clients(struct follow *f)
 static void drop_client(struct follow *f, size_t i)
 {
 	close(f->cl[i].fd);
-	free(f->cl[i].in.b);
+	jo_dynbuf_release(&f->cl[i].in);
 	f->cl[i] = f->cl[--f->ncl];
 }
 
 /* Read what a client (or the FIFO) sent; 1 = closed. */
-static int read_ctl(int fd, struct lbuf *l)
+static int read_ctl(int fd, struct jo_dynbuf *l)
 {
 	char buf[4096];
 
@@ -1259,7 +1235,7 @@ static int read_ctl(int fd, struct lbuf *l)
 			return errno == EAGAIN ? 0 : 1;
 		if (r == 0)
 			return 1;
-		if (lbuf_add(l, buf, (size_t)r))
+		if (jo_dynbuf_add(l, buf, (size_t)r))
 			return 1;
 		if ((size_t)r < sizeof(buf))
 			return 0;
@@ -1292,7 +1268,7 @@ static bool finished(struct follow *f)
 {
 	struct jo_wwin_stats ws;
 
-	if (!f->eof || f->sbuf.n || jo_wwin_is_open(f->w))
+	if (!f->eof || f->sbuf.len || jo_wwin_is_open(f->w))
 		return false;
 	jo_wwin_stats(f->w, &ws);
 	return ws.in_window == 0 && !f->outstanding;
@@ -1452,7 +1428,7 @@ static void follow_close(struct follow *f)
 	jo_warmup_cachedirs_release(&f->cd);
 	for (size_t i = 0; i < f->ncl; i++) {
 		close(f->cl[i].fd);
-		free(f->cl[i].in.b);
+		jo_dynbuf_release(&f->cl[i].in);
 	}
 	if (f->cfd >= 0)
 		close(f->cfd);
@@ -1465,8 +1441,8 @@ static void follow_close(struct follow *f)
 	for (int i = 0; i < 2; i++)
 		if (f->wake[i] >= 0)
 			close(f->wake[i]);
-	free(f->sbuf.b);
-	free(f->fifo_in.b);
+	jo_dynbuf_release(&f->sbuf);
+	jo_dynbuf_release(&f->fifo_in);
 	free(f->cq);
 	free(f->target);
 	free(f->st_id);

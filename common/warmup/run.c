@@ -18,6 +18,7 @@
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/volume.h"
 #include "common/warmup/warmup.h"
@@ -28,32 +29,6 @@ double wu_now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static void put_be32(uint8_t *p, uint32_t v)
-{
-	for (int i = 3; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 /* 1 when ino is new, 0 when seen, JO_ENOMEM */
@@ -175,12 +150,12 @@ static int on_block(const struct jo_warmup_block *b, void *payload)
 			return jo_err_set(&st->err, JO_ENOMEM, "out of memory");
 		r = heap;
 	}
-	put_be64(r, b->id);
-	put_be32(r + 8, b->indx);
+	jo_put_be64(r, b->id);
+	jo_put_be32(r + 8, b->indx);
 	r[12] = (uint8_t)b->anchor_kind;
-	put_be64(r + 13, b->anchor);
-	put_be64(r + 21, b->alt);
-	put_be32(r + 29, b->bsize);
+	jo_put_be64(r + 13, b->anchor);
+	jo_put_be64(r + 21, b->alt);
+	jo_put_be32(r + 29, b->bsize);
 	memcpy(r + WU_REC_HEAD, st->cur_path, pl);
 	rc = jo_xsort_add(st->xs, r, WU_REC_HEAD + pl, &st->err);
 	free(heap);
@@ -445,12 +420,12 @@ int wu_next_block(struct wu_state *st, struct jo_warmup_block *b, char **vpath)
 	memcpy(st->prev, r, rl);
 	st->prevlen = rl;
 	memset(b, 0, sizeof(*b));
-	b->id = get_be64(r);
-	b->indx = get_be32(r + 8);
+	b->id = jo_be64(r);
+	b->indx = jo_be32(r + 8);
 	b->anchor_kind = r[12];
-	b->anchor = get_be64(r + 13);
-	b->alt = get_be64(r + 21);
-	b->bsize = get_be32(r + 29);
+	b->anchor = jo_be64(r + 13);
+	b->alt = jo_be64(r + 21);
+	b->bsize = jo_be32(r + 29);
 	*vpath = strndup((const char *)r + WU_REC_HEAD, rl - WU_REC_HEAD);
 	if (!*vpath)
 		return jo_err_set(&st->err, JO_ENOMEM, "out of memory");

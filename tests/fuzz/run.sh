@@ -40,7 +40,8 @@ pc_libs=$(pkg-config --libs $pkgs)
 base=(-g -O1 -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -DJO_VERSION='"fuzz"' -I"$top"
       -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
 lance_srcs=("$top"/lanceparse/pb.c "$top"/lanceparse/manifest.c "$top"/lanceparse/scan.c
-            "$top"/lanceparse/ranges.c "$top"/lanceparse/io.c "$top"/common/err.c)
+            "$top"/lanceparse/ranges.c "$top"/lanceparse/io.c "$top"/common/err.c
+            "$top"/common/dynbuf.c)
 mkdir -p "$out/seeds" "$out/obj"
 
 # The library objects the non-lance targets link against (coverage-

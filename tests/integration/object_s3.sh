@@ -24,7 +24,8 @@ if [ -z "$tool" ]; then
 	cc -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -O2 -Wall -Wextra -Werror \
 		-I"$JO_REPO" "$JO_REPO/tests/tools/objtool.c" "$JO_REPO"/common/object/*.c \
 		"$JO_REPO/common/err.c" "$JO_REPO/common/cancel.c" "$JO_REPO/common/log.c" \
-		"$JO_REPO/common/esc.c" \
+		"$JO_REPO/common/esc.c" "$JO_REPO/common/dynbuf.c" "$JO_REPO/common/pct.c" \
+		"$JO_REPO/common/curlerr.c" \
 		-o "$tool" -lcurl -lssl -lcrypto -lexpat -lpthread -lm
 fi
 

@@ -32,6 +32,7 @@
 #include "common/err.h"
 #include "common/meta/tkv/kv.h"
 #include "common/meta/meta_internal.h"
+#include "common/pct.h"
 
 static const struct jo_kv_transport *kv = &jo_kv_etcd;
 static struct jo_kvc *conn;
@@ -41,17 +42,6 @@ struct bytes {
 	uint8_t *p;
 	size_t n;
 };
-
-static int hexv(int ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
 
 static struct bytes word(const char *w)
 {
@@ -71,8 +61,8 @@ static struct bytes word(const char *w)
 	}
 	b.p = malloc(n + 1);
 	for (size_t i = 0; i < n; i++) {
-		if (w[i] == '\\' && w[i + 1] == 'x' && hexv(w[i + 2]) >= 0 && hexv(w[i + 3]) >= 0) {
-			b.p[b.n++] = (uint8_t)(hexv(w[i + 2]) * 16 + hexv(w[i + 3]));
+		if (w[i] == '\\' && w[i + 1] == 'x' && jo_hexval(w[i + 2]) >= 0 && jo_hexval(w[i + 3]) >= 0) {
+			b.p[b.n++] = (uint8_t)(jo_hexval(w[i + 2]) * 16 + jo_hexval(w[i + 3]));
 			i += 3;
 		} else {
 			b.p[b.n++] = (uint8_t)w[i];

@@ -144,6 +144,9 @@ static void tls_query_reads_juicefs_keys_percent_decoded(void **state)
 	assert_int_equal(jo_etcd_tls_parse(&t, "cacert=/a&insecure-skip-verify=", &err), 0);
 	assert_false(t.insecure);
 	jo_etcd_tls_release(&t);
+	/* %00 would cut the file name short */
+	assert_int_equal(jo_etcd_tls_parse(&t, "cacert=/a%00b", &err), JO_EINVAL);
+	jo_etcd_tls_release(&t);
 	/* an empty value is no value */
 	assert_int_equal(jo_etcd_tls_parse(&t, "cacert=&&key", &err), 0);
 	assert_false(jo_etcd_tls_on(&t));

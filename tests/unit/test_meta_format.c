@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 
 /* Stored by juicefs 1.4.2 `format --secret-key 'S3cr3t/Key+xyz' --session-token TOK123`
@@ -210,20 +211,6 @@ static void test_format_validated_never_defaulted(void **state)
 	}
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	put32(p, (uint32_t)(v >> 32));
-	put32(p + 4, (uint32_t)v);
-}
-
 static void test_attr_decode(void **state)
 {
 	uint8_t b[90];
@@ -235,18 +222,18 @@ static void test_attr_decode(void **state)
 	b[0] = 0x21;
 	b[1] = (uint8_t)((1 << 4) | 0x01); /* type 1, mode 0o644 = 0x1a4 */
 	b[2] = 0xa4;
-	put32(b + 3, 1000);
-	put32(b + 7, 2000);
-	put64(b + 11, (uint64_t)-5); /* negative atime */
-	put32(b + 19, 7);
-	put64(b + 23, 1795960564ULL);
-	put32(b + 31, 629000000);
-	put64(b + 35, 1795960565ULL);
-	put32(b + 43, 999999999);
-	put32(b + 47, 3);
-	put64(b + 51, 0x123456789ULL);
-	put32(b + 59, 0xdeadbeef);
-	put64(b + 63, 42);
+	jo_put_be32(b + 3, 1000);
+	jo_put_be32(b + 7, 2000);
+	jo_put_be64(b + 11, (uint64_t)-5); /* negative atime */
+	jo_put_be32(b + 19, 7);
+	jo_put_be64(b + 23, 1795960564ULL);
+	jo_put_be32(b + 31, 629000000);
+	jo_put_be64(b + 35, 1795960565ULL);
+	jo_put_be32(b + 43, 999999999);
+	jo_put_be32(b + 47, 3);
+	jo_put_be64(b + 51, 0x123456789ULL);
+	jo_put_be32(b + 59, 0xdeadbeef);
+	jo_put_be64(b + 63, 42);
 	assert_int_equal(jo_meta_decode_attr(b, 72, &a, &err), 0);
 	assert_int_equal(a.flags, 0x21);
 	assert_int_equal(a.type, JO_TYPE_FILE);

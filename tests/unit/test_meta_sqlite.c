@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_compact.h"
 #include "common/meta/meta_mut.h"
@@ -136,11 +137,6 @@ static int dirent_cb(const char *name, size_t len, uint64_t ino, uint8_t type, v
 	return 0;
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-	return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | p[3];
-}
-
 static void test_tree(void **state)
 {
 	struct jo_meta *m = open_ok();
@@ -186,10 +182,10 @@ static void test_tree(void **state)
 	free(idx);
 	assert_int_equal(jo_meta_read_chunk(m, ino, 0, &raw, &len, &err), 0);
 	assert_int_equal(len, 24);
-	assert_int_equal(rd32(raw), 0);          /* pos */
-	assert_int_equal(rd32(raw + 12), 300000); /* size */
-	assert_int_equal(rd32(raw + 16), 0);      /* off */
-	assert_int_equal(rd32(raw + 20), 300000); /* len */
+	assert_int_equal(jo_be32(raw), 0);          /* pos */
+	assert_int_equal(jo_be32(raw + 12), 300000); /* size */
+	assert_int_equal(jo_be32(raw + 16), 0);      /* off */
+	assert_int_equal(jo_be32(raw + 20), 300000); /* len */
 	free(raw);
 	assert_int_equal(jo_meta_list_chunks_len(m, ino, 300000, &idx, &n, &err), 0);
 	assert_int_equal(n, 1);
@@ -287,7 +283,7 @@ static void test_scans(void **state)
 	assert_int_equal(jo_meta_read_chunk(m2, ino, 0, &raw, &len, &err), 0);
 	assert_int_equal(len, 24);
 	{
-		uint64_t id = ((uint64_t)rd32(raw + 4) << 32) | rd32(raw + 8);
+		uint64_t id = ((uint64_t)jo_be32(raw + 4) << 32) | jo_be32(raw + 8);
 		assert_int_equal(jo_meta_get_slice_ref(m2, id, 5, &refs, &ex, &err), 0);
 		assert_int_equal(refs, 1);
 		assert_true(ex);
@@ -328,9 +324,9 @@ static void test_text_slices(void **state)
 	assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(jo_meta_read_chunk(m, ino, 0, &raw, &len, &err), 0);
 	assert_int_equal(len, 48);
-	assert_int_equal(rd32(raw + 24), 16);      /* hole record at pos 16 */
-	assert_int_equal(rd32(raw + 44), 8);
-	assert_int_equal(rd32(raw + 12), 300000); /* first record intact */
+	assert_int_equal(jo_be32(raw + 24), 16);      /* hole record at pos 16 */
+	assert_int_equal(jo_be32(raw + 44), 8);
+	assert_int_equal(jo_be32(raw + 12), 300000); /* first record intact */
 	free(raw);
 	/* a blob that is not a multiple of 24 bytes is corruption */
 	snprintf(sql, sizeof(sql), "UPDATE jfs_chunk SET slices = slices || x'00' WHERE inode=%llu",

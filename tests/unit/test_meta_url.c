@@ -176,6 +176,11 @@ static void test_redis_ha(void **state)
 	parse_code("redis://h1:7000,h%2:7001/1", JO_EINVAL);
 	parse_code("rediss://h/1?tls-key-file=/k", JO_EINVAL); /* a key without its certificate */
 	parse_code("rediss://h/1?tls-ca-cert-file=%zz", JO_EINVAL);
+	/* a NUL would cut the decoded C string short: another file, another password */
+	parse_code("rediss://h/1?tls-ca-cert-file=/a%00b", JO_EINVAL);
+	parse_code("redis://u:p%00q@h/1", JO_EINVAL);
+	parse_code("sqlite3:///tmp/a%00b.db", JO_EINVAL);
+	parse_code("postgres://u:p%00q@h:5432/db", JO_EINVAL);
 }
 
 static void test_unix(void **state)

@@ -106,13 +106,13 @@ static void get_utf8_path(void **state)
 		{ "Host", "example.amazonaws.com" },
 		{ "X-Amz-Date", "20150830T123600Z" },
 	};
-	struct jo_obj_buf path;
+	struct jo_dynbuf path;
 	struct jo_sigv4_req r;
 	char *auth;
 
 	(void)state;
-	jo_obj_buf_init(&path, 0);
-	jo_obj_buf_adds(&path, "/");
+	jo_dynbuf_init(&path, 0);
+	jo_dynbuf_adds(&path, "/");
 	jo_obj_uri_encode(&path, "\xe1\x88\xb4", true);
 	assert_string_equal(path.p, "/%E1%88%B4");
 	r = suite_req("GET", NULL, h, 2, EMPTY_SHA);
@@ -121,7 +121,7 @@ static void get_utf8_path(void **state)
 	assert_string_equal(auth, "AWS4-HMAC-SHA256 " SCOPE ", SignedHeaders=host;x-amz-date, "
 				  "Signature=8318018e0b0f223aa2bbf98705b62bb787dc9c0e678f255a891fd03141be5d85");
 	free(auth);
-	jo_obj_buf_release(&path);
+	jo_dynbuf_release(&path);
 }
 
 static void s3_get_object_example(void **state)
@@ -172,16 +172,16 @@ static void header_values_are_trimmed_and_collapsed(void **state)
 
 static void uri_encoding_of_awkward_keys(void **state)
 {
-	struct jo_obj_buf b;
+	struct jo_dynbuf b;
 
 	(void)state;
-	jo_obj_buf_init(&b, 0);
+	jo_dynbuf_init(&b, 0);
 	jo_obj_uri_encode(&b, "a b+c%d?e//f~g_h-i.j", true);
 	assert_string_equal(b.p, "a%20b%2Bc%25d%3Fe//f~g_h-i.j");
-	jo_obj_buf_reset(&b);
+	jo_dynbuf_reset(&b);
 	jo_obj_uri_encode(&b, "x/y=z&w", false);
 	assert_string_equal(b.p, "x%2Fy%3Dz%26w");
-	jo_obj_buf_release(&b);
+	jo_dynbuf_release(&b);
 }
 
 static void url_decode_rules(void **state)

@@ -55,20 +55,20 @@ static void list_v2_with_url_encoded_keys(void **state)
  */
 static void list_large_page_fed_in_pieces(void **state)
 {
-	struct jo_obj_buf b;
+	struct jo_dynbuf b;
 	struct jo_s3_list_page p;
 	struct jo_err err;
 
 	(void)state;
-	jo_obj_buf_init(&b, 0);
-	jo_obj_buf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult " NS ">"
+	jo_dynbuf_init(&b, 0);
+	jo_dynbuf_adds(&b, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<ListBucketResult " NS ">"
 			    "<Name>b</Name><IsTruncated>false</IsTruncated>");
 	for (int i = 0; i < 1000; i++)
-		jo_obj_buf_addf(&b, "<Contents><Key>vol/chunks/0/0/%d_0_4194304\xe2\x82\xac</Key>"
+		jo_dynbuf_addf(&b, "<Contents><Key>vol/chunks/0/0/%d_0_4194304\xe2\x82\xac</Key>"
 				"<LastModified>2026-12-02T04:00:00.000Z</LastModified>"
 				"<ETag>&quot;fba9dede5f27731c9771645a39863328&quot;</ETag><Size>%d</Size>"
 				"<StorageClass>STANDARD</StorageClass></Contents>\n", i, i);
-	jo_obj_buf_adds(&b, "</ListBucketResult>");
+	jo_dynbuf_adds(&b, "</ListBucketResult>");
 	assert_false(b.failed);
 	assert_true(b.len > 8 * 16384);
 	assert_int_equal(jo_s3xml_parse_list(b.p, b.len, &p, &err), 0);
@@ -83,7 +83,7 @@ static void list_large_page_fed_in_pieces(void **state)
 	jo_s3_list_page_release(&p);
 	/* the same page cut short in its last piece: malformed, not a smaller page */
 	assert_int_equal(jo_s3xml_parse_list(b.p, b.len - 10, &p, &err), JO_EPROTO);
-	jo_obj_buf_release(&b);
+	jo_dynbuf_release(&b);
 }
 
 static void list_v1_plain_keys_not_decoded(void **state)

@@ -14,7 +14,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,339 +24,23 @@
 #include "common/err.h"
 #include "common/object/object.h"
 #include "common/object/object_internal.h"
+#include "support/fake_obj.h"
 #include "sync/sync.h"
 
-/* ---- the fake store ------------------------------------------------------ */
+/* ---- the fake store (tests/unit/support/fake_obj.c) ---------------------- */
 
-struct mobj {
-	char *key;
-	unsigned char *data;
-	size_t len;
-	char etag[40];
-	int64_t mtime;
-	char **meta;             /* name, value, ..., NULL */
-};
-
-struct mem {
-	pthread_mutex_t mu;
-	struct mobj *o;          /* sorted by key (byte order) */
-	size_t n, cap;
-	bool ignore_start_after;
-	bool dir_first;
-	int lists, puts, heads, deletes;
-	int put_delay_us;        /* slow copies (kill tests) */
-};
-
-static void md5hex(const void *d, size_t n, char *out)
-{
-	unsigned char m[16];
-	unsigned int l = 16;
-
-	EVP_Digest(d, n, m, &l, EVP_md5(), NULL);
-	for (int i = 0; i < 16; i++)
-		sprintf(out + 2 * i, "%02x", m[i]);
-}
-
-static struct mem *M(struct jo_obj *o)
-{
-	return o->impl;
-}
-
-static size_t lower(struct mem *m, const char *key)
-{
-	size_t lo = 0, hi = m->n;
-
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-
-		if (strcmp(m->o[mid].key, key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static ssize_t find(struct mem *m, const char *key)
-{
-	size_t i = lower(m, key);
-
-	return i < m->n && !strcmp(m->o[i].key, key) ? (ssize_t)i : -1;
-}
-
-/* As the real client: one allocation holds the pointer array and the strings
- * (jo_obj_meta_free frees just that). */
-static char **meta_dup(const char *const *kv)
-{
-	size_t n = 0, bytes = 0;
-
-	while (kv && kv[n])
-		bytes += strlen(kv[n++]) + 1;
-	char **m = calloc(1, (n + 2) * sizeof(char *) + bytes);
-	char *p = (char *)(m + n + 2);
-	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(kv[i]) + 1;
-
-		memcpy(p, kv[i], l);
-		m[i] = p;
-		p += l;
-	}
-	return m;
-}
-
-static void meta_free(char **meta)
-{
-	free(meta);
-}
-
-static struct mobj *mem_set(struct mem *m, const char *key, const void *data, size_t len,
-			    int64_t mtime)
-{
-	ssize_t f = find(m, key);
-	size_t i;
-
-	if (f < 0) {
-		if (m->n == m->cap) {
-			m->cap = m->cap ? m->cap * 2 : 256;
-			m->o = realloc(m->o, m->cap * sizeof(*m->o));
-		}
-		i = lower(m, key);
-		memmove(m->o + i + 1, m->o + i, (m->n - i) * sizeof(*m->o));
-		memset(&m->o[i], 0, sizeof(m->o[i]));
-		m->o[i].key = strdup(key);
-		m->n++;
-	} else {
-		i = (size_t)f;
-	}
-	free(m->o[i].data);
-	m->o[i].data = malloc(len ? len : 1);
-	memcpy(m->o[i].data, data, len);
-	m->o[i].len = len;
-	m->o[i].mtime = mtime;
-	md5hex(data, len, m->o[i].etag);
-	meta_free(m->o[i].meta);
-	m->o[i].meta = NULL;
-	return &m->o[i];
-}
-
-static int f_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
-		 jo_obj_write_cb cb, void *payload, struct jo_err *err)
-{
-	struct mem *m = M(o);
-
-	pthread_mutex_lock(&m->mu);
-	ssize_t i = find(m, key);
-	if (i < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
-	}
-	if (go->if_match && strcmp(go->if_match, m->o[i].etag)) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ECONFLICT, "precondition failed %s", key);
-	}
-	size_t off = go->offset, len = m->o[i].len;
-	size_t n = off >= len ? 0 : len - off;
-	if (go->length >= 0 && (size_t)go->length < n)
-		n = (size_t)go->length;
-	unsigned char *copy = malloc(n ? n : 1);
-	memcpy(copy, m->o[i].data + (off < len ? off : len), n);
-	if (go->info) {
-		go->info->size = len;
-		snprintf(go->info->etag, sizeof(go->info->etag), "%s", m->o[i].etag);
-	}
-	if (go->meta_out)
-		*go->meta_out = meta_dup((const char *const *)m->o[i].meta);
-	pthread_mutex_unlock(&m->mu);
-	int rc = n ? cb(copy, n, payload) : 0;
-	free(copy);
-	return rc;
-}
-
-static int f_put(struct jo_obj *o, const char *key, const void *data, size_t len,
-		 const struct jo_obj_put_opts *po, struct jo_err *err)
-{
-	(void)err;
-	struct mem *m = M(o);
-
-	if (m->put_delay_us)
-		usleep((useconds_t)m->put_delay_us);
-	pthread_mutex_lock(&m->mu);
-	m->puts++;
-	struct mobj *ob = mem_set(m, key, data, len, (int64_t)time(NULL));
-	ob->meta = meta_dup(po ? po->meta : NULL);
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
-static int f_head(struct jo_obj *o, const char *key, struct jo_obj_info *info, char ***meta_out,
-		  struct jo_err *err)
-{
-	struct mem *m = M(o);
-
-	pthread_mutex_lock(&m->mu);
-	m->heads++;
-	ssize_t i = find(m, key);
-	if (i < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
-	}
-	info->size = m->o[i].len;
-	info->mtime = m->o[i].mtime;
-	snprintf(info->etag, sizeof(info->etag), "%s", m->o[i].etag);
-	if (meta_out)
-		*meta_out = meta_dup((const char *const *)m->o[i].meta);
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
-static int f_del(struct jo_obj *o, const char *key, struct jo_err *err)
-{
-	(void)err;
-	struct mem *m = M(o);
-
-	pthread_mutex_lock(&m->mu);
-	m->deletes++;
-	ssize_t i = find(m, key);
-	if (i >= 0) {
-		free(m->o[i].key);
-		free(m->o[i].data);
-		meta_free(m->o[i].meta);
-		memmove(m->o + i, m->o + i + 1, (m->n - (size_t)i - 1) * sizeof(*m->o));
-		m->n--;
-	}
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
-static int f_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
-			  struct jo_err *err)
-{
-	for (size_t i = 0; i < n; i++)
-		results[i] = f_del(o, keys[i], err);
-	return 0;
-}
-
-static int cmp_dir(const void *a, const void *b)
-{
-	return jo_sync_dircmp(*(char *const *)a, *(char *const *)b);
-}
-
-static int f_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		  const char *delimiter, int page_keys, jo_obj_list_cb cb, void *payload,
-		  struct jo_err *err)
-{
-	(void)delimiter;
-	(void)page_keys;
-	(void)err;
-	struct mem *m = M(o);
-	size_t plen = strlen(prefix), k = 0;
-
-	pthread_mutex_lock(&m->mu);
-	m->lists++;
-	size_t first = lower(m, prefix);
-	size_t cap = m->n - first;
-	struct jo_obj_info *inf = calloc(cap + 1, sizeof(*inf));
-	char **keys = calloc(cap + 1, sizeof(char *));
-	for (size_t j = first; j < m->n && !strncmp(m->o[j].key, prefix, plen); j++) {
-		keys[k] = strdup(m->o[j].key);
-		inf[k].size = m->o[j].len;
-		inf[k].mtime = m->o[j].mtime;
-		snprintf(inf[k].etag, sizeof(inf[k].etag), "%s", m->o[j].etag);
-		k++;
-	}
-	pthread_mutex_unlock(&m->mu);
-	if (m->dir_first) {
-		/* reorder keys (and their infos) directory by directory */
-		struct pair { char *k; struct jo_obj_info i; } *pp = calloc(k + 1, sizeof(*pp));
-		for (size_t j = 0; j < k; j++)
-			pp[j].k = keys[j], pp[j].i = inf[j];
-		qsort(pp, k, sizeof(*pp), cmp_dir);
-		for (size_t j = 0; j < k; j++)
-			keys[j] = pp[j].k, inf[j] = pp[j].i;
-		free(pp);
-	}
-	int rc = 0;
-	size_t sent = 0;
-	for (size_t j = 0; j < k; j++) {
-		if (!rc && start_after && !m->ignore_start_after &&
-		    (m->dir_first ? jo_sync_dircmp(keys[j], start_after) : strcmp(keys[j], start_after)) <= 0) {
-			free(keys[j]);
-			continue;
-		}
-		inf[j].key = keys[j];
-		if (!rc) {
-			rc = cb(&inf[j], payload);
-			if (++sent % 1000 == 0) {
-				pthread_mutex_lock(&m->mu);
-				m->lists++;
-				pthread_mutex_unlock(&m->mu);
-			}
-		}
-		free(keys[j]);
-	}
-	free(keys);
-	free(inf);
-	return rc;
-}
-
-static int f_create_bucket(struct jo_obj *o, struct jo_err *err)
-{
-	(void)o;
-	(void)err;
-	return 0;
-}
-
-static int f_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
-		  const struct jo_obj_copy_opts *co, struct jo_err *err)
-{
-	(void)o; (void)src_key; (void)dst_key; (void)co;
-	return jo_err_set(err, JO_EUNSUPPORTED, "no copy in the fake");
-}
-
-static int f_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
-			char **upload_id_out, struct jo_err *err)
-{
-	(void)o; (void)key; (void)po;
-	*upload_id_out = NULL;
-	return jo_err_set(err, JO_EUNSUPPORTED, "no multipart in the fake");
-}
-
-static void f_close(struct jo_obj *o)
-{
-	struct mem *m = M(o);
-
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->o[i].key);
-		free(m->o[i].data);
-		meta_free(m->o[i].meta);
-	}
-	free(m->o);
-	pthread_mutex_destroy(&m->mu);
-	free(m);
-}
-
-static const struct jo_obj_ops fake_ops = {
-	.get = f_get, .put = f_put, .head = f_head, .del = f_del, .delete_batch = f_delete_batch,
-	.list = f_list, .create_bucket = f_create_bucket, .copy = f_copy,
-	.mpu_create = f_mpu_create, .close = f_close,
-};
-
+/* It keeps user metadata: a later attempt reads the job's mark back with a HEAD. */
 static struct jo_obj *fake_new(void)
 {
-	struct jo_obj *o = calloc(1, sizeof(*o));
-	struct mem *m = calloc(1, sizeof(*m));
+	struct jo_obj *o = fake_obj_new();
 
-	pthread_mutex_init(&m->mu, NULL);
-	o->ops = &fake_ops;
-	o->impl = m;
-	o->ctr = &o->own_ctr;
-	snprintf(o->desc, sizeof(o->desc), "fake");
+	fake_store(o)->keep_meta = true;
 	return o;
 }
 
 static void put_str(struct jo_obj *o, const char *key, const char *s)
 {
-	mem_set(M(o), key, s, strlen(s), 1000);
+	fake_set(fake_store(o), key, s, strlen(s), 1000);
 }
 
 /* ---- boundaries ---------------------------------------------------------- */
@@ -491,7 +174,7 @@ static void check_range(struct jo_obj *o, const char *lo, const char *hi, const 
 	int nw = expected(lo, hi, after, want);
 	enum jo_sync_order ords[] = { JO_SYNC_ORDER_BYTES, JO_SYNC_ORDER_DIRFIRST,
 				      JO_SYNC_ORDER_ANY };
-	bool dirfirst = M(o)->dir_first;
+	bool dirfirst = fake_store(o)->dir_first;
 
 	for (size_t oi = 0; oi < 3; oi++) {
 		char **got = NULL;
@@ -534,8 +217,8 @@ static void range_listings(bool dir_first, bool ignore_sa)
 				 "\xe6\x97\xa5", "\xe6\x97\xa5\xe6\x9c\xac", NULL };
 	size_t nb = sizeof(bounds) / sizeof(bounds[0]);
 
-	M(o)->dir_first = dir_first;
-	M(o)->ignore_start_after = ignore_sa;
+	fake_store(o)->dir_first = dir_first;
+	fake_store(o)->ignore_start_after = ignore_sa;
 	fill_awkward(o, "p/");
 	/* every pair of bounds, and resume points inside */
 	for (size_t i = 0; i + 1 < nb; i++) {
@@ -663,11 +346,11 @@ static void test_plan_balanced(void **state)
 	check_plan(src, dst, 16, 20000);
 	check_plan(src, dst, 64, 20000);
 	/* the same corpus on a directory-first store */
-	M(src)->dir_first = true;
+	fake_store(src)->dir_first = true;
 	check_plan(src, dst, 16, 20000);
 	/* a store that ignores start-after is sampled page by page */
-	M(src)->dir_first = false;
-	M(src)->ignore_start_after = true;
+	fake_store(src)->dir_first = false;
+	fake_store(src)->ignore_start_after = true;
 	check_plan(src, dst, 16, 20000);
 	jo_obj_close(src);
 	jo_obj_close(dst);
@@ -692,7 +375,7 @@ static void test_plan_awkward_and_tiny(void **state)
 	for (size_t i = 0; i < pl.nbounds; i++)
 		assert_true(jo_sync_bound_ok(pl.bounds[i]));
 	jo_sync_plan_release(&pl);
-	M(src)->dir_first = true;
+	fake_store(src)->dir_first = true;
 	assert_int_equal(jo_sync_plan_make(src, "p/", NULL, "p/", &po, &pl, &err), 0);
 	assert_int_equal(pl.src_order, JO_SYNC_ORDER_DIRFIRST);
 	jo_sync_plan_release(&pl);
@@ -777,7 +460,7 @@ static void fill_job(struct jo_obj *o, int n)
 /* DST holds the same keys (under its prefix) with the same bytes as SRC. */
 static int same_tree(struct jo_obj *a, const char *pa, struct jo_obj *b, const char *pb)
 {
-	struct mem *x = M(a), *y = M(b);
+	struct fake_store *x = fake_store(a), *y = fake_store(b);
 	size_t la = strlen(pa), lb = strlen(pb), na = 0, nb = 0;
 
 	for (size_t i = 0; i < x->n; i++) {
@@ -786,7 +469,7 @@ static int same_tree(struct jo_obj *a, const char *pa, struct jo_obj *b, const c
 		na++;
 		char k[1200];
 		snprintf(k, sizeof(k), "%s%s", pb, x->o[i].key + la);
-		ssize_t j = find(y, k);
+		ssize_t j = fake_find(y, k);
 		if (j < 0 || y->o[j].len != x->o[i].len || memcmp(y->o[j].data, x->o[i].data, x->o[i].len))
 			return -1;
 	}
@@ -805,7 +488,7 @@ static void test_cluster_job_threads(void **state)
 	struct worker_arg w[3];
 	pthread_t th[3];
 
-	M(so)->dir_first = true;  /* SeaweedFS-like SRC */
+	fake_store(so)->dir_first = true;  /* SeaweedFS-like SRC */
 	fill_job(so, 3000);
 	put_str(dobj, "dst/flat-00004", "stale, other size");
 	mkside(&src, "mem://a", "src/");
@@ -842,11 +525,11 @@ static void test_cluster_job_threads(void **state)
 	/* a finished job says so, and does nothing */
 	struct worker_arg again = w[0];
 	snprintf(again.worker, sizeof(again.worker), "late");
-	int puts = M(dobj)->puts;
+	int puts = fake_store(dobj)->puts;
 	worker_thread(&again);
 	assert_int_equal(again.rc, 0);
 	assert_true(again.res.was_finished);
-	assert_int_equal(M(dobj)->puts, puts);
+	assert_int_equal(fake_store(dobj)->puts, puts);
 	/* the same --id for another sync is refused */
 	again.co.fp = "fp2";
 	worker_thread(&again);
@@ -913,8 +596,8 @@ static void test_cluster_counts_a_dead_workers_copies(void **state)
 	jo_mut_task_release_mem(&t);
 	/* range 0 starts at the beginning: its first keys in byte order */
 	int copied = 0;
-	for (size_t i = 0; i < M(so)->n && copied < 30; i++) {
-		struct mobj *ob = &M(so)->o[i];
+	for (size_t i = 0; i < fake_store(so)->n && copied < 30; i++) {
+		struct fake_obj *ob = &fake_store(so)->o[i];
 		char dk[256];
 		const char *meta[] = { "jfsops-job", mark, "jfsops-src-etag", ob->etag, "mtime", "1000", NULL };
 		struct jo_obj_put_opts po = { .meta = meta };
@@ -981,8 +664,8 @@ static void test_cluster_deletes_after_every_range(void **state)
 	assert_string_equal(w.res.status, "refused");
 	assert_true(w.res.job.delete_refused);
 	assert_int_equal(w.res.job.extra, 3);
-	assert_true(find(M(dobj), "dst/aaa-extra") >= 0);
-	assert_true(find(M(dobj), "dst/zzz/extra") >= 0);
+	assert_true(fake_find(fake_store(dobj), "dst/aaa-extra") >= 0);
+	assert_true(fake_find(fake_store(dobj), "dst/zzz/extra") >= 0);
 	/* a second job (other options): its own ranges, and it deletes */
 	w.o.max_delete = 3;
 	jo_sync_job_ns("del2", true, ns);

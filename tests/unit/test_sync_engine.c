@@ -1,7 +1,7 @@
 /*
  * test_sync_engine.c: listing streams and whole sync runs against an
- * in-memory object store plugged in through the object client's backend
- * vtable. The fake can list in byte order, ignore start-after (as rclone
+ * in-memory object store (tests/unit/support/fake_obj.c) plugged in
+ * through the object client's backend vtable. The fake can list in byte order, ignore start-after (as rclone
  * serve s3 does for keys that do not exist) or list directory by directory
  * (as SeaweedFS does), and counts requests.
  */
@@ -11,7 +11,6 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,396 +21,23 @@
 #include "common/err.h"
 #include "common/object/object.h"
 #include "common/object/object_internal.h"
+#include "support/fake_obj.h"
 #include "sync/sync.h"
 
-/* ---- the fake store ------------------------------------------------------ */
+/* ---- the fake store (tests/unit/support/fake_obj.c) ---------------------- */
 
-struct mobj {
-	char *key;
-	unsigned char *data;
-	size_t len;
-	char etag[72];
-	int64_t mtime;
-	char ctype[64];
-};
-
-struct mpart {
-	char upload[32];
-	char key[1100];
-	int number;
-	unsigned char *data;
-	size_t len;
-};
-
-struct mem {
-	pthread_mutex_t mu;
-	struct mobj *o;
-	size_t n, cap;
-	struct mpart *parts;
-	size_t nparts;
-	int uploads;
-	bool ignore_start_after;
-	bool dir_first;
-	int page;              /* keys per "page" (just counts requests) */
-	int lists, gets, puts, heads, deletes;
-	bool no_fail;           /* else GETs of keys containing "FAIL" fail */
-};
-
-static void md5hex(const void *d, size_t n, char *out)
-{
-	unsigned char m[16];
-	unsigned int l = 16;
-	EVP_Digest(d, n, m, &l, EVP_md5(), NULL);
-	for (int i = 0; i < 16; i++)
-		sprintf(out + 2 * i, "%02x", m[i]);
-}
-
-/* SeaweedFS-like order: '/' below every other byte. */
-static int dircmp(const char *a, const char *b)
-{
-	for (;; a++, b++) {
-		unsigned char x = (unsigned char)*a, y = (unsigned char)*b;
-		if (x == y) {
-			if (!x)
-				return 0;
-			continue;
-		}
-		if (x == '/')
-			return y ? -1 : 1;
-		if (y == '/')
-			return x ? 1 : -1;
-		return x < y ? -1 : 1;
-	}
-}
-
-static struct mem *M(struct jo_obj *o)
-{
-	return o->impl;
-}
-
-static ssize_t find(struct mem *m, const char *key)
-{
-	for (size_t i = 0; i < m->n; i++)
-		if (!strcmp(m->o[i].key, key))
-			return (ssize_t)i;
-	return -1;
-}
-
-static void mem_set(struct mem *m, const char *key, const void *data, size_t len, int64_t mtime)
-{
-	ssize_t i = find(m, key);
-	if (i < 0) {
-		if (m->n == m->cap) {
-			m->cap = m->cap ? m->cap * 2 : 64;
-			m->o = realloc(m->o, m->cap * sizeof(*m->o));
-		}
-		i = (ssize_t)m->n++;
-		memset(&m->o[i], 0, sizeof(m->o[i]));
-		m->o[i].key = strdup(key);
-	}
-	free(m->o[i].data);
-	m->o[i].data = malloc(len ? len : 1);
-	memcpy(m->o[i].data, data, len);
-	m->o[i].len = len;
-	m->o[i].mtime = mtime;
-	md5hex(data, len, m->o[i].etag);
-}
-
-static int f_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
-		 jo_obj_write_cb cb, void *payload, struct jo_err *err)
-{
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	m->gets++;
-	ssize_t i = find(m, key);
-	if (i < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
-	}
-	if (strstr(key, "FAIL") && !m->no_fail) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_EIO, "injected failure for %s", key);
-	}
-	if (go->if_match && strcmp(go->if_match, m->o[i].etag)) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ECONFLICT, "precondition failed %s", key);
-	}
-	size_t off = go->offset, len = m->o[i].len;
-	size_t n = off >= len ? 0 : len - off;
-	if (go->length >= 0 && (size_t)go->length < n)
-		n = (size_t)go->length;
-	unsigned char *copy = malloc(n ? n : 1);
-	memcpy(copy, m->o[i].data + (off < len ? off : len), n);
-	if (go->info) {
-		go->info->size = len;
-		snprintf(go->info->etag, sizeof(go->info->etag), "%s", m->o[i].etag);
-	}
-	pthread_mutex_unlock(&m->mu);
-	int rc = n ? cb(copy, n, payload) : 0;
-	free(copy);
-	return rc;
-}
-
-static int f_put(struct jo_obj *o, const char *key, const void *data, size_t len,
-		 const struct jo_obj_put_opts *po, struct jo_err *err)
-{
-	(void)err;
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	m->puts++;
-	mem_set(m, key, data, len, (int64_t)time(NULL));
-	ssize_t i = find(m, key);
-	snprintf(m->o[i].ctype, sizeof(m->o[i].ctype), "%s",
-		 po && po->content_type ? po->content_type : "");
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
-static int f_head(struct jo_obj *o, const char *key, struct jo_obj_info *info, char ***meta_out,
-		  struct jo_err *err)
-{
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	m->heads++;
-	ssize_t i = find(m, key);
-	if (i < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
-	}
-	info->size = m->o[i].len;
-	info->mtime = m->o[i].mtime;
-	snprintf(info->etag, sizeof(info->etag), "%s", m->o[i].etag);
-	pthread_mutex_unlock(&m->mu);
-	if (meta_out)
-		*meta_out = calloc(2, sizeof(char *));
-	return 0;
-}
-
-static int f_del(struct jo_obj *o, const char *key, struct jo_err *err)
-{
-	(void)err;
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	m->deletes++;
-	ssize_t i = find(m, key);
-	if (i >= 0) {
-		free(m->o[i].key);
-		free(m->o[i].data);
-		m->o[i] = m->o[--m->n];
-	}
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
-static int f_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
-			  struct jo_err *err)
-{
-	for (size_t i = 0; i < n; i++)
-		results[i] = f_del(o, keys[i], err);
-	return 0;
-}
-
-static struct mem *sort_ctx;
-static int cmp_idx(const void *a, const void *b)
-{
-	const struct mobj *x = &sort_ctx->o[*(const size_t *)a], *y = &sort_ctx->o[*(const size_t *)b];
-	return sort_ctx->dir_first ? dircmp(x->key, y->key) : strcmp(x->key, y->key);
-}
-
-static pthread_mutex_t sort_mu = PTHREAD_MUTEX_INITIALIZER;
-
-static int f_list(struct jo_obj *o, const char *prefix, const char *start_after,
-		  const char *delimiter, int page_keys, jo_obj_list_cb cb, void *payload,
-		  struct jo_err *err)
-{
-	(void)delimiter;
-	(void)page_keys;
-	(void)err;
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	m->lists++;
-	size_t n = m->n;
-	size_t *idx = malloc((n ? n : 1) * sizeof(*idx));
-	for (size_t i = 0; i < n; i++)
-		idx[i] = i;
-	pthread_mutex_lock(&sort_mu);
-	sort_ctx = m;
-	qsort(idx, n, sizeof(*idx), cmp_idx);
-	pthread_mutex_unlock(&sort_mu);
-	/* Snapshot the entries so callbacks run without the lock. */
-	struct jo_obj_info *inf = calloc(n ? n : 1, sizeof(*inf));
-	char **keys = calloc(n ? n : 1, sizeof(char *));
-	size_t k = 0;
-	size_t plen = strlen(prefix);
-	bool ign = m->ignore_start_after;
-	for (size_t j = 0; j < n; j++) {
-		const struct mobj *ob = &m->o[idx[j]];
-		if (strncmp(ob->key, prefix, plen))
-			continue;
-		if (start_after && !ign &&
-		    (m->dir_first ? dircmp(ob->key, start_after) : strcmp(ob->key, start_after)) <= 0)
-			continue;
-		keys[k] = strdup(ob->key);
-		inf[k].size = ob->len;
-		inf[k].mtime = ob->mtime;
-		snprintf(inf[k].etag, sizeof(inf[k].etag), "%s", ob->etag);
-		k++;
-	}
-	int page = m->page ? m->page : 1000;
-	m->lists += (int)(k / (size_t)page);
-	pthread_mutex_unlock(&m->mu);
-	int rc = 0;
-	for (size_t j = 0; j < k; j++) {
-		inf[j].key = keys[j];
-		if (!rc)
-			rc = cb(&inf[j], payload);
-		free(keys[j]);
-	}
-	free(keys);
-	free(inf);
-	free(idx);
-	return rc;
-}
-
-static int f_create_bucket(struct jo_obj *o, struct jo_err *err)
-{
-	(void)o;
-	(void)err;
-	return 0;
-}
-
-static int f_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
-			char **upload_id_out, struct jo_err *err)
-{
-	(void)key;
-	(void)po;
-	(void)err;
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	char buf[32];
-	snprintf(buf, sizeof(buf), "up%d", ++m->uploads);
-	pthread_mutex_unlock(&m->mu);
-	*upload_id_out = strdup(buf);
-	return 0;
-}
-
-static int f_mpu_put_part(struct jo_obj *o, const char *key, const char *upload_id, int number,
-			  const void *data, size_t len, char *etag_out, struct jo_err *err)
-{
-	(void)err;
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	m->puts++;
-	m->parts = realloc(m->parts, (m->nparts + 1) * sizeof(*m->parts));
-	struct mpart *p = &m->parts[m->nparts++];
-	snprintf(p->upload, sizeof(p->upload), "%s", upload_id);
-	snprintf(p->key, sizeof(p->key), "%s", key);
-	p->number = number;
-	p->data = malloc(len);
-	memcpy(p->data, data, len);
-	p->len = len;
-	md5hex(data, len, etag_out);
-	pthread_mutex_unlock(&m->mu);
-	return 0;
-}
-
-static int f_mpu_complete(struct jo_obj *o, const char *key, const char *upload_id,
-			  const struct jo_obj_part *parts, size_t n, struct jo_err *err)
-{
-	struct mem *m = M(o);
-	pthread_mutex_lock(&m->mu);
-	size_t total = 0;
-	unsigned char *buf = NULL;
-	for (size_t i = 0; i < n; i++) {
-		struct mpart *found = NULL;
-		for (size_t j = 0; j < m->nparts; j++)
-			if (!strcmp(m->parts[j].upload, upload_id) && m->parts[j].number == parts[i].number)
-				found = &m->parts[j];
-		if (!found || (int)i + 1 != parts[i].number) {
-			pthread_mutex_unlock(&m->mu);
-			free(buf);
-			return jo_err_set(err, JO_EPROTO, "InvalidPart");
-		}
-		buf = realloc(buf, total + found->len + 1);
-		memcpy(buf + total, found->data, found->len);
-		total += found->len;
-	}
-	mem_set(m, key, buf, total, (int64_t)time(NULL));
-	pthread_mutex_unlock(&m->mu);
-	free(buf);
-	return 0;
-}
-
-static int f_mpu_abort(struct jo_obj *o, const char *key, const char *upload_id, struct jo_err *err)
-{
-	(void)o;
-	(void)key;
-	(void)upload_id;
-	(void)err;
-	return 0;
-}
-
-static int f_mpu_list_parts(struct jo_obj *o, const char *key, const char *upload_id,
-			    jo_obj_part_cb cb, void *payload, struct jo_err *err)
-{
-	(void)key;
-	(void)err;
-	struct mem *m = M(o);
-	for (size_t j = 0; j < m->nparts; j++) {
-		if (strcmp(m->parts[j].upload, upload_id))
-			continue;
-		struct jo_obj_part p = { .number = m->parts[j].number, .size = m->parts[j].len };
-		md5hex(m->parts[j].data, m->parts[j].len, p.etag);
-		cb(&p, payload);
-	}
-	return 0;
-}
-
-static void f_close(struct jo_obj *o)
-{
-	struct mem *m = M(o);
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->o[i].key);
-		free(m->o[i].data);
-	}
-	for (size_t i = 0; i < m->nparts; i++)
-		free(m->parts[i].data);
-	free(m->parts);
-	free(m->o);
-	pthread_mutex_destroy(&m->mu);
-	free(m);
-}
-
-static int f_copy(struct jo_obj *o, const char *src_key, const char *dst_key,
-		  const struct jo_obj_copy_opts *co, struct jo_err *err)
-{
-	(void)o; (void)src_key; (void)dst_key; (void)co;
-	return jo_err_set(err, JO_EUNSUPPORTED, "no copy in the fake");
-}
-
-static const struct jo_obj_ops fake_ops = {
-	.get = f_get, .put = f_put, .head = f_head, .del = f_del, .delete_batch = f_delete_batch,
-	.list = f_list, .create_bucket = f_create_bucket, .copy = f_copy,
-	.mpu_create = f_mpu_create, .mpu_put_part = f_mpu_put_part,
-	.mpu_complete = f_mpu_complete, .mpu_abort = f_mpu_abort,
-	.mpu_list_parts = f_mpu_list_parts, .close = f_close,
-};
-
+/* GETs of keys containing "FAIL" fail unless a test turns fail_keys off. */
 static struct jo_obj *fake_new(void)
 {
-	struct jo_obj *o = calloc(1, sizeof(*o));
-	struct mem *m = calloc(1, sizeof(*m));
-	pthread_mutex_init(&m->mu, NULL);
-	o->ops = &fake_ops;
-	o->impl = m;
-	o->ctr = &o->own_ctr;
-	snprintf(o->desc, sizeof(o->desc), "fake");
+	struct jo_obj *o = fake_obj_new();
+
+	fake_store(o)->fail_keys = true;
 	return o;
 }
 
 static void put_str(struct jo_obj *o, const char *key, const char *s, int64_t mtime)
 {
-	mem_set(M(o), key, s, strlen(s), mtime);
+	fake_set(fake_store(o), key, s, strlen(s), mtime);
 }
 
 /* ---- stream tests -------------------------------------------------------- */
@@ -485,7 +111,7 @@ static void test_stream_ignores_start_after(void **state)
 {
 	(void)state;
 	struct jo_obj *o = fake_new();
-	M(o)->ignore_start_after = true;
+	fake_store(o)->ignore_start_after = true;
 	fill_flat(o, "p/", 500);
 	struct jo_sync_stream_opts so = { .threads = 8 };
 	char **k;
@@ -511,7 +137,7 @@ static void test_stream_detects_disorder(void **state)
 {
 	(void)state;
 	struct jo_obj *o = fake_new();
-	M(o)->dir_first = true;
+	fake_store(o)->dir_first = true;
 	add_dir_shapes(o);
 	struct jo_sync_stream_opts so = { .threads = 1 };
 	char **k;
@@ -580,11 +206,11 @@ static int run(struct jo_obj *a, struct jo_obj *b, const struct jo_sync_opts *o,
 
 static const char *get_data(struct jo_obj *o, const char *key, size_t *len)
 {
-	ssize_t i = find(M(o), key);
+	ssize_t i = fake_find(fake_store(o), key);
 	if (i < 0)
 		return NULL;
-	*len = M(o)->o[i].len;
-	return (const char *)M(o)->o[i].data;
+	*len = fake_store(o)->o[i].len;
+	return (const char *)fake_store(o)->o[i].data;
 }
 
 static void test_engine_sync_rerun_delete(void **state)
@@ -616,7 +242,7 @@ static void test_engine_sync_rerun_delete(void **state)
 	char *bigdata = malloc(big);
 	for (size_t i = 0; i < big; i++)
 		bigdata[i] = (char)(i * 31 + 7);
-	mem_set(M(a), "src/big", bigdata, big, 1000);
+	fake_set(fake_store(a), "src/big", bigdata, big, 1000);
 	/* Extras in dst. */
 	put_str(b, "dst/extra1", "e", 5000);
 	put_str(b, "dst/zz/extra2", "e", 5000);
@@ -633,8 +259,8 @@ static void test_engine_sync_rerun_delete(void **state)
 	assert_int_equal(run(a, b, &o, &sum), 0);
 	assert_int_equal(sum.would_copy, 204);
 	assert_int_equal(sum.would_delete, 2);
-	assert_int_equal(M(b)->n, 3);
-	assert_int_equal(M(b)->puts, 0);
+	assert_int_equal(fake_store(b)->n, 3);
+	assert_int_equal(fake_store(b)->puts, 0);
 
 	/* Real run with --delete-dst. */
 	o.dry_run = false;
@@ -643,7 +269,7 @@ static void test_engine_sync_rerun_delete(void **state)
 	assert_int_equal(sum.copied, 204);
 	assert_int_equal(sum.multipart, 1);
 	assert_int_equal(sum.deleted, 2);
-	assert_int_equal(M(b)->n, 204);
+	assert_int_equal(fake_store(b)->n, 204);
 	size_t len;
 	const char *d = get_data(b, "dst/big", &len);
 	assert_non_null(d);
@@ -655,11 +281,11 @@ static void test_engine_sync_rerun_delete(void **state)
 	assert_non_null(get_data(b, "dst/sp ace/ü+%?.txt", &len));
 
 	/* Rerun: nothing copied, no GET at all. */
-	int gets = M(a)->gets;
+	int gets = fake_store(a)->gets;
 	assert_int_equal(run(a, b, &o, &sum), 0);
 	assert_int_equal(sum.copied, 0);
 	assert_int_equal(sum.skipped, 204);
-	assert_int_equal(M(a)->gets, gets);
+	assert_int_equal(fake_store(a)->gets, gets);
 
 	/* Change one source object (same size, newer mtime, new content). */
 	put_str(a, "src/k0005", "src/K0005", 9999);
@@ -676,7 +302,7 @@ static void test_engine_sync_rerun_delete(void **state)
 	assert_int_equal(sum.deleted, 0);
 	assert_true(sum.delete_refused);
 	assert_non_null(get_data(b, "dst/extra3", &len));
-	f_del(a, "src/FAIL", &err);
+	fake_del(a, "src/FAIL", &err);
 	o.max_delete = 0;
 	assert_int_equal(run(a, b, &o, &sum), 0);
 	assert_true(sum.delete_refused);
@@ -692,7 +318,7 @@ static void test_engine_sync_rerun_delete(void **state)
 	assert_int_equal(run(empty, b, &o, &sum), 0);
 	assert_true(sum.delete_refused);
 	assert_int_equal(sum.deleted, 0);
-	assert_int_equal(M(b)->n, 204);
+	assert_int_equal(fake_store(b)->n, 204);
 
 	free(bigdata);
 	jo_obj_close(a);
@@ -711,7 +337,7 @@ static void test_engine_unordered_source(void **state)
 {
 	(void)state;
 	struct jo_obj *a = fake_new(), *b = fake_new();
-	M(a)->dir_first = true;
+	fake_store(a)->dir_first = true;
 	put_str(a, "src/a/x", "1", 1000);
 	put_str(a, "src/a/y", "2", 1000);
 	put_str(a, "src/a.txt", "3", 1000);
@@ -726,7 +352,7 @@ static void test_engine_unordered_source(void **state)
 	assert_int_equal(sum.order_restarts, 1);
 	assert_int_equal(sum.deleted, 0);
 	assert_int_equal(sum.failed, 0);
-	assert_int_equal(M(b)->n, 4);
+	assert_int_equal(fake_store(b)->n, 4);
 	jo_obj_close(a);
 	jo_obj_close(b);
 }
@@ -799,7 +425,7 @@ static void test_engine_resume_listing(void **state)
 	assert_string_equal(pos, "k050");  /* everything up to k050 is done */
 	free(pos);
 	/* --resume lists only after the saved position. */
-	M(a)->no_fail = true;
+	fake_store(a)->fail_keys = false;
 	o.resume = true;
 	assert_int_equal(run(a, b, &o, &sum), 0);
 	assert_true(sum.resumed_listing);

@@ -8,6 +8,7 @@
 #include "common/meta/meta_internal.h"
 #include "common/meta/redis/internal.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #include <hiredis/hiredis.h>
@@ -365,14 +366,8 @@ static int list_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 		    parse_two(el[i]->str, el[i]->len, 'c', &ino, &indx) != 0 || ino != c->ino ||
 		    indx > UINT32_MAX)
 			continue;
-		if (c->n == c->cap) {
-			uint32_t *v;
-			c->cap = c->cap ? c->cap * 2 : 16;
-			v = realloc(c->v, c->cap * sizeof(*v));
-			if (!v)
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			c->v = v;
-		}
+		if (jo_grow_array(&c->v, &c->cap, c->n + 1, sizeof(*c->v)))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		c->v[c->n++] = (uint32_t)indx;
 	}
 	return 0;
@@ -439,15 +434,9 @@ static int r_list_chunks_below(struct jo_meta *m, uint64_t ino, uint32_t nidx, u
 		for (got = 0; got < k; got++) {
 			redisReply *r = rs[got];
 			if (r->type == REDIS_REPLY_INTEGER && r->integer > 0) {
-				if (cnt == cap) {
-					uint32_t *nv;
-					cap = cap ? cap * 2 : 16;
-					nv = realloc(v, cap * sizeof(*v));
-					if (!nv) {
-						rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-						break;
-					}
-					v = nv;
+				if (jo_grow_array(&v, &cap, cnt + 1, sizeof(*v))) {
+					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+					break;
 				}
 				v[cnt++] = base + got;
 			}
@@ -1158,14 +1147,8 @@ static int sus_keys(struct jo_meta *m, redisReply **el, size_t n, void *p, struc
 		if (el[i]->len <= 7 || memcmp(el[i]->str, "session", 7) != 0 ||
 		    jo_meta_parse_u64(el[i]->str + 7, el[i]->len - 7, &sid) != 0)
 			continue;
-		if (c->n == c->cap) {
-			uint64_t *v;
-			c->cap = c->cap ? c->cap * 2 : 16;
-			v = realloc(c->sids, c->cap * sizeof(*v));
-			if (!v)
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			c->sids = v;
-		}
+		if (jo_grow_array(&c->sids, &c->cap, c->n + 1, sizeof(*c->sids)))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		c->sids[c->n++] = sid;
 	}
 	return 0;
@@ -1208,15 +1191,8 @@ static int sus_sids(struct jo_meta *m, redisReply **el, size_t n, void *p, struc
 		if (el[i]->type != REDIS_REPLY_STRING ||
 		    jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
 			continue;
-		if (c->n == c->cap) {
-			uint64_t *v;
-
-			c->cap = c->cap ? c->cap * 2 : 16;
-			v = realloc(c->sids, c->cap * sizeof(*v));
-			if (!v)
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			c->sids = v;
-		}
+		if (jo_grow_array(&c->sids, &c->cap, c->n + 1, sizeof(*c->sids)))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		c->sids[c->n++] = sid;
 	}
 	return 0;

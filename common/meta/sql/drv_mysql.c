@@ -20,6 +20,7 @@
 #include "common/meta/sql/internal.h"
 
 #include "common/err.h"
+#include "common/pct.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -103,12 +104,6 @@ static int fail(struct jo_sqlc *c, struct jo_err *err, const char *what)
 
 /* ---------------------------------------------------------------- connect */
 
-static int hexv(int ch)
-{
-	return ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 :
-	       ch >= 'A' && ch <= 'F' ? ch - 'A' + 10 : -1;
-}
-
 /* The value of query key k, percent-decoded into buf; false when absent. */
 static bool param(const char *q, const char *k, char *buf, size_t cap)
 {
@@ -120,10 +115,10 @@ static bool param(const char *q, const char *k, char *buf, size_t cap)
 
 		if (n > kl && !strncmp(q, k, kl) && q[kl] == '=') {
 			for (size_t i = kl + 1; i < n && j + 1 < cap; i++) {
-				if (q[i] == '%' && i + 2 < n && hexv((unsigned char)q[i + 1]) >= 0 &&
-				    hexv((unsigned char)q[i + 2]) >= 0) {
-					buf[j++] = (char)(hexv((unsigned char)q[i + 1]) * 16 +
-							  hexv((unsigned char)q[i + 2]));
+				if (q[i] == '%' && i + 2 < n && jo_hexval((unsigned char)q[i + 1]) >= 0 &&
+				    jo_hexval((unsigned char)q[i + 2]) >= 0) {
+					buf[j++] = (char)(jo_hexval((unsigned char)q[i + 1]) * 16 +
+							  jo_hexval((unsigned char)q[i + 2]));
 					i += 2;
 				} else {
 					buf[j++] = q[i];

@@ -13,6 +13,7 @@
 #include "common/meta/meta_internal.h"
 #include "common/meta/sql/internal.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -577,16 +578,9 @@ static int list_below(struct jo_meta *m, uint64_t ino, int64_t nidx, uint32_t **
 	jo_sql_i64(m, st, 1, (int64_t)ino);
 	jo_sql_i64(m, st, 2, nidx);
 	while ((rc = jo_sql_step(m, st, err)) == 1) {
-		if (*n == cap) {
-			uint32_t *p;
-
-			cap = cap ? cap * 2 : 16;
-			p = realloc(*out, cap * sizeof(**out));
-			if (!p) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			*out = p;
+		if (jo_grow_array(out, &cap, *n + 1, sizeof(**out))) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			break;
 		}
 		(*out)[(*n)++] = (uint32_t)jo_sql_col_i64(m, st, 0);
 	}

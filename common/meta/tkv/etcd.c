@@ -38,7 +38,10 @@
 #include <openssl/evp.h>
 
 #include "common/cancel.h"
+#include "common/curlerr.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/pct.h"
 #include "common/meta/meta_internal.h"
 
 #define CONNECT_TIMEOUT_MS 5000L
@@ -164,46 +167,6 @@ int jo_etcd_b64_decode(const char *s, size_t n, uint8_t **out, size_t *outlen)
 
 /* ---------------------------------------------------------------- TLS query */
 
-static int hexval(char ch)
-{
-	if (ch >= '0' && ch <= '9')
-		return ch - '0';
-	if (ch >= 'a' && ch <= 'f')
-		return ch - 'a' + 10;
-	if (ch >= 'A' && ch <= 'F')
-		return ch - 'A' + 10;
-	return -1;
-}
-
-/* Percent-decode s[0..n) as a query component ('+' is a space); NULL when bad. */
-static char *query_decode(const char *s, size_t n, bool *bad)
-{
-	char *d = malloc(n + 1);
-	size_t o = 0;
-
-	*bad = false;
-	if (!d)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] == '%') {
-			int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-			int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
-
-			if (hi < 0 || lo < 0) {
-				free(d);
-				*bad = true;
-				return NULL;
-			}
-			d[o++] = (char)(hi * 16 + lo);
-			i += 2;
-		} else {
-			d[o++] = s[i] == '+' ? ' ' : s[i];
-		}
-	}
-	d[o] = '\0';
-	return d;
-}
-
 void jo_etcd_tls_release(struct jo_etcd_tls *t)
 {
 	if (!t)
@@ -234,11 +197,12 @@ int jo_etcd_tls_parse(struct jo_etcd_tls *out, const char *query, struct jo_err 
 			p = amp ? amp + 1 : pe;
 			continue;
 		}
-		k = query_decode(p, (size_t)(ke - p), &bad);
+		k = jo_pct_decode(p, (size_t)(ke - p), JO_PCT_PLUS_SPACE);
 		if (k && eq)
-			v = query_decode(eq + 1, (size_t)(pe - eq - 1), &bad);
+			v = jo_pct_decode(eq + 1, (size_t)(pe - eq - 1), JO_PCT_PLUS_SPACE);
 		else if (k)
 			v = strdup("");
+		bad = errno == EINVAL;
 		if (!k || !v) {
 			free(k);
 			free(v);
@@ -662,15 +626,8 @@ static struct tx_ent *vec_insert(struct tx_vec *v, size_t at, const uint8_t *k, 
 	struct tx_ent *e;
 	uint8_t *kc;
 
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 16;
-		struct tx_ent *na = nc > SIZE_MAX / sizeof(*na) ? NULL : realloc(v->a, nc * sizeof(*na));
-
-		if (!na)
-			return NULL;
-		v->a = na;
-		v->cap = nc;
-	}
+	if (jo_grow_array(&v->a, &v->cap, v->n + 1, sizeof(*v->a)))
+		return NULL;
 	if (!(kc = dup_bytes(k, kl)))
 		return NULL;
 	memmove(&v->a[at + 1], &v->a[at], (v->n - at) * sizeof(*v->a));
@@ -697,15 +654,8 @@ static int rngs_add(struct tx_rngs *r, const uint8_t *s, size_t sl, const uint8_
 {
 	struct tx_rng *x;
 
-	if (r->n == r->cap) {
-		size_t nc = r->cap ? r->cap * 2 : 8;
-		struct tx_rng *na = nc > SIZE_MAX / sizeof(*na) ? NULL : realloc(r->a, nc * sizeof(*na));
-
-		if (!na)
-			return JO_ENOMEM;
-		r->a = na;
-		r->cap = nc;
-	}
+	if (jo_grow_array(&r->a, &r->cap, r->n + 1, sizeof(*r->a)))
+		return JO_ENOMEM;
 	x = &r->a[r->n];
 	x->s = dup_bytes(s, sl);
 	x->e = dup_bytes(e, el);
@@ -1155,8 +1105,7 @@ struct jo_kvc {
 	char *user;
 	char *password;        /* never in a message */
 	char *auth_hdr;        /* "Authorization: TOKEN", NULL without auth */
-	char *resp;            /* the last reply's body */
-	size_t resp_n, resp_cap;
+	struct jo_dynbuf resp; /* the last reply's body, at most MAX_REPLY_BYTES */
 	bool resp_over;        /* it was over MAX_REPLY_BYTES */
 	bool resp_oom;         /* no memory for it */
 	bool cancellable;      /* the request in flight may be cut by jo_cancelled() */
@@ -1173,28 +1122,13 @@ static size_t on_write(char *p, size_t size, size_t nmemb, void *ud)
 {
 	struct jo_kvc *c = ud;
 	size_t n = size * nmemb;
+	int rc = jo_dynbuf_add(&c->resp, p, n);
 
-	if (n > MAX_REPLY_BYTES - c->resp_n) {
+	if (rc == JO_EPROTO)
 		c->resp_over = true;
-		return 0;
-	}
-	if (c->resp_n + n + 1 > c->resp_cap) {
-		size_t nc = c->resp_cap ? c->resp_cap : 16384;
-		char *np;
-
-		while (nc < c->resp_n + n + 1)
-			nc *= 2;
-		if (!(np = realloc(c->resp, nc))) {
-			c->resp_oom = true;
-			return 0;
-		}
-		c->resp = np;
-		c->resp_cap = nc;
-	}
-	memcpy(c->resp + c->resp_n, p, n);
-	c->resp_n += n;
-	c->resp[c->resp_n] = '\0';
-	return n;
+	else if (rc)
+		c->resp_oom = true;
+	return rc ? 0 : n;
 }
 
 /*
@@ -1226,38 +1160,6 @@ static int on_progress(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 	(void)ultotal;
 	(void)ulnow;
 	return c->cancellable && jo_cancelled() ? 1 : 0;
-}
-
-static int curl_class(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-	case CURLE_SSL_CIPHER:
-	case CURLE_SSL_ISSUER_ERROR:
-	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
-	case CURLE_SSL_CRL_BADFILE:
-	case CURLE_USE_SSL_FAILED:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE: /* the connection closed inside the reply */
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return JO_ECONNECT;
-	case CURLE_OPERATION_TIMEDOUT:
-		return JO_ETIMEOUT;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return JO_ECANCELED;
-	case CURLE_OUT_OF_MEMORY:
-		return JO_ENOMEM;
-	default:
-		return JO_EIO;
-	}
 }
 
 enum call_kind {
@@ -1312,12 +1214,10 @@ static CURLcode perform(struct jo_kvc *c, size_t e, enum call_kind kind, bool ge
 		curl_slist_free_all(ct);
 		return CURLE_OUT_OF_MEMORY;
 	}
-	c->resp_n = 0;
+	jo_dynbuf_reset(&c->resp);
 	c->resp_over = false;
 	c->resp_oom = false;
 	c->hdr_end = false;
-	if (c->resp)
-		c->resp[0] = '\0';
 	c->curl_err[0] = '\0';
 	curl_easy_setopt(c->h, CURLOPT_URL, url);
 	curl_easy_setopt(c->h, CURLOPT_CONNECT_TO, ct);
@@ -1352,7 +1252,7 @@ static int authenticate(struct jo_kvc *c, struct jo_err *err);
 /* The last reply's body ("" when it had none). */
 static const char *reply(const struct jo_kvc *c)
 {
-	return c->resp ? c->resp : "";
+	return c->resp.p ? c->resp.p : "";
 }
 
 /*
@@ -1381,7 +1281,7 @@ static int call(struct jo_kvc *c, enum call_kind kind, const char *what, bool ge
 		if (cc != CURLE_OK) {
 			bool next;
 
-			rc = curl_class(cc);
+			rc = jo_curl_code(cc, JO_CURL_BROKEN_IS_CONNECT);
 			if (cc == CURLE_WRITE_ERROR && c->resp_over)
 				rc = JO_EPROTO;
 			if (cc == CURLE_WRITE_ERROR && c->resp_oom)
@@ -1408,7 +1308,7 @@ static int call(struct jo_kvc *c, enum call_kind kind, const char *what, bool ge
 		c->cur = e;
 		if (status == 200)
 			return 0;
-		if (jo_etcd_parse_error(reply(c), c->resp_n, &code, msg, sizeof(msg)) != 0)
+		if (jo_etcd_parse_error(reply(c), c->resp.len, &code, msg, sizeof(msg)) != 0)
 			return jo_err_set(err, JO_EIO, "etcd %s: %s: HTTP %ld, not an etcd v3 reply "
 					  "(etcd 3.4 or later serves the v3 gateway)", ep, what, status);
 		if (kind != CALL_AUTH && c->user && !reauthed && jo_etcd_error_reauth(code, msg)) {
@@ -1464,9 +1364,9 @@ static int authenticate(struct jo_kvc *c, struct jo_err *err)
 			jo_err_wrap(err, "user \"%s\"", c->user);
 		return rc;
 	}
-	rc = jo_etcd_parse_token(reply(c), c->resp_n, &token, err);
-	if (c->resp)
-		explicit_bzero(c->resp, c->resp_n); /* the token stays in one place */
+	rc = jo_etcd_parse_token(reply(c), c->resp.len, &token, err);
+	if (c->resp.p)
+		explicit_bzero(c->resp.p, c->resp.len); /* the token stays in one place */
 	if (rc != 0)
 		return jo_err_wrap(err, "etcd %s", c->eps[c->cur]);
 	hdr = malloc(strlen(token) + sizeof("Authorization: "));
@@ -1489,7 +1389,7 @@ static int etcd_status(struct jo_kvc *c, char **version, struct jo_err *err)
 	if (rc == 0) {
 		if (!version)
 			return 0;
-		if ((rc = jo_etcd_parse_status(reply(c), c->resp_n, version, err)) != 0)
+		if ((rc = jo_etcd_parse_status(reply(c), c->resp.len, version, err)) != 0)
 			return jo_err_wrap(err, "etcd %s", c->eps[c->cur]);
 		return 0;
 	}
@@ -1498,7 +1398,7 @@ static int etcd_status(struct jo_kvc *c, char **version, struct jo_err *err)
 	/* no maintenance API through the gateway: the plain version document */
 	if (call(c, CALL_READ, "version", true, "/version", NULL, NULL) != 0)
 		return rc;
-	o = json_loadb(reply(c), c->resp_n, 0, NULL);
+	o = json_loadb(reply(c), c->resp.len, 0, NULL);
 	v = json_object_get(o, "etcdserver");
 	if (json_is_string(v) && (*version = strdup(json_string_value(v)))) {
 		json_decref(o);
@@ -1525,7 +1425,7 @@ static void etcd_disconnect(struct jo_kvc *c)
 		free(c->password);
 	}
 	free(c->auth_hdr);
-	free(c->resp);
+	jo_dynbuf_release(&c->resp);
 	free(c);
 }
 
@@ -1564,6 +1464,7 @@ static int etcd_connect(struct jo_kvc **out, const struct jo_meta_url *u, struct
 		return jo_err_set(err, JO_EINVAL, "etcd META-URL has no host");
 	if (!(c = calloc(1, sizeof(*c))))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	jo_dynbuf_init(&c->resp, MAX_REPLY_BYTES);
 	if ((rc = split_endpoints(c, u->host, err)) != 0 ||
 	    (rc = jo_etcd_tls_parse(&c->tls, u->query, err)) != 0)
 		goto fail;
@@ -1667,7 +1568,7 @@ static int range_call(struct jo_kvc *c, const char *what, const char *body,
 	memset(pg, 0, sizeof(*pg));
 	if (rc != 0)
 		return rc;
-	if ((rc = jo_etcd_parse_range(reply(c), c->resp_n, pg, err)) != 0)
+	if ((rc = jo_etcd_parse_range(reply(c), c->resp.len, pg, err)) != 0)
 		return jo_err_wrap(err, "etcd %s: %s", c->eps[c->cur], what);
 	return 0;
 }
@@ -1739,15 +1640,8 @@ static int emits_add(struct emits *m, const uint8_t *k, size_t kl, const uint8_t
 {
 	struct tx_ent *e;
 
-	if (m->n == m->cap) {
-		size_t nc = m->cap ? m->cap * 2 : 64;
-		struct tx_ent *na = realloc(m->a, nc * sizeof(*na));
-
-		if (!na)
-			return JO_ENOMEM;
-		m->a = na;
-		m->cap = nc;
-	}
+	if (jo_grow_array(&m->a, &m->cap, m->n + 1, sizeof(*m->a)))
+		return JO_ENOMEM;
 	e = &m->a[m->n];
 	memset(e, 0, sizeof(*e));
 	e->k = dup_bytes(k, kl);
@@ -1996,7 +1890,7 @@ static int etcd_commit(struct jo_kvt *t, struct jo_err *err)
 	rc = jo_etcd_tx_commit_body(t->tx, &lim, &body, NULL, NULL, err);
 	if (rc == 0 && body) {
 		rc = call(c, CALL_COMMIT, "txn", false, "/v3/kv/txn", body, err);
-		if (rc == 0 && (rc = jo_etcd_parse_txn(reply(c), c->resp_n, &ok, err)) != 0)
+		if (rc == 0 && (rc = jo_etcd_parse_txn(reply(c), c->resp.len, &ok, err)) != 0)
 			jo_err_wrap(err, "etcd %s", c->eps[c->cur]);
 		if (rc == 0 && !ok)
 			rc = jo_err_set(err, JO_ECONFLICT, "etcd %s: txn: a key or range the "

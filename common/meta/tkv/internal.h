@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/mem.h"
 #include "common/meta/engine_internal.h"
 #include "common/meta/tkv/kv.h"
 
@@ -78,21 +79,6 @@ void jo_tkv_slice_key(struct jo_key *k, struct jo_meta *m, uint64_t id, uint32_t
 void jo_tkv_delfile_key(struct jo_key *k, struct jo_meta *m, uint64_t ino, uint64_t length);
 void jo_tkv_delslice_key(struct jo_key *k, struct jo_meta *m, int64_t ts, uint64_t id);
 void jo_tkv_counter_key(struct jo_key *k, struct jo_meta *m, const char *name);
-
-static inline uint64_t jo_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static inline void jo_put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 /* ---- transactions */
 

@@ -12,6 +12,7 @@
 #include "common/meta/meta_internal.h"
 #include "common/meta/tkv/internal.h"
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #include <stdio.h>
@@ -569,15 +570,8 @@ static int index_cb(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, vo
 	indx = jo_be32(k + c->plen + 10);
 	if (indx >= c->u)
 		return 0;
-	if (c->n == c->cap) {
-		size_t nc = c->cap ? c->cap * 2 : 16;
-		uint32_t *nv = realloc(c->out, nc * sizeof(*nv));
-
-		if (!nv)
-			return jo_err_set(c->err, JO_ENOMEM, "out of memory");
-		c->out = nv;
-		c->cap = nc;
-	}
+	if (jo_grow_array(&c->out, &c->cap, c->n + 1, sizeof(*c->out)))
+		return jo_err_set(c->err, JO_ENOMEM, "out of memory");
 	c->out[c->n++] = indx;
 	return 0;
 }
