@@ -7,7 +7,6 @@
 
 #include "cmd/cmd.h"
 #include "common/exit.h"
-#include "common/numparse.h"
 #include "common/volume.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"

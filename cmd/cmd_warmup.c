@@ -11,7 +11,6 @@
  * through the mount (wu_run_warm). --follow (wu_follow) maps batch by batch
  * in a bounded look-ahead window; --done/--status (wu_client) talk to it.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,12 +19,12 @@
 #include "common/config.h"
 #include "common/err.h"
 #include "common/exit.h"
-#include "common/numparse.h"
+#include "common/opt.h"
 #include "common/volume.h"
 #include "common/warmup/run.h"
 #include "common/warmup/warmup.h"
 
-static const char warmup_usage[] =
+static const char usage_head[] =
 	"usage: jfsops warmup META-URL [--ranges FILE|-] [--mount DIR] [--dry-run|--list]\n"
 	"                      [--prefix DIR] [--threads N] [--json] [--metrics-file PATH]\n"
 	"       jfsops warmup META-URL --mount DIR --check|--evict [--ranges FILE|-]\n"
@@ -51,64 +50,11 @@ static const char warmup_usage[] =
 	"  a/b.lance                                        the whole file\n"
 	"Paths are relative to the volume root, or to --prefix; a path that starts\n"
 	"with the --mount directory is taken relative to it.\n"
+	"\n";
+
+static const char usage_tail[] =
+	CMD_VOL_NOTE
 	"\n"
-	"Options:\n"
-	"  -r, --ranges FILE    the range list or batch stream ('-' = stdin, the\n"
-	"                       default; a FIFO is read as it comes)\n"
-	"  -m, --mount DIR      a JuiceFS mount of this volume to warm through\n"
-	"                       (default: none; required unless --dry-run)\n"
-	"  -n, --dry-run        print the block keys, sizes and total; read nothing\n"
-	"      --list           the same as --dry-run\n"
-	"  -P, --prefix DIR     volume directory the range paths are relative to\n"
-	"                       (default: none, the volume root)\n"
-	"  -p, --threads N      blocks read in parallel (default 8); also the\n"
-	"                       parallelism asked of the mount by --check/--evict\n"
-	"      --mem-limit SIZE most memory for sorting block records (default 64M)\n"
-	"      --json           JSON lines: one per block with --dry-run and\n"
-	"                       --check, errors, and a summary (default: text)\n"
-	"      --metrics-file PATH  write Prometheus textfile metrics at the end of\n"
-	"                       a one-shot run, also when it fails (atomic; default:\n"
-	"                       none; gauges labelled volume=):\n"
-	"                       jfsops_warmup_last_run_files, _last_run_ranges,\n"
-	"                       _last_run_blocks, _last_run_bytes,\n"
-	"                       _last_run_warmed_blocks, _last_run_warmed_bytes,\n"
-	"                       _last_run_failed_blocks, _last_run_dry_run,\n"
-	"                       _last_run_exit_code, _last_run_duration_seconds,\n"
-	"                       _last_success_timestamp_seconds\n"
-	"Cache check and eviction:\n"
-	"      --check          report which of the ranges' blocks the mount's cache\n"
-	"                       holds: count, bytes, percent, per cache directory\n"
-	"                       (default: off); nothing is read or changed\n"
-	"      --evict          remove exactly the ranges' blocks from the mount's\n"
-	"                       cache (default: off)\n"
-	"      --evict-others keep|drop  the other cached blocks of a file the mount\n"
-	"                       evicts whole: keep = read them back, drop = let them\n"
-	"                       go (default: keep with --evict, drop with --evict-done)\n"
-	"Follow mode (a look-ahead pipeline for a training loop):\n"
-	"      --follow         read a stream of batches and keep the next ones warm\n"
-	"                       (default: off; see below)\n"
-	"  -k, --ahead K        batches warmed beyond the consumer's position, the\n"
-	"                       one it reads included (default 2, 1..4096)\n"
-	"  -c, --control PATH   where the consumer says 'done ID' and asks 'status ID':\n"
-	"                       a FIFO that exists (yours, not writable by others),\n"
-	"                       else a unix socket created there (mode 0600; it\n"
-	"                       answers your uid and root only); PATH's directory\n"
-	"                       must be yours or root's and writable by others only\n"
-	"                       with the sticky bit (required with --follow, --done,\n"
-	"                       --status)\n"
-	"      --evict-done     evict a batch's blocks once the consumer passed it,\n"
-	"                       except the blocks a batch in the window still needs\n"
-	"                       (default: off)\n"
-	"      --state FILE     keep the consumer's position in FILE and resume from\n"
-	"                       it when the same stream is read again (default: none)\n"
-	"      --done ID        tell the pipeline at --control that the consumer\n"
-	"                       finished batch ID (and every batch before it);\n"
-	"                       no META-URL (default: none, run a pipeline)\n"
-	"      --status ID      ask the pipeline at --control whether batch ID is\n"
-	"                       ready: prints its JSON status; exit 0 ready, 1 not\n"
-	"                       (yet), 8 unknown (default: none, run a pipeline)\n"
-	"  -h, --help           show this help\n"
-	CMD_VOL_HELP
 	"warmup reads only the metadata (the mount talks to the object store): the\n"
 	"config file and --profile are checked, the storage overrides are accepted\n"
 	"for uniformity with the other volume commands and otherwise unused.\n"
@@ -174,9 +120,6 @@ static const char warmup_usage[] =
 	"      --control /run/train/warm.sock --evict-done --ranges /run/train/batches\n"
 	"  jfsops warmup --control /run/train/warm.sock --done 17\n";
 
-enum { OPT_LIST = 0x2000, OPT_JSON, OPT_MEM, OPT_METRICS, OPT_FOLLOW, OPT_STATE, OPT_EVICT_DONE,
-       OPT_CHECK, OPT_EVICT, OPT_OTHERS, OPT_DONE, OPT_STATUS };
-
 enum wu_mode { MODE_WARM, MODE_LIST, MODE_CHECK, MODE_EVICT, MODE_FOLLOW, MODE_CLIENT };
 
 static const char *mode_flag(int m)
@@ -186,163 +129,96 @@ static const char *mode_flag(int m)
 	case MODE_CHECK: return "--check";
 	case MODE_EVICT: return "--evict";
 	case MODE_FOLLOW: return "--follow";
-	case MODE_CLIENT: return "--done/--status";
 	}
 	return "warm";
 }
 
 /* The command line of a warmup run. */
 struct warmup_args {
-	int mode, nmodes;
+	int mode;
 	const char *ranges, *mount, *prefix, *metrics;
-	const char *client_verb, *client_id;  /* --done ID / --status ID */
+	const char *done_id, *status_id;      /* --done ID / --status ID */
+	const char *client_verb, *client_id;  /* the one of them given */
 	struct wu_follow_opts fo;
 	bool have_ahead;
 	uint64_t mem;
-	long threads;
+	unsigned threads;
 	struct cmd_vol_args va;
 	char *url;  /* META-URL, a copy (argv's is scrubbed) */
 };
 
-/* One option; -1 when taken, else the exit code (a usage error, --help). */
-static int parse_opt(struct jo_ctx *ctx, struct warmup_args *a, int c, int *newmode)
+/* --ahead K (given or not: it only goes with --follow) and --evict-others keep|drop */
+static int follow_cb(const struct jo_option *o, const char *arg, char *want, size_t cap)
 {
-	uint64_t num;
+	struct warmup_args *a = o->value;
+	uint64_t k;
 
-	switch (c) {
-	case 'r': a->ranges = optarg; break;
-	case 'm': a->mount = optarg; break;
-	case 'n':
-	case OPT_LIST: *newmode = MODE_LIST; break;
-	case OPT_CHECK: *newmode = MODE_CHECK; break;
-	case OPT_EVICT: *newmode = MODE_EVICT; break;
-	case OPT_FOLLOW: *newmode = MODE_FOLLOW; break;
-	case OPT_DONE:
-	case OPT_STATUS:
-		if (a->client_verb)
-			return cmd_usage_error(ctx, "give one of --done and --status");
-		*newmode = MODE_CLIENT;
-		a->client_verb = c == OPT_DONE ? "done" : "status";
-		a->client_id = optarg;
-		break;
-	case 'P': a->prefix = optarg; break;
-	case 'p':
-		if (cmd_parse_uint(optarg, 1, 1024, &num))
-			return cmd_usage_error(ctx, "bad --threads '%s' (1..1024)", optarg);
-		a->threads = (long)num;
-		break;
-	case 'k':
-		if (cmd_parse_uint(optarg, 1, 4096, &num))
-			return cmd_usage_error(ctx, "bad --ahead '%s' (1..4096)", optarg);
-		a->fo.ahead = (unsigned)num;
-		a->have_ahead = true;
-		break;
-	case 'c': a->fo.control = optarg; break;
-	case OPT_STATE: a->fo.state = optarg; break;
-	case OPT_EVICT_DONE: a->fo.evict_done = true; break;
-	case OPT_OTHERS:
-		if (!strcmp(optarg, "keep"))
-			a->fo.others = WU_OTHERS_KEEP;
-		else if (!strcmp(optarg, "drop"))
-			a->fo.others = WU_OTHERS_DROP;
-		else
-			return cmd_usage_error(ctx, "bad --evict-others '%s' (keep or drop)", optarg);
-		break;
-	case OPT_MEM:
-		if (cmd_parse_size(optarg, &a->mem) || a->mem < (1u << 20))
-			return cmd_usage_error(ctx, "bad --mem-limit '%s' (at least 1M)", optarg);
-		break;
-	case OPT_JSON: ctx->json = true; break;
-	case OPT_METRICS: a->metrics = optarg; break;
-	case 'h':
-		fputs(warmup_usage, stdout);
-		return 0;
-	default:
-		return cmd_usage_error(ctx, "unknown option");
-	}
-	return -1;
-}
-
-/* The options; -1 when the run goes on, else the exit code. */
-static int parse_args(int argc, char **argv, struct jo_ctx *ctx, struct warmup_args *a)
-{
-	static const struct option opts[] = {
-		{ "ranges", required_argument, NULL, 'r' },
-		{ "mount", required_argument, NULL, 'm' },
-		{ "dry-run", no_argument, NULL, 'n' },
-		{ "list", no_argument, NULL, OPT_LIST },
-		{ "prefix", required_argument, NULL, 'P' },
-		{ "threads", required_argument, NULL, 'p' },
-		{ "mem-limit", required_argument, NULL, OPT_MEM },
-		{ "json", no_argument, NULL, OPT_JSON },
-		{ "metrics-file", required_argument, NULL, OPT_METRICS },
-		{ "check", no_argument, NULL, OPT_CHECK },
-		{ "evict", no_argument, NULL, OPT_EVICT },
-		{ "evict-others", required_argument, NULL, OPT_OTHERS },
-		{ "follow", no_argument, NULL, OPT_FOLLOW },
-		{ "ahead", required_argument, NULL, 'k' },
-		{ "control", required_argument, NULL, 'c' },
-		{ "state", required_argument, NULL, OPT_STATE },
-		{ "evict-done", no_argument, NULL, OPT_EVICT_DONE },
-		{ "done", required_argument, NULL, OPT_DONE },
-		{ "status", required_argument, NULL, OPT_STATUS },
-		{ "help", no_argument, NULL, 'h' },
-		CMD_VOL_LONGOPTS,
-		{ 0 }
-	};
-	int c;
-
-	while ((c = getopt_long(argc, argv, "r:m:nP:p:k:c:h", opts, NULL)) != -1) {
-		int newmode = -1, rc;
-
-		if (cmd_vol_opt(&a->va, c, optarg))
-			continue;
-		rc = parse_opt(ctx, a, c, &newmode);
-		if (rc >= 0)
-			return rc;
-		if (newmode >= 0 && newmode != a->mode) {
-			if (a->nmodes++)
-				return cmd_usage_error(ctx, "%s and %s cannot be used together",
-						       mode_flag(a->mode), mode_flag(newmode));
-			a->mode = newmode;
+	if (!strcmp(o->long_name, "ahead")) {
+		if (jo_parse_uint(arg, 1, 4096, &k)) {
+			snprintf(want, cap, "want an integer 1..4096");
+			return -1;
 		}
+		a->fo.ahead = (unsigned)k;
+		a->have_ahead = true;
+	} else if (!strcmp(arg, "keep") || !strcmp(arg, "drop")) {
+		a->fo.others = arg[0] == 'k' ? WU_OTHERS_KEEP : WU_OTHERS_DROP;
+	} else {
+		snprintf(want, cap, "want keep or drop");
+		return -1;
 	}
+	return 0;
+}
+
+/* --done ID / --status ID: one of them, and no other mode; -1 when fine, else the exit code */
+static int client_mode(const struct jo_opt_cmd *cmd, struct warmup_args *a)
+{
+	if (!a->done_id && !a->status_id)
+		return -1;
+	if (a->done_id && a->status_id)
+		return jo_opt_error(cmd, "give one of --done and --status");
+	a->client_verb = a->done_id ? "done" : "status";
+	a->client_id = a->done_id ? a->done_id : a->status_id;
+	if (a->mode != MODE_WARM)
+		return jo_opt_error(cmd, "%s and --%s exclude each other", mode_flag(a->mode),
+				    a->client_verb);
+	a->mode = MODE_CLIENT;
 	return -1;
 }
 
-/* What the options say together; -1 when they agree, else the exit code. */
-static int check_args(int argc, struct jo_ctx *ctx, struct warmup_args *a)
+/* What the options say together (n arguments); -1 when they agree, else the exit code. */
+static int check_args(int n, const struct jo_opt_cmd *cmd, struct warmup_args *a)
 {
 	const struct wu_follow_opts *fo = &a->fo;
 
-	if (argc - optind != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
+	if (n != 1)
+		return jo_opt_error(cmd, "expected one META-URL");
 	if (a->mode != MODE_LIST && !a->mount)
-		return cmd_usage_error(ctx, "--mount DIR is required (or --dry-run to list blocks)");
+		return jo_opt_error(cmd, "--mount DIR is required (or --dry-run to list blocks)");
 	if (a->mode != MODE_FOLLOW && (fo->control || fo->state || fo->evict_done || a->have_ahead))
-		return cmd_usage_error(ctx, "--%s only goes with --follow",
-				       fo->control ? "control" : fo->state ? "state" :
-				       fo->evict_done ? "evict-done" : "ahead");
+		return jo_opt_error(cmd, "--%s only goes with --follow",
+				    fo->control ? "control" : fo->state ? "state" :
+				    fo->evict_done ? "evict-done" : "ahead");
 	if (a->mode == MODE_FOLLOW && !fo->control)
-		return cmd_usage_error(ctx, "--follow needs --control PATH (where the consumer says "
-				       "'done ID')");
+		return jo_opt_error(cmd, "--follow needs --control PATH (where the consumer says "
+				    "'done ID')");
 	if (fo->others != WU_OTHERS_DEFAULT && a->mode != MODE_EVICT &&
 	    !(a->mode == MODE_FOLLOW && fo->evict_done))
-		return cmd_usage_error(ctx, "--evict-others only goes with --evict or --evict-done");
+		return jo_opt_error(cmd, "--evict-others only goes with --evict or --evict-done");
 	if (fo->others == WU_OTHERS_DEFAULT)
 		a->fo.others = a->mode == MODE_EVICT ? WU_OTHERS_KEEP : WU_OTHERS_DROP;
 	return -1;
 }
 
 /* --done ID / --status ID: a client of a running pipeline. */
-static int run_client(int argc, struct jo_ctx *ctx, const struct warmup_args *a)
+static int run_client(int n, struct jo_ctx *ctx, const struct jo_opt_cmd *cmd,
+		      const struct warmup_args *a)
 {
-	if (argc - optind != 0)
-		return cmd_usage_error(ctx, "--%s talks to a running pipeline: no META-URL",
-				       a->client_verb);
+	if (n != 0)
+		return jo_opt_error(cmd, "--%s talks to a running pipeline: no META-URL",
+				    a->client_verb);
 	if (!a->fo.control)
-		return cmd_usage_error(ctx, "--%s needs --control PATH (the pipeline's)",
-				       a->client_verb);
+		return jo_opt_error(cmd, "--%s needs --control PATH (the pipeline's)",
+				    a->client_verb);
 	return wu_client(ctx, a->fo.control, a->client_verb, a->client_id);
 }
 
@@ -433,15 +309,77 @@ int cmd_warmup(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct wu_state st = { .ctx = ctx, .t0 = wu_now() };
 	struct jo_warmup_mount mi = { 0 };
-	int rc = parse_args(argc, argv, ctx, &a);
+	struct jo_option opts[] = {
+		OPT_GROUP("Options:"),
+		OPT_STRING('r', "ranges", &a.ranges, "FILE", "the range list or batch stream "
+			   "('-' = stdin, the default; a FIFO is read as it comes)"),
+		OPT_STRING('m', "mount", &a.mount, "DIR", "a JuiceFS mount of this volume to warm "
+			   "through (default: none; required unless --dry-run)"),
+		OPT_CMDMODE('n', "dry-run", &a.mode, "print the block keys, sizes and total; read "
+			    "nothing", MODE_LIST),
+		OPT_CMDMODE(0, "list", &a.mode, "the same as --dry-run", MODE_LIST),
+		OPT_STRING('P', "prefix", &a.prefix, "DIR", "volume directory the range paths are "
+			   "relative to (default: none, the volume root)"),
+		OPT_UINT('p', "threads", &a.threads, "N", "blocks read in parallel (default 8); also "
+			 "the parallelism asked of the mount by --check/--evict", 1, 1024),
+		OPT_SIZE(0, "mem-limit", &a.mem, "SIZE", "most memory for sorting block records "
+			 "(default 64M)", 1u << 20, 0),
+		OPT_BOOL(0, "json", &ctx->json, "JSON lines: one per block with --dry-run and "
+			 "--check, errors, and a summary (default: text)"),
+		OPT_STRING(0, "metrics-file", &a.metrics, "PATH", "write Prometheus textfile metrics "
+			   "at the end of a one-shot run, also when it fails (atomic; default: none; "
+			   "gauges labelled volume=): jfsops_warmup_last_run_files, _last_run_ranges, "
+			   "_last_run_blocks, _last_run_bytes, _last_run_warmed_blocks, "
+			   "_last_run_warmed_bytes, _last_run_failed_blocks, _last_run_dry_run, "
+			   "_last_run_exit_code, _last_run_duration_seconds, "
+			   "_last_success_timestamp_seconds"),
+		OPT_GROUP("Cache check and eviction:"),
+		OPT_CMDMODE(0, "check", &a.mode, "report which of the ranges' blocks the mount's "
+			    "cache holds: count, bytes, percent, per cache directory (default: off); "
+			    "nothing is read or changed", MODE_CHECK),
+		OPT_CMDMODE(0, "evict", &a.mode, "remove exactly the ranges' blocks from the mount's "
+			    "cache (default: off)", MODE_EVICT),
+		OPT_CALLBACK(0, "evict-others", &a, "keep|drop", "the other cached blocks of a file "
+			     "the mount evicts whole: keep = read them back, drop = let them go "
+			     "(default: keep with --evict, drop with --evict-done)", follow_cb),
+		OPT_GROUP("Follow mode (a look-ahead pipeline for a training loop):"),
+		OPT_CMDMODE(0, "follow", &a.mode, "read a stream of batches and keep the next ones "
+			    "warm (default: off; see below)", MODE_FOLLOW),
+		OPT_CALLBACK('k', "ahead", &a, "K", "batches warmed beyond the consumer's position, "
+			     "the one it reads included (default 2, 1..4096)", follow_cb),
+		OPT_STRING(0, "control", &a.fo.control, "PATH", "where the consumer says 'done ID' "
+			   "and asks 'status ID': a FIFO that exists (yours, not writable by others), "
+			   "else a unix socket created there (mode 0600; it answers your uid and root "
+			   "only); PATH's directory must be yours or root's and writable by others "
+			   "only with the sticky bit (required with --follow, --done, --status)"),
+		OPT_BOOL(0, "evict-done", &a.fo.evict_done, "evict a batch's blocks once the consumer "
+			 "passed it, except the blocks a batch in the window still needs (default: "
+			 "off)"),
+		OPT_STRING(0, "state", &a.fo.state, "FILE", "keep the consumer's position in FILE and "
+			   "resume from it when the same stream is read again (default: none)"),
+		OPT_STRING(0, "done", &a.done_id, "ID", "tell the pipeline at --control that the "
+			   "consumer finished batch ID (and every batch before it); no META-URL "
+			   "(default: none, run a pipeline)"),
+		OPT_STRING(0, "status", &a.status_id, "ID", "ask the pipeline at --control whether "
+			   "batch ID is ready: prints its JSON status; exit 0 ready, 1 not (yet), "
+			   "8 unknown (default: none, run a pipeline)"),
+		OPT_HELP(),
+		CMD_VOL_OPTIONS(&a.va),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, usage_head, usage_tail, opts };
+	int n = jo_opt_parse(&cmd, argc, argv), rc;
 
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	rc = client_mode(&cmd, &a);
 	if (rc < 0 && a.mode == MODE_CLIENT)
-		rc = run_client(argc, ctx, &a);
+		rc = run_client(n, ctx, &cmd, &a);
 	if (rc < 0)
-		rc = check_args(argc, ctx, &a);
+		rc = check_args(n, &cmd, &a);
 	if (rc < 0) {
 		st.prefix = a.prefix;
-		rc = open_volume(ctx, &a, argv[optind], &st, &mi);
+		rc = open_volume(ctx, &a, argv[1], &st, &mi);
 		if (rc < 0)
 			rc = dispatch(ctx, &a, &st, &mi);
 		if (a.metrics && a.mode != MODE_FOLLOW)

@@ -8,7 +8,6 @@
  * page and the tests read its flags from the table (--help, --options-json).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <malloc.h>
 #include <poll.h>
 #include <stdbool.h>
@@ -161,9 +160,6 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 	}
 	snprintf(ctx.prefix, sizeof(ctx.prefix), "jfsops %s", c->name);
 	jo_log_setup(ctx.prefix, jo_log_get_level());
-	optind = 0;  /* reset getopt for the command's own parsing */
-	opterr = 0;  /* commands report bad options in one line of their own */
-	cmd_set_args(argc, argv);
 	/* `jfsops CMD --help` and `jfsops help CMD` open with the table's summary,
 	 * so help, `jfsops --help` and the man page NAME line cannot drift */
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
@@ -182,8 +178,7 @@ static int run(const struct cmd_entry *c, int argc, char **argv)
 /*
  * `jfsops help --options-json [CMD]` (hidden): the option table of CMD, or of
  * every command, as one JSON line each (common/opt.h), for the completions,
- * the man pages and the tests. A command still parsing with getopt_long has
- * no table: it refuses the flag, and the line is missing.
+ * the man pages and the tests.
  */
 static int options_json(const char *name)
 {

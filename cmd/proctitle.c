@@ -24,7 +24,7 @@
 
 #define MASK "****"
 
-/* The long options whose value is a secret (getopt_long also takes a unique prefix). */
+/* The long options whose value is a secret (common/opt.c also takes a unique prefix). */
 static const char *const secret_opts[] = { "secret-key", "src-secret-key", "dst-secret-key" };
 
 /* "--NAME" or "--NAME=..." (n: NAME's length) names a secret option, or a prefix of one. */

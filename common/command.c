@@ -1,7 +1,6 @@
 /* command.c: a command's errors as exit codes and one-line messages. */
 #include "common/command.h"
 
-#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,15 +39,6 @@ int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err)
 	return jo_exit_from_err(err->code);
 }
 
-static int saved_argc;
-static char **saved_argv;
-
-void cmd_set_args(int argc, char **argv)
-{
-	saved_argc = argc;
-	saved_argv = argv;
-}
-
 int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 {
 	char msg[2048], esc[JO_ESC_TERM_MAX(sizeof(msg))];
@@ -58,15 +48,7 @@ int cmd_usage_error(const struct jo_ctx *ctx, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	/* the values quoted come from argv, files and servers: escaped for the terminal */
-	fprintf(stderr, "%s %s: %s", ctx->prog, ctx->cmd, jo_esc_term(esc, sizeof(esc), msg));
-	/* getopt is silenced (opterr = 0): name the argument it refused */
-	if (!strncmp(fmt, "unknown option", 14) && saved_argv) {
-		if (optopt > ' ' && optopt < 127)
-			fprintf(stderr, " '-%c' (or its value is missing)", optopt);
-		else if (optind > 0 && optind <= saved_argc)
-			fprintf(stderr, " '%s' (or its value is missing)",
-				jo_esc_term(esc, sizeof(esc), saved_argv[optind - 1]));
-	}
-	fprintf(stderr, " (see '%s %s --help')\n", ctx->prog, ctx->cmd);
+	fprintf(stderr, "%s %s: %s (see '%s %s --help')\n", ctx->prog, ctx->cmd,
+		jo_esc_term(esc, sizeof(esc), msg), ctx->prog, ctx->cmd);
 	return JO_EXIT_USAGE;
 }

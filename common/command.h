@@ -37,8 +37,6 @@ struct jo_ctx {
  * matches err->code (common/exit.h).
  */
 int cmd_fail(const struct jo_ctx *ctx, const struct jo_err *err);
-/* Remember the command's argv, so usage errors can name a refused option. */
-void cmd_set_args(int argc, char **argv);
 /*
  * Metrics of the run (common/run_metrics.c): cmd_metric() records a per-run value
  * as the gauge jfsops_<cmd>_last_run_<what>, cmd_metric_state() a state

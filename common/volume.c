@@ -7,7 +7,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +19,6 @@
 #include "common/esc.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
-#include "common/numparse.h"
 
 /*
  * As juicefs does, a password missing from the META-URL comes from the
@@ -136,29 +134,11 @@ int cmd_vol_secret_cb(const struct jo_option *o, const char *arg, char *want, si
 	return 0;
 }
 
-int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg)
-{
-	switch (opt) {
-	case CMD_OPT_BUCKET: a->bucket = arg; return 1;
-	case CMD_OPT_ACCESS_KEY: a->access_key = arg; return 1;
-	case CMD_OPT_SECRET_KEY:
-		a->secret_copy = strdup(arg);
-		a->secret_key = a->secret_copy;
-		cmd_scrub_arg(arg);
-		return 1;
-	case CMD_OPT_INSECURE: a->insecure = true; return 1;
-	case CMD_OPT_PROFILE: a->profile = arg; return 1;
-	case CMD_OPT_CONFIG: a->config = arg; return 1;
-	case CMD_OPT_RETRIES: a->retries = arg; return 1;
-	}
-	return 0;
-}
-
 int cmd_parse_retries(const char *arg, int *out, struct jo_err *err)
 {
 	uint64_t n;
 
-	if (cmd_parse_uint(arg, 0, 100, &n))
+	if (jo_parse_uint(arg, 0, 100, &n))
 		return jo_err_set(err, JO_EINVAL, "bad --retries '%s' (0..100)", arg);
 	*out = (int)n;
 	return 0;

@@ -18,45 +18,6 @@ struct jo_vol;
 struct jo_cfg;
 struct jo_cfg_values;
 
-/*
- * The same flags for a getopt_long loop: only cmd_warmup.c still has one
- * (being rewritten; it moves to CMD_VOL_OPTIONS then, and these go).
- */
-enum {
-	CMD_OPT_BUCKET = 0x1000,
-	CMD_OPT_ACCESS_KEY,
-	CMD_OPT_SECRET_KEY,
-	CMD_OPT_INSECURE,
-	CMD_OPT_PROFILE,
-	CMD_OPT_CONFIG,
-	CMD_OPT_RETRIES,
-};
-#define CMD_VOL_LONGOPTS \
-	{ "bucket", required_argument, NULL, CMD_OPT_BUCKET }, \
-	{ "access-key", required_argument, NULL, CMD_OPT_ACCESS_KEY }, \
-	{ "secret-key", required_argument, NULL, CMD_OPT_SECRET_KEY }, \
-	{ "insecure", no_argument, NULL, CMD_OPT_INSECURE }, \
-	{ "profile", required_argument, NULL, CMD_OPT_PROFILE }, \
-	{ "config", required_argument, NULL, CMD_OPT_CONFIG }, \
-	{ "retries", required_argument, NULL, CMD_OPT_RETRIES }
-#define CMD_VOL_HELP \
-	"Storage (flags > environment > config file profile > the volume's format record):\n" \
-	"      --bucket URL         object-store bucket URL (default: env JFSOPS_BUCKET, the\n" \
-	"                           profile's bucket or endpoint, else the format's bucket)\n" \
-	"      --access-key KEY     access key (default: env JFSOPS_ACCESS_KEY, the profile,\n" \
-	"                           else the format's)\n" \
-	"      --secret-key KEY     secret key (default: env JFSOPS_SECRET_KEY, the profile,\n" \
-	"                           else the format's); prefer those: ps shows command lines\n" \
-	"      --insecure           do not verify TLS certificates (env JFSOPS_INSECURE=1)\n" \
-	"      --profile NAME       use [profile NAME] of the config file (default: env\n" \
-	"                           JFSOPS_PROFILE, else [default] when the file has one)\n" \
-	"      --config FILE        config file (default: env JFSOPS_CONFIG, else\n" \
-	"                           $XDG_CONFIG_HOME/jfsops/config or ~/.config/jfsops/config)\n" \
-	"      --retries N          per-request retries in the object client, 0..100 (default 5;\n" \
-	"                           twice as many for throttled replies: 503 SlowDown, 429)\n" \
-	"Redis passwords may also come from env REDIS_PASSWORD or META_PASSWORD;\n" \
-	"a Sentinel URL's sentinels take theirs from SENTINEL_PASSWORD.\n"
-
 struct cmd_vol_args {
 	const char *bucket;
 	const char *access_key;
@@ -108,8 +69,6 @@ int cmd_opt_exit(struct jo_ctx *ctx, int n);
 
 /* --retries N: 0..100, else JO_EINVAL with err set. */
 int cmd_parse_retries(const char *arg, int *out, struct jo_err *err);
-/* Handle one of CMD_OPT_*: returns 1 when consumed, 0 when not ours. */
-int cmd_vol_opt(struct cmd_vol_args *a, int opt, char *arg);
 /*
  * Open the volume named by meta_url with the overrides (flags > env > format).
  * The password in meta_url is scrubbed from argv. Prints the error and

@@ -13,7 +13,6 @@
 
 #include "common/command.h"
 #include "common/exit.h"
-#include "common/numparse.h"
 #include "common/volume.h"
 #include "common/cancel.h"
 #include "common/err.h"

@@ -13,7 +13,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fnmatch.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,7 +24,7 @@
 
 #include "common/command.h"
 #include "common/exit.h"
-#include "common/numparse.h"
+#include "common/opt.h"
 #include "common/volume.h"
 #include "common/err.h"
 #include "common/audit.h"
@@ -36,7 +35,7 @@
 #include "common/meta/meta_mut.h"
 #include "trash/trash.h"
 
-static const char trash_usage[] =
+static const char usage_head[] =
 	"usage: jfsops trash ls META-URL [--since T] [--until T] [--path PREFIX]\n"
 	"                   [--uid N] [--name GLOB] [--json]\n"
 	"       jfsops trash restore META-URL [filters] [--conflict skip|rename]\n"
@@ -51,33 +50,9 @@ static const char trash_usage[] =
 	"parents that are themselves in the trash (a tree removed with rm -rf).\n"
 	"restore puts the selected entries back where they came from, purge removes\n"
 	"them from the trash now; both are dry runs unless --apply is given.\n"
-	"\n"
-	"Options:\n"
-	"      --since T       entries deleted at or after T: an RFC 3339 time\n"
-	"                      (2026-12-03T17:00:00Z, 2026-12-03T18:00:00+01:00) or an\n"
-	"                      age (90m, 6h, 2d) before now (default: no lower bound)\n"
-	"      --until T       entries deleted before T, same forms (default: no upper bound)\n"
-	"      --path PREFIX   entries whose original path is PREFIX or under it (default: /)\n"
-	"      --uid N         entries owned by uid N (default: any owner)\n"
-	"      --name GLOB     entries whose own name matches GLOB, fnmatch (default: any)\n"
-	"      --conflict skip|rename  restore: when the name is taken in the parent, skip\n"
-	"                      the entry or restore it as NAME.restored-TIME (default: skip)\n"
-	"      --into DIR      restore: entries whose parent is gone (from the volume, or\n"
-	"                      left in the trash) go into DIR (default: they are skipped)\n"
-	"      --all           purge: every entry (purge refuses to run without a filter\n"
-	"                      or --all)\n"
-	"      --apply         restore/purge: do it (default: print what it would do)\n"
-	"      --plan          restore, with --apply: record the restores as tasks in the\n"
-	"                      volume's engine for workers (default: restore here)\n"
-	"      --worker        restore, with --apply: claim recorded tasks by lease and\n"
-	"                      work them until none is left (any number, on any host)\n"
-	"      --lease D       --worker: lease length, e.g. 30s (default: 60s); a worker\n"
-	"                      killed mid-task delays its task by that much\n"
-	"      --audit FILE    with --apply: append one JSON line per entry to FILE\n"
-	"                      (default: no audit trail)\n"
-	"      --json          JSON lines on stdout: one per entry (\"type\":\"entry\",\n"
-	"                      \"restore\" or \"purge\"), one per hour directory (ls), a summary\n"
-	"  -h, --help          show this help\n"
+	"\n";
+
+static const char usage_tail[] =
 	"\n"
 	"restore puts directories back before the entries that were in them, under\n"
 	"their own inode numbers, with the same metadata change juicefs's restore\n"
@@ -405,8 +380,7 @@ static int parse_when(const char *s, int64_t now, int64_t *out)
 		return 0;
 	if (s[0] >= '0' && s[0] <= '9' && strlen(s) >= 10 && s[4] == '-')
 		return -1; /* a date, malformed: not an age */
-	ms = cmd_parse_duration(s);
-	if (ms < 0)
+	if (jo_parse_duration_ms(s, &ms))
 		return -1;
 	*out = now - ms / 1000;
 	return 0;
@@ -1585,148 +1559,110 @@ out:
 
 enum trash_mode { MODE_LS, MODE_RESTORE, MODE_PURGE };
 
-static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode mode)
+/* The command line of trash ls/restore/purge. */
+struct trash_args {
+	struct trash_filter f;
+	struct trash_restore_opts ro;
+	bool apply, all, worker, conflict;
+	const char *audit_path;
+	int64_t now;
+};
+
+/* --since T, --until T, --uid N, --conflict skip|rename */
+static int trash_cb(const struct jo_option *o, const char *arg, char *want, size_t cap)
 {
-	bool restore = mode == MODE_RESTORE, writes = mode != MODE_LS, all = false, worker = false;
-	static const struct option opts[] = {
-		{ "since", required_argument, NULL, 's' },
-		{ "until", required_argument, NULL, 'u' },
-		{ "path", required_argument, NULL, 'p' },
-		{ "uid", required_argument, NULL, 'U' },
-		{ "name", required_argument, NULL, 'n' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "conflict", required_argument, NULL, 'C' },
-		{ "into", required_argument, NULL, 'I' },
-		{ "apply", no_argument, NULL, 'A' },
-		{ "audit", required_argument, NULL, 'a' },
-		{ "all", no_argument, NULL, 'L' },
-		{ "plan", no_argument, NULL, 'P' },
-		{ "worker", no_argument, NULL, 'W' },
-		{ "lease", required_argument, NULL, 'E' },
-		{ 0 }
-	};
-	struct trash_restore_opts ro = { 0 };
-	bool apply = false;
-	const char *audit_path = NULL;
-	struct trash_filter f = { 0 };
+	struct trash_args *a = o->value;
+	const char *name = o->long_name;
+	uint64_t v;
+
+	if (!strcmp(name, "since") || !strcmp(name, "until")) {
+		bool since = name[0] == 's';
+
+		if (parse_when(arg, a->now, since ? &a->f.since : &a->f.until)) {
+			snprintf(want, cap, "want an RFC 3339 time or an age like 6h");
+			return -1;
+		}
+		*(since ? &a->f.has_since : &a->f.has_until) = true;
+	} else if (!strcmp(name, "uid")) {
+		if (jo_parse_uint(arg, 0, UINT32_MAX, &v)) {
+			snprintf(want, cap, "want an integer up to %" PRIu32, UINT32_MAX);
+			return -1;
+		}
+		a->f.uid = (uint32_t)v;
+		a->f.has_uid = true;
+	} else if (!strcmp(arg, "skip") || !strcmp(arg, "rename")) {
+		a->ro.rename = arg[0] == 'r';
+		a->conflict = true;
+	} else {
+		snprintf(want, cap, "want skip or rename");
+		return -1;
+	}
+	return 0;
+}
+
+/* Which flags go with which subcommand, and together; -1 when they agree, else the exit code. */
+static int check_args(const struct jo_opt_cmd *cmd, struct trash_args *a, enum trash_mode mode)
+{
+	const struct trash_filter *f = &a->f;
+	bool filters = f->has_since || f->has_until || f->path || f->has_uid || f->name;
+	struct trash_restore_opts *ro = &a->ro;
+
+	if (mode != MODE_RESTORE) {
+		const char *only = a->conflict ? "conflict" : ro->into ? "into" : ro->plan ? "plan" :
+				   a->worker ? "worker" : ro->lease_ms ? "lease" : NULL;
+
+		if (only)
+			return jo_opt_error(cmd, "--%s is an option of trash restore", only);
+	}
+	if (mode == MODE_LS && (a->apply || a->audit_path))
+		return jo_opt_error(cmd, "--%s is an option of trash restore and purge",
+				    a->apply ? "apply" : "audit");
+	if (mode != MODE_PURGE && a->all)
+		return jo_opt_error(cmd, "--all is an option of trash purge");
+	if (ro->into && ro->into[0] != '/')
+		return jo_opt_error(cmd, "--into '%s' must be absolute", ro->into);
+	if (a->audit_path && !a->apply)
+		return jo_opt_error(cmd, "--audit goes with --apply");
+	if (mode == MODE_PURGE && !a->all && !filters)
+		return jo_opt_error(cmd, "trash purge needs a filter (--since, --until, --path, "
+				    "--uid, --name) or --all");
+	if (a->all && filters)
+		return jo_opt_error(cmd, "--all goes without filters");
+	if ((ro->plan || a->worker) && !a->apply)
+		return jo_opt_error(cmd, "--plan and --worker go with --apply (without it, restore "
+				    "prints its plan)");
+	if (ro->plan && a->worker)
+		return jo_opt_error(cmd, "--plan and --worker: one or the other");
+	if (a->worker && (filters || ro->into || ro->rename))
+		return jo_opt_error(cmd, "--worker takes no filters, --conflict or --into: the "
+				    "plan decided them");
+	if (ro->lease_ms && !a->worker)
+		return jo_opt_error(cmd, "--lease goes with --worker");
+	if (!ro->lease_ms)
+		ro->lease_ms = 60000;
+	ro->apply = a->apply && !ro->plan; /* a plan decides; its workers apply */
+	if (f->path && f->path[0] != '/')
+		return jo_opt_error(cmd, "--path '%s' must be absolute", f->path);
+	return -1;
+}
+
+static int trash_main(struct jo_ctx *ctx, struct trash_args *a, char *url_arg, enum trash_mode mode)
+{
+	bool restore = mode == MODE_RESTORE, writes = mode != MODE_LS, worker = a->worker;
+	bool apply = a->apply;
+	const char *audit_path = a->audit_path;
+	struct trash_restore_opts ro = a->ro;
+	struct trash_filter f = a->f;
 	struct trash_ls t = { 0 };
 	struct jo_format fmt = { 0 };
 	struct jo_err err = { 0 };
-	int64_t now = (int64_t)time(NULL);
-	uint64_t shown = 0, bytes = 0, v;
+	uint64_t shown = 0, bytes = 0;
 	char *url = NULL, *path = NULL;
-	int c, rc;
+	int rc;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 's':
-			if (parse_when(optarg, now, &f.since))
-				return cmd_usage_error(ctx, "bad --since '%s' (an RFC 3339 time or an age like 6h)", optarg);
-			f.has_since = true;
-			break;
-		case 'u':
-			if (parse_when(optarg, now, &f.until))
-				return cmd_usage_error(ctx, "bad --until '%s' (an RFC 3339 time or an age like 6h)", optarg);
-			f.has_until = true;
-			break;
-		case 'p':
-			f.path = optarg;
-			break;
-		case 'U':
-			if (cmd_parse_uint(optarg, 0, UINT32_MAX, &v))
-				return cmd_usage_error(ctx, "bad --uid '%s'", optarg);
-			f.uid = (uint32_t)v;
-			f.has_uid = true;
-			break;
-		case 'n':
-			f.name = optarg;
-			break;
-		case 'j':
-			ctx->json = true;
-			break;
-		case 'h':
-			fputs(trash_usage, stdout);
-			return 0;
-		case 'C':
-			if (!restore)
-				return cmd_usage_error(ctx, "--conflict is an option of trash restore");
-			if (strcmp(optarg, "skip") && strcmp(optarg, "rename"))
-				return cmd_usage_error(ctx, "bad --conflict '%s' (skip or rename)", optarg);
-			ro.rename = !strcmp(optarg, "rename");
-			break;
-		case 'I':
-			if (!restore)
-				return cmd_usage_error(ctx, "--into is an option of trash restore");
-			if (optarg[0] != '/')
-				return cmd_usage_error(ctx, "--into '%s' must be absolute", optarg);
-			ro.into = optarg;
-			break;
-		case 'A':
-			if (!writes)
-				return cmd_usage_error(ctx, "--apply is an option of trash restore and purge");
-			apply = true;
-			break;
-		case 'a':
-			if (!writes)
-				return cmd_usage_error(ctx, "--audit is an option of trash restore and purge");
-			audit_path = optarg;
-			break;
-		case 'P':
-		case 'W':
-			if (!restore)
-				return cmd_usage_error(ctx, "--%s is an option of trash restore",
-						       c == 'P' ? "plan" : "worker");
-			if (c == 'P')
-				ro.plan = true;
-			else
-				worker = true;
-			break;
-		case 'E':
-			if (!restore)
-				return cmd_usage_error(ctx, "--lease is an option of trash restore");
-			ro.lease_ms = cmd_parse_duration(optarg);
-			if (ro.lease_ms < 1000)
-				return cmd_usage_error(ctx, "--lease '%s': a duration of at least 1s", optarg);
-			break;
-		case 'L':
-			if (mode != MODE_PURGE)
-				return cmd_usage_error(ctx, "--all is an option of trash purge");
-			all = true;
-			break;
-		default:
-			return cmd_usage_error(ctx, "unknown option");
-		}
-	}
-	if (audit_path && !apply)
-		return cmd_usage_error(ctx, "--audit goes with --apply");
-	if (mode == MODE_PURGE && !all && !f.has_since && !f.has_until && !f.path && !f.has_uid &&
-	    !f.name)
-		return cmd_usage_error(ctx, "trash purge needs a filter (--since, --until, --path, "
-				       "--uid, --name) or --all");
-	if (all && (f.has_since || f.has_until || f.path || f.has_uid || f.name))
-		return cmd_usage_error(ctx, "--all goes without filters");
-	if ((ro.plan || worker) && !apply)
-		return cmd_usage_error(ctx, "--plan and --worker go with --apply (without it, restore "
-				       "prints its plan)");
-	if (ro.plan && worker)
-		return cmd_usage_error(ctx, "--plan and --worker: one or the other");
-	if (worker && (f.has_since || f.has_until || f.path || f.has_uid || f.name || ro.into ||
-		       ro.rename))
-		return cmd_usage_error(ctx, "--worker takes no filters, --conflict or --into: the "
-				       "plan decided them");
-	if (ro.lease_ms && !worker)
-		return cmd_usage_error(ctx, "--lease goes with --worker");
-	if (!ro.lease_ms)
-		ro.lease_ms = 60000;
-	ro.apply = apply && !ro.plan; /* a plan decides; its workers apply */
-	if (argc - optind != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
 	if (f.path) {
 		size_t l;
 
-		if (f.path[0] != '/')
-			return cmd_usage_error(ctx, "--path '%s' must be absolute", f.path);
 		path = strdup(f.path);
 		if (!path)
 			return JO_EXIT_FAIL;
@@ -1735,12 +1671,12 @@ static int trash_main(int argc, char **argv, struct jo_ctx *ctx, enum trash_mode
 			path[--l] = '\0';
 		f.path = path;
 	}
-	url = strdup(argv[optind]);
+	url = strdup(url_arg);
 	if (!url) {
 		free(path);
 		return JO_EXIT_FAIL;
 	}
-	cmd_scrub_url_password(argv[optind]);
+	cmd_scrub_url_password(url_arg);
 	rc = cmd_meta_open_mode(url, !apply, &t.m, &err);
 	if (!rc)
 		rc = jo_meta_load_format(t.m, &fmt, &err);
@@ -1833,17 +1769,63 @@ out:
 
 int cmd_trash(int argc, char **argv, struct jo_ctx *ctx)
 {
-	if (argc < 2)
-		return cmd_usage_error(ctx, "expected a subcommand: ls, restore or purge");
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		fputs(trash_usage, stdout);
-		return 0;
-	}
-	if (!strcmp(argv[1], "ls"))
-		return trash_main(argc - 1, argv + 1, ctx, MODE_LS);
-	if (!strcmp(argv[1], "restore"))
-		return trash_main(argc - 1, argv + 1, ctx, MODE_RESTORE);
-	if (!strcmp(argv[1], "purge"))
-		return trash_main(argc - 1, argv + 1, ctx, MODE_PURGE);
-	return cmd_usage_error(ctx, "unknown subcommand '%s' (ls, restore or purge)", argv[1]);
+	static const char *const subs[] = { [MODE_LS] = "ls", [MODE_RESTORE] = "restore",
+					    [MODE_PURGE] = "purge" };
+	struct trash_args a = { .now = (int64_t)time(NULL) };
+	struct jo_option opts[] = {
+		OPT_GROUP("Options:"),
+		OPT_CALLBACK(0, "since", &a, "T", "entries deleted at or after T: an RFC 3339 time "
+			     "(2026-12-03T17:00:00Z, 2026-12-03T18:00:00+01:00) or an age (90m, 6h, "
+			     "2d) before now (default: no lower bound)", trash_cb),
+		OPT_CALLBACK(0, "until", &a, "T", "entries deleted before T, same forms (default: no "
+			     "upper bound)", trash_cb),
+		OPT_STRING(0, "path", &a.f.path, "PREFIX", "entries whose original path is PREFIX or "
+			   "under it (default: /)"),
+		OPT_CALLBACK(0, "uid", &a, "N", "entries owned by uid N (default: any owner)",
+			     trash_cb),
+		OPT_STRING(0, "name", &a.f.name, "GLOB", "entries whose own name matches GLOB, "
+			   "fnmatch (default: any)"),
+		OPT_CALLBACK(0, "conflict", &a, "skip|rename", "restore: when the name is taken in "
+			     "the parent, skip the entry or restore it as NAME.restored-TIME (default: "
+			     "skip)", trash_cb),
+		OPT_STRING(0, "into", &a.ro.into, "DIR", "restore: entries whose parent is gone (from "
+			   "the volume, or left in the trash) go into DIR (default: they are skipped)"),
+		OPT_BOOL(0, "all", &a.all, "purge: every entry (purge refuses to run without a filter "
+			 "or --all)"),
+		OPT_BOOL(0, "apply", &a.apply, "restore/purge: do it (default: print what it would "
+			 "do)"),
+		OPT_BOOL(0, "plan", &a.ro.plan, "restore, with --apply: record the restores as tasks "
+			 "in the volume's engine for workers (default: restore here)"),
+		OPT_BOOL(0, "worker", &a.worker, "restore, with --apply: claim recorded tasks by lease "
+			 "and work them until none is left (any number, on any host)"),
+		OPT_DURATION(0, "lease", &a.ro.lease_ms, "D", "--worker: lease length, e.g. 30s "
+			     "(default: 60s); a worker killed mid-task delays its task by that much",
+			     1000, 0),
+		OPT_STRING(0, "audit", &a.audit_path, "FILE", "with --apply: append one JSON line per "
+			   "entry to FILE (default: no audit trail)"),
+		OPT_BOOL(0, "json", &ctx->json, "JSON lines on stdout: one per entry "
+			 "(\"type\":\"entry\", \"restore\" or \"purge\"), one per hour directory (ls), "
+			 "a summary"),
+		OPT_HELP(),
+		OPT_END(),
+	};
+	struct jo_opt_cmd cmd = { ctx->prefix, usage_head, usage_tail, opts };
+	int n = jo_opt_parse(&cmd, argc, argv), rc;
+	size_t mode;
+
+	if (n < 0)
+		return cmd_opt_exit(ctx, n);
+	if (n < 1)
+		return jo_opt_error(&cmd, "expected a subcommand: ls, restore or purge");
+	for (mode = 0; mode < sizeof(subs) / sizeof(subs[0]); mode++)
+		if (!strcmp(argv[1], subs[mode]))
+			break;
+	if (mode == sizeof(subs) / sizeof(subs[0]))
+		return jo_opt_error(&cmd, "unknown subcommand '%s' (ls, restore or purge)", argv[1]);
+	rc = check_args(&cmd, &a, (enum trash_mode)mode);
+	if (rc >= 0)
+		return rc;
+	if (n != 2)
+		return jo_opt_error(&cmd, "expected one META-URL");
+	return trash_main(ctx, &a, argv[2], (enum trash_mode)mode);
 }

@@ -12,7 +12,6 @@
 
 #include "common/command.h"
 #include "common/exit.h"
-#include "common/numparse.h"
 #include "common/volume.h"
 #include "common/err.h"
 #include "common/extsort.h"

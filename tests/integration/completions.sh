@@ -5,8 +5,7 @@
 #  - `jfsops <TAB>` offers exactly `jfsops --list-commands` + help;
 #  - for every command, `jfsops CMD --<TAB>` offers exactly the long options
 #    of the command's option table (dumped by `jfsops help --options-json
-#    CMD`; for a command still on getopt_long, its source's struct option
-#    read through the C preprocessor: tests/tools/optables.py), both ways;
+#    CMD`: tests/tools/optables.py), both ways;
 #  - every offered flag is accepted by the binary (no "unknown option");
 #  - `jfsops-CMD --<TAB>` (the installed links) offers the same;
 #  - value completion: lance --format, the global --log-level;
@@ -78,16 +77,16 @@ ncmd=$(wc -l <"$T/help.want")
 # 2. flags of every command
 for c in $("$BIN" --list-commands); do
 	if ! python3 "$repo/tests/tools/optables.py" --bin "$BIN" "$repo" "$c" >"$T/$c.src"; then
-		fail "$c: cannot read its option table from the source"
+		fail "$c: cannot read its option table from the binary"
 		continue
 	fi
 	complete_line "jfsops $c --" >"$T/$c.got"
 	diff_sets "jfsops $c --<TAB> vs the option table of cmd_$c" "$T/$c.src" "$T/$c.got"
 	complete_line "jfsops-$c --" >"$T/$c.link"
 	cmp -s "$T/$c.got" "$T/$c.link" || fail "jfsops-$c --<TAB> differs from jfsops $c --<TAB>"
-	# every offered flag is accepted: getopt_long reports unknown ones before
-	# --help is acted on only if it is unknown, so probe each flag alone with
-	# a dummy value where it takes one
+	# every offered flag is accepted: an unknown one is refused before --help
+	# is acted on, so probe each flag alone with a dummy value where it takes
+	# one
 	while read -r f; do
 		[ "$f" = --help ] && continue
 		out=$(timeout 10 "$BIN" "$c" "$f" x --help </dev/null 2>&1 >/dev/null; true)

@@ -7,8 +7,8 @@ For each command of `jfsops --list-commands`:
   - `jfsops CMD --help` and `jfsops help CMD` exit 0 and print the same text;
   - its first line is "jfsops CMD - SUMMARY" with the summary that
     `jfsops --help` lists for CMD (one line, from the command table);
-  - every long option of the command's option table (its own dump, or the
-    source's struct option for a command without one: optables.py) is on an option line of the help, and every flag
+  - every long option of the command's option table (its own dump:
+    optables.py) is on an option line of the help, and every flag
     on an option line is in the table;
   - every option that takes a value says its default ("default" or
     "required" in its description);
@@ -144,7 +144,7 @@ def main():
             bad(c, "first line is %r, want the one-line summary %r" % (lines[0], want))
         table = tables[c]
         if not table:
-            bad(c, "no struct option table found in the source of cmd_%s" % c)
+            bad(c, "no option table from `jfsops help --options-json %s`" % c)
         blocks = option_blocks(lines)
         documented = {}
         for flags, text in blocks:
