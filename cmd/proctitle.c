@@ -171,6 +171,11 @@ static char *masked_line(int argc, char **argv)
 	return s.b;
 }
 
+/* The arguments' copy: the process's argv from here on, held for its whole
+ * life (a static the compiler keeps: a leak checker sees it reachable after
+ * main). */
+static char **volatile args_copy;
+
 char **cmd_hide_secrets(int argc, char **argv)
 {
 	char *line, **copy, *start, *end;
@@ -185,7 +190,10 @@ char **cmd_hide_secrets(int argc, char **argv)
 	line = masked_line(argc, argv);
 	if (!line)
 		return argv;
-	copy = calloc((size_t)argc + 1, sizeof(*copy));
+	/* argv's copy, then the same pointers again: a command may move or drop
+	 * entries of its argv (option parsing), the second half keeps every
+	 * string reachable */
+	copy = calloc(2 * ((size_t)argc + 1), sizeof(*copy));
 	for (int i = 0; copy && i < argc; i++) {
 		copy[i] = strdup(argv[i]);
 		if (!copy[i]) {
@@ -199,6 +207,7 @@ char **cmd_hide_secrets(int argc, char **argv)
 		free(line);
 		return argv;
 	}
+	memcpy(copy + argc + 1, copy, ((size_t)argc + 1) * sizeof(*copy));
 	start = argv[0];
 	end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
 	area = (size_t)(end - start);
@@ -214,5 +223,6 @@ char **cmd_hide_secrets(int argc, char **argv)
 	/* glibc's own messages (assert) name the program through the old argv[0] */
 	program_invocation_name = copy[0];
 	program_invocation_short_name = strrchr(copy[0], '/') ? strrchr(copy[0], '/') + 1 : copy[0];
+	args_copy = copy;
 	return copy;
 }

@@ -178,9 +178,10 @@ int jo_opt_error(const struct jo_opt_cmd *c, const char *fmt, ...)
 
 /* ---- storing a value ---- */
 
+/* The largest value a target of vsize bytes holds (0: not a number, no limit). */
 static uint64_t type_max(size_t vsize)
 {
-	return vsize >= 8 ? UINT64_MAX : (1ULL << (8 * vsize - 1)) - 1 + (1ULL << (8 * vsize - 1));
+	return vsize == 0 || vsize >= 8 ? UINT64_MAX : (1ULL << (8 * vsize - 1)) - 1 + (1ULL << (8 * vsize - 1));
 }
 
 /* The range of o, in its own units, for "want ..." */

@@ -58,10 +58,33 @@ fo_settle() {
 			grep -q "^master_port:$new$" &&
 			jo_rs_cli "$old" info replication 2>/dev/null | tr -d '\r' | grep -q '^master_link_status:up' &&
 			[ "$(jo_rs_cli "$new" info replication 2>/dev/null | tr -d '\r' | sed -n 's/^connected_slaves://p')" = 1 ] &&
-			return 0
+			fo_sentinels_agree "$old" "$new" && return 0
 		sleep 0.1
 	done
-	jo_die "$old never became a replica of $new"
+	jo_die "$old never became a replica of $new (as the servers and every sentinel see it)"
+}
+
+# fo_sentinels_agree OLD NEW: every sentinel names NEW and has seen OLD report
+# itself a replica of NEW, link up. A sentinel that last saw OLD as a master
+# (it asks replicas every 10 s) would turn OLD back into a replica right after
+# the next failover promotes it, before that failover's epoch reaches it (seen:
+# -failover-abort-slave-timeout on the failback).
+fo_sentinels_agree() {
+	local old=$1 new=$2 s
+	for s in $JO_SENT_PORTS; do
+		[ "$(jo_sent_cli "$s" sentinel get-master-addr-by-name "$JO_RS_MASTER" 2>/dev/null | sed -n 2p)" = "$new" ] ||
+			return 1
+		jo_sent_cli "$s" sentinel replicas "$JO_RS_MASTER" 2>/dev/null | tr -d '\r' |
+			awk -v port="$old" -v m="$new" '
+				NR % 2 == 1 { k = $0; next }
+				k == "port" { p = $0 }
+				k == "flags" { f[p] = $0 }
+				k == "role-reported" { r[p] = $0 }
+				k == "master-link-status" { l[p] = $0 }
+				k == "master-port" { mp[p] = $0 }
+				END { exit !(f[port] == "slave" && r[port] == "slave" && l[port] == "ok" && mp[port] == m) }' ||
+			return 1
+	done
 }
 
 # fo_start_when FILE PATTERN PID WHAT: wait until FILE has a line matching
