@@ -983,10 +983,12 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
 /*
  * ---- many workers: `restore --plan --apply` records tasks, `--worker --apply` works them
  *
- * Tasks (namespace "trash", common/lease.h) hold items "HOUR-INO:INO", all of
+ * Tasks (namespace "trash", common/lease.h) hold items "HOUR-INO:INO:NAMEHASH"
+ * (NAMEHASH: of the entry's name in its hour directory, so that the two
+ * names of a hard link removed in the same hour are two items), all of
  * one depth (how many of the entry's parents are in the trash), kind
  * "restore:DEPTH". What each item needs (target parent and name, the entry's
- * name in its hour directory, the target path) is a record "r/HOUR-INO/INO"
+ *  name in its hour directory, the target path) is a record "r/HOUR-INO/INO/NAMEHASH"
  * beside the tasks, written before its task, removed after the task is
  * complete. Workers take tasks in any order: an entry whose directory is
  * still in the trash goes into it there (juicefs's RenameRestore allows
@@ -997,6 +999,29 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
  * target holds its inode).
  */
 #define TRASH_NS "trash"
+
+/* FNV-1a of an entry's name in its hour directory: the part of an item and
+ * of its record's key that tells the names of one inode apart. */
+static uint64_t name_hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h;
+}
+
+/* The record key of item "HINO:INO:HASH" (0 when the item is malformed). */
+static int item_key(const char *item, unsigned long long *hino, unsigned long long *ino,
+		    char *key, size_t cap)
+{
+	unsigned long long h;
+
+	if (sscanf(item, "%llu:%llu:%llx", hino, ino, &h) != 3)
+		return 0;
+	snprintf(key, cap, "r/%llu/%llu/%016llx", *hino, *ino, h);
+	return 1;
+}
 #define TRASH_TASK_ITEMS 100
 
 static char *hex_of(const char *s)
@@ -1085,7 +1110,8 @@ static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n,
 				break;
 		}
 		depth = e->depth;
-		snprintf(key, sizeof(key), "r/%" PRIu64 "/%" PRIu64, hino, e->ino);
+		snprintf(key, sizeof(key), "r/%" PRIu64 "/%" PRIu64 "/%016" PRIx64, hino, e->ino,
+			 name_hash(e->tname));
 		hn = hex_of(e->to_name);
 		ht = hex_of(e->tname);
 		hp = hex_of(e->to_path);
@@ -1101,7 +1127,8 @@ static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n,
 		}
 		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
 		free(val);
-		if (rc == 0 && asprintf(&items[k], "%" PRIu64 ":%" PRIu64, hino, e->ino) < 0)
+		if (rc == 0 && asprintf(&items[k], "%" PRIu64 ":%" PRIu64 ":%016" PRIx64, hino, e->ino,
+					name_hash(e->tname)) < 0)
 			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		else if (rc == 0)
 			k++;
@@ -1130,9 +1157,8 @@ static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, con
 	const char *p;
 	int rc, n = 0;
 
-	if (sscanf(item, "%llu:%llu", &hino, &ino) != 2)
+	if (!item_key(item, &hino, &ino, key, sizeof(key)))
 		return 0; /* not ours to judge */
-	snprintf(key, sizeof(key), "r/%llu/%llu", hino, ino);
 	rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
 	if (rc == JO_ENOTFOUND) {
 		jo_err_clear(err);
@@ -1193,9 +1219,8 @@ static void drop_records(struct jo_meta *m, char *items)
 		char key[64];
 		struct jo_err e2 = { 0 };
 
-		if (sscanf(it, "%llu:%llu", &hino, &ino) != 2)
+		if (!item_key(it, &hino, &ino, key, sizeof(key)))
 			continue;
-		snprintf(key, sizeof(key), "r/%llu/%llu", hino, ino);
 		(void)jo_mut_rec_put(m, TRASH_NS, key, NULL, NULL, NULL, &e2); /* a leftover is harmless */
 	}
 }

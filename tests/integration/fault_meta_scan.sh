@@ -249,7 +249,7 @@ run_midway() {
 	sp=$!
 	pid=
 	for i in $(seq 1 600); do
-		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1)
+		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1 || true) # none yet: strace has not started it
 		[ -n "$pid" ] && [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = t ] && break
 		kill -0 "$sp" 2>/dev/null || jo_die "$name finished before its read $half of $total"
 		sleep 0.05
