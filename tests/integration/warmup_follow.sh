@@ -211,7 +211,13 @@ mkfifo "$JO_T/stream4" "$JO_T/ctl4"
 FP=$!
 exec 6>"$JO_T/stream4"
 { cat "$JO_T/b0.txt"; echo "# batch f0"; cat "$JO_T/b1.txt"; echo "# batch f1"; } >&6
-for i in $(seq 1 100); do grep -q '"type":"batch","batch":"f1"' "$JO_T/out4.jsonl" && break; sleep 0.1; done
+# both batches ready (f0 may finish after f1: its last block can still be in
+# flight when f1, which shares one, is done)
+for i in $(seq 1 100); do
+	grep -q '"type":"batch","batch":"f0"' "$JO_T/out4.jsonl" &&
+		grep -q '"type":"batch","batch":"f1"' "$JO_T/out4.jsonl" && break
+	sleep 0.1
+done
 echo "status f0" >"$JO_T/ctl4"
 echo "done f0" >"$JO_T/ctl4"
 for i in $(seq 1 100); do grep -q '"type":"done","batch":"f0"' "$JO_T/out4.jsonl" && break; sleep 0.1; done
