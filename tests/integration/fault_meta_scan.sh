@@ -221,41 +221,65 @@ park_wait() {
 	jo_die "the command never parked on its FIFO ($re)"
 }
 
-# preads CMD...: the pread64 calls (SQLite's reads of the database) that a
-# whole run of CMD makes, counted by strace.
-preads() {
-	strace -f -c -e trace=pread64 -o "$JO_T/preads.txt" "$@" >/dev/null 2>&1 || true
-	awk '$NF == "pread64" {print $4}' "$JO_T/preads.txt" | head -n 1
+# stop_point CMD...: "SYSCALL N TOTAL" for strace's inject=SYSCALL:when=N, from
+# one whole (calibration) run of CMD. With MIDWAY_MARK: the first fcntl the
+# main thread makes after it opens a path containing the mark (the report file
+# is created just before the reference scan, whose first transaction starts by
+# taking SQLite's shared lock with fcntl: stopped on entry to that call, CMD
+# holds no lock, and the scan is what finds the database locked). Without a
+# mark: the pread64 halfway through the whole run's reads of the database.
+stop_point() {
+	if [ -n "${MIDWAY_MARK:-}" ]; then
+		strace -f -e trace=fcntl,openat -o "$JO_T/calib.txt" "$@" >/dev/null 2>&1 || true
+		awk -v mark="$MIDWAY_MARK" '
+			NR == 1 { main = $1 }
+			$1 != main { next }
+			/ fcntl\(/ { n++ }
+			!seen && / openat\(/ && index($0, mark) { seen = 1; at = n + 1 }
+			END { print "fcntl", (seen ? at : 0), n + 0 }' "$JO_T/calib.txt"
+	else
+		strace -f -c -e trace=pread64 -o "$JO_T/calib.txt" "$@" >/dev/null 2>&1 || true
+		awk '$NF == "pread64" { t = $4 } END { print "pread64", int(t / 2), t + 0 }' "$JO_T/calib.txt"
+	fi
 }
 
 # run_midway NAME HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc) under
-# strace, which stops it (SIGSTOP) at the pread64 halfway through the reads
-# a whole run makes; the lock is taken there and the command goes on; the
-# lock is released at its end (HOLD=end) or HOLD seconds later. Every file
-# CMD writes is created under a random name and renamed (common/file.h), so
-# no FIFO can stand in for one to park it: the count of its reads does.
+# strace, which stops it (SIGSTOP) at the call stop_point finds; the lock is
+# taken there and the command goes on; the lock is released at its end
+# (HOLD=end) or HOLD seconds later. Every file CMD writes is created under a
+# random name and renamed (common/file.h), so no FIFO can stand in for one to
+# park it: the count of its calls does.
 # MIDWAY_CLEAN: a file the whole (counting) run wrote, removed after it.
 run_midway() {
-	local name=$1 hold=$2 total half sp pid i
+	local name=$1 hold=$2 sc at total sp pid i
 	shift 2
 	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
 		jo_die "cannot switch $META to the rollback journal"
-	total=$(preads "$@")
+	read -r sc at total < <(stop_point "$@")
 	[ -z "${MIDWAY_CLEAN:-}" ] || rm -f "$MIDWAY_CLEAN"
-	[ "${total:-0}" -ge 20 ] || jo_die "calibration: a whole run of $name made only ${total:-0} reads"
-	half=$((total / 2))
-	strace -f -o /dev/null -e trace=pread64 -e inject=pread64:signal=SIGSTOP:when=$half -- \
+	[ "${at:-0}" -ge 1 ] && [ "${total:-0}" -ge 10 ] ||
+		jo_die "calibration: no stop point in a whole run of $name ($sc ${at:-0} of ${total:-0}, mark '${MIDWAY_MARK:-}')"
+	strace -f -o /dev/null -e trace="$sc" -e inject="$sc":signal=SIGSTOP:when="$at" -- \
 		"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
 	sp=$!
 	pid=
-	for i in $(seq 1 600); do
+	local held=0
+	# stopped: in a tracing stop for 0.3 s on end (strace stops it for a
+	# moment at every traced call too; the injected SIGSTOP lasts)
+	for i in $(seq 1 1200); do
 		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1 || true) # none yet: strace has not started it
-		[ -n "$pid" ] && [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = t ] && break
-		kill -0 "$sp" 2>/dev/null || jo_die "$name finished before its read $half of $total"
+		if [ -n "$pid" ] && [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = t ]; then
+			held=$((held + 1))
+			[ "$held" -ge 6 ] && break
+		else
+			held=0
+		fi
+		kill -0 "$sp" 2>/dev/null || jo_die "$name finished before its $sc call $at of $total"
 		sleep 0.05
 	done
+	[ "$held" -ge 6 ] || jo_die "$name: not stopped at its $sc call $at of $total"
 	[ -n "$pid" ] || jo_die "$name: no process under strace"
-	echo "$name: stopped at read $half of $total" >&2
+	echo "$name: stopped at $sc call $at of $total" >&2
 	sqlite_lock "$pid"
 	local rc=0
 	if [ "$hold" = end ]; then
@@ -376,9 +400,10 @@ run_engine() {
 	local LK=("$J" leakcheck "$FMETA" --min-age 1h --json)
 	case $E in
 	sqlite)
-		# stopped halfway through its reads (inside the reference scan or the
-		# listing), the lock taken there and held to its end
-		MIDWAY_CLEAN=$JO_T/rep1.jsonl run_midway lk1 end "${LK[@]}" --out "$JO_T/rep1.jsonl"
+		# stopped just before its reference scan takes its first lock (the
+		# report file is created right before that scan), the lock taken
+		# there and held to its end
+		MIDWAY_MARK=rep1.jsonl MIDWAY_CLEAN=$JO_T/rep1.jsonl run_midway lk1 end "${LK[@]}" --out "$JO_T/rep1.jsonl"
 		rc=$(cat "$JO_T/lk1.rc")
 		grep -q "locked" "$JO_T/lk1.err" && ok "leakcheck locked: the error says locked" ||
 			bad "leakcheck locked: $(head -c 300 "$JO_T/lk1.err")"
