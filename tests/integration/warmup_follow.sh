@@ -71,11 +71,13 @@ jfs_umount "$MP"
 # ---------------------------------------------------------------- 1. paced consumer
 jfs_mount "$META" "$MP" "${MOPTS[@]}"
 S=$(cache_sampler "$MP" "$JO_T/cache1.txt")
+JO_KILL_PIDS+=("$S")
 "$PY" "$EX" --meta "$META" --mount "$MP" --dataset /ds --columns id,emb --jfsops "$JO_BIN" \
 	--ahead 2 --evict-done --pace 0.25 --control "$JO_T/ctl1.sock" \
 	--events "$JO_T/events1.jsonl" --out "$JO_T/batches1.jsonl" --plan-out "$JO_T/plan.jsonl" \
 	>"$JO_T/ex1.log" 2>&1 &
 EXP=$!
+JO_KILL_PIDS+=("$EXP") # stopped by jo_cleanup if the script dies first
 # while it runs: once batch 30 was read, batch 10's data blocks must be gone
 for i in $(seq 1 600); do
 	[ "$(nlines "$JO_T/batches1.jsonl")" -ge 31 ] && break
@@ -142,6 +144,7 @@ jfs_mount "$META" "$MP" "${MOPTS[@]}"
 	--pid-file "$JO_T/pipeline.pid" --events "$JO_T/events2.jsonl" \
 	--out "$JO_T/batches2.jsonl" >"$JO_T/ex2.log" 2>&1 &
 EXP=$!
+JO_KILL_PIDS+=("$EXP") # stopped by jo_cleanup if the script dies first
 for i in $(seq 1 600); do
 	[ "$(nlines "$JO_T/batches2.jsonl")" -ge 12 ] && break
 	kill -0 $EXP 2>/dev/null || fail "consumer 2 ended early: $(tail -5 "$JO_T/ex2.log")"
@@ -161,6 +164,7 @@ jfs_umount "$MP"
 # ---------------------------------------------------------------- 3. fast consumer
 jfs_mount "$META" "$MP" "${MOPTS[@]}" --download-limit 16
 S=$(cache_sampler "$MP" "$JO_T/cache3.txt")
+JO_KILL_PIDS+=("$S")
 "$PY" - "$JO_REPO/contrib/python" "$JO_T/plan.jsonl" "$META" "$MP" "$JO_T/ctl3.sock" "$JO_BIN" \
 	"$JO_T/events3.jsonl" <<'EOF' || fail "fast consumer failed"
 import json, sys, time
@@ -209,6 +213,7 @@ mkfifo "$JO_T/stream4" "$JO_T/ctl4"
 "$JO_BIN" warmup "$META" --prefix /ds --mount "$MP" --follow --control "$JO_T/ctl4" \
 	--ranges "$JO_T/stream4" >"$JO_T/out4.jsonl" 2>"$JO_T/err4" &
 FP=$!
+JO_KILL_PIDS+=("$FP") # stopped by jo_cleanup if the script dies first
 exec 6>"$JO_T/stream4"
 { cat "$JO_T/b0.txt"; echo "# batch f0"; cat "$JO_T/b1.txt"; echo "# batch f1"; } >&6
 # both batches ready (f0 may finish after f1: its last block can still be in
@@ -240,6 +245,7 @@ mkfifo "$JO_T/stream5"
 "$JO_BIN" warmup "$META" --prefix /ds --mount "$MP" --follow --control "$JO_T/ctl5.sock" \
 	--ranges "$JO_T/stream5" >"$JO_T/out5.jsonl" 2>"$JO_T/err5" &
 FP=$!
+JO_KILL_PIDS+=("$FP") # stopped by jo_cleanup if the script dies first
 for i in $(seq 1 100); do [ -S "$JO_T/ctl5.sock" ] && break; sleep 0.05; done
 t0=$(date +%s%N)
 rc=0
@@ -265,6 +271,7 @@ F6=("$JO_BIN" warmup "$META" --prefix /ds --mount "$MP" --follow --control "$JO_
 	--ranges "$JO_T/stream6" --state "$JO_T/state6.json" --evict-done)
 "${F6[@]}" >"$JO_T/out6a.jsonl" 2>"$JO_T/err6a" &
 FP=$!
+JO_KILL_PIDS+=("$FP") # stopped by jo_cleanup if the script dies first
 for i in $(seq 1 100); do [ -S "$JO_T/ctl6.sock" ] && break; sleep 0.05; done
 for i in 0 1 2 3; do
 	for k in $(seq 1 100); do
@@ -278,6 +285,7 @@ kill -KILL $FP
 { wait $FP; } 2>/dev/null || true
 "${F6[@]}" >"$JO_T/out6b.jsonl" 2>"$JO_T/err6b" &
 FP=$!
+JO_KILL_PIDS+=("$FP") # stopped by jo_cleanup if the script dies first
 for i in $(seq 1 100); do grep -q '"type":"admit"' "$JO_T/out6b.jsonl" && break; sleep 0.05; done
 first=$(grep -m1 '"type":"admit"' "$JO_T/out6b.jsonl" | sed 's/.*"batch":"\([^"]*\)".*/\1/')
 [ "$first" = s4 ] || fail "the resumed pipeline began at '$first', not s4: $(head -5 "$JO_T/out6b.jsonl")"
