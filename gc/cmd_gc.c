@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/command.h"
 #include "common/exit.h"
@@ -346,18 +347,29 @@ static int gc_plan_and_work(struct gc_cmd *c)
 		c->in_plan = false;
 		rc = gc_work(c->run, &c->err);
 		/*
-		 * A task whose lease ran out after this run's last claim (its worker
-		 * died) is nobody's: claim again rather than leave it undone. A
-		 * count that fails leaves the decision to the count below.
+		 * A task nobody holds after this run's last claim is one whose
+		 * lease ran out (its worker died) or one a concurrent planner has
+		 * just added: claim again rather than leave it undone, for as long
+		 * as rounds keep finding work (tasks are finite: every productive
+		 * round finishes one), and three fruitless rounds more, a little
+		 * apart. A count that fails leaves the decision to the count below.
 		 */
-		for (int again = 0; rc == 0 && del && again < 3 && !jo_cancelled() &&
-				    !gc_run_deadline_passed(c->run); again++) {
+		for (int idle = 0; rc == 0 && del && idle < 3 && !jo_cancelled() &&
+				   !gc_run_deadline_passed(c->run);) {
 			struct jo_err cerr = { 0 };
+			struct gc_stats st;
+			uint64_t before;
 
 			if (gc_task_counts(c->run, &c->left, &c->leased, &cerr) != 0 ||
 			    c->left <= c->leased)
 				break;
+			if (idle)
+				usleep((useconds_t)idle * 200000);
+			gc_run_stats(c->run, &st);
+			before = st.tasks_done + st.tasks_released;
 			rc = gc_work(c->run, &c->err);
+			gc_run_stats(c->run, &st);
+			idle = st.tasks_done + st.tasks_released == before ? idle + 1 : 0;
 		}
 	}
 	return rc;
