@@ -19,6 +19,24 @@ gc_juicefs_gc() {
 
 gc_count() { python3 "$GCTOOL" gccount "$1" "$2"; }
 
+# gc_no_leaks META LOG NAME WHAT: juicefs gc (LOG, just run) found no leaked
+# object; else the script dies with what juicefs saw: its line, the leaked
+# keys (a verbose juicefs gc) and whether each was in the bucket at the start
+# (keys-t0-NAME.txt) and in the first dump (dump0-NAME.json), then WHAT.
+gc_no_leaks() {
+	local meta=$1 log=$2 name=$3 what=$4
+	[ "$(gc_count "$log" leaked)" = 0 ] && return 0
+	echo "$name: juicefs gc: $(python3 "$GCTOOL" gcline "$log")" >&2
+	JFS_GC_SKIPPEDTIME=0 "$JUICEFS" gc "$meta" --no-agent --verbose >"$log.verbose" 2>&1 || true
+	grep -o 'find leaked object: [^,]*' "$log.verbose" | head -n 20 | while read -r _ _ _ key; do
+		local at0=no sid
+		grep -qF "$key" "$JO_T/keys-t0-$name.txt" 2>/dev/null && at0=yes
+		sid=$(basename "$key" | cut -d_ -f1)
+		echo "    leaked $key (in the bucket at the start: $at0; slice $sid in the first dump: $(grep -c "\"id\": *$sid\b" "$JO_T/dump0-$name.json" 2>/dev/null || true))" >&2
+	done || true
+	jo_die "$name: $what"
+}
+
 # gc_ok_or_tasks_left RC SUMMARY_JSON: a worker of several may finish while a
 # peer still holds a task's lease: then it exits 0 with status "tasks-left",
 # no errors and every task left under a lease (it did all it could); any
@@ -411,7 +429,7 @@ PY
 	gc_juicefs_gc "$meta" "$JO_T/gc-t1-$name.log"
 	[ "$(gc_count "$JO_T/gc-t1-$name.log" compacted)" = "$c0" ] ||
 		jo_die "$name: young delayed slices were reclaimed"
-	[ "$(gc_count "$JO_T/gc-t1-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
+	gc_no_leaks "$meta" "$JO_T/gc-t1-$name.log" "$name" "leaked objects after a run with everything young"
 	gc_bucket_keys "$bucket" "$name" | cmp -s - "$JO_T/keys-t0-$name.txt" ||
 		jo_die "$name: objects were deleted while everything was young"
 	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: young trash entries went"
@@ -431,7 +449,7 @@ PY
 	echo "$name: after: $(python3 "$GCTOOL" gcline "$JO_T/gc-t2-$name.log")" >&2
 	[ "$(gc_count "$JO_T/gc-t2-$name.log" compacted)" = 0 ] || jo_die "$name: delayed slices left"
 	[ "$(gc_count "$JO_T/gc-t2-$name.log" pending)" = 0 ] || jo_die "$name: pending left"
-	[ "$(gc_count "$JO_T/gc-t2-$name.log" leaked)" = 0 ] || jo_die "$name: leaked objects"
+	gc_no_leaks "$meta" "$JO_T/gc-t2-$name.log" "$name" "leaked objects after the delayed slices were reclaimed"
 	[ "$(gc_trash_entries "$meta")" = "$trash0" ] || jo_die "$name: young trash entries went"
 
 	gc_doctor_backlog "$meta" ok "$name: doctor before the trash expired"
