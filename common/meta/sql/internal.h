@@ -83,6 +83,20 @@ struct jo_sql_driver {
 	bool (*retryable)(struct jo_sqlc *c);
 };
 
+/* A driver's table, for a driver that names its operations d_<op>: the
+ * member list is written once here, not again in every driver. */
+#define JO_SQL_DRIVER_TABLE(dialect_)                                          \
+	{                                                                      \
+		.dialect = (dialect_), .connect = d_connect,                   \
+		.disconnect = d_disconnect, .version = d_version,              \
+		.prepare = d_prepare, .bind_i64 = d_bind_i64,                  \
+		.bind_blob = d_bind_blob, .bind_text = d_bind_text,            \
+		.step = d_step, .col_i64 = d_col_i64, .col_blob = d_col_blob,  \
+		.changes = d_changes, .insert_id = d_insert_id,                \
+		.reset = d_reset, .finalize = d_finalize, .exec = d_exec,      \
+		.retryable = d_retryable,                                      \
+	}
+
 extern const struct jo_sql_driver jo_sqldrv_sqlite;
 extern const struct jo_sql_driver jo_sqldrv_pg;
 extern const struct jo_sql_driver jo_sqldrv_mysql;
