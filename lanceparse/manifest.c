@@ -8,27 +8,10 @@
 
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/opt.h"
 
 /* Largest manifest we accept: a bound on memory for a corrupt length. */
 #define LANCE_MAX_MANIFEST (512u << 20)
-
-static int parse_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > 20)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		unsigned d = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
 
 bool lance_version_parse_name(const char *name, struct lance_version *out)
 {
@@ -41,13 +24,13 @@ bool lance_version_parse_name(const char *name, struct lance_version *out)
 	memset(out, 0, sizeof(*out));
 	memcpy(out->name, name, n + 1);
 	if (name[0] == 'd') {
-		if (parse_u64(name + 1, n - sl - 1, &v) < 0 || !(v & (UINT64_C(1) << 63)))
+		if (jo_parse_digits(name + 1, n - sl - 1, &v) < 0 || !(v & (UINT64_C(1) << 63)))
 			return false;
 		out->version = v;
 		out->detached = true;
 		return true;
 	}
-	if (parse_u64(name, n - sl, &v) < 0)
+	if (jo_parse_digits(name, n - sl, &v) < 0)
 		return false;
 	if (n - sl == 20) {
 		out->v2_name = true;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/opt.h"
 #include "common/meta/redis/internal.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/meta_compact.h"
@@ -549,8 +550,8 @@ static int parse_chunk_key(const char *s, size_t n, uint64_t *ino, uint32_t *ind
 	if (n < 4 || s[0] != 'c')
 		return -1;
 	us = memchr(s + 1, '_', n - 1);
-	if (!us || jo_meta_parse_u64(s + 1, (size_t)(us - s - 1), ino) != 0 ||
-	    jo_meta_parse_u64(us + 1, (size_t)(s + n - us - 1), &v) != 0 || v > UINT32_MAX)
+	if (!us || jo_parse_digits(s + 1, (size_t)(us - s - 1), ino) != 0 ||
+	    jo_parse_digits(us + 1, (size_t)(s + n - us - 1), &v) != 0 || v > UINT32_MAX)
 		return -1;
 	*indx = (uint32_t)v;
 	return 0;

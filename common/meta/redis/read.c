@@ -10,6 +10,7 @@
 
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/opt.h"
 
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -217,9 +218,9 @@ static int parse_two(const char *s, size_t n, char prefix, uint64_t *a, uint64_t
 	us = memchr(s + 1, '_', n - 1);
 	if (!us)
 		return -1;
-	if (jo_meta_parse_u64(s + 1, (size_t)(us - s - 1), a) != 0)
+	if (jo_parse_digits(s + 1, (size_t)(us - s - 1), a) != 0)
 		return -1;
-	return jo_meta_parse_u64(us + 1, (size_t)(s + n - us - 1), b);
+	return jo_parse_digits(us + 1, (size_t)(s + n - us - 1), b);
 }
 
 /*
@@ -656,7 +657,7 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ino;
 		if (el[i]->type != REDIS_REPLY_STRING || el[i]->len < 2 || el[i]->str[0] != 'i' ||
-		    jo_meta_parse_u64(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
+		    jo_parse_digits(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
 			continue;
 		if (jo_rd_append(m, "GET %K%b", el[i]->str, el[i]->len) != REDIS_OK) {
 			return jo_rd_append_failed(m, k, err, "GET pipeline");
@@ -906,7 +907,7 @@ static int parse_i64(const char *s, size_t n, int64_t *out)
 	uint64_t v;
 	bool neg = n > 0 && s[0] == '-';
 
-	if (jo_meta_parse_u64(s + neg, n - neg, &v) != 0 || v > (uint64_t)INT64_MAX)
+	if (jo_parse_digits(s + neg, n - neg, &v) != 0 || v > (uint64_t)INT64_MAX)
 		return -1;
 	*out = neg ? -(int64_t)v : (int64_t)v;
 	return 0;
@@ -1005,9 +1006,9 @@ static int delf_pair(const redisReply *k, const redisReply *v, void *p, struct j
 		c2 = memchr(c1 + 1, ':', (size_t)(s + len - c1 - 1));
 	/* the length follows the last colon */
 	last = c2 ? c2 : c1;
-	bad = jo_meta_parse_u64(s, c1 ? (size_t)(c1 - s) : len, &ino) != 0;
+	bad = jo_parse_digits(s, c1 ? (size_t)(c1 - s) : len, &ino) != 0;
 	if (!bad && last)
-		bad = jo_meta_parse_u64(last + 1, (size_t)(s + len - last - 1), &flen) != 0;
+		bad = jo_parse_digits(last + 1, (size_t)(s + len - last - 1), &flen) != 0;
 	if (bad)
 		return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
 				  (int)(len > 64 ? 64 : len), s);
@@ -1031,8 +1032,8 @@ static int dels_pair(const redisReply *k, const redisReply *v, void *p, struct j
 	const char *us = memchr(s, '_', k->len);
 	uint64_t id, ts;
 
-	if (!us || jo_meta_parse_u64(s, (size_t)(us - s), &id) != 0 ||
-	    jo_meta_parse_u64(us + 1, (size_t)(s + k->len - us - 1), &ts) != 0)
+	if (!us || jo_parse_digits(s, (size_t)(us - s), &id) != 0 ||
+	    jo_parse_digits(us + 1, (size_t)(s + k->len - us - 1), &ts) != 0)
 		return jo_err_set(err, JO_EPROTO, "delSlices: bad field \"%.*s\"",
 				  (int)(k->len > 64 ? 64 : k->len), s);
 	if (v->len % JO_DELSLICE_REC_LEN != 0)
@@ -1083,7 +1084,7 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 		return rc;
 	for (size_t i = 0; i + 1 < n; i += 2) {
 		uint64_t sid;
-		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
+		if (jo_parse_digits(el[i]->str, el[i]->len, &sid) != 0)
 			continue;
 		if (jo_rd_append(m, "HGET %KsessionInfos %b", el[i]->str, el[i]->len) !=
 		    REDIS_OK) {
@@ -1143,7 +1144,7 @@ static int sus_members(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ino;
 		int rc;
-		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &ino) != 0)
+		if (jo_parse_digits(el[i]->str, el[i]->len, &ino) != 0)
 			return jo_err_set(err, JO_EPROTO, "session%llu: bad member",
 					  (unsigned long long)c->sid);
 		rc = c->cb(c->sid, ino, c->payload);
@@ -1183,7 +1184,7 @@ static int sus_keys(struct jo_meta *m, redisReply **el, size_t n, void *p, struc
 		uint64_t sid;
 		int rc;
 		if (el[i]->len <= 7 || memcmp(el[i]->str, "session", 7) != 0 ||
-		    jo_meta_parse_u64(el[i]->str + 7, el[i]->len - 7, &sid) != 0)
+		    jo_parse_digits(el[i]->str + 7, el[i]->len - 7, &sid) != 0)
 			continue;
 		rc = sus_add(c, sid, err);
 		if (rc != 0)
@@ -1213,7 +1214,7 @@ static int sus_sid_pair(const redisReply *k, const redisReply *v, void *p, struc
 	uint64_t sid;
 
 	(void)v;
-	if (k->type != REDIS_REPLY_STRING || jo_meta_parse_u64(k->str, k->len, &sid) != 0)
+	if (k->type != REDIS_REPLY_STRING || jo_parse_digits(k->str, k->len, &sid) != 0)
 		return 0;
 	return sus_add(p, sid, err);
 }
@@ -1239,7 +1240,7 @@ static int det_pair(const redisReply *k, const redisReply *v, void *p, struct jo
 	const struct cb_ctx *c = p;
 	uint64_t ino;
 
-	if (jo_meta_parse_u64(k->str, k->len, &ino) != 0)
+	if (jo_parse_digits(k->str, k->len, &ino) != 0)
 		return jo_err_set(err, JO_EPROTO, "detachedNodes: bad member");
 	return c->cb.det(ino, parse_score(v), c->payload);
 }
