@@ -178,6 +178,32 @@ static int exec_freed(struct jo_meta *m, redisReply *exec, size_t nreplies, size
 	return rc;
 }
 
+/* Queue HINCRBY sliceRef -1 of each record, inside the caller's MULTI. */
+static void queue_decrs(struct jo_meta *m, const struct jo_sref *recs, size_t nrec)
+{
+	for (size_t i = 0; i < nrec; i++)
+		jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1", (unsigned long long)recs[i].id,
+			     recs[i].size);
+}
+
+/*
+ * EXEC the queued block: the nrec decrements of queue_decrs (replies from
+ * first) and one other command. 1 to try again (a watched key changed, or
+ * the connection went before anything ran), 0 with the records no longer
+ * referenced pushed to freed, or an error.
+ */
+static int exec_decrs(struct jo_meta *m, size_t first, const struct jo_sref *recs, size_t nrec,
+		      struct jo_sref **freed, size_t *nfreed, size_t *fcap, int *lost,
+		      struct jo_err *err)
+{
+	redisReply *exec;
+	int rc = jo_rd_exec(m, nrec + 1, &exec, err);
+
+	if (rc != 0)
+		return retry_lost(m, rc, lost) ? 1 : rc;
+	return exec_freed(m, exec, nrec + 1, first, recs, nrec, freed, nfreed, fcap, err);
+}
+
 /* ---- deleteChunk (redis.go deleteChunk) */
 
 static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
@@ -192,7 +218,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 	*nfreed = 0;
 	snprintf(key, sizeof(key), "c%llu_%u", (unsigned long long)ino, indx);
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		redisReply *r, *exec;
+		redisReply *r;
 
 		nrec = 0;
 		if ((rc = jo_rd_cmd_ok(m, err, "WATCH %K%s", key)) != 0)
@@ -229,13 +255,9 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		freeReplyObject(r);
 		jo_rd_append(m, "MULTI");
 		jo_rd_append(m, "DEL %K%s", key);
-		for (size_t i = 0; i < nrec; i++)
-			jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1",
-					   (unsigned long long)recs[i].id, recs[i].size);
+		queue_decrs(m, recs, nrec);
 		jo_rd_append(m, "EXEC");
-		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
-			goto lost;
-		rc = exec_freed(m, exec, nrec + 1, 1, recs, nrec, freed, nfreed, &fcap, err);
+		rc = exec_decrs(m, 1, recs, nrec, freed, nfreed, &fcap, &lost, err);
 		if (rc == 1)
 			continue; /* the chunk changed under us: retry like JuiceFS */
 		goto out;
@@ -357,7 +379,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 	}
 	snprintf(field, sizeof(field), "%llu_%lld", (unsigned long long)new_id, (long long)ts);
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		redisReply *r, *exec;
+		redisReply *r;
 
 		nrec = 0;
 		if ((rc = jo_rd_cmd_ok(m, err, "WATCH %KdelSlices")) != 0)
@@ -392,14 +414,10 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		}
 		freeReplyObject(r);
 		jo_rd_append(m, "MULTI");
-		for (size_t i = 0; i < nrec; i++)
-			jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1",
-					   (unsigned long long)recs[i].id, recs[i].size);
+		queue_decrs(m, recs, nrec);
 		jo_rd_append(m, "HDEL %KdelSlices %s", field);
 		jo_rd_append(m, "EXEC");
-		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
-			goto lost;
-		rc = exec_freed(m, exec, nrec + 1, 0, recs, nrec, freed, nfreed, &fcap, err);
+		rc = exec_decrs(m, 0, recs, nrec, freed, nfreed, &fcap, &lost, err);
 		if (rc == 1)
 			continue; /* delSlices changed under us: retry */
 		goto out;
