@@ -96,6 +96,16 @@ static int check_path_key(const char *key, struct jo_err *err)
 	return 0;
 }
 
+/* A request on key: the key checked, then counted. */
+static int start_request(struct jo_obj *o, const char *key, struct jo_err *err)
+{
+	int rc = check_path_key(key, err);
+
+	if (rc == 0)
+		atomic_fetch_add(&o->ctr->requests, 1);
+	return rc;
+}
+
 /* ---- walking below the root without following symlinks ---- */
 
 /* Why a walk stopped. */
@@ -421,10 +431,9 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 
 	/* content type and metadata have no place in a plain file; po->mode and
 	 * po->create_only have */
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	if (key[strlen(key) - 1] == '/') {
 		/* A directory marker, as JuiceFS stores it: just the directory. */
 		struct walk_fail wf = { 0 };
@@ -509,10 +518,9 @@ static int file_get(struct jo_obj *o, const char *key, const struct jo_obj_get_o
 	uint64_t pos, end;
 	int fd, rc = 0;
 
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	fd = open_read(o, key, "get", &st, err);
 	if (fd < 0) {
 		atomic_fetch_add(&o->ctr->errors, 1);
@@ -563,10 +571,9 @@ static int file_head(struct jo_obj *o, const char *key, struct jo_obj_info *info
 	struct stat st;
 	int rc, dfd;
 
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	dfd = open_parent(o, key, false, &leaf, "head", err);
 	if (dfd < 0)
 		return err->code;
@@ -631,10 +638,9 @@ static int file_del(struct jo_obj *o, const char *key, struct jo_err *err)
 	struct stat st;
 	int rc, dfd;
 
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	if (key[strlen(key) - 1] == '/') {
 		rc = del_dir(o, key, err);
 		goto out;
@@ -1279,10 +1285,9 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 
 	if (!valid_upload_id(upload_id))
 		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	dfd = open_parent(o, key, true, &leaf, "complete", err);
 	if (dfd < 0)
 		return err->code;
