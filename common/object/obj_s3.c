@@ -1415,20 +1415,12 @@ out:
 static int s3_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
 			   struct jo_err *err)
 {
-	const char **chunk = malloc(1000 * sizeof(*chunk));
-	size_t *idx = malloc(1000 * sizeof(*idx));
-	int *res = malloc(1000 * sizeof(*res));
+	struct jo_obj_sub sub;
 	size_t i = 0;
-	int rc = 0;
+	int rc = jo_obj_sub_init(&sub, 1000, err);
 
-	if (!chunk || !idx || !res) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
 	while (i < n && rc == 0) {
-		size_t k = 0;
-
-		for (; i < n && k < 1000; i++) {
+		for (; i < n && sub.n < 1000; i++) {
 			if (!xml_safe(keys[i])) {
 				/* XML 1.0 cannot carry control characters: delete alone. */
 				struct jo_err e1;
@@ -1436,21 +1428,14 @@ static int s3_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, 
 				results[i] = s3_del(o, keys[i], &e1);
 				continue;
 			}
-			chunk[k] = keys[i];
-			idx[k] = i;
-			res[k] = 0;
-			k++;
+			jo_obj_sub_add(&sub, keys[i], i);
 		}
-		if (k == 0)
+		if (sub.n == 0)
 			continue;
-		rc = s3_delete_chunk(o, chunk, k, res, err);
-		for (size_t j = 0; j < k; j++)
-			results[idx[j]] = rc ? rc : res[j];
+		rc = s3_delete_chunk(o, sub.keys, sub.n, sub.res, err);
+		jo_obj_sub_done(&sub, rc, results);
 	}
-out:
-	free(chunk);
-	free(idx);
-	free(res);
+	jo_obj_sub_release(&sub);
 	return rc;
 }
 

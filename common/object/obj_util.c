@@ -236,3 +236,37 @@ void jo_obj_key_alphabet_add(bool alphabet[256], const char *s)
 				alphabet[x] = true;
 	}
 }
+
+int jo_obj_sub_init(struct jo_obj_sub *b, size_t cap, struct jo_err *err)
+{
+	b->keys = malloc(cap * sizeof(*b->keys));
+	b->idx = malloc(cap * sizeof(*b->idx));
+	b->res = malloc(cap * sizeof(*b->res));
+	b->n = 0;
+	if (!b->keys || !b->idx || !b->res)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return 0;
+}
+
+void jo_obj_sub_add(struct jo_obj_sub *b, const char *key, size_t idx)
+{
+	b->keys[b->n] = key;
+	b->idx[b->n] = idx;
+	b->res[b->n] = 0;
+	b->n++;
+}
+
+void jo_obj_sub_done(struct jo_obj_sub *b, int rc, int *results)
+{
+	for (size_t j = 0; j < b->n; j++)
+		results[b->idx[j]] = rc ? rc : b->res[j];
+	b->n = 0;
+}
+
+void jo_obj_sub_release(struct jo_obj_sub *b)
+{
+	free(b->keys);
+	free(b->idx);
+	free(b->res);
+	memset(b, 0, sizeof(*b));
+}
