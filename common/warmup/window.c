@@ -115,6 +115,19 @@ int jo_wwin_new(struct jo_wwin **out, unsigned ahead, bool evict_done, struct jo
 	return 0;
 }
 
+static void file_free(struct jo_wwin_file *f)
+{
+	free(f->vpath);
+	free(f->mpath);
+	free(f);
+}
+
+static void block_free(struct jo_wwin_block *b)
+{
+	free(b->users);
+	free(b);
+}
+
 static void file_put(struct jo_wwin *w, struct jo_wwin_file *f)
 {
 	struct jo_wwin_file **pp;
@@ -128,9 +141,7 @@ static void file_put(struct jo_wwin *w, struct jo_wwin_file *f)
 		}
 	}
 	w->nfiles--;
-	free(f->vpath);
-	free(f->mpath);
-	free(f);
+	file_free(f);
 }
 
 static void batch_free(struct jo_wwin_batch *b)
@@ -154,8 +165,7 @@ void jo_wwin_free(struct jo_wwin *w)
 
 		for (; b; b = n) {
 			n = b->hnext;
-			free(b->users);
-			free(b);
+			block_free(b);
 		}
 	}
 	free(w->ht);
@@ -164,9 +174,7 @@ void jo_wwin_free(struct jo_wwin *w)
 
 		for (; f; f = n) {
 			n = f->next;
-			free(f->vpath);
-			free(f->mpath);
-			free(f);
+			file_free(f);
 		}
 	}
 	free(w->ft);
@@ -220,9 +228,7 @@ struct jo_wwin_file *jo_wwin_file(struct jo_wwin *w, const char *vpath, const ch
 	f->vpath = strdup(vpath);
 	f->mpath = mpath ? strdup(mpath) : NULL;
 	if (!f->vpath || (mpath && !f->mpath)) {
-		free(f->vpath);
-		free(f->mpath);
-		free(f);
+		file_free(f);
 		return NULL;
 	}
 	f->ino = ino;
@@ -323,8 +329,7 @@ static void block_release(struct jo_wwin *w, struct jo_wwin_block *b)
 	}
 	w->nblocks--;
 	file_put(w, b->file);
-	free(b->users);
-	free(b);
+	block_free(b);
 }
 
 /* Free a block nobody needs once no queue slot or read refers to it. */
