@@ -126,6 +126,9 @@ const struct jo_sql_dialect *jo_sql_dialect_of(struct jo_meta *m);
  */
 int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct jo_err *err,
 		const char *tmpl);
+/* jo_sql_prep, then the n integers of v bound to the first n '?'. */
+int jo_sql_prep_i64s(struct jo_meta *m, const char *ns, struct jo_sqls **st, const char *tmpl,
+		     const int64_t *v, int n, struct jo_err *err);
 /* Thin forwards to the driver. */
 void jo_sql_i64(struct jo_meta *m, struct jo_sqls *st, int i, int64_t v);
 void jo_sql_blob(struct jo_meta *m, struct jo_sqls *st, int i, const void *p, size_t n);
