@@ -35,6 +35,7 @@
 #include "common/curlerr.h"
 #include "common/err.h"
 #include "common/object/obj_sigv4.h"
+#include "common/utc.h"
 
 #define S3_MAX_ERR_BODY (256 * 1024)
 #define S3_MAX_XML_BODY (64 * 1024 * 1024)
@@ -492,7 +493,6 @@ static void trim(char *s)
 static int64_t parse_http_date(const char *s)
 {
 	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-	struct tm tm;
 	char mon[4] = "";
 	const char *m;
 	int d, y, hh, mm, ss;
@@ -502,14 +502,7 @@ static int64_t parse_http_date(const char *s)
 	m = strstr(months, mon);
 	if (!m || strlen(mon) != 3)
 		return 0;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_mday = d;
-	tm.tm_mon = (int)(m - months) / 3;
-	tm.tm_year = y - 1900;
-	tm.tm_hour = hh;
-	tm.tm_min = mm;
-	tm.tm_sec = ss;
-	return (int64_t)timegm(&tm);
+	return jo_utc_seconds(y, (int)(m - months) / 3 + 1, d, hh, mm, ss);
 }
 
 static size_t on_header(char *data, size_t size, size_t nitems, void *ud)

@@ -9,6 +9,7 @@
 
 #include "common/err.h"
 #include "common/pct.h"
+#include "common/utc.h"
 
 static bool unreserved(unsigned char c)
 {
@@ -68,7 +69,6 @@ static int digits(const char *s, int n, int *out)
 
 int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 {
-	struct tm tm;
 	int y, mo, d, h, mi, se;
 	int32_t ns = 0;
 	const char *p;
@@ -95,14 +95,7 @@ int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 	}
 	if (strcmp(p, "Z") != 0)
 		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = se;
-	*sec = (int64_t)timegm(&tm);
+	*sec = jo_utc_seconds(y, mo, d, h, mi, se);
 	*nsec = ns;
 	return 0;
 }
