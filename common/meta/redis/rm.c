@@ -168,6 +168,21 @@ static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo
 	return rc;
 }
 
+/*
+ * EXEC the queued block of an unlink or rmdir: 0 when it ran, 1 to go round
+ * again (a watched key changed, or the connection went: at most 3 times),
+ * or an error.
+ */
+static int exec_or_again(struct jo_meta *m, size_t queued, int *lost, struct jo_err *err)
+{
+	bool aborted = false;
+	int rc = exec_block(m, queued, &aborted, err);
+
+	if (rc != 0)
+		return jo_rd_retryable(m, rc) && ++*lost <= 3 ? 1 : rc;
+	return aborted ? 1 : 0;
+}
+
 /* updateDirStat, flushed as doUpdateDirStat does: only where the directory
  * has statistics (a missing field is recomputed on demand). *have (may be
  * NULL) tells whether it has them. */
@@ -212,7 +227,7 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 		struct timespec now;
 		struct jo_attr a;
 		uint64_t ino;
-		bool update_parent, aborted = false, last;
+		bool update_parent, last;
 		size_t q = 0;
 		int rc;
 
@@ -286,13 +301,10 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 		jo_rd_append(m, "EXEC");
 		freeReplyObject(pattr);
 		freeReplyObject(attr);
-		if ((rc = exec_block(m, q, &aborted, err)) != 0) {
-			if (jo_rd_retryable(m, rc) && ++lost <= 3)
-				continue;
-			return rc;
-		}
-		if (aborted)
+		if ((rc = exec_or_again(m, q, &lost, err)) == 1)
 			continue;
+		if (rc)
+			return rc;
 		if (dir_stats) {
 			uint64_t dl = res->type == JO_TYPE_FILE ? a.length : 0;
 
@@ -315,7 +327,6 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		struct jo_attr pa;
 		struct jo_err e2 = { 0 };
 		uint64_t ino;
-		bool aborted = false;
 		size_t q = 0;
 		int rc;
 
@@ -362,13 +373,10 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		jo_rd_append(m, "HDEL %KdirQuotaUsedInodes %" PRIu64, ino), q++;
 		jo_rd_append(m, "EXEC");
 		freeReplyObject(pattr);
-		if ((rc = exec_block(m, q, &aborted, err)) != 0) {
-			if (jo_rd_retryable(m, rc) && ++lost <= 3)
-				continue;
-			return rc;
-		}
-		if (aborted)
+		if ((rc = exec_or_again(m, q, &lost, err)) == 1)
 			continue;
+		if (rc)
+			return rc;
 		if (dir_stats && parent != JO_TRASH_INODE)
 			dir_stat_down(m, parent, 0, 4096);
 		return 0;
@@ -641,27 +649,25 @@ int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen
 			  "conflicting; retry later", tdir, (int)(slen > 80 ? 80 : slen), src);
 }
 
-/* Was r (of jo_rd_cmd: HSETNX, HEXISTS) the integer 1? r is freed. */
-static bool reply_is_one(redisReply *r)
-{
-	bool one = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-
-	freeReplyObject(r);
-	return one;
-}
-
-/* Run fmt1 with (ino, v1), then fmt2 with (ino, v2): HSET or HINCRBY of one
- * directory's field in two hashes. */
-static int two_fields(struct jo_meta *m, uint64_t ino, const char *fmt1, int64_t v1,
-		      const char *fmt2, int64_t v2, struct jo_err *err)
+/*
+ * A test and, where it says yes, two updates of one directory in two hashes:
+ * r is the test's reply from jo_rd_cmd (HSETNX or HEXISTS; NULL with rc its
+ * error). *yes is whether it was the integer 1; then fmt1 runs with
+ * (ino, v1) and fmt2 with (ino, v2). r is freed.
+ */
+static int if_one_two_fields(struct jo_meta *m, redisReply *r, int rc, bool *yes, uint64_t ino,
+			     const char *fmt1, int64_t v1, const char *fmt2, int64_t v2,
+			     struct jo_err *err)
 {
 	const char *fmt[2] = { fmt1, fmt2 };
 	const int64_t v[2] = { v1, v2 };
 
-	for (int i = 0; i < 2; i++) {
-		int rc;
-		redisReply *r = jo_rd_cmd(m, err, &rc, fmt[i], ino, v[i]);
-
+	if (!r)
+		return rc;
+	*yes = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	for (int i = 0; *yes && i < 2; i++) {
+		r = jo_rd_cmd(m, err, &rc, fmt[i], ino, v[i]);
 		if (!r)
 			return rc;
 		freeReplyObject(r);
@@ -672,32 +678,23 @@ static int two_fields(struct jo_meta *m, uint64_t ino, const char *fmt1, int64_t
 int jo_rd_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
 			int64_t inodes, bool *written, struct jo_err *err)
 {
-	redisReply *r;
 	int rc;
-
 	/* HSETNX on the field the presence test reads, the others after it */
-	r = jo_rd_cmd(m, err, &rc, "HSETNX %KdirUsedSpace %" PRIu64 " %" PRId64, ino, space);
-	if (!r)
-		return rc;
-	*written = reply_is_one(r);
-	if (!*written)
-		return 0;
-	return two_fields(m, ino, "HSET %KdirDataLength %" PRIu64 " %" PRId64, length,
-			  "HSET %KdirUsedInodes %" PRIu64 " %" PRId64, inodes, err);
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HSETNX %KdirUsedSpace %" PRIu64 " %" PRId64, ino,
+				  space);
+
+	return if_one_two_fields(m, r, rc, written, ino,
+				 "HSET %KdirDataLength %" PRIu64 " %" PRId64, length,
+				 "HSET %KdirUsedInodes %" PRIu64 " %" PRId64, inodes, err);
 }
 
 int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
 			bool *had, struct jo_err *err)
 {
-	redisReply *r;
 	int rc;
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HEXISTS %KdirQuota %" PRIu64, ino);
 
-	r = jo_rd_cmd(m, err, &rc, "HEXISTS %KdirQuota %" PRIu64, ino);
-	if (!r)
-		return rc;
-	*had = reply_is_one(r);
-	if (!*had)
-		return 0;
-	return two_fields(m, ino, "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64, space,
-			  "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64, inodes, err);
+	return if_one_two_fields(m, r, rc, had, ino,
+				 "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64, space,
+				 "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64, inodes, err);
 }
