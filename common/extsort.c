@@ -1,3 +1,4 @@
+#include "common/dynbuf.h"
 #include "common/extsort.h"
 
 #include <errno.h>
@@ -330,15 +331,8 @@ static int ensure_dir(struct jo_xsort *s, struct jo_err *err)
 
 static int runs_push(struct jo_xsort *s, unsigned run, struct jo_err *err)
 {
-	if (s->nruns == s->runs_cap) {
-		size_t nc = s->runs_cap ? s->runs_cap * 2 : 16;
-		unsigned *p = realloc(s->runs, nc * sizeof(*p));
-
-		if (!p)
-			return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
-		s->runs = p;
-		s->runs_cap = nc;
-	}
+	if (jo_grow_array(&s->runs, &s->runs_cap, s->nruns + 1, sizeof(*s->runs)))
+		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
 	s->runs[s->nruns++] = run;
 	return 0;
 }

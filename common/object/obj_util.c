@@ -1,4 +1,5 @@
 /* obj_util.c: URL/XML coding and time parsing for the backends. */
+#include "common/dynbuf.h"
 #include "common/object/object_internal.h"
 
 #include <stdarg.h>
@@ -162,16 +163,9 @@ int jo_obj_key_split(const char *prefix, const char *after, const char *upto,
 			key = stem_plus(after, d, (unsigned char)c);
 			if (!key)
 				goto fail;
-			if (nc == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				char **nca = realloc(cand, ncap * sizeof(*nca));
-
-				if (!nca) {
-					free(key);
-					goto fail;
-				}
-				cand = nca;
-				cap = ncap;
+			if (jo_grow_array(&cand, &cap, nc + 1, sizeof(*cand))) {
+				free(key);
+				goto fail;
 			}
 			cand[nc++] = key;
 		}

@@ -4,6 +4,7 @@
  * why the reads look the way they do.
  */
 #define _GNU_SOURCE /* O_DIRECT */
+#include "common/dynbuf.h"
 #include "common/warmup/warmup.h"
 
 #include <errno.h>
@@ -531,16 +532,9 @@ static int fb_collect(const struct jo_warmup_block *b, void *payload)
 {
 	struct fb_seen *s = payload;
 
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		struct jo_warmup_block *nv = realloc(s->own, nc * sizeof(*nv));
-
-		if (!nv)
-			return JO_ENOMEM;
-		s->own = nv;
-		s->v = nv;
-		s->cap = nc;
-	}
+	if (jo_grow_array(&s->own, &s->cap, s->n + 1, sizeof(*s->own)))
+		return JO_ENOMEM;
+	s->v = s->own;
 	s->own[s->n++] = *b;
 	return s->cb(b, s->payload);
 }

@@ -3,6 +3,7 @@
  * deduplicated blocks, the read queue and the eviction list. See
  * window.h.
  */
+#include "common/dynbuf.h"
 #include "common/warmup/window.h"
 
 #include <stdlib.h>
@@ -341,15 +342,8 @@ static void block_maybe_free(struct jo_wwin *w, struct jo_wwin_block *b)
 
 static int push_evict(struct jo_wwin *w, const struct jo_wwin_block *b)
 {
-	if (w->nev == w->capev) {
-		size_t nc = w->capev ? w->capev * 2 : 64;
-		struct jo_wwin_evict *nv = realloc(w->ev, nc * sizeof(*nv));
-
-		if (!nv)
-			return JO_ENOMEM;
-		w->ev = nv;
-		w->capev = nc;
-	}
+	if (jo_grow_array(&w->ev, &w->capev, w->nev + 1, sizeof(*w->ev)))
+		return JO_ENOMEM;
 	w->ev[w->nev].id = b->id;
 	w->ev[w->nev].indx = b->indx;
 	w->ev[w->nev].bsize = b->bsize;
@@ -400,15 +394,8 @@ int jo_wwin_open(struct jo_wwin *w, const char *id, bool passed, struct jo_err *
 		return jo_err_set(err, JO_EINVAL, "a batch is already open");
 	if (!passed && !jo_wwin_has_room(w))
 		return jo_err_set(err, JO_EINVAL, "the window is full (%u batches)", w->ahead);
-	if (w->nwin == w->capwin) {
-		size_t nc = w->capwin ? w->capwin * 2 : 8;
-		struct jo_wwin_batch **nv = realloc(w->win, nc * sizeof(*nv));
-
-		if (!nv)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		w->win = nv;
-		w->capwin = nc;
-	}
+	if (jo_grow_array(&w->win, &w->capwin, w->nwin + 1, sizeof(*w->win)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	b = calloc(1, sizeof(*b));
 	if (!b || (id && !(b->id = strdup(id)))) {
 		free(b);
@@ -492,17 +479,10 @@ int jo_wwin_add(struct jo_wwin *w, const struct jo_warmup_block *in, struct jo_w
 		b->users = nv;
 		b->capusers = nc;
 	}
-	if (bt->n == bt->cap) {
-		size_t nc = bt->cap ? bt->cap * 2 : 16;
-		struct jo_wwin_block **nv = realloc(bt->b, nc * sizeof(*nv));
-
-		if (!nv) {
-			if (fresh)
-				block_release(w, b);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
-		bt->b = nv;
-		bt->cap = nc;
+	if (jo_grow_array(&bt->b, &bt->cap, bt->n + 1, sizeof(*bt->b))) {
+		if (fresh)
+			block_release(w, b);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	if (!b->nusers) {
 		/* needed again (a new block, or one a passed batch left behind) */
