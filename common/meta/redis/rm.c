@@ -502,11 +502,11 @@ static int rs_fresh_stat(struct jo_meta *m, uint64_t dir, bool *fresh, struct jo
 			jo_rd_command(m, "HLEN %Kd%" PRIu64, dir) : NULL;
 
 	*fresh = l && l->type == REDIS_REPLY_INTEGER && l->integer == 0;
-	if (!h || h->type != REDIS_REPLY_INTEGER ||
-	    (!h->integer && (!l || l->type != REDIS_REPLY_INTEGER))) {
-		freeReplyObject(l);
-		return jo_rd_fail(m, !h || h->type != REDIS_REPLY_INTEGER ? h : l, err,
-				  "directory statistics");
+	if (!h || h->type != REDIS_REPLY_INTEGER) /* then l was never asked for */
+		return jo_rd_fail(m, h, err, "directory statistics");
+	if (!h->integer && (!l || l->type != REDIS_REPLY_INTEGER)) {
+		freeReplyObject(h);
+		return jo_rd_fail(m, l, err, "directory statistics"); /* frees l */
 	}
 	freeReplyObject(h);
 	freeReplyObject(l);
