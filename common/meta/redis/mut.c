@@ -178,6 +178,14 @@ static int exec_freed(struct jo_meta *m, redisReply *exec, size_t nreplies, size
 	return rc;
 }
 
+/* Abandon an attempt after its WATCH: free the reply it read and UNWATCH
+ * (best effort: no EXEC follows). */
+static void give_up(struct jo_meta *m, redisReply *r, struct jo_err *err)
+{
+	freeReplyObject(r);
+	(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+}
+
 /* Queue HINCRBY sliceRef -1 of each record, inside the caller's MULTI. */
 static void queue_decrs(struct jo_meta *m, const struct jo_sref *recs, size_t nrec)
 {
@@ -227,8 +235,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		if (!r)
 			goto lost;
 		if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-			freeReplyObject(r);
-			(void)jo_rd_cmd_ok(m, err, "UNWATCH"); /* best effort; EXEC never follows */
+			give_up(m, r, err);
 			rc = 0;
 			goto out;
 		}
@@ -236,8 +243,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			const redisReply *e = r->element[i];
 
 			if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN) {
-				freeReplyObject(r);
-				(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+				give_up(m, r, err);
 				rc = jo_err_set(err, JO_EPROTO, "chunk %s: element %zu is not a "
 						"24-byte slice record: left alone", key, i);
 				goto out;
@@ -246,8 +252,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			uint64_t id = jo_be64(p + 4);
 
 			if (id > 0 && jo_sref_push(&recs, &nrec, &cap, id, jo_be32(p + 12))) {
-				freeReplyObject(r);
-				(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+				give_up(m, r, err);
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -388,16 +393,14 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		if (!r)
 			goto lost;
 		if (r->type != REDIS_REPLY_STRING) {
-			freeReplyObject(r);
-			(void)jo_rd_cmd_ok(m, err, "UNWATCH"); /* best effort */
+			give_up(m, r, err);
 			rc = 0;
 			goto out;
 		}
 		if (r->len == 0 || r->len % JO_DELSLICE_REC_LEN) {
 			size_t vlen = r->len;
 
-			freeReplyObject(r);
-			(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+			give_up(m, r, err);
 			rc = jo_err_set(err, JO_EPROTO, "delSlices %s: value of %zu bytes is not a "
 					"list of 12-byte records: left alone", field, vlen);
 			goto out;
@@ -406,8 +409,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 			const uint8_t *p = (const uint8_t *)r->str + o;
 
 			if (jo_sref_push(&recs, &nrec, &cap, jo_be64(p), jo_be32(p + 8))) {
-				freeReplyObject(r);
-				(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+				give_up(m, r, err);
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				goto out;
 			}
