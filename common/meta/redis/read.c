@@ -92,15 +92,23 @@ static void rfree_from(redisReply **rs, size_t from, size_t k)
 /* Grow a page-sized reply array. */
 static int rs_reserve(redisReply ***rs, size_t *cap, size_t n, struct jo_err *err)
 {
-	redisReply **v;
-
-	if (n <= *cap)
-		return 0;
-	v = realloc(*rs, n * sizeof(*v));
-	if (!v)
+	if (jo_grow_array(rs, cap, n, sizeof(**rs)))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	*rs = v;
-	*cap = n;
+	return 0;
+}
+
+/*
+ * Room for n keys of a page in one or two parallel arrays (*a of asz-byte
+ * elements, *b of bsz-byte ones; b NULL for none), *cap of each.
+ */
+static int keys_reserve(void *a, size_t asz, void *b, size_t bsz, size_t *cap, size_t n,
+			struct jo_err *err)
+{
+	size_t ca = *cap, cb = *cap;
+
+	if (jo_grow_array(a, &ca, n, asz) || (b && jo_grow_array(b, &cb, n, bsz)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*cap = ca; /* both grew alike from the same capacity */
 	return 0;
 }
 
@@ -476,18 +484,9 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	size_t k = 0, got = 0;
 	int rc = 0;
 
-	if (n > c->kcap) {
-		uint64_t *a = realloc(c->ino, n * sizeof(*a));
-		uint32_t *b;
-		if (!a)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->ino = a;
-		b = realloc(c->indx, n * sizeof(*b));
-		if (!b)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->indx = b;
-		c->kcap = n;
-	}
+	rc = keys_reserve(&c->ino, sizeof(*c->ino), &c->indx, sizeof(*c->indx), &c->kcap, n, err);
+	if (rc != 0)
+		return rc;
 	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -645,13 +644,8 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	size_t k = 0, got;
 	int rc = 0;
 
-	if (n > c->kcap) {
-		uint64_t *a = realloc(c->ino, n * sizeof(*a));
-		if (!a)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->ino = a;
-		c->kcap = n;
-	}
+	if ((rc = keys_reserve(&c->ino, sizeof(*c->ino), NULL, 0, &c->kcap, n, err)) != 0)
+		return rc;
 	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -1068,18 +1062,9 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 	size_t k = 0, got;
 	int rc = 0;
 
-	if (n > c->kcap) {
-		uint64_t *a = realloc(c->sid, n * sizeof(*a));
-		int64_t *b;
-		if (!a)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->sid = a;
-		b = realloc(c->exp, n * sizeof(*b));
-		if (!b)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->exp = b;
-		c->kcap = n;
-	}
+	rc = keys_reserve(&c->sid, sizeof(*c->sid), &c->exp, sizeof(*c->exp), &c->kcap, n, err);
+	if (rc != 0)
+		return rc;
 	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
 		return rc;
 	for (size_t i = 0; i + 1 < n; i += 2) {
