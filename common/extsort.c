@@ -1,4 +1,3 @@
-#include "common/dynbuf.h"
 #include "common/extsort.h"
 
 #include <errno.h>
@@ -14,7 +13,9 @@
 #include <zstd.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/file.h"
 
 #define XS_MAX_REC (64u << 20)
 #define XS_MIN_MEM (1u << 20)
@@ -347,22 +348,6 @@ struct xs_writer {
 	uint64_t written;
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int writer_compress(struct xs_writer *w, ZSTD_EndDirective mode, struct jo_err *err)
 {
 	struct jo_xsort *s = w->s;
@@ -375,7 +360,7 @@ static int writer_compress(struct xs_writer *w, ZSTD_EndDirective mode, struct j
 		rem = ZSTD_compressStream2(s->cctx, &out, &in, mode);
 		if (ZSTD_isError(rem))
 			return jo_err_set(err, JO_EIO, "extsort: zstd: %s", ZSTD_getErrorName(rem));
-		if (out.pos && write_all(w->fd, s->cout, out.pos) < 0)
+		if (out.pos && jo_write_all(w->fd, s->cout, out.pos) < 0)
 			return jo_err_set(err, JO_EIO, "extsort: write run %u: %s", w->run,
 					  strerror(errno));
 		w->written += out.pos;

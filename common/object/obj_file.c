@@ -37,6 +37,7 @@
 #include "common/cancel.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/object/obj_sigv4.h"
 
 #ifndef O_PATH
@@ -267,24 +268,6 @@ static void temp_name(char *buf, size_t cap, const char *leaf, const char *tag)
 	snprintf(buf, cap, ".jfs.%.*s.tmp.%s%u", (int)bl, leaf, tag, r);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * The name key's last component may take: absent, or a regular file (it is
  * replaced). A symlink is never replaced (JO_EUNSUPPORTED), a directory is
@@ -392,7 +375,7 @@ static int put_file(struct jo_obj *o, const char *key, const void *data, size_t 
 		return rc;
 	}
 	/* mode >= 0: the bits before the name appears (no moment with looser ones) */
-	if ((mode >= 0 && fchmod(fd, (mode_t)mode & 0777) < 0) || write_all(fd, data, len) < 0 ||
+	if ((mode >= 0 && fchmod(fd, (mode_t)mode & 0777) < 0) || jo_write_all(fd, data, len) < 0 ||
 	    close(fd) < 0) {
 		int e = errno;
 
@@ -1062,7 +1045,7 @@ static int copy_into(struct jo_obj *o, int in, const char *what, const char *dst
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || (r > 0 && write_all(out, buf, (size_t)r) < 0)) {
+		if (r < 0 || (r > 0 && jo_write_all(out, buf, (size_t)r) < 0)) {
 			rc = jo_err_set(err, JO_EIO, "file: copy '%s': %s", what, strerror(errno));
 			break;
 		}
@@ -1332,7 +1315,7 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r < 0 || (r > 0 && write_all(out, buf, (size_t)r) < 0)) {
+			if (r < 0 || (r > 0 && jo_write_all(out, buf, (size_t)r) < 0)) {
 				rc = jo_err_set(err, JO_EIO, "file: complete '%s': %s", key,
 						strerror(errno));
 				break;
