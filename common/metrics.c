@@ -1,5 +1,4 @@
 /* metrics.c: Prometheus textfile writer. */
-#include "common/dynbuf.h"
 #include "common/metrics.h"
 
 #include <fcntl.h>
@@ -9,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/file.h"
 

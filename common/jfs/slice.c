@@ -1,11 +1,11 @@
 /* Slice records and overlap resolution (spec §3.5, §3.6). */
-#include "common/dynbuf.h"
 #include "common/jfs/jfs.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/mem.h"
 

@@ -1,10 +1,10 @@
 /* mut.c: engine dispatch and argument checks for meta_mut.h. */
-#include "common/dynbuf.h"
 #include "common/meta/meta_mut.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/meta/engine_internal.h"
 #include "common/meta/meta.h"

@@ -1,4 +1,3 @@
-#include "common/dynbuf.h"
 #include "common/object/obj_sigv4.h"
 
 #include <ctype.h>
@@ -9,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/dynbuf.h"
 #include "common/object/object_internal.h"
 
 static void hex(const unsigned char *in, size_t n, char *out)

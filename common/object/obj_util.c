@@ -1,5 +1,4 @@
 /* obj_util.c: URL/XML coding and time parsing for the backends. */
-#include "common/dynbuf.h"
 #include "common/object/object_internal.h"
 
 #include <stdarg.h>
@@ -8,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/pct.h"
 #include "common/utc.h"

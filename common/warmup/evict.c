@@ -9,7 +9,6 @@
  * and the blocks that were cached and were not to go are read back through
  * the mount (when asked to keep them). Never touches a cache directory.
  */
-#include "common/dynbuf.h"
 #include "common/warmup/run.h"
 
 #include <inttypes.h>
@@ -19,6 +18,7 @@
 
 #include "common/command.h"
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/jfs/jfs.h"

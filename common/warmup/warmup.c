@@ -4,7 +4,6 @@
  * why the reads look the way they do.
  */
 #define _GNU_SOURCE /* O_DIRECT */
-#include "common/dynbuf.h"
 #include "common/warmup/warmup.h"
 
 #include <errno.h>
@@ -21,6 +20,7 @@
 #include <jansson.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"

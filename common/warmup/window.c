@@ -3,12 +3,12 @@
  * deduplicated blocks, the read queue and the eviction list. See
  * window.h.
  */
-#include "common/dynbuf.h"
 #include "common/warmup/window.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/warmup/warmup.h"
 
