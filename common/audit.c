@@ -72,7 +72,7 @@ int jo_audit_write(struct jo_audit *a, const struct jo_audit_rec *r, struct jo_e
 	char tbuf[48];
 	json_t *o = json_object();
 	char *line;
-	size_t len, off = 0;
+	size_t len;
 	int rc = 0;
 
 	if (!o)
@@ -96,17 +96,8 @@ int jo_audit_write(struct jo_audit *a, const struct jo_audit_rec *r, struct jo_e
 	len = strlen(line);
 	line[len++] = '\n'; /* replaces the NUL: written by length */
 	pthread_mutex_lock(&a->mu);
-	while (off < len) {
-		ssize_t w = write(a->fd, line + off, len - off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			rc = jo_err_set(err, JO_EIO, "audit file '%s': %s", a->path, strerror(errno));
-			break;
-		}
-		off += (size_t)w;
-	}
+	if (jo_write_all(a->fd, line, len) < 0)
+		rc = jo_err_set(err, JO_EIO, "audit file '%s': %s", a->path, strerror(errno));
 	pthread_mutex_unlock(&a->mu);
 	free(line);
 	return rc;

@@ -13,7 +13,9 @@
 #include <zstd.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/file.h"
 
 #define XS_MAX_REC (64u << 20)
 #define XS_MIN_MEM (1u << 20)
@@ -330,15 +332,8 @@ static int ensure_dir(struct jo_xsort *s, struct jo_err *err)
 
 static int runs_push(struct jo_xsort *s, unsigned run, struct jo_err *err)
 {
-	if (s->nruns == s->runs_cap) {
-		size_t nc = s->runs_cap ? s->runs_cap * 2 : 16;
-		unsigned *p = realloc(s->runs, nc * sizeof(*p));
-
-		if (!p)
-			return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
-		s->runs = p;
-		s->runs_cap = nc;
-	}
+	if (jo_grow_array(&s->runs, &s->runs_cap, s->nruns + 1, sizeof(*s->runs)))
+		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
 	s->runs[s->nruns++] = run;
 	return 0;
 }
@@ -353,22 +348,6 @@ struct xs_writer {
 	uint64_t written;
 };
 
-static int write_all(int fd, const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		n -= (size_t)w;
-	}
-	return 0;
-}
-
 static int writer_compress(struct xs_writer *w, ZSTD_EndDirective mode, struct jo_err *err)
 {
 	struct jo_xsort *s = w->s;
@@ -381,7 +360,7 @@ static int writer_compress(struct xs_writer *w, ZSTD_EndDirective mode, struct j
 		rem = ZSTD_compressStream2(s->cctx, &out, &in, mode);
 		if (ZSTD_isError(rem))
 			return jo_err_set(err, JO_EIO, "extsort: zstd: %s", ZSTD_getErrorName(rem));
-		if (out.pos && write_all(w->fd, s->cout, out.pos) < 0)
+		if (out.pos && jo_write_all(w->fd, s->cout, out.pos) < 0)
 			return jo_err_set(err, JO_EIO, "extsort: write run %u: %s", w->run,
 					  strerror(errno));
 		w->written += out.pos;

@@ -33,9 +33,11 @@
 #ifndef JO_FILE_H
 #define JO_FILE_H
 
+#include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <unistd.h>
 
 struct jo_err;
 
@@ -112,5 +114,28 @@ int jo_file_append_open(int *out, const char *path, unsigned mode, struct jo_err
  */
 int jo_file_prepare(const char *path, unsigned mode, unsigned flags, const char *const *sidecars,
 		    struct jo_err *err);
+
+/*
+ * Write all n bytes to fd, again after EINTR: 0, or -1 with errno set.
+ * Inline, so that the object store's sources still build on their own
+ * (tests/tools/objtool.c).
+ */
+static inline int jo_write_all(int fd, const void *data, size_t n)
+{
+	const char *p = data;
+
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
 
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/file.h"
 
@@ -66,15 +67,8 @@ int jo_metrics_set(struct jo_metrics *mx, const char *name, const char *type, co
 			return 0;
 		}
 	}
-	if (mx->n == mx->cap) {
-		size_t nc = mx->cap ? mx->cap * 2 : 16;
-		struct sample *p = realloc(mx->s, nc * sizeof(*p));
-
-		if (!p)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		mx->s = p;
-		mx->cap = nc;
-	}
+	if (jo_grow_array(&mx->s, &mx->cap, mx->n + 1, sizeof(*mx->s)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	s = &mx->s[mx->n];
 	s->name = strdup(name);
 	s->type = strdup(type ? type : "gauge");

@@ -152,6 +152,8 @@ void jo_opt_dump_json(const struct jo_opt_cmd *c, FILE *f);
 
 /* The grammars; each 0, or -1 with *out untouched. */
 int jo_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
+/* n bytes of decimal digits (1 to 20 of them: no sign, no blank), not NUL-terminated */
+int jo_parse_digits(const char *s, size_t n, uint64_t *out);
 int jo_parse_size(const char *s, uint64_t *out);
 int jo_parse_duration_ms(const char *s, int64_t *out);
 int jo_parse_decimal(const char *s, double *out);

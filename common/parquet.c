@@ -28,6 +28,7 @@
 
 #include <zstd.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #define MiB ((size_t)1 << 20)
@@ -46,53 +47,27 @@ enum {
 	PPAGE_DATA = 0,                                                /* PageType */
 };
 
-/* ---- growable byte buffer; an allocation failure sticks in oom ---- */
+/* ---- byte buffers: common/dynbuf.h, unlimited (the writer bounds pages and
+ * values itself); a failed add sticks in failed until the buffer is reset ---- */
 
-struct pq_buf {
-	uint8_t *p;
-	size_t len, cap;
-	bool oom;
-};
-
-static bool buf_grow(struct pq_buf *b, size_t add)
+/* The buffer's bytes, as the encoders below read and patch them. */
+static uint8_t *bytes(const struct jo_dynbuf *b)
 {
-	size_t cap;
-	uint8_t *p;
-
-	if (b->oom || add > SIZE_MAX / 2 - b->len) {
-		b->oom = true;
-		return false;
-	}
-	if (b->len + add <= b->cap)
-		return true;
-	cap = b->cap ? b->cap : 256;
-	while (cap < b->len + add)
-		cap *= 2;
-	p = realloc(b->p, cap);
-	if (!p) {
-		b->oom = true;
-		return false;
-	}
-	b->p = p;
-	b->cap = cap;
-	return true;
+	return (uint8_t *)b->p;
 }
 
-static void buf_put(struct pq_buf *b, const void *src, size_t n)
+static void buf_put(struct jo_dynbuf *b, const void *src, size_t n)
 {
-	if (n && buf_grow(b, n)) {
-		memcpy(b->p + b->len, src, n);
-		b->len += n;
-	}
+	(void)jo_dynbuf_add(b, src, n); /* checked once, through failed */
 }
 
-static void buf_byte(struct pq_buf *b, uint8_t c)
+static void buf_byte(struct jo_dynbuf *b, uint8_t c)
 {
 	buf_put(b, &c, 1);
 }
 
 /* Unsigned LEB128 ("varint"): 7 bits a byte, low bits first, high bit = more. */
-static void buf_uvarint(struct pq_buf *b, uint64_t v)
+static void buf_uvarint(struct jo_dynbuf *b, uint64_t v)
 {
 	while (v >= 0x80) {
 		buf_byte(b, (uint8_t)(v | 0x80));
@@ -101,7 +76,7 @@ static void buf_uvarint(struct pq_buf *b, uint64_t v)
 	buf_byte(b, (uint8_t)v);
 }
 
-static void buf_le(struct pq_buf *b, uint64_t v, size_t n)
+static void buf_le(struct jo_dynbuf *b, uint64_t v, size_t n)
 {
 	uint8_t x[8];
 
@@ -111,20 +86,12 @@ static void buf_le(struct pq_buf *b, uint64_t v, size_t n)
 }
 
 /* Empty b; give its memory back when a big value made it larger than keep. */
-static void buf_reset(struct pq_buf *b, size_t keep)
+static void buf_reset(struct jo_dynbuf *b, size_t keep)
 {
-	b->len = 0;
-	if (b->cap > keep) {
-		free(b->p);
-		b->p = NULL;
-		b->cap = 0;
-	}
-}
-
-static void buf_free(struct pq_buf *b)
-{
-	free(b->p);
-	memset(b, 0, sizeof(*b));
+	if (b->cap > keep)
+		jo_dynbuf_release(b);
+	else
+		jo_dynbuf_reset(b);
 }
 
 /* Byte order, a shorter prefix first: the order of Parquet's binary min/max. */
@@ -156,12 +123,12 @@ enum { TC_TRUE = 1, TC_FALSE = 2, TC_I16 = 4, TC_I32 = 5, TC_I64 = 6, TC_BINARY 
 #define TC_DEPTH 8
 
 struct tc {
-	struct pq_buf *b;
+	struct jo_dynbuf *b;
 	int depth;
 	int16_t last[TC_DEPTH];
 };
 
-static void tc_init(struct tc *t, struct pq_buf *b)
+static void tc_init(struct tc *t, struct jo_dynbuf *b)
 {
 	memset(t, 0, sizeof(*t));
 	t->b = b;
@@ -266,12 +233,12 @@ struct pq_col {
 	size_t row_mark;         /* vals.len before this row's value */
 	int64_t row_int;         /* the value, for the statistics (integers, bool) */
 	/* the current page */
-	struct pq_buf vals;      /* PLAIN values; booleans one bit each, LSB first */
-	struct pq_buf levels;    /* nullable: one definition level a byte (0 null, 1 value) */
+	struct jo_dynbuf vals;      /* PLAIN values; booleans one bit each, LSB first */
+	struct jo_dynbuf levels;    /* nullable: one definition level a byte (0 null, 1 value) */
 	uint32_t page_rows;
 	uint32_t page_vals;      /* non-null values in the page */
 	/* the current column chunk */
-	struct pq_buf chunk;     /* page headers and compressed pages */
+	struct jo_dynbuf chunk;     /* page headers and compressed pages */
 	uint64_t chunk_rows, chunk_nulls;
 	uint64_t chunk_raw;      /* page headers plus uncompressed page bodies */
 	bool has_minmax;
@@ -280,7 +247,7 @@ struct pq_col {
 	 * order between values that differ within their first STAT_MAX + 1 bytes;
 	 * values that agree there are both too long to be written anyway. So the
 	 * cut min is the true min whenever that fits. */
-	struct pq_buf smin, smax;
+	struct jo_dynbuf smin, smax;
 };
 
 /* What the footer says about one written column chunk. */
@@ -305,7 +272,7 @@ struct jo_pq_writer {
 	uint64_t rows, group_rows;
 	struct pq_group *groups;
 	size_t ngroups, groups_cap;
-	struct pq_buf raw, zbuf, hdr;  /* page scratch */
+	struct jo_dynbuf raw, zbuf, hdr;  /* page scratch */
 	ZSTD_CCtx *zc;
 	int failed;              /* JO_E* code that failed the writer, 0 while usable */
 	char failed_msg[200];    /* and what it said */
@@ -443,7 +410,7 @@ static size_t run_at(const uint8_t *lv, size_t i, size_t n)
  * the page's value count tells the reader to stop. Runs stay below 2^31
  * values because pages do.
  */
-static void rle_levels(struct pq_buf *b, const uint8_t *lv, size_t n)
+static void rle_levels(struct jo_dynbuf *b, const uint8_t *lv, size_t n)
 {
 	size_t i = 0;
 
@@ -490,17 +457,17 @@ static int flush_page(struct jo_pq_writer *w, struct pq_col *c, struct jo_err *e
 		size_t at = w->raw.len, n;
 
 		buf_le(&w->raw, 0, 4); /* the levels' byte length, set below */
-		rle_levels(&w->raw, c->levels.p, c->levels.len);
-		if (w->raw.oom)
+		rle_levels(&w->raw, bytes(&c->levels), c->levels.len);
+		if (w->raw.failed)
 			return oom(w, err);
 		n = w->raw.len - at - 4;
 		for (int i = 0; i < 4; i++)
-			w->raw.p[at + i] = (uint8_t)(n >> (8 * i));
+			bytes(&w->raw)[at + i] = (uint8_t)(n >> (8 * i));
 	}
 	buf_put(&w->raw, c->vals.p, c->vals.len);
 	bound = ZSTD_compressBound(w->raw.len);
 	buf_reset(&w->zbuf, 2 * w->o.page_bytes);
-	if (w->raw.oom || !buf_grow(&w->zbuf, bound))
+	if (w->raw.failed || jo_dynbuf_reserve(&w->zbuf, bound) != 0)
 		return oom(w, err);
 	z = ZSTD_compress2(w->zc, w->zbuf.p, bound, w->raw.p, w->raw.len);
 	if (ZSTD_isError(z))
@@ -525,7 +492,7 @@ static int flush_page(struct jo_pq_writer *w, struct pq_col *c, struct jo_err *e
 	tc_end(&t);
 	buf_put(&c->chunk, w->hdr.p, w->hdr.len);
 	buf_put(&c->chunk, w->zbuf.p, z);
-	if (w->hdr.oom || c->chunk.oom)
+	if (w->hdr.failed || c->chunk.failed)
 		return oom(w, err);
 	c->chunk_raw += w->hdr.len + w->raw.len;
 	c->chunk_rows += c->page_rows;
@@ -743,7 +710,7 @@ static int put_col(struct jo_pq_writer *w, size_t col, enum jo_pq_type kind,
 /* The value was appended to c->vals: it belongs to the row now. */
 static int put_done(struct jo_pq_writer *w, struct pq_col *c, int64_t v, struct jo_err *err)
 {
-	if (c->vals.oom)
+	if (c->vals.failed)
 		return oom(w, err);
 	c->row = ROW_VALUE;
 	c->row_int = v;
@@ -784,13 +751,13 @@ int jo_pq_put_bool(struct jo_pq_writer *w, size_t col, bool v, struct jo_err *er
 	/* PLAIN booleans are packed 8 a byte, the first in the lowest bit */
 	if (c->vals.len <= c->page_vals / 8)
 		buf_byte(&c->vals, 0);
-	if (c->vals.oom)
+	if (c->vals.failed)
 		return oom(w, err);
 	bit = (uint8_t)(1u << (c->page_vals % 8));
 	if (v)
-		c->vals.p[c->page_vals / 8] |= bit;
+		bytes(&c->vals)[c->page_vals / 8] |= bit;
 	else
-		c->vals.p[c->page_vals / 8] &= (uint8_t)~bit;
+		bytes(&c->vals)[c->page_vals / 8] &= (uint8_t)~bit;
 	return put_done(w, c, v, err);
 }
 
@@ -834,20 +801,20 @@ int jo_pq_put_null(struct jo_pq_writer *w, size_t col, struct jo_err *err)
 static int stats_add(struct pq_col *c)
 {
 	if (is_bytes(c->type)) {
-		const uint8_t *p = c->vals.p + c->row_mark + 4;
+		const uint8_t *p = bytes(&c->vals) + c->row_mark + 4;
 		size_t n = c->vals.len - c->row_mark - 4;
 
 		if (n > JO_PQ_STAT_MAX + 1)
 			n = JO_PQ_STAT_MAX + 1; /* see smin */
-		if (!c->has_minmax || bytes_cmp(p, n, c->smin.p, c->smin.len) < 0) {
-			c->smin.len = 0;
+		if (!c->has_minmax || bytes_cmp(p, n, bytes(&c->smin), c->smin.len) < 0) {
+			jo_dynbuf_reset(&c->smin);
 			buf_put(&c->smin, p, n);
 		}
-		if (!c->has_minmax || bytes_cmp(p, n, c->smax.p, c->smax.len) > 0) {
-			c->smax.len = 0;
+		if (!c->has_minmax || bytes_cmp(p, n, bytes(&c->smax), c->smax.len) > 0) {
+			jo_dynbuf_reset(&c->smax);
 			buf_put(&c->smax, p, n);
 		}
-		if (c->smin.oom || c->smax.oom)
+		if (c->smin.failed || c->smax.failed)
 			return JO_ENOMEM;
 	} else if (!c->has_minmax) {
 		c->imin = c->imax = c->row_int;
@@ -891,7 +858,7 @@ int jo_pq_end_row(struct jo_pq_writer *w, struct jo_err *err)
 
 		if (c->nullable)
 			buf_byte(&c->levels, c->row == ROW_VALUE);
-		if (c->levels.oom)
+		if (c->levels.failed)
 			return oom(w, err);
 		if (c->row == ROW_VALUE) {
 			if (stats_add(c))
@@ -922,7 +889,7 @@ int jo_pq_end_row(struct jo_pq_writer *w, struct jo_err *err)
 }
 
 /* FileMetaData: the schema, the row groups and their column chunks. */
-static void footer(const struct jo_pq_writer *w, struct pq_buf *b)
+static void footer(const struct jo_pq_writer *w, struct jo_dynbuf *b)
 {
 	static const char created_by[] = "jfsops version " JO_VERSION;
 	struct tc t;
@@ -1024,7 +991,7 @@ static void footer(const struct jo_pq_writer *w, struct pq_buf *b)
 
 int jo_pq_close(struct jo_pq_writer *w, uint64_t *rows_out, struct jo_err *err)
 {
-	struct pq_buf f = { 0 };
+	struct jo_dynbuf f = JO_DYNBUF_INIT(JO_DYNBUF_UNLIMITED);
 	int rc;
 
 	if (rows_out)
@@ -1050,7 +1017,7 @@ int jo_pq_close(struct jo_pq_writer *w, uint64_t *rows_out, struct jo_err *err)
 	}
 	buf_le(&f, f.len, 4);
 	buf_put(&f, "PAR1", 4);
-	if (f.oom) {
+	if (f.failed) {
 		rc = oom(w, err);
 		goto out;
 	}
@@ -1060,7 +1027,7 @@ int jo_pq_close(struct jo_pq_writer *w, uint64_t *rows_out, struct jo_err *err)
 	if (rows_out)
 		*rows_out = w->rows;
 out:
-	buf_free(&f);
+	jo_dynbuf_release(&f);
 	jo_pq_abort(w);
 	return rc;
 }
@@ -1073,11 +1040,11 @@ void jo_pq_abort(struct jo_pq_writer *w)
 		struct pq_col *c = &w->cols[i];
 
 		free(c->name);
-		buf_free(&c->vals);
-		buf_free(&c->levels);
-		buf_free(&c->chunk);
-		buf_free(&c->smin);
-		buf_free(&c->smax);
+		jo_dynbuf_release(&c->vals);
+		jo_dynbuf_release(&c->levels);
+		jo_dynbuf_release(&c->chunk);
+		jo_dynbuf_release(&c->smin);
+		jo_dynbuf_release(&c->smax);
 	}
 	for (size_t g = 0; g < w->ngroups; g++) {
 		for (size_t i = 0; w->groups[g].cols && i < w->ncols; i++) {
@@ -1088,9 +1055,9 @@ void jo_pq_abort(struct jo_pq_writer *w)
 	}
 	free(w->groups);
 	free(w->cols);
-	buf_free(&w->raw);
-	buf_free(&w->zbuf);
-	buf_free(&w->hdr);
+	jo_dynbuf_release(&w->raw);
+	jo_dynbuf_release(&w->zbuf);
+	jo_dynbuf_release(&w->hdr);
 	ZSTD_freeCCtx(w->zc);
 	free(w);
 }

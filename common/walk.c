@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
@@ -196,18 +197,8 @@ static int list_batch(struct walk *w)
 /* Queue a directory of the frontier; list the batch when it is full. */
 static int list_dir(struct walk *w, uint64_t ino, const uint8_t *path, size_t len)
 {
-	if (w->bplen + len > w->bpcap) {
-		size_t cap = w->bpcap ? w->bpcap : 4096;
-		uint8_t *b;
-
-		while (cap < w->bplen + len)
-			cap *= 2;
-		b = realloc(w->bpaths, cap);
-		if (!b)
-			return jo_err_set(w->err, JO_ENOMEM, "out of memory");
-		w->bpaths = b;
-		w->bpcap = cap;
-	}
+	if (jo_grow_array(&w->bpaths, &w->bpcap, w->bplen + len, 1))
+		return jo_err_set(w->err, JO_ENOMEM, "out of memory");
 	memcpy(w->bpaths + w->bplen, path, len);
 	w->batch_ino[w->nbatch] = ino;
 	w->batch_off[w->nbatch] = w->bplen;

@@ -12,6 +12,7 @@
 #include <jansson.h>
 
 #include "common/command.h"
+#include "common/dynbuf.h"
 #include "common/exit.h"
 #include "common/volume.h"
 #include "common/cancel.h"
@@ -242,15 +243,8 @@ static int walk_entry(const char *name, size_t name_len, uint64_t ino, uint8_t t
 	(void)name;
 	(void)name_len;
 	if (type == JO_TYPE_DIR) {
-		if (w->ndirs == w->cap) {
-			size_t ncap = w->cap ? w->cap * 2 : 64;
-			uint64_t *nv = realloc(w->dirs, ncap * sizeof(*nv));
-
-			if (!nv)
-				return jo_err_set(w->err, JO_ENOMEM, "out of memory");
-			w->dirs = nv;
-			w->cap = ncap;
-		}
+		if (jo_grow_array(&w->dirs, &w->cap, w->ndirs + 1, sizeof(*w->dirs)))
+			return jo_err_set(w->err, JO_ENOMEM, "out of memory");
 		w->dirs[w->ndirs++] = ino;
 		return 0;
 	}

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 
 #define FETCHERS 8
@@ -199,16 +200,9 @@ int compact_src_new(struct jo_vol *v, const struct jo_slice *segs, size_t nsegs,
 			uint64_t bend = bstart + jo_block_len(g->size, bs, indx);
 			uint64_t e = to < bend ? to : bend;
 
-			if (nn == cap) {
-				size_t nc = cap ? cap * 2 : 64;
-				struct need *p = realloc(nd, nc * sizeof(*p));
-
-				if (!p) {
-					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-					goto fail;
-				}
-				nd = p;
-				cap = nc;
+			if (jo_grow_array(&nd, &cap, nn + 1, sizeof(*nd))) {
+				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+				goto fail;
 			}
 			nd[nn++] = (struct need){ .id = g->id, .size = g->size, .indx = indx,
 						  .lo = (uint32_t)(from - bstart), .hi = (uint32_t)(e - bstart),

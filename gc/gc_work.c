@@ -15,6 +15,7 @@
 
 #include "common/audit.h"
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/lease.h"
@@ -432,15 +433,8 @@ static int deleter_add(struct gc_worker *w, uint64_t id, uint32_t size, int kind
 	for (size_t i = 0; i < w->npend; i++)
 		if (w->pend[i].id == id && w->pend[i].size == size)
 			return 0;
-	if (w->npend == w->pcap) {
-		size_t nc = w->pcap ? w->pcap * 2 : 64;
-		struct gc_pend *p = realloc(w->pend, nc * sizeof(*p));
-
-		if (!p)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		w->pend = p;
-		w->pcap = nc;
-	}
+	if (jo_grow_array(&w->pend, &w->pcap, w->npend + 1, sizeof(*w->pend)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	memset(&w->pend[w->npend], 0, sizeof(w->pend[0]));
 	w->pend[w->npend].id = id;
 	w->pend[w->npend].size = size;
@@ -491,17 +485,10 @@ static int dry_chunks(struct gc_worker *w, uint64_t ino, const uint32_t *idx, si
 				if (refs[j].id == s.id && refs[j].size == s.size)
 					break;
 			if (j == nr) {
-				if (nr == cap) {
-					size_t nc = cap ? cap * 2 : 32;
-					struct dry_ref *p = realloc(refs, nc * sizeof(*p));
-
-					if (!p) {
-						free(raw);
-						rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-						goto out;
-					}
-					refs = p;
-					cap = nc;
+				if (jo_grow_array(&refs, &cap, nr + 1, sizeof(*refs))) {
+					free(raw);
+					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+					goto out;
 				}
 				refs[nr].id = s.id;
 				refs[nr].size = s.size;

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "common/command.h"
+#include "common/dynbuf.h"
 #include "common/exit.h"
 #include "common/volume.h"
 #include "common/err.h"
@@ -259,14 +260,9 @@ static int run_ranges(struct lance_io *io, const struct lance_manifest *m,
 			jo_err_wrap(err, "version %" PRIu64, m->version);
 			goto out;
 		}
-		if (nsel == cap) {
-			cap = cap ? cap * 2 : 8;
-			size_t *p = realloc(sel, cap * sizeof(*p));
-			if (!p) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				goto out;
-			}
-			sel = p;
+		if (jo_grow_array(&sel, &cap, nsel + 1, sizeof(*sel))) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			goto out;
 		}
 		sel[nsel++] = idx;
 	}

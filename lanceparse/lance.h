@@ -54,6 +54,14 @@ int lance_pb_varint(struct lance_pb *r, uint64_t *out, struct jo_err *err);
  * field number 0.
  */
 int lance_pb_next(struct lance_pb *r, struct lance_pb_field *f, struct jo_err *err);
+/*
+ * Hand every field of the message data[0..len) to fn, in order. 0 at the
+ * end; a decoding error or fn's first negative result stops it and is
+ * returned.
+ */
+typedef int (*lance_pb_field_fn)(const struct lance_pb_field *f, void *ctx, struct jo_err *err);
+int lance_pb_each(const void *data, size_t len, lance_pb_field_fn fn, void *ctx,
+		  struct jo_err *err);
 /* Zigzag decoding (sint64); unused by Lance's protos but part of the wire format. */
 static inline int64_t lance_pb_zigzag(uint64_t v)
 {

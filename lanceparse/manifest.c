@@ -8,27 +8,10 @@
 
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/opt.h"
 
 /* Largest manifest we accept: a bound on memory for a corrupt length. */
 #define LANCE_MAX_MANIFEST (512u << 20)
-
-static int parse_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > 20)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		unsigned d = (unsigned)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
 
 bool lance_version_parse_name(const char *name, struct lance_version *out)
 {
@@ -41,13 +24,13 @@ bool lance_version_parse_name(const char *name, struct lance_version *out)
 	memset(out, 0, sizeof(*out));
 	memcpy(out->name, name, n + 1);
 	if (name[0] == 'd') {
-		if (parse_u64(name + 1, n - sl - 1, &v) < 0 || !(v & (UINT64_C(1) << 63)))
+		if (jo_parse_digits(name + 1, n - sl - 1, &v) < 0 || !(v & (UINT64_C(1) << 63)))
 			return false;
 		out->version = v;
 		out->detached = true;
 		return true;
 	}
-	if (parse_u64(name, n - sl, &v) < 0)
+	if (jo_parse_digits(name, n - sl, &v) < 0)
 		return false;
 	if (n - sl == 20) {
 		out->v2_name = true;
@@ -138,28 +121,26 @@ static char *dupstr(const struct lance_pb_field *f)
 	} while (0)
 
 /* A map<string, bytes|string> entry: key=1, value=2. */
-static int map_entry(const struct lance_pb_field *f, const uint8_t **k, size_t *kl,
-		     const uint8_t **v, size_t *vl, struct jo_err *err)
-{
-	struct lance_pb r;
-	struct lance_pb_field e;
-	int rc;
+struct map_kv {
+	const uint8_t *k, *v;
+	size_t kl, vl;
+};
 
-	*k = *v = NULL;
-	*kl = *vl = 0;
-	lance_pb_init(&r, f->data, f->len);
-	while ((rc = lance_pb_next(&r, &e, err)) > 0) {
-		if (e.wt != LANCE_PB_LEN)
-			continue;
-		if (e.num == 1) {
-			*k = e.data;
-			*kl = e.len;
-		} else if (e.num == 2) {
-			*v = e.data;
-			*vl = e.len;
-		}
+static int map_kv_field(const struct lance_pb_field *e, void *ctx, struct jo_err *err)
+{
+	struct map_kv *kv = ctx;
+
+	(void)err;
+	if (e->wt != LANCE_PB_LEN)
+		return 0;
+	if (e->num == 1) {
+		kv->k = e->data;
+		kv->kl = e->len;
+	} else if (e->num == 2) {
+		kv->v = e->data;
+		kv->vl = e->len;
 	}
-	return rc;
+	return 0;
 }
 
 static bool eq(const uint8_t *p, size_t n, const char *s)
@@ -167,50 +148,54 @@ static bool eq(const uint8_t *p, size_t n, const char *s)
 	return p && n == strlen(s) && memcmp(p, s, n) == 0;
 }
 
+/* A string field, replacing *out (which may hold an earlier one). */
+static int set_str(const struct lance_pb_field *f, char **out, struct jo_err *err)
+{
+	free(*out);
+	if (!(*out = dupstr(f)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int field_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
+{
+	struct lance_field *fl = ctx;
+	struct map_kv kv = { 0 };
+	int rc;
+
+	switch (f->num) {
+	case 1: fl->type = (int)f->u; break;
+	case 2:
+		NEED_LEN(f, "field name");
+		return set_str(f, &fl->name, err);
+	case 3: fl->id = lance_pb_i32(f->u); break;
+	case 4: fl->parent_id = lance_pb_i32(f->u); break;
+	case 5:
+		NEED_LEN(f, "logical type");
+		return set_str(f, &fl->logical_type, err);
+	case 6: fl->nullable = f->u != 0; break;
+	case 10:
+		NEED_LEN(f, "field metadata");
+		if ((rc = lance_pb_each(f->data, f->len, map_kv_field, &kv, err)) < 0)
+			return rc;
+		if (eq(kv.k, kv.kl, "lance-encoding:blob") && eq(kv.v, kv.vl, "true"))
+			fl->blob_v1 = true;
+		else if (eq(kv.k, kv.kl, "lance-encoding:packed") && eq(kv.v, kv.vl, "true"))
+			fl->packed = true;
+		else if (eq(kv.k, kv.kl, "ARROW:extension:name") && eq(kv.v, kv.vl, "lance.blob.v2"))
+			fl->blob_v2 = true;
+		break;
+	default: break;
+	}
+	return 0;
+}
+
 static int decode_field(const uint8_t *d, size_t len, struct lance_field *fl, struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field f;
 	int rc;
 
 	fl->parent_id = -1;
-	lance_pb_init(&r, d, len);
-	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1: fl->type = (int)f.u; break;
-		case 2:
-			NEED_LEN(&f, "field name");
-			free(fl->name);
-			if (!(fl->name = dupstr(&f)))
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			break;
-		case 3: fl->id = lance_pb_i32(f.u); break;
-		case 4: fl->parent_id = lance_pb_i32(f.u); break;
-		case 5:
-			NEED_LEN(&f, "logical type");
-			free(fl->logical_type);
-			if (!(fl->logical_type = dupstr(&f)))
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			break;
-		case 6: fl->nullable = f.u != 0; break;
-		case 10: {
-			const uint8_t *k, *v;
-			size_t kl, vl;
-			NEED_LEN(&f, "field metadata");
-			if ((rc = map_entry(&f, &k, &kl, &v, &vl, err)) < 0)
-				return rc;
-			if (eq(k, kl, "lance-encoding:blob") && eq(v, vl, "true"))
-				fl->blob_v1 = true;
-			else if (eq(k, kl, "lance-encoding:packed") && eq(v, vl, "true"))
-				fl->packed = true;
-			else if (eq(k, kl, "ARROW:extension:name") && eq(v, vl, "lance.blob.v2"))
-				fl->blob_v2 = true;
-			break;
-		}
-		default: break;
-		}
-	}
-	if (rc < 0)
+	if ((rc = lance_pb_each(d, len, field_field, fl, err)) < 0)
 		return rc;
 	if (!fl->name && !(fl->name = strdup("")))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -219,39 +204,31 @@ static int decode_field(const uint8_t *d, size_t len, struct lance_field *fl, st
 	return 0;
 }
 
+static int datafile_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
+{
+	struct lance_datafile *df = ctx;
+
+	switch (f->num) {
+	case 1:
+		NEED_LEN(f, "data file path");
+		return set_str(f, &df->path, err);
+	case 2: return lance_pb_repeated_i32(f, &df->fields, &df->nfields, err);
+	case 3: return lance_pb_repeated_i32(f, &df->column_indices, &df->ncolumn_indices, err);
+	case 4: df->major = (uint32_t)f->u; break;
+	case 5: df->minor = (uint32_t)f->u; break;
+	case 6: df->file_size = f->u; break;
+	case 7: df->has_base = true; df->base_id = (uint32_t)f->u; break;
+	default: break;
+	}
+	return 0;
+}
+
 static int decode_datafile(const uint8_t *d, size_t len, struct lance_datafile *df,
 			   struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field f;
 	int rc;
 
-	lance_pb_init(&r, d, len);
-	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1:
-			NEED_LEN(&f, "data file path");
-			free(df->path);
-			if (!(df->path = dupstr(&f)))
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			break;
-		case 2:
-			if ((rc = lance_pb_repeated_i32(&f, &df->fields, &df->nfields, err)) < 0)
-				return rc;
-			break;
-		case 3:
-			if ((rc = lance_pb_repeated_i32(&f, &df->column_indices,
-							&df->ncolumn_indices, err)) < 0)
-				return rc;
-			break;
-		case 4: df->major = (uint32_t)f.u; break;
-		case 5: df->minor = (uint32_t)f.u; break;
-		case 6: df->file_size = f.u; break;
-		case 7: df->has_base = true; df->base_id = (uint32_t)f.u; break;
-		default: break;
-		}
-	}
-	if (rc < 0)
+	if ((rc = lance_pb_each(d, len, datafile_field, df, err)) < 0)
 		return rc;
 	if (!df->path || !df->path[0])
 		return jo_err_set(err, JO_EPROTO, "manifest: data file without a path");
@@ -260,167 +237,150 @@ static int decode_datafile(const uint8_t *d, size_t len, struct lance_datafile *
 	return 0;
 }
 
-static int decode_deletion(const uint8_t *d, size_t len, struct lance_deletion *del,
-			   struct jo_err *err)
+static int deletion_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field f;
-	int rc;
+	struct lance_deletion *del = ctx;
 
-	del->present = true;
-	lance_pb_init(&r, d, len);
-	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1: del->file_type = (int)f.u; break;
-		case 2: del->read_version = f.u; break;
-		case 3: del->id = f.u; break;
-		case 4: del->num_deleted = f.u; break;
-		case 7: del->has_base = true; del->base_id = (uint32_t)f.u; break;
-		default: break;
-		}
+	(void)err;
+	switch (f->num) {
+	case 1: del->file_type = (int)f->u; break;
+	case 2: del->read_version = f->u; break;
+	case 3: del->id = f->u; break;
+	case 4: del->num_deleted = f->u; break;
+	case 7: del->has_base = true; del->base_id = (uint32_t)f->u; break;
+	default: break;
 	}
-	return rc < 0 ? rc : 0;
+	return 0;
+}
+
+/* A fragment being decoded: its data files array grows by cap. */
+struct frag_dec {
+	struct lance_fragment *fr;
+	size_t cap;
+};
+
+/* One more data file of the fragment, from the DataFile message f. */
+static int frag_add_file(struct frag_dec *fd, const struct lance_pb_field *f, bool overlay,
+			 struct jo_err *err)
+{
+	struct lance_fragment *fr = fd->fr;
+
+	PUSH(fr->files, fr->nfiles, fd->cap);
+	fr->files[fr->nfiles - 1].overlay = overlay;
+	return decode_datafile(f->data, f->len, &fr->files[fr->nfiles - 1], err);
+}
+
+/* DataOverlayFile { data_file = 1 }: one more file holding column values. */
+static int overlay_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
+{
+	if (f->num != 1)
+		return 0;
+	NEED_LEN(f, "overlay data file");
+	return frag_add_file(ctx, f, true, err);
+}
+
+static int fragment_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
+{
+	struct frag_dec *fd = ctx;
+	struct lance_fragment *fr = fd->fr;
+
+	switch (f->num) {
+	case 1: fr->id = f->u; break;
+	case 2:
+		NEED_LEN(f, "data file");
+		return frag_add_file(fd, f, false, err);
+	case 3:
+		NEED_LEN(f, "deletion file");
+		fr->del.present = true;
+		return lance_pb_each(f->data, f->len, deletion_field, &fr->del, err);
+	case 4: fr->physical_rows = f->u; break;
+	case 11:
+		NEED_LEN(f, "overlay");
+		return lance_pb_each(f->data, f->len, overlay_field, fd, err);
+	default: break;
+	}
+	return 0;
 }
 
 static int decode_fragment(const uint8_t *d, size_t len, struct lance_fragment *fr,
 			   struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field f;
-	size_t cap = 0;
-	int rc;
+	struct frag_dec fd = { fr, 0 };
 
-	lance_pb_init(&r, d, len);
-	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1: fr->id = f.u; break;
-		case 2:
-			NEED_LEN(&f, "data file");
-			PUSH(fr->files, fr->nfiles, cap);
-			if ((rc = decode_datafile(f.data, f.len, &fr->files[fr->nfiles - 1], err)) < 0)
-				return rc;
-			break;
-		case 3:
-			NEED_LEN(&f, "deletion file");
-			if ((rc = decode_deletion(f.data, f.len, &fr->del, err)) < 0)
-				return rc;
-			break;
-		case 4: fr->physical_rows = f.u; break;
-		case 11: {
-			/* DataOverlayFile { data_file = 1 }: one more file holding column values. */
-			struct lance_pb o;
-			struct lance_pb_field of;
-			NEED_LEN(&f, "overlay");
-			lance_pb_init(&o, f.data, f.len);
-			while ((rc = lance_pb_next(&o, &of, err)) > 0) {
-				if (of.num != 1)
-					continue;
-				NEED_LEN(&of, "overlay data file");
-				PUSH(fr->files, fr->nfiles, cap);
-				fr->files[fr->nfiles - 1].overlay = true;
-				if ((rc = decode_datafile(of.data, of.len, &fr->files[fr->nfiles - 1],
-							  err)) < 0)
-					return rc;
-			}
-			if (rc < 0)
-				return rc;
-			break;
-		}
-		default: break;
-		}
-	}
-	return rc < 0 ? rc : 0;
+	return lance_pb_each(d, len, fragment_field, &fd, err);
 }
 
-static int decode_base(const uint8_t *d, size_t len, struct lance_base_path *b,
-		       struct jo_err *err)
+static int base_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field f;
-	int rc;
+	struct lance_base_path *b = ctx;
 
-	lance_pb_init(&r, d, len);
-	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1: b->id = (uint32_t)f.u; break;
-		case 3: b->is_dataset_root = f.u != 0; break;
-		case 4:
-			NEED_LEN(&f, "base path");
-			free(b->path);
-			if (!(b->path = dupstr(&f)))
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			break;
-		default: break;
-		}
+	switch (f->num) {
+	case 1: b->id = (uint32_t)f->u; break;
+	case 3: b->is_dataset_root = f->u != 0; break;
+	case 4:
+		NEED_LEN(f, "base path");
+		return set_str(f, &b->path, err);
+	default: break;
 	}
-	return rc < 0 ? rc : 0;
+	return 0;
 }
 
-/* "library version" of a WriterVersion or the version of a DataStorageFormat. */
-static int sub_string(const struct lance_pb_field *f, uint32_t num, char **out,
-		      struct jo_err *err)
+/* "library version" of a WriterVersion or the version of a DataStorageFormat:
+ * field 2, a string */
+static int version_field(const struct lance_pb_field *e, void *ctx, struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field e;
-	int rc;
+	if (e->num == 2 && e->wt == LANCE_PB_LEN)
+		return set_str(e, ctx, err);
+	return 0;
+}
 
-	lance_pb_init(&r, f->data, f->len);
-	while ((rc = lance_pb_next(&r, &e, err)) > 0) {
-		if (e.num == num && e.wt == LANCE_PB_LEN) {
-			free(*out);
-			if (!(*out = dupstr(&e)))
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
+/* A manifest being decoded: its arrays grow by these. */
+struct manifest_dec {
+	struct lance_manifest *m;
+	size_t capf, capfr, capb;
+};
+
+static int manifest_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
+{
+	struct manifest_dec *md = ctx;
+	struct lance_manifest *m = md->m;
+
+	switch (f->num) {
+	case 1:
+		NEED_LEN(f, "schema field");
+		PUSH(m->fields, m->nfields, md->capf);
+		return decode_field(f->data, f->len, &m->fields[m->nfields - 1], err);
+	case 2:
+		NEED_LEN(f, "fragment");
+		PUSH(m->frags, m->nfrags, md->capfr);
+		if (decode_fragment(f->data, f->len, &m->frags[m->nfrags - 1], err) < 0)
+			return jo_err_wrap(err, "fragment #%zu", m->nfrags - 1);
+		break;
+	case 3: m->version = f->u; break;
+	case 9: m->reader_flags = f->u; break;
+	case 10: m->writer_flags = f->u; break;
+	case 13:
+		NEED_LEN(f, "writer version");
+		return lance_pb_each(f->data, f->len, version_field, &m->writer, err);
+	case 15:
+		NEED_LEN(f, "data format");
+		return lance_pb_each(f->data, f->len, version_field, &m->format_version, err);
+	case 18:
+		NEED_LEN(f, "base path");
+		PUSH(m->bases, m->nbases, md->capb);
+		return lance_pb_each(f->data, f->len, base_field, &m->bases[m->nbases - 1], err);
+	default: break;
 	}
-	return rc < 0 ? rc : 0;
+	return 0;
 }
 
 static int decode_manifest_msg(const uint8_t *d, size_t len, struct lance_manifest *m,
 			       struct jo_err *err)
 {
-	struct lance_pb r;
-	struct lance_pb_field f;
-	size_t capf = 0, capfr = 0, capb = 0;
+	struct manifest_dec md = { m, 0, 0, 0 };
 	int rc;
 
-	lance_pb_init(&r, d, len);
-	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
-		switch (f.num) {
-		case 1:
-			NEED_LEN(&f, "schema field");
-			PUSH(m->fields, m->nfields, capf);
-			if ((rc = decode_field(f.data, f.len, &m->fields[m->nfields - 1], err)) < 0)
-				return rc;
-			break;
-		case 2:
-			NEED_LEN(&f, "fragment");
-			PUSH(m->frags, m->nfrags, capfr);
-			if ((rc = decode_fragment(f.data, f.len, &m->frags[m->nfrags - 1], err)) < 0)
-				return jo_err_wrap(err, "fragment #%zu", m->nfrags - 1);
-			break;
-		case 3: m->version = f.u; break;
-		case 9: m->reader_flags = f.u; break;
-		case 10: m->writer_flags = f.u; break;
-		case 13:
-			NEED_LEN(&f, "writer version");
-			if ((rc = sub_string(&f, 2, &m->writer, err)) < 0)
-				return rc;
-			break;
-		case 15:
-			NEED_LEN(&f, "data format");
-			if ((rc = sub_string(&f, 2, &m->format_version, err)) < 0)
-				return rc;
-			break;
-		case 18:
-			NEED_LEN(&f, "base path");
-			PUSH(m->bases, m->nbases, capb);
-			if ((rc = decode_base(f.data, f.len, &m->bases[m->nbases - 1], err)) < 0)
-				return rc;
-			break;
-		default: break;
-		}
-	}
-	if (rc < 0)
+	if ((rc = lance_pb_each(d, len, manifest_field, &md, err)) < 0)
 		return rc;
 	/* Every parent id must name a field: a dangling one means corruption. */
 	for (size_t i = 0; i < m->nfields; i++) {

@@ -29,6 +29,18 @@ int lance_pb_varint(struct lance_pb *r, uint64_t *out, struct jo_err *err)
 	return jo_err_set(err, JO_EPROTO, "protobuf: varint longer than 10 bytes");
 }
 
+/* A little-endian value of n bytes (fixed64, fixed32) into f->u: 1, or JO_EPROTO. */
+static int fixed_le(struct lance_pb *r, struct lance_pb_field *f, int n, struct jo_err *err)
+{
+	if (r->end - r->p < n)
+		return jo_err_set(err, JO_EPROTO, "protobuf: truncated fixed%d field %u", n * 8,
+				  f->num);
+	for (int i = n - 1; i >= 0; i--)
+		f->u = (f->u << 8) | r->p[i];
+	r->p += n;
+	return 1;
+}
+
 int lance_pb_next(struct lance_pb *r, struct lance_pb_field *f, struct jo_err *err)
 {
 	uint64_t key, v;
@@ -48,19 +60,9 @@ int lance_pb_next(struct lance_pb *r, struct lance_pb_field *f, struct jo_err *e
 	case LANCE_PB_VARINT:
 		return (rc = lance_pb_varint(r, &f->u, err)) < 0 ? rc : 1;
 	case LANCE_PB_I64:
-		if (r->end - r->p < 8)
-			return jo_err_set(err, JO_EPROTO, "protobuf: truncated fixed64 field %u", f->num);
-		for (int i = 7; i >= 0; i--)
-			f->u = (f->u << 8) | r->p[i];
-		r->p += 8;
-		return 1;
+		return fixed_le(r, f, 8, err);
 	case LANCE_PB_I32:
-		if (r->end - r->p < 4)
-			return jo_err_set(err, JO_EPROTO, "protobuf: truncated fixed32 field %u", f->num);
-		for (int i = 3; i >= 0; i--)
-			f->u = (f->u << 8) | r->p[i];
-		r->p += 4;
-		return 1;
+		return fixed_le(r, f, 4, err);
 	case LANCE_PB_LEN:
 		if ((rc = lance_pb_varint(r, &v, err)) < 0)
 			return rc;
@@ -76,6 +78,21 @@ int lance_pb_next(struct lance_pb *r, struct lance_pb_field *f, struct jo_err *e
 		return jo_err_set(err, JO_EPROTO, "protobuf: unsupported wire type %d (field %u)",
 				  f->wt, f->num);
 	}
+}
+
+int lance_pb_each(const void *data, size_t len, lance_pb_field_fn fn, void *ctx,
+		  struct jo_err *err)
+{
+	struct lance_pb r;
+	struct lance_pb_field f;
+	int rc;
+
+	lance_pb_init(&r, data, len);
+	while ((rc = lance_pb_next(&r, &f, err)) > 0) {
+		if ((rc = fn(&f, ctx, err)) < 0)
+			return rc;
+	}
+	return rc;
 }
 
 /* Collect the values of a repeated varint field as u64. */
@@ -118,49 +135,44 @@ static int repeated(const struct lance_pb_field *f, uint64_t **vals, size_t *n,
 	return 0;
 }
 
-int lance_pb_repeated_u64(const struct lance_pb_field *f, uint64_t **arr, size_t *n,
-			  struct jo_err *err)
+/*
+ * Append the values of f to the array *arrp of *n elements: uint64_t ones,
+ * or int32_t ones (the low 32 bits) where as_i32.
+ */
+static int append_repeated(const struct lance_pb_field *f, void *arrp, size_t *n, bool as_i32,
+			   struct jo_err *err)
 {
+	size_t elsize = as_i32 ? sizeof(int32_t) : sizeof(uint64_t), cap = *n, nv;
 	uint64_t *vals;
-	size_t nv;
+	uint8_t *p;
 	int rc;
 
-	if ((rc = repeated(f, &vals, &nv, err)) < 0)
+	if ((rc = repeated(f, &vals, &nv, err)) < 0 || nv == 0)
 		return rc;
-	if (nv == 0)
-		return 0;
-	uint64_t *p = realloc(*arr, (*n + nv) * sizeof(uint64_t));
-	if (!p) {
+	if (jo_grow_array(arrp, &cap, *n + nv, elsize)) {
 		free(vals);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	memcpy(p + *n, vals, nv * sizeof(uint64_t));
-	*arr = p;
+	memcpy(&p, arrp, sizeof(p));
+	for (size_t i = 0; i < nv; i++) {
+		int32_t v32 = lance_pb_i32(vals[i]);
+
+		memcpy(p + (*n + i) * elsize, as_i32 ? (const void *)&v32 : (const void *)&vals[i],
+		       elsize);
+	}
 	*n += nv;
 	free(vals);
 	return 0;
 }
 
+int lance_pb_repeated_u64(const struct lance_pb_field *f, uint64_t **arr, size_t *n,
+			  struct jo_err *err)
+{
+	return append_repeated(f, arr, n, false, err);
+}
+
 int lance_pb_repeated_i32(const struct lance_pb_field *f, int32_t **arr, size_t *n,
 			  struct jo_err *err)
 {
-	uint64_t *vals;
-	size_t nv;
-	int rc;
-
-	if ((rc = repeated(f, &vals, &nv, err)) < 0)
-		return rc;
-	if (nv == 0)
-		return 0;
-	int32_t *p = realloc(*arr, (*n + nv) * sizeof(int32_t));
-	if (!p) {
-		free(vals);
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
-	for (size_t i = 0; i < nv; i++)
-		p[*n + i] = lance_pb_i32(vals[i]);
-	*arr = p;
-	*n += nv;
-	free(vals);
-	return 0;
+	return append_repeated(f, arr, n, true, err);
 }

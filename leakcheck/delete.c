@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/file.h"
 #include "common/jfs/jfs.h"
@@ -565,16 +566,9 @@ int leak_delete(struct jo_vol *v, const struct leak_delete_opts *o, struct leak_
 		}
 		if (got <= 1)
 			continue;
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 1024;
-			struct cand *p = realloc(c, nc * sizeof(*p));
-
-			if (!p) {
-				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-				break;
-			}
-			c = p;
-			cap = nc;
+		if (jo_grow_array(&c, &cap, n + 1, sizeof(*c))) {
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+			break;
 		}
 		memset(&c[n], 0, sizeof(c[n]));
 		int prc = parse_line(&d, line, lineno, &c[n], err);

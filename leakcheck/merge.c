@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/extsort.h"
 #include "common/jfs/jfs.h"
@@ -170,16 +171,9 @@ int leak_merge(const struct leak_merge_opts *o, leak_next_fn refs_next, void *re
 					if (cls < g[ng - 1].cls)
 						g[ng - 1].cls = cls;
 				} else {
-					if (ng == gcap) {
-						size_t nc = gcap ? gcap * 2 : 8;
-						struct gref *p = realloc(g, nc * sizeof(*p));
-
-						if (!p) {
-							rc = jo_err_set(err, JO_ENOMEM, "leakcheck: out of memory");
-							break;
-						}
-						g = p;
-						gcap = nc;
+					if (jo_grow_array(&g, &gcap, ng + 1, sizeof(*g))) {
+						rc = jo_err_set(err, JO_ENOMEM, "leakcheck: out of memory");
+						break;
 					}
 					g[ng].size = size;
 					g[ng].cls = cls;

@@ -32,6 +32,7 @@
 #include "sync/sync.h"
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/human.h"
 #include "common/esc.h"
@@ -734,16 +735,9 @@ static int cb_mpu(const char *rel, const char *upload_id, bool open, struct jo_e
 
 	pthread_mutex_lock(&r->mu);
 	if (open) {
-		if (r->nup == r->upcap) {
-			size_t nc = r->upcap ? r->upcap * 2 : 8;
-			struct upload *nu = realloc(r->up, nc * sizeof(*nu));
-
-			if (!nu) {
-				pthread_mutex_unlock(&r->mu);
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			}
-			r->up = nu;
-			r->upcap = nc;
+		if (jo_grow_array(&r->up, &r->upcap, r->nup + 1, sizeof(*r->up))) {
+			pthread_mutex_unlock(&r->mu);
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		}
 		r->up[r->nup].key = strdup(rel);
 		r->up[r->nup].id = strdup(upload_id);
@@ -2018,15 +2012,8 @@ static int jobs_cb(const char *key, const char *val, void *p)
 	(void)val;
 	if (strlen(key) != 4 + 16)
 		return 0;
-	if (js_->n == js_->cap) {
-		size_t nc = js_->cap ? js_->cap * 2 : 16;
-		char (*nn)[17] = realloc(js_->ns, nc * sizeof(*nn));
-
-		if (!nn)
-			return JO_ENOMEM;
-		js_->ns = nn;
-		js_->cap = nc;
-	}
+	if (jo_grow_array(&js_->ns, &js_->cap, js_->n + 1, sizeof(*js_->ns)))
+		return JO_ENOMEM;
 	snprintf(js_->ns[js_->n++], 17, "%s", key + 4);
 	return 0;
 }

@@ -429,6 +429,17 @@ static int sort_cb(const struct jo_obj_info *info, void *p)
 	return sort_add(r, info);
 }
 
+/* A thread's last word: its result and its done flag, set under s's lock,
+ * and every waiter woken. */
+static void finish(struct jo_sync_stream *s, int *rc_out, bool *done, int rc)
+{
+	pthread_mutex_lock(&s->mu);
+	*rc_out = rc;
+	*done = true;
+	pthread_cond_broadcast(&s->cv);
+	pthread_mutex_unlock(&s->mu);
+}
+
 static void *lister_main(void *p)
 {
 	struct range *r = p;
@@ -449,11 +460,7 @@ static void *lister_main(void *p)
 	if (rc == JO_SYNC_EORDER)
 		jo_err_set(&r->err, JO_EPROTO, "keys listed out of byte order near \"%s\"",
 			   r->prev ? r->prev : "");
-	pthread_mutex_lock(&s->mu);
-	r->rc = rc;
-	r->done = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	finish(s, &r->rc, &r->done, rc);
 	return NULL;
 }
 
@@ -478,11 +485,7 @@ static void *planner_main(void *p)
 		}
 		s->ranges[i]->started = true;
 	}
-	pthread_mutex_lock(&s->mu);
-	s->plan_rc = rc;
-	s->planned = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	finish(s, &s->plan_rc, &s->planned, rc);
 	return NULL;
 }
 
@@ -944,11 +947,7 @@ static void *range_lister_main(void *p)
 			   ord == JO_SYNC_ORDER_BYTES ? "byte" : "directory-first",
 			   r->prev ? r->prev : "");
 	free(marker);
-	pthread_mutex_lock(&s->mu);
-	r->rc = rc;
-	r->done = true;
-	pthread_cond_broadcast(&s->cv);
-	pthread_mutex_unlock(&s->mu);
+	finish(s, &r->rc, &r->done, rc);
 	return NULL;
 }
 
@@ -1154,13 +1153,21 @@ void jo_sync_stream_free(struct jo_sync_stream *s)
 	free(s);
 }
 
-uint64_t jo_sync_stream_links(const struct jo_sync_stream *s)
+/* A counter of s that the listing threads update, read under s's lock. */
+static uint64_t locked_read(const struct jo_sync_stream *s, const uint64_t *counter)
 {
 	struct jo_sync_stream *m = (struct jo_sync_stream *)s;
+	uint64_t n;
+
 	pthread_mutex_lock(&m->mu);
-	uint64_t n = m->links;
+	n = *counter;
 	pthread_mutex_unlock(&m->mu);
 	return n;
+}
+
+uint64_t jo_sync_stream_links(const struct jo_sync_stream *s)
+{
+	return locked_read(s, &s->links);
 }
 
 int jo_sync_stream_ranges(const struct jo_sync_stream *s)
@@ -1170,10 +1177,6 @@ int jo_sync_stream_ranges(const struct jo_sync_stream *s)
 
 uint64_t jo_sync_stream_listed(const struct jo_sync_stream *s)
 {
-	struct jo_sync_stream *m = (struct jo_sync_stream *)s;
-	pthread_mutex_lock(&m->mu);
-	uint64_t n = m->listed;
-	pthread_mutex_unlock(&m->mu);
-	return n;
+	return locked_read(s, &s->listed);
 }
 

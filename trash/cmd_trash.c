@@ -26,6 +26,7 @@
 #include "common/exit.h"
 #include "common/opt.h"
 #include "common/volume.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/audit.h"
 #include "common/cancel.h"
@@ -183,15 +184,8 @@ static int on_hour_entry(const char *name, size_t len, uint64_t ino, uint8_t typ
 		free(n);
 		return 0;
 	}
-	if (t->nents == t->capents) {
-		size_t nc = t->capents ? t->capents * 2 : 256;
-		void *p = realloc(t->ents, nc * sizeof(*t->ents));
-
-		if (!p)
-			return jo_err_set(t->err, JO_ENOMEM, "out of memory listing the trash");
-		t->ents = p;
-		t->capents = nc;
-	}
+	if (jo_grow_array(&t->ents, &t->capents, t->nents + 1, sizeof(*t->ents)))
+		return jo_err_set(t->err, JO_ENOMEM, "out of memory listing the trash");
 	e = &t->ents[t->nents];
 	memset(e, 0, sizeof(*e));
 	e->name = strndup(name + off, len - off);
@@ -221,15 +215,8 @@ static int on_hour_dir(const char *name, size_t len, uint64_t ino, uint8_t type,
 		free(n);
 		return 0;
 	}
-	if (t->nhours == t->caphours) {
-		size_t nc = t->caphours ? t->caphours * 2 : 64;
-		void *p = realloc(t->hours, nc * sizeof(*t->hours));
-
-		if (!p)
-			return jo_err_set(t->err, JO_ENOMEM, "out of memory listing the trash");
-		t->hours = p;
-		t->caphours = nc;
-	}
+	if (jo_grow_array(&t->hours, &t->caphours, t->nhours + 1, sizeof(*t->hours)))
+		return jo_err_set(t->err, JO_ENOMEM, "out of memory listing the trash");
 	h = &t->hours[t->nhours++];
 	memset(h, 0, sizeof(*h));
 	memcpy(h->name, name, len);

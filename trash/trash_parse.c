@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "trash/trash.h"
+#include "common/utc.h"
 
 int jo_trash_entry_parse(const char *name, size_t len, uint64_t *parent, uint64_t *ino,
 			 size_t *name_off)
@@ -50,10 +51,9 @@ static int digits(const char *p, int n, int *out)
 
 int jo_trash_time_parse(const char *s, int64_t *out)
 {
-	struct tm tm = { 0 }, chk;
 	int y, mo, d, h, mi, sec, oh, om;
 	const char *p = s;
-	time_t t;
+	int64_t t;
 
 	if (digits(p, 4, &y) || p[4] != '-' || digits(p + 5, 2, &mo) || p[7] != '-' ||
 	    digits(p + 8, 2, &d))
@@ -75,14 +75,7 @@ int jo_trash_time_parse(const char *s, int64_t *out)
 	}
 	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 59)
 		return -1;
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = sec;
-	t = timegm(&tm);
-	if (t == (time_t)-1 || !gmtime_r(&t, &chk) || chk.tm_mday != d || chk.tm_mon != mo - 1)
+	if (jo_utc_exact(y, mo, d, h, mi, sec, &t) != 0)
 		return -1; /* Feb 30, Apr 31: timegm would roll them over */
 	if (*p == 'Z' || *p == 'z') {
 		p++;
@@ -90,14 +83,14 @@ int jo_trash_time_parse(const char *s, int64_t *out)
 		if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 ||
 		    om > 59)
 			return -1;
-		t += (*p == '+' ? -1 : 1) * (time_t)(oh * 3600 + om * 60);
+		t += (*p == '+' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
 		p += 6;
 	} else {
 		return -1;
 	}
 	if (*p)
 		return -1;
-	*out = (int64_t)t;
+	*out = t;
 	return 0;
 }
 

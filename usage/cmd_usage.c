@@ -113,6 +113,18 @@ static json_t *jbuckets(const struct usage_opts *o, const uint64_t *v)
 	return j;
 }
 
+/* A subtree's totals, as a directory row and the summary both give them. */
+static void jtotals(json_t *j, const struct usage_opts *o, const struct usage_totals *t)
+{
+	json_object_set_new(j, "bytes", json_integer((json_int_t)t->bytes));
+	json_object_set_new(j, "space", json_integer((json_int_t)t->space));
+	json_object_set_new(j, "files", json_integer((json_int_t)t->files));
+	json_object_set_new(j, "dirs", json_integer((json_int_t)t->dirs));
+	json_object_set_new(j, "cold_bytes", json_integer((json_int_t)t->cold));
+	json_object_set_new(j, "access", jbuckets(o, t->access));
+	json_object_set_new(j, "modify", jbuckets(o, t->modify));
+}
+
 static json_t *jdir(const struct usage_opts *o, const char *type, const struct usage_dir *d,
 		    const struct usage_growth *g)
 {
@@ -122,13 +134,7 @@ static json_t *jdir(const struct usage_opts *o, const char *type, const struct u
 	json_object_set_new(j, "path", jpath(d->path, d->path_len));
 	json_object_set_new(j, "depth", json_integer(d->depth));
 	json_object_set_new(j, "inode", json_integer((json_int_t)d->ino));
-	json_object_set_new(j, "bytes", json_integer((json_int_t)d->t.bytes));
-	json_object_set_new(j, "space", json_integer((json_int_t)d->t.space));
-	json_object_set_new(j, "files", json_integer((json_int_t)d->t.files));
-	json_object_set_new(j, "dirs", json_integer((json_int_t)d->t.dirs));
-	json_object_set_new(j, "cold_bytes", json_integer((json_int_t)d->t.cold));
-	json_object_set_new(j, "access", jbuckets(o, d->t.access));
-	json_object_set_new(j, "modify", jbuckets(o, d->t.modify));
+	jtotals(j, o, &d->t);
 	if (g) {
 		json_object_set_new(j, "growth_bytes", g->known ? json_integer(g->bytes) :
 				    json_integer((json_int_t)d->t.bytes));
@@ -385,13 +391,7 @@ static json_t *jsummary(const struct usage_opts *o, const struct usage_head *h,
 	}
 	json_object_set_new(j, "buckets", b);
 	json_object_set_new(j, "cold_age", json_integer(o->cold));
-	json_object_set_new(j, "bytes", json_integer((json_int_t)r->total.bytes));
-	json_object_set_new(j, "space", json_integer((json_int_t)r->total.space));
-	json_object_set_new(j, "files", json_integer((json_int_t)r->total.files));
-	json_object_set_new(j, "dirs", json_integer((json_int_t)r->total.dirs));
-	json_object_set_new(j, "cold_bytes", json_integer((json_int_t)r->total.cold));
-	json_object_set_new(j, "access", jbuckets(o, r->total.access));
-	json_object_set_new(j, "modify", jbuckets(o, r->total.modify));
+	jtotals(j, o, &r->total);
 	json_object_set_new(j, "trash_files", json_integer((json_int_t)r->trash_files));
 	json_object_set_new(j, "trash_bytes", json_integer((json_int_t)r->trash_bytes));
 	json_object_set_new(j, "open_unlinked_files", json_integer((json_int_t)r->open_files));

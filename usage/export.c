@@ -20,6 +20,7 @@
 
 #include <jansson.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/mem.h"
 #include "common/meta/meta.h"
@@ -394,27 +395,10 @@ static int on_row(const struct jo_walk_row *r, void *payload)
 		x->ino = r->ino;
 		x->nrows = x->nsl = x->plen = 0;
 	}
-	if (x->nrows == x->rowcap) {
-		size_t cap = x->rowcap ? x->rowcap * 2 : 8;
-		struct jo_walk_row *n = realloc(x->rows, cap * sizeof(*n));
-
-		if (!n)
-			return jo_err_set(x->err, JO_ENOMEM, "out of memory");
-		x->rows = n;
-		x->rowcap = cap;
-	}
-	if (x->plen + r->path_len > x->pcap) {
-		size_t cap = x->pcap ? x->pcap : 4096;
-		char *n;
-
-		while (cap < x->plen + r->path_len)
-			cap *= 2;
-		n = realloc(x->paths, cap);
-		if (!n)
-			return jo_err_set(x->err, JO_ENOMEM, "out of memory");
-		x->paths = n;
-		x->pcap = cap;
-	}
+	if (jo_grow_array(&x->rows, &x->rowcap, x->nrows + 1, sizeof(*x->rows)))
+		return jo_err_set(x->err, JO_ENOMEM, "out of memory");
+	if (jo_grow_array(&x->paths, &x->pcap, x->plen + r->path_len, 1))
+		return jo_err_set(x->err, JO_ENOMEM, "out of memory");
 	c = &x->rows[x->nrows++];
 	*c = *r;
 	/* the path's offset in x->paths until flush() turns it into a pointer */
@@ -431,15 +415,8 @@ static int on_slice(uint64_t ino, enum jo_walk_where where, uint32_t indx, uint3
 
 	if (where != JO_WALK_IN_TREE || id == 0 || !x->have || x->ino != ino)
 		return 0;
-	if (x->nsl == x->slcap) {
-		size_t cap = x->slcap ? x->slcap * 2 : 64;
-		struct slice_rec *n = realloc(x->sl, cap * sizeof(*n));
-
-		if (!n)
-			return jo_err_set(x->err, JO_ENOMEM, "out of memory");
-		x->sl = n;
-		x->slcap = cap;
-	}
+	if (jo_grow_array(&x->sl, &x->slcap, x->nsl + 1, sizeof(*x->sl)))
+		return jo_err_set(x->err, JO_ENOMEM, "out of memory");
 	x->sl[x->nsl++] = (struct slice_rec){ .indx = indx, .pos = pos, .size = size, .off = off,
 					     .len = len, .id = id };
 	return 0;

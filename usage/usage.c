@@ -208,6 +208,19 @@ static bool ranks_before(uint64_t ab, const char *ap, size_t al, uint64_t bb, co
 	return usage_path_cmp(ap, al, bp, bl) < 0;
 }
 
+/* A top entry's own NUL-terminated copy of path (n bytes): 0, or -1 (out of
+ * memory: *out NULL). */
+static int top_path(char **out, size_t *out_len, const char *path, size_t n)
+{
+	*out = malloc(n + 1);
+	if (!*out)
+		return -1;
+	memcpy(*out, path, n);
+	(*out)[n] = '\0';
+	*out_len = n;
+	return 0;
+}
+
 /* Keep the k best in a small array (k is --top: a linear scan is enough). */
 static int top_file(struct fold *f, const struct jo_walk_row *row)
 {
@@ -232,12 +245,8 @@ static int top_file(struct fold *f, const struct jo_walk_row *row)
 		r->ntop_files++;
 	}
 	t = &r->top_files[at];
-	t->path = malloc(row->path_len + 1);
-	if (!t->path)
+	if (top_path(&t->path, &t->path_len, row->path, row->path_len))
 		return jo_err_set(f->err, JO_ENOMEM, "out of memory");
-	memcpy(t->path, row->path, row->path_len);
-	t->path[row->path_len] = '\0';
-	t->path_len = row->path_len;
 	t->ino = row->ino;
 	t->bytes = row->attr.length;
 	t->atime = row->attr.atime;
@@ -414,12 +423,8 @@ static int top_dir(struct fold *f, const struct pend *d)
 		r->ntop_dirs++;
 	}
 	t = &r->top_dirs[at];
-	t->path = malloc(d->path_len + 1);
-	if (!t->path)
+	if (top_path(&t->path, &t->path_len, d->path, d->path_len))
 		return jo_err_set(f->err, JO_ENOMEM, "out of memory");
-	memcpy(t->path, d->path, d->path_len);
-	t->path[d->path_len] = '\0';
-	t->path_len = d->path_len;
 	t->depth = d->depth;
 	t->ino = d->ino;
 	t->t = d->t;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/mem.h"
 
@@ -58,15 +59,8 @@ struct segv {
 
 static int segv_push(struct segv *s, const struct jo_slice *x)
 {
-	if (s->n == s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 16;
-		struct jo_slice *nv = realloc(s->v, ncap * sizeof(*nv));
-
-		if (!nv)
-			return JO_ENOMEM;
-		s->v = nv;
-		s->cap = ncap;
-	}
+	if (jo_grow_array(&s->v, &s->cap, s->n + 1, sizeof(*s->v)))
+		return JO_ENOMEM;
 	s->v[s->n++] = *x;
 	return 0;
 }

@@ -5,6 +5,7 @@
 #include "common/meta/meta_internal.h"
 
 #include "common/err.h"
+#include "common/utc.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -49,7 +50,6 @@ int jo_meta_decode_attr(const uint8_t *b, size_t len, struct jo_attr *a, struct 
 int jo_trash_hour_parse(const char *name, size_t len, int64_t *ts)
 {
 	char buf[16];
-	struct tm tm;
 	int y, mo, d, h;
 	char tail;
 
@@ -63,22 +63,8 @@ int jo_trash_hour_parse(const char *name, size_t len, int64_t *ts)
 	if (sscanf(buf, "%4d-%2d-%2d-%2d%c", &y, &mo, &d, &h, &tail) != 4 || mo < 1 || mo > 12 ||
 	    d < 1 || d > 31 || h > 23)
 		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	{
-		time_t t = timegm(&tm);
-		struct tm back;
-
-		/* timegm normalises Feb 30 to Mar 2; Go's time.Parse rejects it */
-		if (!gmtime_r(&t, &back) || back.tm_year != y - 1900 || back.tm_mon != mo - 1 ||
-		    back.tm_mday != d)
-			return -1;
-		*ts = (int64_t)t;
-	}
-	return 0;
+	/* Go's time.Parse rejects a day past the end of its month (Feb 30) */
+	return jo_utc_exact(y, mo, d, h, 0, 0, ts);
 }
 
 void jo_trash_hour_name(int64_t ts, char buf[32])

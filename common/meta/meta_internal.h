@@ -133,7 +133,6 @@ extern const struct jo_meta_ops jo_meta_sql_ops;
 extern const struct jo_meta_ops jo_meta_tkv_ops;
 
 /* Helpers shared by the backends. */
-int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out); /* 0 ok, -1 bad */
 /* Space JuiceFS accounts for an inode of this length (align4K: 4 KiB for 0). */
 static inline int64_t jo_align4k(uint64_t len)
 {

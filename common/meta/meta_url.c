@@ -5,6 +5,7 @@
 #include "common/meta/meta_internal.h"
 
 #include "common/err.h"
+#include "common/opt.h"
 #include "common/pct.h"
 
 #include <ctype.h>
@@ -12,24 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int jo_meta_parse_u64(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > 20)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		uint64_t d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
 
 static char *dup_n(const char *s, size_t n)
 {
@@ -256,7 +239,7 @@ static int split_hostport(struct jo_meta_url *u, const char *hp, const char *hen
 	if (pe < hend) {
 		uint64_t port;
 
-		if (jo_meta_parse_u64(pe + 1, (size_t)(hend - pe - 1), &port) != 0 || port == 0 ||
+		if (jo_parse_digits(pe + 1, (size_t)(hend - pe - 1), &port) != 0 || port == 0 ||
 		    port > 65535)
 			return jo_err_set(err, JO_EINVAL, "%s META-URL: bad port", u->engine);
 		u->port = (int)port;
@@ -415,7 +398,7 @@ static int addr_port(const char *a, const char *e)
 	for (const char *p = rb ? rb : a; p < e; p++)
 		if (*p == ':')
 			c = p;
-	if (!c || jo_meta_parse_u64(c + 1, (size_t)(e - c - 1), &port) != 0 || port == 0 ||
+	if (!c || jo_parse_digits(c + 1, (size_t)(e - c - 1), &port) != 0 || port == 0 ||
 	    port > 65535)
 		return 0;
 	return (int)port;
@@ -522,7 +505,7 @@ static int redis_query(struct jo_meta_url *u, const char *q, struct jo_err *err)
 		else if (KEY("db")) {
 			uint64_t db;
 
-			if (jo_meta_parse_u64(v, vl, &db) != 0 || db > 100000)
+			if (jo_parse_digits(v, vl, &db) != 0 || db > 100000)
 				return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
 			if (u->db == 0)
 				u->db = (int)db;
@@ -595,7 +578,7 @@ static int parse_redis(struct jo_meta_url *u, const char *rest, const char **pw_
 	u->db = 0;
 	if (slash && slash + 1 < end) {
 		uint64_t db;
-		if (jo_meta_parse_u64(slash + 1, (size_t)(end - slash - 1), &db) != 0 || db > 100000)
+		if (jo_parse_digits(slash + 1, (size_t)(end - slash - 1), &db) != 0 || db > 100000)
 			return jo_err_set(err, JO_EINVAL, "redis META-URL: bad database number");
 		u->db = (int)db;
 	}
@@ -639,7 +622,7 @@ static int parse_unix(struct jo_meta_url *u, const char *rest, const char **pw_s
 	u->db = 0;
 	if (q && query_get(q + 1, "db", &val, &vlen)) {
 		uint64_t db;
-		if (jo_meta_parse_u64(val, vlen, &db) != 0 || db > 100000)
+		if (jo_parse_digits(val, vlen, &db) != 0 || db > 100000)
 			return jo_err_set(err, JO_EINVAL, "unix META-URL: bad database number");
 		u->db = (int)db;
 	}

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/meta/engine_internal.h"
 #include "common/meta/meta.h"
@@ -36,15 +37,8 @@ static int check_owner(const char *owner, struct jo_err *err)
 
 int jo_sref_push(struct jo_sref **arr, size_t *n, size_t *cap, uint64_t id, uint32_t size)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 16;
-		struct jo_sref *p = realloc(*arr, nc * sizeof(**arr));
-
-		if (!p)
-			return JO_ENOMEM;
-		*arr = p;
-		*cap = nc;
-	}
+	if (jo_grow_array(arr, cap, *n + 1, sizeof(**arr)))
+		return JO_ENOMEM;
 	(*arr)[*n].id = id;
 	(*arr)[*n].size = size;
 	(*n)++;

@@ -37,6 +37,7 @@
 #include "common/cancel.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/object/obj_sigv4.h"
 
 #ifndef O_PATH
@@ -94,6 +95,16 @@ static int check_path_key(const char *key, struct jo_err *err)
 		p = slash + 1;
 	}
 	return 0;
+}
+
+/* A request on key: the key checked, then counted. */
+static int start_request(struct jo_obj *o, const char *key, struct jo_err *err)
+{
+	int rc = check_path_key(key, err);
+
+	if (rc == 0)
+		atomic_fetch_add(&o->ctr->requests, 1);
+	return rc;
 }
 
 /* ---- walking below the root without following symlinks ---- */
@@ -257,24 +268,6 @@ static void temp_name(char *buf, size_t cap, const char *leaf, const char *tag)
 	snprintf(buf, cap, ".jfs.%.*s.tmp.%s%u", (int)bl, leaf, tag, r);
 }
 
-static int write_all(int fd, const void *data, size_t len)
-{
-	const char *p = data;
-
-	while (len) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /*
  * The name key's last component may take: absent, or a regular file (it is
  * replaced). A symlink is never replaced (JO_EUNSUPPORTED), a directory is
@@ -382,7 +375,7 @@ static int put_file(struct jo_obj *o, const char *key, const void *data, size_t 
 		return rc;
 	}
 	/* mode >= 0: the bits before the name appears (no moment with looser ones) */
-	if ((mode >= 0 && fchmod(fd, (mode_t)mode & 0777) < 0) || write_all(fd, data, len) < 0 ||
+	if ((mode >= 0 && fchmod(fd, (mode_t)mode & 0777) < 0) || jo_write_all(fd, data, len) < 0 ||
 	    close(fd) < 0) {
 		int e = errno;
 
@@ -421,10 +414,9 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 
 	/* content type and metadata have no place in a plain file; po->mode and
 	 * po->create_only have */
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	if (key[strlen(key) - 1] == '/') {
 		/* A directory marker, as JuiceFS stores it: just the directory. */
 		struct walk_fail wf = { 0 };
@@ -509,10 +501,9 @@ static int file_get(struct jo_obj *o, const char *key, const struct jo_obj_get_o
 	uint64_t pos, end;
 	int fd, rc = 0;
 
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	fd = open_read(o, key, "get", &st, err);
 	if (fd < 0) {
 		atomic_fetch_add(&o->ctr->errors, 1);
@@ -563,10 +554,9 @@ static int file_head(struct jo_obj *o, const char *key, struct jo_obj_info *info
 	struct stat st;
 	int rc, dfd;
 
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	dfd = open_parent(o, key, false, &leaf, "head", err);
 	if (dfd < 0)
 		return err->code;
@@ -631,10 +621,9 @@ static int file_del(struct jo_obj *o, const char *key, struct jo_err *err)
 	struct stat st;
 	int rc, dfd;
 
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	if (key[strlen(key) - 1] == '/') {
 		rc = del_dir(o, key, err);
 		goto out;
@@ -1056,7 +1045,7 @@ static int copy_into(struct jo_obj *o, int in, const char *what, const char *dst
 
 		if (r < 0 && errno == EINTR)
 			continue;
-		if (r < 0 || (r > 0 && write_all(out, buf, (size_t)r) < 0)) {
+		if (r < 0 || (r > 0 && jo_write_all(out, buf, (size_t)r) < 0)) {
 			rc = jo_err_set(err, JO_EIO, "file: copy '%s': %s", what, strerror(errno));
 			break;
 		}
@@ -1279,10 +1268,9 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 
 	if (!valid_upload_id(upload_id))
 		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	rc = check_path_key(key, err);
+	rc = start_request(o, key, err);
 	if (rc)
 		return rc;
-	atomic_fetch_add(&o->ctr->requests, 1);
 	dfd = open_parent(o, key, true, &leaf, "complete", err);
 	if (dfd < 0)
 		return err->code;
@@ -1327,7 +1315,7 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 
 			if (r < 0 && errno == EINTR)
 				continue;
-			if (r < 0 || (r > 0 && write_all(out, buf, (size_t)r) < 0)) {
+			if (r < 0 || (r > 0 && jo_write_all(out, buf, (size_t)r) < 0)) {
 				rc = jo_err_set(err, JO_EIO, "file: complete '%s': %s", key,
 						strerror(errno));
 				break;

@@ -35,6 +35,7 @@
 #include "common/curlerr.h"
 #include "common/err.h"
 #include "common/object/obj_sigv4.h"
+#include "common/utc.h"
 
 #define S3_MAX_ERR_BODY (256 * 1024)
 #define S3_MAX_XML_BODY (64 * 1024 * 1024)
@@ -492,7 +493,6 @@ static void trim(char *s)
 static int64_t parse_http_date(const char *s)
 {
 	static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
-	struct tm tm;
 	char mon[4] = "";
 	const char *m;
 	int d, y, hh, mm, ss;
@@ -502,14 +502,7 @@ static int64_t parse_http_date(const char *s)
 	m = strstr(months, mon);
 	if (!m || strlen(mon) != 3)
 		return 0;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_mday = d;
-	tm.tm_mon = (int)(m - months) / 3;
-	tm.tm_year = y - 1900;
-	tm.tm_hour = hh;
-	tm.tm_min = mm;
-	tm.tm_sec = ss;
-	return (int64_t)timegm(&tm);
+	return jo_utc_seconds(y, (int)(m - months) / 3 + 1, d, hh, mm, ss);
 }
 
 static size_t on_header(char *data, size_t size, size_t nitems, void *ud)
@@ -1415,20 +1408,12 @@ out:
 static int s3_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, int *results,
 			   struct jo_err *err)
 {
-	const char **chunk = malloc(1000 * sizeof(*chunk));
-	size_t *idx = malloc(1000 * sizeof(*idx));
-	int *res = malloc(1000 * sizeof(*res));
+	struct jo_obj_sub sub;
 	size_t i = 0;
-	int rc = 0;
+	int rc = jo_obj_sub_init(&sub, 1000, err);
 
-	if (!chunk || !idx || !res) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
 	while (i < n && rc == 0) {
-		size_t k = 0;
-
-		for (; i < n && k < 1000; i++) {
+		for (; i < n && sub.n < 1000; i++) {
 			if (!xml_safe(keys[i])) {
 				/* XML 1.0 cannot carry control characters: delete alone. */
 				struct jo_err e1;
@@ -1436,21 +1421,14 @@ static int s3_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, 
 				results[i] = s3_del(o, keys[i], &e1);
 				continue;
 			}
-			chunk[k] = keys[i];
-			idx[k] = i;
-			res[k] = 0;
-			k++;
+			jo_obj_sub_add(&sub, keys[i], i);
 		}
-		if (k == 0)
+		if (sub.n == 0)
 			continue;
-		rc = s3_delete_chunk(o, chunk, k, res, err);
-		for (size_t j = 0; j < k; j++)
-			results[idx[j]] = rc ? rc : res[j];
+		rc = s3_delete_chunk(o, sub.keys, sub.n, sub.res, err);
+		jo_obj_sub_done(&sub, rc, results);
 	}
-out:
-	free(chunk);
-	free(idx);
-	free(res);
+	jo_obj_sub_release(&sub);
 	return rc;
 }
 

@@ -63,34 +63,20 @@ static int sh_delete_batch(struct jo_obj *o, const char *const *keys, size_t n, 
 			   struct jo_err *err)
 {
 	struct shard_impl *h = HI(o);
-	const char **sub = malloc(n * sizeof(*sub));
-	size_t *idx = malloc(n * sizeof(*idx));
-	int *res = malloc(n * sizeof(*res));
-	int rc = 0;
+	struct jo_obj_sub sub;
+	int rc = jo_obj_sub_init(&sub, n, err);
 
-	if (!sub || !idx || !res) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
 	for (int s = 0; s < h->n && rc == 0; s++) {
-		size_t k = 0;
-
 		for (size_t i = 0; i < n; i++) {
-			if (jo_obj_fnv1a32(keys[i]) % (uint32_t)h->n == (uint32_t)s) {
-				sub[k] = keys[i];
-				idx[k++] = i;
-			}
+			if (jo_obj_fnv1a32(keys[i]) % (uint32_t)h->n == (uint32_t)s)
+				jo_obj_sub_add(&sub, keys[i], i);
 		}
-		if (!k)
+		if (!sub.n)
 			continue;
-		rc = jo_obj_delete_batch(h->child[s], sub, k, res, err);
-		for (size_t j = 0; j < k; j++)
-			results[idx[j]] = rc ? rc : res[j];
+		rc = jo_obj_delete_batch(h->child[s], sub.keys, sub.n, sub.res, err);
+		jo_obj_sub_done(&sub, rc, results);
 	}
-out:
-	free(sub);
-	free(idx);
-	free(res);
+	jo_obj_sub_release(&sub);
 	return rc;
 }
 

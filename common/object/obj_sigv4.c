@@ -8,6 +8,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "common/dynbuf.h"
 #include "common/object/object_internal.h"
 
 static void hex(const unsigned char *in, size_t n, char *out)
@@ -114,16 +115,9 @@ static int canon_query(struct jo_dynbuf *b, const char *q)
 	if (!copy)
 		return -1;
 	for (tok = strtok_r(copy, "&", &save); tok; tok = strtok_r(NULL, "&", &save)) {
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 8;
-			char **np = realloc(params, nc * sizeof(*np));
-
-			if (!np) {
-				rc = -1;
-				goto out;
-			}
-			params = np;
-			cap = nc;
+		if (jo_grow_array(&params, &cap, n + 1, sizeof(*params))) {
+			rc = -1;
+			goto out;
 		}
 		params[n++] = tok;
 	}

@@ -7,8 +7,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/pct.h"
+#include "common/utc.h"
 
 static bool unreserved(unsigned char c)
 {
@@ -68,7 +70,6 @@ static int digits(const char *s, int n, int *out)
 
 int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 {
-	struct tm tm;
 	int y, mo, d, h, mi, se;
 	int32_t ns = 0;
 	const char *p;
@@ -95,14 +96,7 @@ int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 	}
 	if (strcmp(p, "Z") != 0)
 		return -1;
-	memset(&tm, 0, sizeof(tm));
-	tm.tm_year = y - 1900;
-	tm.tm_mon = mo - 1;
-	tm.tm_mday = d;
-	tm.tm_hour = h;
-	tm.tm_min = mi;
-	tm.tm_sec = se;
-	*sec = (int64_t)timegm(&tm);
+	*sec = jo_utc_seconds(y, mo, d, h, mi, se);
 	*nsec = ns;
 	return 0;
 }
@@ -169,16 +163,9 @@ int jo_obj_key_split(const char *prefix, const char *after, const char *upto,
 			key = stem_plus(after, d, (unsigned char)c);
 			if (!key)
 				goto fail;
-			if (nc == cap) {
-				size_t ncap = cap ? cap * 2 : 16;
-				char **nca = realloc(cand, ncap * sizeof(*nca));
-
-				if (!nca) {
-					free(key);
-					goto fail;
-				}
-				cand = nca;
-				cap = ncap;
+			if (jo_grow_array(&cand, &cap, nc + 1, sizeof(*cand))) {
+				free(key);
+				goto fail;
 			}
 			cand[nc++] = key;
 		}
@@ -235,4 +222,38 @@ void jo_obj_key_alphabet_add(bool alphabet[256], const char *s)
 			for (int x = 'A'; x <= 'Z'; x++)
 				alphabet[x] = true;
 	}
+}
+
+int jo_obj_sub_init(struct jo_obj_sub *b, size_t cap, struct jo_err *err)
+{
+	b->keys = malloc(cap * sizeof(*b->keys));
+	b->idx = malloc(cap * sizeof(*b->idx));
+	b->res = malloc(cap * sizeof(*b->res));
+	b->n = 0;
+	if (!b->keys || !b->idx || !b->res)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return 0;
+}
+
+void jo_obj_sub_add(struct jo_obj_sub *b, const char *key, size_t idx)
+{
+	b->keys[b->n] = key;
+	b->idx[b->n] = idx;
+	b->res[b->n] = 0;
+	b->n++;
+}
+
+void jo_obj_sub_done(struct jo_obj_sub *b, int rc, int *results)
+{
+	for (size_t j = 0; j < b->n; j++)
+		results[b->idx[j]] = rc ? rc : b->res[j];
+	b->n = 0;
+}
+
+void jo_obj_sub_release(struct jo_obj_sub *b)
+{
+	free(b->keys);
+	free(b->idx);
+	free(b->res);
+	memset(b, 0, sizeof(*b));
 }

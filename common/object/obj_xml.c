@@ -44,6 +44,30 @@ static void xp_fail(struct xp *x, int rc, const char *why)
 	XML_StopParser(x->parser, XML_FALSE);
 }
 
+/* An IsTruncated element: "true" or "false", anything else fails with why. */
+static void xp_truncated(struct xp *x, const char *text, bool *out, bool *have, const char *why)
+{
+	if (strcmp(text, "true") == 0)
+		*out = true;
+	else if (strcmp(text, "false") == 0)
+		*out = false;
+	else
+		xp_fail(x, JO_EPROTO, why);
+	*have = true;
+}
+
+/* The checks of a listing reply after the parse: its root element, and an
+ * IsTruncated (without one a cut listing would pass for a whole one). */
+static int check_listing(int rc, const struct xp *x, const char *root, bool have_truncated,
+			 struct jo_err *err)
+{
+	if (rc == 0 && strcmp(x->root, root) != 0)
+		rc = jo_err_set(err, JO_EPROTO, "S3 reply is not a %s", root);
+	if (rc == 0 && !have_truncated)
+		rc = jo_err_set(err, JO_EPROTO, "S3 reply: %s without IsTruncated", root);
+	return rc;
+}
+
 static void XMLCALL xp_start(void *ud, const XML_Char *name, const XML_Char **attrs)
 {
 	struct xp *x = ud;
@@ -295,13 +319,8 @@ static void list_end(struct xp *x, const char *name, const char *text)
 			else
 				d->cur.key = NULL;
 		} else if (strcmp(name, "IsTruncated") == 0) {
-			if (strcmp(text, "true") == 0)
-				p->truncated = true;
-			else if (strcmp(text, "false") == 0)
-				p->truncated = false;
-			else
-				xp_fail(x, JO_EPROTO, "bad IsTruncated in listing");
-			d->have_truncated = true;
+			xp_truncated(x, text, &p->truncated, &d->have_truncated,
+				     "bad IsTruncated in listing");
 		} else if (strcmp(name, "NextContinuationToken") == 0) {
 			free(p->next_token);
 			p->next_token = strdup(text);
@@ -352,11 +371,7 @@ int jo_s3xml_parse_list(const char *xml, size_t len, struct jo_s3_list_page *out
 	memset(out, 0, sizeof(*out));
 	rc = xp_run(&x, xml, len, err);
 	free(d.cur.key);
-	if (rc == 0 && strcmp(x.root, "ListBucketResult") != 0)
-		rc = jo_err_set(err, JO_EPROTO, "S3 reply is not a ListBucketResult");
-	/* Without IsTruncated a cut listing would pass for a whole one. */
-	if (rc == 0 && !d.have_truncated)
-		rc = jo_err_set(err, JO_EPROTO, "S3 reply: ListBucketResult without IsTruncated");
+	rc = check_listing(rc, &x, "ListBucketResult", d.have_truncated, err);
 	if (rc == 0 && d.url) {
 		for (size_t e = 0; e < out->n && rc == 0; e++)
 			rc = decode_in_place(&out->entries[e].key);
@@ -579,13 +594,8 @@ static void parts_end(struct xp *x, const char *name, const char *text)
 			}
 			p->parts[p->n++] = d->cur;
 		} else if (strcmp(name, "IsTruncated") == 0) {
-			if (strcmp(text, "true") == 0)
-				p->truncated = true;
-			else if (strcmp(text, "false") == 0)
-				p->truncated = false;
-			else
-				xp_fail(x, JO_EPROTO, "bad IsTruncated in ListParts");
-			d->have_truncated = true;
+			xp_truncated(x, text, &p->truncated, &d->have_truncated,
+				     "bad IsTruncated in ListParts");
 		} else if (strcmp(name, "NextPartNumberMarker") == 0) {
 			if (parse_u64(text, 10000, &v) < 0)
 				xp_fail(x, JO_EPROTO, "bad NextPartNumberMarker");
@@ -605,10 +615,7 @@ int jo_s3xml_parse_parts(const char *xml, size_t len, struct jo_s3_parts_page *o
 
 	memset(out, 0, sizeof(*out));
 	rc = xp_run(&x, xml, len, err);
-	if (rc == 0 && strcmp(x.root, "ListPartsResult") != 0)
-		rc = jo_err_set(err, JO_EPROTO, "S3 reply is not a ListPartsResult");
-	if (rc == 0 && !d.have_truncated)
-		rc = jo_err_set(err, JO_EPROTO, "S3 reply: ListPartsResult without IsTruncated");
+	rc = check_listing(rc, &x, "ListPartsResult", d.have_truncated, err);
 	/* where to continue a cut list; without it the rest would be taken as absent */
 	if (rc == 0 && out->truncated && !d.have_marker)
 		rc = jo_err_set(err, JO_EPROTO,

@@ -86,6 +86,25 @@ int jo_obj_shard_open(struct jo_obj *o, const struct jo_obj_opts *opts, struct j
 /* FNV-1a 32-bit of a string (JuiceFS shard selection). */
 uint32_t jo_obj_fnv1a32(const char *s);
 
+/*
+ * A delete batch cut into sub-batches (S3's 1,000-key requests, a shard's
+ * keys): one sub-batch's keys, each one's index in the whole batch, and its
+ * results. init makes room for cap keys (0, or JO_ENOMEM with err set);
+ * add queues a key; done copies the sub-batch's results (rc instead for
+ * all, where the sub-batch failed as a whole) into the whole batch's and
+ * empties it; release accepts a failed init.
+ */
+struct jo_obj_sub {
+	const char **keys;
+	size_t *idx;
+	int *res;
+	size_t n;
+};
+int jo_obj_sub_init(struct jo_obj_sub *b, size_t cap, struct jo_err *err);
+void jo_obj_sub_add(struct jo_obj_sub *b, const char *key, size_t idx);
+void jo_obj_sub_done(struct jo_obj_sub *b, int rc, int *results);
+void jo_obj_sub_release(struct jo_obj_sub *b);
+
 /* Buffers: struct jo_dynbuf (common/dynbuf.h). */
 
 /* SigV4 URI encoding of a byte string (unreserved A-Za-z0-9-_.~ kept). */

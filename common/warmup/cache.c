@@ -136,63 +136,54 @@ static int parse_json(const uint8_t *data, size_t n, struct jo_warmup_ctl_reply 
 int jo_warmup_ctl_feed(struct jo_warmup_ctl_parser *p, const void *data, size_t n,
 		       struct jo_warmup_ctl_reply *out, struct jo_err *err)
 {
+	struct jo_dynbuf *b = &p->buf;
+	const uint8_t *q;
 	size_t off = 0;
 
 	if (n) {
-		if (p->len + n > MAX_REPLY)
+		if (b->len + n > MAX_REPLY)
 			return jo_err_set(err, JO_EPROTO, "the mount's answer is larger than %u bytes",
 					  MAX_REPLY);
-		if (p->len + n > p->cap) {
-			size_t nc = p->cap ? p->cap : 4096;
-			uint8_t *nb;
-
-			while (nc < p->len + n)
-				nc *= 2;
-			nb = realloc(p->buf, nc);
-			if (!nb)
-				return jo_err_set(err, JO_ENOMEM, "out of memory");
-			p->buf = nb;
-			p->cap = nc;
-		}
-		memcpy(p->buf + p->len, data, n);
-		p->len += n;
+		if (jo_dynbuf_add(b, data, n))
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	while (off < p->len) {
-		uint8_t t = p->buf[off];
+	q = (const uint8_t *)b->p;
+	while (off < b->len) {
+		uint8_t t = q[off];
 
 		if (t == CPROGRESS) {
-			if (p->len - off < 17)
+			if (b->len - off < 17)
 				break;
-			out->progress_files = jo_be64(p->buf + off + 1);
-			out->progress_bytes = jo_be64(p->buf + off + 9);
+			out->progress_files = jo_be64(q + off + 1);
+			out->progress_bytes = jo_be64(q + off + 9);
 			off += 17;
 		} else if (t == CDATA) {
 			uint32_t sz;
 			int rc;
 
-			if (p->len - off < 5)
+			if (b->len - off < 5)
 				break;
-			sz = jo_be32(p->buf + off + 1);
+			sz = jo_be32(q + off + 1);
 			if (sz > MAX_REPLY)
 				return jo_err_set(err, JO_EPROTO, "the mount announces a %u-byte answer", sz);
-			if (p->len - off - 5 < sz)
+			if (b->len - off - 5 < sz)
 				break;
-			rc = parse_json(p->buf + off + 5, sz, out, err);
-			p->len = 0;
+			rc = parse_json(q + off + 5, sz, out, err);
+			jo_dynbuf_reset(b);
 			return rc ? rc : 1;
 		} else {
 			/* a bare errno byte ends an answer that carries no data */
 			int e = t;
 
-			p->len = 0;
+			jo_dynbuf_reset(b);
 			if (e == 0)
 				return jo_err_set(err, JO_EPROTO, "the mount answered without data");
 			return jo_err_set(err, JO_EIO, "the mount answered errno %d (%s)", e, strerror(e));
 		}
 	}
 	if (off) {
-		memmove(p->buf, p->buf + off, p->len - off);
-		p->len -= off;
+		memmove(b->p, b->p + off, b->len - off);
+		jo_dynbuf_setlen(b, b->len - off);
 	}
 	return 0;
 }
@@ -201,7 +192,7 @@ void jo_warmup_ctl_parser_release(struct jo_warmup_ctl_parser *p)
 {
 	if (!p)
 		return;
-	free(p->buf);
+	jo_dynbuf_release(&p->buf);
 	memset(p, 0, sizeof(*p));
 }
 

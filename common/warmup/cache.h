@@ -29,6 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/dynbuf.h"
+
 struct jo_err;
 
 /* vfs.CacheAction */
@@ -65,8 +67,7 @@ int jo_warmup_ctl_encode(int action, const char *const *paths, size_t n, unsigne
 
 /* Incremental reader of the answer (records may arrive split). */
 struct jo_warmup_ctl_parser {
-	uint8_t *buf;
-	size_t len, cap;
+	struct jo_dynbuf buf; /* what is read and not yet parsed; a zeroed struct is empty */
 };
 /*
  * Feed bytes read from the control file. Returns 0 when more are needed, 1

@@ -18,6 +18,7 @@
 
 #include "common/command.h"
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/jfs/jfs.h"
@@ -164,15 +165,8 @@ static int fb_add(const struct jo_warmup_block *b, void *payload)
 		}
 		return 0;
 	}
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 256;
-		struct fblock *nv = realloc(l->v, nc * sizeof(*nv));
-
-		if (!nv)
-			return JO_ENOMEM;
-		l->v = nv;
-		l->cap = nc;
-	}
+	if (jo_grow_array(&l->v, &l->cap, l->n + 1, sizeof(*l->v)))
+		return JO_ENOMEM;
 	l->v[l->n].b = *b;
 	l->v[l->n].file = l->file;
 	l->v[l->n].cached = false;

@@ -20,6 +20,7 @@
 #include <jansson.h>
 
 #include "common/cancel.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -531,16 +532,9 @@ static int fb_collect(const struct jo_warmup_block *b, void *payload)
 {
 	struct fb_seen *s = payload;
 
-	if (s->n == s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 64;
-		struct jo_warmup_block *nv = realloc(s->own, nc * sizeof(*nv));
-
-		if (!nv)
-			return JO_ENOMEM;
-		s->own = nv;
-		s->v = nv;
-		s->cap = nc;
-	}
+	if (jo_grow_array(&s->own, &s->cap, s->n + 1, sizeof(*s->own)))
+		return JO_ENOMEM;
+	s->v = s->own;
 	s->own[s->n++] = *b;
 	return s->cb(b, s->payload);
 }
@@ -1050,18 +1044,37 @@ int jo_warmup_fetcher_new(struct jo_warmup_fetcher **out, int threads, int prefe
 	return 0;
 }
 
+/* The item's own copies of path and key: 0, or JO_ENOMEM (err set, nothing kept). */
+static int item_strdup(struct fetch_item *it, const char *path, const char *key,
+		       struct jo_err *err)
+{
+	it->path = strdup(path);
+	it->key = strdup(key);
+	if (!it->path || !it->key) {
+		free(it->path);
+		free(it->key);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* Queue it where there is room; the caller holds f->mu. */
+static void item_enqueue(struct jo_warmup_fetcher *f, const struct fetch_item *it)
+{
+	f->q[(f->head + f->n) % f->cap] = *it;
+	f->n++;
+	f->st.queued++;
+	pthread_cond_signal(&f->not_empty);
+}
+
 int jo_warmup_fetcher_add(struct jo_warmup_fetcher *f, const char *path, const char *key,
 			  uint32_t bsize, const struct jo_warmup_read *rd, struct jo_err *err)
 {
 	struct fetch_item it = { .off = rd->off, .bsize = bsize, .confirm = rd->confirm };
+	int rc = item_strdup(&it, path, key, err);
 
-	it.path = strdup(path);
-	it.key = strdup(key);
-	if (!it.path || !it.key) {
-		free(it.path);
-		free(it.key);
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
+	if (rc)
+		return rc;
 	pthread_mutex_lock(&f->mu);
 	while (f->n == f->cap && !jo_cancelled()) {
 		struct timespec ts;
@@ -1081,10 +1094,7 @@ int jo_warmup_fetcher_add(struct jo_warmup_fetcher *f, const char *path, const c
 		free(it.key);
 		return jo_err_set(err, JO_ECANCELED, "interrupted");
 	}
-	f->q[(f->head + f->n) % f->cap] = it;
-	f->n++;
-	f->st.queued++;
-	pthread_cond_signal(&f->not_empty);
+	item_enqueue(f, &it);
 	pthread_mutex_unlock(&f->mu);
 	return 0;
 }
@@ -1103,6 +1113,7 @@ int jo_warmup_fetcher_try_add(struct jo_warmup_fetcher *f, const char *path, con
 {
 	struct fetch_item it = { .off = rd->off, .bsize = bsize, .confirm = rd->confirm,
 				 .tagged = true, .tag = tag };
+	int rc;
 
 	pthread_mutex_lock(&f->mu);
 	if (f->n == f->cap) {
@@ -1110,19 +1121,11 @@ int jo_warmup_fetcher_try_add(struct jo_warmup_fetcher *f, const char *path, con
 		return 1;
 	}
 	pthread_mutex_unlock(&f->mu);
-	it.path = strdup(path);
-	it.key = strdup(key);
-	if (!it.path || !it.key) {
-		free(it.path);
-		free(it.key);
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	}
+	if ((rc = item_strdup(&it, path, key, err)) != 0)
+		return rc;
 	pthread_mutex_lock(&f->mu);
 	/* only this thread adds, so the room seen above is still there */
-	f->q[(f->head + f->n) % f->cap] = it;
-	f->n++;
-	f->st.queued++;
-	pthread_cond_signal(&f->not_empty);
+	item_enqueue(f, &it);
 	pthread_mutex_unlock(&f->mu);
 	return 0;
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/warmup/warmup.h"
 
@@ -115,6 +116,19 @@ int jo_wwin_new(struct jo_wwin **out, unsigned ahead, bool evict_done, struct jo
 	return 0;
 }
 
+static void file_free(struct jo_wwin_file *f)
+{
+	free(f->vpath);
+	free(f->mpath);
+	free(f);
+}
+
+static void block_free(struct jo_wwin_block *b)
+{
+	free(b->users);
+	free(b);
+}
+
 static void file_put(struct jo_wwin *w, struct jo_wwin_file *f)
 {
 	struct jo_wwin_file **pp;
@@ -128,9 +142,7 @@ static void file_put(struct jo_wwin *w, struct jo_wwin_file *f)
 		}
 	}
 	w->nfiles--;
-	free(f->vpath);
-	free(f->mpath);
-	free(f);
+	file_free(f);
 }
 
 static void batch_free(struct jo_wwin_batch *b)
@@ -154,8 +166,7 @@ void jo_wwin_free(struct jo_wwin *w)
 
 		for (; b; b = n) {
 			n = b->hnext;
-			free(b->users);
-			free(b);
+			block_free(b);
 		}
 	}
 	free(w->ht);
@@ -164,9 +175,7 @@ void jo_wwin_free(struct jo_wwin *w)
 
 		for (; f; f = n) {
 			n = f->next;
-			free(f->vpath);
-			free(f->mpath);
-			free(f);
+			file_free(f);
 		}
 	}
 	free(w->ft);
@@ -220,9 +229,7 @@ struct jo_wwin_file *jo_wwin_file(struct jo_wwin *w, const char *vpath, const ch
 	f->vpath = strdup(vpath);
 	f->mpath = mpath ? strdup(mpath) : NULL;
 	if (!f->vpath || (mpath && !f->mpath)) {
-		free(f->vpath);
-		free(f->mpath);
-		free(f);
+		file_free(f);
 		return NULL;
 	}
 	f->ino = ino;
@@ -323,8 +330,7 @@ static void block_release(struct jo_wwin *w, struct jo_wwin_block *b)
 	}
 	w->nblocks--;
 	file_put(w, b->file);
-	free(b->users);
-	free(b);
+	block_free(b);
 }
 
 /* Free a block nobody needs once no queue slot or read refers to it. */
@@ -336,15 +342,8 @@ static void block_maybe_free(struct jo_wwin *w, struct jo_wwin_block *b)
 
 static int push_evict(struct jo_wwin *w, const struct jo_wwin_block *b)
 {
-	if (w->nev == w->capev) {
-		size_t nc = w->capev ? w->capev * 2 : 64;
-		struct jo_wwin_evict *nv = realloc(w->ev, nc * sizeof(*nv));
-
-		if (!nv)
-			return JO_ENOMEM;
-		w->ev = nv;
-		w->capev = nc;
-	}
+	if (jo_grow_array(&w->ev, &w->capev, w->nev + 1, sizeof(*w->ev)))
+		return JO_ENOMEM;
 	w->ev[w->nev].id = b->id;
 	w->ev[w->nev].indx = b->indx;
 	w->ev[w->nev].bsize = b->bsize;
@@ -395,15 +394,8 @@ int jo_wwin_open(struct jo_wwin *w, const char *id, bool passed, struct jo_err *
 		return jo_err_set(err, JO_EINVAL, "a batch is already open");
 	if (!passed && !jo_wwin_has_room(w))
 		return jo_err_set(err, JO_EINVAL, "the window is full (%u batches)", w->ahead);
-	if (w->nwin == w->capwin) {
-		size_t nc = w->capwin ? w->capwin * 2 : 8;
-		struct jo_wwin_batch **nv = realloc(w->win, nc * sizeof(*nv));
-
-		if (!nv)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		w->win = nv;
-		w->capwin = nc;
-	}
+	if (jo_grow_array(&w->win, &w->capwin, w->nwin + 1, sizeof(*w->win)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	b = calloc(1, sizeof(*b));
 	if (!b || (id && !(b->id = strdup(id)))) {
 		free(b);
@@ -487,17 +479,10 @@ int jo_wwin_add(struct jo_wwin *w, const struct jo_warmup_block *in, struct jo_w
 		b->users = nv;
 		b->capusers = nc;
 	}
-	if (bt->n == bt->cap) {
-		size_t nc = bt->cap ? bt->cap * 2 : 16;
-		struct jo_wwin_block **nv = realloc(bt->b, nc * sizeof(*nv));
-
-		if (!nv) {
-			if (fresh)
-				block_release(w, b);
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		}
-		bt->b = nv;
-		bt->cap = nc;
+	if (jo_grow_array(&bt->b, &bt->cap, bt->n + 1, sizeof(*bt->b))) {
+		if (fresh)
+			block_release(w, b);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	if (!b->nusers) {
 		/* needed again (a new block, or one a passed batch left behind) */

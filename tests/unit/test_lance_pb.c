@@ -148,6 +148,45 @@ static void pb_rejects_bad_messages(void **state)
 	assert_int_equal(lance_pb_next(&r, &f, &err), JO_EPROTO);
 }
 
+/* lance_pb_each: the fields in order; a negative result stops it and is returned. */
+struct each_seen {
+	uint32_t nums[8];
+	size_t n;
+	uint32_t stop_at;
+};
+
+static int each_field(const struct lance_pb_field *f, void *ctx, struct jo_err *err)
+{
+	struct each_seen *s = ctx;
+
+	(void)err;
+	s->nums[s->n++] = f->num;
+	return f->num == s->stop_at ? JO_ECANCELED : 0;
+}
+
+static void pb_each_visits_fields_in_order_and_stops(void **state)
+{
+	/* 1: varint 5, 2: "ab", 3: fixed32 */
+	const uint8_t msg[] = { 0x08, 0x05, 0x12, 0x02, 'a', 'b', 0x1d, 1, 2, 3, 4 };
+	struct each_seen s = { .stop_at = 0 };
+	struct jo_err err = { 0 };
+
+	(void)state;
+	assert_int_equal(lance_pb_each(msg, sizeof(msg), each_field, &s, &err), 0);
+	assert_int_equal(s.n, 3);
+	assert_int_equal(s.nums[0], 1);
+	assert_int_equal(s.nums[1], 2);
+	assert_int_equal(s.nums[2], 3);
+	memset(&s, 0, sizeof(s));
+	s.stop_at = 2;
+	assert_int_equal(lance_pb_each(msg, sizeof(msg), each_field, &s, &err), JO_ECANCELED);
+	assert_int_equal(s.n, 2);
+	/* a decoding error is returned as it is */
+	memset(&s, 0, sizeof(s));
+	assert_int_equal(lance_pb_each(msg, sizeof(msg) - 1, each_field, &s, &err), JO_EPROTO);
+	assert_int_equal(s.n, 2);
+}
+
 static void pb_repeated_accepts_packed_and_unpacked(void **state)
 {
 	/* packed: field 2 = [1, 300, -2 (10 bytes)] then unpacked field 2 = 5 */
@@ -196,6 +235,7 @@ int main(void)
 		cmocka_unit_test(pb_reads_all_wire_types_and_nested),
 		cmocka_unit_test(pb_rejects_bad_messages),
 		cmocka_unit_test(pb_repeated_accepts_packed_and_unpacked),
+		cmocka_unit_test(pb_each_visits_fields_in_order_and_stops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

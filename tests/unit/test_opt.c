@@ -233,6 +233,25 @@ static void grammars(void **state)
 	assert_string_equal(buf, "1000");
 }
 
+/* jo_parse_digits: the counted decimal field of keys and names (meta, lance) */
+static void digits(void **state)
+{
+	uint64_t u = 7;
+
+	(void)state;
+	assert_int_equal(jo_parse_digits("12345x", 5, &u), 0);
+	assert_int_equal(u, 12345);
+	assert_int_equal(jo_parse_digits("18446744073709551615", 20, &u), 0);
+	assert_int_equal(u, UINT64_MAX);
+	u = 7;
+	assert_int_equal(jo_parse_digits("18446744073709551616", 20, &u), -1);
+	assert_int_equal(jo_parse_digits("000000000000000000001", 21, &u), -1);
+	assert_int_equal(jo_parse_digits("", 0, &u), -1);
+	assert_int_equal(jo_parse_digits("-1", 2, &u), -1);
+	assert_int_equal(jo_parse_digits(" 1", 2, &u), -1);
+	assert_int_equal(u, 7); /* untouched on failure */
+}
+
 static void help_comes_from_the_table_with_defaults(void **state)
 {
 	struct vals v = { .threads = 1, .mem = 64 << 20, .lease_ms = 60000 };
@@ -333,6 +352,7 @@ int main(void)
 		cmocka_unit_test(parses_long_short_and_positionals),
 		cmocka_unit_test(refuses_bad_values_in_one_format),
 		cmocka_unit_test(grammars),
+		cmocka_unit_test(digits),
 		cmocka_unit_test(help_comes_from_the_table_with_defaults),
 		cmocka_unit_test(help_wraps_long_descriptions),
 		cmocka_unit_test(set_int_text_and_json_dump),

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "common/opt.h"
 #include "common/meta/redis/internal.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/meta_compact.h"
@@ -177,6 +178,40 @@ static int exec_freed(struct jo_meta *m, redisReply *exec, size_t nreplies, size
 	return rc;
 }
 
+/* Abandon an attempt after its WATCH: free the reply it read and UNWATCH
+ * (best effort: no EXEC follows). */
+static void give_up(struct jo_meta *m, redisReply *r, struct jo_err *err)
+{
+	freeReplyObject(r);
+	(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+}
+
+/* Queue HINCRBY sliceRef -1 of each record, inside the caller's MULTI. */
+static void queue_decrs(struct jo_meta *m, const struct jo_sref *recs, size_t nrec)
+{
+	for (size_t i = 0; i < nrec; i++)
+		jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1", (unsigned long long)recs[i].id,
+			     recs[i].size);
+}
+
+/*
+ * EXEC the queued block: the nrec decrements of queue_decrs (replies from
+ * first) and one other command. 1 to try again (a watched key changed, or
+ * the connection went before anything ran), 0 with the records no longer
+ * referenced pushed to freed, or an error.
+ */
+static int exec_decrs(struct jo_meta *m, size_t first, const struct jo_sref *recs, size_t nrec,
+		      struct jo_sref **freed, size_t *nfreed, size_t *fcap, int *lost,
+		      struct jo_err *err)
+{
+	redisReply *exec;
+	int rc = jo_rd_exec(m, nrec + 1, &exec, err);
+
+	if (rc != 0)
+		return retry_lost(m, rc, lost) ? 1 : rc;
+	return exec_freed(m, exec, nrec + 1, first, recs, nrec, freed, nfreed, fcap, err);
+}
+
 /* ---- deleteChunk (redis.go deleteChunk) */
 
 static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
@@ -191,7 +226,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 	*nfreed = 0;
 	snprintf(key, sizeof(key), "c%llu_%u", (unsigned long long)ino, indx);
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		redisReply *r, *exec;
+		redisReply *r;
 
 		nrec = 0;
 		if ((rc = jo_rd_cmd_ok(m, err, "WATCH %K%s", key)) != 0)
@@ -200,8 +235,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		if (!r)
 			goto lost;
 		if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-			freeReplyObject(r);
-			(void)jo_rd_cmd_ok(m, err, "UNWATCH"); /* best effort; EXEC never follows */
+			give_up(m, r, err);
 			rc = 0;
 			goto out;
 		}
@@ -209,8 +243,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			const redisReply *e = r->element[i];
 
 			if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN) {
-				freeReplyObject(r);
-				(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+				give_up(m, r, err);
 				rc = jo_err_set(err, JO_EPROTO, "chunk %s: element %zu is not a "
 						"24-byte slice record: left alone", key, i);
 				goto out;
@@ -219,8 +252,7 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 			uint64_t id = jo_be64(p + 4);
 
 			if (id > 0 && jo_sref_push(&recs, &nrec, &cap, id, jo_be32(p + 12))) {
-				freeReplyObject(r);
-				(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+				give_up(m, r, err);
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				goto out;
 			}
@@ -228,13 +260,9 @@ static int r_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct
 		freeReplyObject(r);
 		jo_rd_append(m, "MULTI");
 		jo_rd_append(m, "DEL %K%s", key);
-		for (size_t i = 0; i < nrec; i++)
-			jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1",
-					   (unsigned long long)recs[i].id, recs[i].size);
+		queue_decrs(m, recs, nrec);
 		jo_rd_append(m, "EXEC");
-		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
-			goto lost;
-		rc = exec_freed(m, exec, nrec + 1, 1, recs, nrec, freed, nfreed, &fcap, err);
+		rc = exec_decrs(m, 1, recs, nrec, freed, nfreed, &fcap, &lost, err);
 		if (rc == 1)
 			continue; /* the chunk changed under us: retry like JuiceFS */
 		goto out;
@@ -356,7 +384,7 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 	}
 	snprintf(field, sizeof(field), "%llu_%lld", (unsigned long long)new_id, (long long)ts);
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
-		redisReply *r, *exec;
+		redisReply *r;
 
 		nrec = 0;
 		if ((rc = jo_rd_cmd_ok(m, err, "WATCH %KdelSlices")) != 0)
@@ -365,16 +393,14 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 		if (!r)
 			goto lost;
 		if (r->type != REDIS_REPLY_STRING) {
-			freeReplyObject(r);
-			(void)jo_rd_cmd_ok(m, err, "UNWATCH"); /* best effort */
+			give_up(m, r, err);
 			rc = 0;
 			goto out;
 		}
 		if (r->len == 0 || r->len % JO_DELSLICE_REC_LEN) {
 			size_t vlen = r->len;
 
-			freeReplyObject(r);
-			(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+			give_up(m, r, err);
 			rc = jo_err_set(err, JO_EPROTO, "delSlices %s: value of %zu bytes is not a "
 					"list of 12-byte records: left alone", field, vlen);
 			goto out;
@@ -383,22 +409,17 @@ static int r_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, in
 			const uint8_t *p = (const uint8_t *)r->str + o;
 
 			if (jo_sref_push(&recs, &nrec, &cap, jo_be64(p), jo_be32(p + 8))) {
-				freeReplyObject(r);
-				(void)jo_rd_cmd_ok(m, err, "UNWATCH");
+				give_up(m, r, err);
 				rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 				goto out;
 			}
 		}
 		freeReplyObject(r);
 		jo_rd_append(m, "MULTI");
-		for (size_t i = 0; i < nrec; i++)
-			jo_rd_append(m, "HINCRBY %KsliceRef k%llu_%u -1",
-					   (unsigned long long)recs[i].id, recs[i].size);
+		queue_decrs(m, recs, nrec);
 		jo_rd_append(m, "HDEL %KdelSlices %s", field);
 		jo_rd_append(m, "EXEC");
-		if ((rc = jo_rd_exec(m, nrec + 1, &exec, err)) != 0)
-			goto lost;
-		rc = exec_freed(m, exec, nrec + 1, 0, recs, nrec, freed, nfreed, &fcap, err);
+		rc = exec_decrs(m, 0, recs, nrec, freed, nfreed, &fcap, &lost, err);
 		if (rc == 1)
 			continue; /* delSlices changed under us: retry */
 		goto out;
@@ -549,8 +570,8 @@ static int parse_chunk_key(const char *s, size_t n, uint64_t *ino, uint32_t *ind
 	if (n < 4 || s[0] != 'c')
 		return -1;
 	us = memchr(s + 1, '_', n - 1);
-	if (!us || jo_meta_parse_u64(s + 1, (size_t)(us - s - 1), ino) != 0 ||
-	    jo_meta_parse_u64(us + 1, (size_t)(s + n - us - 1), &v) != 0 || v > UINT32_MAX)
+	if (!us || jo_parse_digits(s + 1, (size_t)(us - s - 1), ino) != 0 ||
+	    jo_parse_digits(us + 1, (size_t)(s + n - us - 1), &v) != 0 || v > UINT32_MAX)
 		return -1;
 	*indx = (uint32_t)v;
 	return 0;

@@ -10,6 +10,7 @@
 
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/opt.h"
 
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -91,15 +92,23 @@ static void rfree_from(redisReply **rs, size_t from, size_t k)
 /* Grow a page-sized reply array. */
 static int rs_reserve(redisReply ***rs, size_t *cap, size_t n, struct jo_err *err)
 {
-	redisReply **v;
-
-	if (n <= *cap)
-		return 0;
-	v = realloc(*rs, n * sizeof(*v));
-	if (!v)
+	if (jo_grow_array(rs, cap, n, sizeof(**rs)))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	*rs = v;
-	*cap = n;
+	return 0;
+}
+
+/*
+ * Room for n keys of a page in one or two parallel arrays (*a of asz-byte
+ * elements, *b of bsz-byte ones; b NULL for none), *cap of each.
+ */
+static int keys_reserve(void *a, size_t asz, void *b, size_t bsz, size_t *cap, size_t n,
+			struct jo_err *err)
+{
+	size_t ca = *cap, cb = *cap;
+
+	if (jo_grow_array(a, &ca, n, asz) || (b && jo_grow_array(b, &cb, n, bsz)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	*cap = ca; /* both grew alike from the same capacity */
 	return 0;
 }
 
@@ -217,9 +226,9 @@ static int parse_two(const char *s, size_t n, char prefix, uint64_t *a, uint64_t
 	us = memchr(s + 1, '_', n - 1);
 	if (!us)
 		return -1;
-	if (jo_meta_parse_u64(s + 1, (size_t)(us - s - 1), a) != 0)
+	if (jo_parse_digits(s + 1, (size_t)(us - s - 1), a) != 0)
 		return -1;
-	return jo_meta_parse_u64(us + 1, (size_t)(s + n - us - 1), b);
+	return jo_parse_digits(us + 1, (size_t)(s + n - us - 1), b);
 }
 
 /*
@@ -475,18 +484,9 @@ static int chunks_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	size_t k = 0, got = 0;
 	int rc = 0;
 
-	if (n > c->kcap) {
-		uint64_t *a = realloc(c->ino, n * sizeof(*a));
-		uint32_t *b;
-		if (!a)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->ino = a;
-		b = realloc(c->indx, n * sizeof(*b));
-		if (!b)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->indx = b;
-		c->kcap = n;
-	}
+	rc = keys_reserve(&c->ino, sizeof(*c->ino), &c->indx, sizeof(*c->indx), &c->kcap, n, err);
+	if (rc != 0)
+		return rc;
 	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
@@ -644,19 +644,14 @@ static int inodes_page(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	size_t k = 0, got;
 	int rc = 0;
 
-	if (n > c->kcap) {
-		uint64_t *a = realloc(c->ino, n * sizeof(*a));
-		if (!a)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->ino = a;
-		c->kcap = n;
-	}
+	if ((rc = keys_reserve(&c->ino, sizeof(*c->ino), NULL, 0, &c->kcap, n, err)) != 0)
+		return rc;
 	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
 		return rc;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ino;
 		if (el[i]->type != REDIS_REPLY_STRING || el[i]->len < 2 || el[i]->str[0] != 'i' ||
-		    jo_meta_parse_u64(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
+		    jo_parse_digits(el[i]->str + 1, el[i]->len - 1, &ino) != 0)
 			continue;
 		if (jo_rd_append(m, "GET %K%b", el[i]->str, el[i]->len) != REDIS_OK) {
 			return jo_rd_append_failed(m, k, err, "GET pipeline");
@@ -906,7 +901,7 @@ static int parse_i64(const char *s, size_t n, int64_t *out)
 	uint64_t v;
 	bool neg = n > 0 && s[0] == '-';
 
-	if (jo_meta_parse_u64(s + neg, n - neg, &v) != 0 || v > (uint64_t)INT64_MAX)
+	if (jo_parse_digits(s + neg, n - neg, &v) != 0 || v > (uint64_t)INT64_MAX)
 		return -1;
 	*out = neg ? -(int64_t)v : (int64_t)v;
 	return 0;
@@ -923,122 +918,130 @@ static int64_t parse_score(const redisReply *r)
 	return (int64_t)strtod(tmp, NULL);
 }
 
-struct ref_ctx {
-	jo_meta_ref_cb cb;
-	void *payload;
+/*
+ * HSCAN and ZSCAN pages come as field, value (member, score) pairs: pair()
+ * handles one, and the scan ends at its first non-zero result.
+ */
+typedef int (*pair_fn)(const redisReply *k, const redisReply *v, void *ctx, struct jo_err *err);
+
+struct pairs_ctx {
+	pair_fn pair;
+	void *ctx;
 };
 
-static int ref_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+static int pairs_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
 {
-	struct ref_ctx *c = p;
+	struct pairs_ctx *c = p;
 
 	(void)m;
 	for (size_t i = 0; i + 1 < n; i += 2) {
-		uint64_t id, size;
-		int64_t v;
-		int rc;
-		if (parse_two(el[i]->str, el[i]->len, 'k', &id, &size) != 0 || size > UINT32_MAX)
-			continue; /* not a k{id}_{size} field */
-		if (parse_i64(el[i + 1]->str, el[i + 1]->len, &v) != 0)
-			return jo_err_set(err, JO_EPROTO, "sliceRef %.*s: value is not an integer",
-					  (int)el[i]->len, el[i]->str);
-		rc = c->cb(id, (uint32_t)size, v + 1, c->payload);
+		int rc = c->pair(el[i], el[i + 1], c->ctx, err);
 		if (rc != 0)
 			return rc;
 	}
 	return 0;
+}
+
+static int r_scan_pairs(struct jo_meta *m, const char *verb, const char *key, pair_fn pair,
+			void *ctx, struct jo_err *err)
+{
+	struct pairs_ctx c = { pair, ctx };
+
+	return r_scan(m, verb, key, NULL, pairs_page, &c, err);
+}
+
+/* The caller's callback and payload, for the pair scans below. */
+struct cb_ctx {
+	union {
+		jo_meta_ref_cb ref;
+		jo_meta_delfile_cb delf;
+		jo_meta_delslices_cb dels;
+		jo_meta_detached_cb det;
+	} cb;
+	void *payload;
+};
+
+/* ---- sliceRef: HSCAN, field "k{id}_{size}", value the refs less one */
+
+static int ref_pair(const redisReply *k, const redisReply *v, void *p, struct jo_err *err)
+{
+	const struct cb_ctx *c = p;
+	uint64_t id, size;
+	int64_t refs;
+
+	if (parse_two(k->str, k->len, 'k', &id, &size) != 0 || size > UINT32_MAX)
+		return 0; /* not a k{id}_{size} field */
+	if (parse_i64(v->str, v->len, &refs) != 0)
+		return jo_err_set(err, JO_EPROTO, "sliceRef %.*s: value is not an integer",
+				  (int)k->len, k->str);
+	return c->cb.ref(id, (uint32_t)size, refs + 1, c->payload);
 }
 
 static int r_scan_slice_refs(struct jo_meta *m, jo_meta_ref_cb cb, void *payload,
 			     struct jo_err *err)
 {
-	struct ref_ctx c = { cb, payload };
+	struct cb_ctx c = { .cb.ref = cb, .payload = payload };
 
-	return r_scan(m, "HSCAN", "sliceRef", NULL, ref_page, &c, err);
+	return r_scan_pairs(m, "HSCAN", "sliceRef", ref_pair, &c, err);
 }
 
 /* ---- delfiles: ZSCAN delfiles, member "{ino}:{len}" */
 
-struct delf_ctx {
-	jo_meta_delfile_cb cb;
-	void *payload;
-};
-
-static int delf_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+static int delf_pair(const redisReply *k, const redisReply *v, void *p, struct jo_err *err)
 {
-	struct delf_ctx *c = p;
+	const struct cb_ctx *c = p;
+	const char *s = k->str;
+	size_t len = k->len;
+	const char *c1 = memchr(s, ':', len), *c2 = NULL, *last;
+	uint64_t ino, flen = 1ULL << 30; /* legacy "ino" only: assume 1 GiB */
+	bool bad;
 
-	(void)m;
-	for (size_t i = 0; i + 1 < n; i += 2) {
-		const char *s = el[i]->str;
-		size_t len = el[i]->len;
-		const char *c1 = memchr(s, ':', len), *c2 = NULL;
-		uint64_t ino, flen = 1ULL << 30; /* legacy "ino" only: assume 1 GiB */
-		int rc;
-		if (c1)
-			c2 = memchr(c1 + 1, ':', (size_t)(s + len - c1 - 1));
-		if (jo_meta_parse_u64(s, c1 ? (size_t)(c1 - s) : len, &ino) != 0)
-			return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
-					  (int)(len > 64 ? 64 : len), s);
-		if (c1 && !c2 && jo_meta_parse_u64(c1 + 1, (size_t)(s + len - c1 - 1), &flen) != 0)
-			return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
-					  (int)(len > 64 ? 64 : len), s);
-		if (c2 && jo_meta_parse_u64(c2 + 1, (size_t)(s + len - c2 - 1), &flen) != 0)
-			return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
-					  (int)(len > 64 ? 64 : len), s);
-		rc = c->cb(ino, flen, parse_score(el[i + 1]), c->payload);
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
+	if (c1)
+		c2 = memchr(c1 + 1, ':', (size_t)(s + len - c1 - 1));
+	/* the length follows the last colon */
+	last = c2 ? c2 : c1;
+	bad = jo_parse_digits(s, c1 ? (size_t)(c1 - s) : len, &ino) != 0;
+	if (!bad && last)
+		bad = jo_parse_digits(last + 1, (size_t)(s + len - last - 1), &flen) != 0;
+	if (bad)
+		return jo_err_set(err, JO_EPROTO, "delfiles: bad member \"%.*s\"",
+				  (int)(len > 64 ? 64 : len), s);
+	return c->cb.delf(ino, flen, parse_score(v), c->payload);
 }
 
 static int r_scan_delfiles(struct jo_meta *m, jo_meta_delfile_cb cb, void *payload,
 			   struct jo_err *err)
 {
-	struct delf_ctx c = { cb, payload };
+	struct cb_ctx c = { .cb.delf = cb, .payload = payload };
 
-	return r_scan(m, "ZSCAN", "delfiles", NULL, delf_page, &c, err);
+	return r_scan_pairs(m, "ZSCAN", "delfiles", delf_pair, &c, err);
 }
 
 /* ---- delSlices: HSCAN, field "{newId}_{ts}" */
 
-struct dels_ctx {
-	jo_meta_delslices_cb cb;
-	void *payload;
-};
-
-static int dels_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+static int dels_pair(const redisReply *k, const redisReply *v, void *p, struct jo_err *err)
 {
-	struct dels_ctx *c = p;
+	const struct cb_ctx *c = p;
+	const char *s = k->str;
+	const char *us = memchr(s, '_', k->len);
+	uint64_t id, ts;
 
-	(void)m;
-	for (size_t i = 0; i + 1 < n; i += 2) {
-		const char *s = el[i]->str;
-		const char *us = memchr(s, '_', el[i]->len);
-		uint64_t id, ts;
-		int rc;
-		if (!us || jo_meta_parse_u64(s, (size_t)(us - s), &id) != 0 ||
-		    jo_meta_parse_u64(us + 1, (size_t)(s + el[i]->len - us - 1), &ts) != 0)
-			return jo_err_set(err, JO_EPROTO, "delSlices: bad field \"%.*s\"",
-					  (int)(el[i]->len > 64 ? 64 : el[i]->len), s);
-		if (el[i + 1]->len % JO_DELSLICE_REC_LEN != 0)
-			return jo_err_set(err, JO_EPROTO, "delSlices %.*s: %zu bytes, not a multiple "
-					  "of 12", (int)el[i]->len, s, el[i + 1]->len);
-		rc = c->cb(id, (int64_t)ts, (const uint8_t *)el[i + 1]->str, el[i + 1]->len,
-			   c->payload);
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
+	if (!us || jo_parse_digits(s, (size_t)(us - s), &id) != 0 ||
+	    jo_parse_digits(us + 1, (size_t)(s + k->len - us - 1), &ts) != 0)
+		return jo_err_set(err, JO_EPROTO, "delSlices: bad field \"%.*s\"",
+				  (int)(k->len > 64 ? 64 : k->len), s);
+	if (v->len % JO_DELSLICE_REC_LEN != 0)
+		return jo_err_set(err, JO_EPROTO, "delSlices %.*s: %zu bytes, not a multiple "
+				  "of 12", (int)k->len, s, v->len);
+	return c->cb.dels(id, (int64_t)ts, (const uint8_t *)v->str, v->len, c->payload);
 }
 
 static int r_scan_delslices(struct jo_meta *m, jo_meta_delslices_cb cb, void *payload,
 			    struct jo_err *err)
 {
-	struct dels_ctx c = { cb, payload };
+	struct cb_ctx c = { .cb.dels = cb, .payload = payload };
 
-	return r_scan(m, "HSCAN", "delSlices", NULL, dels_page, &c, err);
+	return r_scan_pairs(m, "HSCAN", "delSlices", dels_pair, &c, err);
 }
 
 /* ---- sessions: ZSCAN allSessions + pipelined HGET sessionInfos */
@@ -1059,23 +1062,14 @@ static int sess_page(struct jo_meta *m, redisReply **el, size_t n, void *p, stru
 	size_t k = 0, got;
 	int rc = 0;
 
-	if (n > c->kcap) {
-		uint64_t *a = realloc(c->sid, n * sizeof(*a));
-		int64_t *b;
-		if (!a)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->sid = a;
-		b = realloc(c->exp, n * sizeof(*b));
-		if (!b)
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->exp = b;
-		c->kcap = n;
-	}
+	rc = keys_reserve(&c->sid, sizeof(*c->sid), &c->exp, sizeof(*c->exp), &c->kcap, n, err);
+	if (rc != 0)
+		return rc;
 	if ((rc = rs_reserve(&c->rs, &c->rscap, n, err)) != 0)
 		return rc;
 	for (size_t i = 0; i + 1 < n; i += 2) {
 		uint64_t sid;
-		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
+		if (jo_parse_digits(el[i]->str, el[i]->len, &sid) != 0)
 			continue;
 		if (jo_rd_append(m, "HGET %KsessionInfos %b", el[i]->str, el[i]->len) !=
 		    REDIS_OK) {
@@ -1119,6 +1113,14 @@ struct sus_ctx {
 	size_t n, cap;
 };
 
+static int sus_add(struct sus_ctx *c, uint64_t sid, struct jo_err *err)
+{
+	if (jo_grow_array(&c->sids, &c->cap, c->n + 1, sizeof(*c->sids)))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	c->sids[c->n++] = sid;
+	return 0;
+}
+
 static int sus_members(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
 {
 	struct sus_ctx *c = p;
@@ -1127,7 +1129,7 @@ static int sus_members(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	for (size_t i = 0; i < n; i++) {
 		uint64_t ino;
 		int rc;
-		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &ino) != 0)
+		if (jo_parse_digits(el[i]->str, el[i]->len, &ino) != 0)
 			return jo_err_set(err, JO_EPROTO, "session%llu: bad member",
 					  (unsigned long long)c->sid);
 		rc = c->cb(c->sid, ino, c->payload);
@@ -1137,6 +1139,27 @@ static int sus_members(struct jo_meta *m, redisReply **el, size_t n, void *p, st
 	return 0;
 }
 
+/* SSCAN the session{sid} set of each session in c->sids, once each. The
+ * number of sessions is small; their member sets are streamed. */
+static int sus_scan_sets(struct jo_meta *m, struct sus_ctx *c, struct jo_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; rc == 0 && i < c->n; i++) {
+		char key[40];
+		bool dup = false;
+
+		for (size_t j = 0; j < i; j++)
+			dup = dup || c->sids[j] == c->sids[i];
+		if (dup)
+			continue;
+		c->sid = c->sids[i];
+		snprintf(key, sizeof(key), "session%llu", (unsigned long long)c->sid);
+		rc = r_scan(m, "SSCAN", key, NULL, sus_members, c, err);
+	}
+	return rc;
+}
+
 static int sus_keys(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
 {
 	struct sus_ctx *c = p;
@@ -1144,12 +1167,13 @@ static int sus_keys(struct jo_meta *m, redisReply **el, size_t n, void *p, struc
 	(void)m;
 	for (size_t i = 0; i < n; i++) {
 		uint64_t sid;
+		int rc;
 		if (el[i]->len <= 7 || memcmp(el[i]->str, "session", 7) != 0 ||
-		    jo_meta_parse_u64(el[i]->str + 7, el[i]->len - 7, &sid) != 0)
+		    jo_parse_digits(el[i]->str + 7, el[i]->len - 7, &sid) != 0)
 			continue;
-		if (jo_grow_array(&c->sids, &c->cap, c->n + 1, sizeof(*c->sids)))
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->sids[c->n++] = sid;
+		rc = sus_add(c, sid, err);
+		if (rc != 0)
+			return rc;
 	}
 	return 0;
 }
@@ -1160,18 +1184,8 @@ static int r_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *pa
 	struct sus_ctx c = { cb, payload, 0, NULL, 0, 0 };
 	int rc = r_scan(m, "SCAN", NULL, "session*", sus_keys, &c, err);
 
-	/* The number of sessions is small; their member sets are streamed. */
-	for (size_t i = 0; rc == 0 && i < c.n; i++) {
-		char key[40];
-		bool dup = false;
-		for (size_t j = 0; j < i; j++)
-			dup = dup || c.sids[j] == c.sids[i];
-		if (dup)
-			continue;
-		c.sid = c.sids[i];
-		snprintf(key, sizeof(key), "session%llu", (unsigned long long)c.sid);
-		rc = r_scan(m, "SSCAN", key, NULL, sus_members, &c, err);
-	}
+	if (rc == 0)
+		rc = sus_scan_sets(m, &c, err);
 	free(c.sids);
 	return rc;
 }
@@ -1179,79 +1193,49 @@ static int r_scan_sustained(struct jo_meta *m, jo_meta_sustained_cb cb, void *pa
 /* ---- scan_sustained_registered: the session{sid} sets of the sessions in
  * allSessions (and the legacy sessions zset), without a SCAN of the keyspace */
 
-static int sus_sids(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+/* ZSCAN pages are member, score, member, score, ... */
+static int sus_sid_pair(const redisReply *k, const redisReply *v, void *p, struct jo_err *err)
 {
-	struct sus_ctx *c = p;
+	uint64_t sid;
 
-	(void)m;
-	/* ZSCAN pages are member, score, member, score, ... */
-	for (size_t i = 0; i + 1 < n; i += 2) {
-		uint64_t sid;
-
-		if (el[i]->type != REDIS_REPLY_STRING ||
-		    jo_meta_parse_u64(el[i]->str, el[i]->len, &sid) != 0)
-			continue;
-		if (jo_grow_array(&c->sids, &c->cap, c->n + 1, sizeof(*c->sids)))
-			return jo_err_set(err, JO_ENOMEM, "out of memory");
-		c->sids[c->n++] = sid;
-	}
-	return 0;
+	(void)v;
+	if (k->type != REDIS_REPLY_STRING || jo_parse_digits(k->str, k->len, &sid) != 0)
+		return 0;
+	return sus_add(p, sid, err);
 }
 
 static int r_scan_sustained_registered(struct jo_meta *m, jo_meta_sustained_cb cb, void *payload,
 				       struct jo_err *err)
 {
 	struct sus_ctx c = { cb, payload, 0, NULL, 0, 0 };
-	int rc = r_scan(m, "ZSCAN", "allSessions", NULL, sus_sids, &c, err);
+	int rc = r_scan_pairs(m, "ZSCAN", "allSessions", sus_sid_pair, &c, err);
 
 	if (rc == 0)
-		rc = r_scan(m, "ZSCAN", "sessions", NULL, sus_sids, &c, err);
-	for (size_t i = 0; rc == 0 && i < c.n; i++) {
-		char key[40];
-		bool dup = false;
-
-		for (size_t j = 0; j < i; j++)
-			dup = dup || c.sids[j] == c.sids[i];
-		if (dup)
-			continue;
-		c.sid = c.sids[i];
-		snprintf(key, sizeof(key), "session%llu", (unsigned long long)c.sid);
-		rc = r_scan(m, "SSCAN", key, NULL, sus_members, &c, err);
-	}
+		rc = r_scan_pairs(m, "ZSCAN", "sessions", sus_sid_pair, &c, err);
+	if (rc == 0)
+		rc = sus_scan_sets(m, &c, err);
 	free(c.sids);
 	return rc;
 }
 
 /* ---- detachedNodes: ZSCAN */
 
-struct det_ctx {
-	jo_meta_detached_cb cb;
-	void *payload;
-};
-
-static int det_page(struct jo_meta *m, redisReply **el, size_t n, void *p, struct jo_err *err)
+static int det_pair(const redisReply *k, const redisReply *v, void *p, struct jo_err *err)
 {
-	struct det_ctx *c = p;
+	const struct cb_ctx *c = p;
+	uint64_t ino;
 
-	(void)m;
-	for (size_t i = 0; i + 1 < n; i += 2) {
-		uint64_t ino;
-		int rc;
-		if (jo_meta_parse_u64(el[i]->str, el[i]->len, &ino) != 0)
-			return jo_err_set(err, JO_EPROTO, "detachedNodes: bad member");
-		rc = c->cb(ino, parse_score(el[i + 1]), c->payload);
-		if (rc != 0)
-			return rc;
-	}
-	return 0;
+	if (jo_parse_digits(k->str, k->len, &ino) != 0)
+		return jo_err_set(err, JO_EPROTO, "detachedNodes: bad member");
+	return c->cb.det(ino, parse_score(v), c->payload);
 }
 
 static int r_scan_detached(struct jo_meta *m, jo_meta_detached_cb cb, void *payload,
 			   struct jo_err *err)
 {
-	struct det_ctx c = { cb, payload };
+	struct cb_ctx c = { .cb.det = cb, .payload = payload };
 
-	return r_scan(m, "ZSCAN", "detachedNodes", NULL, det_page, &c, err);
+	return r_scan_pairs(m, "ZSCAN", "detachedNodes", det_pair, &c, err);
 }
 
 /* ---- counters */

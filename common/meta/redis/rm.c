@@ -168,6 +168,21 @@ static int exec_block(struct jo_meta *m, size_t queued, bool *aborted, struct jo
 	return rc;
 }
 
+/*
+ * EXEC the queued block of an unlink or rmdir: 0 when it ran, 1 to go round
+ * again (a watched key changed, or the connection went: at most 3 times),
+ * or an error.
+ */
+static int exec_or_again(struct jo_meta *m, size_t queued, int *lost, struct jo_err *err)
+{
+	bool aborted = false;
+	int rc = exec_block(m, queued, &aborted, err);
+
+	if (rc != 0)
+		return jo_rd_retryable(m, rc) && ++*lost <= 3 ? 1 : rc;
+	return aborted ? 1 : 0;
+}
+
 /* updateDirStat, flushed as doUpdateDirStat does: only where the directory
  * has statistics (a missing field is recomputed on demand). *have (may be
  * NULL) tells whether it has them. */
@@ -212,7 +227,7 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 		struct timespec now;
 		struct jo_attr a;
 		uint64_t ino;
-		bool update_parent, aborted = false, last;
+		bool update_parent, last;
 		size_t q = 0;
 		int rc;
 
@@ -286,13 +301,10 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 		jo_rd_append(m, "EXEC");
 		freeReplyObject(pattr);
 		freeReplyObject(attr);
-		if ((rc = exec_block(m, q, &aborted, err)) != 0) {
-			if (jo_rd_retryable(m, rc) && ++lost <= 3)
-				continue;
-			return rc;
-		}
-		if (aborted)
+		if ((rc = exec_or_again(m, q, &lost, err)) == 1)
 			continue;
+		if (rc)
+			return rc;
 		if (dir_stats) {
 			uint64_t dl = res->type == JO_TYPE_FILE ? a.length : 0;
 
@@ -315,7 +327,6 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		struct jo_attr pa;
 		struct jo_err e2 = { 0 };
 		uint64_t ino;
-		bool aborted = false;
 		size_t q = 0;
 		int rc;
 
@@ -362,13 +373,10 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		jo_rd_append(m, "HDEL %KdirQuotaUsedInodes %" PRIu64, ino), q++;
 		jo_rd_append(m, "EXEC");
 		freeReplyObject(pattr);
-		if ((rc = exec_block(m, q, &aborted, err)) != 0) {
-			if (jo_rd_retryable(m, rc) && ++lost <= 3)
-				continue;
-			return rc;
-		}
-		if (aborted)
+		if ((rc = exec_or_again(m, q, &lost, err)) == 1)
 			continue;
+		if (rc)
+			return rc;
 		if (dir_stats && parent != JO_TRASH_INODE)
 			dir_stat_down(m, parent, 0, 4096);
 		return 0;
@@ -402,21 +410,17 @@ static int has_stat(struct jo_meta *m, uint64_t dir, bool *out, struct jo_err *e
 	return 0;
 }
 
-/* One attempt: 0 with *aborted when a watched key changed. */
-static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
+/*
+ * Watch the two directories and read the trash entry and the destination's
+ * name: 0 with res->status JO_RS_DONE (and res->type, res->ino) where the
+ * restore may go on; any other status leaves nothing watched.
+ */
+static int rs_lookup(struct jo_meta *m, struct rs *x, struct jo_err *err)
 {
 	struct jo_rs_res *res = x->res;
-	redisReply *r, *mg = NULL;
-	uint8_t *da, *ia;
-	struct jo_attr d = { 0 }, a = { 0 };
-	struct jo_err e2 = { 0 };
-	struct timespec now;
-	bool fresh_stat = false, src_stat = false, dst_stat = false;
-	uint8_t ebuf[9];
-	size_t q = 0;
-	int rc = 0;
+	redisReply *r;
+	int rc;
 
-	*aborted = false;
 	/* the parent first, as juicefs swaps the keys when the source is the trash */
 	r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
 		      x->parent, x->parent, x->tdir, x->tdir);
@@ -449,94 +453,98 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		return 0;
 	}
 	freeReplyObject(r);
-	if ((rc = watch(m, err, res->ino, res->ino, res->type == JO_TYPE_DIR)) != 0)
-		return rc;
-	mg = jo_rd_command(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir,
-			   x->parent, res->ino);
-	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 3)
-		return jo_rd_fail(m, mg, err, "MGET attrs");
+	return 0;
+}
+
+/*
+ * Check the attributes MGET read (trash directory, parent, inode) and decode
+ * the parent's into d and the inode's into a: a non-zero code or a status
+ * other than JO_RS_DONE says the restore stops here.
+ */
+static int rs_check_attrs(const redisReply *mg, struct rs *x, struct jo_attr *d,
+			  struct jo_attr *a, struct jo_err *err)
+{
+	struct jo_rs_res *res = x->res;
+	struct jo_err e2 = { 0 };
+
 	for (size_t i = 0; i < 3; i++) {
-		redisReply *e = mg->element[i];
+		const redisReply *e = mg->element[i];
 
 		if (e->type != REDIS_REPLY_STRING) {
 			res->status = i == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
-			goto skip;
+			return 0;
 		}
-		if (e->len < ATTR_MIN) {
-			rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
-					"left alone", i == 0 ? x->tdir : i == 1 ? x->parent : res->ino,
-					e->len);
-			goto skip;
-		}
+		if (e->len < ATTR_MIN)
+			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+					  "left alone", i == 0 ? x->tdir : i == 1 ? x->parent : res->ino,
+					  e->len);
 	}
-	da = (uint8_t *)mg->element[1]->str;
-	ia = (uint8_t *)mg->element[2]->str;
-	(void)jo_meta_decode_attr(da, mg->element[1]->len, &d, &e2);
-	(void)jo_meta_decode_attr(ia, mg->element[2]->len, &a, &e2);
-	if (d.type != JO_TYPE_DIR) {
+	(void)jo_meta_decode_attr((const uint8_t *)mg->element[1]->str, mg->element[1]->len, d,
+				  &e2);
+	(void)jo_meta_decode_attr((const uint8_t *)mg->element[2]->str, mg->element[2]->len, a,
+				  &e2);
+	if (d->type != JO_TYPE_DIR) {
 		res->status = JO_RS_NOPARENT;
-		goto skip;
+		return 0;
 	}
-	if ((d.flags & FLAG_IMMUTABLE) || (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
-	    res->ino == x->parent || res->ino == d.parent) {
+	if ((d->flags & FLAG_IMMUTABLE) || (a->flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+	    res->ino == x->parent || res->ino == d->parent)
 		res->status = JO_RS_PERM;
-		goto skip;
-	}
-	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
-	if (x->dir_stats && res->type == JO_TYPE_DIR) {
-		redisReply *h = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, res->ino);
-		redisReply *l = h && h->type == REDIS_REPLY_INTEGER && !h->integer ?
-				jo_rd_command(m, "HLEN %Kd%" PRIu64, res->ino) : NULL;
+	return 0;
+}
 
-		fresh_stat = l && l->type == REDIS_REPLY_INTEGER && l->integer == 0;
-		if (!h || h->type != REDIS_REPLY_INTEGER || (!h->integer && (!l || l->type !=
-			REDIS_REPLY_INTEGER))) {
-			freeReplyObject(mg);
-			freeReplyObject(l);
-			return jo_rd_fail(m, !h || h->type != REDIS_REPLY_INTEGER ? h : l, err,
-					  "directory statistics");
-		}
+/* Is dir a directory with no statistics and no entries (one the restore gives
+ * zero statistics)? */
+static int rs_fresh_stat(struct jo_meta *m, uint64_t dir, bool *fresh, struct jo_err *err)
+{
+	redisReply *h = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
+	redisReply *l = h && h->type == REDIS_REPLY_INTEGER && !h->integer ?
+			jo_rd_command(m, "HLEN %Kd%" PRIu64, dir) : NULL;
+
+	*fresh = l && l->type == REDIS_REPLY_INTEGER && l->integer == 0;
+	if (!h || h->type != REDIS_REPLY_INTEGER) /* then l was never asked for */
+		return jo_rd_fail(m, h, err, "directory statistics");
+	if (!h->integer && (!l || l->type != REDIS_REPLY_INTEGER)) {
 		freeReplyObject(h);
-		freeReplyObject(l);
+		return jo_rd_fail(m, l, err, "directory statistics"); /* frees l */
 	}
-	/*
-	 * Rename's updateDirStat of both directories, in the same MULTI (a
-	 * process killed after EXEC cannot lose it); like doUpdateDirStat, only
-	 * where a record exists (looked up first, not watched: the flush of a
-	 * juicefs client does not watch it either).
-	 */
-	if (x->dir_stats && ((rc = has_stat(m, x->tdir, &src_stat, err)) != 0 ||
-			     (rc = has_stat(m, x->parent, &dst_stat, err)) != 0)) {
-		freeReplyObject(mg);
-		return rc;
-	}
-	x->dst_missing = x->dir_stats && !dst_stat;
-	clock_gettime(CLOCK_REALTIME, &now);
-	stamp(ia, AT_CTIME, &now);
-	if (mg->element[2]->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
-		jo_put_be64(ia + AT_PARENT, x->parent);
-	if (res->type == JO_TYPE_DIR)
-		jo_put_be32(da + AT_NLINK, d.nlink + 1);
-	stamp(da, AT_MTIME, &now);
-	stamp(da, AT_CTIME, &now);
+	freeReplyObject(h);
+	freeReplyObject(l);
+	return 0;
+}
+
+/* What the restore's MULTI block learnt before it is queued. */
+struct rs_plan {
+	uint8_t *da, *ia;    /* the parent's and the inode's attributes, updated */
+	size_t dlen, ilen;
+	bool legacy_parent;  /* a.parent == 0: the inode keeps its parents in p{ino} */
+	bool src_stat, dst_stat, fresh_stat;
+};
+
+/* Queue the restore's MULTI ... EXEC; the number of replies between them. */
+static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct rs_plan *p)
+{
+	const struct jo_rs_res *res = x->res;
+	uint8_t ebuf[9];
+	size_t q = 0;
 
 	jo_rd_append(m, "MULTI");
 	jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen), q++;
-	if (a.parent == 0 && res->type != JO_TYPE_DIR) {
+	if (p->legacy_parent && res->type != JO_TYPE_DIR) {
 		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, x->parent), q++;
 		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, x->tdir), q++;
 	}
-	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, mg->element[2]->len), q++;
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, p->ia, p->ilen), q++;
 	ebuf[0] = res->type;
 	jo_put_be64(ebuf + 1, res->ino);
 	jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", x->parent, x->name, x->nlen, ebuf,
 		     sizeof(ebuf)), q++;
-	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, da, mg->element[1]->len), q++;
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, p->da, p->dlen), q++;
 	for (int i = 0; i < 2; i++) {
 		uint64_t dir = i ? x->parent : x->tdir;
 		int64_t sign = i ? 1 : -1;
 
-		if (!(i ? dst_stat : src_stat))
+		if (!(i ? p->dst_stat : p->src_stat))
 			continue;
 		if (res->length)
 			jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir,
@@ -545,18 +553,74 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 			     sign * jo_align4k(res->length)), q++;
 		jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, sign), q++;
 	}
-	if (fresh_stat) {
+	if (p->fresh_stat) {
 		jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
 	}
 	jo_rd_append(m, "EXEC");
+	return q;
+}
+
+/* One attempt: 0 with *aborted when a watched key changed. */
+static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
+{
+	struct jo_rs_res *res = x->res;
+	redisReply *mg;
+	struct jo_attr d = { 0 }, a = { 0 };
+	struct rs_plan p = { 0 };
+	struct timespec now;
+	size_t q;
+	int rc;
+
+	*aborted = false;
+	if ((rc = rs_lookup(m, x, err)) != 0 || res->status != JO_RS_DONE)
+		return rc;
+	if ((rc = watch(m, err, res->ino, res->ino, res->type == JO_TYPE_DIR)) != 0)
+		return rc;
+	mg = jo_rd_command(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir,
+			   x->parent, res->ino);
+	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 3)
+		return jo_rd_fail(m, mg, err, "MGET attrs");
+	if ((rc = rs_check_attrs(mg, x, &d, &a, err)) != 0 || res->status != JO_RS_DONE) {
+		freeReplyObject(mg);
+		unwatch(m);
+		return rc;
+	}
+	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
+	if (x->dir_stats && res->type == JO_TYPE_DIR &&
+	    (rc = rs_fresh_stat(m, res->ino, &p.fresh_stat, err)) != 0) {
+		freeReplyObject(mg);
+		return rc;
+	}
+	/*
+	 * Rename's updateDirStat of both directories, in the same MULTI (a
+	 * process killed after EXEC cannot lose it); like doUpdateDirStat, only
+	 * where a record exists (looked up first, not watched: the flush of a
+	 * juicefs client does not watch it either).
+	 */
+	if (x->dir_stats && ((rc = has_stat(m, x->tdir, &p.src_stat, err)) != 0 ||
+			     (rc = has_stat(m, x->parent, &p.dst_stat, err)) != 0)) {
+		freeReplyObject(mg);
+		return rc;
+	}
+	x->dst_missing = x->dir_stats && !p.dst_stat;
+	p.da = (uint8_t *)mg->element[1]->str;
+	p.dlen = mg->element[1]->len;
+	p.ia = (uint8_t *)mg->element[2]->str;
+	p.ilen = mg->element[2]->len;
+	p.legacy_parent = a.parent == 0;
+	clock_gettime(CLOCK_REALTIME, &now);
+	stamp(p.ia, AT_CTIME, &now);
+	if (p.ilen >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
+		jo_put_be64(p.ia + AT_PARENT, x->parent);
+	if (res->type == JO_TYPE_DIR)
+		jo_put_be32(p.da + AT_NLINK, d.nlink + 1);
+	stamp(p.da, AT_MTIME, &now);
+	stamp(p.da, AT_CTIME, &now);
+	q = rs_queue(m, x, &p);
 	freeReplyObject(mg);
 	return exec_block(m, q, aborted, err);
-skip:
-	freeReplyObject(mg);
-	unwatch(m);
-	return rc;
 }
 
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
@@ -585,47 +649,52 @@ int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen
 			  "conflicting; retry later", tdir, (int)(slen > 80 ? 80 : slen), src);
 }
 
+/*
+ * A test and, where it says yes, two updates of one directory in two hashes:
+ * r is the test's reply from jo_rd_cmd (HSETNX or HEXISTS; NULL with rc its
+ * error). *yes is whether it was the integer 1; then fmt1 runs with
+ * (ino, v1) and fmt2 with (ino, v2). r is freed.
+ */
+static int if_one_two_fields(struct jo_meta *m, redisReply *r, int rc, bool *yes, uint64_t ino,
+			     const char *fmt1, int64_t v1, const char *fmt2, int64_t v2,
+			     struct jo_err *err)
+{
+	const char *fmt[2] = { fmt1, fmt2 };
+	const int64_t v[2] = { v1, v2 };
+
+	if (!r)
+		return rc;
+	*yes = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+	freeReplyObject(r);
+	for (int i = 0; *yes && i < 2; i++) {
+		r = jo_rd_cmd(m, err, &rc, fmt[i], ino, v[i]);
+		if (!r)
+			return rc;
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
 int jo_rd_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
 			int64_t inodes, bool *written, struct jo_err *err)
 {
-	redisReply *r;
 	int rc;
-
 	/* HSETNX on the field the presence test reads, the others after it */
-	r = jo_rd_cmd(m, err, &rc, "HSETNX %KdirUsedSpace %" PRIu64 " %" PRId64, ino, space);
-	if (!r)
-		return rc;
-	*written = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	freeReplyObject(r);
-	if (!*written)
-		return 0;
-	r = jo_rd_cmd(m, err, &rc, "HSET %KdirDataLength %" PRIu64 " %" PRId64, ino, length);
-	freeReplyObject(r);
-	if (!r)
-		return rc;
-	r = jo_rd_cmd(m, err, &rc, "HSET %KdirUsedInodes %" PRIu64 " %" PRId64, ino, inodes);
-	freeReplyObject(r);
-	return r ? 0 : rc;
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HSETNX %KdirUsedSpace %" PRIu64 " %" PRId64, ino,
+				  space);
+
+	return if_one_two_fields(m, r, rc, written, ino,
+				 "HSET %KdirDataLength %" PRIu64 " %" PRId64, length,
+				 "HSET %KdirUsedInodes %" PRIu64 " %" PRId64, inodes, err);
 }
 
 int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
 			bool *had, struct jo_err *err)
 {
-	redisReply *r;
 	int rc;
+	redisReply *r = jo_rd_cmd(m, err, &rc, "HEXISTS %KdirQuota %" PRIu64, ino);
 
-	r = jo_rd_cmd(m, err, &rc, "HEXISTS %KdirQuota %" PRIu64, ino);
-	if (!r)
-		return rc;
-	*had = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-	freeReplyObject(r);
-	if (!*had)
-		return 0;
-	r = jo_rd_cmd(m, err, &rc, "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64, ino, space);
-	freeReplyObject(r);
-	if (!r)
-		return rc;
-	r = jo_rd_cmd(m, err, &rc, "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64, ino, inodes);
-	freeReplyObject(r);
-	return r ? 0 : rc;
+	return if_one_two_fields(m, r, rc, had, ino,
+				 "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64, space,
+				 "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64, inodes, err);
 }

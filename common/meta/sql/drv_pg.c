@@ -608,22 +608,4 @@ static const struct jo_sql_dialect dialect = {
 	.max_blob = 0,
 };
 
-const struct jo_sql_driver jo_sqldrv_pg = {
-	.dialect = &dialect,
-	.connect = d_connect,
-	.disconnect = d_disconnect,
-	.version = d_version,
-	.prepare = d_prepare,
-	.bind_i64 = d_bind_i64,
-	.bind_blob = d_bind_blob,
-	.bind_text = d_bind_text,
-	.step = d_step,
-	.col_i64 = d_col_i64,
-	.col_blob = d_col_blob,
-	.changes = d_changes,
-	.insert_id = d_insert_id,
-	.reset = d_reset,
-	.finalize = d_finalize,
-	.exec = d_exec,
-	.retryable = d_retryable,
-};
+const struct jo_sql_driver jo_sqldrv_pg = JO_SQL_DRIVER_TABLE(&dialect);

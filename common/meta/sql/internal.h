@@ -83,6 +83,20 @@ struct jo_sql_driver {
 	bool (*retryable)(struct jo_sqlc *c);
 };
 
+/* A driver's table, for a driver that names its operations d_<op>: the
+ * member list is written once here, not again in every driver. */
+#define JO_SQL_DRIVER_TABLE(dialect_)                                          \
+	{                                                                      \
+		.dialect = (dialect_), .connect = d_connect,                   \
+		.disconnect = d_disconnect, .version = d_version,              \
+		.prepare = d_prepare, .bind_i64 = d_bind_i64,                  \
+		.bind_blob = d_bind_blob, .bind_text = d_bind_text,            \
+		.step = d_step, .col_i64 = d_col_i64, .col_blob = d_col_blob,  \
+		.changes = d_changes, .insert_id = d_insert_id,                \
+		.reset = d_reset, .finalize = d_finalize, .exec = d_exec,      \
+		.retryable = d_retryable,                                      \
+	}
+
 extern const struct jo_sql_driver jo_sqldrv_sqlite;
 extern const struct jo_sql_driver jo_sqldrv_pg;
 extern const struct jo_sql_driver jo_sqldrv_mysql;
@@ -112,6 +126,9 @@ const struct jo_sql_dialect *jo_sql_dialect_of(struct jo_meta *m);
  */
 int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct jo_err *err,
 		const char *tmpl);
+/* jo_sql_prep, then the n integers of v bound to the first n '?'. */
+int jo_sql_prep_i64s(struct jo_meta *m, const char *ns, struct jo_sqls **st, const char *tmpl,
+		     const int64_t *v, int n, struct jo_err *err);
 /* Thin forwards to the driver. */
 void jo_sql_i64(struct jo_meta *m, struct jo_sqls *st, int i, int64_t v);
 void jo_sql_blob(struct jo_meta *m, struct jo_sqls *st, int i, const void *p, size_t n);

@@ -98,6 +98,16 @@ int jo_sql_prep(struct jo_meta *m, const char *ns, struct jo_sqls **st, struct j
 	return rc;
 }
 
+int jo_sql_prep_i64s(struct jo_meta *m, const char *ns, struct jo_sqls **st, const char *tmpl,
+		     const int64_t *v, int n, struct jo_err *err)
+{
+	int rc = jo_sql_prep(m, ns, st, err, tmpl);
+
+	for (int i = 0; rc == 0 && i < n; i++)
+		jo_sql_i64(m, *st, i + 1, v[i]);
+	return rc;
+}
+
 void jo_sql_i64(struct jo_meta *m, struct jo_sqls *st, int i, int64_t v)
 {
 	jo_sql_of(m)->drv->bind_i64(st, i, v);
@@ -151,12 +161,10 @@ int jo_sql_run(struct jo_meta *m, const char *ns, const char *tmpl, const int64_
 	       int64_t *changes, struct jo_err *err)
 {
 	struct jo_sqls *st;
-	int rc = jo_sql_prep(m, ns, &st, err, tmpl);
+	int rc = jo_sql_prep_i64s(m, ns, &st, tmpl, v, n, err);
 
 	if (rc)
 		return rc;
-	for (int i = 0; i < n; i++)
-		jo_sql_i64(m, st, i + 1, v[i]);
 	if (name)
 		jo_sql_blob(m, st, n + 1, name, nlen);
 	rc = jo_sql_step(m, st, err);

@@ -113,6 +113,45 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+/*
+ * Start the transaction of an unlink or rmdir and look the entry up: 0 with
+ * res->status JO_RM_DONE where the removal goes on; otherwise the
+ * transaction is rolled back (or was never begun).
+ */
+static int rm_start(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen, bool dir,
+		    struct jo_rm_res *res, struct jo_err *err)
+{
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if ((rc = jo_sql_begin(m, err)) != 0)
+		return rc;
+	rc = look(m, parent, name, nlen, dir, res, err);
+	if (rc || res->status != JO_RM_DONE)
+		jo_sql_rollback(m);
+	return rc;
+}
+
+/* End an unlink or rmdir: commit where it went through, roll back (and
+ * report no delfile) otherwise. */
+static int rm_end(struct jo_meta *m, int rc, struct jo_rm_res *res, struct jo_err *err)
+{
+	if (rc || res->status != JO_RM_DONE) {
+		jo_sql_rollback(m);
+		res->delfile = false;
+		return rc;
+	}
+	return jo_sql_commit(m, err);
+}
+
+/* Is a failed attempt worth another: a conflict, not a malformed record,
+ * with tries left? */
+static bool try_again(struct jo_meta *m, int rc, int attempt)
+{
+	return rc < 0 && rc != JO_EPROTO && attempt + 1 < JO_SQL_TXN_TRIES &&
+	       jo_sql_retry(m, attempt);
+}
+
 static int unlink_once(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		       bool dir_stats, struct jo_rm_res *res, struct jo_err *err)
 {
@@ -122,11 +161,9 @@ static int unlink_once(struct jo_meta *m, uint64_t parent, const char *name, siz
 	uint64_t ino;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	if ((rc = jo_sql_begin(m, err)) != 0)
+	if ((rc = rm_start(m, parent, name, nlen, false, res, err)) != 0 ||
+	    res->status != JO_RM_DONE)
 		return rc;
-	if ((rc = look(m, parent, name, nlen, false, res, err)) != 0 || res->status != JO_RM_DONE)
-		goto out;
 	ino = res->ino;
 	rc = run(m, "SELECT flags, nlink, length, parent FROM @node WHERE inode=?~",
 		 (const int64_t[]){ (int64_t)ino }, 1, NULL, 0, row, 4, &found, err);
@@ -174,12 +211,7 @@ static int unlink_once(struct jo_meta *m, uint64_t parent, const char *name, siz
 		rc = account(m, space, parent, dir_stats,
 			     res->type == JO_TYPE_FILE ? (int64_t)res->length : 0, err);
 out:
-	if (rc || res->status != JO_RM_DONE) {
-		jo_sql_rollback(m);
-		res->delfile = false;
-		return rc;
-	}
-	return jo_sql_commit(m, err);
+	return rm_end(m, rc, res, err);
 }
 
 static int rmdir_once(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
@@ -190,11 +222,9 @@ static int rmdir_once(struct jo_meta *m, uint64_t parent, const char *name, size
 	uint64_t ino;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
-	if ((rc = jo_sql_begin(m, err)) != 0)
+	if ((rc = rm_start(m, parent, name, nlen, true, res, err)) != 0 ||
+	    res->status != JO_RM_DONE)
 		return rc;
-	if ((rc = look(m, parent, name, nlen, true, res, err)) != 0 || res->status != JO_RM_DONE)
-		goto out;
 	ino = res->ino;
 	/* the directory's node is locked before its emptiness is checked */
 	rc = run(m, "SELECT 1 FROM @node WHERE inode=?~", (const int64_t[]){ (int64_t)ino }, 1,
@@ -223,11 +253,7 @@ static int rmdir_once(struct jo_meta *m, uint64_t parent, const char *name, size
 	if (rc == 0)
 		rc = account(m, 4096, parent, dir_stats && parent != JO_TRASH_INODE, 0, err);
 out:
-	if (rc || res->status != JO_RM_DONE) {
-		jo_sql_rollback(m);
-		return rc;
-	}
-	return jo_sql_commit(m, err);
+	return rm_end(m, rc, res, err);
 }
 
 int jo_sql_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
@@ -236,8 +262,7 @@ int jo_sql_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t n
 	for (int attempt = 0;; attempt++) {
 		int rc = unlink_once(m, parent, name, nlen, dir_stats, res, err);
 
-		if (rc >= 0 || rc == JO_EPROTO || attempt + 1 >= JO_SQL_TXN_TRIES ||
-		    !jo_sql_retry(m, attempt))
+		if (!try_again(m, rc, attempt))
 			return rc;
 	}
 }
@@ -248,8 +273,7 @@ int jo_sql_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 	for (int attempt = 0;; attempt++) {
 		int rc = rmdir_once(m, parent, name, nlen, dir_stats, res, err);
 
-		if (rc >= 0 || rc == JO_EPROTO || attempt + 1 >= JO_SQL_TXN_TRIES ||
-		    !jo_sql_retry(m, attempt))
+		if (!try_again(m, rc, attempt))
 			return rc;
 	}
 }
@@ -369,8 +393,7 @@ int jo_sql_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t sle
 		int rc = restore_once(m, tdir, src, slen, parent, name, nlen, dir_stats, res,
 				      dst_stat_missing, err);
 
-		if (rc >= 0 || rc == JO_EPROTO || attempt + 1 >= JO_SQL_TXN_TRIES ||
-		    !jo_sql_retry(m, attempt))
+		if (!try_again(m, rc, attempt))
 			return rc;
 	}
 }

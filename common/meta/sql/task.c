@@ -36,12 +36,10 @@ static int write_args(struct jo_meta *m, const char *ns, const char *tmpl, const
 {
 	for (int attempt = 0;; attempt++) {
 		struct jo_sqls *st;
-		int rc = jo_sql_prep(m, ns, &st, err, tmpl);
+		int rc = jo_sql_prep_i64s(m, ns, &st, tmpl, v, n, err);
 
 		if (rc)
 			return rc;
-		for (int i = 0; i < n; i++)
-			jo_sql_i64(m, st, i + 1, v[i]);
 		if (text)
 			jo_sql_text(m, st, n + 1, text);
 		rc = jo_sql_step(m, st, err);

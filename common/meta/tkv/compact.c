@@ -125,20 +125,8 @@ out:
 static int zero_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
 	const struct jo_slice_id *s = p;
-	struct jo_key k;
-	uint8_t *b;
-	size_t bl;
-	int rc;
 
-	jo_tkv_slice_key(&k, tx->m, s->id, s->size);
-	if ((rc = jo_tx_get(tx, &k, &b, &bl, err)) != 0)
-		return rc;
-	if (!b || bl != 8 || jo_le64(b) != 0) {
-		free(b);
-		return 1;
-	}
-	free(b);
-	return jo_tx_del(tx, &k, err);
+	return jo_tx_ref_del_if(tx, s->id, s->size, true, err);
 }
 
 static int t_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c,
@@ -215,16 +203,9 @@ static int forget_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	int rc = 0;
 
 	for (size_t i = 0; i < f->n && !rc; i++) {
-		struct jo_key k;
-		uint8_t *b;
-		size_t bl;
-
-		jo_tkv_slice_key(&k, tx->m, f->v[i].id, f->v[i].size);
-		if ((rc = jo_tx_get(tx, &k, &b, &bl, err)) != 0)
-			break;
-		if (b && bl == 8 && (int64_t)jo_le64(b) < 0)
-			rc = jo_tx_del(tx, &k, err);
-		free(b);
+		rc = jo_tx_ref_del_if(tx, f->v[i].id, f->v[i].size, false, err);
+		if (rc == 1)
+			rc = 0; /* referenced again: kept */
 	}
 	return rc;
 }

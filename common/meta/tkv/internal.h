@@ -117,6 +117,13 @@ int jo_tkv_get(struct jo_meta *m, const struct jo_key *k, uint8_t **v, size_t *v
 /* The K value of slice (id, size): *found, *v = refs - 1 (le64). */
 int jo_tkv_ref(struct jo_meta *m, uint64_t id, uint32_t size, bool *found, int64_t *v,
 	       struct jo_err *err);
+/*
+ * In tx, delete slice (id, size)'s K while it still holds an 8-byte value
+ * that is 0 (one reference left, where zero) or negative (no reference).
+ * 0 when deleted, 1 when K says otherwise (nothing done), or an error.
+ */
+int jo_tx_ref_del_if(struct jo_tx *tx, uint64_t id, uint32_t size, bool zero,
+		     struct jo_err *err);
 /* Every key with this prefix, at one snapshot. */
 int jo_tkv_scan_prefix(struct jo_meta *m, const struct jo_key *prefix, bool keys_only,
 		       jo_kv_cb cb, void *payload, struct jo_err *err);

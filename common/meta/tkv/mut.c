@@ -247,24 +247,31 @@ static int t_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool
 	return rc;
 }
 
-/* Delete K while it still says "no reference" (a reference taken meanwhile keeps it). */
-static int forget_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+int jo_tx_ref_del_if(struct jo_tx *tx, uint64_t id, uint32_t size, bool zero,
+		     struct jo_err *err)
 {
-	const struct jo_sref *s = p;
 	struct jo_key k;
 	uint8_t *b;
 	size_t bl;
 	int rc;
 
-	jo_tkv_slice_key(&k, tx->m, s->id, s->size);
+	jo_tkv_slice_key(&k, tx->m, id, size);
 	if ((rc = jo_tx_get(tx, &k, &b, &bl, err)) != 0)
 		return rc;
-	if (!b || bl != 8 || (int64_t)jo_le64(b) >= 0) {
+	if (!b || bl != 8 || (zero ? jo_le64(b) != 0 : (int64_t)jo_le64(b) >= 0)) {
 		free(b);
 		return 1;
 	}
 	free(b);
 	return jo_tx_del(tx, &k, err);
+}
+
+/* Delete K while it still says "no reference" (a reference taken meanwhile keeps it). */
+static int forget_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	const struct jo_sref *s = p;
+
+	return jo_tx_ref_del_if(tx, s->id, s->size, false, err);
 }
 
 static int t_forget_slice(struct jo_meta *m, uint64_t id, uint32_t size, struct jo_err *err)

@@ -104,6 +104,7 @@ static int look(struct jo_tx *tx, struct rm *r, uint8_t **pattr, size_t *plen, s
 	size_t el;
 	int rc;
 
+	memset(r->res, 0, sizeof(*r->res));
 	*pattr = NULL;
 	jo_tkv_entry_key(&k, tx->m, r->parent, r->name, r->nlen);
 	if ((rc = jo_tx_get(tx, &k, &e, &el, err)) != 0)
@@ -142,6 +143,19 @@ static int look(struct jo_tx *tx, struct rm *r, uint8_t **pattr, size_t *plen, s
 	return 0;
 }
 
+/* Delete the inode's attribute and its extended attributes. */
+static int del_inode(struct jo_tx *tx, uint64_t ino, struct jo_err *err)
+{
+	struct jo_key k;
+	int rc;
+
+	jo_tkv_attr_key(&k, tx->m, ino);
+	if ((rc = jo_tx_del(tx, &k, err)) != 0)
+		return rc;
+	jo_tkv_inode_key(&k, tx->m, ino, 'X');
+	return jo_tx_del_prefix(tx, &k, err);
+}
+
 static int unlink_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
 	struct rm *r = p;
@@ -154,7 +168,6 @@ static int unlink_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	bool have = false;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
 	if ((rc = look(tx, r, &pattr, &plen, err)) != 0)
 		return rc;
 	jo_tkv_attr_key(&k, tx->m, res->ino);
@@ -219,11 +232,7 @@ static int unlink_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		if ((rc = jo_tx_del(tx, &k, err)) != 0)
 			goto out;
 	}
-	jo_tkv_attr_key(&k, tx->m, res->ino);
-	if ((rc = jo_tx_del(tx, &k, err)) != 0)
-		goto out;
-	jo_tkv_inode_key(&k, tx->m, res->ino, 'X');
-	if ((rc = jo_tx_del_prefix(tx, &k, err)) != 0)
+	if ((rc = del_inode(tx, res->ino, err)) != 0)
 		goto out;
 	if (have && a.parent == 0) {
 		jo_tkv_inode_key(&k, tx->m, res->ino, 'P');
@@ -250,7 +259,6 @@ static int rmdir_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	bool full = false;
 	int rc;
 
-	memset(res, 0, sizeof(*res));
 	if ((rc = look(tx, r, &pattr, &plen, err)) != 0)
 		return rc;
 	/* the directory's attr and quota are read, as doRmdir reads them */
@@ -295,11 +303,7 @@ static int rmdir_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		if ((rc = jo_tx_del(tx, &k, err)) != 0)
 			goto out;
 	}
-	jo_tkv_attr_key(&k, tx->m, res->ino);
-	if ((rc = jo_tx_del(tx, &k, err)) != 0)
-		goto out;
-	jo_tkv_inode_key(&k, tx->m, res->ino, 'X');
-	if ((rc = jo_tx_del_prefix(tx, &k, err)) != 0)
+	if ((rc = del_inode(tx, res->ino, err)) != 0)
 		goto out;
 	rc = account(tx, 4096, r->parent, r->dir_stats && r->parent != JO_TRASH_INODE, 0, err);
 out:
