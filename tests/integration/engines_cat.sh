@@ -4,12 +4,7 @@
 # by the real juicefs, fragmented files written through a mount, byte-exact
 # reads of every range shape, read-only commands change nothing.
 # run_all: asan
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/infocat.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines infocat
 JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"

@@ -3,12 +3,7 @@
 # MariaDB and etcd), trash off and on: chunks of 90+ records rewritten as one slice
 # beside an open reader and a live writer, workers killed mid-way, then the
 # whole cycle through jfsops gc and leakcheck; fsck clean, sha256s unchanged.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/compact.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines compact
 JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"

@@ -4,12 +4,7 @@
 # workers reclaim everything pending, workers SIGKILLed and restarted leave
 # nothing lost; juicefs fsck/gc referee, every file intact. JO_GC_VARIANTS
 # (default "parallel killed") picks the variants.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines gc
 JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"

@@ -3,12 +3,7 @@
 # MariaDB and etcd): exactly the planted leaks found (as juicefs gc counts them), the
 # removed block reported missing, --delete-from with quarantine and
 # --restore, fsck clean after.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/leakcheck.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines leakcheck
 JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
 for e in $(engine_list); do
 	engine_start "$e"

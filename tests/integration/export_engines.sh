@@ -15,11 +15,7 @@
 #    volume
 #  - a live writer during an export: it succeeds, and (engines with snapshots)
 #    every row's parent is its directory's inode
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 JO_ENGINES=${JO_ENGINES:-redis sqlite3 postgres mysql etcd}
 PY=$JO_VENV/bin/python
 CHECK="$PY $here/export_check.py"

@@ -12,11 +12,8 @@
 # JO_RECIPES_MD=FILE reads the recipes from FILE instead of docs/operations.md.
 # Ports: JO_PORT_BASE +0 (redis), +10..+13 (SeaweedFS), +4 (rclone serve s3),
 # +30.. (juicefs metrics).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 B=$JO_BIN
 PY=$JO_VENV/bin/python
 MD=${JO_RECIPES_MD:-$JO_REPO/docs/operations.md}

@@ -9,12 +9,7 @@
 # referenced objects and every file keeps its sha256. Then the same on a
 # Redis Cluster whose slot is migrated to another master mid-run (ASK during
 # the migration, MOVED after it).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines gc
 
 # fo_finish META NAME: gc runs until no task is left (a failed item stays in
 # the metadata; the next plan finds it), then the end-state check.

@@ -33,11 +33,7 @@
 #    records untouched; --reset runs it again.
 #  E (etcd coordinator): the awkward part of the corpus (unicode, '%',
 #    empty, multipart), 2 workers, one killed and replaced.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/services.sh"
-. "$HERE/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 if [ -n "${JO_BUILD_DIR:-}" ]; then N=${CLUSTER_N:-${CLUSTER_CI_N:-6000}}; else N=${CLUSTER_N:-20000}; fi

@@ -13,10 +13,7 @@
 # extras; kill -9 mid-run then --resume completes without recopying what
 # was finished (multipart included); dir -> s3 and s3 -> dir; a store that
 # lists directory by directory is detected and sorted.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 N=${SYNC_N:-300}

@@ -8,10 +8,7 @@
 #   bash tests/integration/sync_slowdown.sh
 # Env: JFSOPS_BIN, SYNC_RS_PORT (JO_PORT_BASE+4), SYNC_PROXY_PORT (JO_PORT_BASE+5),
 # SYNC_N (200).
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 RSP=${SYNC_RS_PORT:-$((JO_PORT_BASE + 4))}

@@ -11,11 +11,7 @@
 # volume is unchanged (a dump before and after is equal). Then two hour
 # directories with a parent removed hours after its child: the path climbs
 # across hours and --since/--until split them.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 
 # check_sel NAME EXPECTED_PATHS(space-separated, sorted) ARGS...: the paths
 # `trash ls --json ARGS` lists are exactly EXPECTED.

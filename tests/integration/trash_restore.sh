@@ -18,12 +18,7 @@
 # trash (refused without a filter; a dry run changes nothing), and after
 # `jfsops gc --delete` juicefs gc finds nothing leaked or pending and fsck is
 # clean.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines gc
 
 # restore OUT ARGS...: `trash restore META --json --apply ARGS` into OUT
 restore() {

@@ -8,11 +8,7 @@
 # default) or rename it NAME.restored-TIME (--conflict rename), skip an entry
 # whose parent stays in the trash unless --into DIR, and nothing in the
 # volume changes (juicefs dump before and after are equal).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 
 # plan OUT ARGS...: `trash restore META --json ARGS` into OUT (must exit 0)
 plan() {

@@ -13,11 +13,7 @@
 #  - a live writer renaming files in and out of a directory during the walk:
 #    the walk succeeds, and on engines with snapshots the totals are exact
 #  - a file removed while the mount holds it open is reported apart
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 JO_ENGINES=${JO_ENGINES:-redis sqlite3 postgres mysql etcd}
 CHECK="python3 $here/usage_check.py"
 BUCKETS=1d,7d,30d,90d,1y
