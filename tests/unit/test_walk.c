@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "support/wu_fixture.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/walk.h"
@@ -37,19 +38,6 @@
 #define HOUR (JO_TRASH_INODE + 1)
 
 static char dir[256], url[512], jfs[1024];
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
 
 static void exec_sql(sqlite3 *db, const char *sql)
 {
@@ -92,33 +80,19 @@ static void put_rec(uint8_t *p, uint32_t pos, uint64_t id, uint32_t size, uint32
 
 static int setup(void **state)
 {
-	const char *e = getenv("JUICEFS"), *data = getenv("JO_TEST_DATA");
 	sqlite3 *db;
 	sqlite3_stmt *n, *ed, *ch;
 	char path[600], name[32];
 	uint8_t recs[4 * 24];
 
 	(void)state;
-	if (e) {
-		snprintf(jfs, sizeof(jfs), "%s", e);
-	} else {
-		size_t k = data ? strlen(data) : 0;
-		if (k >= 11 && strcmp(data + k - 11, "/tests/data") == 0)
-			k -= 11;
-		snprintf(jfs, sizeof(jfs), "%.*s%s.venv/bin/juicefs", (int)k, data ? data : "",
-			 k ? "/" : "");
-	}
-	if (access(jfs, X_OK) != 0) {
-		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
+	if (wu_fx_juicefs_check(jfs, sizeof(jfs)) != 0)
 		return -1;
-	}
-	snprintf(dir, sizeof(dir), "/tmp/jo-test-walk.XXXXXX");
-	if (!mkdtemp(dir))
+	if (wu_fx_tmpdir("walk", dir, sizeof(dir), url, sizeof(url)) != 0)
 		return -1;
-	snprintf(url, sizeof(url), "sqlite3://%s/m.db", dir);
 	snprintf(path, sizeof(path), "%s/m.db", dir);
-	sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 1 "
-	   ">%s/format.log 2>&1", jfs, url, dir, dir);
+	wu_fx_sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 1 "
+		 ">%s/format.log 2>&1", jfs, url, dir, dir);
 	if (sqlite3_open(path, &db) != SQLITE_OK)
 		return -1;
 	exec_sql(db, "BEGIN");
@@ -186,8 +160,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (dir[0])
-		sh("rm -rf %s", dir);
+	wu_fx_rmdir(dir);
 	return 0;
 }
 
