@@ -477,25 +477,7 @@ static void delete_chunk_decrements_and_reports_freed(void **state)
 	jo_meta_close(m);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), "gcunit"), 0);
-	if (gct_redis_start(&g_redis) == 0)
-		g_have_redis = true;
-	else
-		fprintf(stderr, "test_gc: no redis-server: Redis cases are skipped\n");
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
-	gct_rm_rf(g_dir);
-	return 0;
-}
+GCT_GROUP_FIXTURE("test_gc", "gcunit")
 
 int main(void)
 {

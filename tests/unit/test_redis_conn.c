@@ -81,12 +81,9 @@ static int group_setup(void **state)
 	int rc;
 
 	(void)state;
-	rc = gct_redis_start(&g_redis);
-	if (rc != 0) {
-		fprintf(stderr, "test_redis_conn: no redis-server (%d)\n", rc);
+	rc = gct_redis_try("test_redis_conn", &g_redis, &g_have_redis);
+	if (rc != 0)
 		return rc == 77 ? 0 : -1;
-	}
-	g_have_redis = true;
 	checker("SET setting %s", fmt_json);
 	snprintf(g_url, sizeof(g_url), "redis://127.0.0.1:%d/5", g_redis.port);
 	return 0;
@@ -95,8 +92,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
+	gct_group_end(&g_redis, g_have_redis, "");
 	return 0;
 }
 

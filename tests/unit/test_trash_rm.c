@@ -1151,26 +1151,7 @@ static int teardown_case(void **state)
 	return 0;
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), "trashrm"), 0);
-	setenv("JO_TEST_REDIS_PORT", "6424", 0); /* away from test_gc/test_lease (6404) */
-	if (gct_redis_start(&g_redis) == 0)
-		g_have_redis = true;
-	else
-		fprintf(stderr, "test_trash_rm: no redis-server: Redis cases are skipped\n");
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
-	gct_rm_rf(g_dir);
-	return 0;
-}
+GCT_GROUP_FIXTURE("test_trash_rm", "trashrm")
 
 int main(void)
 {
@@ -1183,5 +1164,6 @@ int main(void)
 		cmocka_unit_test(trash_hour_rejects_impossible_days),
 	};
 
+	setenv("JO_TEST_REDIS_PORT", "6424", 0); /* away from test_gc/test_lease (6404) */
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -82,12 +82,9 @@ static int group_setup(void **state)
 	int rc;
 
 	(void)state;
-	rc = gct_redis_start(&g_redis);
-	if (rc != 0) {
-		fprintf(stderr, "test_walk_redis: no redis-server (%d)\n", rc);
+	rc = gct_redis_try("test_walk_redis", &g_redis, &g_have_redis);
+	if (rc != 0)
 		return rc == 77 ? 0 : -1;
-	}
-	g_have_redis = true;
 	g_c = gct_redis_conn(g_redis.port, 6);
 	if (!g_c)
 		return -1;
@@ -142,8 +139,7 @@ static int group_teardown(void **state)
 	(void)state;
 	if (g_c)
 		redisFree(g_c);
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
+	gct_group_end(&g_redis, g_have_redis, "");
 	return 0;
 }
 
