@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
 #include "support/wu_fixture.h"
 #include "common/mem.h"
 #include "common/meta/meta.h"
@@ -46,13 +47,7 @@ static int teardown(void **state)
 
 static struct jo_meta *open_ok(void)
 {
-	struct jo_meta *m = NULL;
-	struct jo_err err = { 0 };
-	int rc = jo_meta_open(&m, url, &err);
-
-	if (rc != 0)
-		fail_msg("open %s: %s", url, err.msg);
-	return m;
+	return meta_open_ok(url);
 }
 
 static void test_format_and_counters(void **state)

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/redis/internal.h"
@@ -99,10 +100,8 @@ static int group_teardown(void **state)
 static struct jo_meta *open_vol(void)
 {
 	struct jo_meta *m = NULL;
-	struct jo_err err = { 0 };
 
-	if (jo_meta_open(&m, g_url, &err) != 0)
-		fail_msg("open %s: %s", g_url, err.msg);
+	m = meta_open_ok(g_url);
 	return m;
 }
 
@@ -241,8 +240,7 @@ static void test_append_server_gone(void **state)
 	freeReplyObject(r);
 	redisFree(c);
 	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/5", r2.port);
-	if (jo_meta_open(&m, url, &err) != 0)
-		fail_msg("open %s: %s", url, err.msg);
+	m = meta_open_ok(url);
 	gct_redis_stop(&r2);
 	assert_null(jo_rd_command(m, "PING")); /* the connection goes, no new one */
 	assert_int_not_equal(jo_rd_append(m, "GET %Ksetting"), REDIS_OK);
@@ -454,8 +452,7 @@ static void test_confirm_wait_refused(void **state)
 	start_replica(r2);
 	on(g_redis.port, "ACL SETUSER nowait on >nowaitpw ~* &* +@all -wait");
 	snprintf(url, sizeof(url), "redis://nowait:nowaitpw@127.0.0.1:%d/5", g_redis.port);
-	if (jo_meta_open(&m, url, &err) != 0)
-		fail_msg("open %s: %s", url, err.msg);
+	m = meta_open_ok(url);
 	set_x(m);
 	assert_int_equal(jo_rd_confirm(m, &err), JO_ECONNECT);
 	assert_non_null(strstr(err.msg, "WAIT was refused"));

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
 #include "support/wu_fixture.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
@@ -278,15 +279,13 @@ static int on_slice(uint64_t ino, enum jo_walk_where where, uint32_t indx, uint3
 
 static void test_walk_shapes_bounded(void **state)
 {
-	struct jo_meta *m = NULL;
+	struct jo_meta *m = meta_open_ok(url);
 	struct jo_err err = { 0 };
 	struct jo_walk_opts o = JO_WALK_OPTS_INIT;
 	struct jo_walk_stats st;
 	struct seen s = { .ordered = true };
 
 	(void)state;
-	if (jo_meta_open(&m, url, &err))
-		fail_msg("open: %s", err.msg);
 	o.flags = JO_WALK_SLICES | JO_WALK_TRASH | JO_WALK_SUSTAINED;
 	o.mem_limit = 4u << 20;
 	o.row = on_row;
@@ -335,14 +334,12 @@ static int stop_row(const struct jo_walk_row *r, void *p)
 
 static void test_walk_subtree_and_errors(void **state)
 {
-	struct jo_meta *m = NULL;
+	struct jo_meta *m = meta_open_ok(url);
 	struct jo_err err = { 0 };
 	struct jo_walk_opts o = JO_WALK_OPTS_INIT;
 	uint64_t n = 0;
 
 	(void)state;
-	if (jo_meta_open(&m, url, &err))
-		fail_msg("open: %s", err.msg);
 	o.root = "//big/";
 	o.row = count_row;
 	o.payload = &n;
@@ -366,7 +363,7 @@ static void test_walk_subtree_and_errors(void **state)
  * folded level by level, the totals come out as a walk of the tree counts */
 static void test_usage_fold_bounded(void **state)
 {
-	struct jo_meta *m = NULL;
+	struct jo_meta *m = meta_open_ok(url);
 	struct jo_err err = { 0 };
 	struct usage_opts o = { .depth = 1, .top = 3, .cold = 90 * 86400, .mem_limit = 8u << 20,
 				.now = 1700000000LL + 2000000 };
@@ -376,8 +373,6 @@ static void test_usage_fold_bounded(void **state)
 	int n = 0, rc;
 
 	(void)state;
-	if (jo_meta_open(&m, url, &err))
-		fail_msg("open: %s", err.msg);
 	assert_int_equal(usage_parse_buckets("1d,30d", &o, &err), 0);
 	if (usage_run(m, &o, &r, &err))
 		fail_msg("usage: %s", err.msg);

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
 #include "common/meta/meta.h"
 #include "common/walk.h"
 #include "gc_testutil.h"
@@ -214,8 +215,7 @@ static void test_walk_redis_batches(void **state)
 	(void)state;
 	if (!g_have_redis)
 		skip();
-	if (jo_meta_open(&m, g_url, &err))
-		fail_msg("open: %s", err.msg);
+	m = meta_open_ok(g_url);
 	o.flags = JO_WALK_TRASH | JO_WALK_SUSTAINED;
 	o.mem_limit = 4u << 20;
 	o.row = on_row;
@@ -263,8 +263,7 @@ static void test_readdir_attr_batch(void **state)
 	(void)state;
 	if (!g_have_redis)
 		skip();
-	if (jo_meta_open(&m, g_url, &err))
-		fail_msg("open: %s", err.msg);
+	m = meta_open_ok(g_url);
 	assert_int_equal(jo_meta_readdir_attr(m, dirs, 3, batch_cb, n, &err), 0);
 	assert_int_equal(n[0], BIG);
 	assert_int_equal(n[1], 1 + SMALL + 1 + 2); /* big, s*, c, h1, gone */
