@@ -68,12 +68,8 @@ export_ok() { # META DIR [args]
 
 first_meta=
 for e in $(engine_list); do
-	engine_start "$e"
-	engine_meta "$e" "ex_$e"
-	meta=$JO_META
 	mnt=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "ex-$e" --trash-days 1
-	jfs_mount "$meta" "$mnt"
+	engine_volume "$e" "ex-$e" "$mnt"
 	make_tree "$mnt"
 	sync
 

@@ -28,17 +28,10 @@ print(" ".join(sorted(o["path"] for o in map(json.loads, open(sys.argv[1])) if o
 }
 
 for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
-	engine_start "$e"
-	engine_meta "$e" "trls$e"
-	meta=$JO_META
 	mp=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "trls$e" --trash-days 1
-	jfs_mount "$meta" "$mp" --no-bgjob
+	engine_volume "$e" "trls$e" "$mp" --no-bgjob # the mount must not empty the trash
 	mkdir -p "$mp/a/b/c" "$mp/a/bb" "$mp/keep"
-	head -c 100000 /dev/urandom >"$mp/a/b/f1"
-	head -c 3000 /dev/urandom >"$mp/a/b/c/f2.csv"
-	head -c 777 /dev/urandom >"$mp/a/bb/f3"
-	head -c 4242 /dev/urandom >"$mp/top.txt"
+	jo_random_files "$mp" a/b/f1:100000 a/b/c/f2.csv:3000 a/bb/f3:777 top.txt:4242
 	echo keep >"$mp/keep/k"
 	chown 1234:1234 "$mp/a/b/c/f2.csv"
 	f1_ino=$(stat -c %i "$mp/a/b/f1")

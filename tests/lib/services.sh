@@ -106,6 +106,17 @@ jo_need_free_port() {
 	done
 }
 
+# jo_random_files DIR PATH:SIZE...: random files of SIZE bytes at DIR/PATH
+# (parent directories made as needed).
+jo_random_files() {
+	local dir=$1 f
+	shift
+	for f in "$@"; do
+		mkdir -p "$(dirname "$dir/${f%:*}")"
+		head -c "${f##*:}" /dev/urandom >"$dir/${f%:*}"
+	done
+}
+
 # jo_tail FILE: the last lines of a log, for failure messages.
 jo_tail() {
 	if [ -f "$1" ]; then
