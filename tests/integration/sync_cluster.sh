@@ -33,15 +33,11 @@
 #    records untouched; --reset runs it again.
 #  E (etcd coordinator): the awkward part of the corpus (unicode, '%',
 #    empty, multipart), 2 workers, one killed and replaced.
-. "$(dirname "$0")/lib/init.sh" engines
+. "$(dirname "$0")/lib/init.sh" engines synccheck
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 if [ -n "${JO_BUILD_DIR:-}" ]; then N=${CLUSTER_N:-${CLUSTER_CI_N:-6000}}; else N=${CLUSTER_N:-20000}; fi
 PY=$JO_VENV/bin/python
-FAILS=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
-check_eq() { if [ "$1" = "$2" ]; then ok "$3 ($1)"; else bad "$3: got '$1', want '$2'"; fi; }
 
 start_redis $((JO_PORT_BASE + 1))
 start_seaweed $((JO_PORT_BASE + 10)) swak swsk
@@ -49,14 +45,7 @@ start_rclone_s3 $((JO_PORT_BASE + 16)) rcak rcsk
 SW=$JO_S3_ENDPOINT
 RS=$JO_RS3_ENDPOINT
 RSROOT=$JO_RS3_ROOT
-export RCLONE_CONFIG=/dev/null
-export RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=Other RCLONE_CONFIG_SW_ACCESS_KEY_ID=swak \
-	RCLONE_CONFIG_SW_SECRET_ACCESS_KEY=swsk RCLONE_CONFIG_SW_ENDPOINT=$SW \
-	RCLONE_CONFIG_SW_FORCE_PATH_STYLE=true RCLONE_CONFIG_SW_LIST_VERSION=2
-export RCLONE_CONFIG_RS_TYPE=s3 RCLONE_CONFIG_RS_PROVIDER=Rclone RCLONE_CONFIG_RS_ACCESS_KEY_ID=rcak \
-	RCLONE_CONFIG_RS_SECRET_ACCESS_KEY=rcsk RCLONE_CONFIG_RS_ENDPOINT=$RS \
-	RCLONE_CONFIG_RS_FORCE_PATH_STYLE=true
-rc() { "$RCLONE" --retries 1 -q "$@"; }
+sync_rclone_remotes "$SW" "$RS"
 export JFSOPS_SRC_ACCESS_KEY=swak JFSOPS_SRC_SECRET_KEY=swsk
 export JFSOPS_DST_ACCESS_KEY=rcak JFSOPS_DST_SECRET_KEY=rcsk
 
