@@ -159,6 +159,27 @@ static void gct_group_end(struct gct_redis *r, bool have, const char *dir)
 }
 
 /*
+ * The metadata of case g_case of a test file with make_redis(f, db) and
+ * make_sqlite(f, path): Redis database g_case % 15, or g_dir/meta<g_case>.db.
+ */
+#define GCT_CASE_META(redis, f)                                                         \
+	do {                                                                            \
+		if (redis) {                                                            \
+			make_redis(f, g_case % 15);                                     \
+		} else {                                                                \
+			char gct_db_[400];                                              \
+                                                                                        \
+			snprintf(gct_db_, sizeof(gct_db_), "%s/meta%d.db", g_dir, g_case); \
+			make_sqlite(f, gct_db_);                                        \
+		}                                                                       \
+	} while (0)
+
+/* setup_redis and setup_sqlite from the file's setup_case(state, redis). */
+#define GCT_ENGINE_SETUPS                                                               \
+	static int setup_redis(void **state) { return setup_case(state, true); }       \
+	static int setup_sqlite(void **state) { return setup_case(state, false); }
+
+/*
  * group_setup and group_teardown for a test file whose globals g_dir,
  * g_redis and g_have_redis hold its group's scratch directory (tagged TAG)
  * and its Redis; without redis-server the Redis cases are skipped.

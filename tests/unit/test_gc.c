@@ -247,7 +247,7 @@ static void make_sqlite(struct fixture *f, const char *path)
 static int setup_case(void **state, bool redis)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	char path[400], cmd[700];
+	char cmd[700];
 
 	if (redis && !g_have_redis) {
 		free(f);
@@ -268,18 +268,12 @@ static int setup_case(void **state, bool redis)
 	put_slice(f, 16, S16);
 	put_slice(f, 17, S17);
 	put_slice(f, 18, S18);
-	if (redis) {
-		make_redis(f, g_case % 15);
-	} else {
-		snprintf(path, sizeof(path), "%s/meta%d.db", g_dir, g_case);
-		make_sqlite(f, path);
-	}
+	GCT_CASE_META(redis, f);
 	*state = f;
 	return 0;
 }
 
-static int setup_redis(void **state) { return setup_case(state, true); }
-static int setup_sqlite(void **state) { return setup_case(state, false); }
+GCT_ENGINE_SETUPS
 
 static int teardown_case(void **state)
 {

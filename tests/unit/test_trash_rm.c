@@ -1099,7 +1099,6 @@ static void trash_hour_rejects_impossible_days(void **state)
 static int setup_case(void **state, bool redis)
 {
 	struct fixture *f;
-	char path[400];
 
 	*state = NULL;
 	if (redis && !g_have_redis)
@@ -1108,18 +1107,12 @@ static int setup_case(void **state, bool redis)
 	assert_non_null(f);
 	f->redis = redis;
 	g_case++;
-	if (redis) {
-		make_redis(f, g_case % 15);
-	} else {
-		snprintf(path, sizeof(path), "%s/meta%d.db", g_dir, g_case);
-		make_sqlite(f, path);
-	}
+	GCT_CASE_META(redis, f);
 	*state = f;
 	return 0;
 }
 
-static int setup_redis(void **state) { return setup_case(state, true); }
-static int setup_sqlite(void **state) { return setup_case(state, false); }
+GCT_ENGINE_SETUPS
 
 static int teardown_case(void **state)
 {
