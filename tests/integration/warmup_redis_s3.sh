@@ -28,6 +28,22 @@ BS=$((1 << 20))
 # shellcheck source=warmup_lib.bash
 . "$here/warmup_lib.bash"
 
+# remount_reads_cached CACHE RANGES PHASE: mount on the warmed cache CACHE
+# (no prefetch, no readahead) and read exactly RANGES: the bytes are the
+# local copy's and not one GET reaches the object store.
+remount_reads_cached() {
+	local g0 g1
+	mount_at "$MP" "$1" --prefetch 0 --max-readahead 0
+	sleep 2 # the client indexes its cache directory at start
+	g0=$(gets "$MP")
+	"$PY" "$here/warmup_read.py" "$MP" "$L" "$2" || fail "$3: bytes read through the mount differ"
+	sleep 1
+	g1=$(gets "$MP")
+	[ $((g1 - g0)) = 0 ] || fail "$3: remount fetched $((g1 - g0)) objects for warmed ranges"
+	jo_log "$3: remount read all ranges with 0 GETs"
+	jfs_umount "$MP"
+}
+
 # ---------------------------------------------------------------- data
 L=$JO_T/local
 mkdir -p "$L/sub"
@@ -147,15 +163,7 @@ cached_keys "$C1" >"$JO_T/cached1"
 diff "$JO_T/wantkeys1" "$JO_T/cached1" || fail "cache holds other blocks than the wanted ones"
 
 # remount on the same cache: reading exactly the ranges fetches nothing
-mount_at "$MP" "$C1" --prefetch 0 --max-readahead 0
-sleep 2 # the client indexes its cache directory at start
-g0=$(gets "$MP")
-"$PY" "$here/warmup_read.py" "$MP" "$L" "$R1" || fail "bytes read through the mount differ"
-sleep 1
-g1=$(gets "$MP")
-[ $((g1 - g0)) = 0 ] || fail "remount fetched $((g1 - g0)) objects for warmed ranges"
-jo_log "phase 1: remount read all ranges with 0 GETs"
-jfs_umount "$MP"
+remount_reads_cached "$C1" "$R1" "phase 1"
 
 # ---------------------------------------------------------------- phase 2: prefetch
 R2=$JO_T/r2.txt
@@ -196,15 +204,7 @@ jq "o['key'][len('wvol/'):]" <"$JO_T/oracle2.jsonl" | sort >"$JO_T/wantkeys2"
 jfs_umount "$MP"
 cached_keys "$C2" >"$JO_T/cached2"
 diff "$JO_T/wantkeys2" "$JO_T/cached2" || fail "phase-2 cache holds other blocks than the wanted ones"
-mount_at "$MP" "$C2" --prefetch 0 --max-readahead 0
-sleep 2
-g0=$(gets "$MP")
-"$PY" "$here/warmup_read.py" "$MP" "$L" "$R2" || fail "phase-2 bytes differ"
-sleep 1
-g1=$(gets "$MP")
-[ $((g1 - g0)) = 0 ] || fail "phase-2 remount fetched $((g1 - g0)) objects"
-jo_log "phase 2: remount read all ranges with 0 GETs"
-jfs_umount "$MP"
+remount_reads_cached "$C2" "$R2" "phase 2"
 
 # ---------------------------------------------------------------- juicefs warmup
 C3=$JO_T/cache-3
