@@ -186,6 +186,15 @@ static struct jo_obj *start_open(struct server *s, int retries)
 	return open_at(s, retries);
 }
 
+/* A whole-object GET of KEY (at most 10 bytes) that must fail with WANT. */
+static void get_fails(struct jo_obj *o, const char *key, int want, struct jo_err *err)
+{
+	uint8_t *buf = NULL;
+	size_t len;
+
+	assert_int_equal(jo_obj_get_buf(o, key, 0, -1, 10, &buf, &len, err), want);
+}
+
 static void close_stop(struct jo_obj *o, struct server *s)
 {
 	jo_obj_close(o);
@@ -205,10 +214,9 @@ static void retries_5xx_then_succeeds(void **state)
 	struct jo_err err;
 	uint8_t *buf;
 	size_t len;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 3);
 
 	(void)state;
-	o = start_open(&s, 3);
 	assert_int_equal(jo_obj_get_buf(o, "a b/c+d", 0, -1, 100, &buf, &len, &err), 0);
 	assert_int_equal(len, 5);
 	assert_memory_equal(buf, "hello", 5);
@@ -233,10 +241,9 @@ static void gives_up_after_the_retry_budget(void **state)
 			    .nsteps = 4 };
 	struct jo_obj_info info;
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 2);
 
 	(void)state;
-	o = start_open(&s, 2);
 	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
 	assert_non_null(strstr(err.msg, "InternalError"));
 	assert_non_null(strstr(err.msg, "'k'"));
@@ -289,13 +296,10 @@ static void forbidden_is_eauth_without_retry(void **state)
 			   { 200, "", 0 } },
 		.nsteps = 2 };
 	struct jo_err err;
-	struct jo_obj *o;
-	uint8_t *buf;
-	size_t len;
+	struct jo_obj *o = start_open(&s, 3);
 
 	(void)state;
-	o = start_open(&s, 3);
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_EAUTH);
+	get_fails(o, "k", JO_EAUTH, &err);
 	assert_non_null(strstr(err.msg, "SignatureDoesNotMatch"));
 	assert_int_equal(s.served, 1);
 	/* Let the server finish its script. */
@@ -310,18 +314,17 @@ static void ranged_get_sends_range_and_reads_404_as_enotfound(void **state)
 				       { 404, S3_ERROR("NoSuchBucket", "m"), 0 } },
 			    .nsteps = 3 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 3);
 	uint8_t *buf;
 	size_t len;
 
 	(void)state;
-	o = start_open(&s, 3);
 	assert_int_equal(jo_obj_get_buf(o, "k", 3, 4, 10, &buf, &len, &err), 0);
 	assert_memory_equal(buf, "3456", 4);
 	free(buf);
 	assert_non_null(ci_find(s.requests[0], "\r\nrange: bytes=3-6\r\n"));
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ENOTFOUND);
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ESTATE);
+	get_fails(o, "k", JO_ENOTFOUND, &err);
+	get_fails(o, "k", JO_ESTATE, &err);
 	close_stop(o, &s);
 }
 
@@ -333,10 +336,9 @@ static void copy_with_200_error_body_fails(void **state)
 			   { 200, "<CopyObjectResult><ETag>\"x\"</ETag></CopyObjectResult>", 0 } },
 		.nsteps = 2 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	o = start_open(&s, 0);
 	assert_int_not_equal(jo_obj_copy(o, "src/a", "dst/b", NULL, &err), 0);
 	assert_non_null(strstr(err.msg, "InternalError"));
 	assert_non_null(ci_find(s.requests[0], "\r\nx-amz-copy-source: /bkt/src/a\r\n"));
@@ -377,10 +379,9 @@ static void list_v2_follows_continuation_tokens(void **state)
 		.nsteps = 3 };
 	struct names n = { 0 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	o = start_open(&s, 0);
 	assert_int_equal(jo_obj_list(o, "p/", "p/0", NULL, collect, &n, &err), 0);
 	assert_int_equal(n.n, 2);
 	assert_string_equal(n.k[0], "p/a b");
@@ -437,10 +438,9 @@ static void list_that_does_not_advance_is_an_error(void **state)
 		.nsteps = 2 };
 	struct names n = { 0 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	o = start_open(&s, 0);
 	assert_int_equal(jo_obj_list(o, "p/", NULL, NULL, collect, &n, &err), JO_EPROTO);
 	assert_non_null(strstr(err.msg, "does not advance"));
 	close_stop(o, &s);
@@ -457,10 +457,9 @@ static void delete_batch_maps_per_key_errors(void **state)
 	const char *keys[] = { "a", "b&c", "gone", "d<e" };
 	int results[4] = { 9, 9, 9, 9 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	o = start_open(&s, 0);
 	assert_int_equal(jo_obj_delete_batch(o, keys, 4, results, &err), 0);
 	assert_int_equal(results[0], 0);
 	assert_int_equal(results[1], JO_EAUTH);
@@ -871,17 +870,14 @@ static void cancel_aborts_in_flight_transfer(void **state)
 	struct server s = { .steps = { { 200, "late", 3000 } }, .nsteps = 1 };
 	struct timespec t0, t1;
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 3);
 	pthread_t th;
-	uint8_t *buf;
-	size_t len;
 	double dt;
 
 	(void)state;
-	o = start_open(&s, 3);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pthread_create(&th, NULL, cancel_soon, NULL);
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ECANCELED);
+	get_fails(o, "k", JO_ECANCELED, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	assert_true(dt < 2.5);
