@@ -23,6 +23,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/file.h"
+#include "support/testutil.h"
 
 #define NOBODY 65534
 
@@ -38,11 +39,7 @@ static void path_in(const struct fx *fx, const char *name, char *out, size_t cap
 
 static void put(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	tu_write_text(path, text);
 }
 
 /* The whole content of path ("" when it is absent). */

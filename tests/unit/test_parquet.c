@@ -27,6 +27,7 @@
 
 #include "common/err.h"
 #include "common/parquet.h"
+#include "support/testutil.h"
 
 static char tmpdir[256];
 
@@ -245,11 +246,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	/* xorshift64*: deterministic per seed */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1DULL;
+	return tu_xorshift(&rng);
 }
 
 /* ---- tests ---- */

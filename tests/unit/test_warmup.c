@@ -23,6 +23,7 @@
 #include "common/meta/meta.h"
 #include "common/warmup/warmup.h"
 #include "support/wu_fixture.h"
+#include "support/testutil.h"
 
 #define MiB (1u << 20)
 #define KiB (1u << 10)
@@ -612,13 +613,9 @@ static void plan_reads_for_each_mount_kind(void **state)
 static void write_file(const char *dir, const char *name, const char *text)
 {
 	char p[512];
-	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tu_write_text(p, text);
 }
 
 static void mount_probe_and_stats_read_control_files(void **state)
