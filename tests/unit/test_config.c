@@ -272,17 +272,13 @@ static void test_mask_and_path(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "%s/jo-cfg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	return mkdtemp(g_dir) ? 0 : -1;
+	return tu_mkdtemp(g_dir, sizeof(g_dir), "jo-cfg");
 }
 
 static int teardown(void **state)
 {
-	char cmd[600];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(g_dir);
 }
 
 int main(void)

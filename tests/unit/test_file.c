@@ -94,10 +94,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[128];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tu_rm_rf(fx->dir), 0);
 	free(fx);
 	return 0;
 }

@@ -14,19 +14,12 @@
 
 #include "common/err.h"
 #include "common/object/object.h"
+#include "support/testutil.h"
 
 struct fx {
 	char dir[256];
 	struct jo_obj *o;
 };
-
-static int rm_rf(const char *path)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	return system(cmd);
-}
 
 static int setup(void **state)
 {
@@ -54,7 +47,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	jo_obj_close(f->o);
-	rm_rf(f->dir);
+	tu_rm_rf(f->dir);
 	free(f);
 	return 0;
 }

@@ -34,21 +34,17 @@ static char tmpdir[256];
 static int setup_dir(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_parquet-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tu_mkdtemp(tmpdir, sizeof(tmpdir), "test_parquet");
 }
 
 static int teardown_dir(void **state)
 {
-	char cmd[300];
-
 	(void)state;
 	if (getenv("JO_TEST_KEEP")) {
 		fprintf(stderr, "kept %s\n", tmpdir);
 		return 0;
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(tmpdir);
 }
 
 /* Read back every file of the test's directory with pyarrow and DuckDB. */

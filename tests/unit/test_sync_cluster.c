@@ -388,6 +388,7 @@ static void test_plan_awkward_and_tiny(void **state)
 
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
+#include "support/testutil.h"
 #include <jansson.h>
 #include <sys/stat.h>
 
@@ -734,17 +735,13 @@ static void test_cluster_deletes_after_every_range(void **state)
 static int cluster_setup(void **state)
 {
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/jo-cluster-test-XXXXXX");
-	return mkdtemp(g_dir) ? 0 : -1;
+	return tu_mkdtemp(g_dir, sizeof(g_dir), "jo-cluster-test");
 }
 
 static int cluster_teardown(void **state)
 {
-	char cmd[400];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(g_dir);
 }
 
 int main(void)

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -20,6 +21,22 @@ void tu_write(const char *path, const void *b, size_t n)
 void tu_write_text(const char *path, const char *text)
 {
 	tu_write(path, text, strlen(text));
+}
+
+int tu_mkdtemp(char *dir, size_t cap, const char *name)
+{
+	const char *tmp = getenv("TMPDIR");
+
+	snprintf(dir, cap, "%s/%s-XXXXXX", tmp ? tmp : "/tmp", name);
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+int tu_rm_rf(const char *dir)
+{
+	char cmd[4200];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	return system(cmd) == 0 ? 0 : -1;
 }
 
 uint64_t tu_xorshift(uint64_t *state)
