@@ -85,13 +85,7 @@ static void answers_parse_in_any_split(void **state)
 		buf[n + 14] = 0x10;              /* bytes 4096 */
 		n += 16;
 	}
-	buf[n++] = 0xFF;
-	buf[n++] = 0;
-	buf[n++] = 0;
-	buf[n++] = (uint8_t)(jl >> 8);
-	buf[n++] = (uint8_t)jl;
-	memcpy(buf + n, json, jl);
-	n += jl;
+	n += wu_fx_answer(buf + n, json, jl);
 	for (size_t step = 1; step <= n; step = step * 2 + 1) {
 		struct jo_warmup_ctl_parser p = { 0 };
 		struct jo_warmup_ctl_reply r = { 0 };

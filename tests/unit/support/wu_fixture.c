@@ -1,5 +1,6 @@
 /* wu_fixture.c: see wu_fixture.h. */
 #include "support/wu_fixture.h"
+#include "support/testutil.h"
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -95,15 +96,6 @@ void wu_fx_teardown(struct wu_fixture *fx)
 	wu_fx_rmdir(fx->dir);
 }
 
-static void write_bytes(const char *path, const void *b, size_t n)
-{
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	assert_int_equal(fwrite(b, 1, n, f), n);
-	assert_int_equal(fclose(f), 0);
-}
-
 void wu_fx_mount(struct wu_fixture *fx, const char *uuid, uint64_t cache_size)
 {
 	char path[512], cfg[2048];
@@ -118,7 +110,7 @@ void wu_fx_mount(struct wu_fixture *fx, const char *uuid, uint64_t cache_size)
 		     fx->cache);
 	assert_true(n > 0 && (size_t)n < sizeof(cfg));
 	snprintf(path, sizeof(path), "%s/.config", fx->mount);
-	write_bytes(path, cfg, (size_t)n);
+	tu_write(path, cfg, (size_t)n);
 }
 
 void wu_fx_cache_put(const struct wu_fixture *fx, const char *key)
@@ -127,6 +119,17 @@ void wu_fx_cache_put(const struct wu_fixture *fx, const char *key)
 
 	assert_non_null(rel);
 	wu_fx_sh("f=%s/raw%s && mkdir -p \"$(dirname $f)\" && touch $f", fx->cache, rel);
+}
+
+size_t wu_fx_answer(uint8_t *p, const char *json, size_t jl)
+{
+	p[0] = 0xFF;
+	p[1] = 0;
+	p[2] = 0;
+	p[3] = (uint8_t)(jl >> 8);
+	p[4] = (uint8_t)jl;
+	memcpy(p + 5, json, jl);
+	return 5 + jl;
 }
 
 void wu_fx_control(const struct wu_fixture *fx, int action, const char *const *paths, size_t n,
@@ -141,15 +144,9 @@ void wu_fx_control(const struct wu_fixture *fx, int action, const char *const *p
 	buf = calloc(1, mlen + 5 + jl);
 	assert_non_null(buf);
 	/* the message's place (overwritten by the request), then the answer record */
-	k = mlen;
-	buf[k++] = 0xFF;
-	buf[k++] = 0;
-	buf[k++] = 0;
-	buf[k++] = (uint8_t)(jl >> 8);
-	buf[k++] = (uint8_t)jl;
-	memcpy(buf + k, json, jl);
+	k = mlen + wu_fx_answer(buf + mlen, json, jl);
 	snprintf(path, sizeof(path), "%s/.control", fx->mount);
-	write_bytes(path, buf, k + jl);
+	tu_write(path, buf, k);
 	free(buf);
 	free(msg);
 }

@@ -46,6 +46,12 @@ void wu_fx_mount(struct wu_fixture *fx, const char *uuid, uint64_t cache_size);
 /* Put the block of object key `key` (vol/chunks/...) in the stand-in's disk cache. */
 void wu_fx_cache_put(const struct wu_fixture *fx, const char *key);
 /*
+ * The data record of a control answer at p: 0xFF, two zero bytes, the
+ * length of json (16 bits, big-endian) and json itself (jl bytes). Returns
+ * the record's length.
+ */
+size_t wu_fx_answer(uint8_t *p, const char *json, size_t jl);
+/*
  * Make .control answer `json` to one request (action, paths, threads),
  * as the mount's control file does.
  */
