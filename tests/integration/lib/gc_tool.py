@@ -28,6 +28,7 @@ import random
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from leakcheck_tool import block_key, walk  # noqa: E402  (the dump's block keys)
 
