@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # jfsops compact on redis + s3 (SeaweedFS) volumes (lz4), trash off and on.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/lib/compact.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" compact
 start_redis $((JO_PORT_BASE + 0))
 start_seaweed $((JO_PORT_BASE + 10))
 compact_run_variant "redis://127.0.0.1:$JO_REDIS_PORT/3" "$JO_S3_ENDPOINT/cpredis0" cpredis0 0 --compress lz4

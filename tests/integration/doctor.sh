@@ -10,11 +10,8 @@
 # LIST requests seen with strace).
 # Ports: JO_PORT_BASE +0 and +1 (redis; the second with a password),
 # SeaweedFS +10..+13, +5 left closed (the unreachable endpoint).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 B=$JO_BIN
 command -v faketime >/dev/null || jo_die "faketime is not installed (apt-get install faketime; tests/install.sh)"
 command -v openssl >/dev/null || jo_die "openssl is not installed"

@@ -4,19 +4,10 @@
 # by the real juicefs, fragmented files written through a mount, byte-exact
 # reads of every range shape, read-only commands change nothing.
 # run_all: asan
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/infocat.sh"
-jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
-for e in $(engine_list); do
-	engine_start "$e"
-	engine_meta "$e" "ic_$e"
-	engine_store "$e" "ic-$e"
-	jfs_format "$JO_META" "$JO_BUCKET" "ic-$e" --trash-days 1
-	ic_run_variant "$JO_META" "$JO_T/mnt-$e" $((4 << 20)) 1
-	echo "engines_cat: $e ok" >&2
-done
-echo "engines_cat: ok"
+. "$(dirname "$0")/lib/init.sh" engines infocat
+ic_on() { # ENGINE
+	engine_new "$1" "ic-$1"
+	jfs_format "$JO_META" "$JO_BUCKET" "ic-$1" --trash-days 1
+	ic_run_variant "$JO_META" "$JO_T/mnt-$1" $((4 << 20)) 1
+}
+engine_each engines_cat ic_on

@@ -4,27 +4,17 @@
 # workers reclaim everything pending, workers SIGKILLed and restarted leave
 # nothing lost; juicefs fsck/gc referee, every file intact. JO_GC_VARIANTS
 # (default "parallel killed") picks the variants.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
-for e in $(engine_list); do
-	engine_start "$e"
+. "$(dirname "$0")/lib/init.sh" engines gc
+gc_on() { # ENGINE
 	case " ${JO_GC_VARIANTS:-parallel killed} " in *" parallel "*)
-		engine_meta "$e" "gcp_$e"
-		engine_store "$e" "gcp-$e"
-		gc_run_parallel "$JO_META" "$JO_BUCKET" "gcp-$e"
+		engine_new "$1" "gcp-$1"
+		gc_run_parallel "$JO_META" "$JO_BUCKET" "gcp-$1"
 		;;
 	esac
 	case " ${JO_GC_VARIANTS:-parallel killed} " in *" killed "*)
-		engine_meta "$e" "gck_$e"
-		engine_store "$e" "gck-$e"
-		JO_GC_FILES=${JO_GC_KILL_FILES:-600} gc_run_killed "$JO_META" "$JO_BUCKET" "gck-$e"
+		engine_new "$1" "gck-$1"
+		JO_GC_FILES=${JO_GC_KILL_FILES:-600} gc_run_killed "$JO_META" "$JO_BUCKET" "gck-$1"
 		;;
 	esac
-	echo "engines_gc: $e ok" >&2
-done
-echo "engines_gc: ok"
+}
+engine_each engines_gc gc_on

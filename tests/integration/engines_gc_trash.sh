@@ -5,21 +5,11 @@
 # agree with the metadata after; then workers beside a mount that runs its
 # own background jobs.
 # run_all: asan
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
-for e in $(engine_list); do
-	engine_start "$e"
-	engine_meta "$e" "gct_$e"
-	engine_store "$e" "gct-$e"
-	gc_run_trash "$JO_META" "$JO_BUCKET" "gct-$e"
-	engine_meta "$e" "gcb_$e"
-	engine_store "$e" "gcb-$e"
-	gc_run_beside_client "$JO_META" "$JO_BUCKET" "gcb-$e"
-	echo "engines_gc_trash: $e ok" >&2
-done
-echo "engines_gc_trash: ok"
+. "$(dirname "$0")/lib/init.sh" engines gc
+gc_trash_on() { # ENGINE
+	engine_new "$1" "gct-$1"
+	gc_run_trash "$JO_META" "$JO_BUCKET" "gct-$1"
+	engine_new "$1" "gcb-$1"
+	gc_run_beside_client "$JO_META" "$JO_BUCKET" "gcb-$1"
+}
+engine_each engines_gc_trash gc_trash_on

@@ -3,19 +3,10 @@
 # MariaDB and etcd): exactly the planted leaks found (as juicefs gc counts them), the
 # removed block reported missing, --delete-from with quarantine and
 # --restore, fsck clean after.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/leakcheck.sh"
-jo_setup
-JO_ENGINES=${JO_ENGINES:-postgres mysql etcd}
-for e in $(engine_list); do
-	engine_start "$e"
-	engine_meta "$e" "lk_$e"
-	engine_store "$e" "lk-$e"
-	jfs_format "$JO_META" "$JO_BUCKET" "lk-$e" --block-size 1M --trash-days 0
+. "$(dirname "$0")/lib/init.sh" engines leakcheck
+lk_on() { # ENGINE
+	engine_new "$1" "lk-$1"
+	jfs_format "$JO_META" "$JO_BUCKET" "lk-$1" --block-size 1M --trash-days 0
 	lk_run_variant "$JO_META" "$JO_STORE"
-	echo "engines_leakcheck: $e ok" >&2
-done
-echo "engines_leakcheck: ok"
+}
+engine_each engines_leakcheck lk_on

@@ -10,11 +10,7 @@
 # 150,000 inert keys (no JuiceFS kind) so that the reference scan takes
 # seconds; leakcheck is stopped (SIGSTOP) one second in, a mount appends to
 # the file (its chunk key changes), and leakcheck is continued.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 KV="$JO_VENV/bin/python $JO_REPO/tests/tools/kvmeta.py"
 engine_start etcd
 engine_meta etcd snap

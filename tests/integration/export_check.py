@@ -146,11 +146,7 @@ def cmd_dump(dump, d):
     if root:
         want = sorted([r if r[2] != "/" else (r[0], root[0][1]) + r[2:] for r in want])
     if got != want:
-        gs, ws = set(got), set(want)
-        for r in sorted(ws - gs)[:5]:
-            print("only in dump:   ", r, file=sys.stderr)
-        for r in sorted(gs - ws)[:5]:
-            print("only in export: ", r, file=sys.stderr)
+        show_diff(want, got, "only in dump:   ", "only in export: ")
         fail("files.parquet differs from juicefs dump (%d vs %d rows)" % (len(got), len(want)))
     if ok["rows"]["files"] != len(got):
         fail("_SUCCESS counts %s files rows" % ok["rows"]["files"])
@@ -158,6 +154,15 @@ def cmd_dump(dump, d):
     if sl is not None and sl != want_slices:
         fail("slices.parquet differs from the dump's slices (%d vs %d)" % (len(sl), len(want_slices)))
     print("dump: %d rows%s equal" % (len(got), "" if sl is None else ", %d slices" % len(sl)))
+
+
+def show_diff(a, b, only_a, only_b):
+    """Up to five rows of each side that the other lacks, on stderr."""
+    sa, sb = set(a), set(b)
+    for r in sorted(sa - sb)[:5]:
+        print(only_a, r, file=sys.stderr)
+    for r in sorted(sb - sa)[:5]:
+        print(only_b, r, file=sys.stderr)
 
 
 def cmd_apply(prev, inc, full):
@@ -174,11 +179,7 @@ def cmd_apply(prev, inc, full):
         drop = {r[0] for r in dl} | {r[0] for r in table(inc, "files.parquet", FILES)}
         applied = sorted([r for r in p if r[key] not in drop] + i)
         if applied != f:
-            a, b = set(applied), set(f)
-            for r in sorted(a - b)[:5]:
-                print("applied only:", r, file=sys.stderr)
-            for r in sorted(b - a)[:5]:
-                print("full only:   ", r, file=sys.stderr)
+            show_diff(applied, f, "applied only:", "full only:   ")
             fail("%s: previous + incremental != full (%d vs %d rows)" % (name, len(applied), len(f)))
         if name == "files.parquet" and len(i) >= len(f):
             fail("the incremental export has %d rows, the full one %d" % (len(i), len(f)))

@@ -15,11 +15,7 @@
 #    volume
 #  - a live writer during an export: it succeeds, and (engines with snapshots)
 #    every row's parent is its directory's inode
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 JO_ENGINES=${JO_ENGINES:-redis sqlite3 postgres mysql etcd}
 PY=$JO_VENV/bin/python
 CHECK="$PY $here/export_check.py"
@@ -72,12 +68,8 @@ export_ok() { # META DIR [args]
 
 first_meta=
 for e in $(engine_list); do
-	engine_start "$e"
-	engine_meta "$e" "ex_$e"
-	meta=$JO_META
 	mnt=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "ex-$e" --trash-days 1
-	jfs_mount "$meta" "$mnt"
+	engine_volume "$e" "ex-$e" "$mnt"
 	make_tree "$mnt"
 	sync
 

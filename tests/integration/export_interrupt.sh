@@ -25,16 +25,21 @@ python3 "$JO_REPO/bench/usage_gen.py" "$JO_T/tpl.json" 30000 "$JO_T/gen.json" >/
 toxi_bandwidth slow bw 300
 
 mkdir -p "$JO_T/tmp"
+# signal_running PID SIG WHAT: PID (WHAT) must still be running 1.5 s after
+# it started; send it SIG and wait for it: its exit code in rc.
+signal_running() {
+	sleep 1.5
+	kill -0 "$1" 2>/dev/null || jo_die "$3 finished before the signal: make the volume bigger"
+	kill -"$2" "$1"
+	rc=0
+	wait "$1" || rc=$?
+}
+
 for sig in INT TERM; do
 	out=$JO_T/out-$sig
 	"$JO_BIN" export "$SLOW" --out "$out" --tables files,slices --tmp-dir "$JO_T/tmp" \
 		>"$JO_T/$sig.out" 2>"$JO_T/$sig.err" &
-	pid=$!
-	sleep 1.5
-	kill -0 $pid 2>/dev/null || jo_die "export finished before the signal: make the volume bigger"
-	kill -$sig $pid
-	rc=0
-	wait $pid || rc=$?
+	signal_running $! $sig export
 	want=$([ $sig = INT ] && echo 130 || echo 143)
 	[ $rc = "$want" ] || { cat "$JO_T/$sig.err" >&2; jo_die "export after SIG$sig exited $rc, want $want"; }
 	[ -z "$(ls -A "$out")" ] || jo_die "SIG$sig left in the export directory: $(ls -A "$out")"
@@ -43,12 +48,7 @@ for sig in INT TERM; do
 	page=$JO_T/page-$sig/u.html
 	mkdir -p "$(dirname "$page")"
 	"$JO_BIN" usage "$SLOW" --html "$page" --tmp-dir "$JO_T/tmp" >/dev/null 2>"$JO_T/u$sig.err" &
-	pid=$!
-	sleep 1.5
-	kill -0 $pid 2>/dev/null || jo_die "usage finished before the signal"
-	kill -$sig $pid
-	rc=0
-	wait $pid || rc=$?
+	signal_running $! $sig usage
 	[ $rc = "$want" ] || { cat "$JO_T/u$sig.err" >&2; jo_die "usage after SIG$sig exited $rc, want $want"; }
 	[ -z "$(ls -A "$(dirname "$page")")" ] || jo_die "usage SIG$sig left: $(ls -A "$(dirname "$page")")"
 	[ -z "$(ls -A "$JO_T/tmp")" ] || jo_die "usage SIG$sig left sort spills: $(ls -A "$JO_T/tmp")"

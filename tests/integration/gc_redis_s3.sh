@@ -2,11 +2,7 @@
 # jfsops gc on redis + s3 (SeaweedFS) volumes: 4 parallel workers; workers
 # killed with SIGKILL and restarted; one slice count unreadable in a batch. Ports: JO_GC_REDIS_PORT (default
 # JO_PORT_BASE) and JO_GC_SEAWEED_PORT (default JO_PORT_BASE+10).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" gc
 start_redis "${JO_GC_REDIS_PORT:-$JO_PORT_BASE}"
 start_seaweed "${JO_GC_SEAWEED_PORT:-$((JO_PORT_BASE + 10))}"
 s3_mkbucket gcp

@@ -5,11 +5,7 @@
 # bucket agree with the metadata after. Then workers beside a mount that
 # runs its own background jobs.
 # run_all: asan
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" gc
 start_redis "${JO_GC_REDIS_PORT:-$JO_PORT_BASE}"
 start_seaweed "${JO_GC_SEAWEED_PORT:-$((JO_PORT_BASE + 10))}"
 s3_mkbucket gct

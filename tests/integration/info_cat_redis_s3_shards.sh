@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # jfsops info/cat on a redis + s3 (SeaweedFS) volume sharded over 3 buckets (jfs-%d), no compression, 512 KiB blocks, trash 1 day.
 # run_all: asan
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/lib/infocat.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" infocat
 start_redis "$JO_PORT_BASE"
 start_seaweed $((JO_PORT_BASE + 10))
 for i in 0 1 2; do s3_mkbucket "icsh-$i"; done

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # jfsops info/cat on a redis + s3 (SeaweedFS) volume: zstd, 4 MiB blocks, trash 1 day.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/lib/infocat.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" infocat
 start_redis "$JO_PORT_BASE"
 start_seaweed $((JO_PORT_BASE + 10))
 s3_mkbucket iczstd

@@ -1,10 +1,6 @@
 #!/usr/bin/env bash
 # jfsops info/cat on a sqlite3 + s3 volume served by rclone serve s3: zstd, hash prefix, trash 1 day.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/lib/infocat.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" infocat
 start_rclone_s3 $((JO_PORT_BASE + 20))
 s3_mkbucket icrcl "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK"
 META="sqlite3://$JO_T/meta.db"

@@ -3,10 +3,7 @@
 # --help, --blobs, and bad input (corrupt/truncated manifest or data file,
 # unknown column, missing version, not a Lance directory): one error line,
 # a distinct exit code, never a crash.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 PY="$JO_VENV/bin/python"
 J="$JO_BIN"
 "$PY" "$JO_REPO/tests/lance/make_datasets.py" "$JO_T/ds" --small > "$JO_T/datasets.jsonl" 2>"$JO_T/make.log" ||

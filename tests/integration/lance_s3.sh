@@ -4,10 +4,7 @@
 # version and a dataset of many fragments (the data-file tails are read
 # ahead by several threads on an object store, one after another on a
 # local directory); a missing dataset is one error line.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 PY="$JO_VENV/bin/python"
 J="$JO_BIN"
 start_seaweed $((JO_PORT_BASE + 10)) lanceak lancesecret

@@ -3,12 +3,8 @@
 # blocks, trash 1 day; a bucket that does not exist is exit 8 (one line, no
 # report); then the object store goes away: the run must fail without a
 # report.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9400}
-. "$here/../lib/services.sh"
-. "$here/lib/leakcheck.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" leakcheck
 start_redis "${LK_REDIS_PORT:-$((JO_PORT_BASE + 0))}"
 start_seaweed "${LK_WEED_BASE:-$((JO_PORT_BASE + 10))}"
 s3_mkbucket lkrs

@@ -1,11 +1,7 @@
 #!/usr/bin/env bash
 # jfsops leakcheck on a redis + s3 (SeaweedFS) volume with 3 shards, trash off.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9400}
-. "$here/../lib/services.sh"
-. "$here/lib/leakcheck.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" leakcheck
 start_redis "${LK_REDIS_PORT:-$((JO_PORT_BASE + 0))}"
 start_seaweed "${LK_WEED_BASE:-$((JO_PORT_BASE + 10))}"
 for i in 0 1 2; do s3_mkbucket "lksh-$i"; done

@@ -17,11 +17,8 @@
 #       create_check "link" / "if-none-match" / "head-then-put".
 # Ports: SeaweedFS JO_PORT_BASE+10..13 (+10000), rclone serve s3 +20,
 # juicefs metrics from +30.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9480}
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 
 PY=$JO_VENV/bin/python
 TOOL="$PY $JO_REPO/tests/integration/lib/restore_tool.py"

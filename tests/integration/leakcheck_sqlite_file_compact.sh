@@ -5,12 +5,8 @@
 # jfs_delslices. Their objects must count as compacted, never as leaked.
 # A second mount with --max-deletes 0 removes a file (from the trash too):
 # its slices stay pending (refs <= 0) and must count as pending.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9400}
-. "$here/../lib/services.sh"
-. "$here/lib/leakcheck.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" leakcheck
 META="sqlite3://$JO_T/meta.db"
 jfs_format "$META" "$JO_T/objs" lkc --block-size 256K --trash-days 1
 jfs_mount "$META" "$JO_T/mnt" --no-bgjob

@@ -11,11 +11,8 @@
 # series of their own. Then the Grafana dashboard (docs/grafana/jfsops.json):
 # every metric and label it queries is one these runs wrote
 # (tests/tools/dashcheck.py). A SQLite + file-storage volume, no servers.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 B=$JO_BIN
 PY=$JO_VENV/bin/python
 META="sqlite3://$JO_T/meta.db"

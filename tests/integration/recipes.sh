@@ -12,11 +12,8 @@
 # JO_RECIPES_MD=FILE reads the recipes from FILE instead of docs/operations.md.
 # Ports: JO_PORT_BASE +0 (redis), +10..+13 (SeaweedFS), +4 (rclone serve s3),
 # +30.. (juicefs metrics).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
 JO_PORT_BASE=${JO_PORT_BASE:-9660}
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 B=$JO_BIN
 PY=$JO_VENV/bin/python
 MD=${JO_RECIPES_MD:-$JO_REPO/docs/operations.md}
@@ -73,6 +70,16 @@ sed 's/^/  /' "$R/index"
 
 fails=0
 bad() { echo "FAIL $*"; fails=$((fails + 1)); }
+
+# synced_objects: how many objects the backup bucket (rclone serve s3) holds,
+# when it lists the same keys and sizes as the source bucket and is not empty;
+# else status 1.
+synced_objects() {
+	local src dst
+	src=$(s3_list_keys train-data | awk '{print $1, $2}' | sort)
+	dst=$(s3_list_keys train-backup "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK" | awk '{print $1, $2}' | sort)
+	[ "$src" = "$dst" ] && [ -n "$src" ] && echo "$src" | wc -l
+}
 need() { grep -q "^$1 " "$R/index" || bad "$1: no such recipe in $MD"; }
 for r in config gc-cron gc-service gc-timer leakcheck-cron sync-cron sync-cluster-cron; do need "$r"; done
 
@@ -219,10 +226,8 @@ rc=0
 cron_run sync-cron hostA 1 || rc=$?
 nolog_errors sync-cron "$JO_T/hostA/log/sync.log"
 if [ "$rc" = 0 ]; then
-	src=$(s3_list_keys train-data | awk '{print $1, $2}' | sort)
-	dst=$(s3_list_keys train-backup "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK" | awk '{print $1, $2}' | sort)
-	if [ "$src" = "$dst" ] && [ -n "$src" ]; then
-		echo "ok   sync-cron ($(echo "$src" | wc -l) objects in sync)"
+	if n=$(synced_objects); then
+		echo "ok   sync-cron ($n objects in sync)"
 	else
 		bad "sync-cron: destination differs from source after the run"
 	fi
@@ -257,10 +262,8 @@ for h in hostA:$rcA hostB:$rcB; do
 	grep -q '^jfsops_sync_last_run_copied_objects{job="[^"]*",worker="' "$f" 2>/dev/null ||
 		bad "sync-cluster-cron ($host): metrics without a worker label"
 done
-src=$(s3_list_keys train-data | awk '{print $1, $2}' | sort)
-dst=$(s3_list_keys train-backup "$JO_RS3_ENDPOINT" "$JO_RS3_AK" "$JO_RS3_SK" | awk '{print $1, $2}' | sort)
-if [ "$src" = "$dst" ] && [ -n "$src" ]; then
-	echo "ok   sync-cluster-cron: two hosts synced $(echo "$src" | wc -l) objects"
+if n=$(synced_objects); then
+	echo "ok   sync-cluster-cron: two hosts synced $n objects"
 else
 	bad "sync-cluster-cron: destination differs from source after the run"
 fi

@@ -9,12 +9,7 @@
 # referenced objects and every file keeps its sha256. Then the same on a
 # Redis Cluster whose slot is migrated to another master mid-run (ASK during
 # the migration, MOVED after it).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines gc
 
 # fo_finish META NAME: gc runs until no task is left (a failed item stays in
 # the metadata; the next plan finds it), then the end-state check.
@@ -30,6 +25,13 @@ fo_finish() {
 		[ $tries -lt 10 ] || jo_die "$name: gc never finished"
 		sleep 1
 	done
+}
+
+# fo_doctor_says META OUT LINE WHAT: jfsops doctor's report (kept in OUT)
+# has LINE (a grep pattern), else the script dies with WHAT.
+fo_doctor_says() {
+	"$JO_BIN" doctor "$1" >"$2" 2>&1 || true
+	grep -q "$3" "$2" || { cat "$2" >&2; jo_die "$4"; }
 }
 
 # fo_workers META NAME N: start N rate-limited workers (pids in FO_PIDS).
@@ -74,8 +76,7 @@ PY
 
 e=redis-sentinel
 engine_start $e
-engine_meta $e fo_sentinel
-engine_store $e fo-sentinel
+engine_new $e fo-sentinel
 meta=$JO_META name=fo-sentinel mp=$JO_T/mnt-$name
 JO_GC_FILES=${JO_FO_FILES:-600} gc_populate "$meta" "$JO_BUCKET" "$name" 0 "$mp"
 old=$(jo_rs_master)
@@ -102,9 +103,8 @@ fo_wait "$name"
 after=$(fo_after "$name" "$t1")
 echo "$name: $after objects deleted after the failover" >&2
 [ "$after" -gt 0 ] || jo_die "$name: the workers did not carry on with the new master"
-"$JO_BIN" doctor "$meta" >"$JO_T/doctor-after.txt" 2>&1 || true
-grep -q "sentinel: master '$JO_RS_MASTER' at 127.0.0.1:$new" "$JO_T/doctor-after.txt" ||
-	{ cat "$JO_T/doctor-after.txt" >&2; jo_die "doctor does not name the new master $new"; }
+fo_doctor_says "$meta" "$JO_T/doctor-after.txt" "sentinel: master '$JO_RS_MASTER' at 127.0.0.1:$new" \
+	"doctor does not name the new master $new"
 fo_finish "$meta" "$name"
 gc_check_end "$meta" "$JO_BUCKET" "$name" "$mp"
 echo "redis_failover_gc: sentinel ok" >&2
@@ -113,8 +113,7 @@ echo "redis_failover_gc: sentinel ok" >&2
 
 e=redis-cluster
 engine_start $e
-engine_meta $e fo_cluster
-engine_store $e fo-cluster
+engine_new $e fo-cluster
 meta=$JO_META name=fo-cluster mp=$JO_T/mnt-$name
 JO_GC_FILES=${JO_FO_FILES:-600} gc_populate "$meta" "$JO_BUCKET" "$name" 0 "$mp"
 db=${meta##*/}
@@ -158,9 +157,8 @@ echo "$name: slot $slot moved from $src to $dst" >&2
 fo_wait "$name"
 after=$(fo_after "$name" "$t1")
 echo "$name: $after objects deleted after the migration" >&2
-"$JO_BIN" doctor "$meta" >"$JO_T/doctor-cluster.txt" 2>&1 || true
-grep -q "cluster: slot $slot of key prefix {$db} served by 127.0.0.1:$dst" "$JO_T/doctor-cluster.txt" ||
-	{ cat "$JO_T/doctor-cluster.txt" >&2; jo_die "doctor does not name the slot's new node $dst"; }
+fo_doctor_says "$meta" "$JO_T/doctor-cluster.txt" "cluster: slot $slot of key prefix {$db} served by 127.0.0.1:$dst" \
+	"doctor does not name the slot's new node $dst"
 fo_finish "$meta" "$name"
 gc_check_end "$meta" "$JO_BUCKET" "$name" "$mp"
 echo "redis_failover_gc: cluster ok" >&2

@@ -5,10 +5,4 @@
 # (engines_cat.sh), gc with SIGKILLed workers (engines_gc.sh, its killed
 # variant) and leakcheck's planted leaks (engines_leakcheck.sh), unchanged,
 # with JO_ENGINES=redis-tls.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-export JO_ENGINES=redis-tls JO_GC_VARIANTS=${JO_GC_VARIANTS:-killed}
-bash "$here/engines_cat.sh"
-bash "$here/engines_gc.sh"
-bash "$here/engines_leakcheck.sh"
-echo "redis_tls: ok"
+exec bash "$(dirname "$0")/lib/engine_scenarios.sh" redis-tls redis_tls

@@ -33,19 +33,11 @@
 #    records untouched; --reset runs it again.
 #  E (etcd coordinator): the awkward part of the corpus (unicode, '%',
 #    empty, multipart), 2 workers, one killed and replaced.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/services.sh"
-. "$HERE/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines synccheck
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 if [ -n "${JO_BUILD_DIR:-}" ]; then N=${CLUSTER_N:-${CLUSTER_CI_N:-6000}}; else N=${CLUSTER_N:-20000}; fi
 PY=$JO_VENV/bin/python
-FAILS=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
-check_eq() { if [ "$1" = "$2" ]; then ok "$3 ($1)"; else bad "$3: got '$1', want '$2'"; fi; }
 
 start_redis $((JO_PORT_BASE + 1))
 start_seaweed $((JO_PORT_BASE + 10)) swak swsk
@@ -53,14 +45,25 @@ start_rclone_s3 $((JO_PORT_BASE + 16)) rcak rcsk
 SW=$JO_S3_ENDPOINT
 RS=$JO_RS3_ENDPOINT
 RSROOT=$JO_RS3_ROOT
-export RCLONE_CONFIG=/dev/null
-export RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=Other RCLONE_CONFIG_SW_ACCESS_KEY_ID=swak \
-	RCLONE_CONFIG_SW_SECRET_ACCESS_KEY=swsk RCLONE_CONFIG_SW_ENDPOINT=$SW \
-	RCLONE_CONFIG_SW_FORCE_PATH_STYLE=true RCLONE_CONFIG_SW_LIST_VERSION=2
-export RCLONE_CONFIG_RS_TYPE=s3 RCLONE_CONFIG_RS_PROVIDER=Rclone RCLONE_CONFIG_RS_ACCESS_KEY_ID=rcak \
-	RCLONE_CONFIG_RS_SECRET_ACCESS_KEY=rcsk RCLONE_CONFIG_RS_ENDPOINT=$RS \
-	RCLONE_CONFIG_RS_FORCE_PATH_STYLE=true
-rc() { "$RCLONE" --retries 1 -q "$@"; }
+sync_rclone_remotes "$SW" "$RS"
+# start_workers CLUSTER DST "IDS" ARGS...: one `jfsops sync ARGS` worker of
+# the job on CLUSTER from $SRC to DST per id, in the background (stderr in
+# $JO_T/w-ID.err); their pids in WORKERS.
+start_workers() {
+	local cl=$1 dst=$2 ids=$3 w
+	shift 3
+	WORKERS=()
+	for w in $ids; do
+		"$J" sync "$@" --cluster "$cl" --worker-id $w "$SRC" "$dst" 2>"$JO_T/w-$w.err" &
+		WORKERS+=($!)
+	done
+}
+# workers_exit_ok WHAT PIDS...: each of them must exit 0.
+workers_exit_ok() {
+	local what=$1 p r
+	shift
+	for p in "$@"; do r=0; wait "$p" || r=$?; check_eq "$r" 0 "$what"; done
+}
 export JFSOPS_SRC_ACCESS_KEY=swak JFSOPS_SRC_SECRET_KEY=swsk
 export JFSOPS_DST_ACCESS_KEY=rcak JFSOPS_DST_SECRET_KEY=rcsk
 
@@ -289,11 +292,8 @@ JOBB=(--include '/small/1*/**' --include '/odd/**' --include '/big/**' --lease 2
 (cd "$D" && find small/1? odd big -type f | wc -l) >"$JO_T/b.count"
 NB=$(cat "$JO_T/b.count")
 jo_log "job B: $NB objects, 3 workers, all killed"
-pb=()
-for w in b1 b2 b3; do
-	"$J" sync "${JOBB[@]}" --cluster "$CB" --worker-id $w "$SRC" "$DST2" 2>"$JO_T/w-$w.err" &
-	pb+=($!)
-done
+start_workers "$CB" "$DST2" "b1 b2 b3" "${JOBB[@]}"
+pb=("${WORKERS[@]}")
 for i in $(seq 1 100); do
 	sleep 0.2
 	d=$(find "$RSROOT/dst2" -type f 2>/dev/null | wc -l)
@@ -304,12 +304,9 @@ for p in "${pb[@]}"; do wait "$p" 2>/dev/null || true; done
 "$J" sync "${JOBB[@]}" --cluster "$CB" --status --json "$SRC" "$DST2" >"$JO_T/b0.json"
 echo "     (all killed: $(jq -r .state "$JO_T/b0.json"), $(jq -r .ranges.done "$JO_T/b0.json")/$(jq -r .ranges.planned "$JO_T/b0.json") ranges done)"
 check_eq "$(jq -r .state "$JO_T/b0.json")" copying "job B: not finished after every worker died"
-pb=()
-for w in b4 b5; do
-	"$J" sync "${JOBB[@]}" --cluster "$CB" --worker-id $w "$SRC" "$DST2" 2>"$JO_T/w-$w.err" &
-	pb+=($!)
-done
-for p in "${pb[@]}"; do r=0; wait "$p" || r=$?; check_eq "$r" 0 "job B: restarted worker exit code"; done
+start_workers "$CB" "$DST2" "b4 b5" "${JOBB[@]}"
+pb=("${WORKERS[@]}")
+workers_exit_ok "job B: restarted worker exit code" "${pb[@]}"
 "$J" sync "${JOBB[@]}" --cluster "$CB" --status --json "$SRC" "$DST2" >"$JO_T/b.json"
 check_eq "$(jq -r '"\(.state)/\(.status)"' "$JO_T/b.json")" "finished/ok" "job B finished"
 check_eq "$(jq -r .copied "$JO_T/b.json")" "$NB" "job B: its own ranges, every object copied once"
@@ -330,11 +327,8 @@ JOBC=(--include '/small/2*/**' --lease 2s --checkpoint 500ms --transfers 4 -q)
 NC=$(cd "$D" && find small/2? -type f | wc -l)
 jo_log "job C: $NC objects on PostgreSQL, --plan on one process, 3 --worker, one killed"
 # workers that come before the plan wait for it
-pc=()
-for w in c1 c2 c3; do
-	"$J" sync "${JOBC[@]}" --worker --cluster "$CC" --worker-id $w "$SRC" "$DST3" 2>"$JO_T/w-$w.err" &
-	pc+=($!)
-done
+start_workers "$CC" "$DST3" "c1 c2 c3" "${JOBC[@]}" --worker
+pc=("${WORKERS[@]}")
 sleep 1
 r=0
 "$J" sync "${JOBC[@]}" --plan --cluster "$CC" --worker-id c0 "$SRC" "$DST3" 2>"$JO_T/w-c0.err" || r=$?
@@ -357,12 +351,9 @@ unset META_PASSWORD
 DST4="s3://dst3/other?endpoint=$RS&path_style=1"
 JOBD=(--include '/odd/**' --include '/empty/**' --include '/small/5*/**' --lease 3s --transfers 4 -q)
 ND=$(cd "$D" && find odd empty small/5? -type f | wc -l)
-pd=()
-for w in d1 d2; do
-	"$J" sync "${JOBD[@]}" --cluster "$CO" --worker-id $w "$SRC" "$DST4" 2>"$JO_T/w-$w.err" &
-	pd+=($!)
-done
-for p in "${pd[@]}"; do r=0; wait "$p" || r=$?; check_eq "$r" 0 "job D: worker exit code"; done
+start_workers "$CO" "$DST4" "d1 d2" "${JOBD[@]}"
+pd=("${WORKERS[@]}")
+workers_exit_ok "job D: worker exit code" "${pd[@]}"
 "$J" sync --cluster "$CO" --status --json >"$JO_T/all.json"
 check_eq "$(jq -s 'length' "$JO_T/all.json")" 2 "the Redis coordinator holds two jobs"
 nsa=$(jq -rs '[.[] | select(.name == "migration-a")][0].ns' "$JO_T/all.json")
@@ -394,17 +385,14 @@ JOBE=(--include '/odd/**' --include '/empty/**' --include '/big/**' --include '/
 	--checkpoint 500ms --transfers 4 --multipart-threshold 8M --part-size 5M -q)
 NE=$(cd "$D" && find odd empty big small/3? -type f | wc -l)
 jo_log "job E: $NE objects on etcd, 2 workers, one killed and replaced"
-pe=()
-for w in e1 e2; do
-	"$J" sync "${JOBE[@]}" --cluster "$CE" --worker-id $w "$SRC" "$DST5" 2>"$JO_T/w-$w.err" &
-	pe+=($!)
-done
+start_workers "$CE" "$DST5" "e1 e2" "${JOBE[@]}"
+pe=("${WORKERS[@]}")
 sleep 1.5
 kill -KILL "${pe[0]}" 2>/dev/null || true
 wait "${pe[0]}" 2>/dev/null || true
 "$J" sync "${JOBE[@]}" --cluster "$CE" --worker-id e3 "$SRC" "$DST5" 2>"$JO_T/w-e3.err" &
 pe[0]=$!
-for p in "${pe[@]}"; do r=0; wait "$p" || r=$?; check_eq "$r" 0 "job E: worker exit code"; done
+workers_exit_ok "job E: worker exit code" "${pe[@]}"
 "$J" sync "${JOBE[@]}" --cluster "$CE" --status --json "$SRC" "$DST5" >"$JO_T/e.json"
 check_eq "$(jq -r '"\(.state)/\(.status)"' "$JO_T/e.json")" "finished/ok" "job E finished on etcd"
 check_eq "$(jq -r .copied "$JO_T/e.json")" "$NE" "job E: every object copied once"

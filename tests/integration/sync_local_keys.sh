@@ -28,10 +28,7 @@
 #    never setuid/setgid/sticky, for one-request and multipart copies;
 #    --perms with an s3 DST is a usage error, with an s3 SRC a warning and
 #    the default mode.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "jfsops binary $J not found (set JFSOPS_BIN or build first)"
 PY=$JO_VENV/bin/python

@@ -18,10 +18,7 @@
 #  - the same with --cluster (a Redis coordinator: its database stays empty);
 #  - neighbours are not refused: d/a vs d/ab, s3://b/p vs s3://b/pq, and
 #    another bucket, sync normally.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "jfsops binary $J not found (set JFSOPS_BIN or build first)"
 PY=$JO_VENV/bin/python

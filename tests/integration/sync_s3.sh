@@ -13,34 +13,20 @@
 # extras; kill -9 mid-run then --resume completes without recopying what
 # was finished (multipart included); dir -> s3 and s3 -> dir; a store that
 # lists directory by directory is detected and sorted.
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" synccheck
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 N=${SYNC_N:-300}
 SWP=${SYNC_SW_PORT:-$((JO_PORT_BASE + 10))}
 RSP=${SYNC_RS_PORT:-$((JO_PORT_BASE + 4))}
-FAILS=0
 
 start_seaweed "$SWP" swak swsk
 start_rclone_s3 "$RSP" rcak rcsk
 SW=http://127.0.0.1:$((SWP + 3))
 RS=http://127.0.0.1:$RSP
 
-export RCLONE_CONFIG=/dev/null
-export RCLONE_CONFIG_SW_TYPE=s3 RCLONE_CONFIG_SW_PROVIDER=Other RCLONE_CONFIG_SW_ACCESS_KEY_ID=swak \
-	RCLONE_CONFIG_SW_SECRET_ACCESS_KEY=swsk RCLONE_CONFIG_SW_ENDPOINT=$SW \
-	RCLONE_CONFIG_SW_FORCE_PATH_STYLE=true RCLONE_CONFIG_SW_LIST_VERSION=2
-export RCLONE_CONFIG_RS_TYPE=s3 RCLONE_CONFIG_RS_PROVIDER=Rclone RCLONE_CONFIG_RS_ACCESS_KEY_ID=rcak \
-	RCLONE_CONFIG_RS_SECRET_ACCESS_KEY=rcsk RCLONE_CONFIG_RS_ENDPOINT=$RS \
-	RCLONE_CONFIG_RS_FORCE_PATH_STYLE=true
-rc() { "$RCLONE" --retries 1 -q "$@"; }
+sync_rclone_remotes "$SW" "$RS"
 
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
-check_eq() { if [ "$1" = "$2" ]; then ok "$3 ($1)"; else bad "$3: got '$1', want '$2'"; fi; }
 
 rc mkdir SW:src
 rc mkdir SW:back

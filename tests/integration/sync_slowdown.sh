@@ -8,19 +8,12 @@
 #   bash tests/integration/sync_slowdown.sh
 # Env: JFSOPS_BIN, SYNC_RS_PORT (JO_PORT_BASE+4), SYNC_PROXY_PORT (JO_PORT_BASE+5),
 # SYNC_N (200).
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" synccheck
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
 RSP=${SYNC_RS_PORT:-$((JO_PORT_BASE + 4))}
 PXP=${SYNC_PROXY_PORT:-$((JO_PORT_BASE + 5))}
 N=${SYNC_N:-200}
-FAILS=0
-ok() { echo "ok   - $*"; }
-bad() { echo "FAIL - $*"; FAILS=$((FAILS + 1)); }
-check_eq() { if [ "$1" = "$2" ]; then ok "$3 ($1)"; else bad "$3: got '$1', want '$2'"; fi; }
 
 start_rclone_s3 "$RSP" rcak rcsk
 jo_need_free_port "$PXP"
@@ -77,10 +70,7 @@ python3 "$JO_T/proxy.py" "$RSP" "$PXP" 0.3 >"$JO_T/proxy.out" 2>&1 &
 JO_KILL_PIDS+=($!)
 for _ in $(seq 1 50); do grep -q ready "$JO_T/proxy.out" 2>/dev/null && break; sleep 0.1; done
 
-export RCLONE_CONFIG=/dev/null
-export RCLONE_CONFIG_RS_TYPE=s3 RCLONE_CONFIG_RS_PROVIDER=Rclone RCLONE_CONFIG_RS_ACCESS_KEY_ID=rcak \
-	RCLONE_CONFIG_RS_SECRET_ACCESS_KEY=rcsk RCLONE_CONFIG_RS_ENDPOINT=$JO_RS3_ENDPOINT \
-	RCLONE_CONFIG_RS_FORCE_PATH_STYLE=true
+sync_rclone_remotes "$JO_RS3_ENDPOINT"
 "$RCLONE" -q mkdir RS:dst
 D=$JO_T/data
 mkdir -p "$D"

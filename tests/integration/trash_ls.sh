@@ -11,11 +11,7 @@
 # volume is unchanged (a dump before and after is equal). Then two hour
 # directories with a parent removed hours after its child: the path climbs
 # across hours and --since/--until split them.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 
 # check_sel NAME EXPECTED_PATHS(space-separated, sorted) ARGS...: the paths
 # `trash ls --json ARGS` lists are exactly EXPECTED.
@@ -32,17 +28,10 @@ print(" ".join(sorted(o["path"] for o in map(json.loads, open(sys.argv[1])) if o
 }
 
 for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
-	engine_start "$e"
-	engine_meta "$e" "trls$e"
-	meta=$JO_META
 	mp=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "trls$e" --trash-days 1
-	jfs_mount "$meta" "$mp" --no-bgjob
+	engine_volume "$e" "trls$e" "$mp" --no-bgjob # the mount must not empty the trash
 	mkdir -p "$mp/a/b/c" "$mp/a/bb" "$mp/keep"
-	head -c 100000 /dev/urandom >"$mp/a/b/f1"
-	head -c 3000 /dev/urandom >"$mp/a/b/c/f2.csv"
-	head -c 777 /dev/urandom >"$mp/a/bb/f3"
-	head -c 4242 /dev/urandom >"$mp/top.txt"
+	jo_random_files "$mp" a/b/f1:100000 a/b/c/f2.csv:3000 a/bb/f3:777 top.txt:4242
 	echo keep >"$mp/keep/k"
 	chown 1234:1234 "$mp/a/b/c/f2.csv"
 	f1_ino=$(stat -c %i "$mp/a/b/f1")

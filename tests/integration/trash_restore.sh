@@ -18,12 +18,7 @@
 # trash (refused without a filter; a dry run changes nothing), and after
 # `jfsops gc --delete` juicefs gc finds nothing leaked or pending and fsck is
 # clean.
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-. "$here/lib/gc.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines gc
 
 # restore OUT ARGS...: `trash restore META --json --apply ARGS` into OUT
 restore() {
@@ -50,21 +45,15 @@ fsck_clean() {
 }
 
 for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
-	engine_start "$e"
-	engine_meta "$e" "trap$e"
-	meta=$JO_META
 	mp=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "trap$e" --trash-days 1
-	jfs_mount "$meta" "$mp" --no-bgjob
+	engine_volume "$e" "trap$e" "$mp" --no-bgjob # the mount must not empty the trash
 	mkdir -p "$mp/p/a/b" "$mp/p/a/c" "$mp/p/empty" "$mp/q/d/e" "$mp/keep" "$mp/s" "$mp/r"
-	head -c 70000 /dev/urandom >"$mp/p/a/b/f1"
-	head -c 300 /dev/urandom >"$mp/p/a/b/f2"
+	jo_random_files "$mp" p/a/b/f1:70000 p/a/b/f2:300
 	: >"$mp/p/a/c/zero"
 	head -c 5000 /dev/urandom >"$mp/p/top"
 	ln -s a/b/f1 "$mp/p/link"
 	ln "$mp/p/a/b/f1" "$mp/keep/hl"
-	head -c 9000 /dev/urandom >"$mp/q/d/e/f4"
-	head -c 100 /dev/urandom >"$mp/q/d/g"
+	jo_random_files "$mp" q/d/e/f4:9000 q/d/g:100
 	# two names of one inode removed in the same hour: two trash entries,
 	# two tasks' items (they were one, and workers left a name behind)
 	ln "$mp/q/d/g" "$mp/q/d/g2"

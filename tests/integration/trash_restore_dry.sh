@@ -8,11 +8,7 @@
 # default) or rename it NAME.restored-TIME (--conflict rename), skip an entry
 # whose parent stays in the trash unless --into DIR, and nothing in the
 # volume changes (juicefs dump before and after are equal).
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 
 # plan OUT ARGS...: `trash restore META --json ARGS` into OUT (must exit 0)
 plan() {
@@ -23,17 +19,10 @@ plan() {
 }
 
 for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
-	engine_start "$e"
-	engine_meta "$e" "trrs$e"
-	meta=$JO_META
 	mp=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "trrs$e" --trash-days 1
-	jfs_mount "$meta" "$mp" --no-bgjob
+	engine_volume "$e" "trrs$e" "$mp" --no-bgjob # the mount must not empty the trash
 	mkdir -p "$mp/a/b/c" "$mp/d" "$mp/keep"
-	head -c 5000 /dev/urandom >"$mp/a/b/f1"
-	head -c 300 /dev/urandom >"$mp/a/b/c/f2"
-	head -c 1000 /dev/urandom >"$mp/top.txt"
-	head -c 10 /dev/urandom >"$mp/d/h"
+	jo_random_files "$mp" a/b/f1:5000 a/b/c/f2:300 top.txt:1000 d/h:10
 	rm -rf "$mp/a/b"
 	rm "$mp/top.txt"
 	echo new >"$mp/top.txt"   # the name is taken again

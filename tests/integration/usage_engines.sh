@@ -13,11 +13,7 @@
 #  - a live writer renaming files in and out of a directory during the walk:
 #    the walk succeeds, and on engines with snapshots the totals are exact
 #  - a file removed while the mount holds it open is reported apart
-set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
-. "$here/../lib/services.sh"
-. "$here/../lib/engines.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh" engines
 JO_ENGINES=${JO_ENGINES:-redis sqlite3 postgres mysql etcd}
 CHECK="python3 $here/usage_check.py"
 BUCKETS=1d,7d,30d,90d,1y
@@ -33,12 +29,9 @@ make_tree() {
 	local m=$1 i d
 	mkdir -p "$m/data/raw" "$m/data/clean" "$m/logs/2024" "$m/logs/2025" "$m/empty" \
 		"$m/with space/é ü" "$m/many"
-	head -c 1000000 /dev/urandom >"$m/data/raw/a.bin"
-	head -c 300000 /dev/urandom >"$m/data/raw/b.bin"
-	head -c 12345 /dev/urandom >"$m/data/clean/c.csv"
+	jo_random_files "$m" data/raw/a.bin:1000000 data/raw/b.bin:300000 data/clean/c.csv:12345
 	: >"$m/data/clean/zero"
-	head -c 7000 /dev/urandom >"$m/logs/2024/old.log"
-	head -c 9000 /dev/urandom >"$m/logs/2025/new.log"
+	jo_random_files "$m" logs/2024/old.log:7000 logs/2025/new.log:9000
 	head -c 4097 /dev/urandom >"$m/with space/é ü/f ile"
 	ln -s ../raw/a.bin "$m/data/clean/link"
 	ln "$m/data/raw/b.bin" "$m/logs/hard.bin"
@@ -67,12 +60,8 @@ run_usage() { # META OUT [args]
 }
 
 for e in $(engine_list); do
-	engine_start "$e"
-	engine_meta "$e" "us_$e"
-	meta=$JO_META
 	mnt=$JO_T/mnt-$e
-	jfs_format "$meta" "$JO_T/bucket-$e" "us-$e" --trash-days 1
-	jfs_mount "$meta" "$mnt"
+	engine_volume "$e" "us-$e" "$mnt"
 	make_tree "$mnt"
 	sync
 

@@ -20,15 +20,23 @@
 #    ends with exit 0 after the last batch is done.
 #
 # Env: JFSOPS_BIN, JO_PORT_BASE (juicefs metrics BASE+30..50).
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=../lib/services.sh
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 [ "$(id -u)" = 0 ] || jo_die "warmup_follow_control.sh runs as root (it acts as user nobody too)"
 command -v setpriv >/dev/null || jo_die "setpriv (util-linux) is missing"
 AS_NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 PY=$JO_VENV/bin/python
+
+# wait_b1 OUT PID WHAT ERR: wait (up to 10 s) for the follow pipeline PID
+# to print batch b1 into OUT; it must not end before (WHAT names it, ERR
+# holds its stderr).
+wait_b1() {
+	local i
+	for i in $(seq 1 200); do
+		grep -q '"type":"batch","batch":"b1"' "$1" && return 0
+		kill -0 "$2" 2>/dev/null || jo_die "$3 ended: $(cat "$4")"
+		sleep 0.05
+	done
+}
 
 META=sqlite3://$JO_T/meta.db
 jfs_format "$META" "$JO_T/objs" ctlvol --trash-days 0 --block-size 256K
@@ -86,11 +94,7 @@ SOCK=$PUB/ctl.sock
 	exec "${FOLLOW[@]}" --control "$SOCK"
 ) >"$JO_T/out2.jsonl" 2>"$JO_T/err2" &
 FP=$!
-for i in $(seq 1 200); do
-	grep -q '"type":"batch","batch":"b1"' "$JO_T/out2.jsonl" && break
-	kill -0 $FP 2>/dev/null || jo_die "the pipeline ended: $(cat "$JO_T/err2")"
-	sleep 0.05
-done
+wait_b1 "$JO_T/out2.jsonl" $FP "the pipeline" "$JO_T/err2"
 grep -q '"type":"batch","batch":"b0"' "$JO_T/out2.jsonl" || jo_die "b0 never ready: $(cat "$JO_T/out2.jsonl")"
 [ -S "$SOCK" ] || jo_die "no socket at $SOCK"
 mode=$(stat -c '%U %a' "$SOCK")
@@ -188,11 +192,7 @@ mkfifo "$JO_T/ctl4"
 : >"$JO_T/out4.jsonl"
 "${FOLLOW[@]}" --control "$JO_T/ctl4" >"$JO_T/out4.jsonl" 2>"$JO_T/err4" &
 FP=$!
-for i in $(seq 1 200); do
-	grep -q '"type":"batch","batch":"b1"' "$JO_T/out4.jsonl" && break
-	kill -0 $FP 2>/dev/null || jo_die "the FIFO pipeline ended: $(cat "$JO_T/err4")"
-	sleep 0.05
-done
+wait_b1 "$JO_T/out4.jsonl" $FP "the FIFO pipeline" "$JO_T/err4"
 "$JO_BIN" warmup --control "$JO_T/ctl4" --done b0 || jo_die "--done b0 through root's FIFO failed"
 echo "done b1" >"$JO_T/ctl4"
 rc=0

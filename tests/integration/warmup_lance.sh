@@ -9,15 +9,11 @@
 #
 # Env as warmup_redis_s3.sh (JFSOPS_BIN needs both the lance and the warmup
 # commands).
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9640}
-# shellcheck source=../lib/services.sh
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 PY=$JO_VENV/bin/python
 # shellcheck source=warmup_lib.bash
-. "$HERE/warmup_lib.bash"
+. "$here/warmup_lib.bash"
 "$PY" -c "import lance" 2>/dev/null || fail "pylance is not installed in $JO_VENV"
 
 MP=$JO_T/mnt

@@ -20,17 +20,29 @@
 # Env: JFSOPS_BIN (a jfsops with the warmup command; default build/jfsops),
 # JO_PORT_BASE (default 9640: metrics ports 9670..), JO_WARMUP_REDIS_PORT
 # (JO_PORT_BASE), JO_WARMUP_SEAWEED_BASE (JO_PORT_BASE+10).
-set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
 export JO_PORT_BASE=${JO_PORT_BASE:-9640}
-# shellcheck source=../lib/services.sh
-. "$HERE/../lib/services.sh"
-jo_setup
+. "$(dirname "$0")/lib/init.sh"
 PY=$JO_VENV/bin/python
 BS=$((1 << 20))
 
 # shellcheck source=warmup_lib.bash
-. "$HERE/warmup_lib.bash"
+. "$here/warmup_lib.bash"
+
+# remount_reads_cached CACHE RANGES PHASE: mount on the warmed cache CACHE
+# (no prefetch, no readahead) and read exactly RANGES: the bytes are the
+# local copy's and not one GET reaches the object store.
+remount_reads_cached() {
+	local g0 g1
+	mount_at "$MP" "$1" --prefetch 0 --max-readahead 0
+	sleep 2 # the client indexes its cache directory at start
+	g0=$(gets "$MP")
+	"$PY" "$here/warmup_read.py" "$MP" "$L" "$2" || fail "$3: bytes read through the mount differ"
+	sleep 1
+	g1=$(gets "$MP")
+	[ $((g1 - g0)) = 0 ] || fail "$3: remount fetched $((g1 - g0)) objects for warmed ranges"
+	jo_log "$3: remount read all ranges with 0 GETs"
+	jfs_umount "$MP"
+}
 
 # ---------------------------------------------------------------- data
 L=$JO_T/local
@@ -82,7 +94,7 @@ small.bin 1048577 1
 
 sub/deep.bin,1572864,4096
 EOF
-"$PY" "$HERE/warmup_oracle.py" "$JO_T/dump.json" $BS wvol "$R1" >"$JO_T/oracle1.jsonl"
+"$PY" "$here/warmup_oracle.py" "$JO_T/dump.json" $BS wvol "$R1" >"$JO_T/oracle1.jsonl"
 W "$META" --ranges "$IN1" --dry-run --json >"$JO_T/dry1.jsonl" || fail "dry run exit $?"
 jq() { "$PY" -c "import json,sys
 for l in sys.stdin:
@@ -151,15 +163,7 @@ cached_keys "$C1" >"$JO_T/cached1"
 diff "$JO_T/wantkeys1" "$JO_T/cached1" || fail "cache holds other blocks than the wanted ones"
 
 # remount on the same cache: reading exactly the ranges fetches nothing
-mount_at "$MP" "$C1" --prefetch 0 --max-readahead 0
-sleep 2 # the client indexes its cache directory at start
-g0=$(gets "$MP")
-"$PY" "$HERE/warmup_read.py" "$MP" "$L" "$R1" || fail "bytes read through the mount differ"
-sleep 1
-g1=$(gets "$MP")
-[ $((g1 - g0)) = 0 ] || fail "remount fetched $((g1 - g0)) objects for warmed ranges"
-jo_log "phase 1: remount read all ranges with 0 GETs"
-jfs_umount "$MP"
+remount_reads_cached "$C1" "$R1" "phase 1"
 
 # ---------------------------------------------------------------- phase 2: prefetch
 R2=$JO_T/r2.txt
@@ -168,7 +172,7 @@ small.bin 10 100
 ow.bin 1663200 1000
 ow.bin 1048676 100
 EOF
-"$PY" "$HERE/warmup_oracle.py" "$JO_T/dump.json" $BS wvol "$R2" >"$JO_T/oracle2.jsonl"
+"$PY" "$here/warmup_oracle.py" "$JO_T/dump.json" $BS wvol "$R2" >"$JO_T/oracle2.jsonl"
 kinds=$(jq "o['kind']" <"$JO_T/oracle2.jsonl" | sort -u | tr '\n' ' ')
 [ "$kinds" = "partial start zero " ] || fail "phase-2 ranges should give partial, start and zero blocks: $kinds"
 W "$META" --ranges "$R2" --dry-run --json >"$JO_T/dry2.jsonl"
@@ -200,15 +204,7 @@ jq "o['key'][len('wvol/'):]" <"$JO_T/oracle2.jsonl" | sort >"$JO_T/wantkeys2"
 jfs_umount "$MP"
 cached_keys "$C2" >"$JO_T/cached2"
 diff "$JO_T/wantkeys2" "$JO_T/cached2" || fail "phase-2 cache holds other blocks than the wanted ones"
-mount_at "$MP" "$C2" --prefetch 0 --max-readahead 0
-sleep 2
-g0=$(gets "$MP")
-"$PY" "$HERE/warmup_read.py" "$MP" "$L" "$R2" || fail "phase-2 bytes differ"
-sleep 1
-g1=$(gets "$MP")
-[ $((g1 - g0)) = 0 ] || fail "phase-2 remount fetched $((g1 - g0)) objects"
-jo_log "phase 2: remount read all ranges with 0 GETs"
-jfs_umount "$MP"
+remount_reads_cached "$C2" "$R2" "phase 2"
 
 # ---------------------------------------------------------------- juicefs warmup
 C3=$JO_T/cache-3

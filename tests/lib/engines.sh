@@ -654,6 +654,40 @@ engine_meta() {
 	esac
 }
 
+# engine_new ENGINE NAME: the metadata (engine_meta) and the object store
+# (engine_store) of a new volume NAME on ENGINE: JO_META, JO_BUCKET, JO_STORE.
+engine_new() {
+	engine_meta "$1" "$2"
+	engine_store "$1" "$2"
+}
+
+# engine_each SCRIPT FN: for every engine of JO_ENGINES (default: PostgreSQL,
+# MariaDB and etcd), start it and run FN ENGINE; "SCRIPT: ENGINE ok" on
+# stderr after each and "SCRIPT: ok" at the end.
+engine_each() {
+	local script=$1 fn=$2 e
+	for e in ${JO_ENGINES:-postgres mysql etcd}; do
+		engine_start "$e"
+		"$fn" "$e"
+		echo "$script: $e ok" >&2
+	done
+	echo "$script: ok"
+}
+
+# engine_volume ENGINE NAME MP [MOUNT FLAGS...]: start ENGINE, make the
+# volume NAME on it (metadata by engine_meta NAME, objects in
+# $JO_T/bucket-ENGINE, --trash-days 1) and mount it at MP with the flags.
+# Sets meta to its META-URL.
+engine_volume() {
+	local e=$1 name=$2 mount=$3
+	shift 3
+	engine_start "$e"
+	engine_meta "$e" "$name"
+	meta=$JO_META
+	jfs_format "$meta" "$JO_T/bucket-$e" "$name" --trash-days 1
+	jfs_mount "$meta" "$mount" "$@"
+}
+
 # engine_store ENGINE NAME: where volume NAME keeps its objects: JO_BUCKET
 # (for jfs_format) and JO_STORE (for the leakcheck helpers: file:DIR or
 # s3:BUCKET). By engine, so every run covers both stores: sqlite3,

@@ -106,6 +106,17 @@ jo_need_free_port() {
 	done
 }
 
+# jo_random_files DIR PATH:SIZE...: random files of SIZE bytes at DIR/PATH
+# (parent directories made as needed).
+jo_random_files() {
+	local dir=$1 f
+	shift
+	for f in "$@"; do
+		mkdir -p "$(dirname "$dir/${f%:*}")"
+		head -c "${f##*:}" /dev/urandom >"$dir/${f%:*}"
+	done
+}
+
 # jo_tail FILE: the last lines of a log, for failure messages.
 jo_tail() {
 	if [ -f "$1" ]; then
@@ -588,16 +599,21 @@ start_toxiproxy() {
 	JO_TOXI_API=http://127.0.0.1:$port
 	JO_TOXI_LOG=$log
 	JO_TOXI_PID=$pid
+	jo_wait_http "$pid" "$log" toxiproxy-server "$port" "$JO_TOXI_API/version"
+	export JO_TOXI_API JO_TOXI_LOG JO_TOXI_PID
+}
+
+# jo_wait_http PID LOG NAME PORT URL: wait up to 10 s for URL to answer; the
+# script dies (with LOG's last lines) if PID exits first or nothing answers.
+jo_wait_http() {
+	local pid=$1 log=$2 name=$3 port=$4 url=$5 i
 	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "toxiproxy-server exited during start-up"; }
-		if curl -sf --max-time 2 "$JO_TOXI_API/version" >/dev/null 2>&1; then
-			export JO_TOXI_API JO_TOXI_LOG JO_TOXI_PID
-			return 0
-		fi
+		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "$name exited during start-up"; }
+		curl -sf --max-time 2 "$url" >/dev/null 2>&1 && return 0
 		sleep 0.1
 	done
 	jo_tail "$log"
-	jo_die "toxiproxy-server on 127.0.0.1:$port did not answer within 10 s"
+	jo_die "$name on 127.0.0.1:$port did not answer within 10 s"
 }
 
 # jo_toxi_call METHOD PATH [JSON]: one API call; dies unless it succeeds.
@@ -829,16 +845,8 @@ start_s3_shim() {
 	local pid=$!
 	JO_KILL_PIDS+=("$pid")
 	JO_SHIM_ENDPOINT=http://127.0.0.1:$port
-	for i in $(seq 1 100); do
-		kill -0 "$pid" 2>/dev/null || { jo_tail "$log"; jo_die "s3shim exited during start-up"; }
-		curl -sf --max-time 2 "$JO_SHIM_ENDPOINT/__shim/stats" >/dev/null 2>&1 && {
-			export JO_SHIM_ENDPOINT
-			return 0
-		}
-		sleep 0.1
-	done
-	jo_tail "$log"
-	jo_die "s3shim on 127.0.0.1:$port did not answer within 10 s"
+	jo_wait_http "$pid" "$log" s3shim "$port" "$JO_SHIM_ENDPOINT/__shim/stats"
+	export JO_SHIM_ENDPOINT
 }
 
 jo_shim_call() {

@@ -13,6 +13,7 @@
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,5 +134,69 @@ static redisContext *gct_redis_conn(int port, int db)
 	freeReplyObject(rep);
 	return c;
 }
+
+/*
+ * A test group's Redis: 0 when it started (*have set), else what
+ * gct_redis_start returned (77: no redis-server), said on stderr for TEST.
+ */
+static int gct_redis_try(const char *test, struct gct_redis *r, bool *have)
+{
+	int rc = gct_redis_start(r);
+
+	*have = rc == 0;
+	if (rc != 0)
+		fprintf(stderr, "%s: no redis-server (%d)\n", test, rc);
+	return rc;
+}
+
+/* The end of a test group: its Redis, if it started, and its scratch directory
+ * (none: ""). */
+static void gct_group_end(struct gct_redis *r, bool have, const char *dir)
+{
+	if (have)
+		gct_redis_stop(r);
+	gct_rm_rf(dir);
+}
+
+/*
+ * The metadata of case g_case of a test file with make_redis(f, db) and
+ * make_sqlite(f, path): Redis database g_case % 15, or g_dir/meta<g_case>.db.
+ */
+#define GCT_CASE_META(redis, f)                                                         \
+	do {                                                                            \
+		if (redis) {                                                            \
+			make_redis(f, g_case % 15);                                     \
+		} else {                                                                \
+			char gct_db_[400];                                              \
+                                                                                        \
+			snprintf(gct_db_, sizeof(gct_db_), "%s/meta%d.db", g_dir, g_case); \
+			make_sqlite(f, gct_db_);                                        \
+		}                                                                       \
+	} while (0)
+
+/* setup_redis and setup_sqlite from the file's setup_case(state, redis). */
+#define GCT_ENGINE_SETUPS                                                               \
+	static int setup_redis(void **state) { return setup_case(state, true); }       \
+	static int setup_sqlite(void **state) { return setup_case(state, false); }
+
+/*
+ * group_setup and group_teardown for a test file whose globals g_dir,
+ * g_redis and g_have_redis hold its group's scratch directory (tagged TAG)
+ * and its Redis; without redis-server the Redis cases are skipped.
+ */
+#define GCT_GROUP_FIXTURE(test, tag)                                                  \
+	static int group_setup(void **state)                                          \
+	{                                                                             \
+		(void)state;                                                          \
+		assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), tag), 0);          \
+		gct_redis_try(test, &g_redis, &g_have_redis);                         \
+		return 0;                                                             \
+	}                                                                             \
+	static int group_teardown(void **state)                                       \
+	{                                                                             \
+		(void)state;                                                          \
+		gct_group_end(&g_redis, g_have_redis, g_dir);                         \
+		return 0;                                                             \
+	}
 
 #endif

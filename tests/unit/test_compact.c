@@ -20,6 +20,7 @@
 #include "common/jfs/jfs.h"
 #include "common/object/object.h"
 #include "gc/compact.h"
+#include "support/testutil.h"
 
 #define MiB (1u << 20)
 
@@ -196,11 +197,8 @@ static void vol_setup(struct vfx *f, const char *compression)
 
 static void vol_teardown(struct vfx *f)
 {
-	char cmd[128];
-
 	jo_vol_close(f->v);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tu_rm_rf(f->dir), 0);
 }
 
 #define SEG(i, o, l) { .id = (i), .size = (i) ? 8 * MiB : 0, .off = (o), .len = (l) }

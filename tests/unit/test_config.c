@@ -19,19 +19,16 @@
 #include "common/config.h"
 #include "common/config_internal.h"
 #include "common/err.h"
+#include "support/testutil.h"
 
 static char g_dir[256];
 
 static const char *write_cfg(const char *name, const char *text, mode_t mode)
 {
 	static char path[512];
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", g_dir, name);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tu_write_text(path, text);
 	assert_int_equal(chmod(path, mode), 0);
 	return path;
 }
@@ -114,7 +111,6 @@ static void test_nul_and_memory_parse(void **state)
 	struct jo_err err = { 0 };
 	bool secret = false;
 	const char *path;
-	FILE *f;
 
 	(void)state;
 	assert_int_equal(jo_cfg_parse_mem(&c, "mem.conf", nul, sizeof(nul) - 1, &secret, &err), JO_EINVAL);
@@ -123,10 +119,7 @@ static void test_nul_and_memory_parse(void **state)
 	assert_null(strstr(err.msg, "abc"));
 	/* the same through a file */
 	path = write_cfg("nul", "", 0600);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	assert_int_equal(fwrite(nul, 1, sizeof(nul) - 1, f), sizeof(nul) - 1);
-	fclose(f);
+	tu_write(path, nul, sizeof(nul) - 1);
 	assert_int_equal(jo_cfg_load(&c, path, true, &err), JO_EINVAL);
 	assert_non_null(strstr(err.msg, "line 2: NUL byte"));
 	/* parse_mem is the file parser */
@@ -279,17 +272,13 @@ static void test_mask_and_path(void **state)
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "%s/jo-cfg-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
-	return mkdtemp(g_dir) ? 0 : -1;
+	return tu_mkdtemp(g_dir, sizeof(g_dir), "jo-cfg");
 }
 
 static int teardown(void **state)
 {
-	char cmd[600];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(g_dir);
 }
 
 int main(void)

@@ -17,6 +17,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/extsort.h"
+#include "support/testutil.h"
 
 struct rec {
 	uint8_t *p;
@@ -57,11 +58,7 @@ static uint64_t rng_state;
 
 static uint64_t rnd(void)
 {
-	/* xorshift64*: deterministic per seed */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545F4914F6CDD1DULL;
+	return tu_xorshift(&rng_state);
 }
 
 static int byte_order(const void *a, size_t alen, const void *b, size_t blen)

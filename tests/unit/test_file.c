@@ -23,6 +23,7 @@
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/file.h"
+#include "support/testutil.h"
 
 #define NOBODY 65534
 
@@ -38,11 +39,7 @@ static void path_in(const struct fx *fx, const char *name, char *out, size_t cap
 
 static void put(const char *path, const char *text)
 {
-	FILE *f = fopen(path, "w");
-
-	assert_non_null(f);
-	fputs(text, f);
-	assert_int_equal(fclose(f), 0);
+	tu_write_text(path, text);
 }
 
 /* The whole content of path ("" when it is absent). */
@@ -97,10 +94,8 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *fx = *state;
-	char cmd[128];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tu_rm_rf(fx->dir), 0);
 	free(fx);
 	return 0;
 }

@@ -247,7 +247,7 @@ static void make_sqlite(struct fixture *f, const char *path)
 static int setup_case(void **state, bool redis)
 {
 	struct fixture *f = calloc(1, sizeof(*f));
-	char path[400], cmd[700];
+	char cmd[700];
 
 	if (redis && !g_have_redis) {
 		free(f);
@@ -268,18 +268,12 @@ static int setup_case(void **state, bool redis)
 	put_slice(f, 16, S16);
 	put_slice(f, 17, S17);
 	put_slice(f, 18, S18);
-	if (redis) {
-		make_redis(f, g_case % 15);
-	} else {
-		snprintf(path, sizeof(path), "%s/meta%d.db", g_dir, g_case);
-		make_sqlite(f, path);
-	}
+	GCT_CASE_META(redis, f);
 	*state = f;
 	return 0;
 }
 
-static int setup_redis(void **state) { return setup_case(state, true); }
-static int setup_sqlite(void **state) { return setup_case(state, false); }
+GCT_ENGINE_SETUPS
 
 static int teardown_case(void **state)
 {
@@ -477,25 +471,7 @@ static void delete_chunk_decrements_and_reports_freed(void **state)
 	jo_meta_close(m);
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), "gcunit"), 0);
-	if (gct_redis_start(&g_redis) == 0)
-		g_have_redis = true;
-	else
-		fprintf(stderr, "test_gc: no redis-server: Redis cases are skipped\n");
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
-	gct_rm_rf(g_dir);
-	return 0;
-}
+GCT_GROUP_FIXTURE("test_gc", "gcunit")
 
 int main(void)
 {

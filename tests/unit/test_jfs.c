@@ -76,6 +76,31 @@ static void overlay_segments(const struct jo_slice *segs, size_t n, uint32_t spa
 		map[k] = 0;
 }
 
+/* The visible segments of recs[0..nrecs), which must be want_n. */
+static struct jo_slice *visible_ok(const struct jo_slice *recs, size_t nrecs, size_t want_n)
+{
+	struct jo_slice *segs;
+	size_t n;
+
+	assert_int_equal(jo_chunk_visible(recs, nrecs, &segs, &n), 0);
+	assert_int_equal(n, want_n);
+	return segs;
+}
+
+/* A visible segment: its id, pos, off and len where they are not ANY. */
+#define ANY (-1)
+static void seg_is(const struct jo_slice *g, int64_t id, int64_t pos, int64_t off, int64_t len)
+{
+	if (id != ANY)
+		assert_int_equal(g->id, id);
+	if (pos != ANY)
+		assert_int_equal(g->pos, pos);
+	if (off != ANY)
+		assert_int_equal(g->off, off);
+	if (len != ANY)
+		assert_int_equal(g->len, len);
+}
+
 static void visible_later_record_wins(void **state)
 {
 	struct jo_slice recs[] = {
@@ -84,43 +109,29 @@ static void visible_later_record_wins(void **state)
 		{ .pos = 90, .id = 3, .size = 40, .off = 0, .len = 40 },
 		{ .pos = 10, .id = 0, .size = 0, .off = 0, .len = 5 },
 	};
-	struct jo_slice *segs;
-	size_t n;
+	struct jo_slice *segs = visible_ok(recs, 4, 6);
 
 	(void)state;
-	assert_int_equal(jo_chunk_visible(recs, 4, &segs, &n), 0);
 	/* 1[0,10) hole[10,15) 1[15,20) 2[20,50) 1[50,90) 3[90,130) */
-	assert_int_equal(n, 6);
-	assert_int_equal(segs[0].id, 1);
-	assert_int_equal(segs[0].len, 10);
-	assert_int_equal(segs[1].id, 0);
-	assert_int_equal(segs[2].id, 1);
-	assert_int_equal(segs[2].off, 15);
-	assert_int_equal(segs[3].id, 2);
-	assert_int_equal(segs[4].id, 1);
-	assert_int_equal(segs[4].pos, 50);
-	assert_int_equal(segs[4].off, 50);
-	assert_int_equal(segs[4].len, 40);
-	assert_int_equal(segs[5].id, 3);
-	assert_int_equal(segs[5].len, 40);
+	seg_is(&segs[0], 1, ANY, ANY, 10);
+	seg_is(&segs[1], 0, ANY, ANY, ANY);
+	seg_is(&segs[2], 1, ANY, 15, ANY);
+	seg_is(&segs[3], 2, ANY, ANY, ANY);
+	seg_is(&segs[4], 1, 50, 50, 40);
+	seg_is(&segs[5], 3, ANY, ANY, 40);
 	free(segs);
 }
 
 static void visible_fills_leading_gap_with_hole(void **state)
 {
 	struct jo_slice recs[] = { { .pos = 4096, .id = 9, .size = 10, .off = 2, .len = 8 } };
-	struct jo_slice *segs;
-	size_t n;
+	struct jo_slice *segs = visible_ok(recs, 1, 2);
 
 	(void)state;
-	assert_int_equal(jo_chunk_visible(recs, 1, &segs, &n), 0);
-	assert_int_equal(n, 2);
-	assert_int_equal(segs[0].id, 0);
-	assert_int_equal(segs[0].len, 4096);
-	assert_int_equal(segs[1].off, 2);
+	seg_is(&segs[0], 0, ANY, ANY, 4096);
+	seg_is(&segs[1], ANY, ANY, 2, ANY);
 	free(segs);
-	assert_int_equal(jo_chunk_visible(recs, 0, &segs, &n), 0);
-	assert_int_equal(n, 0);
+	segs = visible_ok(recs, 0, 0);
 }
 
 static void visible_matches_naive_overlay_on_random_records(void **state)

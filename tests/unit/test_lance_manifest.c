@@ -14,6 +14,7 @@
 #include "common/err.h"
 #include "common/object/object.h"
 #include "lanceparse/lance.h"
+#include "support/testutil.h"
 
 /* ---- a tiny protobuf encoder for building test manifests ---- */
 struct enc {
@@ -232,10 +233,8 @@ static int setup_tmp(void **state)
 
 static int teardown_tmp(void **state)
 {
-	char cmd[600];
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(tmp);
 }
 
 static void manifest_load_picks_latest_and_explicit_versions(void **state)

@@ -19,6 +19,7 @@
 #include "common/object/object.h"
 #include "common/object/object_internal.h"
 #include "leakcheck/leak.h"
+#include "support/testutil.h"
 
 struct fx {
 	char dir[128];
@@ -48,11 +49,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	char cmd[200];
 
 	jo_obj_close(f->obj);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tu_rm_rf(f->dir), 0);
 	free(f);
 	return 0;
 }

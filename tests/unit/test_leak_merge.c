@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <inttypes.h>
 #include <cmocka.h>
 
 #include <stdio.h>
@@ -77,8 +78,13 @@ static bool has(const struct sink *s, int kind, uint64_t id, uint32_t indx, cons
 struct refspec { uint64_t id; uint32_t size; int cls; };
 struct objspec { uint64_t id; uint32_t indx, bsize; int64_t mtime; };
 
-static int run_merge(const struct refspec *refs, size_t nr, const struct objspec *objs, size_t no,
-		     uint64_t next_chunk, struct sink *sink, struct leak_counts *c)
+/*
+ * Merge refs[0..nr) against objs[0..no): it must succeed and report
+ * want_reported records to the sink (ANY_N: not checked).
+ */
+#define ANY_N ((size_t)-1)
+static void merge_ok(const struct refspec *refs, size_t nr, const struct objspec *objs, size_t no,
+		     uint64_t next_chunk, struct sink *sink, struct leak_counts *c, size_t want_reported)
 {
 	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
 	struct jo_xsort *xr = NULL, *xob = NULL;
@@ -109,7 +115,25 @@ static int run_merge(const struct refspec *refs, size_t nr, const struct objspec
 	rc = leak_merge(&mo, leak_xsort_next, xr, leak_xsort_next, xob, c, &err);
 	jo_xsort_free(xr);
 	jo_xsort_free(xob);
-	return rc;
+	assert_int_equal(rc, 0);
+	if (want_reported != ANY_N)
+		assert_int_equal(sink->n, want_reported);
+}
+
+/* c's counts by kind: the arguments are KIND, N pairs ended by -1. */
+static void counts_are(const struct leak_counts *c, ...)
+{
+	va_list ap;
+	int kind;
+
+	va_start(ap, c);
+	while ((kind = va_arg(ap, int)) >= 0) {
+		uint64_t want = (uint64_t)va_arg(ap, int);
+
+		if (c->n[kind] != want)
+			fail_msg("%s: %" PRIu64 " counted, %" PRIu64 " wanted", leak_kind_name(kind), c->n[kind], want);
+	}
+	va_end(ap);
 }
 
 static void merge_clean_volume_reports_nothing(void **state)
@@ -126,8 +150,7 @@ static void merge_clean_volume_reports_nothing(void **state)
 	struct sink s;
 	struct leak_counts c;
 
-	assert_int_equal(run_merge(refs, 3, objs, 4, 100, &s, &c), 0);
-	assert_int_equal(s.n, 0);
+	merge_ok(refs, 3, objs, 4, 100, &s, &c, 0);
 	assert_int_equal(c.n[LEAK_VALID], 4);
 	assert_int_equal(c.objects, 4);
 	assert_int_equal(c.slices, 2);
@@ -151,7 +174,7 @@ static void merge_finds_leaked_missing_and_skipped(void **state)
 	struct sink s;
 	struct leak_counts c;
 
-	assert_int_equal(run_merge(refs, 2, objs, 6, 100, &s, &c), 0);
+	merge_ok(refs, 2, objs, 6, 100, &s, &c, ANY_N);
 	assert_true(has(&s, LEAK_LEAKED, 3, 0, "unreferenced"));
 	assert_true(has(&s, LEAK_SKIPPED, 4, 0, "recent"));
 	assert_true(has(&s, LEAK_MISSING, 5, 1, NULL));
@@ -159,9 +182,7 @@ static void merge_finds_leaked_missing_and_skipped(void **state)
 	assert_true(has(&s, LEAK_MISSING, 8, 0, NULL));
 	assert_true(has(&s, LEAK_SKIPPED, 500, 0, "new_slice"));
 	assert_int_equal(s.n, 6);
-	assert_int_equal(c.n[LEAK_LEAKED], 2);
-	assert_int_equal(c.n[LEAK_MISSING], 2);
-	assert_int_equal(c.n[LEAK_SKIPPED], 2);
+	counts_are(&c, LEAK_LEAKED, 2, LEAK_MISSING, 2, LEAK_SKIPPED, 2, -1);
 	assert_int_equal(c.skipped_new_slice, 1);
 	assert_int_equal(c.n[LEAK_VALID], 2);
 	assert_int_equal(c.bytes[LEAK_MISSING], BS + 100);
@@ -186,12 +207,8 @@ static void merge_pending_trash_and_delfile_are_not_leaks(void **state)
 	struct sink s;
 	struct leak_counts c;
 
-	assert_int_equal(run_merge(refs, 5, objs, 4, 100, &s, &c), 0);
-	assert_int_equal(s.n, 0);
-	assert_int_equal(c.n[LEAK_PENDING], 1);
-	assert_int_equal(c.n[LEAK_COMPACTED], 1);
-	assert_int_equal(c.n[LEAK_DELFILE], 1);
-	assert_int_equal(c.n[LEAK_VALID], 1);
+	merge_ok(refs, 5, objs, 4, 100, &s, &c, 0);
+	counts_are(&c, LEAK_PENDING, 1, LEAK_COMPACTED, 1, LEAK_DELFILE, 1, LEAK_VALID, 1, -1);
 }
 
 static void merge_duplicate_index_with_wrong_size(void **state)
@@ -207,11 +224,8 @@ static void merge_duplicate_index_with_wrong_size(void **state)
 	struct sink s;
 	struct leak_counts c;
 
-	assert_int_equal(run_merge(refs, 1, objs, 4, 100, &s, &c), 0);
-	assert_int_equal(s.n, 2);
-	assert_int_equal(c.n[LEAK_LEAKED], 2);
-	assert_int_equal(c.n[LEAK_MISSING], 0);
-	assert_int_equal(c.n[LEAK_VALID], 2);
+	merge_ok(refs, 1, objs, 4, 100, &s, &c, 2);
+	counts_are(&c, LEAK_LEAKED, 2, LEAK_MISSING, 0, LEAK_VALID, 2, -1);
 }
 
 static void merge_missing_refs_above_counter_are_ignored(void **state)
@@ -221,8 +235,7 @@ static void merge_missing_refs_above_counter_are_ignored(void **state)
 	struct sink s;
 	struct leak_counts c;
 
-	assert_int_equal(run_merge(refs, 1, NULL, 0, 100, &s, &c), 0);
-	assert_int_equal(s.n, 0);
+	merge_ok(refs, 1, NULL, 0, 100, &s, &c, 0);
 }
 
 static void merge_empty_streams(void **state)
@@ -231,7 +244,7 @@ static void merge_empty_streams(void **state)
 	struct sink s;
 	struct leak_counts c;
 
-	assert_int_equal(run_merge(NULL, 0, NULL, 0, 1, &s, &c), 0);
+	merge_ok(NULL, 0, NULL, 0, 1, &s, &c, ANY_N);
 	assert_int_equal(c.objects, 0);
 }
 
@@ -303,7 +316,7 @@ static void merge_property_against_brute_force(void **state)
 		struct sink s;
 		struct leak_counts c;
 
-		assert_int_equal(run_merge(refs, nr, objs, no, 1000, &s, &c), 0);
+		merge_ok(refs, nr, objs, no, 1000, &s, &c, ANY_N);
 		/* brute force */
 		uint64_t leaked = 0, missing = 0;
 

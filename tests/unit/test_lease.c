@@ -50,24 +50,20 @@ static void make_sqlite(const char *path)
 static int group_setup(void **state)
 {
 	char path[300];
-	int rc;
 
 	(void)state;
 	assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), "lease"), 0);
 	snprintf(path, sizeof(path), "%s/meta.db", g_dir);
 	make_sqlite(path);
 	snprintf(g_sqlite_url, sizeof(g_sqlite_url), "sqlite3://%s", path);
-	rc = gct_redis_start(&g_redis);
-	if (rc == 0) {
+	/* without it, Redis cases are skipped */
+	if (gct_redis_try("test_lease", &g_redis, &g_have_redis) == 0) {
 		redisContext *c = gct_redis_conn(g_redis.port, 3);
 		redisReply *r = redisCommand(c, "SET setting %s", fmt_json);
 
 		freeReplyObject(r);
 		redisFree(c);
-		g_have_redis = true;
 		snprintf(g_redis_url, sizeof(g_redis_url), "redis://127.0.0.1:%d/3", g_redis.port);
-	} else {
-		fprintf(stderr, "test_lease: no redis-server (%d): Redis cases are skipped\n", rc);
 	}
 	return 0;
 }
@@ -75,9 +71,7 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
-	gct_rm_rf(g_dir);
+	gct_group_end(&g_redis, g_have_redis, g_dir);
 	return 0;
 }
 

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
+#include "support/wu_fixture.h"
 #include "common/mem.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_compact.h"
@@ -23,67 +25,29 @@
 
 static char dir[256], url[512], jfs[1024];
 
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
-
 static int setup(void **state)
 {
-	const char *e = getenv("JUICEFS"), *data = getenv("JO_TEST_DATA");
-
 	(void)state;
-	if (e) {
-		snprintf(jfs, sizeof(jfs), "%s", e);
-	} else {
-		/* JO_TEST_DATA is <source>/tests/data (it may not exist): strip it */
-		size_t n = data ? strlen(data) : 0;
-		if (n >= 11 && strcmp(data + n - 11, "/tests/data") == 0)
-			n -= 11;
-		snprintf(jfs, sizeof(jfs), "%.*s%s.venv/bin/juicefs", (int)n, data ? data : "",
-			 n ? "/" : "");
-	}
-	if (access(jfs, X_OK) != 0) {
-		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
-		return -1; /* a failure, not a skip */
-	}
-	snprintf(dir, sizeof(dir), "/tmp/jo-test-meta-sqlite.XXXXXX");
-	if (!mkdtemp(dir))
+	if (wu_fx_juicefs_check(jfs, sizeof(jfs)) != 0)
 		return -1;
-	snprintf(url, sizeof(url), "sqlite3://%s/m.db", dir);
-	sh("mkdir -p %s/src/sub && printf hello > %s/src/a.txt && "
-	   "head -c 300000 /dev/urandom > %s/src/sub/b.bin && : > %s/src/empty", dir, dir, dir, dir);
-	sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 0 "
-	   ">%s/format.log 2>&1", jfs, url, dir, dir);
-	sh("META=%s '%s' --no-agent sync %s/src/ jfs://META/ >%s/sync.log 2>&1", url, jfs, dir, dir);
+	if (wu_fx_tmpdir("meta-sqlite", dir, sizeof(dir), url, sizeof(url)) != 0)
+		return -1;
+	wu_fx_sh("mkdir -p %s/src/sub && printf hello > %s/src/a.txt && "
+		 "head -c 300000 /dev/urandom > %s/src/sub/b.bin && : > %s/src/empty", dir, dir, dir, dir);
+	wu_fx_format_sync(jfs, url, dir);
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	if (dir[0])
-		sh("rm -rf %s", dir);
+	wu_fx_rmdir(dir);
 	return 0;
 }
 
 static struct jo_meta *open_ok(void)
 {
-	struct jo_meta *m = NULL;
-	struct jo_err err = { 0 };
-	int rc = jo_meta_open(&m, url, &err);
-
-	if (rc != 0)
-		fail_msg("open %s: %s", url, err.msg);
-	return m;
+	return meta_open_ok(url);
 }
 
 static void test_format_and_counters(void **state)
@@ -312,7 +276,7 @@ static void test_text_slices(void **state)
 
 	(void)state;
 	snprintf(cpy, sizeof(cpy), "%s/copy.db", dir);
-	sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\"", dir, cpy);
+	wu_fx_sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\"", dir, cpy);
 	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
 	assert_int_equal(jo_meta_open(&m, curl, &err), 0);
 	assert_int_equal(jo_meta_resolve(m, "/sub/b.bin", &ino, &err), 0);
@@ -361,7 +325,7 @@ static void test_batch_slices(void **state)
 	assert_non_null(out);
 	assert_non_null(rcs);
 	snprintf(cpy, sizeof(cpy), "%s/batch.db", dir);
-	sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\"", dir, cpy);
+	wu_fx_sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\"", dir, cpy);
 	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
 	assert_int_equal(sqlite3_open(cpy, &db), SQLITE_OK);
 	/* ids 1000000+i: refs 0 (deletable) for even i, 1 for odd i; i % 7 == 3 has no row */
@@ -439,14 +403,14 @@ static void test_open_errors(void **state)
 	assert_int_equal(access(p, F_OK), -1); /* not created */
 	snprintf(u, sizeof(u), "%s?table_prefix=other", url);
 	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTJFS);
-	sh("sqlite3 %s/plain.db 'create table t(x)'", dir);
+	wu_fx_sh("sqlite3 %s/plain.db 'create table t(x)'", dir);
 	snprintf(u, sizeof(u), "sqlite3://%s/plain.db", dir);
 	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTJFS);
-	sh("head -c 4096 /dev/urandom > %s/junk.db", dir);
+	wu_fx_sh("head -c 4096 /dev/urandom > %s/junk.db", dir);
 	snprintf(u, sizeof(u), "sqlite3://%s/junk.db", dir);
 	assert_int_equal(jo_meta_open(&m, u, &err), JO_ENOTJFS);
 	/* setting table without a format row */
-	sh("sqlite3 %s/nofmt.db 'create table jfs_setting(name text primary key, value text)'", dir);
+	wu_fx_sh("sqlite3 %s/nofmt.db 'create table jfs_setting(name text primary key, value text)'", dir);
 	snprintf(u, sizeof(u), "sqlite3://%s/nofmt.db", dir);
 	assert_int_equal(jo_meta_open(&m, u, &err), 0);
 	{
@@ -474,8 +438,8 @@ static void test_locked(void **state)
 
 	(void)state;
 	snprintf(cpy, sizeof(cpy), "%s/locked.db", dir);
-	sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\" && sqlite3 %s 'PRAGMA journal_mode=DELETE' >/dev/null",
-	   dir, cpy, cpy);
+	wu_fx_sh("sqlite3 %s/m.db \"VACUUM INTO '%s'\" && sqlite3 %s 'PRAGMA journal_mode=DELETE' >/dev/null",
+		 dir, cpy, cpy);
 	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
 	assert_int_equal(jo_meta_open(&m, curl, &err), 0);
 	assert_int_equal(jo_meta_load_format(m, &f, &err), 0);

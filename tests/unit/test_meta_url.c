@@ -3,6 +3,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 #include <string.h>
 
@@ -31,144 +32,139 @@ static void parse_code(const char *url, int code)
 	assert_null(u.engine); /* released on failure */
 }
 
+/* What a parsed URL must hold: every field is given as text (numbers and
+ * booleans in decimal, "1"/"0"); NULL leaves the field unchecked and NONE
+ * wants the field NULL. */
+static const char none[] = "(must be NULL)";
+#define NONE none
+
+struct url_want {
+	const char *url;
+	const char *engine, *user, *password, *host, *port, *db, *dbname, *path, *query, *table_prefix;
+	const char *redacted, *not_in_redacted; /* redacted must not contain the latter */
+	const char *tls, *unix_socket, *hosts, *master_name, *route_read;
+	const char *tls_ca, *tls_cert, *tls_key, *tls_server_name, *tls_skip_verify;
+};
+
+static void want_field(const char *url, const char *name, const char *got, const char *want)
+{
+	if (want == NULL)
+		return;
+	if (want == NONE ? got == NULL : got != NULL && strcmp(got, want) == 0)
+		return;
+	fail_msg("%s: %s is %s%s%s, want %s", url, name, got ? "\"" : "", got ? got : "NULL", got ? "\"" : "",
+		 want == NONE ? "NULL" : want);
+}
+
+static void want_number(const char *url, const char *name, long got, const char *want)
+{
+	char text[32];
+
+	snprintf(text, sizeof text, "%ld", got);
+	want_field(url, name, text, want);
+}
+
+/* Parses each URL of w[0..n) and checks what it wants. */
+static void check_urls(const struct url_want *w, size_t n)
+{
+#define WANT_STR(f) want_field(w->url, #f, u.f, w->f)
+#define WANT_NUM(f) want_number(w->url, #f, (long)u.f, w->f)
+	for (; n > 0; n--, w++) {
+		struct jo_meta_url u;
+
+		parse_ok(w->url, &u);
+		WANT_STR(engine);
+		WANT_STR(user);
+		WANT_STR(password);
+		WANT_STR(host);
+		WANT_NUM(port);
+		WANT_NUM(db);
+		WANT_STR(dbname);
+		WANT_STR(path);
+		WANT_STR(query);
+		WANT_STR(table_prefix);
+		WANT_STR(redacted);
+		if (w->not_in_redacted && strstr(u.redacted, w->not_in_redacted))
+			fail_msg("%s: the redacted URL %s shows %s", w->url, u.redacted, w->not_in_redacted);
+		WANT_NUM(tls);
+		WANT_NUM(unix_socket);
+		WANT_STR(hosts);
+		WANT_STR(master_name);
+		WANT_STR(route_read);
+		WANT_STR(tls_ca);
+		WANT_STR(tls_cert);
+		WANT_STR(tls_key);
+		WANT_STR(tls_server_name);
+		WANT_NUM(tls_skip_verify);
+		jo_meta_url_release(&u);
+	}
+#undef WANT_STR
+#undef WANT_NUM
+}
+#define CHECK_URLS(table) check_urls(table, sizeof(table) / sizeof((table)[0]))
+
 static void test_redis_defaults(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "redis://localhost", .engine = "redis", .host = "localhost", .port = "6379", .db = "0",
+		  .password = NONE, .user = NONE, .tls = "0", .redacted = "redis://localhost" },
+		{ .url = "redis://127.0.0.1:6401/3", .host = "127.0.0.1", .port = "6401", .db = "3" },
+		{ .url = "redis://127.0.0.1/", .db = "0" },
+	};
 
 	(void)state;
-	parse_ok("redis://localhost", &u);
-	assert_string_equal(u.engine, "redis");
-	assert_string_equal(u.host, "localhost");
-	assert_int_equal(u.port, 6379);
-	assert_int_equal(u.db, 0);
-	assert_null(u.password);
-	assert_null(u.user);
-	assert_false(u.tls);
-	assert_string_equal(u.redacted, "redis://localhost");
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://127.0.0.1:6401/3", &u);
-	assert_string_equal(u.host, "127.0.0.1");
-	assert_int_equal(u.port, 6401);
-	assert_int_equal(u.db, 3);
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://127.0.0.1/", &u);
-	assert_int_equal(u.db, 0);
-	jo_meta_url_release(&u);
+	CHECK_URLS(w);
 }
 
 static void test_redis_auth_and_redaction(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "redis://:s3cret@10.0.0.1:6380/2", .user = NONE, .password = "s3cret", .host = "10.0.0.1",
+		  .port = "6380", .db = "2", .redacted = "redis://:****@10.0.0.1:6380/2" },
+		{ .url = "redis://alice:pa%40ss@h/1", .user = "alice", .password = "pa@ss",
+		  .redacted = "redis://alice:****@h/1" },
+		/* a raw '@' or '/' in the password: the last '@' ends the userinfo */
+		{ .url = "redis://:p@ss/w0rd@h:7000/5", .password = "p@ss/w0rd", .host = "h", .port = "7000",
+		  .db = "5", .not_in_redacted = "w0rd", .redacted = "redis://:****@h:7000/5" },
+		{ .url = "redis://bob@h", .user = "bob", .password = NONE }, /* user, no password */
+		{ .url = "rediss://:x@h:6390/0", .tls = "1", .redacted = "rediss://:****@h:6390/0" },
+		{ .url = "redis://[::1]:6400/4", .host = "::1", .port = "6400", .db = "4" },
+		{ .url = "redis://h:1/2?dial-timeout=3s", .db = "2" }, /* options are ignored */
+	};
 
 	(void)state;
-	parse_ok("redis://:s3cret@10.0.0.1:6380/2", &u);
-	assert_null(u.user);
-	assert_string_equal(u.password, "s3cret");
-	assert_string_equal(u.host, "10.0.0.1");
-	assert_int_equal(u.port, 6380);
-	assert_int_equal(u.db, 2);
-	assert_string_equal(u.redacted, "redis://:****@10.0.0.1:6380/2");
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://alice:pa%40ss@h/1", &u);
-	assert_string_equal(u.user, "alice");
-	assert_string_equal(u.password, "pa@ss");
-	assert_string_equal(u.redacted, "redis://alice:****@h/1");
-	jo_meta_url_release(&u);
-
-	/* a raw '@' or '/' in the password: the last '@' ends the userinfo */
-	parse_ok("redis://:p@ss/w0rd@h:7000/5", &u);
-	assert_string_equal(u.password, "p@ss/w0rd");
-	assert_string_equal(u.host, "h");
-	assert_int_equal(u.port, 7000);
-	assert_int_equal(u.db, 5);
-	assert_null(strstr(u.redacted, "w0rd"));
-	assert_string_equal(u.redacted, "redis://:****@h:7000/5");
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://bob@h", &u); /* user, no password */
-	assert_string_equal(u.user, "bob");
-	assert_null(u.password);
-	jo_meta_url_release(&u);
-
-	parse_ok("rediss://:x@h:6390/0", &u);
-	assert_true(u.tls);
-	assert_string_equal(u.redacted, "rediss://:****@h:6390/0");
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://[::1]:6400/4", &u);
-	assert_string_equal(u.host, "::1");
-	assert_int_equal(u.port, 6400);
-	assert_int_equal(u.db, 4);
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://h:1/2?dial-timeout=3s", &u); /* options are ignored */
-	assert_int_equal(u.db, 2);
-	jo_meta_url_release(&u);
+	CHECK_URLS(w);
 }
 
 /* Sentinel, Cluster and TLS options, split as juicefs's newRedisMeta does. */
 static void test_redis_ha(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		/* a ',' before the first ':' : MASTER,sentinel,...; sentinels
+		 * without a port take the last one's */
+		{ .url = "redis://:pw@mymaster,s1,10.0.0.2:26380/2", .master_name = "mymaster",
+		  .hosts = "s1:26380,10.0.0.2:26380", .host = "s1", .db = "2", .password = "pw",
+		  .redacted = "redis://:****@mymaster,s1,10.0.0.2:26380/2" },
+		{ .url = "redis://m1,h1,[::1]:26400/0", .master_name = "m1", .hosts = "h1:26400,[::1]:26400" },
+		{ .url = "rediss://u:p@mm,[::1]:26379/3?tls-ca-cert-file=/c/ca.pem", .tls = "1", .master_name = "mm",
+		  .hosts = "[::1]:26379", .tls_ca = "/c/ca.pem" },
+		/* a ':' first: cluster seeds (default port 6379) */
+		{ .url = "redis://127.0.0.1:7000,127.0.0.1:7001,h3/1", .master_name = NONE,
+		  .hosts = "127.0.0.1:7000,127.0.0.1:7001,h3:6379", .host = "127.0.0.1", .port = "7000", .db = "1" },
+		/* no ':' at all: juicefs takes it as cluster seeds */
+		{ .url = "redis://a,b/4", .master_name = NONE, .hosts = "a:6379,b:6379" },
+		/* juicefs's TLS and routing options; the tuning ones are ignored */
+		{ .url = "rediss://h:6390/1?tls-cert-file=/c/cl.crt&tls-key-file=/c/cl.key&"
+			 "tls-ca-cert-file=%2Fc%2Fca.pem&tls-server-name=redis.local&insecure-skip-verify=true&"
+			 "route-read=replica&read-timeout=10s&max_retries=3",
+		  .tls_cert = "/c/cl.crt", .tls_key = "/c/cl.key", .tls_ca = "/c/ca.pem",
+		  .tls_server_name = "redis.local", .tls_skip_verify = "1", .route_read = "replica", .hosts = NONE },
+		/* juicefs: any non-empty value skips */
+		{ .url = "rediss://h/1?insecure-skip-verify=", .tls_skip_verify = "0" },
+	};
 
 	(void)state;
-	/* a ',' before the first ':' : MASTER,sentinel,...; sentinels without a
-	 * port take the last one's */
-	parse_ok("redis://:pw@mymaster,s1,10.0.0.2:26380/2", &u);
-	assert_string_equal(u.master_name, "mymaster");
-	assert_string_equal(u.hosts, "s1:26380,10.0.0.2:26380");
-	assert_string_equal(u.host, "s1");
-	assert_int_equal(u.db, 2);
-	assert_string_equal(u.password, "pw");
-	assert_string_equal(u.redacted, "redis://:****@mymaster,s1,10.0.0.2:26380/2");
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://m1,h1,[::1]:26400/0", &u);
-	assert_string_equal(u.master_name, "m1");
-	assert_string_equal(u.hosts, "h1:26400,[::1]:26400");
-	jo_meta_url_release(&u);
-
-	parse_ok("rediss://u:p@mm,[::1]:26379/3?tls-ca-cert-file=/c/ca.pem", &u);
-	assert_true(u.tls);
-	assert_string_equal(u.master_name, "mm");
-	assert_string_equal(u.hosts, "[::1]:26379");
-	assert_string_equal(u.tls_ca, "/c/ca.pem");
-	jo_meta_url_release(&u);
-
-	/* a ':' first: cluster seeds (default port 6379) */
-	parse_ok("redis://127.0.0.1:7000,127.0.0.1:7001,h3/1", &u);
-	assert_null(u.master_name);
-	assert_string_equal(u.hosts, "127.0.0.1:7000,127.0.0.1:7001,h3:6379");
-	assert_string_equal(u.host, "127.0.0.1");
-	assert_int_equal(u.port, 7000);
-	assert_int_equal(u.db, 1);
-	jo_meta_url_release(&u);
-
-	parse_ok("redis://a,b/4", &u); /* no ':' at all: juicefs takes it as cluster seeds */
-	assert_null(u.master_name);
-	assert_string_equal(u.hosts, "a:6379,b:6379");
-	jo_meta_url_release(&u);
-
-	/* juicefs's TLS and routing options; the tuning ones are ignored */
-	parse_ok("rediss://h:6390/1?tls-cert-file=/c/cl.crt&tls-key-file=/c/cl.key&"
-		 "tls-ca-cert-file=%2Fc%2Fca.pem&tls-server-name=redis.local&insecure-skip-verify=true&"
-		 "route-read=replica&read-timeout=10s&max_retries=3", &u);
-	assert_string_equal(u.tls_cert, "/c/cl.crt");
-	assert_string_equal(u.tls_key, "/c/cl.key");
-	assert_string_equal(u.tls_ca, "/c/ca.pem");
-	assert_string_equal(u.tls_server_name, "redis.local");
-	assert_true(u.tls_skip_verify);
-	assert_string_equal(u.route_read, "replica");
-	assert_null(u.hosts);
-	jo_meta_url_release(&u);
-
-	parse_ok("rediss://h/1?insecure-skip-verify=", &u); /* juicefs: any non-empty value skips */
-	assert_false(u.tls_skip_verify);
-	jo_meta_url_release(&u);
-
+	CHECK_URLS(w);
 	parse_code("redis://,s1:26379/1", JO_EINVAL);       /* no master name */
 	parse_code("redis://m,s1:26379,/1", JO_EINVAL);     /* an empty sentinel */
 	parse_code("redis://m,s1:0/1", JO_EINVAL);
@@ -185,40 +181,28 @@ static void test_redis_ha(void **state)
 
 static void test_unix(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "unix:///run/redis.sock?db=7", .engine = "redis", .unix_socket = "1",
+		  .path = "/run/redis.sock", .db = "7" },
+		{ .url = "unix://:pw@/run/r.sock", .password = "pw", .path = "/run/r.sock", .db = "0",
+		  .redacted = "unix://:****@/run/r.sock" },
+	};
 
 	(void)state;
-	parse_ok("unix:///run/redis.sock?db=7", &u);
-	assert_string_equal(u.engine, "redis");
-	assert_true(u.unix_socket);
-	assert_string_equal(u.path, "/run/redis.sock");
-	assert_int_equal(u.db, 7);
-	jo_meta_url_release(&u);
-
-	parse_ok("unix://:pw@/run/r.sock", &u);
-	assert_string_equal(u.password, "pw");
-	assert_string_equal(u.path, "/run/r.sock");
-	assert_int_equal(u.db, 0);
-	assert_string_equal(u.redacted, "unix://:****@/run/r.sock");
-	jo_meta_url_release(&u);
+	CHECK_URLS(w);
 }
 
 static void test_sqlite(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "sqlite3:///abs/path/jfs.db", .engine = "sqlite3", .path = "/abs/path/jfs.db",
+		  .table_prefix = "jfs_" },
+		{ .url = "sqlite3://rel/my.db?cache=shared&table_prefix=vol1&_journal=WAL", .path = "rel/my.db",
+		  .table_prefix = "jfs_vol1_", .redacted = "sqlite3://rel/my.db?cache=shared&table_prefix=vol1&_journal=WAL" },
+	};
 
 	(void)state;
-	parse_ok("sqlite3:///abs/path/jfs.db", &u);
-	assert_string_equal(u.engine, "sqlite3");
-	assert_string_equal(u.path, "/abs/path/jfs.db");
-	assert_string_equal(u.table_prefix, "jfs_");
-	jo_meta_url_release(&u);
-
-	parse_ok("sqlite3://rel/my.db?cache=shared&table_prefix=vol1&_journal=WAL", &u);
-	assert_string_equal(u.path, "rel/my.db");
-	assert_string_equal(u.table_prefix, "jfs_vol1_");
-	assert_string_equal(u.redacted, "sqlite3://rel/my.db?cache=shared&table_prefix=vol1&_journal=WAL");
-	jo_meta_url_release(&u);
+	CHECK_URLS(w);
 }
 
 static void test_malformed(void **state)
@@ -262,42 +246,23 @@ static void test_unsupported(void **state)
 
 static void test_postgres(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "postgres://jfs:s%40cret@127.0.0.1:25432/jfs?sslmode=disable", .engine = "postgres",
+		  .user = "jfs", .password = "s@cret", .host = "127.0.0.1", .port = "25432", .dbname = "jfs",
+		  .query = "sslmode=disable", .table_prefix = "jfs_",
+		  .redacted = "postgres://jfs:****@127.0.0.1:25432/jfs?sslmode=disable" },
+		/* juicefs's own keys are taken out of what the driver sees */
+		{ .url = "postgres://postgres@db.example:5432/meta?table_prefix=v2&max_open_conns=4&"
+			 "search_path=vols&sslmode=require",
+		  .password = NONE, .port = "5432", .table_prefix = "jfs_v2_", .query = "search_path=vols&sslmode=require" },
+		/* the Unix-socket form: no host, ?host=/dir */
+		{ .url = "postgres://jfs@/jfs?host=/run/postgresql&port=5433", .unix_socket = "1", .host = NONE,
+		  .port = "0", .query = "host=/run/postgresql&port=5433" },
+		{ .url = "postgres://u:p@[::1]:5432/d", .host = "::1" },
+	};
 
 	(void)state;
-	parse_ok("postgres://jfs:s%40cret@127.0.0.1:25432/jfs?sslmode=disable", &u);
-	assert_string_equal(u.engine, "postgres");
-	assert_string_equal(u.user, "jfs");
-	assert_string_equal(u.password, "s@cret");
-	assert_string_equal(u.host, "127.0.0.1");
-	assert_int_equal(u.port, 25432);
-	assert_string_equal(u.dbname, "jfs");
-	assert_string_equal(u.query, "sslmode=disable");
-	assert_string_equal(u.table_prefix, "jfs_");
-	assert_string_equal(u.redacted, "postgres://jfs:****@127.0.0.1:25432/jfs?sslmode=disable");
-	jo_meta_url_release(&u);
-
-	/* juicefs's own keys are taken out of what the driver sees */
-	parse_ok("postgres://postgres@db.example:5432/meta?table_prefix=v2&max_open_conns=4&"
-		 "search_path=vols&sslmode=require", &u);
-	assert_null(u.password);
-	assert_int_equal(u.port, 5432);
-	assert_string_equal(u.table_prefix, "jfs_v2_");
-	assert_string_equal(u.query, "search_path=vols&sslmode=require");
-	jo_meta_url_release(&u);
-
-	/* the Unix-socket form: no host, ?host=/dir */
-	parse_ok("postgres://jfs@/jfs?host=/run/postgresql&port=5433", &u);
-	assert_true(u.unix_socket);
-	assert_null(u.host);
-	assert_int_equal(u.port, 0);
-	assert_string_equal(u.query, "host=/run/postgresql&port=5433");
-	jo_meta_url_release(&u);
-
-	parse_ok("postgres://u:p@[::1]:5432/d", &u);
-	assert_string_equal(u.host, "::1");
-	jo_meta_url_release(&u);
-
+	CHECK_URLS(w);
 	parse_code("postgres://127.0.0.1:5432/jfs", JO_EINVAL);    /* juicefs needs an '@' */
 	parse_code("postgres://u@h:5432", JO_EINVAL);              /* no database */
 	parse_code("postgres://u@h:5432/", JO_EINVAL);
@@ -309,37 +274,25 @@ static void test_postgres(void **state)
 
 static void test_etcd(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "etcd://127.0.0.1:23790/vol1", .engine = "etcd", .host = "127.0.0.1:23790", .path = "/vol1",
+		  .query = "" },
+		/* several endpoints; a host without a port gets 2379 on that host */
+		{ .url = "etcd://root:s3cret@e1:2379,e2,[::1]:2380/a/b?cacert=/ca.pem&server-name=etcd", .user = "root",
+		  .password = "s3cret", .host = "e1:2379,e2:2379,[::1]:2380", .path = "/a/b",
+		  .query = "cacert=/ca.pem&server-name=etcd",
+		  .redacted = "etcd://root:****@e1:2379,e2,[::1]:2380/a/b?cacert=/ca.pem&server-name=etcd" },
+		/* no path: the prefix is 0xFD alone */
+		{ .url = "etcd://h:2379", .path = "" },
+		/* many one-letter hosts each get ":2379": the host list grows 3.5x (fuzzer) */
+		{ .url = "etcd://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t/v",
+		  .host = "a:2379,b:2379,c:2379,d:2379,e:2379,f:2379,g:2379,h:2379,"
+			  "i:2379,j:2379,k:2379,l:2379,m:2379,n:2379,o:2379,p:2379,"
+			  "q:2379,r:2379,s:2379,t:2379" },
+	};
 
 	(void)state;
-	parse_ok("etcd://127.0.0.1:23790/vol1", &u);
-	assert_string_equal(u.engine, "etcd");
-	assert_string_equal(u.host, "127.0.0.1:23790");
-	assert_string_equal(u.path, "/vol1");
-	assert_string_equal(u.query, "");
-	jo_meta_url_release(&u);
-
-	/* several endpoints; a host without a port gets 2379 on that host */
-	parse_ok("etcd://root:s3cret@e1:2379,e2,[::1]:2380/a/b?cacert=/ca.pem&server-name=etcd", &u);
-	assert_string_equal(u.user, "root");
-	assert_string_equal(u.password, "s3cret");
-	assert_string_equal(u.host, "e1:2379,e2:2379,[::1]:2380");
-	assert_string_equal(u.path, "/a/b");
-	assert_string_equal(u.query, "cacert=/ca.pem&server-name=etcd");
-	assert_string_equal(u.redacted, "etcd://root:****@e1:2379,e2,[::1]:2380/a/b?cacert=/ca.pem&server-name=etcd");
-	jo_meta_url_release(&u);
-
-	/* no path: the prefix is 0xFD alone */
-	parse_ok("etcd://h:2379", &u);
-	assert_string_equal(u.path, "");
-	jo_meta_url_release(&u);
-
-	/* many one-letter hosts each get ":2379": the host list grows 3.5x (fuzzer) */
-	parse_ok("etcd://a,b,c,d,e,f,g,h,i,j,k,l,m,n,o,p,q,r,s,t/v", &u);
-	assert_string_equal(u.host, "a:2379,b:2379,c:2379,d:2379,e:2379,f:2379,g:2379,h:2379,"
-				    "i:2379,j:2379,k:2379,l:2379,m:2379,n:2379,o:2379,p:2379,"
-				    "q:2379,r:2379,s:2379,t:2379");
-	jo_meta_url_release(&u);
+	CHECK_URLS(w);
 	parse_code("etcd:///vol", JO_EINVAL);
 	parse_code("etcd://h1,,h2/vol", JO_EINVAL);
 	parse_code("etcd://h:0/vol", JO_EINVAL);
@@ -348,49 +301,26 @@ static void test_etcd(void **state)
 
 static void test_mysql(void **state)
 {
-	struct jo_meta_url u;
+	static const struct url_want w[] = {
+		{ .url = "mysql://jfs:jfspass@(127.0.0.1:23306)/jfs", .engine = "mysql", .user = "jfs",
+		  .password = "jfspass", .host = "127.0.0.1", .port = "23306", .dbname = "jfs", .unix_socket = "0",
+		  .redacted = "mysql://jfs:****@(127.0.0.1:23306)/jfs" },
+		{ .url = "mysql://root@tcp(db:3306)/meta?charset=utf8mb4&table_prefix=x1&tls=skip-verify", .host = "db",
+		  .table_prefix = "jfs_x1_", .query = "charset=utf8mb4&tls=skip-verify" },
+		{ .url = "mysql://jfs:pw@unix(/run/mysqld/mysqld.sock)/jfs", .unix_socket = "1",
+		  .path = "/run/mysqld/mysqld.sock", .host = NONE },
+		/* a raw special character in the password (go-sql-driver allows
+		 * it): from the first ':' to the last '@' */
+		{ .url = "mysql://jfs:p@ss:w%rd@(h:3306)/jfs", .password = "p@ss:w%rd",
+		  .redacted = "mysql://jfs:****@(h:3306)/jfs" },
+		/* an empty password takes $META_PASSWORD (juicefs's example) */
+		{ .url = "mysql://jfs:@(h:3306)/jfs", .password = NONE },
+		/* no address: the driver's default */
+		{ .url = "mysql://jfs@/jfs", .host = "127.0.0.1" },
+	};
 
 	(void)state;
-	parse_ok("mysql://jfs:jfspass@(127.0.0.1:23306)/jfs", &u);
-	assert_string_equal(u.engine, "mysql");
-	assert_string_equal(u.user, "jfs");
-	assert_string_equal(u.password, "jfspass");
-	assert_string_equal(u.host, "127.0.0.1");
-	assert_int_equal(u.port, 23306);
-	assert_string_equal(u.dbname, "jfs");
-	assert_false(u.unix_socket);
-	assert_string_equal(u.redacted, "mysql://jfs:****@(127.0.0.1:23306)/jfs");
-	jo_meta_url_release(&u);
-
-	parse_ok("mysql://root@tcp(db:3306)/meta?charset=utf8mb4&table_prefix=x1&tls=skip-verify", &u);
-	assert_string_equal(u.host, "db");
-	assert_string_equal(u.table_prefix, "jfs_x1_");
-	assert_string_equal(u.query, "charset=utf8mb4&tls=skip-verify");
-	jo_meta_url_release(&u);
-
-	parse_ok("mysql://jfs:pw@unix(/run/mysqld/mysqld.sock)/jfs", &u);
-	assert_true(u.unix_socket);
-	assert_string_equal(u.path, "/run/mysqld/mysqld.sock");
-	assert_null(u.host);
-	jo_meta_url_release(&u);
-
-	/* a raw special character in the password (go-sql-driver allows it):
-	 * from the first ':' to the last '@' */
-	parse_ok("mysql://jfs:p@ss:w%rd@(h:3306)/jfs", &u);
-	assert_string_equal(u.password, "p@ss:w%rd");
-	assert_string_equal(u.redacted, "mysql://jfs:****@(h:3306)/jfs");
-	jo_meta_url_release(&u);
-
-	/* an empty password takes $META_PASSWORD (juicefs's example) */
-	parse_ok("mysql://jfs:@(h:3306)/jfs", &u);
-	assert_null(u.password);
-	jo_meta_url_release(&u);
-
-	/* no address: the driver's default */
-	parse_ok("mysql://jfs@/jfs", &u);
-	assert_string_equal(u.host, "127.0.0.1");
-	jo_meta_url_release(&u);
-
+	CHECK_URLS(w);
 	parse_code("mysql://(h:3306)/jfs", JO_EINVAL);          /* no user@ */
 	parse_code("mysql://u@h:3306/jfs", JO_EINVAL);          /* address without (...) */
 	parse_code("mysql://u@udp(h:3306)/jfs", JO_EINVAL);

@@ -11,6 +11,7 @@
 
 #include "common/err.h"
 #include "common/metrics.h"
+#include "support/testutil.h"
 
 static char *slurp(const char *path)
 {
@@ -77,16 +78,12 @@ static void test_read_refuses_symlink(void **state)
 {
 	char dir[] = "/tmp/jo-metrics-XXXXXX", path[64], link[64], labels[64];
 	double v = 0;
-	FILE *f;
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/real.prom", dir);
 	snprintf(link, sizeof(link), "%s/link.prom", dir);
-	f = fopen(path, "w");
-	assert_non_null(f);
-	fputs("jfsops_x_last_success_timestamp_seconds 5\n", f);
-	fclose(f);
+	tu_write_text(path, "jfsops_x_last_success_timestamp_seconds 5\n");
 	assert_int_equal(symlink(path, link), 0);
 	assert_int_equal(jo_metrics_read_sample(path, "jfsops_x_last_success_timestamp_seconds", &v,
 						labels, sizeof(labels)), 0);

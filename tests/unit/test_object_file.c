@@ -14,19 +14,12 @@
 
 #include "common/err.h"
 #include "common/object/object.h"
+#include "support/testutil.h"
 
 struct fx {
 	char dir[256];
 	struct jo_obj *o;
 };
-
-static int rm_rf(const char *path)
-{
-	char cmd[600];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
-	return system(cmd);
-}
 
 static int setup(void **state)
 {
@@ -54,7 +47,7 @@ static int teardown(void **state)
 	struct fx *f = *state;
 
 	jo_obj_close(f->o);
-	rm_rf(f->dir);
+	tu_rm_rf(f->dir);
 	free(f);
 	return 0;
 }
@@ -65,6 +58,19 @@ static void put_s(struct jo_obj *o, const char *key, const char *body)
 
 	if (jo_obj_put(o, key, body, strlen(body), NULL, &err) != 0)
 		fail_msg("put %s: %s", key, err.msg);
+}
+
+/* Put each key of the NULL-terminated list, with body BODY. */
+static void put_keys(struct jo_obj *o, const char *body, ...) __attribute__((sentinel));
+static void put_keys(struct jo_obj *o, const char *body, ...)
+{
+	va_list ap;
+	const char *k;
+
+	va_start(ap, body);
+	while ((k = va_arg(ap, const char *)) != NULL)
+		put_s(o, k, body);
+	va_end(ap);
 }
 
 struct collected {
@@ -103,6 +109,48 @@ static void expect_keys(const struct collected *c, const char *const *want, int 
 		assert_string_equal(c->keys[i], want[i]);
 }
 
+/* List (c emptied first) and expect exactly want[0..n). */
+static void list_expect(struct jo_obj *o, const char *prefix, const char *start_after, const char *delim,
+			struct collected *c, const char *const *want, int n)
+{
+	struct jo_err err;
+
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(jo_obj_list(o, prefix, start_after, delim, collect, c, &err), 0);
+	expect_keys(c, want, n);
+}
+
+/* KEY's bytes [off, off+len) (len -1: to the end) are want[0..n). */
+static void get_eq(struct jo_obj *o, const char *key, int64_t off, int64_t len, const char *want, size_t n)
+{
+	struct jo_err err;
+	uint8_t *buf;
+	size_t got;
+
+	assert_int_equal(jo_obj_get_buf(o, key, off, len, 100, &buf, &got, &err), 0);
+	assert_int_equal(got, n);
+	if (n > 0)
+		assert_memory_equal(buf, want, n);
+	free(buf);
+}
+
+/* A file store of N shards DIR/NAME0/ .. DIR/NAME<N-1>/, created. */
+static struct jo_obj *open_sharded(const struct fx *f, const char *name, int n)
+{
+	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
+	struct jo_obj *s = NULL;
+	struct jo_err err;
+	char pattern[300];
+
+	snprintf(pattern, sizeof(pattern), "%s/%s%%d/", f->dir, name);
+	opts.storage = "file";
+	opts.bucket = pattern;
+	opts.shards = n;
+	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
+	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
+	return s;
+}
+
 static void round_trip_get_range_head(void **state)
 {
 	struct fx *f = *state;
@@ -112,22 +160,11 @@ static void round_trip_get_range_head(void **state)
 	size_t len;
 
 	put_s(f->o, "vol/chunks/0/0/1_0_10", "0123456789");
-	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 0, -1, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 10);
-	assert_memory_equal(buf, "0123456789", 10);
-	free(buf);
-	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 3, 4, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 4);
-	assert_memory_equal(buf, "3456", 4);
-	free(buf);
+	get_eq(f->o, "vol/chunks/0/0/1_0_10", 0, -1, "0123456789", 10);
+	get_eq(f->o, "vol/chunks/0/0/1_0_10", 3, 4, "3456", 4);
 	/* A range past the end returns what exists. */
-	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 8, 100, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 2);
-	assert_memory_equal(buf, "89", 2);
-	free(buf);
-	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 20, -1, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 0);
-	free(buf);
+	get_eq(f->o, "vol/chunks/0/0/1_0_10", 8, 100, "89", 2);
+	get_eq(f->o, "vol/chunks/0/0/1_0_10", 20, -1, "", 0);
 	/* Larger than max. */
 	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_10", 0, -1, 5, &buf, &len, &err), JO_EPROTO);
 	assert_null(buf);
@@ -152,22 +189,14 @@ static void listing_is_in_byte_order(void **state)
 {
 	struct fx *f = *state;
 	struct collected c = { 0 };
-	struct jo_err err;
 	static const char *const want[] = {
 		"a b", "a+b", "a-b", "a.txt", "a/x", "a/y/z", "a0", "b/.hidden", "b/c", "\xc3\xa9",
 	};
 
 	/* Inserted in a shuffled order. */
-	put_s(f->o, "a/y/z", "1");
-	put_s(f->o, "\xc3\xa9", "1");
+	put_keys(f->o, "1", "a/y/z", "\xc3\xa9", NULL);
 	put_s(f->o, "a.txt", "12");
-	put_s(f->o, "a0", "1");
-	put_s(f->o, "a/x", "1");
-	put_s(f->o, "a-b", "1");
-	put_s(f->o, "a b", "1");
-	put_s(f->o, "a+b", "1");
-	put_s(f->o, "b/c", "1");
-	put_s(f->o, "b/.hidden", "1");
+	put_keys(f->o, "1", "a0", "a/x", "a-b", "a b", "a+b", "b/c", "b/.hidden", NULL);
 	/* A JuiceFS temp file must be skipped. */
 	{
 		char p[400];
@@ -178,8 +207,7 @@ static void listing_is_in_byte_order(void **state)
 		assert_true(fd >= 0);
 		close(fd);
 	}
-	assert_int_equal(jo_obj_list(f->o, "", NULL, NULL, collect, &c, &err), 0);
-	expect_keys(&c, want, 10);
+	list_expect(f->o, "", NULL, NULL, &c, want, 10);
 	assert_int_equal(c.size[3], 2);
 }
 
@@ -189,10 +217,8 @@ static void listing_prefix_start_after_delimiter(void **state)
 	struct collected c = { 0 };
 	struct jo_err err;
 
-	put_s(f->o, "v/chunks/0/0/1_0_4", "1234");
-	put_s(f->o, "v/chunks/0/0/2_0_4", "1234");
-	put_s(f->o, "v/chunks/0/1/3_0_4", "1234");
-	put_s(f->o, "v/chunks/1/2/4_0_4", "1234");
+	put_keys(f->o, "1234", "v/chunks/0/0/1_0_4", "v/chunks/0/0/2_0_4", "v/chunks/0/1/3_0_4",
+		 "v/chunks/1/2/4_0_4", NULL);
 	put_s(f->o, "v/juicefs_uuid", "u");
 	put_s(f->o, "v/meta/dump.json", "{}");
 	put_s(f->o, "w/other", "x");
@@ -200,53 +226,40 @@ static void listing_prefix_start_after_delimiter(void **state)
 	{
 		static const char *const want[] = { "v/chunks/0/0/1_0_4", "v/chunks/0/0/2_0_4",
 						    "v/chunks/0/1/3_0_4", "v/chunks/1/2/4_0_4" };
-		assert_int_equal(jo_obj_list(f->o, "v/chunks/", NULL, NULL, collect, &c, &err), 0);
-		expect_keys(&c, want, 4);
+		list_expect(f->o, "v/chunks/", NULL, NULL, &c, want, 4);
 	}
 	{
 		static const char *const want[] = { "v/chunks/0/1/3_0_4", "v/chunks/1/2/4_0_4",
 						    "v/juicefs_uuid", "v/meta/dump.json" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(f->o, "v/", "v/chunks/0/0/2_0_4", NULL, collect, &c, &err), 0);
-		expect_keys(&c, want, 4);
+		list_expect(f->o, "v/", "v/chunks/0/0/2_0_4", NULL, &c, want, 4);
 	}
 	{
 		/* start_after that is not an existing key, inside a directory */
 		static const char *const want[] = { "v/chunks/1/2/4_0_4", "v/juicefs_uuid",
 						    "v/meta/dump.json" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(f->o, "v/", "v/chunks/0/5", NULL, collect, &c, &err), 0);
-		expect_keys(&c, want, 3);
+		list_expect(f->o, "v/", "v/chunks/0/5", NULL, &c, want, 3);
 	}
 	{
 		/* A prefix that ends inside a name. */
 		static const char *const want[] = { "v/juicefs_uuid" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(f->o, "v/j", NULL, NULL, collect, &c, &err), 0);
-		expect_keys(&c, want, 1);
+		list_expect(f->o, "v/j", NULL, NULL, &c, want, 1);
 	}
 	{
 		static const char *const want[] = { "v/chunks/", "v/juicefs_uuid", "v/meta/" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(f->o, "v/", NULL, "/", collect, &c, &err), 0);
-		expect_keys(&c, want, 3);
+		list_expect(f->o, "v/", NULL, "/", &c, want, 3);
 		assert_true(c.prefix[0]);
 		assert_false(c.prefix[1]);
 		assert_true(c.prefix[2]);
 	}
 	{
 		static const char *const want[] = { "v/", "w/" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(f->o, "", NULL, "/", collect, &c, &err), 0);
-		expect_keys(&c, want, 2);
+		list_expect(f->o, "", NULL, "/", &c, want, 2);
 	}
 	{
 		/* A delimiter other than "/" is emulated over the flat walk. */
 		static const char *const want[] = { "v/chunks/0/0/1_", "v/chunks/0/0/2_",
 						    "v/chunks/0/1/3_", "v/chunks/1/2/4_" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(f->o, "v/chunks/", NULL, "_", collect, &c, &err), 0);
-		expect_keys(&c, want, 4);
+		list_expect(f->o, "v/chunks/", NULL, "_", &c, want, 4);
 	}
 	{
 		/* The callback's non-zero value stops the listing and comes back. */
@@ -326,15 +339,10 @@ static void copy_and_multipart(void **state)
 	struct collected c = { 0 };
 	struct jo_err err;
 	char *id = NULL, etag[72];
-	uint8_t *buf;
-	size_t len;
 
 	put_s(f->o, "src/obj", "hello world");
 	assert_int_equal(jo_obj_copy(f->o, "src/obj", "dst/sub/obj", NULL, &err), 0);
-	assert_int_equal(jo_obj_get_buf(f->o, "dst/sub/obj", 0, -1, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 11);
-	assert_memory_equal(buf, "hello world", 11);
-	free(buf);
+	get_eq(f->o, "dst/sub/obj", 0, -1, "hello world", 11);
 	assert_int_equal(jo_obj_copy(f->o, "src/none", "dst/x", NULL, &err), JO_ENOTFOUND);
 
 	assert_int_equal(jo_obj_mpu_create(f->o, "big/obj", NULL, &id, &err), 0);
@@ -350,10 +358,7 @@ static void copy_and_multipart(void **state)
 	assert_int_equal(jo_obj_list(f->o, "big/", NULL, NULL, collect, &c, &err), 0);
 	assert_int_equal(c.n, 0);
 	assert_int_equal(jo_obj_mpu_complete(f->o, "big/obj", id, parts, 2, &err), 0);
-	assert_int_equal(jo_obj_get_buf(f->o, "big/obj", 0, -1, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 11);
-	assert_memory_equal(buf, "hello world", 11);
-	free(buf);
+	get_eq(f->o, "big/obj", 0, -1, "hello world", 11);
 	memset(&c, 0, sizeof(c));
 	assert_int_equal(jo_obj_list(f->o, "big/", NULL, NULL, collect, &c, &err), 0);
 	assert_int_equal(c.n, 1);
@@ -370,16 +375,11 @@ static void sharded_file_stores_merge_listings(void **state)
 	struct jo_obj *s = NULL;
 	struct collected c = { 0 };
 	struct jo_err err;
-	char pattern[300], key[64];
+	char key[64];
 	int nonempty = 0;
 
 	(void)f;
-	snprintf(pattern, sizeof(pattern), "%s/shard-%%d/", f->dir);
-	opts.storage = "file";
-	opts.bucket = pattern;
-	opts.shards = 3;
-	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
-	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
+	s = open_sharded(f, "shard-", 3);
 	for (int i = 0; i < 30; i++) {
 		snprintf(key, sizeof(key), "vol/chunks/%d/k%02d", i % 4, i);
 		put_s(s, key, "x");
@@ -416,19 +416,12 @@ static void sharded_file_stores_merge_listings(void **state)
 static void shard_placement_is_fnv1a_of_full_key(void **state)
 {
 	struct fx *f = *state;
-	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
 	struct jo_obj *s = NULL;
-	struct jo_err err;
-	char pattern[300], p[400];
+	char p[400];
 	struct stat st;
 
 	/* fnv1a32("foobar") = 0xbf9cf968 = 3214735720 (published FNV test value). */
-	snprintf(pattern, sizeof(pattern), "%s/s%%d/", f->dir);
-	opts.storage = "file";
-	opts.bucket = pattern;
-	opts.shards = 7;
-	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
-	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
+	s = open_sharded(f, "s", 7);
 	put_s(s, "foobar", "x");
 	snprintf(p, sizeof(p), "%s/s%u/foobar", f->dir, 3214735720u % 7u);
 	assert_int_equal(stat(p, &st), 0);
@@ -519,8 +512,7 @@ static void symlinks_are_never_followed(void **state)
 	/* listings: skipped by default, reported (never entered) with list_links */
 	{
 		static const char *const want[] = { "v/ok", "v/ok2" };
-		assert_int_equal(jo_obj_list(f->o, "", NULL, NULL, collect, &c, &err), 0);
-		expect_keys(&c, want, 2);
+		list_expect(f->o, "", NULL, NULL, &c, want, 2);
 	}
 	snprintf(bkt, sizeof(bkt), "%s/bkt/", f->dir);
 	ol = open_file_store(bkt, true);
@@ -528,9 +520,7 @@ static void symlinks_are_never_followed(void **state)
 		static const char *const want[] = { "v/ldir", "v/lfile", "v/ok", "v/ok2", "v/root",
 						    "v/sub/lroot" };
 		static const bool link[] = { true, true, false, false, true, true };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(ol, "", NULL, NULL, collect, &c, &err), 0);
-		expect_keys(&c, want, 6);
+		list_expect(ol, "", NULL, NULL, &c, want, 6);
 		for (int i = 0; i < 6; i++)
 			assert_int_equal(c.link[i], link[i]);
 		assert_int_equal(c.size[0], 0);
@@ -539,9 +529,7 @@ static void symlinks_are_never_followed(void **state)
 		/* with a delimiter a link is an entry of its own, never a prefix */
 		static const char *const want[] = { "v/ldir", "v/lfile", "v/ok", "v/ok2", "v/root",
 						    "v/sub/" };
-		memset(&c, 0, sizeof(c));
-		assert_int_equal(jo_obj_list(ol, "v/", NULL, "/", collect, &c, &err), 0);
-		expect_keys(&c, want, 6);
+		list_expect(ol, "v/", NULL, "/", &c, want, 6);
 		assert_true(c.link[0] && !c.prefix[0]);
 		assert_true(c.prefix[5]);
 	}
@@ -727,16 +715,11 @@ static void create_only_put_never_replaces(void **state)
 	char p[400], out[400], dangling[400], dir[400];
 	struct stat st1, st2;
 	struct jo_err err;
-	uint8_t *buf = NULL;
-	size_t len;
 
 	assert_string_equal(jo_obj_create_check(f->o), "none");
 	/* a free key: written */
 	assert_int_equal(jo_obj_put(f->o, "vol/chunks/0/0/1_0_5", "fresh", 5, &co, &err), 0);
-	assert_int_equal(jo_obj_get_buf(f->o, "vol/chunks/0/0/1_0_5", 0, -1, 100, &buf, &len, &err), 0);
-	assert_int_equal(len, 5);
-	assert_memory_equal(buf, "fresh", 5);
-	free(buf);
+	get_eq(f->o, "vol/chunks/0/0/1_0_5", 0, -1, "fresh", 5);
 	assert_string_equal(jo_obj_create_check(f->o), "link");
 
 	/* an existing object: JO_EEXIST, the same bytes and the same inode */
@@ -787,18 +770,12 @@ static void create_only_put_never_replaces(void **state)
 static void create_only_put_through_shards(void **state)
 {
 	struct fx *f = *state;
-	struct jo_obj_opts opts = JO_OBJ_OPTS_INIT;
 	struct jo_obj_put_opts co = { .create_only = true };
 	struct jo_obj *s = NULL;
 	struct jo_err err;
-	char pattern[300], p[400];
+	char p[400];
 
-	snprintf(pattern, sizeof(pattern), "%s/cs%%d/", f->dir);
-	opts.storage = "file";
-	opts.bucket = pattern;
-	opts.shards = 3;
-	assert_int_equal(jo_obj_open(&s, &opts, &err), 0);
-	assert_int_equal(jo_obj_create_bucket(s, &err), 0);
+	s = open_sharded(f, "cs", 3);
 	assert_int_equal(jo_obj_create_probe(s, "vol/", &err), 0);
 	assert_string_equal(jo_obj_create_check(s), "none");
 	/* a create that found its key taken was checked all the same */

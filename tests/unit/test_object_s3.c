@@ -116,49 +116,95 @@ static void *serve(void *arg)
 	return NULL;
 }
 
-static void server_start(struct server *s)
+/* A socket listening on a free loopback port (*port), BACKLOG deep. */
+static int listen_loopback(int backlog, int *port)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t al = sizeof(a);
 	int one = 1;
+	int fd;
 
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(s->fd >= 0);
-	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s->fd, 16), 0);
-	getsockname(s->fd, (struct sockaddr *)&a, &al);
-	s->port = ntohs(a.sin_port);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	assert_true(fd >= 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, backlog), 0);
+	getsockname(fd, (struct sockaddr *)&a, &al);
+	*port = ntohs(a.sin_port);
+	return fd;
+}
+
+/* Closes the listening socket and waits for its accepting thread. */
+static void unlisten(int fd, pthread_t th)
+{
+	shutdown(fd, SHUT_RDWR);
+	close(fd);
+	pthread_join(th, NULL);
+}
+
+static void server_start(struct server *s)
+{
+	s->fd = listen_loopback(16, &s->port);
 	assert_int_equal(pthread_create(&s->th, NULL, serve, s), 0);
 }
 
 static void server_stop(struct server *s)
 {
-	shutdown(s->fd, SHUT_RDWR);
-	close(s->fd);
-	pthread_join(s->th, NULL);
+	unlisten(s->fd, s->th);
+}
+
+/* An S3 handle on 127.0.0.1:PORT/BUCKET (path style) with o's other options. */
+static struct jo_obj *open_s3(int port, const char *bucket, struct jo_obj_opts o)
+{
+	struct jo_obj *obj = NULL;
+	struct jo_err err;
+	char url[96];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s", port, bucket);
+	o.storage = "s3";
+	o.bucket = url;
+	o.access_key = "AKTEST";
+	o.secret_key = "SECRETVALUE123";
+	assert_int_equal(jo_obj_open(&obj, &o, &err), 0);
+	return obj;
 }
 
 static struct jo_obj *open_at(struct server *s, int retries)
 {
 	struct jo_obj_opts o = JO_OBJ_OPTS_INIT;
-	struct jo_obj *obj = NULL;
-	struct jo_err err;
-	char url[64];
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/bkt", s->port);
-	o.storage = "s3";
-	o.bucket = url;
-	o.access_key = "AKTEST";
-	o.secret_key = "SECRETVALUE123";
 	o.retries = retries;
 	o.timeout_ms = 5000;
-	assert_int_equal(jo_obj_open(&obj, &o, &err), 0);
-	return obj;
+	return open_s3(s->port, "bkt", o);
 }
 
-#define SLOWDOWN "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message></Error>"
+/* Starts the scripted server s and opens a handle on it. */
+static struct jo_obj *start_open(struct server *s, int retries)
+{
+	server_start(s);
+	return open_at(s, retries);
+}
+
+/* A whole-object GET of KEY (at most 10 bytes) that must fail with WANT. */
+static void get_fails(struct jo_obj *o, const char *key, int want, struct jo_err *err)
+{
+	uint8_t *buf = NULL;
+	size_t len;
+
+	assert_int_equal(jo_obj_get_buf(o, key, 0, -1, 10, &buf, &len, err), want);
+}
+
+static void close_stop(struct jo_obj *o, struct server *s)
+{
+	jo_obj_close(o);
+	server_stop(s);
+}
+
+/* The body of an S3 error reply. */
+#define S3_ERROR(code, message) "<Error><Code>" code "</Code><Message>" message "</Message></Error>"
+
+#define SLOWDOWN S3_ERROR("SlowDown", "Please reduce your request rate.")
 
 static void retries_5xx_then_succeeds(void **state)
 {
@@ -168,11 +214,9 @@ static void retries_5xx_then_succeeds(void **state)
 	struct jo_err err;
 	uint8_t *buf;
 	size_t len;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 3);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 3);
 	assert_int_equal(jo_obj_get_buf(o, "a b/c+d", 0, -1, 100, &buf, &len, &err), 0);
 	assert_int_equal(len, 5);
 	assert_memory_equal(buf, "hello", 5);
@@ -185,11 +229,10 @@ static void retries_5xx_then_succeeds(void **state)
 	assert_non_null(ci_find(s.requests[2], "\r\nauthorization: AWS4-HMAC-SHA256 Credential=AKTEST/"));
 	assert_non_null(ci_find(s.requests[2], "\r\nhost: 127.0.0.1:"));
 	assert_null(strstr(s.requests[2], "SECRETVALUE123"));
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
-#define INTERNAL "<Error><Code>InternalError</Code><Message>We encountered an internal error.</Message></Error>"
+#define INTERNAL S3_ERROR("InternalError", "We encountered an internal error.")
 
 static void gives_up_after_the_retry_budget(void **state)
 {
@@ -198,11 +241,9 @@ static void gives_up_after_the_retry_budget(void **state)
 			    .nsteps = 4 };
 	struct jo_obj_info info;
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 2);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 2);
 	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), JO_EIO);
 	assert_non_null(strstr(err.msg, "InternalError"));
 	assert_non_null(strstr(err.msg, "'k'"));
@@ -210,8 +251,7 @@ static void gives_up_after_the_retry_budget(void **state)
 	assert_null(strstr(err.msg, "SECRETVALUE123"));
 	assert_int_equal(s.served, 3);
 	(void)info;
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 /* One PUT with `retries` against s: its result, the S3 code in the error, and how many replies it took. */
@@ -221,14 +261,12 @@ static void put_against(struct server *s, int retries, int want_rc, const char *
 	struct jo_err err;
 	struct jo_obj *o;
 
-	server_start(s);
-	o = open_at(s, retries);
+	o = start_open(s, retries);
 	assert_int_equal(jo_obj_put(o, "k", "x", 1, NULL, &err), want_rc);
 	if (want_code)
 		assert_non_null(strstr(err.msg, want_code));
 	assert_int_equal(s->served, want_served);
-	jo_obj_close(o);
-	server_stop(s);
+	close_stop(o, s);
 }
 
 /* Throttled replies (503 SlowDown) have twice the budget: 2 retries -> 4. */
@@ -254,48 +292,40 @@ static void throttled_replies_have_twice_the_budget(void **state)
 static void forbidden_is_eauth_without_retry(void **state)
 {
 	struct server s = {
-		.steps = { { 403, "<Error><Code>SignatureDoesNotMatch</Code><Message>no</Message></Error>", 0 },
+		.steps = { { 403, S3_ERROR("SignatureDoesNotMatch", "no"), 0 },
 			   { 200, "", 0 } },
 		.nsteps = 2 };
 	struct jo_err err;
-	struct jo_obj *o;
-	uint8_t *buf;
-	size_t len;
+	struct jo_obj *o = start_open(&s, 3);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 3);
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_EAUTH);
+	get_fails(o, "k", JO_EAUTH, &err);
 	assert_non_null(strstr(err.msg, "SignatureDoesNotMatch"));
 	assert_int_equal(s.served, 1);
 	/* Let the server finish its script. */
 	assert_int_equal(jo_obj_delete(o, "k", &err), 0);
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 static void ranged_get_sends_range_and_reads_404_as_enotfound(void **state)
 {
 	struct server s = { .steps = { { 206, "3456", 0 },
-				       { 404, "<Error><Code>NoSuchKey</Code><Message>m</Message></Error>", 0 },
-				       { 404, "<Error><Code>NoSuchBucket</Code><Message>m</Message></Error>", 0 } },
+				       { 404, S3_ERROR("NoSuchKey", "m"), 0 },
+				       { 404, S3_ERROR("NoSuchBucket", "m"), 0 } },
 			    .nsteps = 3 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 3);
 	uint8_t *buf;
 	size_t len;
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 3);
 	assert_int_equal(jo_obj_get_buf(o, "k", 3, 4, 10, &buf, &len, &err), 0);
 	assert_memory_equal(buf, "3456", 4);
 	free(buf);
 	assert_non_null(ci_find(s.requests[0], "\r\nrange: bytes=3-6\r\n"));
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ENOTFOUND);
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ESTATE);
-	jo_obj_close(o);
-	server_stop(&s);
+	get_fails(o, "k", JO_ENOTFOUND, &err);
+	get_fails(o, "k", JO_ESTATE, &err);
+	close_stop(o, &s);
 }
 
 static void copy_with_200_error_body_fails(void **state)
@@ -306,17 +336,14 @@ static void copy_with_200_error_body_fails(void **state)
 			   { 200, "<CopyObjectResult><ETag>\"x\"</ETag></CopyObjectResult>", 0 } },
 		.nsteps = 2 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 0);
 	assert_int_not_equal(jo_obj_copy(o, "src/a", "dst/b", NULL, &err), 0);
 	assert_non_null(strstr(err.msg, "InternalError"));
 	assert_non_null(ci_find(s.requests[0], "\r\nx-amz-copy-source: /bkt/src/a\r\n"));
 	assert_int_equal(jo_obj_copy(o, "src/a", "dst/b", NULL, &err), 0);
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 struct names {
@@ -332,24 +359,29 @@ static int collect(const struct jo_obj_info *info, void *payload)
 	return 0;
 }
 
+/* One <Contents> entry of a listing, modified on January 2 of YEAR. */
+#define ITEM(key, size, year) \
+	"<Contents><Key>" key "</Key><Size>" size "</Size><LastModified>" year \
+	"-01-02T03:04:05.000Z</LastModified></Contents>"
+/* A V2 listing page, truncated or not, holding BODY. */
+#define LIST_PAGE(truncated, body) \
+	"<ListBucketResult><IsTruncated>" truncated "</IsTruncated>" body "</ListBucketResult>"
+#define URL_TAIL "<EncodingType>url</EncodingType></ListBucketResult>"
+#define TOKEN_T1 "<NextContinuationToken>t1</NextContinuationToken>"
+
 static void list_v2_follows_continuation_tokens(void **state)
 {
 	struct server s = {
-		.steps = { { 200, "<ListBucketResult><IsTruncated>true</IsTruncated><EncodingType>url</EncodingType>"
-				  "<Contents><Key>p/a%20b</Key><Size>1</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents>"
-				  "<NextContinuationToken>tok/1+=</NextContinuationToken></ListBucketResult>", 0 },
-			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated>"
-				  "<Contents><Key>p/c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>", 0 },
-			   { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
-				  "<Contents><Key>p/c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>", 0 } },
+		.steps = { { 200, LIST_PAGE("true", "<EncodingType>url</EncodingType>" ITEM("p/a%20b", "1", "2024")
+						"<NextContinuationToken>tok/1+=</NextContinuationToken>"), 0 },
+			   { 200, LIST_PAGE("false", ITEM("p/c", "2", "2024")), 0 },
+			   { 200, LIST_PAGE("true", ITEM("p/c", "2", "2024")), 0 } },
 		.nsteps = 3 };
 	struct names n = { 0 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 0);
 	assert_int_equal(jo_obj_list(o, "p/", "p/0", NULL, collect, &n, &err), 0);
 	assert_int_equal(n.n, 2);
 	assert_string_equal(n.k[0], "p/a b");
@@ -359,8 +391,7 @@ static void list_v2_follows_continuation_tokens(void **state)
 	assert_null(strstr(s.requests[1], "start-after"));
 	/* A truncated V2 page without a token is a protocol error. */
 	assert_int_equal(jo_obj_list(o, "p/", NULL, NULL, collect, &n, &err), JO_EPROTO);
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 /*
@@ -373,30 +404,21 @@ static void list_v1_continues_after_the_last_key(void **state)
 {
 	struct server s = {
 		.steps = { { 200, "<ListBucketResult><Marker></Marker><NextMarker>%p</NextMarker>"
-				  "<IsTruncated>true</IsTruncated><Contents><Key>%25p</Key><Size>1</Size>"
-				  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents><EncodingType>url</EncodingType></ListBucketResult>", 0 },
+				  "<IsTruncated>true</IsTruncated>" ITEM("%25p", "1", "2026") URL_TAIL, 0 },
 			   { 200, "<ListBucketResult><NextMarker>a b+c%41</NextMarker>"
-				  "<IsTruncated>true</IsTruncated><Contents><Key>a+b%2Bc%2541</Key><Size>1</Size>"
-				  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents><EncodingType>url</EncodingType></ListBucketResult>", 0 },
-			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>z</Key>"
-				  "<Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents><EncodingType>url</EncodingType></ListBucketResult>", 0 } },
+				  "<IsTruncated>true</IsTruncated>" ITEM("a+b%2Bc%2541", "1", "2026") URL_TAIL, 0 },
+			   { 200, "<ListBucketResult><IsTruncated>false</IsTruncated>" ITEM("z", "1", "2026") URL_TAIL, 0 } },
 		.nsteps = 3 };
 	struct jo_obj_opts oo = JO_OBJ_OPTS_INIT;
 	struct names n = { 0 };
 	struct jo_err err;
-	struct jo_obj *o = NULL;
-	char url[64];
+	struct jo_obj *o;
 
 	(void)state;
 	server_start(&s);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/bkt", s.port);
-	oo.storage = "s3";
-	oo.bucket = url;
-	oo.access_key = "AKTEST";
-	oo.secret_key = "SECRETVALUE123";
 	oo.retries = 0;
 	oo.list_v1 = true;
-	assert_int_equal(jo_obj_open(&o, &oo, &err), 0);
+	o = open_s3(s.port, "bkt", oo);
 	assert_int_equal(jo_obj_list(o, "", NULL, NULL, collect, &n, &err), 0);
 	assert_int_equal(n.n, 3);
 	assert_string_equal(n.k[0], "%p");
@@ -404,32 +426,24 @@ static void list_v1_continues_after_the_last_key(void **state)
 	assert_string_equal(n.k[2], "z");
 	assert_non_null(strstr(s.requests[1], "marker=%25p&"));
 	assert_non_null(strstr(s.requests[2], "marker=a%20b%2Bc%2541&"));
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 /* A server that hands out the same marker or token again would loop forever. */
 static void list_that_does_not_advance_is_an_error(void **state)
 {
 	struct server s = {
-		.steps = { { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
-				  "<Contents><Key>p/a</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
-				  "<NextContinuationToken>t1</NextContinuationToken></ListBucketResult>", 0 },
-			   { 200, "<ListBucketResult><IsTruncated>true</IsTruncated>"
-				  "<Contents><Key>p/b</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
-				  "<NextContinuationToken>t1</NextContinuationToken></ListBucketResult>", 0 } },
+		.steps = { { 200, LIST_PAGE("true", ITEM("p/a", "1", "2026") TOKEN_T1), 0 },
+			   { 200, LIST_PAGE("true", ITEM("p/b", "1", "2026") TOKEN_T1), 0 } },
 		.nsteps = 2 };
 	struct names n = { 0 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 0);
 	assert_int_equal(jo_obj_list(o, "p/", NULL, NULL, collect, &n, &err), JO_EPROTO);
 	assert_non_null(strstr(err.msg, "does not advance"));
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 static void delete_batch_maps_per_key_errors(void **state)
@@ -443,11 +457,9 @@ static void delete_batch_maps_per_key_errors(void **state)
 	const char *keys[] = { "a", "b&c", "gone", "d<e" };
 	int results[4] = { 9, 9, 9, 9 };
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 0);
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 0);
 	assert_int_equal(jo_obj_delete_batch(o, keys, 4, results, &err), 0);
 	assert_int_equal(results[0], 0);
 	assert_int_equal(results[1], JO_EAUTH);
@@ -457,8 +469,7 @@ static void delete_batch_maps_per_key_errors(void **state)
 	assert_non_null(ci_find(s.requests[0], "\r\ncontent-md5: "));
 	assert_non_null(strstr(s.requests[0], "<Object><Key>b&amp;c</Key></Object>"));
 	assert_non_null(strstr(s.requests[0], "<Object><Key>d&lt;e</Key></Object>"));
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 /*
@@ -578,30 +589,17 @@ static void *ka_accept(void *arg)
 
 static void ka_start(struct ka_server *s)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET };
-	socklen_t al = sizeof(a);
-	int one = 1;
-
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	s->fd = socket(AF_INET, SOCK_STREAM, 0);
-	assert_true(s->fd >= 0);
-	setsockopt(s->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	assert_int_equal(bind(s->fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	assert_int_equal(listen(s->fd, 64), 0);
-	getsockname(s->fd, (struct sockaddr *)&a, &al);
-	s->port = ntohs(a.sin_port);
+	s->fd = listen_loopback(64, &s->port);
 	assert_int_equal(pthread_create(&s->th, NULL, ka_accept, s), 0);
 }
 
 /* After the clients closed their connections (jo_obj_close of the last handle). */
 static void ka_stop(struct ka_server *s)
 {
-	shutdown(s->fd, SHUT_RDWR);
-	close(s->fd);
-	pthread_join(s->th, NULL);
+	unlisten(s->fd, s->th);
 	pthread_mutex_lock(&s->mu);
 	while (s->open > 0)
 		pthread_cond_wait(&s->cv, &s->mu);
@@ -613,20 +611,11 @@ static void ka_stop(struct ka_server *s)
 static struct jo_obj *open_ka(struct ka_server *s, const char *bucket, int max_conns)
 {
 	struct jo_obj_opts o = JO_OBJ_OPTS_INIT;
-	struct jo_obj *obj = NULL;
-	struct jo_err err;
-	char url[96];
 
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/%s", s->port, bucket);
-	o.storage = "s3";
-	o.bucket = url;
-	o.access_key = "AKTEST";
-	o.secret_key = "SECRETVALUE123";
 	o.retries = 0;
 	o.timeout_ms = 5000;
 	o.max_conns = max_conns;
-	assert_int_equal(jo_obj_open(&obj, &o, &err), 0);
-	return obj;
+	return open_s3(s->port, bucket, o);
 }
 
 #define KA_THREADS 16
@@ -731,9 +720,9 @@ static void *cancel_soon(void *arg)
 
 /* ---- create-only puts ---- */
 
-#define PRECOND "<Error><Code>PreconditionFailed</Code><Message>At least one of the pre-conditions you specified did not hold</Message></Error>"
-#define NOTIMPL "<Error><Code>NotImplemented</Code><Message>A header you provided implies functionality that is not implemented</Message></Error>"
-#define CONDCONFLICT "<Error><Code>ConditionalRequestConflict</Code><Message>A conflicting conditional operation is in progress</Message></Error>"
+#define PRECOND S3_ERROR("PreconditionFailed", "At least one of the pre-conditions you specified did not hold")
+#define NOTIMPL S3_ERROR("NotImplemented", "A header you provided implies functionality that is not implemented")
+#define CONDCONFLICT S3_ERROR("ConditionalRequestConflict", "A conflicting conditional operation is in progress")
 
 static bool starts(const char *req, const char *line)
 {
@@ -745,25 +734,26 @@ static bool has_inm(const char *req)
 	return ci_find(req, "\r\nif-none-match: *\r\n") != NULL;
 }
 
-/* One create-only put of "x" at "k" against a scripted server. */
-static int create_x(struct server *s, bool probe, int retries, const char **check)
+/* One create-only put of "x" at "k" against a scripted server: it must
+ * return want_rc after the server served want_served replies. */
+static void create_x(struct server *s, bool probe, int retries, int want_rc, int want_served,
+		     const char **check)
 {
 	struct jo_obj_put_opts co = { .create_only = true };
 	struct jo_err err;
 	struct jo_obj *o;
 	int rc;
 
-	server_start(s);
-	o = open_at(s, retries);
+	o = start_open(s, retries);
 	if (probe)
 		assert_int_equal(jo_obj_create_probe(o, "vol/", &err), 0);
 	rc = jo_obj_put(o, "k", "x", 1, &co, &err);
 	if (rc == JO_EEXIST)
 		assert_non_null(strstr(err.msg, "exists"));
 	*check = jo_obj_create_check(o);
-	jo_obj_close(o);
-	server_stop(s);
-	return rc;
+	close_stop(o, s);
+	assert_int_equal(rc, want_rc);
+	assert_int_equal(s->served, want_served);
 }
 
 /*
@@ -778,13 +768,11 @@ static void create_only_heads_first_without_a_probe(void **state)
 	const char *check;
 
 	(void)state;
-	assert_int_equal(create_x(&taken, false, 2, &check), JO_EEXIST);
-	assert_int_equal(taken.served, 1);
+	create_x(&taken, false, 2, JO_EEXIST, 1, &check);
 	assert_true(starts(taken.requests[0], "HEAD /bkt/k HTTP/1.1"));
 	assert_string_equal(check, "head-then-put");
 
-	assert_int_equal(create_x(&free_, false, 2, &check), 0);
-	assert_int_equal(free_.served, 2);
+	create_x(&free_, false, 2, 0, 2, &check);
 	assert_true(starts(free_.requests[0], "HEAD /bkt/k HTTP/1.1"));
 	assert_true(starts(free_.requests[1], "PUT /bkt/k HTTP/1.1"));
 	assert_true(has_inm(free_.requests[1]));
@@ -804,8 +792,7 @@ static void create_only_after_a_probe_that_saw_412(void **state)
 	const char *check;
 
 	(void)state;
-	assert_int_equal(create_x(&s, true, 2, &check), JO_EEXIST);
-	assert_int_equal(s.served, 4);
+	create_x(&s, true, 2, JO_EEXIST, 4, &check);
 	assert_true(starts(s.requests[0], "PUT /bkt/vol/jfsops-create-probe-"));
 	assert_true(has_inm(s.requests[0]));
 	assert_true(starts(s.requests[1], "PUT /bkt/vol/jfsops-create-probe-"));
@@ -826,8 +813,7 @@ static void create_only_after_a_probe_that_saw_an_overwrite(void **state)
 	const char *check;
 
 	(void)state;
-	assert_int_equal(create_x(&s, true, 2, &check), JO_EEXIST);
-	assert_int_equal(s.served, 4);
+	create_x(&s, true, 2, JO_EEXIST, 4, &check);
 	assert_true(starts(s.requests[2], "DELETE /bkt/vol/jfsops-create-probe-"));
 	assert_true(starts(s.requests[3], "HEAD /bkt/k HTTP/1.1"));
 	assert_string_equal(check, "head-then-put");
@@ -843,15 +829,13 @@ static void create_only_where_the_header_is_rejected(void **state)
 	const char *check;
 
 	(void)state;
-	assert_int_equal(create_x(&probed, true, 2, &check), 0);
-	assert_int_equal(probed.served, 3);
+	create_x(&probed, true, 2, 0, 3, &check);
 	assert_true(starts(probed.requests[1], "HEAD /bkt/k HTTP/1.1"));
 	assert_true(starts(probed.requests[2], "PUT /bkt/k HTTP/1.1"));
 	assert_false(has_inm(probed.requests[2]));
 	assert_string_equal(check, "head-then-put");
 
-	assert_int_equal(create_x(&unprobed, false, 2, &check), 0);
-	assert_int_equal(unprobed.served, 3);
+	create_x(&unprobed, false, 2, 0, 3, &check);
 	assert_true(starts(unprobed.requests[0], "HEAD /bkt/k HTTP/1.1"));
 	assert_true(has_inm(unprobed.requests[1]));
 	assert_false(has_inm(unprobed.requests[2]));
@@ -875,11 +859,9 @@ static void create_only_retries_and_knows_its_own_landed_attempt(void **state)
 	const char *check;
 
 	(void)state;
-	assert_int_equal(create_x(&other, false, 2, &check), JO_EEXIST);
-	assert_int_equal(other.served, 4);
+	create_x(&other, false, 2, JO_EEXIST, 4, &check);
 	assert_true(starts(other.requests[3], "HEAD /bkt/k HTTP/1.1"));
-	assert_int_equal(create_x(&ours, false, 2, &check), 0);
-	assert_int_equal(ours.served, 4);
+	create_x(&ours, false, 2, 0, 4, &check);
 }
 
 /* Last: the cancellation flag stays set for the rest of the process. */
@@ -888,24 +870,19 @@ static void cancel_aborts_in_flight_transfer(void **state)
 	struct server s = { .steps = { { 200, "late", 3000 } }, .nsteps = 1 };
 	struct timespec t0, t1;
 	struct jo_err err;
-	struct jo_obj *o;
+	struct jo_obj *o = start_open(&s, 3);
 	pthread_t th;
-	uint8_t *buf;
-	size_t len;
 	double dt;
 
 	(void)state;
-	server_start(&s);
-	o = open_at(&s, 3);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	pthread_create(&th, NULL, cancel_soon, NULL);
-	assert_int_equal(jo_obj_get_buf(o, "k", 0, -1, 10, &buf, &len, &err), JO_ECANCELED);
+	get_fails(o, "k", JO_ECANCELED, &err);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	dt = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	assert_true(dt < 2.5);
 	pthread_join(th, NULL);
-	jo_obj_close(o);
-	server_stop(&s);
+	close_stop(o, &s);
 }
 
 int main(void)

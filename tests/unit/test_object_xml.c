@@ -14,6 +14,50 @@
 #include "common/object/object_internal.h"
 
 #define NS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+/* One listed object. */
+#define CONTENTS(key, size, mtime) \
+	"<Contents><Key>" key "</Key><Size>" size "</Size><LastModified>" mtime "</LastModified></Contents>"
+
+/* Parses a listing that must be well formed and hold n entries. */
+static void list_ok(const char *xml, size_t len, struct jo_s3_list_page *p, size_t n)
+{
+	struct jo_err err;
+
+	assert_int_equal(jo_s3xml_parse_list(xml, len, p, &err), 0);
+	assert_int_equal(p->n, n);
+}
+
+/*
+ * Every listing of bad[0..n) is a protocol error that leaves no entries;
+ * with own_reason, the entries array is NULL too and the error is not
+ * about a missing Key, LastModified or IsTruncated (each case fails for its
+ * own reason).
+ */
+static void lists_refused(const char *const *bad, size_t n, bool own_reason)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct jo_s3_list_page p;
+		struct jo_err err;
+		int rc = jo_s3xml_parse_list(bad[i], strlen(bad[i]), &p, &err);
+
+		if (rc != JO_EPROTO || (own_reason && (strstr(err.msg, "without Key") ||
+						      strstr(err.msg, "without LastModified") ||
+						      strstr(err.msg, "IsTruncated"))))
+			fail_msg("case %zu: rc %d, %zu entries (%s)", i, rc, p.n, err.msg);
+		assert_int_equal(p.n, 0);
+		if (own_reason)
+			assert_null(p.entries);
+	}
+}
+
+/* base with its first `from` replaced by `to`, into out. */
+static void replace_once(const char *base, const char *from, const char *to, char *out, size_t size)
+{
+	const char *at = strstr(base, from);
+
+	assert_non_null(at);
+	snprintf(out, size, "%.*s%s%s", (int)(at - base), base, to, at + strlen(from));
+}
 
 static void list_v2_with_url_encoded_keys(void **state)
 {
@@ -31,11 +75,9 @@ static void list_v2_with_url_encoded_keys(void **state)
 		"  <NextContinuationToken>1ueGcxLPRx1Tr/XYExHnhbYLgveDs2J/wm36Hy4vbOwM=</NextContinuationToken>\n"
 		"</ListBucketResult>";
 	struct jo_s3_list_page p;
-	struct jo_err err;
 
 	(void)state;
-	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
-	assert_int_equal(p.n, 2);
+	list_ok(xml, strlen(xml), &p, 2);
 	assert_string_equal(p.entries[0].key, "vol/a b+c");
 	assert_int_equal(p.entries[0].size, 434234);
 	assert_int_equal(p.entries[0].mtime, 1255369830);
@@ -71,8 +113,7 @@ static void list_large_page_fed_in_pieces(void **state)
 	jo_dynbuf_adds(&b, "</ListBucketResult>");
 	assert_false(b.failed);
 	assert_true(b.len > 8 * 16384);
-	assert_int_equal(jo_s3xml_parse_list(b.p, b.len, &p, &err), 0);
-	assert_int_equal(p.n, 1000);
+	list_ok(b.p, b.len, &p, 1000);
 	for (size_t i = 0; i < p.n; i++) {
 		char want[64];
 
@@ -94,11 +135,9 @@ static void list_v1_plain_keys_not_decoded(void **state)
 			  "<Contents><Key>a+b%41</Key><Size>5</Size><LastModified>2024-01-02T03:04:05Z</LastModified>"
 			  "</Contents></ListBucketResult>";
 	struct jo_s3_list_page p;
-	struct jo_err err;
 
 	(void)state;
-	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
-	assert_int_equal(p.n, 1);
+	list_ok(xml, strlen(xml), &p, 1);
 	assert_string_equal(p.entries[0].key, "a+b%41");
 	assert_string_equal(p.next_marker, "k%2B");
 	assert_null(p.next_token);
@@ -108,18 +147,16 @@ static void list_v1_plain_keys_not_decoded(void **state)
 static void list_common_prefixes_merge_in_key_order(void **state)
 {
 	const char *xml = "<ListBucketResult " NS "><IsTruncated>false</IsTruncated>"
-			  "<Contents><Key>a.txt</Key><Size>1</Size><LastModified>2024-01-02T03:04:05Z</LastModified></Contents>"
-			  "<Contents><Key>c</Key><Size>2</Size><LastModified>2024-01-02T03:04:05Z</LastModified></Contents>"
+			  CONTENTS("a.txt", "1", "2024-01-02T03:04:05Z")
+			  CONTENTS("c", "2", "2024-01-02T03:04:05Z")
 			  "<CommonPrefixes><Prefix>a/</Prefix></CommonPrefixes>"
 			  "<CommonPrefixes><Prefix>b%20x/</Prefix></CommonPrefixes>"
 			  "<EncodingType>url</EncodingType>"
 			  "</ListBucketResult>";
 	struct jo_s3_list_page p;
-	struct jo_err err;
 
 	(void)state;
-	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
-	assert_int_equal(p.n, 4);
+	list_ok(xml, strlen(xml), &p, 4);
 	assert_string_equal(p.entries[0].key, "a.txt");
 	assert_false(p.entries[0].is_prefix);
 	assert_string_equal(p.entries[1].key, "a/");
@@ -141,21 +178,13 @@ static void list_malformed_replies_are_eproto(void **state)
 		"<ListBucketResult><IsTruncated>maybe</IsTruncated></ListBucketResult>",
 		"<ListAllMyBucketsResult></ListAllMyBucketsResult>",
 		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><Contents><Key>a%G1</Key><Size>1</Size></Contents></ListBucketResult>",
-		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>1</Size><LastModified>yesterday</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("a", "1", "yesterday") "</ListBucketResult>",
 		"not xml at all",
 		"",
 	};
-	struct jo_s3_list_page p;
-	struct jo_err err;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = jo_s3xml_parse_list(bad[i], strlen(bad[i]), &p, &err);
-
-		if (rc != JO_EPROTO)
-			fail_msg("case %zu: rc %d (%s)", i, rc, err.msg);
-		assert_int_equal(p.n, 0);
-	}
+	lists_refused(bad, sizeof(bad) / sizeof(bad[0]), false);
 }
 
 /* Values that cannot be right are protocol errors, never clamped or cut short. */
@@ -163,33 +192,25 @@ static void list_refuses_values_it_cannot_hold(void **state)
 {
 	const char *bad[] = {
 		/* Size past int64 and past uint64 (strtoull clamped it before) */
-		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>9223372036854775808</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
-		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>18446744073709551616</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
-		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>-1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
-		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size> 1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("a", "9223372036854775808", "2026-01-02T03:04:05.000Z") "</ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("a", "18446744073709551616", "2026-01-02T03:04:05.000Z") "</ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("a", "-1", "2026-01-02T03:04:05.000Z") "</ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("a", " 1", "2026-01-02T03:04:05.000Z") "</ListBucketResult>",
 		/* a key that decodes to a NUL byte */
-		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><Contents><Key>a%00b</Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType>" CONTENTS("a%00b", "1", "2026-01-02T03:04:05.000Z") "</ListBucketResult>",
 		"<ListBucketResult><IsTruncated>false</IsTruncated><EncodingType>url</EncodingType><CommonPrefixes><Prefix>p%00/</Prefix></CommonPrefixes></ListBucketResult>",
 		/* empty keys and prefixes */
-		"<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key></Key><Size>1</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents></ListBucketResult>",
+		"<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("", "1", "2026-01-02T03:04:05.000Z") "</ListBucketResult>",
 		"<ListBucketResult><IsTruncated>false</IsTruncated><CommonPrefixes><Prefix/></CommonPrefixes></ListBucketResult>",
 	};
-	const char *ok = "<ListBucketResult><IsTruncated>false</IsTruncated><Contents><Key>a</Key><Size>9223372036854775807</Size><LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
+	const char *ok = "<ListBucketResult><IsTruncated>false</IsTruncated>" CONTENTS("a", "9223372036854775807", "2026-01-02T03:04:05.000Z")
 			 "</ListBucketResult>";
 	struct jo_s3_list_page p;
 	struct jo_err err;
 
 	(void)state;
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int rc = jo_s3xml_parse_list(bad[i], strlen(bad[i]), &p, &err);
-
-		/* each case fails for its own reason, not for a missing element */
-		if (rc != JO_EPROTO || strstr(err.msg, "without Key") ||
-		    strstr(err.msg, "without LastModified") || strstr(err.msg, "IsTruncated"))
-			fail_msg("case %zu: rc %d, %zu entries (%s)", i, rc, p.n, err.msg);
-		assert_int_equal(p.n, 0);
-		assert_null(p.entries);
-	}
+	/* each case fails for its own reason, not for a missing element */
+	lists_refused(bad, sizeof(bad) / sizeof(bad[0]), true);
 	assert_int_equal(jo_s3xml_parse_list(ok, strlen(ok), &p, &err), 0);
 	assert_int_equal(p.entries[0].size, INT64_MAX);
 	jo_s3_list_page_release(&p);
@@ -204,11 +225,9 @@ static void list_raw_next_marker_does_not_fail_the_page(void **state)
 			  "<LastModified>2026-01-02T03:04:05.000Z</LastModified></Contents>"
 			  "<EncodingType>url</EncodingType></ListBucketResult>";
 	struct jo_s3_list_page p;
-	struct jo_err err;
 
 	(void)state;
-	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
-	assert_int_equal(p.n, 1);
+	list_ok(xml, strlen(xml), &p, 1);
 	assert_string_equal(p.entries[0].key, "vol/%percent");
 	assert_true(p.truncated);
 	assert_null(p.next_marker);
@@ -363,17 +382,13 @@ static void list_replies_validated_never_defaulted(void **state)
 	char xml[1024];
 
 	(void)state;
-	assert_int_equal(jo_s3xml_parse_list(base, strlen(base), &p, &err), 0);
-	assert_int_equal(p.n, 1);
+	list_ok(base, strlen(base), &p, 1);
 	assert_string_equal(p.entries[0].key, "k/a");
 	jo_s3_list_page_release(&p);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		const char *at = strstr(base, bad[i].from);
 		int rc;
 
-		assert_non_null(at);
-		snprintf(xml, sizeof(xml), "%.*s%s%s", (int)(at - base), base, bad[i].to,
-			 at + strlen(bad[i].from));
+		replace_once(base, bad[i].from, bad[i].to, xml, sizeof(xml));
 		jo_err_clear(&err);
 		rc = jo_s3xml_parse_list(xml, strlen(xml), &p, &err);
 		if (rc != JO_EPROTO || !strstr(err.msg, bad[i].why))
@@ -381,15 +396,10 @@ static void list_replies_validated_never_defaulted(void **state)
 		assert_int_equal(p.n, 0);
 	}
 	/* the largest size a file can have still parses */
-	{
-		const char *at = strstr(base, "<Size>5</Size>");
-
-		snprintf(xml, sizeof(xml), "%.*s<Size>9223372036854775807</Size>%s", (int)(at - base),
-			 base, at + strlen("<Size>5</Size>"));
-		assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
-		assert_true(p.entries[0].size == INT64_MAX);
-		jo_s3_list_page_release(&p);
-	}
+	replace_once(base, "<Size>5</Size>", "<Size>9223372036854775807</Size>", xml, sizeof(xml));
+	assert_int_equal(jo_s3xml_parse_list(xml, strlen(xml), &p, &err), 0);
+	assert_true(p.entries[0].size == INT64_MAX);
+	jo_s3_list_page_release(&p);
 	/* the decoder itself: %00 is refused, other escapes decode */
 	assert_null(jo_obj_url_decode("a%00b", false));
 	{
@@ -433,12 +443,9 @@ static void parts_and_upload_id_validated(void **state)
 	assert_int_equal(pp.n, 1);
 	free(pp.parts);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		const char *at = strstr(base, bad[i].from);
 		int rc;
 
-		assert_non_null(at);
-		snprintf(xml, sizeof(xml), "%.*s%s%s", (int)(at - base), base, bad[i].to,
-			 at + strlen(bad[i].from));
+		replace_once(base, bad[i].from, bad[i].to, xml, sizeof(xml));
 		if (!strcmp(bad[i].from, "<ListPartsResult " NS ">")) {
 			char *end = strstr(xml, "</ListPartsResult>");
 

@@ -27,27 +27,24 @@
 
 #include "common/err.h"
 #include "common/parquet.h"
+#include "support/testutil.h"
 
 static char tmpdir[256];
 
 static int setup_dir(void **state)
 {
 	(void)state;
-	snprintf(tmpdir, sizeof(tmpdir), "/tmp/test_parquet-XXXXXX");
-	return mkdtemp(tmpdir) ? 0 : -1;
+	return tu_mkdtemp(tmpdir, sizeof(tmpdir), "test_parquet");
 }
 
 static int teardown_dir(void **state)
 {
-	char cmd[300];
-
 	(void)state;
 	if (getenv("JO_TEST_KEEP")) {
 		fprintf(stderr, "kept %s\n", tmpdir);
 		return 0;
 	}
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(tmpdir);
 }
 
 /* Read back every file of the test's directory with pyarrow and DuckDB. */
@@ -245,11 +242,7 @@ static uint64_t rng;
 
 static uint64_t rnd(void)
 {
-	/* xorshift64*: deterministic per seed */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * 0x2545F4914F6CDD1DULL;
+	return tu_xorshift(&rng);
 }
 
 /* ---- tests ---- */

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_internal.h"
 #include "common/meta/redis/internal.h"
@@ -81,12 +82,9 @@ static int group_setup(void **state)
 	int rc;
 
 	(void)state;
-	rc = gct_redis_start(&g_redis);
-	if (rc != 0) {
-		fprintf(stderr, "test_redis_conn: no redis-server (%d)\n", rc);
+	rc = gct_redis_try("test_redis_conn", &g_redis, &g_have_redis);
+	if (rc != 0)
 		return rc == 77 ? 0 : -1;
-	}
-	g_have_redis = true;
 	checker("SET setting %s", fmt_json);
 	snprintf(g_url, sizeof(g_url), "redis://127.0.0.1:%d/5", g_redis.port);
 	return 0;
@@ -95,20 +93,30 @@ static int group_setup(void **state)
 static int group_teardown(void **state)
 {
 	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
+	gct_group_end(&g_redis, g_have_redis, "");
 	return 0;
 }
 
+static void need_redis(void)
+{
+	if (!g_have_redis)
+		skip();
+}
+
+/* A handle on the test's Redis (the test is skipped without redis-server). */
 static struct jo_meta *open_vol(void)
 {
-	struct jo_meta *m = NULL;
-	struct jo_err err = { 0 };
-
-	if (jo_meta_open(&m, g_url, &err) != 0)
-		fail_msg("open %s: %s", g_url, err.msg);
-	return m;
+	need_redis();
+	return meta_open_ok(g_url);
 }
+
+/* A command that must get a reply (which is freed). */
+#define RD_OK(m, ...)                                                   \
+	do {                                                            \
+		redisReply *rd_ok_ = jo_rd_command(m, __VA_ARGS__);      \
+		assert_non_null(rd_ok_);                                \
+		freeReplyObject(rd_ok_);                                \
+	} while (0)
 
 static void test_read_reconnects(void **state)
 {
@@ -118,8 +126,6 @@ static void test_read_reconnects(void **state)
 	size_t plen = 99;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
 	m = open_vol();
 	assert_string_equal(jo_rd_prefix(m, &plen), "");
 	assert_int_equal(plen, 0);
@@ -133,34 +139,34 @@ static void test_read_reconnects(void **state)
 	jo_meta_close(m);
 }
 
+/* r, the reply to command NAME, is none: its connection was lost
+ * (JO_ECONNECT, returned). */
+static int rd_lost(struct jo_meta *m, struct jo_err *err, const char *name, redisReply *r)
+{
+	int rc;
+
+	assert_null(r);
+	rc = jo_rd_conn_error(m, err, name);
+	assert_int_equal(rc, JO_ECONNECT);
+	return rc;
+}
+
 static void test_watch_never_moves(void **state)
 {
 	struct jo_meta *m;
 	struct jo_err err = { 0 };
-	redisReply *r;
 	int rc;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
 	m = open_vol();
-	r = jo_rd_command(m, "WATCH %Kk");
-	assert_non_null(r);
-	freeReplyObject(r);
+	RD_OK(m, "WATCH %Kk");
 	kill_clients();
 	/* a read inside the transaction fails instead of going to a new connection */
-	r = jo_rd_command(m, "GET %Kk");
-	assert_null(r);
-	rc = jo_rd_conn_error(m, &err, "GET");
-	assert_int_equal(rc, JO_ECONNECT);
+	rc = rd_lost(m, &err, "GET", jo_rd_command(m, "GET %Kk"));
 	/* nothing that ran was lost: the operation may start over from WATCH */
 	assert_true(jo_rd_retryable(m, rc));
-	r = jo_rd_command(m, "WATCH %Kk");
-	assert_non_null(r);
-	freeReplyObject(r);
-	r = jo_rd_command(m, "UNWATCH");
-	assert_non_null(r);
-	freeReplyObject(r);
+	RD_OK(m, "WATCH %Kk");
+	RD_OK(m, "UNWATCH");
 	jo_meta_close(m);
 }
 
@@ -168,26 +174,19 @@ static void test_write_not_repeated(void **state)
 {
 	struct jo_meta *m;
 	struct jo_err err = { 0 };
-	redisReply *r;
 	int rc;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
+	need_redis();
 	checker("DEL h", NULL);
 	m = open_vol();
 	kill_clients();
-	r = jo_rd_command(m, "HINCRBY %Kh n 1");
-	/* the write failed with its connection: never sent again elsewhere */
-	assert_null(r);
-	rc = jo_rd_conn_error(m, &err, "HINCRBY");
-	assert_int_equal(rc, JO_ECONNECT);
+	/* the write fails with its connection: never sent again elsewhere */
+	rc = rd_lost(m, &err, "HINCRBY", jo_rd_command(m, "HINCRBY %Kh n 1"));
 	assert_false(jo_rd_retryable(m, rc));
 	assert_true(counter() <= 1);
 	/* the next command reconnects; the count moved at most once in all */
-	r = jo_rd_command(m, "HINCRBY %Kh n 1");
-	assert_non_null(r);
-	freeReplyObject(r);
+	RD_OK(m, "HINCRBY %Kh n 1");
 	assert_true(counter() >= 1 && counter() <= 2);
 	jo_meta_close(m);
 }
@@ -200,12 +199,8 @@ static void test_exec_outcome_unknown(void **state)
 	int rc, got = 0;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
 	m = open_vol();
-	r = jo_rd_command(m, "PING");
-	assert_non_null(r);
-	freeReplyObject(r);
+	RD_OK(m, "PING");
 	assert_int_equal(jo_rd_append(m, "MULTI"), REDIS_OK);
 	assert_int_equal(jo_rd_append(m, "SET %Kx 1"), REDIS_OK);
 	assert_int_equal(jo_rd_append(m, "EXEC"), REDIS_OK);
@@ -219,9 +214,7 @@ static void test_exec_outcome_unknown(void **state)
 	assert_int_equal(rc, JO_ECONNECT);
 	assert_non_null(strstr(err.msg, "outcome is unknown"));
 	assert_false(jo_rd_retryable(m, rc));
-	r = jo_rd_command(m, "GET %Ksetting");
-	assert_non_null(r);
-	freeReplyObject(r);
+	RD_OK(m, "GET %Ksetting");
 	jo_meta_close(m);
 }
 
@@ -236,8 +229,7 @@ static void test_append_server_gone(void **state)
 	int rc;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
+	need_redis();
 	assert_int_equal(gct_redis_start(&r2), 0);
 	c = gct_redis_conn(r2.port, 5);
 	r = redisCommand(c, "SET setting %s", fmt_json);
@@ -245,8 +237,7 @@ static void test_append_server_gone(void **state)
 	freeReplyObject(r);
 	redisFree(c);
 	snprintf(url, sizeof(url), "redis://127.0.0.1:%d/5", r2.port);
-	if (jo_meta_open(&m, url, &err) != 0)
-		fail_msg("open %s: %s", url, err.msg);
+	m = meta_open_ok(url);
 	gct_redis_stop(&r2);
 	assert_null(jo_rd_command(m, "PING")); /* the connection goes, no new one */
 	assert_int_not_equal(jo_rd_append(m, "GET %Ksetting"), REDIS_OK);
@@ -350,6 +341,18 @@ static void set_x(struct jo_meta *m)
 	freeReplyObject(r);
 }
 
+/* A handle on the master once the replica is attached, with x set through it. */
+static struct jo_meta *open_replicated(void)
+{
+	struct jo_meta *m;
+
+	need_redis();
+	start_replica(&g_r2);
+	m = open_vol();
+	set_x(m);
+	return m;
+}
+
 static void test_confirm_never_replicated(void **state)
 {
 	struct jo_meta *m;
@@ -357,8 +360,7 @@ static void test_confirm_never_replicated(void **state)
 	long long waits;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
+	need_redis();
 	waits = info_num(g_redis.port, "commandstats", "cmdstat_wait:calls=");
 	m = open_vol();
 	set_x(m);
@@ -380,11 +382,7 @@ static void test_confirm_replica_gone(void **state)
 	int rc;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
-	start_replica(r2);
-	m = open_vol();
-	set_x(m);
+	m = open_replicated();
 	assert_int_equal(jo_rd_confirm(m, &err), 0); /* the replica has it */
 	detach_replica(r2);
 	/* the master takes the write, and reports no replica now: not safe */
@@ -417,11 +415,7 @@ static void test_confirm_replica_slow(void **state)
 	int st;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
-	start_replica(r2);
-	m = open_vol();
-	set_x(m);
+	m = open_replicated();
 	assert_int_equal(jo_rd_confirm(m, &err), 0);
 	assert_int_equal(kill(r2->pid, SIGSTOP), 0);
 	timer = fork();
@@ -453,13 +447,11 @@ static void test_confirm_wait_refused(void **state)
 	char url[160];
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
+	need_redis();
 	start_replica(r2);
 	on(g_redis.port, "ACL SETUSER nowait on >nowaitpw ~* &* +@all -wait");
 	snprintf(url, sizeof(url), "redis://nowait:nowaitpw@127.0.0.1:%d/5", g_redis.port);
-	if (jo_meta_open(&m, url, &err) != 0)
-		fail_msg("open %s: %s", url, err.msg);
+	m = meta_open_ok(url);
 	set_x(m);
 	assert_int_equal(jo_rd_confirm(m, &err), JO_ECONNECT);
 	assert_non_null(strstr(err.msg, "WAIT was refused"));
@@ -469,21 +461,13 @@ static void test_confirm_wait_refused(void **state)
 
 static void test_confirm_connection_replaced(void **state)
 {
-	struct gct_redis *r2 = &g_r2;
 	struct jo_meta *m;
 	struct jo_err err = { 0 };
-	redisReply *r;
 
 	(void)state;
-	if (!g_have_redis)
-		skip();
-	start_replica(r2);
-	m = open_vol();
-	set_x(m);
+	m = open_replicated();
 	kill_clients(); /* normal clients only: the replica stays */
-	r = jo_rd_command(m, "GET %Kx"); /* read again on a new connection */
-	assert_non_null(r);
-	freeReplyObject(r);
+	RD_OK(m, "GET %Kx"); /* read again on a new connection */
 	/* what was done on the lost connection cannot be confirmed any more */
 	assert_int_equal(jo_rd_confirm(m, &err), JO_ECONNECT);
 	assert_non_null(strstr(err.msg, "not acted on"));

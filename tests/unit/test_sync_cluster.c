@@ -388,6 +388,7 @@ static void test_plan_awkward_and_tiny(void **state)
 
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
+#include "support/testutil.h"
 #include <jansson.h>
 #include <sys/stat.h>
 
@@ -479,30 +480,72 @@ static int same_tree(struct jo_obj *a, const char *pa, struct jo_obj *b, const c
 	return na == nb ? (int)na : -2;
 }
 
+/*
+ * A cluster job: its two fake stores, its sides (SRC mem://a src/, DST
+ * mem://b dst/), its coordinator URL and its namespace.
+ */
+struct job {
+	struct jo_obj *so, *dobj;
+	struct jo_sync_side src, dst;
+	char url[512], ns[17];
+};
+
+static void job_start(struct job *j)
+{
+	j->so = fake_new();
+	j->dobj = fake_new();
+	mkside(&j->src, "mem://a", "src/");
+	mkside(&j->dst, "mem://b", "dst/");
+	coord_url(j->url, sizeof(j->url));
+}
+
+static void job_end(struct job *j)
+{
+	jo_sync_side_free(&j->src);
+	jo_sync_side_free(&j->dst);
+	jo_obj_close(j->so);
+	jo_obj_close(j->dobj);
+}
+
+/* A worker of job j, with the job's default options. */
+static void job_worker(struct worker_arg *w, struct job *j)
+{
+	memset(w, 0, sizeof(*w));
+	w->src = &j->src;
+	w->dst = &j->dst;
+	w->so = j->so;
+	w->dobj = j->dobj;
+	w->o = job_opts();
+}
+
+/* Run worker w again as another job of j (namespace and name NAME,
+ * fingerprint FP); it must succeed. */
+static void run_as_job(struct worker_arg *w, struct job *j, const char *name, const char *fp)
+{
+	jo_sync_job_ns(name, true, j->ns);
+	w->co.ns = j->ns;
+	w->co.name = name;
+	w->co.fp = fp;
+	worker_thread(w);
+	assert_int_equal(w->rc, 0);
+}
+
 static void test_cluster_job_threads(void **state)
 {
 	(void)state;
-	struct jo_obj *so = fake_new(), *dobj = fake_new();
-	struct jo_sync_side src, dst;
-	char url[512], ns[17];
+	struct job j;
 	struct worker_arg w[3];
 	pthread_t th[3];
 
-	fake_store(so)->dir_first = true;  /* SeaweedFS-like SRC */
-	fill_job(so, 3000);
-	put_str(dobj, "dst/flat-00004", "stale, other size");
-	mkside(&src, "mem://a", "src/");
-	mkside(&dst, "mem://b", "dst/");
-	coord_url(url, sizeof(url));
-	jo_sync_job_ns("threads", true, ns);
+	job_start(&j);
+	fake_store(j.so)->dir_first = true;  /* SeaweedFS-like SRC */
+	fill_job(j.so, 3000);
+	put_str(j.dobj, "dst/flat-00004", "stale, other size");
+	jo_sync_job_ns("threads", true, j.ns);
 	memset(w, 0, sizeof(w));
 	for (int i = 0; i < 3; i++) {
-		w[i].src = &src;
-		w[i].dst = &dst;
-		w[i].so = so;
-		w[i].dobj = dobj;
-		w[i].o = job_opts();
-		w[i].co = (struct jo_sync_cluster_opts){ .url = url, .ns = ns, .name = "threads",
+		job_worker(&w[i], &j);
+		w[i].co = (struct jo_sync_cluster_opts){ .url = j.url, .ns = j.ns, .name = "threads",
 							 .fp = "fp1", .lease_ms = 3000, .ranges = 12,
 							 .max_attempts = 3, .checkpoint_s = 0.05 };
 		snprintf(w[i].worker, sizeof(w[i].worker), "w%d", i);
@@ -521,49 +564,37 @@ static void test_cluster_job_threads(void **state)
 	assert_true(w[0].res.ranges >= 6);
 	assert_int_equal(w[0].res.job.copied, 3000);
 	assert_int_equal(w[0].res.job.src_listed, 3000);
-	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 3000);
+	assert_int_equal(same_tree(j.so, "src/", j.dobj, "dst/"), 3000);
 	/* a finished job says so, and does nothing */
 	struct worker_arg again = w[0];
 	snprintf(again.worker, sizeof(again.worker), "late");
-	int puts = fake_store(dobj)->puts;
+	int puts = fake_store(j.dobj)->puts;
 	worker_thread(&again);
 	assert_int_equal(again.rc, 0);
 	assert_true(again.res.was_finished);
-	assert_int_equal(fake_store(dobj)->puts, puts);
+	assert_int_equal(fake_store(j.dobj)->puts, puts);
 	/* the same --id for another sync is refused */
 	again.co.fp = "fp2";
 	worker_thread(&again);
 	assert_int_equal(again.rc, JO_EINVAL);
-	jo_sync_side_free(&src);
-	jo_sync_side_free(&dst);
-	jo_obj_close(so);
-	jo_obj_close(dobj);
+	job_end(&j);
 }
 
 /* A worker that died after copying some keys, before recording them. */
 static void test_cluster_counts_a_dead_workers_copies(void **state)
 {
 	(void)state;
-	struct jo_obj *so = fake_new(), *dobj = fake_new();
-	struct jo_sync_side src, dst;
-	char url[512], ns[17];
+	struct job j;
 	struct worker_arg w;
 	struct jo_meta *m;
 	struct jo_meta_open_opts mo = { .coordinator_only = true };
 	struct jo_err err = { 0 };
 
-	fill_job(so, 400);
-	mkside(&src, "mem://a", "src/");
-	mkside(&dst, "mem://b", "dst/");
-	coord_url(url, sizeof(url));
-	jo_sync_job_ns("crash", true, ns);
-	memset(&w, 0, sizeof(w));
-	w.src = &src;
-	w.dst = &dst;
-	w.so = so;
-	w.dobj = dobj;
-	w.o = job_opts();
-	w.co = (struct jo_sync_cluster_opts){ .url = url, .ns = ns, .name = "crash", .fp = "fp",
+	job_start(&j);
+	fill_job(j.so, 400);
+	jo_sync_job_ns("crash", true, j.ns);
+	job_worker(&w, &j);
+	w.co = (struct jo_sync_cluster_opts){ .url = j.url, .ns = j.ns, .name = "crash", .fp = "fp",
 					      .lease_ms = 1000, .ranges = 4, .max_attempts = 3,
 					      .checkpoint_s = 60, .mode = JO_SYNC_CLUSTER_PLAN };
 	snprintf(w.worker, sizeof(w.worker), "planner");
@@ -573,31 +604,31 @@ static void test_cluster_counts_a_dead_workers_copies(void **state)
 
 	/* the dead worker: claims range 0, records that it copies from here, copies
 	 * the first 30 keys of the range with the job's mark, then vanishes */
-	assert_int_equal(jo_meta_open_with(&m, url, &mo, &err), 0);
+	assert_int_equal(jo_meta_open_with(&m, j.url, &mo, &err), 0);
 	struct jo_mut_task t;
-	assert_int_equal(jo_mut_task_claim(m, ns, "dead", 300, &t, &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, j.ns, "dead", 300, &t, &err), 0);
 	assert_string_equal(t.kind, "range");
 	int idx = atoi(t.items + 1);
 	char *plan = NULL, key[32];
-	assert_int_equal(jo_mut_rec_get(m, ns, "plan", &plan, &err), 0);
+	assert_int_equal(jo_mut_rec_get(m, j.ns, "plan", &plan, &err), 0);
 	json_t *pj = json_loads(plan, 0, NULL);
 	char mark[64];
-	snprintf(mark, sizeof(mark), "%s.%s", ns, json_string_value(json_object_get(pj, "nonce")));
+	snprintf(mark, sizeof(mark), "%s.%s", j.ns, json_string_value(json_object_get(pj, "nonce")));
 	json_decref(pj);
 	free(plan);
 	struct jo_mut_rec_cond held = { .task_id = t.id, .owner = "dead" };
 	snprintf(key, sizeof(key), "pos:%06d", idx);
-	assert_int_equal(jo_mut_rec_put(m, ns, key, "{\"uncounted\":true,\"by\":\"dead\",\"att\":1}",
+	assert_int_equal(jo_mut_rec_put(m, j.ns, key, "{\"uncounted\":true,\"by\":\"dead\",\"att\":1}",
 					&held, NULL, &err), 0);
 	char *def = NULL;
 	snprintf(key, sizeof(key), "def:%06d", idx);
-	assert_int_equal(jo_mut_rec_get(m, ns, key, &def, &err), 0);
+	assert_int_equal(jo_mut_rec_get(m, j.ns, key, &def, &err), 0);
 	free(def);
 	jo_mut_task_release_mem(&t);
 	/* range 0 starts at the beginning: its first keys in byte order */
 	int copied = 0;
-	for (size_t i = 0; i < fake_store(so)->n && copied < 30; i++) {
-		struct fake_obj *ob = &fake_store(so)->o[i];
+	for (size_t i = 0; i < fake_store(j.so)->n && copied < 30; i++) {
+		struct fake_obj *ob = &fake_store(j.so)->o[i];
 		char dk[256];
 		const char *meta[] = { "jfsops-job", mark, "jfsops-src-etag", ob->etag, "mtime", "1000", NULL };
 		struct jo_obj_put_opts po = { .meta = meta };
@@ -605,7 +636,7 @@ static void test_cluster_counts_a_dead_workers_copies(void **state)
 		if (strncmp(ob->key, "src/", 4))
 			continue;
 		snprintf(dk, sizeof(dk), "dst/%s", ob->key + 4);
-		assert_int_equal(jo_obj_put(dobj, dk, ob->data, ob->len, &po, &err), 0);
+		assert_int_equal(jo_obj_put(j.dobj, dk, ob->data, ob->len, &po, &err), 0);
 		copied++;
 	}
 	/* one more with another job's mark: an older copy, not this job's */
@@ -623,38 +654,26 @@ static void test_cluster_counts_a_dead_workers_copies(void **state)
 	assert_int_equal(w.res.job.copied, 400);
 	assert_int_equal(w.res.job.credited, 30);
 	assert_int_equal(w.res.job.skipped, 0);
-	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 400);
-	jo_sync_side_free(&src);
-	jo_sync_side_free(&dst);
-	jo_obj_close(so);
-	jo_obj_close(dobj);
+	assert_int_equal(same_tree(j.so, "src/", j.dobj, "dst/"), 400);
+	job_end(&j);
 }
 
 static void test_cluster_deletes_after_every_range(void **state)
 {
 	(void)state;
-	struct jo_obj *so = fake_new(), *dobj = fake_new();
-	struct jo_sync_side src, dst;
-	char url[512], ns[17];
+	struct job j;
 	struct worker_arg w;
 
-	fill_job(so, 600);
-	put_str(dobj, "dst/aaa-extra", "x");
-	put_str(dobj, "dst/d05/extra", "x");
-	put_str(dobj, "dst/zzz/extra", "x");
-	mkside(&src, "mem://a", "src/");
-	mkside(&dst, "mem://b", "dst/");
-	coord_url(url, sizeof(url));
-	memset(&w, 0, sizeof(w));
-	w.src = &src;
-	w.dst = &dst;
-	w.so = so;
-	w.dobj = dobj;
-	w.o = job_opts();
+	job_start(&j);
+	fill_job(j.so, 600);
+	put_str(j.dobj, "dst/aaa-extra", "x");
+	put_str(j.dobj, "dst/d05/extra", "x");
+	put_str(j.dobj, "dst/zzz/extra", "x");
+	job_worker(&w, &j);
 	w.o.delete_dst = true;
 	w.o.max_delete = 2;
-	jo_sync_job_ns("del1", true, ns);
-	w.co = (struct jo_sync_cluster_opts){ .url = url, .ns = ns, .name = "del1", .fp = "fp-d1",
+	jo_sync_job_ns("del1", true, j.ns);
+	w.co = (struct jo_sync_cluster_opts){ .url = j.url, .ns = j.ns, .name = "del1", .fp = "fp-d1",
 					      .lease_ms = 3000, .ranges = 8, .max_attempts = 3,
 					      .checkpoint_s = 0.05 };
 	snprintf(w.worker, sizeof(w.worker), "w");
@@ -664,27 +683,22 @@ static void test_cluster_deletes_after_every_range(void **state)
 	assert_string_equal(w.res.status, "refused");
 	assert_true(w.res.job.delete_refused);
 	assert_int_equal(w.res.job.extra, 3);
-	assert_true(fake_find(fake_store(dobj), "dst/aaa-extra") >= 0);
-	assert_true(fake_find(fake_store(dobj), "dst/zzz/extra") >= 0);
+	assert_true(fake_find(fake_store(j.dobj), "dst/aaa-extra") >= 0);
+	assert_true(fake_find(fake_store(j.dobj), "dst/zzz/extra") >= 0);
 	/* a second job (other options): its own ranges, and it deletes */
 	w.o.max_delete = 3;
-	jo_sync_job_ns("del2", true, ns);
-	w.co.ns = ns;
-	w.co.name = "del2";
-	w.co.fp = "fp-d2";
-	worker_thread(&w);
-	assert_int_equal(w.rc, 0);
+	run_as_job(&w, &j, "del2", "fp-d2");
 	assert_string_equal(w.res.status, "ok");
 	assert_int_equal(w.res.job.deleted, 3);
 	assert_int_equal(w.res.job.copied, 0);   /* the first job copied everything */
-	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 600);
+	assert_int_equal(same_tree(j.so, "src/", j.dobj, "dst/"), 600);
 	/* the deletions came after the last range was done */
 	struct jo_meta *m;
 	struct jo_meta_open_opts mo = { .coordinator_only = true };
 	struct jo_err err = { 0 };
-	assert_int_equal(jo_meta_open_with(&m, url, &mo, &err), 0);
+	assert_int_equal(jo_meta_open_with(&m, j.url, &mo, &err), 0);
 	char *gate = NULL;
-	assert_int_equal(jo_mut_rec_get(m, ns, "gate", &gate, &err), 0);
+	assert_int_equal(jo_mut_rec_get(m, j.ns, "gate", &gate, &err), 0);
 	json_t *g = json_loads(gate, 0, NULL);
 	int64_t gate_at = json_integer_value(json_object_get(g, "at"));
 	json_decref(g);
@@ -693,13 +707,13 @@ static void test_cluster_deletes_after_every_range(void **state)
 		char key[32], *v = NULL;
 
 		snprintf(key, sizeof(key), "done:%06d", i);
-		assert_int_equal(jo_mut_rec_get(m, ns, key, &v, &err), 0);
+		assert_int_equal(jo_mut_rec_get(m, j.ns, key, &v, &err), 0);
 		json_t *d = json_loads(v, 0, NULL);
 		assert_true(json_integer_value(json_object_get(d, "at")) <= gate_at);
 		json_decref(d);
 		free(v);
 		snprintf(key, sizeof(key), "ddone:%06d", i);
-		if (jo_mut_rec_get(m, ns, key, &v, &err) == 0) {
+		if (jo_mut_rec_get(m, j.ns, key, &v, &err) == 0) {
 			d = json_loads(v, 0, NULL);
 			assert_true(json_integer_value(json_object_get(d, "started")) >= gate_at);
 			json_decref(d);
@@ -711,35 +725,23 @@ static void test_cluster_deletes_after_every_range(void **state)
 	struct jo_obj *empty = fake_new();
 	w.so = empty;
 	w.o.max_delete = -1;
-	jo_sync_job_ns("del3", true, ns);
-	w.co.ns = ns;
-	w.co.name = "del3";
-	w.co.fp = "fp-d3";
-	worker_thread(&w);
-	assert_int_equal(w.rc, 0);
+	run_as_job(&w, &j, "del3", "fp-d3");
 	assert_string_equal(w.res.status, "refused");
-	assert_int_equal(same_tree(so, "src/", dobj, "dst/"), 600);
+	assert_int_equal(same_tree(j.so, "src/", j.dobj, "dst/"), 600);
 	jo_obj_close(empty);
-	jo_sync_side_free(&src);
-	jo_sync_side_free(&dst);
-	jo_obj_close(so);
-	jo_obj_close(dobj);
+	job_end(&j);
 }
 
 static int cluster_setup(void **state)
 {
 	(void)state;
-	snprintf(g_dir, sizeof(g_dir), "/tmp/jo-cluster-test-XXXXXX");
-	return mkdtemp(g_dir) ? 0 : -1;
+	return tu_mkdtemp(g_dir, sizeof(g_dir), "jo-cluster-test");
 }
 
 static int cluster_teardown(void **state)
 {
-	char cmd[400];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", g_dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(g_dir);
 }
 
 int main(void)

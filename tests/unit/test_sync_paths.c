@@ -18,6 +18,7 @@
 
 #include "common/err.h"
 #include "sync/sync.h"
+#include "support/testutil.h"
 
 static char base[256];  /* a fresh directory, by its real path */
 
@@ -38,11 +39,8 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[PATH_MAX + 16];
-
 	(void)state;
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-	return system(cmd) == 0 ? 0 : -1;
+	return tu_rm_rf(base);
 }
 
 static char *at(const char *rel)

@@ -493,6 +493,14 @@ static void entry_put(uint64_t parent, const char *name, int type, uint64_t ino)
 	raw_put(k, kentry(k, parent, name), v, 9);
 }
 
+/* PARENT/NAME, a node INO of TYPE with NLINK and LENGTH: its attr and its entry. */
+static void node_put(uint64_t parent, const char *name, int type, uint64_t ino, uint32_t nlink,
+		     uint64_t length)
+{
+	attr_put(ino, type, nlink, length, parent);
+	entry_put(parent, name, type, ino);
+}
+
 static void slice_ref_put(uint64_t id, uint32_t size, int64_t refs_minus_one)
 {
 	uint8_t k[16], v[8];
@@ -510,6 +518,15 @@ static bool slice_ref(uint64_t id, uint32_t size, int64_t *v)
 		return false;
 	*v = (int64_t)jo_le64(b);
 	return true;
+}
+
+/* Slice (id, size) has a reference entry holding refs_minus_one. */
+static void ref_is(uint64_t id, uint32_t size, int64_t refs_minus_one)
+{
+	int64_t v;
+
+	assert_true(slice_ref(id, size, &v));
+	assert_int_equal(v, refs_minus_one);
 }
 
 static void counter_put(const char *name, int64_t v)
@@ -573,6 +590,17 @@ static void chunk_put(uint64_t ino, uint32_t indx, size_t n, uint64_t base, size
 	free(v);
 }
 
+/* Chunk (ino, indx) deleted: success, its key gone; what was freed in *freed, *nf. */
+static void delete_chunk_ok(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
+			    size_t *nf)
+{
+	struct jo_err err = { 0 };
+	uint8_t k[16];
+
+	assert_int_equal(jo_mut_delete_chunk(m, ino, indx, freed, nf, &err), 0);
+	assert_false(raw_get(k, kchunk(k, ino, indx), NULL, NULL));
+}
+
 /* ---------------------------------------------------------------- tests */
 
 static void reads_of_the_layout(void **state)
@@ -631,17 +659,13 @@ static void reads_of_the_layout(void **state)
 static void delete_chunk_in_steps(void **state)
 {
 	struct jo_meta *m = open_vol();
-	struct jo_err err = { 0 };
 	struct jo_sref *freed = NULL;
 	size_t nf = 0;
-	uint8_t k[16];
-	int64_t v;
 
 	(void)state;
 	chunk_put(200, 0, 300, 10000, 250);  /* slices 0..49 listed twice */
 	slice_ref_put(10000 + 7, 1007, 2);   /* 3 references: 2 from here, 1 elsewhere */
-	assert_int_equal(jo_mut_delete_chunk(m, 200, 0, &freed, &nf, &err), 0);
-	assert_false(raw_get(k, kchunk(k, 200, 0), NULL, NULL));
+	delete_chunk_ok(m, 200, 0, &freed, &nf);
 	/* every slice but #7 fell below one reference; #7 keeps one (a slice
 	 * freed by two steps is listed twice, as the interface allows) */
 	{
@@ -656,17 +680,14 @@ static void delete_chunk_in_steps(void **state)
 		}
 		assert_int_equal(distinct, 249);
 	}
-	assert_true(slice_ref(10000 + 7, 1007, &v));
-	assert_int_equal(v, 0);
-	assert_true(slice_ref(10000 + 3, 1003, &v));
-	assert_int_equal(v, -2);             /* listed twice: two references taken */
-	assert_true(slice_ref(10000 + 200, 1200, &v));
-	assert_int_equal(v, -1);
+	ref_is(10000 + 7, 1007, 0);
+	ref_is(10000 + 3, 1003, -2); /* listed twice: two references taken */
+	ref_is(10000 + 200, 1200, -1);
 	assert_true(S.max_reads <= 128 && S.max_writes <= 128);
 	assert_true(S.commits >= 3);
 	free(freed);
 	/* a gone chunk is success with nothing freed */
-	assert_int_equal(jo_mut_delete_chunk(m, 200, 0, &freed, &nf, &err), 0);
+	delete_chunk_ok(m, 200, 0, &freed, &nf);
 	assert_int_equal(nf, 0);
 	close_vol(m);
 }
@@ -675,24 +696,18 @@ static void delete_chunk_in_steps(void **state)
 static void retried_after_a_conflict(void **state)
 {
 	struct jo_meta *m = open_vol();
-	struct jo_err err = { 0 };
 	struct jo_sref *freed = NULL;
 	size_t nf = 0;
-	uint8_t k[16];
-	int64_t v;
 
 	(void)state;
 	chunk_put(300, 1, 2, 20000, 2);
 	memcpy(S.meddle, P, PL);
 	S.meddle_len = PL + kslice(S.meddle + PL, 20000, 1000);  /* someone touches K */
-	assert_int_equal(jo_mut_delete_chunk(m, 300, 1, &freed, &nf, &err), 0);
+	delete_chunk_ok(m, 300, 1, &freed, &nf);
 	assert_int_equal(S.conflicts, 1);
-	assert_false(raw_get(k, kchunk(k, 300, 1), NULL, NULL));
-	assert_true(slice_ref(20001, 1001, &v));
-	assert_int_equal(v, -1);
+	ref_is(20001, 1001, -1);
 	/* the retry saw the other client's references: 5 - 1, not freed */
-	assert_true(slice_ref(20000, 1000, &v));
-	assert_int_equal(v, 4);
+	ref_is(20000, 1000, 4);
 	assert_int_equal(nf, 1);
 	free(freed);
 	close_vol(m);
@@ -726,8 +741,7 @@ static void delayed_slices_and_forget(void **state)
 	assert_false(kept);
 	assert_false(raw_get(k, 17, NULL, NULL));
 	assert_int_equal(nf, 2);
-	assert_true(slice_ref(30001, 500, &v));
-	assert_int_equal(v, 0);        /* one reference left */
+	ref_is(30001, 500, 0); /* one reference left */
 	free(freed);
 	assert_int_equal(jo_mut_slice_deletable(m, 30000, 500, &del, &err), 0);
 	assert_true(del);
@@ -751,14 +765,10 @@ static void unlink_and_rmdir(void **state)
 
 	(void)state;
 	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
-	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
-	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
-	attr_put(500, JO_TYPE_FILE, 1, 10000, H);
-	entry_put(H, "1-2-a", JO_TYPE_FILE, 500);
-	attr_put(501, JO_TYPE_DIR, 2, 4096, H);
-	entry_put(H, "1-3-d", JO_TYPE_DIR, 501);
-	attr_put(502, JO_TYPE_FILE, 1, 0, 501);
-	entry_put(501, "inner", JO_TYPE_FILE, 502);
+	node_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H, 3, 4096);
+	node_put(H, "1-2-a", JO_TYPE_FILE, 500, 1, 10000);
+	node_put(H, "1-3-d", JO_TYPE_DIR, 501, 2, 4096);
+	node_put(501, "inner", JO_TYPE_FILE, 502, 1, 0);
 	/* rmdir of a directory with an entry: refused */
 	assert_int_equal(jo_mut_rmdir(m, H, "1-3-d", 5, false, &res, &err), 0);
 	assert_int_equal(res.status, JO_RM_NOTEMPTY);
@@ -803,14 +813,10 @@ static void restore_entries(void **state)
 	(void)state;
 	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
 	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
-	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
-	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
-	attr_put(601, JO_TYPE_DIR, 2, 4096, H);
-	entry_put(H, "1-601-d", JO_TYPE_DIR, 601);
-	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
-	entry_put(H, "601-600-a", JO_TYPE_FILE, 600);
-	attr_put(602, JO_TYPE_FILE, 1, 10, H);
-	entry_put(H, "1-602-x", JO_TYPE_FILE, 602);
+	node_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H, 3, 4096);
+	node_put(H, "1-601-d", JO_TYPE_DIR, 601, 2, 4096);
+	node_put(H, "601-600-a", JO_TYPE_FILE, 600, 1, 5000);
+	node_put(H, "1-602-x", JO_TYPE_FILE, 602, 1, 10);
 	entry_put(1, "x", JO_TYPE_FILE, 603);
 	/* the directory first: back under the root, root nlink 3, a zero record */
 	assert_int_equal(jo_mut_restore(m, H, "1-601-d", 7, 1, "d", 1, true, &res, &missing, &err), 0);
@@ -1053,8 +1059,7 @@ static void compaction_commit(void **state)
 		free(freed);
 		/* the marker went (0 = one reference = absent), the old slices are pending */
 		assert_false(slice_ref(first, 3000, &v));
-		assert_true(slice_ref(40000, 1000, &v));
-		assert_int_equal(v, -1);
+		ref_is(40000, 1000, -1);
 		assert_int_equal(jo_meta_read_chunk(m, 600, 0, &raw, &len, &err), 0);
 		assert_int_equal(len, 24);
 		free(raw);
@@ -1080,8 +1085,7 @@ static void compaction_commit(void **state)
 		assert_false(slice_ref(50000, 1000, &v)); /* untouched: still one reference */
 	}
 	assert_int_equal(jo_meta_slice_abandon(m, 77, 100, &err), 0);
-	assert_true(slice_ref(77, 100, &v));
-	assert_int_equal(v, -1);
+	ref_is(77, 100, -1);
 	close_vol(m);
 }
 

@@ -171,32 +171,35 @@ static void calc_counters(int64_t *used, int64_t *inodes)
 
 /* ---------------------------------------------------------------- Redis volume */
 
-static redisReply *rq(struct fixture *f, const char *fmt, ...)
+/* A command's reply; no reply or an error reply fails the test. */
+static redisReply *rqv(struct fixture *f, const char *fmt, va_list ap)
 {
-	va_list ap;
-	redisReply *r;
+	redisReply *r = redisvCommand(f->rc, fmt, ap);
 
-	va_start(ap, fmt);
-	r = redisvCommand(f->rc, fmt, ap);
-	va_end(ap);
 	assert_non_null(r);
 	if (r->type == REDIS_REPLY_ERROR)
 		fail_msg("redis: %s", r->str);
 	return r;
 }
 
-static void rcmd(struct fixture *f, const char *fmt, ...)
+static redisReply *rq(struct fixture *f, const char *fmt, ...)
 {
 	va_list ap;
 	redisReply *r;
 
 	va_start(ap, fmt);
-	r = redisvCommand(f->rc, fmt, ap);
+	r = rqv(f, fmt, ap);
 	va_end(ap);
-	assert_non_null(r);
-	if (r->type == REDIS_REPLY_ERROR)
-		fail_msg("redis: %s", r->str);
-	freeReplyObject(r);
+	return r;
+}
+
+static void rcmd(struct fixture *f, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	freeReplyObject(rqv(f, fmt, ap));
+	va_end(ap);
 }
 
 static void be(uint8_t *p, uint64_t v, int n)
@@ -464,11 +467,8 @@ static bool r_int(struct fixture *f, int64_t *out, const char *fmt, ...)
 	bool have;
 
 	va_start(ap, fmt);
-	r = redisvCommand(f->rc, fmt, ap);
+	r = rqv(f, fmt, ap);
 	va_end(ap);
-	assert_non_null(r);
-	if (r->type == REDIS_REPLY_ERROR)
-		fail_msg("redis: %s", r->str);
 	have = r->type != REDIS_REPLY_NIL;
 	if (r->type == REDIS_REPLY_INTEGER)
 		*out = r->integer;
@@ -751,29 +751,32 @@ static void assert_same(struct buf *a, struct buf *b, const char *what)
 	b->p = NULL;
 }
 
+/* INO's attr is still the snapshot *was (WHAT names it in a failure). */
+static void attr_unchanged(struct fixture *f, uint64_t ino, struct buf *was, const char *what)
+{
+	struct buf now = attr_snap(f, ino);
+
+	assert_same(was, &now, what);
+}
+
 /* ---------------------------------------------------------------- operations */
 
-static enum jo_rm_status do_unlink(struct fixture *f, uint64_t parent, const char *name,
-				   struct jo_rm_res *res)
+/* unlink (or, for a directory, rmdir) PARENT/NAME; a call that fails fails the test. */
+static enum jo_rm_status do_rm(struct fixture *f, bool dir, uint64_t parent, const char *name,
+			       struct jo_rm_res *res)
 {
 	struct jo_err err = { 0 };
+	int rc;
 
 	memset(res, 0xAA, sizeof(*res));
-	if (jo_mut_unlink(f->m, parent, name, strlen(name), true, res, &err) != 0)
-		fail_msg("unlink %" PRIu64 "/%s: %s", parent, name, err.msg);
+	rc = dir ? jo_mut_rmdir(f->m, parent, name, strlen(name), true, res, &err)
+		 : jo_mut_unlink(f->m, parent, name, strlen(name), true, res, &err);
+	if (rc != 0)
+		fail_msg("%s %" PRIu64 "/%s: %s", dir ? "rmdir" : "unlink", parent, name, err.msg);
 	return res->status;
 }
-
-static enum jo_rm_status do_rmdir(struct fixture *f, uint64_t parent, const char *name,
-				  struct jo_rm_res *res)
-{
-	struct jo_err err = { 0 };
-
-	memset(res, 0xAA, sizeof(*res));
-	if (jo_mut_rmdir(f->m, parent, name, strlen(name), true, res, &err) != 0)
-		fail_msg("rmdir %" PRIu64 "/%s: %s", parent, name, err.msg);
-	return res->status;
-}
+#define do_unlink(f, parent, name, res) do_rm(f, false, parent, name, res)
+#define do_rmdir(f, parent, name, res) do_rm(f, true, parent, name, res)
 
 /* Counters and one directory's statistics, read before an operation. */
 struct before {
@@ -803,6 +806,22 @@ static void assert_down(struct fixture *f, const struct before *b, int64_t space
 	assert_int_equal(s.length, b->ds.length - dlength);
 	assert_int_equal(s.space, b->ds.space - dspace);
 	assert_int_equal(s.inodes, b->ds.inodes - dinodes);
+}
+
+/*
+ * PARENT/NAME removed (unlink, or rmdir for a directory): JO_RM_DONE, the
+ * result names inode INO and the entry is gone. Returns the counters and
+ * PARENT's statistics from before.
+ */
+static struct before rm_done(struct fixture *f, bool dir, uint64_t parent, const char *name,
+			     uint64_t ino, struct jo_rm_res *r)
+{
+	struct before b = before(f, parent);
+
+	assert_int_equal(do_rm(f, dir, parent, name, r), JO_RM_DONE);
+	assert_int_equal(r->ino, ino);
+	assert_false(has_entry(f, parent, name));
+	return b;
 }
 
 static int64_t pfield(struct fixture *f, uint64_t ino, uint64_t parent)
@@ -864,7 +883,7 @@ static void trash_entries_removed_as_juicefs_does(void **state)
 	struct before b;
 	struct jo_attr a;
 	struct dstat ds;
-	struct buf hsnap, tsnap, now;
+	struct buf hsnap, tsnap;
 	int64_t t0, used0, inodes0;
 
 	if (!f)
@@ -880,29 +899,22 @@ static void trash_entries_removed_as_juicefs_does(void **state)
 	refusals_change_nothing(f);
 
 	/* the plain file (nlink 1, length 10000) */
-	b = before(f, H_INO);
-	assert_int_equal(do_unlink(f, H_INO, N_PLAIN, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 10);
+	b = rm_done(f, false, H_INO, N_PLAIN, 10, &r);
 	assert_int_equal(r.type, JO_TYPE_FILE);
 	assert_int_equal(r.length, 10000);
 	assert_int_equal(r.nlink, 0);
 	assert_true(r.delfile);
-	assert_false(has_entry(f, H_INO, N_PLAIN));
 	assert_false(has_inode(f, 10));
 	assert_true(has_delfile(f, 10, 10000, t0));
 	assert_down(f, &b, 12288, 1, H_INO, 10000, 12288, 1);
-	now = attr_snap(f, H_INO);
-	assert_same(&hsnap, &now, "the hour directory's attr (unlink)");
+	attr_unchanged(f, H_INO, &hsnap, "the hour directory's attr (unlink)");
 
 	/* one link of the hard-linked file (nlink 2, other link in the root) */
-	b = before(f, H_INO);
-	assert_int_equal(do_unlink(f, H_INO, N_HARD, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 11);
+	b = rm_done(f, false, H_INO, N_HARD, 11, &r);
 	assert_int_equal(r.type, JO_TYPE_FILE);
 	assert_int_equal(r.length, 5000);
 	assert_int_equal(r.nlink, 1);
 	assert_false(r.delfile);
-	assert_false(has_entry(f, H_INO, N_HARD));
 	assert_true(has_entry(f, 1, N_ROOTLINK));
 	assert_true(has_inode(f, 11));
 	a = get_attr(f, 11);
@@ -917,27 +929,21 @@ static void trash_entries_removed_as_juicefs_does(void **state)
 	}
 	/* counters unchanged; the hour directory loses the entry (Unlink's updateDirStat) */
 	assert_down(f, &b, 0, 0, H_INO, 5000, 8192, 1);
-	now = attr_snap(f, H_INO);
-	assert_same(&hsnap, &now, "the hour directory's attr (hard link)");
+	attr_unchanged(f, H_INO, &hsnap, "the hour directory's attr (hard link)");
 
 	/* the symlink */
-	b = before(f, H_INO);
-	assert_int_equal(do_unlink(f, H_INO, N_SYM, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 12);
+	b = rm_done(f, false, H_INO, N_SYM, 12, &r);
 	assert_int_equal(r.type, JO_TYPE_SYMLINK);
 	assert_int_equal(r.nlink, 0);
 	assert_false(r.delfile);
-	assert_false(has_entry(f, H_INO, N_SYM));
 	assert_false(has_inode(f, 12));
 	assert_false(has_symlink(f, 12));
 	assert_false(has_any_delfile(f, 12));
 	assert_down(f, &b, 4096, 1, H_INO, 0, 4096, 1);
 
 	/* the file with an xattr (length 0) */
-	b = before(f, H_INO);
 	assert_true(has_xattr(f, 13));
-	assert_int_equal(do_unlink(f, H_INO, N_XATTR, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 13);
+	b = rm_done(f, false, H_INO, N_XATTR, 13, &r);
 	assert_true(r.delfile);
 	assert_false(has_inode(f, 13));
 	assert_false(has_xattr(f, 13));
@@ -945,9 +951,7 @@ static void trash_entries_removed_as_juicefs_does(void **state)
 	assert_down(f, &b, 4096, 1, H_INO, 0, 4096, 1);
 
 	/* the non-empty directory: empty it (its parent is not a trash inode), then rmdir */
-	b = before(f, 16);
-	assert_int_equal(do_unlink(f, 16, N_INNER, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 17);
+	b = rm_done(f, false, 16, N_INNER, 17, &r);
 	assert_true(r.delfile);
 	assert_false(has_inode(f, 17));
 	assert_false(has_xattr(f, 17));
@@ -958,51 +962,36 @@ static void trash_entries_removed_as_juicefs_does(void **state)
 	assert_true(a.ctime >= t0);
 	assert_int_equal(a.nlink, 2);
 
-	b = before(f, H_INO);
 	assert_true(has_quota(f, 16));
-	assert_int_equal(do_rmdir(f, H_INO, N_FULL, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 16);
+	b = rm_done(f, true, H_INO, N_FULL, 16, &r);
 	assert_int_equal(r.type, JO_TYPE_DIR);
-	assert_false(has_entry(f, H_INO, N_FULL));
 	assert_false(has_inode(f, 16));
 	assert_false(dir_stat(f, 16, &ds));
 	assert_false(has_quota(f, 16));
 	assert_down(f, &b, 4096, 1, H_INO, 0, 4096, 1);
-	now = attr_snap(f, H_INO);
-	assert_same(&hsnap, &now, "the hour directory's attr (rmdir)");
+	attr_unchanged(f, H_INO, &hsnap, "the hour directory's attr (rmdir)");
 
 	/* the empty directory */
-	b = before(f, H_INO);
-	assert_int_equal(do_rmdir(f, H_INO, N_EMPTY, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 15);
-	assert_false(has_entry(f, H_INO, N_EMPTY));
+	b = rm_done(f, true, H_INO, N_EMPTY, 15, &r);
 	assert_false(has_inode(f, 15));
 	assert_false(dir_stat(f, 15, &ds));
 	assert_down(f, &b, 4096, 1, H_INO, 0, 4096, 1);
-	now = attr_snap(f, H_INO);
-	assert_same(&hsnap, &now, "the hour directory's attr (rmdir 2)");
+	attr_unchanged(f, H_INO, &hsnap, "the hour directory's attr (rmdir 2)");
 
 	/* hour directories: the one still holding the immutable file stays */
 	assert_int_equal(do_rmdir(f, T_INO, H_NAME, &r), JO_RM_NOTEMPTY);
 	assert_true(has_inode(f, H_INO));
 	/* the empty one goes; the trash root's statistics and attr are left alone */
-	b = before(f, T_INO);
-	assert_int_equal(do_rmdir(f, T_INO, H2_NAME, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, H2_INO);
+	b = rm_done(f, true, T_INO, H2_NAME, H2_INO, &r);
 	assert_int_equal(r.type, JO_TYPE_DIR);
-	assert_false(has_entry(f, T_INO, H2_NAME));
 	assert_false(has_inode(f, H2_INO));
 	assert_false(dir_stat(f, H2_INO, &ds));
 	assert_down(f, &b, 4096, 1, T_INO, 0, 0, 0);
-	now = attr_snap(f, T_INO);
-	assert_same(&tsnap, &now, "the trash root's attr");
+	attr_unchanged(f, T_INO, &tsnap, "the trash root's attr");
 	assert_int_equal(do_rmdir(f, T_INO, H2_NAME, &r), JO_RM_GONE);
 
 	/* an empty directory outside the trash: its parent's nlink, mtime and ctime change */
-	b = before(f, 1);
-	assert_int_equal(do_rmdir(f, 1, N_ROOTDIR, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 18);
-	assert_false(has_entry(f, 1, N_ROOTDIR));
+	b = rm_done(f, true, 1, N_ROOTDIR, 18, &r);
 	assert_false(has_inode(f, 18));
 	assert_false(dir_stat(f, 18, &ds));
 	assert_down(f, &b, 4096, 1, 1, 0, 4096, 1);
@@ -1012,12 +1001,9 @@ static void trash_entries_removed_as_juicefs_does(void **state)
 	assert_true(a.ctime >= t0);
 
 	/* the hard-linked file's last link, outside the trash */
-	b = before(f, 1);
-	assert_int_equal(do_unlink(f, 1, N_ROOTLINK, &r), JO_RM_DONE);
-	assert_int_equal(r.ino, 11);
+	b = rm_done(f, false, 1, N_ROOTLINK, 11, &r);
 	assert_int_equal(r.nlink, 0);
 	assert_true(r.delfile);
-	assert_false(has_entry(f, 1, N_ROOTLINK));
 	assert_false(has_inode(f, 11));
 	assert_true(has_delfile(f, 11, 5000, t0));
 	if (f->redis) {
@@ -1113,7 +1099,6 @@ static void trash_hour_rejects_impossible_days(void **state)
 static int setup_case(void **state, bool redis)
 {
 	struct fixture *f;
-	char path[400];
 
 	*state = NULL;
 	if (redis && !g_have_redis)
@@ -1122,18 +1107,12 @@ static int setup_case(void **state, bool redis)
 	assert_non_null(f);
 	f->redis = redis;
 	g_case++;
-	if (redis) {
-		make_redis(f, g_case % 15);
-	} else {
-		snprintf(path, sizeof(path), "%s/meta%d.db", g_dir, g_case);
-		make_sqlite(f, path);
-	}
+	GCT_CASE_META(redis, f);
 	*state = f;
 	return 0;
 }
 
-static int setup_redis(void **state) { return setup_case(state, true); }
-static int setup_sqlite(void **state) { return setup_case(state, false); }
+GCT_ENGINE_SETUPS
 
 static int teardown_case(void **state)
 {
@@ -1151,26 +1130,7 @@ static int teardown_case(void **state)
 	return 0;
 }
 
-static int group_setup(void **state)
-{
-	(void)state;
-	assert_int_equal(gct_mkdtemp(g_dir, sizeof(g_dir), "trashrm"), 0);
-	setenv("JO_TEST_REDIS_PORT", "6424", 0); /* away from test_gc/test_lease (6404) */
-	if (gct_redis_start(&g_redis) == 0)
-		g_have_redis = true;
-	else
-		fprintf(stderr, "test_trash_rm: no redis-server: Redis cases are skipped\n");
-	return 0;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
-	gct_rm_rf(g_dir);
-	return 0;
-}
+GCT_GROUP_FIXTURE("test_trash_rm", "trashrm")
 
 int main(void)
 {
@@ -1183,5 +1143,6 @@ int main(void)
 		cmocka_unit_test(trash_hour_rejects_impossible_days),
 	};
 
+	setenv("JO_TEST_REDIS_PORT", "6424", 0); /* away from test_gc/test_lease (6404) */
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

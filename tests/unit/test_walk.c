@@ -18,6 +18,8 @@
 #include <unistd.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
+#include "support/wu_fixture.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/walk.h"
@@ -37,19 +39,6 @@
 #define HOUR (JO_TRASH_INODE + 1)
 
 static char dir[256], url[512], jfs[1024];
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[4096];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	if (system(cmd) != 0)
-		fail_msg("command failed: %s", cmd);
-}
 
 static void exec_sql(sqlite3 *db, const char *sql)
 {
@@ -92,33 +81,19 @@ static void put_rec(uint8_t *p, uint32_t pos, uint64_t id, uint32_t size, uint32
 
 static int setup(void **state)
 {
-	const char *e = getenv("JUICEFS"), *data = getenv("JO_TEST_DATA");
 	sqlite3 *db;
 	sqlite3_stmt *n, *ed, *ch;
 	char path[600], name[32];
 	uint8_t recs[4 * 24];
 
 	(void)state;
-	if (e) {
-		snprintf(jfs, sizeof(jfs), "%s", e);
-	} else {
-		size_t k = data ? strlen(data) : 0;
-		if (k >= 11 && strcmp(data + k - 11, "/tests/data") == 0)
-			k -= 11;
-		snprintf(jfs, sizeof(jfs), "%.*s%s.venv/bin/juicefs", (int)k, data ? data : "",
-			 k ? "/" : "");
-	}
-	if (access(jfs, X_OK) != 0) {
-		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
+	if (wu_fx_juicefs_check(jfs, sizeof(jfs)) != 0)
 		return -1;
-	}
-	snprintf(dir, sizeof(dir), "/tmp/jo-test-walk.XXXXXX");
-	if (!mkdtemp(dir))
+	if (wu_fx_tmpdir("walk", dir, sizeof(dir), url, sizeof(url)) != 0)
 		return -1;
-	snprintf(url, sizeof(url), "sqlite3://%s/m.db", dir);
 	snprintf(path, sizeof(path), "%s/m.db", dir);
-	sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 1 "
-	   ">%s/format.log 2>&1", jfs, url, dir, dir);
+	wu_fx_sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 1 "
+		 ">%s/format.log 2>&1", jfs, url, dir, dir);
 	if (sqlite3_open(path, &db) != SQLITE_OK)
 		return -1;
 	exec_sql(db, "BEGIN");
@@ -186,8 +161,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	(void)state;
-	if (dir[0])
-		sh("rm -rf %s", dir);
+	wu_fx_rmdir(dir);
 	return 0;
 }
 
@@ -305,15 +279,13 @@ static int on_slice(uint64_t ino, enum jo_walk_where where, uint32_t indx, uint3
 
 static void test_walk_shapes_bounded(void **state)
 {
-	struct jo_meta *m = NULL;
+	struct jo_meta *m = meta_open_ok(url);
 	struct jo_err err = { 0 };
 	struct jo_walk_opts o = JO_WALK_OPTS_INIT;
 	struct jo_walk_stats st;
 	struct seen s = { .ordered = true };
 
 	(void)state;
-	if (jo_meta_open(&m, url, &err))
-		fail_msg("open: %s", err.msg);
 	o.flags = JO_WALK_SLICES | JO_WALK_TRASH | JO_WALK_SUSTAINED;
 	o.mem_limit = 4u << 20;
 	o.row = on_row;
@@ -362,14 +334,12 @@ static int stop_row(const struct jo_walk_row *r, void *p)
 
 static void test_walk_subtree_and_errors(void **state)
 {
-	struct jo_meta *m = NULL;
+	struct jo_meta *m = meta_open_ok(url);
 	struct jo_err err = { 0 };
 	struct jo_walk_opts o = JO_WALK_OPTS_INIT;
 	uint64_t n = 0;
 
 	(void)state;
-	if (jo_meta_open(&m, url, &err))
-		fail_msg("open: %s", err.msg);
 	o.root = "//big/";
 	o.row = count_row;
 	o.payload = &n;
@@ -393,7 +363,7 @@ static void test_walk_subtree_and_errors(void **state)
  * folded level by level, the totals come out as a walk of the tree counts */
 static void test_usage_fold_bounded(void **state)
 {
-	struct jo_meta *m = NULL;
+	struct jo_meta *m = meta_open_ok(url);
 	struct jo_err err = { 0 };
 	struct usage_opts o = { .depth = 1, .top = 3, .cold = 90 * 86400, .mem_limit = 8u << 20,
 				.now = 1700000000LL + 2000000 };
@@ -403,8 +373,6 @@ static void test_usage_fold_bounded(void **state)
 	int n = 0, rc;
 
 	(void)state;
-	if (jo_meta_open(&m, url, &err))
-		fail_msg("open: %s", err.msg);
 	assert_int_equal(usage_parse_buckets("1d,30d", &o, &err), 0);
 	if (usage_run(m, &o, &r, &err))
 		fail_msg("usage: %s", err.msg);

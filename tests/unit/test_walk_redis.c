@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/err.h"
+#include "support/meta_open.h"
 #include "common/meta/meta.h"
 #include "common/walk.h"
 #include "gc_testutil.h"
@@ -82,12 +83,9 @@ static int group_setup(void **state)
 	int rc;
 
 	(void)state;
-	rc = gct_redis_start(&g_redis);
-	if (rc != 0) {
-		fprintf(stderr, "test_walk_redis: no redis-server (%d)\n", rc);
+	rc = gct_redis_try("test_walk_redis", &g_redis, &g_have_redis);
+	if (rc != 0)
 		return rc == 77 ? 0 : -1;
-	}
-	g_have_redis = true;
 	g_c = gct_redis_conn(g_redis.port, 6);
 	if (!g_c)
 		return -1;
@@ -142,8 +140,7 @@ static int group_teardown(void **state)
 	(void)state;
 	if (g_c)
 		redisFree(g_c);
-	if (g_have_redis)
-		gct_redis_stop(&g_redis);
+	gct_group_end(&g_redis, g_have_redis, "");
 	return 0;
 }
 
@@ -218,8 +215,7 @@ static void test_walk_redis_batches(void **state)
 	(void)state;
 	if (!g_have_redis)
 		skip();
-	if (jo_meta_open(&m, g_url, &err))
-		fail_msg("open: %s", err.msg);
+	m = meta_open_ok(g_url);
 	o.flags = JO_WALK_TRASH | JO_WALK_SUSTAINED;
 	o.mem_limit = 4u << 20;
 	o.row = on_row;
@@ -267,8 +263,7 @@ static void test_readdir_attr_batch(void **state)
 	(void)state;
 	if (!g_have_redis)
 		skip();
-	if (jo_meta_open(&m, g_url, &err))
-		fail_msg("open: %s", err.msg);
+	m = meta_open_ok(g_url);
 	assert_int_equal(jo_meta_readdir_attr(m, dirs, 3, batch_cb, n, &err), 0);
 	assert_int_equal(n[0], BIG);
 	assert_int_equal(n[1], 1 + SMALL + 1 + 2); /* big, s*, c, h1, gone */

@@ -23,6 +23,7 @@
 #include "common/meta/meta.h"
 #include "common/warmup/warmup.h"
 #include "support/wu_fixture.h"
+#include "support/testutil.h"
 
 #define MiB (1u << 20)
 #define KiB (1u << 10)
@@ -298,28 +299,19 @@ static int vol_setup(void **state)
 	char jfs[1024];
 
 	(void)state;
-	wu_fx_juicefs(jfs, sizeof(jfs));
-	if (access(jfs, X_OK) != 0) {
-		fprintf(stderr, "juicefs binary not found at %s (set JUICEFS)\n", jfs);
-		return -1; /* a failure, not a skip */
-	}
-	snprintf(vdir, sizeof(vdir), "/tmp/jo-test-warmup.XXXXXX");
-	if (!mkdtemp(vdir))
+	if (wu_fx_juicefs_check(jfs, sizeof(jfs)) != 0)
 		return -1;
-	snprintf(vurl, sizeof(vurl), "sqlite3://%s/m.db", vdir);
+	if (wu_fx_tmpdir("warmup", vdir, sizeof(vdir), vurl, sizeof(vurl)) != 0)
+		return -1;
 	wu_fx_sh("mkdir -p %s/src && printf hello > %s/src/f", vdir, vdir);
-	wu_fx_sh("'%s' --no-agent format %s vol --storage file --bucket %s/objs/ --trash-days 0 "
-	   ">%s/format.log 2>&1", jfs, vurl, vdir, vdir);
-	wu_fx_sh("META=%s '%s' --no-agent sync %s/src/ jfs://META/ >%s/sync.log 2>&1", vurl, jfs, vdir,
-	   vdir);
+	wu_fx_format_sync(jfs, vurl, vdir);
 	return 0;
 }
 
 static int vol_teardown(void **state)
 {
 	(void)state;
-	if (vdir[0])
-		wu_fx_sh("rm -rf %s", vdir);
+	wu_fx_rmdir(vdir);
 	return 0;
 }
 
@@ -621,13 +613,9 @@ static void plan_reads_for_each_mount_kind(void **state)
 static void write_file(const char *dir, const char *name, const char *text)
 {
 	char p[512];
-	FILE *f;
 
 	snprintf(p, sizeof(p), "%s/%s", dir, name);
-	f = fopen(p, "w");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	tu_write_text(p, text);
 }
 
 static void mount_probe_and_stats_read_control_files(void **state)

@@ -17,19 +17,8 @@
 #include <cmocka.h>
 
 #include "common/err.h"
+#include "support/wu_fixture.h"
 #include "common/warmup/cache.h"
-
-static void sh(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void sh(const char *fmt, ...)
-{
-	char cmd[2048];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	assert_int_equal(system(cmd), 0);
-}
 
 static void encode_is_the_juicefs_message(void **state)
 {
@@ -96,13 +85,7 @@ static void answers_parse_in_any_split(void **state)
 		buf[n + 14] = 0x10;              /* bytes 4096 */
 		n += 16;
 	}
-	buf[n++] = 0xFF;
-	buf[n++] = 0;
-	buf[n++] = 0;
-	buf[n++] = (uint8_t)(jl >> 8);
-	buf[n++] = (uint8_t)jl;
-	memcpy(buf + n, json, jl);
-	n += jl;
+	n += wu_fx_answer(buf + n, json, jl);
 	for (size_t step = 1; step <= n; step = step * 2 + 1) {
 		struct jo_warmup_ctl_parser p = { 0 };
 		struct jo_warmup_ctl_reply r = { 0 };
@@ -150,9 +133,9 @@ static void blocks_are_found_where_the_mount_keeps_them(void **state)
 
 	(void)state;
 	assert_non_null(mkdtemp(dir));
-	sh("mkdir -p %s/c1/UU/raw/chunks/0/5 %s/c2/UU/raw/chunks/0/0 %s/c3", dir, dir, dir);
-	sh("touch %s/c1/UU/raw/chunks/0/5/5001_2_1048576 %s/c2/UU/raw/chunks/0/0/7_0_100", dir,
-	   dir);
+	wu_fx_sh("mkdir -p %s/c1/UU/raw/chunks/0/5 %s/c2/UU/raw/chunks/0/0 %s/c3", dir, dir, dir);
+	wu_fx_sh("touch %s/c1/UU/raw/chunks/0/5/5001_2_1048576 %s/c2/UU/raw/chunks/0/0/7_0_100", dir,
+		 dir);
 	snprintf(set, sizeof(set), "%s/c1/UU:%s/c2/UU:%s/missing/UU", dir, dir, dir);
 	assert_int_equal(jo_warmup_cachedirs_init(&cd, set, &err), 0);
 	assert_int_equal(cd.n, 2); /* a missing directory is skipped, as the mount does */
@@ -175,7 +158,7 @@ static void blocks_are_found_where_the_mount_keeps_them(void **state)
 	snprintf(set, sizeof(set), "%s/nope/UU", dir);
 	assert_int_equal(jo_warmup_cachedirs_init(&cd, set, &err), JO_EUNSUPPORTED);
 	assert_non_null(strstr(err.msg, "no cache directory"));
-	sh("rm -rf %s", dir);
+	wu_fx_sh("rm -rf %s", dir);
 }
 
 static void a_missing_control_file_is_not_found(void **state)

@@ -28,6 +28,10 @@ import random
 import re
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from leakcheck_tool import block_key, walk  # noqa: E402  (the dump's block keys)
+
 
 def sha(path):
     h = hashlib.sha256()
@@ -109,30 +113,15 @@ def verify(d, mirror):
     print("%d files verified" % n, file=sys.stderr)
 
 
-def block_key(name, hp, sid, indx, bsize):
-    if hp:
-        return "%s/chunks/%02X/%d/%d_%d_%d" % (name, sid % 256, sid // 1000000, sid, indx, bsize)
-    return "%s/chunks/%d/%d/%d_%d_%d" % (name, sid // 1000000, sid // 1000, sid, indx, bsize)
-
-
-def walk(node, out):
-    for c in node.get("chunks", []) or []:
-        for s in c.get("slices", []) or []:
-            if s.get("id", 0) > 0:
-                out.add((s["id"], s["size"]))
-    for child in (node.get("entries") or {}).values():
-        walk(child, out)
-
-
 def refkeys(dump):
     d = json.load(open(dump))
     st = d["Setting"]
     name, hp = st["Name"], bool(st.get("HashPrefix"))
     bs = int(st.get("BlockSize", 4096)) * 1024
-    refs = set()
+    refs = []
     walk(d.get("FSTree", {}), refs)
     walk(d.get("Trash", {}) or {}, refs)
-    for sid, size in sorted(refs):
+    for sid, size in sorted(set(refs)):
         nb = (size - 1) // bs + 1
         for i in range(nb):
             print(block_key(name, hp, sid, i, min(bs, size - i * bs)))

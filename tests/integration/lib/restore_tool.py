@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tarfile
 
+sys.dont_write_bytecode = True  # no __pycache__ beside the sources
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from leakcheck_tool import block_key  # noqa: E402
 
