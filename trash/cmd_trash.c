@@ -877,6 +877,30 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t in
 	return 0;
 }
 
+/*
+ * Directories whose way up to the root had no quota when last walked, and
+ * when (monotonic ms). The walk costs two round trips per level; entries of
+ * one parent come in runs, so a parent found without a quota is not walked
+ * again for QUOTA_NONE_MS. The quota update is not part of the restore's
+ * transaction anyway: a quota set while the restore runs is counted from at
+ * most that long after. A directory with a quota on its way is walked every
+ * time.
+ */
+#define QUOTA_NONE_MS 1000
+#define QUOTA_NONE_SLOTS 64
+static struct {
+	uint64_t dir;
+	int64_t at;
+} quota_none[QUOTA_NONE_SLOTS];
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Rename's quota update for an entry restored into dir: a file's space, a
  * directory's whole tree (what was put back into it while it was in the
  * trash comes with it), when some directory on the way has a quota. */
@@ -884,11 +908,20 @@ static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res
 		    struct jo_err *err)
 {
 	struct usage u = { m, 0, 0, 0, true, 0, err };
+	size_t slot = (size_t)(dir * 0x9e3779b97f4a7c15ULL >> 58) % QUOTA_NONE_SLOTS;
+	int64_t now = mono_ms();
 	bool any;
-	int rc = quota_walk(m, dir, -1, 0, &any, err);
+	int rc;
 
-	if (rc || !any)
+	if (quota_none[slot].dir == dir && dir && now - quota_none[slot].at < QUOTA_NONE_MS)
+		return 0;
+	if ((rc = quota_walk(m, dir, -1, 0, &any, err)) != 0)
 		return rc;
+	if (!any) {
+		quota_none[slot].dir = dir;
+		quota_none[slot].at = now;
+		return 0;
+	}
 	if (res->type == JO_TYPE_DIR) {
 		if ((rc = dir_usage(&u, res->ino)) != 0)
 			return rc;
@@ -988,9 +1021,11 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
  * names of a hard link removed in the same hour are two items), all of
  * one depth (how many of the entry's parents are in the trash), kind
  * "restore:DEPTH". What each item needs (target parent and name, the entry's
- *  name in its hour directory, the target path) is a record "r/HOUR-INO/INO/NAMEHASH"
- * beside the tasks, written before its task, removed after the task is
- * complete. Workers take tasks in any order: an entry whose directory is
+ * name in its hour directory, the target path) is a line of its task's
+ * record "b/STAMP/SEQ" beside the tasks (STAMP: the plan's), named by the
+ * task's item "b:STAMP:SEQ", written before its task, removed after the
+ * task is complete (plans of earlier versions wrote one record
+ * "r/HOUR-INO/INO/NAMEHASH" per item: still read). Workers take tasks in any order: an entry whose directory is
  * still in the trash goes into it there (juicefs's RenameRestore allows
  * that), and comes back with it; directory statistics and quotas are
  * counted where the entry lands, a tree in the trash under no quota. Every
@@ -1081,65 +1116,153 @@ static int add_task(struct jo_meta *m, uint32_t depth, char **items, size_t n, u
 	return rc;
 }
 
-/* Record the tasks of the restores the plan decided (plan order: by depth). */
+/* An entry's item and the line of its task's record: "ITEM PARENT NAME TNAME PATH\n"
+ * (the last three hex); NULL when out of memory. */
+static char *item_line(uint64_t hino, const struct trash_entry *e)
+{
+	char *hn = hex_of(e->to_name), *ht = hex_of(e->tname), *hp = hex_of(e->to_path), *line;
+
+	if (!hn || !ht || !hp || asprintf(&line, "%" PRIu64 ":%" PRIu64 ":%016" PRIx64 " %" PRIu64
+					  " %s %s %s\n", hino, e->ino, name_hash(e->tname),
+					  e->to_parent, hn, ht, hp) < 0)
+		line = NULL;
+	free(hn);
+	free(ht);
+	free(hp);
+	return line;
+}
+
+/* a task's record stays well under JO_MUT_REC_MAX (paths can be long) */
+#define TASK_REC_BYTES (256u << 10)
+
+/* Plan order within one depth, then target parent (tasks are cut per parent). */
+static int cmp_task_order(const void *a, const void *b)
+{
+	const struct trash_entry *x = **(struct trash_entry *const *const *)a;
+	const struct trash_entry *y = **(struct trash_entry *const *const *)b;
+	struct trash_entry *const *pa = *(struct trash_entry *const *const *)a;
+	struct trash_entry *const *pb = *(struct trash_entry *const *const *)b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->to_parent != y->to_parent)
+		return x->to_parent < y->to_parent ? -1 : 1;
+	return pa < pb ? -1 : pa > pb;
+}
+
+/* One task: the record "b/STAMP/SEQ" with the lines of entries [0, n) (in
+ * the order given), then the task of their items and "b:STAMP:SEQ". */
+static int record_task(struct trash_ls *t, struct trash_entry **es, size_t n, const char *stamp,
+		       uint64_t seq, uint64_t *tasks, struct jo_err *err)
+{
+	char key[96], **items = calloc(n + 1, sizeof(*items));
+	char *val = NULL;
+	size_t len = 0, k = 0;
+	FILE *f;
+	int rc = 0;
+
+	if (!items || !(f = open_memstream(&val, &len))) {
+		free(items);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *line = item_line(t->hours[es[i]->hour_idx].ino, es[i]);
+
+		if (!line || fputs(line, f) == EOF ||
+		    !(items[k] = strndup(line, strcspn(line, " "))))
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		else
+			k++;
+		free(line);
+	}
+	if (fclose(f) != 0 && rc == 0)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	snprintf(key, sizeof(key), "b/%s/%" PRIu64, stamp, seq);
+	if (rc == 0)
+		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
+	free(val);
+	if (rc == 0 && asprintf(&items[k], "b:%s:%" PRIu64, stamp, seq) < 0)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	else if (rc == 0)
+		k++;
+	if (rc == 0) {
+		rc = add_task(t->m, es[0]->depth, items, k, tasks, err); /* frees the items */
+	} else {
+		for (size_t i = 0; i < k; i++)
+			free(items[i]);
+	}
+	free(items);
+	return rc;
+}
+
+/*
+ * Record the tasks of the restores the plan decided. Tasks of a depth come
+ * before the next depth's (plan order); within a depth, one parent's
+ * entries stay together, so that workers seldom restore into the same
+ * directory at once (its rows are what their transactions would conflict
+ * on), and the parents take turns in task order (workers claim in that
+ * order). What the items need is one record per task, not one per entry.
+ */
 static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n, uint64_t *tasks,
 			struct jo_err *err)
 {
-	size_t max = jo_mut_task_max_items(t->m), k = 0;
-	char **items = calloc(TRASH_TASK_ITEMS, sizeof(*items));
-	uint32_t depth = 0;
+	size_t max = jo_mut_task_max_items(t->m), ne = 0, ngr = 0;
+	struct trash_entry ***ord = calloc(n ? n : 1, sizeof(*ord));
+	struct trash_entry **es = calloc(n ? n : 1, sizeof(*es));
+	struct { size_t at, end; } *gr = calloc(n ? n : 1, sizeof(*gr));
+	char stamp[48];
+	uint64_t seq = 0;
 	int rc;
 
-	if (!items)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!ord || !es || !gr) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
 	if (!max || max > TRASH_TASK_ITEMS)
 		max = TRASH_TASK_ITEMS;
+	max--; /* the item naming the task's record */
+	snprintf(stamp, sizeof(stamp), "%" PRIx64 "-%lx", (uint64_t)time(NULL), (long)getpid());
 	if ((rc = jo_mut_task_init(t->m, TRASH_NS, err)) != 0)
 		goto out;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct trash_entry *e = plan[i];
-		uint64_t hino = t->hours[e->hour_idx].ino;
-		char key[64], *val = NULL, *hn = NULL, *ht = NULL, *hp = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (plan[i]->restore)
+			ord[ne++] = &plan[i];
+	qsort(ord, ne, sizeof(*ord), cmp_task_order);
+	for (size_t i = 0; i < ne && rc == 0;) {
+		/* one depth: [i, d) in groups of one parent, taking turns */
+		size_t d = i, left;
 
-		if (!e->restore)
-			continue;
-		if (k && (e->depth != depth || k == max)) {
-			rc = add_task(t->m, depth, items, k, tasks, err);
-			k = 0;
-			if (rc)
-				break;
+		while (d < ne && (*ord[d])->depth == (*ord[i])->depth)
+			d++;
+		ngr = 0;
+		for (size_t j = i; j < d; j++)
+			if (j == i || (*ord[j])->to_parent != (*ord[j - 1])->to_parent)
+				gr[ngr++].at = j;
+		for (size_t g = 0; g < ngr; g++)
+			gr[g].end = g + 1 < ngr ? gr[g + 1].at : d;
+		left = d - i;
+		while (left && rc == 0) {
+			for (size_t g = 0; g < ngr && rc == 0; g++) {
+				size_t k = 0, bytes = 0;
+
+				while (gr[g].at < gr[g].end && k < max && bytes < TASK_REC_BYTES) {
+					struct trash_entry *e = *ord[gr[g].at++];
+
+					bytes += 2 * (strlen(e->to_name) + strlen(e->tname) +
+						      strlen(e->to_path)) + 64;
+					es[k++] = e;
+				}
+				if (k)
+					rc = record_task(t, es, k, stamp, seq++, tasks, err);
+				left -= k;
+			}
 		}
-		depth = e->depth;
-		snprintf(key, sizeof(key), "r/%" PRIu64 "/%" PRIu64 "/%016" PRIx64, hino, e->ino,
-			 name_hash(e->tname));
-		hn = hex_of(e->to_name);
-		ht = hex_of(e->tname);
-		hp = hex_of(e->to_path);
-		if (!hn || !ht || !hp || asprintf(&val, "%" PRIu64 " %s %s %s", e->to_parent, hn, ht,
-						    hp) < 0)
-			val = NULL;
-		free(hn);
-		free(ht);
-		free(hp);
-		if (!val) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			break;
-		}
-		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
-		free(val);
-		if (rc == 0 && asprintf(&items[k], "%" PRIu64 ":%" PRIu64 ":%016" PRIx64, hino, e->ino,
-					name_hash(e->tname)) < 0)
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		else if (rc == 0)
-			k++;
+		i = d;
 	}
-	if (rc == 0)
-		rc = add_task(t->m, depth, items, k, tasks, err);
-	else
-		for (size_t i = 0; i < k; i++)
-			free(items[i]);
 out:
-	free(items);
+	free(ord);
+	free(es);
+	free(gr);
 	return rc;
 }
 
@@ -1147,19 +1270,48 @@ struct worker_stats {
 	uint64_t tasks, restored, skipped;
 };
 
-/* One item of a claimed task. */
+/*
+ * The line of item in its task's record rec (lines in the order of the
+ * task's items: *at is where the previous one ended), as a malloc'd string
+ * after the item; NULL when the record has none.
+ */
+static char *task_line(const char *rec, size_t *at, const char *item)
+{
+	size_t il = strlen(item);
+
+	for (int pass = 0; rec && pass < 2; pass++) {
+		const char *p = rec + (pass ? 0 : *at);
+
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+			if (len > il && !memcmp(p, item, il) && p[il] == ' ') {
+				*at = (size_t)(p - rec) + len + (nl != NULL);
+				return strndup(p + il + 1, len - il - 1);
+			}
+			p += len + (nl != NULL);
+		}
+	}
+	return NULL;
+}
+
+/* One item of a claimed task; rec: its task's record (NULL: none, or a plan
+ * of an earlier version, whose items each have a record "r/..."). */
 static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, const char *item,
-		     struct worker_stats *ws, const struct jo_ctx *ctx, struct jo_err *err)
+		     const char *rec, size_t *rec_at, struct worker_stats *ws,
+		     const struct jo_ctx *ctx, struct jo_err *err)
 {
 	unsigned long long hino, ino, parent;
 	struct trash_entry e = { 0 };
 	char key[64], *val = NULL;
 	const char *p;
-	int rc, n = 0;
+	int rc = 0, n = 0;
 
 	if (!item_key(item, &hino, &ino, key, sizeof(key)))
-		return 0; /* not ours to judge */
-	rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
+		return 0; /* not ours to judge (the item naming the record too) */
+	if (!(val = task_line(rec, rec_at, item)))
+		rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
 	if (rc == JO_ENOTFOUND) {
 		jo_err_clear(err);
 		return 0;
@@ -1225,6 +1377,35 @@ static void drop_records(struct jo_meta *m, char *items)
 	}
 }
 
+/* The record of a task whose items name one ("b:STAMP:SEQ"): *rec
+ * (malloc'd) and its key; *rec NULL when there is none. */
+static int task_record(struct jo_meta *m, const char *items, char *key, size_t cap, char **rec,
+		       struct jo_err *err)
+{
+	const char *p = items;
+	int rc;
+
+	*rec = NULL;
+	while (p && *p) {
+		size_t len = strcspn(p, "\n");
+
+		if (len > 2 && len < cap - 1 && !memcmp(p, "b:", 2)) {
+			snprintf(key, cap, "b/%.*s", (int)(len - 2), p + 2);
+			for (char *c = key + 2; *c; c++)
+				if (*c == ':')
+					*c = '/';
+			rc = jo_mut_rec_get(m, TRASH_NS, key, rec, err);
+			if (rc == JO_ENOTFOUND) {
+				jo_err_clear(err);
+				rc = 0;
+			}
+			return rc;
+		}
+		p += len + (p[len] == '\n');
+	}
+	return 0;
+}
+
 static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *ro,
 			    const struct jo_ctx *ctx, struct jo_err *err)
 {
@@ -1248,7 +1429,8 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 	}
 	while (!jo_cancelled()) {
 		struct jo_mut_task task = { 0 };
-		char *save = NULL, *item, *items_copy;
+		char *save = NULL, *item, *items_copy, *rec = NULL, rec_key[96];
+		size_t rec_at = 0;
 		bool lost = false;
 
 		rc = jo_lease_claim(lease, m, &task, err);
@@ -1262,6 +1444,8 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 		items_copy = rc == 0 ? strdup(task.items ? task.items : "") : NULL;
 		if (rc == 0 && !items_copy)
 			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		if (rc == 0)
+			rc = task_record(m, items_copy, rec_key, sizeof(rec_key), &rec, err);
 		for (item = rc ? NULL : strtok_r(task.items, "\n", &save); item;
 		     item = strtok_r(NULL, "\n", &save)) {
 			if (jo_cancelled())
@@ -1270,14 +1454,22 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 				lost = true;
 				break;
 			}
-			if ((rc = work_item(m, ro, item, &ws, ctx, err)) != 0)
+			if ((rc = work_item(m, ro, item, rec, &rec_at, &ws, ctx, err)) != 0)
 				break;
 		}
 		if (rc == 0 && !lost && item == NULL) {
 			rc = jo_lease_complete(lease, m, err);
 			if (rc == 0) {
 				ws.tasks++;
-				drop_records(m, items_copy);
+				if (rec) {
+					struct jo_err e2 = { 0 };
+
+					/* a leftover is harmless */
+					(void)jo_mut_rec_put(m, TRASH_NS, rec_key, NULL, NULL, NULL,
+							     &e2);
+				} else {
+					drop_records(m, items_copy);
+				}
 			} else if (rc == JO_ECONFLICT) {
 				lost = true;
 				rc = 0;
@@ -1291,6 +1483,9 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 			fprintf(stderr, "jfsops trash: lost the lease of task %" PRId64
 				": stopped working on it\n", task.id);
 		free(items_copy);
+		free(rec);
+		rec = NULL;
+		rec_at = 0;
 		jo_mut_task_release_mem(&task);
 		if (rc)
 			break;
