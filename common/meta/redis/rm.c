@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/meta/redis/internal.h"
@@ -390,15 +391,24 @@ struct rs {
 	bool dst_missing;   /* the parent has no statistics recorded */
 };
 
-/* Does dir have statistics (doUpdateDirStat's HEXISTS)? */
-static int has_stat(struct jo_meta *m, uint64_t dir, bool *out, struct jo_err *err)
+static void free_replies(redisReply **rp, size_t n)
 {
-	redisReply *r = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
+	for (size_t i = 0; i < n; i++) {
+		freeReplyObject(rp[i]);
+		rp[i] = NULL;
+	}
+}
 
-	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return jo_rd_fail(m, r, err, "HEXISTS dirUsedSpace");
-	*out = r->integer == 1;
-	freeReplyObject(r);
+/* The n replies of a pipeline (all of them, or none on a lost connection). */
+static int read_replies(struct jo_meta *m, redisReply **rp, size_t n, struct jo_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (jo_rd_get_reply(m, &rp[i]) != REDIS_OK || !rp[i]) {
+			rp[i] = NULL;
+			free_replies(rp, i);
+			return jo_rd_conn_error(m, err, "restore reads"); /* the rest went with it */
+		}
+	}
 	return 0;
 }
 
@@ -411,25 +421,53 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 	struct jo_attr d = { 0 }, a = { 0 };
 	struct jo_err e2 = { 0 };
 	struct timespec now;
-	bool fresh_stat = false, src_stat = false, dst_stat = false;
+	bool fresh_stat = false, src_stat = false, dst_stat = false, isdir;
+	redisReply *rp[5] = { 0 };
 	uint8_t ebuf[9];
-	size_t q = 0;
+	size_t q = 0, nr;
 	int rc = 0;
 
 	*aborted = false;
-	/* the parent first, as juicefs swaps the keys when the source is the trash */
-	r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
-		      x->parent, x->parent, x->tdir, x->tdir);
-	if (!r)
+	/*
+	 * Two pipelines of reads, then the MULTI block: the fewer round trips
+	 * between WATCH and EXEC, the fewer EXECs another writer of the hour
+	 * directory (a worker restoring beside this one) aborts. The parent
+	 * first, as juicefs swaps the keys when the source is the trash. The
+	 * statistics' presence is read unwatched, as a juicefs client's flush
+	 * reads it (rename's updateDirStat of both directories, in the same
+	 * MULTI: a process killed after EXEC cannot lose it).
+	 */
+	nr = x->dir_stats ? 5 : 3;
+	if (jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
+			 x->parent, x->parent, x->tdir, x->tdir) != REDIS_OK)
+		return jo_rd_append_failed(m, 0, err, "restore reads");
+	if (jo_rd_append(m, "HGET %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen) != REDIS_OK)
+		return jo_rd_append_failed(m, 1, err, "restore reads");
+	if (jo_rd_append(m, "HEXISTS %Kd%" PRIu64 " %b", x->parent, x->name, x->nlen) != REDIS_OK)
+		return jo_rd_append_failed(m, 2, err, "restore reads");
+	for (size_t i = 3; i < nr; i++)
+		if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64,
+				 i == 3 ? x->tdir : x->parent) != REDIS_OK)
+			return jo_rd_append_failed(m, i, err, "restore reads");
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
 		return rc;
-	freeReplyObject(r);
-	r = jo_rd_command(m, "HGET %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen);
-	if (!r || r->type == REDIS_REPLY_ERROR)
-		return jo_rd_fail(m, r, err, "HGET trash entry");
+	for (size_t i = 0; i < nr; i++)
+		if (rp[i]->type == REDIS_REPLY_ERROR || (i != 1 && i != 0 &&
+							 rp[i]->type != REDIS_REPLY_INTEGER)) {
+			static const char *const what[] = { "WATCH", "HGET trash entry",
+							    "HEXISTS entry", "HEXISTS dirUsedSpace",
+							    "HEXISTS dirUsedSpace" };
+
+			rc = jo_rd_fail(m, rp[i], err, what[i]);
+			rp[i] = NULL;
+			free_replies(rp, nr);
+			return rc;
+		}
+	r = rp[1];
 	if (r->type == REDIS_REPLY_NIL || parse_entry(r, &res->type, &res->ino) != 0) {
 		bool nil = r->type == REDIS_REPLY_NIL;
 
-		freeReplyObject(r);
+		free_replies(rp, nr);
 		unwatch(m);
 		if (nil) {
 			res->status = JO_RS_GONE;
@@ -438,23 +476,47 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		return jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
 				  (int)(x->slen > 80 ? 80 : x->slen), x->src);
 	}
-	freeReplyObject(r);
-	r = jo_rd_command(m, "HEXISTS %Kd%" PRIu64 " %b", x->parent, x->name, x->nlen);
-	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return jo_rd_fail(m, r, err, "HEXISTS entry");
-	if (r->integer) {
-		freeReplyObject(r);
+	if (rp[2]->integer) {
+		free_replies(rp, nr);
 		unwatch(m);
 		res->status = JO_RS_EXISTS;
 		return 0;
 	}
-	freeReplyObject(r);
-	if ((rc = watch(m, err, res->ino, res->ino, res->type == JO_TYPE_DIR)) != 0)
+	src_stat = x->dir_stats && rp[3]->integer == 1;
+	dst_stat = x->dir_stats && rp[4]->integer == 1;
+	free_replies(rp, nr);
+
+	isdir = res->type == JO_TYPE_DIR;
+	nr = x->dir_stats && isdir ? 4 : 2;
+	if ((isdir ? jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, res->ino, res->ino)
+		 : jo_rd_append(m, "WATCH %Ki%" PRIu64, res->ino)) != REDIS_OK)
+		return jo_rd_append_failed(m, 0, err, "restore reads");
+	if (jo_rd_append(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir, x->parent,
+			 res->ino) != REDIS_OK)
+		return jo_rd_append_failed(m, 1, err, "restore reads");
+	if (nr == 4 && jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, res->ino) != REDIS_OK)
+		return jo_rd_append_failed(m, 2, err, "restore reads");
+	if (nr == 4 && jo_rd_append(m, "HLEN %Kd%" PRIu64, res->ino) != REDIS_OK)
+		return jo_rd_append_failed(m, 3, err, "restore reads");
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
 		return rc;
-	mg = jo_rd_command(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir,
-			   x->parent, res->ino);
-	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 3)
-		return jo_rd_fail(m, mg, err, "MGET attrs");
+	for (size_t i = 0; i < nr; i++)
+		if (rp[i]->type == REDIS_REPLY_ERROR || (i == 1 && (rp[i]->type != REDIS_REPLY_ARRAY ||
+								    rp[i]->elements != 3)) ||
+		    (i > 1 && rp[i]->type != REDIS_REPLY_INTEGER)) {
+			static const char *const what[] = { "WATCH", "MGET attrs",
+							    "directory statistics",
+							    "directory statistics" };
+
+			rc = jo_rd_fail(m, rp[i], err, what[i]);
+			rp[i] = NULL;
+			free_replies(rp, nr);
+			return rc;
+		}
+	mg = rp[1];
+	rp[1] = NULL;
+	fresh_stat = nr == 4 && rp[2]->integer == 0 && rp[3]->integer == 0;
+	free_replies(rp, nr);
 	for (size_t i = 0; i < 3; i++) {
 		redisReply *e = mg->element[i];
 
@@ -483,33 +545,6 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		goto skip;
 	}
 	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
-	if (x->dir_stats && res->type == JO_TYPE_DIR) {
-		redisReply *h = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, res->ino);
-		redisReply *l = h && h->type == REDIS_REPLY_INTEGER && !h->integer ?
-				jo_rd_command(m, "HLEN %Kd%" PRIu64, res->ino) : NULL;
-
-		fresh_stat = l && l->type == REDIS_REPLY_INTEGER && l->integer == 0;
-		if (!h || h->type != REDIS_REPLY_INTEGER || (!h->integer && (!l || l->type !=
-			REDIS_REPLY_INTEGER))) {
-			freeReplyObject(mg);
-			freeReplyObject(l);
-			return jo_rd_fail(m, !h || h->type != REDIS_REPLY_INTEGER ? h : l, err,
-					  "directory statistics");
-		}
-		freeReplyObject(h);
-		freeReplyObject(l);
-	}
-	/*
-	 * Rename's updateDirStat of both directories, in the same MULTI (a
-	 * process killed after EXEC cannot lose it); like doUpdateDirStat, only
-	 * where a record exists (looked up first, not watched: the flush of a
-	 * juicefs client does not watch it either).
-	 */
-	if (x->dir_stats && ((rc = has_stat(m, x->tdir, &src_stat, err)) != 0 ||
-			     (rc = has_stat(m, x->parent, &dst_stat, err)) != 0)) {
-		freeReplyObject(mg);
-		return rc;
-	}
 	x->dst_missing = x->dir_stats && !dst_stat;
 	clock_gettime(CLOCK_REALTIME, &now);
 	stamp(ia, AT_CTIME, &now);
@@ -559,6 +594,32 @@ skip:
 	return rc;
 }
 
+/*
+ * After an aborted EXEC, a random pause of up to (attempt + 1) x 0.5 ms
+ * (at most 10 ms): workers restoring from one hour directory all write its
+ * entry hash, and without it the one that retries can lose to the others'
+ * next transactions again and again.
+ */
+static void backoff(int attempt)
+{
+	static uint64_t s;
+	struct timespec ts;
+	int64_t cap = (attempt + 1) * 500000LL;
+
+	if (!s) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ULL;
+	}
+	s ^= s << 13;
+	s ^= s >> 7;
+	s ^= s << 17;
+	if (cap > 10000000)
+		cap = 10000000;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(s % (uint64_t)cap);
+	nanosleep(&ts, NULL);
+}
+
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
 		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
 		  bool *dst_stat_missing, struct jo_err *err)
@@ -576,8 +637,10 @@ int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen
 			continue; /* nothing ran, or a lost EXEC the next attempt finds done */
 		if (rc || res->status != JO_RS_DONE)
 			return rc;
-		if (aborted)
+		if (aborted) {
+			backoff(attempt);
 			continue;
+		}
 		*dst_stat_missing = x.dst_missing;
 		return 0;
 	}
