@@ -949,68 +949,130 @@ static void audit_entry(const struct trash_restore_opts *ro, const struct trash_
 		fprintf(stderr, "jfsops trash: audit: %s\n", JO_ESC_TERM(aerr.msg));
 }
 
+/* at most this many entries in one restore transaction */
+#define APPLY_BATCH 100
+
 /*
- * Put one planned entry back. On a refusal e->restore goes false with
- * e->skip saying why (the entries planned into it are then skipped in
- * turn); on an engine failure the error is returned.
+ * Put planned entries es[0..n) back (none of them goes into another: one
+ * depth of the plan), in one transaction where the engine allows. On a
+ * refusal e->restore goes false with e->skip saying why (the entries
+ * planned into it are then skipped in turn). On an engine failure the
+ * error is returned: es[0..*ndone) are done (their outcome is final, their
+ * audit lines are the caller's), the first of the others has an audit line
+ * "error".
  */
-static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uint64_t hour_ino,
-		     struct trash_entry *e, struct jo_err *err)
+static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
+		       const uint64_t *hinos, struct trash_entry **es, size_t n, size_t *ndone,
+		       struct jo_err *err)
 {
-	struct jo_rs_res res;
-	bool missing = false, redone = false;
+	struct jo_rs_item *v = calloc(n ? n : 1, sizeof(*v));
+	bool *redone = calloc(n ? n : 1, sizeof(*redone));
+	struct jo_err e2 = { 0 };
+	size_t nran = 0;
 	int rc;
 
-	rc = jo_mut_restore(m, hour_ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
-			    strlen(e->to_name), ro->dir_stats, &res, &missing, err);
-	if (!rc && res.status == JO_RS_GONE) {
+	*ndone = 0;
+	if (!v || !redone) {
+		free(v);
+		free(redone);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i].tdir = hinos[i];
+		v[i].parent = es[i]->to_parent;
+		v[i].src = es[i]->tname;
+		v[i].src_len = strlen(es[i]->tname);
+		v[i].name = es[i]->to_name;
+		v[i].name_len = strlen(es[i]->to_name);
+	}
+	rc = jo_mut_restore_many(m, v, n, ro->dir_stats, err);
+	while (nran < n && v[nran].ran)
+		nran++;
+	for (size_t i = 0; i < nran; i++) {
 		/* a lost reply of a transaction that did run: the entry is in place */
 		uint64_t ino = 0;
 		uint8_t type;
-		int lr = jo_meta_lookup(m, e->to_parent, e->to_name, &ino, &type, err);
+		int lr;
 
-		if (lr && lr != JO_ENOTFOUND)
-			return lr;
-		jo_err_clear(err);
-		if (ino == e->ino) {
-			res.status = JO_RS_DONE;
+		if (v[i].res.status != JO_RS_GONE)
+			continue;
+		lr = jo_meta_lookup(m, es[i]->to_parent, es[i]->to_name, &ino, &type, &e2);
+		if (lr && lr != JO_ENOTFOUND) {
+			if (!rc) {
+				rc = lr;
+				*err = e2;
+			}
+			nran = i;
+			break;
+		}
+		jo_err_clear(&e2);
+		if (ino == es[i]->ino) {
+			v[i].res.status = JO_RS_DONE;
 			/* what followed its transaction may not have run: the parent's
 			 * statistics are made if missing (its quota cannot be told) */
-			missing = true;
-			redone = true;
+			v[i].dst_stat_missing = true;
+			redone[i] = true;
 		}
 	}
-	if (!rc)
-		rc = jo_mut_confirm(m, err); /* a failover must not take it back unseen */
-	if (rc) {
-		audit_entry(ro, e, "error", err->msg, "restore");
-		return rc;
+	if (rc && nran < n)
+		audit_entry(ro, es[nran], "error", err->msg, "restore");
+	if (nran && jo_mut_confirm(m, &e2) != 0) { /* a failover must not take them back unseen */
+		for (size_t i = 0; i < nran; i++)
+			audit_entry(ro, es[i], "error", e2.msg, "restore");
+		nran = 0;
+		if (!rc) {
+			rc = e2.code;
+			*err = e2;
+		}
 	}
-	switch (res.status) {
-	case JO_RS_DONE:
-		break;
-	case JO_RS_GONE:
-		e->skip = "the entry left the trash meanwhile";
-		break;
-	case JO_RS_EXISTS:
-		e->skip = "the name was taken meanwhile";
-		break;
-	case JO_RS_NOPARENT:
-		e->skip = "its parent directory went away meanwhile";
-		break;
-	default:
-		e->skip = "append-only or immutable, or a loop (EPERM)";
-		break;
+	for (size_t i = 0; i < nran; i++) {
+		struct trash_entry *e = es[i];
+		int prc = 0;
+
+		switch (v[i].res.status) {
+		case JO_RS_DONE:
+			break;
+		case JO_RS_GONE:
+			e->skip = "the entry left the trash meanwhile";
+			break;
+		case JO_RS_EXISTS:
+			e->skip = "the name was taken meanwhile";
+			break;
+		case JO_RS_NOPARENT:
+			e->skip = "its parent directory went away meanwhile";
+			break;
+		default:
+			e->skip = "append-only or immutable, or a loop (EPERM)";
+			break;
+		}
+		if (v[i].res.status != JO_RS_DONE) {
+			e->restore = false;
+			*ndone = i + 1;
+			continue;
+		}
+		if (ro->dir_stats && v[i].dst_stat_missing) {
+			/* once per parent in the batch: the first makes them */
+			bool seen = false;
+
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = v[j].dst_stat_missing && v[j].parent == v[i].parent &&
+				       v[j].res.status == JO_RS_DONE;
+			if (!seen)
+				prc = sync_dir_stat(m, e->to_parent, &e2);
+		}
+		if (!prc && ro->dir_stats && !redone[i])
+			prc = quota_up(m, e->to_parent, &v[i].res, &e2);
+		if (prc) {
+			if (!rc)
+				*err = e2;
+			rc = rc ? rc : prc;
+			break;
+		}
+		*ndone = i + 1;
 	}
-	if (res.status != JO_RS_DONE) {
-		e->restore = false;
-		return 0;
-	}
-	if (ro->dir_stats && missing && (rc = sync_dir_stat(m, e->to_parent, err)) != 0)
-		return rc;
-	if (ro->dir_stats && !redone && (rc = quota_up(m, e->to_parent, &res, err)) != 0)
-		return rc;
-	return 0;
+	free(v);
+	free(redone);
+	return rc;
 }
 
 /*
@@ -1298,16 +1360,15 @@ static char *task_line(const char *rec, size_t *at, const char *item)
 
 /* One item of a claimed task; rec: its task's record (NULL: none, or a plan
  * of an earlier version, whose items each have a record "r/..."). */
-static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, const char *item,
-		     const char *rec, size_t *rec_at, struct worker_stats *ws,
-		     const struct jo_ctx *ctx, struct jo_err *err)
+static int load_item(struct jo_meta *m, const char *item, const char *rec, size_t *rec_at,
+		     struct trash_entry *e, uint64_t *hino_out, struct jo_err *err)
 {
 	unsigned long long hino, ino, parent;
-	struct trash_entry e = { 0 };
 	char key[64], *val = NULL;
 	const char *p;
 	int rc = 0, n = 0;
 
+	memset(e, 0, sizeof(*e));
 	if (!item_key(item, &hino, &ino, key, sizeof(key)))
 		return 0; /* not ours to judge (the item naming the record too) */
 	if (!(val = task_line(rec, rec_at, item)))
@@ -1323,42 +1384,72 @@ static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, con
 		return 0;
 	}
 	p = val + n;
-	e.ino = ino;
-	e.to_parent = parent;
-	e.to_name = hex_word(&p);
-	e.tname = hex_word(&p);
-	e.to_path = hex_word(&p);
+	e->ino = ino;
+	e->to_parent = parent;
+	e->to_name = hex_word(&p);
+	e->tname = hex_word(&p);
+	e->to_path = hex_word(&p);
 	free(val);
-	if (e.to_name && e.tname && e.to_path) {
-		e.restore = true;
-		e.path = e.to_path;
-		rc = apply_one(m, ro, hino, &e, err);
-		if (rc == 0) {
-			audit_entry(ro, &e, e.restore ? "ok" : "skipped", e.restore ? NULL : e.skip,
-				    "restore");
-			if (e.restore)
-				ws->restored++;
-			else
-				ws->skipped++;
-			if (ctx->json) {
-				json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "type", "restore",
-						      "action", e.restore ? "restored" : "skip",
-						      "inode", (json_int_t)e.ino, "target",
-						      jname(e.to_path), "reason",
-						      e.restore ? NULL : e.skip);
-
-				if (emit_json(o))
-					rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
-			} else {
-				printf("%s  %s  inode %" PRIu64 "%s%s\n", e.restore ? "restored" : "skip    ",
-				       JO_ESC_TERM(e.to_path), e.ino, e.restore ? "" : ": ",
-				       e.restore ? "" : e.skip);
-			}
-		}
+	*hino_out = hino;
+	if (e->to_name && e->tname && e->to_path) {
+		e->restore = true;
+		e->path = e->to_path;
 	}
-	free(e.to_name);
-	free(e.tname);
-	free(e.to_path);
+	return 0;
+}
+
+static int report_item(const struct trash_restore_opts *ro, const struct trash_entry *e,
+		       struct worker_stats *ws, const struct jo_ctx *ctx, struct jo_err *err)
+{
+	audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip, "restore");
+	if (e->restore)
+		ws->restored++;
+	else
+		ws->skipped++;
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "type", "restore",
+				      "action", e->restore ? "restored" : "skip",
+				      "inode", (json_int_t)e->ino, "target", jname(e->to_path),
+				      "reason", e->restore ? NULL : e->skip);
+
+		if (emit_json(o))
+			return jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("%s  %s  inode %" PRIu64 "%s%s\n", e->restore ? "restored" : "skip    ",
+		       JO_ESC_TERM(e->to_path), e->ino, e->restore ? "" : ": ",
+		       e->restore ? "" : e->skip);
+	}
+	return 0;
+}
+
+/* Items its[0..n) of a claimed task (n <= APPLY_BATCH), restored together. */
+static int work_items(struct jo_meta *m, const struct trash_restore_opts *ro, char **its, size_t n,
+		      const char *rec, size_t *rec_at, struct worker_stats *ws,
+		      const struct jo_ctx *ctx, struct jo_err *err)
+{
+	struct trash_entry ents[APPLY_BATCH], *es[APPLY_BATCH];
+	uint64_t hinos[APPLY_BATCH];
+	size_t k = 0, done = 0, nl = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++, nl++) {
+		rc = load_item(m, its[i], rec, rec_at, &ents[i], &hinos[k], err);
+		if (rc == 0 && ents[i].restore)
+			es[k++] = &ents[i];
+	}
+	if (rc == 0)
+		rc = apply_batch(m, ro, hinos, es, k, &done, err);
+	for (size_t i = 0; i < done; i++) {
+		int r2 = report_item(ro, es[i], ws, ctx, err);
+
+		if (!rc)
+			rc = r2;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		free(ents[i].to_name);
+		free(ents[i].tname);
+		free(ents[i].to_path);
+	}
 	return rc;
 }
 
@@ -1429,8 +1520,8 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 	}
 	while (!jo_cancelled()) {
 		struct jo_mut_task task = { 0 };
-		char *save = NULL, *item, *items_copy, *rec = NULL, rec_key[96];
-		size_t rec_at = 0;
+		char *save = NULL, *item, *items_copy, *rec = NULL, rec_key[96], *batch[APPLY_BATCH];
+		size_t rec_at = 0, nb = 0;
 		bool lost = false;
 
 		rc = jo_lease_claim(lease, m, &task, err);
@@ -1446,18 +1537,25 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		if (rc == 0)
 			rc = task_record(m, items_copy, rec_key, sizeof(rec_key), &rec, err);
-		for (item = rc ? NULL : strtok_r(task.items, "\n", &save); item;
-		     item = strtok_r(NULL, "\n", &save)) {
+		item = rc ? NULL : strtok_r(task.items, "\n", &save);
+		while (item || nb) {
+			if (item && nb < APPLY_BATCH) {
+				batch[nb++] = item;
+				item = strtok_r(NULL, "\n", &save);
+				continue;
+			}
 			if (jo_cancelled())
 				break;
 			if (!jo_lease_valid(lease)) {
 				lost = true;
 				break;
 			}
-			if ((rc = work_item(m, ro, item, rec, &rec_at, &ws, ctx, err)) != 0)
+			rc = work_items(m, ro, batch, nb, rec, &rec_at, &ws, ctx, err);
+			nb = 0;
+			if (rc)
 				break;
 		}
-		if (rc == 0 && !lost && item == NULL) {
+		if (rc == 0 && !lost && item == NULL && nb == 0) {
 			rc = jo_lease_complete(lease, m, err);
 			if (rc == 0) {
 				ws.tasks++;
@@ -1514,7 +1612,7 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			     const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
 			     struct jo_err *err)
 {
-	struct trash_entry **plan = NULL;
+	struct trash_entry **plan = NULL, *fail = NULL;
 	struct name_set ns = { 0 };
 	size_t nplan = 0;
 	uint64_t restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
@@ -1522,18 +1620,47 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 
 	if ((rc = select_plan(t, f, cmp_plan, &plan, &nplan, err)) != 0)
 		goto out;
-	for (size_t i = 0; i < nplan; i++) {
+	for (size_t i = 0, w = 0, nb = 0, done = 0; i < nplan; i++) {
 		struct trash_entry *e = plan[i];
 		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
 		uint64_t size = e->have_attr ? e->attr.length : 0;
 
-		if (!e->have_attr)
-			e->skip = "the inode is gone";
-		else if ((rc = plan_one(t, ro, &ns, e, &conflicts, err)) != 0)
-			goto out;
-		if (ro->apply && e->restore && (rc = apply_one(t->m, ro, t->hours[e->hour_idx].ino, e, err)) != 0) {
+		if (e == fail) {
 			jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
 			goto out;
+		}
+		if (i == w) {
+			/* the next entries of one depth (none goes into another): planned,
+			 * then restored together, then reported one by one */
+			struct trash_entry *bes[APPLY_BATCH];
+			uint64_t bh[APPLY_BATCH];
+
+			nb = done = 0;
+			for (; w < nplan && nb < APPLY_BATCH && plan[w]->depth == e->depth; w++) {
+				struct trash_entry *we = plan[w];
+
+				if (!we->have_attr)
+					we->skip = "the inode is gone";
+				else if ((rc = plan_one(t, ro, &ns, we, &conflicts, err)) != 0)
+					goto out;
+				if (ro->apply && we->restore) {
+					bh[nb] = t->hours[we->hour_idx].ino;
+					bes[nb++] = we;
+				}
+			}
+			if (nb)
+				rc = apply_batch(t->m, ro, bh, bes, nb, &done, err);
+			if (rc && done >= nb)
+				goto out;
+			if (rc) {
+				/* what was done before it is reported first */
+				fail = bes[done];
+				if (e == fail) {
+					jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
+					goto out;
+				}
+				w = nplan;
+			}
 		}
 		if (ro->apply)
 			audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip,
