@@ -282,18 +282,46 @@ static int cmp_rs_dir(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* One entry's reads and its own rows (the directories' rows come at the end). */
+/* The parent last read FOR UPDATE in a batch's transaction (locked: only
+ * the batch itself changes it, and a restore of it drops this). */
+struct rs_parent {
+	uint64_t ino;
+	bool valid, found;
+	int64_t row[3];     /* type, flags, parent */
+};
+
+/* One entry's reads and its own rows (the directories' rows come at the
+ * end). The parent is read (and locked) first, then the entry's edge and
+ * node in one statement; the refusals are judged in juicefs's order. */
 static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats, int64_t us,
-			int64_t ns, struct jo_err *err)
+			int64_t ns, struct rs_parent *pc, struct jo_err *err)
 {
 	struct jo_rs_res *res = &it->res;
-	int64_t row[4] = { 0 }, changes = 0;
-	bool found = false, dir;
+	int64_t row[5] = { 0 }, changes = 0;
+	bool found = false, node = true, dir;
 	int rc;
 
 	memset(res, 0, sizeof(*res));
-	rc = run(m, "SELECT inode, type FROM @edge WHERE parent=? AND name=?",
-		 (const int64_t[]){ (int64_t)it->tdir }, 1, it->src, it->src_len, row, 2, &found, err);
+	if (!pc->valid || pc->ino != it->parent) {
+		pc->valid = false;
+		rc = run(m, "SELECT type, flags, parent FROM @node WHERE inode=?~",
+			 (const int64_t[]){ (int64_t)it->parent }, 1, NULL, 0, pc->row, 3, &pc->found,
+			 err);
+		if (rc)
+			return rc;
+		pc->ino = it->parent;
+		pc->valid = true;
+	}
+	rc = run(m, "SELECT e.inode, e.type, n.flags, n.length, n.parent FROM @edge e "
+		 "JOIN @node n ON n.inode=e.inode WHERE e.parent=? AND e.name=?~",
+		 (const int64_t[]){ (int64_t)it->tdir }, 1, it->src, it->src_len, row, 5, &found, err);
+	if (rc == 0 && !found) {
+		/* the edge alone: its inode may be gone */
+		node = false;
+		rc = run(m, "SELECT inode, type FROM @edge WHERE parent=? AND name=?",
+			 (const int64_t[]){ (int64_t)it->tdir }, 1, it->src, it->src_len, row, 2,
+			 &found, err);
+	}
 	if (rc || !found) {
 		res->status = JO_RS_GONE;
 		return rc;
@@ -301,15 +329,12 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 	res->ino = (uint64_t)row[0];
 	res->type = (uint8_t)row[1];
 	dir = res->type == JO_TYPE_DIR;
-	rc = run(m, "SELECT type, flags, parent FROM @node WHERE inode=?~",
-		 (const int64_t[]){ (int64_t)it->parent }, 1, NULL, 0, row, 3, &found, err);
-	if (rc)
-		return rc;
-	if (!found || row[0] != JO_TYPE_DIR) {
+	if (!pc->found || pc->row[0] != JO_TYPE_DIR) {
 		res->status = JO_RS_NOPARENT;
 		return 0;
 	}
-	if ((row[1] & FLAG_IMMUTABLE) || (uint64_t)row[2] == res->ino || it->parent == res->ino) {
+	if ((pc->row[1] & FLAG_IMMUTABLE) || (uint64_t)pc->row[2] == res->ino ||
+	    it->parent == res->ino) {
 		res->status = JO_RS_PERM;
 		return 0;
 	}
@@ -322,18 +347,19 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 		res->status = JO_RS_EXISTS;
 		return 0;
 	}
-	rc = run(m, "SELECT flags, length, parent FROM @node WHERE inode=?~",
-		 (const int64_t[]){ (int64_t)res->ino }, 1, NULL, 0, row, 3, &found, err);
-	if (rc)
-		return rc;
-	if (!found) {
+	if (!node) {
 		res->status = JO_RS_GONE;
 		return 0;
 	}
-	if (row[0] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+	if (row[2] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
 		res->status = JO_RS_PERM;
 		return 0;
 	}
+	/* row[1..2] as the entry's node read them: flags, length, parent */
+	row[1] = row[3];
+	row[2] = row[4];
+	if (pc->ino == res->ino)
+		pc->valid = false; /* its parent column changes below */
 	res->length = res->type == JO_TYPE_FILE ? (uint64_t)row[1] : 0;
 	rc = jo_sql_run(m, NULL, "DELETE FROM @edge WHERE parent=? AND name=?",
 			(const int64_t[]){ (int64_t)it->tdir }, 1, it->src, it->src_len, NULL, 0, NULL,
@@ -379,6 +405,7 @@ static int restore_many_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, 
 			     struct rs_dir *src, struct rs_dir *dst, struct jo_err *err)
 {
 	int64_t now = now_ns(), us = now / 1000, ns = now % 1000, changes = 0;
+	struct rs_parent pc = { 0 };
 	size_t nsrc = 0, ndst = 0;
 	int rc;
 
@@ -392,7 +419,7 @@ static int restore_many_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, 
 		struct rs_dir *s, *d;
 		int64_t l, sp;
 
-		if ((rc = restore_item(m, &v[i], dir_stats, us, ns, err)) != 0 ||
+		if ((rc = restore_item(m, &v[i], dir_stats, us, ns, &pc, err)) != 0 ||
 		    v[i].res.status != JO_RS_DONE)
 			continue;
 		l = (int64_t)v[i].res.length;
