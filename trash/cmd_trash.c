@@ -270,20 +270,28 @@ static int trash_load(struct trash_ls *t, struct jo_err *err)
 		if (rc)
 			return jo_err_wrap(err, "trash hour directory %s", t->hours[i].name);
 	}
-	for (size_t i = 0; i < t->nents; i++) {
-		struct trash_entry *e = &t->ents[i];
+	/* the attributes 256 at a time (one round trip each where the engine can) */
+	for (size_t base = 0; base < t->nents; base += 256) {
+		size_t k = t->nents - base < 256 ? t->nents - base : 256;
+		uint64_t inos[256];
+		struct jo_attr attrs[256];
+		bool found[256];
 
-		e->deleted = e->hour;
-		rc = jo_meta_getattr(t->m, e->ino, &e->attr, err);
-		if (rc == JO_ENOTFOUND) {
-			jo_err_clear(err);
-			continue;
+		for (size_t i = 0; i < k; i++)
+			inos[i] = t->ents[base + i].ino;
+		if ((rc = jo_meta_getattr_many(t->m, inos, k, attrs, found, err)) != 0)
+			return jo_err_wrap(err, "inodes in the trash");
+		for (size_t i = 0; i < k; i++) {
+			struct trash_entry *e = &t->ents[base + i];
+
+			e->deleted = e->hour;
+			if (!found[i])
+				continue;
+			e->attr = attrs[i];
+			e->have_attr = true;
+			if (e->attr.ctime >= e->hour && e->attr.ctime < e->hour + 3600)
+				e->deleted = e->attr.ctime;
 		}
-		if (rc)
-			return jo_err_wrap(err, "inode %" PRIu64 " in the trash", e->ino);
-		e->have_attr = true;
-		if (e->attr.ctime >= e->hour && e->attr.ctime < e->hour + 3600)
-			e->deleted = e->attr.ctime;
 	}
 	return index_build(t, err);
 }
