@@ -692,3 +692,339 @@ int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t 
 	freeReplyObject(r);
 	return r ? 0 : rc;
 }
+
+/*
+ * ---- a batch of restores in one MULTI (jo_mut_restore_many)
+ *
+ * Workers restoring from one hour directory all write its entry hash, which
+ * every restore WATCHes: one entry per transaction, each EXEC aborts the
+ * others' transactions under way. A batch reads all of its entries in two
+ * pipelines and writes them in one MULTI block: the same keys watched, the
+ * same checks per entry, each parent's attr written once (nlink, times).
+ * A batch where an entry is also one of the directories written (its own
+ * parent, an hour directory) goes one by one.
+ */
+struct rb_dir {
+	uint64_t ino;
+	bool stat;          /* has statistics */
+	redisReply *attr;   /* borrowed from the GET replies */
+	int64_t dirs;       /* directories restored into it */
+	bool parent, written;
+};
+
+struct rb_item {
+	bool cand;          /* passed the first checks */
+	size_t tdir, parent; /* indexes into the dirs */
+	redisReply *attr;   /* the entry's attr (borrowed) */
+	bool fresh;         /* a directory without statistics or entries */
+	struct jo_attr a;
+};
+
+static size_t rb_dir_of(struct rb_dir *d, size_t *nd, uint64_t ino)
+{
+	for (size_t i = 0; i < *nd; i++)
+		if (d[i].ino == ino)
+			return i;
+	memset(&d[*nd], 0, sizeof(d[*nd]));
+	d[*nd].ino = ino;
+	return (*nd)++;
+}
+
+static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			      struct rb_dir *d, struct rb_item *it, redisReply **rp, bool *aborted,
+			      bool *one_by_one, struct jo_err *err)
+{
+	size_t nd = 0, nr = 0, ap = 0, q = 0, ndone = 0;
+	struct timespec now;
+	struct jo_err e2 = { 0 };
+	int rc = 0;
+
+	*aborted = *one_by_one = false;
+	for (size_t i = 0; i < n; i++) {
+		memset(&v[i].res, 0, sizeof(v[i].res));
+		memset(&it[i], 0, sizeof(it[i]));
+		it[i].parent = rb_dir_of(d, &nd, v[i].parent);
+		d[it[i].parent].parent = true;
+		it[i].tdir = rb_dir_of(d, &nd, v[i].tdir);
+	}
+	/* the parents first, as juicefs swaps the keys when the source is the trash */
+	for (size_t i = 0; i < nd; i++, ap++)
+		if (jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, d[i].ino, d[i].ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	for (size_t i = 0; i < n; i++, ap += 2)
+		if (jo_rd_append(m, "HGET %Kd%" PRIu64 " %b", v[i].tdir, v[i].src, v[i].src_len) !=
+			    REDIS_OK ||
+		    jo_rd_append(m, "HEXISTS %Kd%" PRIu64 " %b", v[i].parent, v[i].name,
+				 v[i].name_len) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	for (size_t i = 0; dir_stats && i < nd; i++, ap++)
+		if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, d[i].ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	nr = ap;
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
+		return rc;
+	for (size_t i = 0; i < nr; i++) {
+		bool hget = i >= nd && i < nd + 2 * n && (i - nd) % 2 == 0;
+
+		if (rp[i]->type == REDIS_REPLY_ERROR ||
+		    (i >= nd && !hget && rp[i]->type != REDIS_REPLY_INTEGER)) {
+			rc = jo_rd_fail(m, rp[i], err, i < nd ? "WATCH" : hget ? "HGET trash entry" :
+						 "HEXISTS");
+			rp[i] = NULL;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		redisReply *h = rp[nd + 2 * i], *x = rp[nd + 2 * i + 1];
+
+		if (h->type == REDIS_REPLY_NIL) {
+			v[i].res.status = JO_RS_GONE;
+			continue;
+		}
+		if (parse_entry(h, &v[i].res.type, &v[i].res.ino) != 0) {
+			rc = jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
+					(int)(v[i].src_len > 80 ? 80 : v[i].src_len), v[i].src);
+			goto out;
+		}
+		if (x->integer) {
+			v[i].res.status = JO_RS_EXISTS;
+			continue;
+		}
+		it[i].cand = true;
+		for (size_t j = 0; j < nd; j++)
+			if (d[j].ino == v[i].res.ino)
+				*one_by_one = true;
+		/* a directory twice, or two entries for one name: one by one */
+		for (size_t j = 0; j < i; j++)
+			if (it[j].cand && ((v[j].res.ino == v[i].res.ino &&
+					    v[i].res.type == JO_TYPE_DIR) ||
+					   (v[j].parent == v[i].parent &&
+					    v[j].name_len == v[i].name_len &&
+					    !memcmp(v[j].name, v[i].name, v[i].name_len))))
+				*one_by_one = true;
+	}
+	for (size_t i = 0; dir_stats && i < nd; i++)
+		d[i].stat = rp[nd + 2 * n + i]->integer == 1;
+	free_replies(rp, nr);
+	nr = 0;
+	if (*one_by_one)
+		goto out;
+
+	/* the entries' keys watched, then every attr and the new directories' statistics */
+	ap = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!it[i].cand)
+			continue;
+		if ((v[i].res.type == JO_TYPE_DIR ?
+		     jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, v[i].res.ino, v[i].res.ino) :
+		     jo_rd_append(m, "WATCH %Ki%" PRIu64, v[i].res.ino)) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+		ap++;
+	}
+	for (size_t i = 0; i < nd; i++, ap++)
+		if (jo_rd_append(m, "GET %Ki%" PRIu64, d[i].ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	for (size_t i = 0; i < n; i++) {
+		if (!it[i].cand)
+			continue;
+		if (jo_rd_append(m, "GET %Ki%" PRIu64, v[i].res.ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+		ap++;
+		if (dir_stats && v[i].res.type == JO_TYPE_DIR) {
+			if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, v[i].res.ino) != REDIS_OK)
+				return jo_rd_append_failed(m, ap, err, "restore reads");
+			ap++;
+			if (jo_rd_append(m, "HLEN %Kd%" PRIu64, v[i].res.ino) != REDIS_OK)
+				return jo_rd_append_failed(m, ap, err, "restore reads");
+			ap++;
+		}
+	}
+	nr = ap;
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
+		return rc;
+	for (size_t i = 0; i < nr; i++)
+		if (rp[i]->type == REDIS_REPLY_ERROR) {
+			rc = jo_rd_fail(m, rp[i], err, "restore reads");
+			rp[i] = NULL;
+			goto out;
+		}
+	{
+		size_t at = 0;
+
+		for (size_t i = 0; i < n; i++)
+			at += it[i].cand;
+		for (size_t i = 0; i < nd; i++, at++)
+			d[i].attr = rp[at];
+		for (size_t i = 0; i < n; i++) {
+			if (!it[i].cand)
+				continue;
+			it[i].attr = rp[at++];
+			if (dir_stats && v[i].res.type == JO_TYPE_DIR) {
+				redisReply *h = rp[at++], *l = rp[at++];
+
+				if (h->type != REDIS_REPLY_INTEGER || l->type != REDIS_REPLY_INTEGER) {
+					rc = jo_err_set(err, JO_EPROTO, "redis %s: directory statistics: "
+							"unexpected reply", m->url.redacted);
+					goto out;
+				}
+				it[i].fresh = h->integer == 0 && l->integer == 0;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct jo_rs_res *res = &v[i].res;
+		redisReply *at[3];
+		struct jo_attr pa = { 0 };
+
+		if (!it[i].cand)
+			continue;
+		it[i].cand = false;
+		at[0] = d[it[i].tdir].attr;
+		at[1] = d[it[i].parent].attr;
+		at[2] = it[i].attr;
+		for (size_t k = 0; k < 3 && res->status == JO_RS_DONE; k++) {
+			if (at[k]->type != REDIS_REPLY_STRING) {
+				res->status = k == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
+				break;
+			}
+			if (at[k]->len < ATTR_MIN) {
+				rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+						"left alone", k == 0 ? v[i].tdir : k == 1 ? v[i].parent :
+						res->ino, at[k]->len);
+				goto out;
+			}
+		}
+		if (res->status != JO_RS_DONE)
+			continue;
+		(void)jo_meta_decode_attr((uint8_t *)at[1]->str, at[1]->len, &pa, &e2);
+		(void)jo_meta_decode_attr((uint8_t *)at[2]->str, at[2]->len, &it[i].a, &e2);
+		if (pa.type != JO_TYPE_DIR) {
+			res->status = JO_RS_NOPARENT;
+			continue;
+		}
+		if ((pa.flags & FLAG_IMMUTABLE) || (it[i].a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+		    res->ino == v[i].parent || res->ino == pa.parent) {
+			res->status = JO_RS_PERM;
+			continue;
+		}
+		res->length = res->type == JO_TYPE_FILE ? it[i].a.length : 0;
+		it[i].cand = true; /* goes back */
+		ndone++;
+	}
+	if (!ndone) {
+		unwatch(m);
+		goto ran;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	jo_rd_append(m, "MULTI");
+	for (size_t i = 0; i < n; i++) {
+		struct jo_rs_res *res = &v[i].res;
+		uint8_t *ia, ebuf[9];
+
+		if (!it[i].cand)
+			continue;
+		ia = (uint8_t *)it[i].attr->str;
+		stamp(ia, AT_CTIME, &now);
+		if (it[i].attr->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || it[i].a.parent > 0))
+			jo_put_be64(ia + AT_PARENT, v[i].parent);
+		jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", v[i].tdir, v[i].src, v[i].src_len), q++;
+		if (it[i].a.parent == 0 && res->type != JO_TYPE_DIR) {
+			jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, v[i].parent), q++;
+			jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, v[i].tdir), q++;
+		}
+		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, it[i].attr->len), q++;
+		ebuf[0] = res->type;
+		jo_put_be64(ebuf + 1, res->ino);
+		jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", v[i].parent, v[i].name, v[i].name_len,
+			     ebuf, sizeof(ebuf)), q++;
+		d[it[i].parent].dirs += res->type == JO_TYPE_DIR;
+		d[it[i].parent].written = true;
+		for (int k = 0; k < 2; k++) {
+			const struct rb_dir *dd = &d[k ? it[i].parent : it[i].tdir];
+			int64_t sign = k ? 1 : -1;
+
+			if (!dir_stats || !dd->stat)
+				continue;
+			if (res->length)
+				jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dd->ino,
+					     sign * (int64_t)res->length), q++;
+			jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dd->ino,
+				     sign * jo_align4k(res->length)), q++;
+			jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dd->ino, sign), q++;
+		}
+		if (dir_stats && it[i].fresh) {
+			jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
+			jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
+			jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
+		}
+	}
+	for (size_t i = 0; i < nd; i++) {
+		struct jo_attr pa = { 0 };
+		uint8_t *da;
+
+		if (!d[i].written)
+			continue;
+		da = (uint8_t *)d[i].attr->str;
+		(void)jo_meta_decode_attr(da, d[i].attr->len, &pa, &e2);
+		if (d[i].dirs)
+			jo_put_be32(da + AT_NLINK, pa.nlink + (uint32_t)d[i].dirs);
+		stamp(da, AT_MTIME, &now);
+		stamp(da, AT_CTIME, &now);
+		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", d[i].ino, da, d[i].attr->len), q++;
+	}
+	jo_rd_append(m, "EXEC");
+	if ((rc = exec_block(m, q, aborted, err)) != 0 || *aborted)
+		goto out;
+ran:
+	for (size_t i = 0; i < n; i++) {
+		v[i].ran = true;
+		v[i].dst_stat_missing = v[i].res.status == JO_RS_DONE && dir_stats &&
+					!d[it[i].parent].stat;
+	}
+out:
+	free_replies(rp, nr);
+	if ((rc && rc != JO_ECONNECT) || (!rc && *one_by_one))
+		unwatch(m); /* no EXEC follows */
+	return rc;
+}
+
+int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+		       struct jo_err *err)
+{
+	struct rb_dir *d = calloc(2 * n, sizeof(*d));
+	struct rb_item *it = calloc(n, sizeof(*it));
+	redisReply **rp = calloc(4 * n + 2 * n + 2, sizeof(*rp));
+	bool one_by_one = false;
+	int rc = 0, lost = 0, attempt;
+
+	if (!d || !it || !rp) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (attempt = 0; attempt < TXN_RETRIES; attempt++) {
+		bool aborted = false;
+
+		rc = restore_batch_once(m, v, n, dir_stats, d, it, rp, &aborted, &one_by_one, err);
+		if (rc && jo_rd_retryable(m, rc) && ++lost <= 3)
+			continue; /* nothing ran, or a lost EXEC the next attempt finds done */
+		if (rc || one_by_one || !aborted)
+			break;
+		backoff(attempt);
+	}
+	if (!rc && !one_by_one && attempt == TXN_RETRIES)
+		rc = jo_err_set(err, JO_EIO, "restore of %zu entries: the transaction kept "
+				"conflicting; retry later", n);
+	if (!rc && one_by_one) {
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			rc = jo_rd_restore(m, v[i].tdir, v[i].src, v[i].src_len, v[i].parent, v[i].name,
+					   v[i].name_len, dir_stats, &v[i].res, &v[i].dst_stat_missing,
+					   err);
+			v[i].ran = rc == 0;
+		}
+	}
+out:
+	free(d);
+	free(it);
+	free(rp);
+	return rc;
+}
