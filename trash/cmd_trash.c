@@ -1095,9 +1095,9 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
  * record "b/STAMP/SEQ" beside the tasks (STAMP: the plan's), named by the
  * task's item "b:STAMP:SEQ", written before its task, removed after the
  * task is complete (plans of earlier versions wrote one record
- * "r/HOUR-INO/INO/NAMEHASH" per item: still read). Workers take tasks in any order: an entry whose directory is
- * still in the trash goes into it there (juicefs's RenameRestore allows
- * that), and comes back with it; directory statistics and quotas are
+ * "r/HOUR-INO/INO/NAMEHASH" per item: still read). Workers take tasks in
+ * any order: an entry whose directory is still in the trash goes into it
+ * there (juicefs's RenameRestore allows that), and comes back with it; directory statistics and quotas are
  * counted where the entry lands, a tree in the trash under no quota. Every
  * step can be repeated: an entry a killed worker already moved is found in
  * its target by the next one (restore reports it gone from the trash, the
