@@ -1290,7 +1290,7 @@ static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n,
 	}
 	if (!max || max > TRASH_TASK_ITEMS)
 		max = TRASH_TASK_ITEMS;
-	max--; /* the item naming the task's record */
+	max = max > 1 ? max - 1 : 1; /* the item naming the task's record */
 	snprintf(stamp, sizeof(stamp), "%" PRIx64 "-%lx", (uint64_t)time(NULL), (long)getpid());
 	if ((rc = jo_mut_task_init(t->m, TRASH_NS, err)) != 0)
 		goto out;
