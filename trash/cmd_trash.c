@@ -257,20 +257,28 @@ static int trash_load(struct trash_ls *t, struct jo_err *err)
 		if (rc)
 			return jo_err_wrap(err, "trash hour directory %s", t->hours[i].name);
 	}
-	for (size_t i = 0; i < t->nents; i++) {
-		struct trash_entry *e = &t->ents[i];
+	/* the attributes 256 at a time (one round trip each where the engine can) */
+	for (size_t base = 0; base < t->nents; base += 256) {
+		size_t k = t->nents - base < 256 ? t->nents - base : 256;
+		uint64_t inos[256];
+		struct jo_attr attrs[256];
+		bool found[256];
 
-		e->deleted = e->hour;
-		rc = jo_meta_getattr(t->m, e->ino, &e->attr, err);
-		if (rc == JO_ENOTFOUND) {
-			jo_err_clear(err);
-			continue;
+		for (size_t i = 0; i < k; i++)
+			inos[i] = t->ents[base + i].ino;
+		if ((rc = jo_meta_getattr_many(t->m, inos, k, attrs, found, err)) != 0)
+			return jo_err_wrap(err, "inodes in the trash");
+		for (size_t i = 0; i < k; i++) {
+			struct trash_entry *e = &t->ents[base + i];
+
+			e->deleted = e->hour;
+			if (!found[i])
+				continue;
+			e->attr = attrs[i];
+			e->have_attr = true;
+			if (e->attr.ctime >= e->hour && e->attr.ctime < e->hour + 3600)
+				e->deleted = e->attr.ctime;
 		}
-		if (rc)
-			return jo_err_wrap(err, "inode %" PRIu64 " in the trash", e->ino);
-		e->have_attr = true;
-		if (e->attr.ctime >= e->hour && e->attr.ctime < e->hour + 3600)
-			e->deleted = e->attr.ctime;
 	}
 	return index_build(t, err);
 }
@@ -864,6 +872,30 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t in
 	return 0;
 }
 
+/*
+ * Directories whose way up to the root had no quota when last walked, and
+ * when (monotonic ms). The walk costs two round trips per level; entries of
+ * one parent come in runs, so a parent found without a quota is not walked
+ * again for QUOTA_NONE_MS. The quota update is not part of the restore's
+ * transaction anyway: a quota set while the restore runs is counted from at
+ * most that long after. A directory with a quota on its way is walked every
+ * time.
+ */
+#define QUOTA_NONE_MS 1000
+#define QUOTA_NONE_SLOTS 64
+static struct {
+	uint64_t dir;
+	int64_t at;
+} quota_none[QUOTA_NONE_SLOTS];
+
+static int64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* Rename's quota update for an entry restored into dir: a file's space, a
  * directory's whole tree (what was put back into it while it was in the
  * trash comes with it), when some directory on the way has a quota. */
@@ -871,11 +903,20 @@ static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res
 		    struct jo_err *err)
 {
 	struct usage u = { m, 0, 0, 0, true, 0, err };
+	size_t slot = (size_t)(dir * 0x9e3779b97f4a7c15ULL >> 58) % QUOTA_NONE_SLOTS;
+	int64_t now = mono_ms();
 	bool any;
-	int rc = quota_walk(m, dir, -1, 0, &any, err);
+	int rc;
 
-	if (rc || !any)
+	if (quota_none[slot].dir == dir && dir && now - quota_none[slot].at < QUOTA_NONE_MS)
+		return 0;
+	if ((rc = quota_walk(m, dir, -1, 0, &any, err)) != 0)
 		return rc;
+	if (!any) {
+		quota_none[slot].dir = dir;
+		quota_none[slot].at = now;
+		return 0;
+	}
 	if (res->type == JO_TYPE_DIR) {
 		if ((rc = dir_usage(&u, res->ino)) != 0)
 			return rc;
@@ -903,68 +944,130 @@ static void audit_entry(const struct trash_restore_opts *ro, const struct trash_
 		fprintf(stderr, "jfsops trash: audit: %s\n", JO_ESC_TERM(aerr.msg));
 }
 
+/* at most this many entries in one restore transaction */
+#define APPLY_BATCH 100
+
 /*
- * Put one planned entry back. On a refusal e->restore goes false with
- * e->skip saying why (the entries planned into it are then skipped in
- * turn); on an engine failure the error is returned.
+ * Put planned entries es[0..n) back (none of them goes into another: one
+ * depth of the plan), in one transaction where the engine allows. On a
+ * refusal e->restore goes false with e->skip saying why (the entries
+ * planned into it are then skipped in turn). On an engine failure the
+ * error is returned: es[0..*ndone) are done (their outcome is final, their
+ * audit lines are the caller's), the first of the others has an audit line
+ * "error".
  */
-static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uint64_t hour_ino,
-		     struct trash_entry *e, struct jo_err *err)
+static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
+		       const uint64_t *hinos, struct trash_entry **es, size_t n, size_t *ndone,
+		       struct jo_err *err)
 {
-	struct jo_rs_res res;
-	bool missing = false, redone = false;
+	struct jo_rs_item *v = calloc(n ? n : 1, sizeof(*v));
+	bool *redone = calloc(n ? n : 1, sizeof(*redone));
+	struct jo_err e2 = { 0 };
+	size_t nran = 0;
 	int rc;
 
-	rc = jo_mut_restore(m, hour_ino, e->tname, strlen(e->tname), e->to_parent, e->to_name,
-			    strlen(e->to_name), ro->dir_stats, &res, &missing, err);
-	if (!rc && res.status == JO_RS_GONE) {
+	*ndone = 0;
+	if (!v || !redone) {
+		free(v);
+		free(redone);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n; i++) {
+		v[i].tdir = hinos[i];
+		v[i].parent = es[i]->to_parent;
+		v[i].src = es[i]->tname;
+		v[i].src_len = strlen(es[i]->tname);
+		v[i].name = es[i]->to_name;
+		v[i].name_len = strlen(es[i]->to_name);
+	}
+	rc = jo_mut_restore_many(m, v, n, ro->dir_stats, err);
+	while (nran < n && v[nran].ran)
+		nran++;
+	for (size_t i = 0; i < nran; i++) {
 		/* a lost reply of a transaction that did run: the entry is in place */
 		uint64_t ino = 0;
 		uint8_t type;
-		int lr = jo_meta_lookup(m, e->to_parent, e->to_name, &ino, &type, err);
+		int lr;
 
-		if (lr && lr != JO_ENOTFOUND)
-			return lr;
-		jo_err_clear(err);
-		if (ino == e->ino) {
-			res.status = JO_RS_DONE;
+		if (v[i].res.status != JO_RS_GONE)
+			continue;
+		lr = jo_meta_lookup(m, es[i]->to_parent, es[i]->to_name, &ino, &type, &e2);
+		if (lr && lr != JO_ENOTFOUND) {
+			if (!rc) {
+				rc = lr;
+				*err = e2;
+			}
+			nran = i;
+			break;
+		}
+		jo_err_clear(&e2);
+		if (ino == es[i]->ino) {
+			v[i].res.status = JO_RS_DONE;
 			/* what followed its transaction may not have run: the parent's
 			 * statistics are made if missing (its quota cannot be told) */
-			missing = true;
-			redone = true;
+			v[i].dst_stat_missing = true;
+			redone[i] = true;
 		}
 	}
-	if (!rc)
-		rc = jo_mut_confirm(m, err); /* a failover must not take it back unseen */
-	if (rc) {
-		audit_entry(ro, e, "error", err->msg, "restore");
-		return rc;
+	if (rc && nran < n)
+		audit_entry(ro, es[nran], "error", err->msg, "restore");
+	if (nran && jo_mut_confirm(m, &e2) != 0) { /* a failover must not take them back unseen */
+		for (size_t i = 0; i < nran; i++)
+			audit_entry(ro, es[i], "error", e2.msg, "restore");
+		nran = 0;
+		if (!rc) {
+			rc = e2.code;
+			*err = e2;
+		}
 	}
-	switch (res.status) {
-	case JO_RS_DONE:
-		break;
-	case JO_RS_GONE:
-		e->skip = "the entry left the trash meanwhile";
-		break;
-	case JO_RS_EXISTS:
-		e->skip = "the name was taken meanwhile";
-		break;
-	case JO_RS_NOPARENT:
-		e->skip = "its parent directory went away meanwhile";
-		break;
-	default:
-		e->skip = "append-only or immutable, or a loop (EPERM)";
-		break;
+	for (size_t i = 0; i < nran; i++) {
+		struct trash_entry *e = es[i];
+		int prc = 0;
+
+		switch (v[i].res.status) {
+		case JO_RS_DONE:
+			break;
+		case JO_RS_GONE:
+			e->skip = "the entry left the trash meanwhile";
+			break;
+		case JO_RS_EXISTS:
+			e->skip = "the name was taken meanwhile";
+			break;
+		case JO_RS_NOPARENT:
+			e->skip = "its parent directory went away meanwhile";
+			break;
+		default:
+			e->skip = "append-only or immutable, or a loop (EPERM)";
+			break;
+		}
+		if (v[i].res.status != JO_RS_DONE) {
+			e->restore = false;
+			*ndone = i + 1;
+			continue;
+		}
+		if (ro->dir_stats && v[i].dst_stat_missing) {
+			/* once per parent in the batch: the first makes them */
+			bool seen = false;
+
+			for (size_t j = 0; j < i && !seen; j++)
+				seen = v[j].dst_stat_missing && v[j].parent == v[i].parent &&
+				       v[j].res.status == JO_RS_DONE;
+			if (!seen)
+				prc = sync_dir_stat(m, e->to_parent, &e2);
+		}
+		if (!prc && ro->dir_stats && !redone[i])
+			prc = quota_up(m, e->to_parent, &v[i].res, &e2);
+		if (prc) {
+			if (!rc)
+				*err = e2;
+			rc = rc ? rc : prc;
+			break;
+		}
+		*ndone = i + 1;
 	}
-	if (res.status != JO_RS_DONE) {
-		e->restore = false;
-		return 0;
-	}
-	if (ro->dir_stats && missing && (rc = sync_dir_stat(m, e->to_parent, err)) != 0)
-		return rc;
-	if (ro->dir_stats && !redone && (rc = quota_up(m, e->to_parent, &res, err)) != 0)
-		return rc;
-	return 0;
+	free(v);
+	free(redone);
+	return rc;
 }
 
 /*
@@ -975,11 +1078,13 @@ static int apply_one(struct jo_meta *m, const struct trash_restore_opts *ro, uin
  * names of a hard link removed in the same hour are two items), all of
  * one depth (how many of the entry's parents are in the trash), kind
  * "restore:DEPTH". What each item needs (target parent and name, the entry's
- *  name in its hour directory, the target path) is a record "r/HOUR-INO/INO/NAMEHASH"
- * beside the tasks, written before its task, removed after the task is
- * complete. Workers take tasks in any order: an entry whose directory is
- * still in the trash goes into it there (juicefs's RenameRestore allows
- * that), and comes back with it; directory statistics and quotas are
+ * name in its hour directory, the target path) is a line of its task's
+ * record "b/STAMP/SEQ" beside the tasks (STAMP: the plan's), named by the
+ * task's item "b:STAMP:SEQ", written before its task, removed after the
+ * task is complete (plans of earlier versions wrote one record
+ * "r/HOUR-INO/INO/NAMEHASH" per item: still read). Workers take tasks in
+ * any order: an entry whose directory is still in the trash goes into it
+ * there (juicefs's RenameRestore allows that), and comes back with it; directory statistics and quotas are
  * counted where the entry lands, a tree in the trash under no quota. Every
  * step can be repeated: an entry a killed worker already moved is found in
  * its target by the next one (restore reports it gone from the trash, the
@@ -1068,65 +1173,153 @@ static int add_task(struct jo_meta *m, uint32_t depth, char **items, size_t n, u
 	return rc;
 }
 
-/* Record the tasks of the restores the plan decided (plan order: by depth). */
+/* An entry's item and the line of its task's record: "ITEM PARENT NAME TNAME PATH\n"
+ * (the last three hex); NULL when out of memory. */
+static char *item_line(uint64_t hino, const struct trash_entry *e)
+{
+	char *hn = hex_of(e->to_name), *ht = hex_of(e->tname), *hp = hex_of(e->to_path), *line;
+
+	if (!hn || !ht || !hp || asprintf(&line, "%" PRIu64 ":%" PRIu64 ":%016" PRIx64 " %" PRIu64
+					  " %s %s %s\n", hino, e->ino, name_hash(e->tname),
+					  e->to_parent, hn, ht, hp) < 0)
+		line = NULL;
+	free(hn);
+	free(ht);
+	free(hp);
+	return line;
+}
+
+/* a task's record stays well under JO_MUT_REC_MAX (paths can be long) */
+#define TASK_REC_BYTES (256u << 10)
+
+/* Plan order within one depth, then target parent (tasks are cut per parent). */
+static int cmp_task_order(const void *a, const void *b)
+{
+	const struct trash_entry *x = **(struct trash_entry *const *const *)a;
+	const struct trash_entry *y = **(struct trash_entry *const *const *)b;
+	struct trash_entry *const *pa = *(struct trash_entry *const *const *)a;
+	struct trash_entry *const *pb = *(struct trash_entry *const *const *)b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	if (x->to_parent != y->to_parent)
+		return x->to_parent < y->to_parent ? -1 : 1;
+	return pa < pb ? -1 : pa > pb;
+}
+
+/* One task: the record "b/STAMP/SEQ" with the lines of entries [0, n) (in
+ * the order given), then the task of their items and "b:STAMP:SEQ". */
+static int record_task(struct trash_ls *t, struct trash_entry **es, size_t n, const char *stamp,
+		       uint64_t seq, uint64_t *tasks, struct jo_err *err)
+{
+	char key[96], **items = calloc(n + 1, sizeof(*items));
+	char *val = NULL;
+	size_t len = 0, k = 0;
+	FILE *f;
+	int rc = 0;
+
+	if (!items || !(f = open_memstream(&val, &len))) {
+		free(items);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		char *line = item_line(t->hours[es[i]->hour_idx].ino, es[i]);
+
+		if (!line || fputs(line, f) == EOF ||
+		    !(items[k] = strndup(line, strcspn(line, " "))))
+			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		else
+			k++;
+		free(line);
+	}
+	if (fclose(f) != 0 && rc == 0)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	snprintf(key, sizeof(key), "b/%s/%" PRIu64, stamp, seq);
+	if (rc == 0)
+		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
+	free(val);
+	if (rc == 0 && asprintf(&items[k], "b:%s:%" PRIu64, stamp, seq) < 0)
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	else if (rc == 0)
+		k++;
+	if (rc == 0) {
+		rc = add_task(t->m, es[0]->depth, items, k, tasks, err); /* frees the items */
+	} else {
+		for (size_t i = 0; i < k; i++)
+			free(items[i]);
+	}
+	free(items);
+	return rc;
+}
+
+/*
+ * Record the tasks of the restores the plan decided. Tasks of a depth come
+ * before the next depth's (plan order); within a depth, one parent's
+ * entries stay together, so that workers seldom restore into the same
+ * directory at once (its rows are what their transactions would conflict
+ * on), and the parents take turns in task order (workers claim in that
+ * order). What the items need is one record per task, not one per entry.
+ */
 static int record_tasks(struct trash_ls *t, struct trash_entry **plan, size_t n, uint64_t *tasks,
 			struct jo_err *err)
 {
-	size_t max = jo_mut_task_max_items(t->m), k = 0;
-	char **items = calloc(TRASH_TASK_ITEMS, sizeof(*items));
-	uint32_t depth = 0;
+	size_t max = jo_mut_task_max_items(t->m), ne = 0, ngr = 0;
+	struct trash_entry ***ord = calloc(n ? n : 1, sizeof(*ord));
+	struct trash_entry **es = calloc(n ? n : 1, sizeof(*es));
+	struct { size_t at, end; } *gr = calloc(n ? n : 1, sizeof(*gr));
+	char stamp[48];
+	uint64_t seq = 0;
 	int rc;
 
-	if (!items)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!ord || !es || !gr) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
 	if (!max || max > TRASH_TASK_ITEMS)
 		max = TRASH_TASK_ITEMS;
+	max = max > 1 ? max - 1 : 1; /* the item naming the task's record */
+	snprintf(stamp, sizeof(stamp), "%" PRIx64 "-%lx", (uint64_t)time(NULL), (long)getpid());
 	if ((rc = jo_mut_task_init(t->m, TRASH_NS, err)) != 0)
 		goto out;
-	for (size_t i = 0; i < n && rc == 0; i++) {
-		struct trash_entry *e = plan[i];
-		uint64_t hino = t->hours[e->hour_idx].ino;
-		char key[64], *val = NULL, *hn = NULL, *ht = NULL, *hp = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (plan[i]->restore)
+			ord[ne++] = &plan[i];
+	qsort(ord, ne, sizeof(*ord), cmp_task_order);
+	for (size_t i = 0; i < ne && rc == 0;) {
+		/* one depth: [i, d) in groups of one parent, taking turns */
+		size_t d = i, left;
 
-		if (!e->restore)
-			continue;
-		if (k && (e->depth != depth || k == max)) {
-			rc = add_task(t->m, depth, items, k, tasks, err);
-			k = 0;
-			if (rc)
-				break;
+		while (d < ne && (*ord[d])->depth == (*ord[i])->depth)
+			d++;
+		ngr = 0;
+		for (size_t j = i; j < d; j++)
+			if (j == i || (*ord[j])->to_parent != (*ord[j - 1])->to_parent)
+				gr[ngr++].at = j;
+		for (size_t g = 0; g < ngr; g++)
+			gr[g].end = g + 1 < ngr ? gr[g + 1].at : d;
+		left = d - i;
+		while (left && rc == 0) {
+			for (size_t g = 0; g < ngr && rc == 0; g++) {
+				size_t k = 0, bytes = 0;
+
+				while (gr[g].at < gr[g].end && k < max && bytes < TASK_REC_BYTES) {
+					struct trash_entry *e = *ord[gr[g].at++];
+
+					bytes += 2 * (strlen(e->to_name) + strlen(e->tname) +
+						      strlen(e->to_path)) + 64;
+					es[k++] = e;
+				}
+				if (k)
+					rc = record_task(t, es, k, stamp, seq++, tasks, err);
+				left -= k;
+			}
 		}
-		depth = e->depth;
-		snprintf(key, sizeof(key), "r/%" PRIu64 "/%" PRIu64 "/%016" PRIx64, hino, e->ino,
-			 name_hash(e->tname));
-		hn = hex_of(e->to_name);
-		ht = hex_of(e->tname);
-		hp = hex_of(e->to_path);
-		if (!hn || !ht || !hp || asprintf(&val, "%" PRIu64 " %s %s %s", e->to_parent, hn, ht,
-						    hp) < 0)
-			val = NULL;
-		free(hn);
-		free(ht);
-		free(hp);
-		if (!val) {
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-			break;
-		}
-		rc = jo_mut_rec_put(t->m, TRASH_NS, key, val, NULL, NULL, err);
-		free(val);
-		if (rc == 0 && asprintf(&items[k], "%" PRIu64 ":%" PRIu64 ":%016" PRIx64, hino, e->ino,
-					name_hash(e->tname)) < 0)
-			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		else if (rc == 0)
-			k++;
+		i = d;
 	}
-	if (rc == 0)
-		rc = add_task(t->m, depth, items, k, tasks, err);
-	else
-		for (size_t i = 0; i < k; i++)
-			free(items[i]);
 out:
-	free(items);
+	free(ord);
+	free(es);
+	free(gr);
 	return rc;
 }
 
@@ -1134,19 +1327,47 @@ struct worker_stats {
 	uint64_t tasks, restored, skipped;
 };
 
-/* One item of a claimed task. */
-static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, const char *item,
-		     struct worker_stats *ws, const struct jo_ctx *ctx, struct jo_err *err)
+/*
+ * The line of item in its task's record rec (lines in the order of the
+ * task's items: *at is where the previous one ended), as a malloc'd string
+ * after the item; NULL when the record has none.
+ */
+static char *task_line(const char *rec, size_t *at, const char *item)
+{
+	size_t il = strlen(item);
+
+	for (int pass = 0; rec && pass < 2; pass++) {
+		const char *p = rec + (pass ? 0 : *at);
+
+		while (*p) {
+			const char *nl = strchr(p, '\n');
+			size_t len = nl ? (size_t)(nl - p) : strlen(p);
+
+			if (len > il && !memcmp(p, item, il) && p[il] == ' ') {
+				*at = (size_t)(p - rec) + len + (nl != NULL);
+				return strndup(p + il + 1, len - il - 1);
+			}
+			p += len + (nl != NULL);
+		}
+	}
+	return NULL;
+}
+
+/* One item of a claimed task; rec: its task's record (NULL: none, or a plan
+ * of an earlier version, whose items each have a record "r/..."). */
+static int load_item(struct jo_meta *m, const char *item, const char *rec, size_t *rec_at,
+		     struct trash_entry *e, uint64_t *hino_out, struct jo_err *err)
 {
 	unsigned long long hino, ino, parent;
-	struct trash_entry e = { 0 };
 	char key[64], *val = NULL;
 	const char *p;
-	int rc, n = 0;
+	int rc = 0, n = 0;
 
+	memset(e, 0, sizeof(*e));
 	if (!item_key(item, &hino, &ino, key, sizeof(key)))
-		return 0; /* not ours to judge */
-	rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
+		return 0; /* not ours to judge (the item naming the record too) */
+	if (!(val = task_line(rec, rec_at, item)))
+		rc = jo_mut_rec_get(m, TRASH_NS, key, &val, err);
 	if (rc == JO_ENOTFOUND) {
 		jo_err_clear(err);
 		return 0;
@@ -1158,42 +1379,72 @@ static int work_item(struct jo_meta *m, const struct trash_restore_opts *ro, con
 		return 0;
 	}
 	p = val + n;
-	e.ino = ino;
-	e.to_parent = parent;
-	e.to_name = hex_word(&p);
-	e.tname = hex_word(&p);
-	e.to_path = hex_word(&p);
+	e->ino = ino;
+	e->to_parent = parent;
+	e->to_name = hex_word(&p);
+	e->tname = hex_word(&p);
+	e->to_path = hex_word(&p);
 	free(val);
-	if (e.to_name && e.tname && e.to_path) {
-		e.restore = true;
-		e.path = e.to_path;
-		rc = apply_one(m, ro, hino, &e, err);
-		if (rc == 0) {
-			audit_entry(ro, &e, e.restore ? "ok" : "skipped", e.restore ? NULL : e.skip,
-				    "restore");
-			if (e.restore)
-				ws->restored++;
-			else
-				ws->skipped++;
-			if (ctx->json) {
-				json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "type", "restore",
-						      "action", e.restore ? "restored" : "skip",
-						      "inode", (json_int_t)e.ino, "target",
-						      jname(e.to_path), "reason",
-						      e.restore ? NULL : e.skip);
-
-				if (emit_json(o))
-					rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
-			} else {
-				printf("%s  %s  inode %" PRIu64 "%s%s\n", e.restore ? "restored" : "skip    ",
-				       JO_ESC_TERM(e.to_path), e.ino, e.restore ? "" : ": ",
-				       e.restore ? "" : e.skip);
-			}
-		}
+	*hino_out = hino;
+	if (e->to_name && e->tname && e->to_path) {
+		e->restore = true;
+		e->path = e->to_path;
 	}
-	free(e.to_name);
-	free(e.tname);
-	free(e.to_path);
+	return 0;
+}
+
+static int report_item(const struct trash_restore_opts *ro, const struct trash_entry *e,
+		       struct worker_stats *ws, const struct jo_ctx *ctx, struct jo_err *err)
+{
+	audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip, "restore");
+	if (e->restore)
+		ws->restored++;
+	else
+		ws->skipped++;
+	if (ctx->json) {
+		json_t *o = json_pack("{s:s,s:s,s:I,s:o,s:s?}", "type", "restore",
+				      "action", e->restore ? "restored" : "skip",
+				      "inode", (json_int_t)e->ino, "target", jname(e->to_path),
+				      "reason", e->restore ? NULL : e->skip);
+
+		if (emit_json(o))
+			return jo_err_set(err, JO_EIO, "cannot write to stdout");
+	} else {
+		printf("%s  %s  inode %" PRIu64 "%s%s\n", e->restore ? "restored" : "skip    ",
+		       JO_ESC_TERM(e->to_path), e->ino, e->restore ? "" : ": ",
+		       e->restore ? "" : e->skip);
+	}
+	return 0;
+}
+
+/* Items its[0..n) of a claimed task (n <= APPLY_BATCH), restored together. */
+static int work_items(struct jo_meta *m, const struct trash_restore_opts *ro, char **its, size_t n,
+		      const char *rec, size_t *rec_at, struct worker_stats *ws,
+		      const struct jo_ctx *ctx, struct jo_err *err)
+{
+	struct trash_entry ents[APPLY_BATCH], *es[APPLY_BATCH];
+	uint64_t hinos[APPLY_BATCH];
+	size_t k = 0, done = 0, nl = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < n && rc == 0; i++, nl++) {
+		rc = load_item(m, its[i], rec, rec_at, &ents[i], &hinos[k], err);
+		if (rc == 0 && ents[i].restore)
+			es[k++] = &ents[i];
+	}
+	if (rc == 0)
+		rc = apply_batch(m, ro, hinos, es, k, &done, err);
+	for (size_t i = 0; i < done; i++) {
+		int r2 = report_item(ro, es[i], ws, ctx, err);
+
+		if (!rc)
+			rc = r2;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		free(ents[i].to_name);
+		free(ents[i].tname);
+		free(ents[i].to_path);
+	}
 	return rc;
 }
 
@@ -1210,6 +1461,35 @@ static void drop_records(struct jo_meta *m, char *items)
 			continue;
 		(void)jo_mut_rec_put(m, TRASH_NS, key, NULL, NULL, NULL, &e2); /* a leftover is harmless */
 	}
+}
+
+/* The record of a task whose items name one ("b:STAMP:SEQ"): *rec
+ * (malloc'd) and its key; *rec NULL when there is none. */
+static int task_record(struct jo_meta *m, const char *items, char *key, size_t cap, char **rec,
+		       struct jo_err *err)
+{
+	const char *p = items;
+	int rc;
+
+	*rec = NULL;
+	while (p && *p) {
+		size_t len = strcspn(p, "\n");
+
+		if (len > 2 && len < cap - 1 && !memcmp(p, "b:", 2)) {
+			snprintf(key, cap, "b/%.*s", (int)(len - 2), p + 2);
+			for (char *c = key + 2; *c; c++)
+				if (*c == ':')
+					*c = '/';
+			rc = jo_mut_rec_get(m, TRASH_NS, key, rec, err);
+			if (rc == JO_ENOTFOUND) {
+				jo_err_clear(err);
+				rc = 0;
+			}
+			return rc;
+		}
+		p += len + (p[len] == '\n');
+	}
+	return 0;
 }
 
 static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *ro,
@@ -1235,7 +1515,8 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 	}
 	while (!jo_cancelled()) {
 		struct jo_mut_task task = { 0 };
-		char *save = NULL, *item, *items_copy;
+		char *save = NULL, *item, *items_copy, *rec = NULL, rec_key[96], *batch[APPLY_BATCH];
+		size_t rec_at = 0, nb = 0;
 		bool lost = false;
 
 		rc = jo_lease_claim(lease, m, &task, err);
@@ -1249,22 +1530,39 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 		items_copy = rc == 0 ? strdup(task.items ? task.items : "") : NULL;
 		if (rc == 0 && !items_copy)
 			rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		for (item = rc ? NULL : strtok_r(task.items, "\n", &save); item;
-		     item = strtok_r(NULL, "\n", &save)) {
+		if (rc == 0)
+			rc = task_record(m, items_copy, rec_key, sizeof(rec_key), &rec, err);
+		item = rc ? NULL : strtok_r(task.items, "\n", &save);
+		while (item || nb) {
+			if (item && nb < APPLY_BATCH) {
+				batch[nb++] = item;
+				item = strtok_r(NULL, "\n", &save);
+				continue;
+			}
 			if (jo_cancelled())
 				break;
 			if (!jo_lease_valid(lease)) {
 				lost = true;
 				break;
 			}
-			if ((rc = work_item(m, ro, item, &ws, ctx, err)) != 0)
+			rc = work_items(m, ro, batch, nb, rec, &rec_at, &ws, ctx, err);
+			nb = 0;
+			if (rc)
 				break;
 		}
-		if (rc == 0 && !lost && item == NULL) {
+		if (rc == 0 && !lost && item == NULL && nb == 0) {
 			rc = jo_lease_complete(lease, m, err);
 			if (rc == 0) {
 				ws.tasks++;
-				drop_records(m, items_copy);
+				if (rec) {
+					struct jo_err e2 = { 0 };
+
+					/* a leftover is harmless */
+					(void)jo_mut_rec_put(m, TRASH_NS, rec_key, NULL, NULL, NULL,
+							     &e2);
+				} else {
+					drop_records(m, items_copy);
+				}
 			} else if (rc == JO_ECONFLICT) {
 				lost = true;
 				rc = 0;
@@ -1278,6 +1576,9 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 			fprintf(stderr, "jfsops trash: lost the lease of task %" PRId64
 				": stopped working on it\n", task.id);
 		free(items_copy);
+		free(rec);
+		rec = NULL;
+		rec_at = 0;
 		jo_mut_task_release_mem(&task);
 		if (rc)
 			break;
@@ -1306,7 +1607,7 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 			     const struct trash_restore_opts *ro, const struct jo_ctx *ctx,
 			     struct jo_err *err)
 {
-	struct trash_entry **plan = NULL;
+	struct trash_entry **plan = NULL, *fail = NULL;
 	struct name_set ns = { 0 };
 	size_t nplan = 0;
 	uint64_t restored = 0, skipped = 0, conflicts = 0, renamed = 0, bytes = 0;
@@ -1314,18 +1615,47 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 
 	if ((rc = select_plan(t, f, cmp_plan, &plan, &nplan, err)) != 0)
 		goto out;
-	for (size_t i = 0; i < nplan; i++) {
+	for (size_t i = 0, w = 0, nb = 0, done = 0; i < nplan; i++) {
 		struct trash_entry *e = plan[i];
 		const char *type = e->have_attr ? type_name(e->attr.type) : "gone";
 		uint64_t size = e->have_attr ? e->attr.length : 0;
 
-		if (!e->have_attr)
-			e->skip = "the inode is gone";
-		else if ((rc = plan_one(t, ro, &ns, e, &conflicts, err)) != 0)
-			goto out;
-		if (ro->apply && e->restore && (rc = apply_one(t->m, ro, t->hours[e->hour_idx].ino, e, err)) != 0) {
+		if (e == fail) {
 			jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
 			goto out;
+		}
+		if (i == w) {
+			/* the next entries of one depth (none goes into another): planned,
+			 * then restored together, then reported one by one */
+			struct trash_entry *bes[APPLY_BATCH];
+			uint64_t bh[APPLY_BATCH];
+
+			nb = done = 0;
+			for (; w < nplan && nb < APPLY_BATCH && plan[w]->depth == e->depth; w++) {
+				struct trash_entry *we = plan[w];
+
+				if (!we->have_attr)
+					we->skip = "the inode is gone";
+				else if ((rc = plan_one(t, ro, &ns, we, &conflicts, err)) != 0)
+					goto out;
+				if (ro->apply && we->restore) {
+					bh[nb] = t->hours[we->hour_idx].ino;
+					bes[nb++] = we;
+				}
+			}
+			if (nb)
+				rc = apply_batch(t->m, ro, bh, bes, nb, &done, err);
+			if (rc && done >= nb)
+				goto out;
+			if (rc) {
+				/* what was done before it is reported first */
+				fail = bes[done];
+				if (e == fail) {
+					jo_err_wrap(err, "restore %s", JO_ESC_TERM(e->path));
+					goto out;
+				}
+				w = nplan;
+			}
 		}
 		if (ro->apply)
 			audit_entry(ro, e, e->restore ? "ok" : "skipped", e->restore ? NULL : e->skip,

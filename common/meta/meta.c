@@ -707,6 +707,27 @@ int jo_meta_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct
 	return m->ops->getattr(m, ino, out, err);
 }
 
+int jo_meta_getattr_many(struct jo_meta *m, const uint64_t *inos, size_t n,
+			 struct jo_attr *out, bool *found, struct jo_err *err)
+{
+	for (size_t i = 0; i < n; i++)
+		found[i] = false;
+	if (m->ops->getattr_many)
+		return n ? m->ops->getattr_many(m, inos, n, out, found, err) : 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = m->ops->getattr(m, inos[i], &out[i], err);
+
+		if (rc == JO_ENOTFOUND) {
+			jo_err_clear(err);
+			continue;
+		}
+		if (rc)
+			return rc;
+		found[i] = true;
+	}
+	return 0;
+}
+
 int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void *payload,
 		    struct jo_err *err)
 {

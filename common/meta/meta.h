@@ -211,6 +211,13 @@ int jo_meta_path_of(struct jo_meta *m, uint64_t ino, char **out, struct jo_err *
 /* Attributes of an inode. JO_ENOTFOUND when the inode does not exist. */
 int jo_meta_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out,
 		    struct jo_err *err);
+/*
+ * Attributes of inodes inos[0..n) into out[i], found[i] false where one
+ * does not exist. SQL reads up to 16 in one statement, Redis pipelines
+ * them; other families read them one by one.
+ */
+int jo_meta_getattr_many(struct jo_meta *m, const uint64_t *inos, size_t n,
+			 struct jo_attr *out, bool *found, struct jo_err *err);
 
 /* Directory entries of `dir`. Callback returning non-zero stops and is returned. */
 typedef int (*jo_meta_dirent_cb)(const char *name, size_t name_len, uint64_t ino,

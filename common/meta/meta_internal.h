@@ -85,6 +85,9 @@ struct jo_meta_ops {
 	int (*getattr)(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struct jo_err *err);
 	int (*readdir)(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void *payload,
 		       struct jo_err *err);
+	/* optional (NULL: getattr one by one) */
+	int (*getattr_many)(struct jo_meta *m, const uint64_t *inos, size_t n,
+			    struct jo_attr *out, bool *found, struct jo_err *err);
 	/* optional (NULL: JO_EUNSUPPORTED): entries with their attributes */
 	int (*readdir_attr)(struct jo_meta *m, const uint64_t *dirs, size_t n,
 			    jo_meta_dirent_attr_cb cb, void *payload, struct jo_err *err);

@@ -231,6 +231,26 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
 		   uint64_t parent, const char *name, size_t name_len, bool dir_stats,
 		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
 
+/* One entry of jo_mut_restore_many: what jo_mut_restore takes, and its outcome. */
+struct jo_rs_item {
+	uint64_t tdir, parent;
+	const char *src, *name;
+	size_t src_len, name_len;
+	struct jo_rs_res res;        /* out */
+	bool dst_stat_missing;       /* out */
+	bool ran;                    /* out: res is the entry's outcome */
+};
+/*
+ * jo_mut_restore of v[0..n), in order (a directory before the entries put
+ * into it). SQL engines run them in one transaction, writing each
+ * directory's shared rows (the hour directory's statistics, a parent's
+ * nlink, times and statistics) once, summed; the others one by one. On an
+ * error, the items with `ran` set are done (their res is final, as after
+ * jo_mut_restore), the others were not: in one transaction, none.
+ */
+int jo_mut_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			struct jo_err *err);
+
 /*
  * Directory ino's statistics := (length, space, inodes) if it has none yet
  * (doSyncDirStat of a missing record); *written tells whether it did.

@@ -258,6 +258,40 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
 	return rc;
 }
 
+int jo_mut_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			struct jo_err *err)
+{
+	const struct jo_mut_ops *o = m->ops->mut;
+	struct jo_rm_res dummy;
+
+	for (size_t i = 0; i < n; i++) {
+		memset(&v[i].res, 0, sizeof(v[i].res));
+		v[i].ran = v[i].dst_stat_missing = false;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (check_name(v[i].src, v[i].src_len, &dummy, err) ||
+		    check_name(v[i].name, v[i].name_len, &dummy, err))
+			return err->code;
+		if (!jo_ino_is_trash(v[i].tdir) || v[i].tdir == JO_TRASH_INODE ||
+		    jo_ino_is_trash(v[i].parent))
+			return jo_err_set(err, JO_EINVAL, "restore: from an hour directory of the "
+					  "trash to a directory outside it only");
+	}
+	if (!o->restore)
+		return jo_err_set(err, JO_EUNSUPPORTED, "restore: not on this engine");
+	if (o->restore_many)
+		return n ? o->restore_many(m, v, n, dir_stats, err) : 0;
+	for (size_t i = 0; i < n; i++) {
+		int rc = o->restore(m, v[i].tdir, v[i].src, v[i].src_len, v[i].parent, v[i].name,
+				    v[i].name_len, dir_stats, &v[i].res, &v[i].dst_stat_missing, err);
+
+		if (rc)
+			return rc;
+		v[i].ran = true;
+	}
+	return 0;
+}
+
 int jo_mut_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
 			 int64_t inodes, bool *written, struct jo_err *err)
 {

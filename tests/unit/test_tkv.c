@@ -863,6 +863,46 @@ static void restore_entries(void **state)
 	close_vol(m);
 }
 
+/* restore_many where the engine has no batch: one by one, each with its outcome */
+static void restore_many_entries(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	const uint64_t H = JO_TRASH_INODE + 1;
+	struct jo_rs_item v[3] = {
+		{ .tdir = H, .parent = 1, .src = "1-602-x", .src_len = 7, .name = "x", .name_len = 1 },
+		{ .tdir = H, .parent = 1, .src = "1-600-a", .src_len = 7, .name = "a", .name_len = 1 },
+		{ .tdir = H, .parent = 1, .src = "1-604-y", .src_len = 7, .name = "y", .name_len = 1 },
+	};
+	uint8_t k[64], v2[128];
+	size_t vl = 0;
+
+	(void)state;
+	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
+	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
+	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
+	entry_put(H, "1-600-a", JO_TYPE_FILE, 600);
+	attr_put(602, JO_TYPE_FILE, 1, 10, H);
+	entry_put(H, "1-602-x", JO_TYPE_FILE, 602);
+	entry_put(1, "x", JO_TYPE_FILE, 603);
+	assert_int_equal(jo_mut_restore_many(m, v, 3, false, &err), 0);
+	assert_true(v[0].ran && v[1].ran && v[2].ran);
+	assert_int_equal(v[0].res.status, JO_RS_EXISTS);
+	assert_int_equal(v[1].res.status, JO_RS_DONE);
+	assert_int_equal(v[1].res.ino, 600);
+	assert_int_equal(v[2].res.status, JO_RS_GONE);
+	assert_true(raw_get(k, kentry(k, 1, "a"), v2, &vl));
+	assert_int_equal(jo_be64(v2 + 1), 600);
+	assert_true(raw_get(k, kentry(k, H, "1-602-x"), NULL, NULL));
+	/* into the trash: refused before anything runs */
+	v[1].parent = H;
+	assert_int_not_equal(jo_mut_restore_many(m, v, 2, false, &err), 0);
+	assert_false(v[0].ran);
+	close_vol(m);
+}
+
 static void tasks_and_leases(void **state)
 {
 	struct jo_meta *m = open_vol();
@@ -1098,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(delayed_slices_and_forget),
 		cmocka_unit_test(unlink_and_rmdir),
 		cmocka_unit_test(restore_entries),
+		cmocka_unit_test(restore_many_entries),
 		cmocka_unit_test(tasks_and_leases),
 		cmocka_unit_test(records_of_a_coordinator),
 		cmocka_unit_test(compaction_commit),

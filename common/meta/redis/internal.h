@@ -140,6 +140,8 @@ int jo_rd_rec_scan(struct jo_meta *m, const char *ns, const char *prefix,
 /* Trash-entry removal (redis/rm.c). */
 int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+		       struct jo_err *err);
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
 		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
 		  bool *dst_stat_missing, struct jo_err *err);

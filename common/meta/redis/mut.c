@@ -664,6 +664,7 @@ const struct jo_mut_ops jo_rd_mut_ops = {
 	.unlink = jo_rd_unlink,
 	.rmdir = jo_rd_rmdir,
 	.restore = jo_rd_restore,
+	.restore_many = jo_rd_restore_many,
 	.dir_stat_init = jo_rd_dir_stat_init,
 	.dir_quota_add = jo_rd_dir_quota_add,
 	.task_init = jo_rd_task_init,

@@ -216,6 +216,40 @@ static int r_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struc
 	return rc;
 }
 
+/* getattr_many: GETs pipelined, up to 256 in flight. */
+static int r_getattr_many(struct jo_meta *m, const uint64_t *inos, size_t n, struct jo_attr *out,
+			  bool *found, struct jo_err *err)
+{
+	for (size_t base = 0; base < n; base += 256) {
+		size_t k = n - base < 256 ? n - base : 256;
+		int rc = 0;
+
+		for (size_t i = 0; i < k; i++)
+			if (jo_rd_append(m, "GET %Ki%llu", (unsigned long long)inos[base + i]) != REDIS_OK)
+				return jo_rd_append_failed(m, i, err, "GET pipeline");
+		for (size_t i = 0; i < k; i++) {
+			redisReply *r = NULL;
+
+			if (jo_rd_get_reply(m, &r) != REDIS_OK || !r)
+				return jo_rd_conn_error(m, err, "pipelined GET"); /* the rest went with it */
+			if (rc == 0 && r->type == REDIS_REPLY_ERROR)
+				rc = jo_err_set(err, JO_EIO, "redis %s: GET i%llu: %.200s", m->url.redacted,
+						(unsigned long long)inos[base + i], r->str);
+			else if (rc == 0 && r->type == REDIS_REPLY_STRING) {
+				if ((rc = jo_meta_decode_attr((const uint8_t *)r->str, r->len,
+							      &out[base + i], err)) != 0)
+					jo_err_wrap(err, "inode %llu", (unsigned long long)inos[base + i]);
+				else
+					found[base + i] = true;
+			}
+			freeReplyObject(r);
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /* Parse "<prefix><u64>_<u32>" strictly. */
 static int parse_two(const char *s, size_t n, char prefix, uint64_t *a, uint64_t *b)
 {
@@ -1312,6 +1346,7 @@ const struct jo_meta_ops jo_meta_redis_ops = {
 	.get_setting = r_get_setting,
 	.lookup = r_lookup,
 	.getattr = r_getattr,
+	.getattr_many = r_getattr_many,
 	.readdir = r_readdir,
 	.readdir_attr = r_readdir_attr,
 	.read_chunks = r_read_chunks,

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/err.h"
 #include "common/meta/redis/internal.h"
@@ -398,42 +399,83 @@ struct rs {
 	bool dst_missing;   /* the parent has no statistics recorded */
 };
 
-/* Does dir have statistics (doUpdateDirStat's HEXISTS)? */
-static int has_stat(struct jo_meta *m, uint64_t dir, bool *out, struct jo_err *err)
+static void free_replies(redisReply **rp, size_t n)
 {
-	redisReply *r = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
+	for (size_t i = 0; i < n; i++) {
+		freeReplyObject(rp[i]);
+		rp[i] = NULL;
+	}
+}
 
-	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return jo_rd_fail(m, r, err, "HEXISTS dirUsedSpace");
-	*out = r->integer == 1;
-	freeReplyObject(r);
+/* The n replies of a pipeline (all of them, or none on a lost connection). */
+static int read_replies(struct jo_meta *m, redisReply **rp, size_t n, struct jo_err *err)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (jo_rd_get_reply(m, &rp[i]) != REDIS_OK || !rp[i]) {
+			rp[i] = NULL;
+			free_replies(rp, i);
+			return jo_rd_conn_error(m, err, "restore reads"); /* the rest went with it */
+		}
+	}
 	return 0;
 }
 
-/*
- * Watch the two directories and read the trash entry and the destination's
- * name: 0 with res->status JO_RS_DONE (and res->type, res->ino) where the
- * restore may go on; any other status leaves nothing watched.
- */
-static int rs_lookup(struct jo_meta *m, struct rs *x, struct jo_err *err)
+/* One attempt: 0 with *aborted when a watched key changed. */
+static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
 {
 	struct jo_rs_res *res = x->res;
-	redisReply *r;
-	int rc;
+	redisReply *r, *mg = NULL;
+	uint8_t *da, *ia;
+	struct jo_attr d = { 0 }, a = { 0 };
+	struct jo_err e2 = { 0 };
+	struct timespec now;
+	bool fresh_stat = false, src_stat = false, dst_stat = false, isdir;
+	redisReply *rp[5] = { 0 };
+	uint8_t ebuf[9];
+	size_t q = 0, nr;
+	int rc = 0;
 
-	/* the parent first, as juicefs swaps the keys when the source is the trash */
-	r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
-		      x->parent, x->parent, x->tdir, x->tdir);
-	if (!r)
+	*aborted = false;
+	/*
+	 * Two pipelines of reads, then the MULTI block: the fewer round trips
+	 * between WATCH and EXEC, the fewer EXECs another writer of the hour
+	 * directory (a worker restoring beside this one) aborts. The parent
+	 * first, as juicefs swaps the keys when the source is the trash. The
+	 * statistics' presence is read unwatched, as a juicefs client's flush
+	 * reads it (rename's updateDirStat of both directories, in the same
+	 * MULTI: a process killed after EXEC cannot lose it).
+	 */
+	nr = x->dir_stats ? 5 : 3;
+	if (jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
+			 x->parent, x->parent, x->tdir, x->tdir) != REDIS_OK)
+		return jo_rd_append_failed(m, 0, err, "restore reads");
+	if (jo_rd_append(m, "HGET %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen) != REDIS_OK)
+		return jo_rd_append_failed(m, 1, err, "restore reads");
+	if (jo_rd_append(m, "HEXISTS %Kd%" PRIu64 " %b", x->parent, x->name, x->nlen) != REDIS_OK)
+		return jo_rd_append_failed(m, 2, err, "restore reads");
+	for (size_t i = 3; i < nr; i++)
+		if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64,
+				 i == 3 ? x->tdir : x->parent) != REDIS_OK)
+			return jo_rd_append_failed(m, i, err, "restore reads");
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
 		return rc;
-	freeReplyObject(r);
-	r = jo_rd_command(m, "HGET %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen);
-	if (!r || r->type == REDIS_REPLY_ERROR)
-		return jo_rd_fail(m, r, err, "HGET trash entry");
+	for (size_t i = 0; i < nr; i++)
+		if (rp[i]->type == REDIS_REPLY_ERROR || (i != 1 && i != 0 &&
+							 rp[i]->type != REDIS_REPLY_INTEGER)) {
+			static const char *const what[] = { "WATCH", "HGET trash entry",
+							    "HEXISTS entry", "HEXISTS dirUsedSpace",
+							    "HEXISTS dirUsedSpace" };
+
+			rc = jo_rd_fail(m, rp[i], err, what[i]);
+			rp[i] = NULL;
+			free_replies(rp, nr);
+			return rc;
+		}
+	r = rp[1];
 	if (r->type == REDIS_REPLY_NIL || parse_entry(r, &res->type, &res->ino) != 0) {
 		bool nil = r->type == REDIS_REPLY_NIL;
 
-		freeReplyObject(r);
+		free_replies(rp, nr);
 		unwatch(m);
 		if (nil) {
 			res->status = JO_RS_GONE;
@@ -442,109 +484,102 @@ static int rs_lookup(struct jo_meta *m, struct rs *x, struct jo_err *err)
 		return jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
 				  (int)(x->slen > 80 ? 80 : x->slen), x->src);
 	}
-	freeReplyObject(r);
-	r = jo_rd_command(m, "HEXISTS %Kd%" PRIu64 " %b", x->parent, x->name, x->nlen);
-	if (!r || r->type != REDIS_REPLY_INTEGER)
-		return jo_rd_fail(m, r, err, "HEXISTS entry");
-	if (r->integer) {
-		freeReplyObject(r);
+	if (rp[2]->integer) {
+		free_replies(rp, nr);
 		unwatch(m);
 		res->status = JO_RS_EXISTS;
 		return 0;
 	}
-	freeReplyObject(r);
-	return 0;
-}
+	src_stat = x->dir_stats && rp[3]->integer == 1;
+	dst_stat = x->dir_stats && rp[4]->integer == 1;
+	free_replies(rp, nr);
 
-/*
- * Check the attributes MGET read (trash directory, parent, inode) and decode
- * the parent's into d and the inode's into a: a non-zero code or a status
- * other than JO_RS_DONE says the restore stops here.
- */
-static int rs_check_attrs(const redisReply *mg, struct rs *x, struct jo_attr *d,
-			  struct jo_attr *a, struct jo_err *err)
-{
-	struct jo_rs_res *res = x->res;
-	struct jo_err e2 = { 0 };
+	isdir = res->type == JO_TYPE_DIR;
+	nr = x->dir_stats && isdir ? 4 : 2;
+	if ((isdir ? jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, res->ino, res->ino)
+		 : jo_rd_append(m, "WATCH %Ki%" PRIu64, res->ino)) != REDIS_OK)
+		return jo_rd_append_failed(m, 0, err, "restore reads");
+	if (jo_rd_append(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir, x->parent,
+			 res->ino) != REDIS_OK)
+		return jo_rd_append_failed(m, 1, err, "restore reads");
+	if (nr == 4 && jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, res->ino) != REDIS_OK)
+		return jo_rd_append_failed(m, 2, err, "restore reads");
+	if (nr == 4 && jo_rd_append(m, "HLEN %Kd%" PRIu64, res->ino) != REDIS_OK)
+		return jo_rd_append_failed(m, 3, err, "restore reads");
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
+		return rc;
+	for (size_t i = 0; i < nr; i++)
+		if (rp[i]->type == REDIS_REPLY_ERROR || (i == 1 && (rp[i]->type != REDIS_REPLY_ARRAY ||
+								    rp[i]->elements != 3)) ||
+		    (i > 1 && rp[i]->type != REDIS_REPLY_INTEGER)) {
+			static const char *const what[] = { "WATCH", "MGET attrs",
+							    "directory statistics",
+							    "directory statistics" };
 
+			rc = jo_rd_fail(m, rp[i], err, what[i]);
+			rp[i] = NULL;
+			free_replies(rp, nr);
+			return rc;
+		}
+	mg = rp[1];
+	rp[1] = NULL;
+	fresh_stat = nr == 4 && rp[2]->integer == 0 && rp[3]->integer == 0;
+	free_replies(rp, nr);
 	for (size_t i = 0; i < 3; i++) {
-		const redisReply *e = mg->element[i];
+		redisReply *e = mg->element[i];
 
 		if (e->type != REDIS_REPLY_STRING) {
 			res->status = i == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
-			return 0;
+			goto skip;
 		}
-		if (e->len < ATTR_MIN)
-			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
-					  "left alone", i == 0 ? x->tdir : i == 1 ? x->parent : res->ino,
-					  e->len);
+		if (e->len < ATTR_MIN) {
+			rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+					"left alone", i == 0 ? x->tdir : i == 1 ? x->parent : res->ino,
+					e->len);
+			goto skip;
+		}
 	}
-	(void)jo_meta_decode_attr((const uint8_t *)mg->element[1]->str, mg->element[1]->len, d,
-				  &e2);
-	(void)jo_meta_decode_attr((const uint8_t *)mg->element[2]->str, mg->element[2]->len, a,
-				  &e2);
-	if (d->type != JO_TYPE_DIR) {
+	da = (uint8_t *)mg->element[1]->str;
+	ia = (uint8_t *)mg->element[2]->str;
+	(void)jo_meta_decode_attr(da, mg->element[1]->len, &d, &e2);
+	(void)jo_meta_decode_attr(ia, mg->element[2]->len, &a, &e2);
+	if (d.type != JO_TYPE_DIR) {
 		res->status = JO_RS_NOPARENT;
-		return 0;
+		goto skip;
 	}
-	if ((d->flags & FLAG_IMMUTABLE) || (a->flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
-	    res->ino == x->parent || res->ino == d->parent)
+	if ((d.flags & FLAG_IMMUTABLE) || (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+	    res->ino == x->parent || res->ino == d.parent) {
 		res->status = JO_RS_PERM;
-	return 0;
-}
-
-/* Is dir a directory with no statistics and no entries (one the restore gives
- * zero statistics)? */
-static int rs_fresh_stat(struct jo_meta *m, uint64_t dir, bool *fresh, struct jo_err *err)
-{
-	redisReply *h = jo_rd_command(m, "HEXISTS %KdirUsedSpace %" PRIu64, dir);
-	redisReply *l = h && h->type == REDIS_REPLY_INTEGER && !h->integer ?
-			jo_rd_command(m, "HLEN %Kd%" PRIu64, dir) : NULL;
-
-	*fresh = l && l->type == REDIS_REPLY_INTEGER && l->integer == 0;
-	if (!h || h->type != REDIS_REPLY_INTEGER) /* then l was never asked for */
-		return jo_rd_fail(m, h, err, "directory statistics");
-	if (!h->integer && (!l || l->type != REDIS_REPLY_INTEGER)) {
-		freeReplyObject(h);
-		return jo_rd_fail(m, l, err, "directory statistics"); /* frees l */
+		goto skip;
 	}
-	freeReplyObject(h);
-	freeReplyObject(l);
-	return 0;
-}
-
-/* What the restore's MULTI block learnt before it is queued. */
-struct rs_plan {
-	uint8_t *da, *ia;    /* the parent's and the inode's attributes, updated */
-	size_t dlen, ilen;
-	bool legacy_parent;  /* a.parent == 0: the inode keeps its parents in p{ino} */
-	bool src_stat, dst_stat, fresh_stat;
-};
-
-/* Queue the restore's MULTI ... EXEC; the number of replies between them. */
-static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct rs_plan *p)
-{
-	const struct jo_rs_res *res = x->res;
-	uint8_t ebuf[9];
-	size_t q = 0;
+	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
+	x->dst_missing = x->dir_stats && !dst_stat;
+	clock_gettime(CLOCK_REALTIME, &now);
+	stamp(ia, AT_CTIME, &now);
+	if (mg->element[2]->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
+		jo_put_be64(ia + AT_PARENT, x->parent);
+	if (res->type == JO_TYPE_DIR)
+		jo_put_be32(da + AT_NLINK, d.nlink + 1);
+	stamp(da, AT_MTIME, &now);
+	stamp(da, AT_CTIME, &now);
 
 	jo_rd_append(m, "MULTI");
 	jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen), q++;
-	if (p->legacy_parent && res->type != JO_TYPE_DIR) {
+	if (a.parent == 0 && res->type != JO_TYPE_DIR) {
 		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, x->parent), q++;
 		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, x->tdir), q++;
 	}
-	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, p->ia, p->ilen), q++;
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, mg->element[2]->len), q++;
 	ebuf[0] = res->type;
 	jo_put_be64(ebuf + 1, res->ino);
 	jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", x->parent, x->name, x->nlen, ebuf,
 		     sizeof(ebuf)), q++;
-	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, p->da, p->dlen), q++;
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, da, mg->element[1]->len), q++;
 	for (int i = 0; i < 2; i++) {
 		uint64_t dir = i ? x->parent : x->tdir;
 		int64_t sign = i ? 1 : -1;
 
-		if (!(i ? p->dst_stat : p->src_stat))
+		if (!(i ? dst_stat : src_stat))
 			continue;
 		if (res->length)
 			jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir,
@@ -553,74 +588,44 @@ static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct rs_pl
 			     sign * jo_align4k(res->length)), q++;
 		jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, sign), q++;
 	}
-	if (p->fresh_stat) {
+	if (fresh_stat) {
 		jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
 	}
 	jo_rd_append(m, "EXEC");
-	return q;
-}
-
-/* One attempt: 0 with *aborted when a watched key changed. */
-static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
-{
-	struct jo_rs_res *res = x->res;
-	redisReply *mg;
-	struct jo_attr d = { 0 }, a = { 0 };
-	struct rs_plan p = { 0 };
-	struct timespec now;
-	size_t q;
-	int rc;
-
-	*aborted = false;
-	if ((rc = rs_lookup(m, x, err)) != 0 || res->status != JO_RS_DONE)
-		return rc;
-	if ((rc = watch(m, err, res->ino, res->ino, res->type == JO_TYPE_DIR)) != 0)
-		return rc;
-	mg = jo_rd_command(m, "MGET %Ki%" PRIu64 " %Ki%" PRIu64 " %Ki%" PRIu64, x->tdir,
-			   x->parent, res->ino);
-	if (!mg || mg->type != REDIS_REPLY_ARRAY || mg->elements != 3)
-		return jo_rd_fail(m, mg, err, "MGET attrs");
-	if ((rc = rs_check_attrs(mg, x, &d, &a, err)) != 0 || res->status != JO_RS_DONE) {
-		freeReplyObject(mg);
-		unwatch(m);
-		return rc;
-	}
-	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
-	if (x->dir_stats && res->type == JO_TYPE_DIR &&
-	    (rc = rs_fresh_stat(m, res->ino, &p.fresh_stat, err)) != 0) {
-		freeReplyObject(mg);
-		return rc;
-	}
-	/*
-	 * Rename's updateDirStat of both directories, in the same MULTI (a
-	 * process killed after EXEC cannot lose it); like doUpdateDirStat, only
-	 * where a record exists (looked up first, not watched: the flush of a
-	 * juicefs client does not watch it either).
-	 */
-	if (x->dir_stats && ((rc = has_stat(m, x->tdir, &p.src_stat, err)) != 0 ||
-			     (rc = has_stat(m, x->parent, &p.dst_stat, err)) != 0)) {
-		freeReplyObject(mg);
-		return rc;
-	}
-	x->dst_missing = x->dir_stats && !p.dst_stat;
-	p.da = (uint8_t *)mg->element[1]->str;
-	p.dlen = mg->element[1]->len;
-	p.ia = (uint8_t *)mg->element[2]->str;
-	p.ilen = mg->element[2]->len;
-	p.legacy_parent = a.parent == 0;
-	clock_gettime(CLOCK_REALTIME, &now);
-	stamp(p.ia, AT_CTIME, &now);
-	if (p.ilen >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
-		jo_put_be64(p.ia + AT_PARENT, x->parent);
-	if (res->type == JO_TYPE_DIR)
-		jo_put_be32(p.da + AT_NLINK, d.nlink + 1);
-	stamp(p.da, AT_MTIME, &now);
-	stamp(p.da, AT_CTIME, &now);
-	q = rs_queue(m, x, &p);
 	freeReplyObject(mg);
 	return exec_block(m, q, aborted, err);
+skip:
+	freeReplyObject(mg);
+	unwatch(m);
+	return rc;
+}
+
+/*
+ * After an aborted EXEC, a random pause of up to (attempt + 1) x 0.5 ms
+ * (at most 10 ms): workers restoring from one hour directory all write its
+ * entry hash, and without it the one that retries can lose to the others'
+ * next transactions again and again.
+ */
+static void backoff(int attempt)
+{
+	static uint64_t s;
+	struct timespec ts;
+	int64_t cap = (attempt + 1) * 500000LL;
+
+	if (!s) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		s = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ULL;
+	}
+	s ^= s << 13;
+	s ^= s >> 7;
+	s ^= s << 17;
+	if (cap > 10000000)
+		cap = 10000000;
+	ts.tv_sec = 0;
+	ts.tv_nsec = (long)(s % (uint64_t)cap);
+	nanosleep(&ts, NULL);
 }
 
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
@@ -640,8 +645,10 @@ int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen
 			continue; /* nothing ran, or a lost EXEC the next attempt finds done */
 		if (rc || res->status != JO_RS_DONE)
 			return rc;
-		if (aborted)
+		if (aborted) {
+			backoff(attempt);
 			continue;
+		}
 		*dst_stat_missing = x.dst_missing;
 		return 0;
 	}
@@ -697,4 +704,340 @@ int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t 
 	return if_one_two_fields(m, r, rc, had, ino,
 				 "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64, space,
 				 "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64, inodes, err);
+}
+
+/*
+ * ---- a batch of restores in one MULTI (jo_mut_restore_many)
+ *
+ * Workers restoring from one hour directory all write its entry hash, which
+ * every restore WATCHes: one entry per transaction, each EXEC aborts the
+ * others' transactions under way. A batch reads all of its entries in two
+ * pipelines and writes them in one MULTI block: the same keys watched, the
+ * same checks per entry, each parent's attr written once (nlink, times).
+ * A batch where an entry is also one of the directories written (its own
+ * parent, an hour directory) goes one by one.
+ */
+struct rb_dir {
+	uint64_t ino;
+	bool stat;          /* has statistics */
+	redisReply *attr;   /* borrowed from the GET replies */
+	int64_t dirs;       /* directories restored into it */
+	bool parent, written;
+};
+
+struct rb_item {
+	bool cand;          /* passed the first checks */
+	size_t tdir, parent; /* indexes into the dirs */
+	redisReply *attr;   /* the entry's attr (borrowed) */
+	bool fresh;         /* a directory without statistics or entries */
+	struct jo_attr a;
+};
+
+static size_t rb_dir_of(struct rb_dir *d, size_t *nd, uint64_t ino)
+{
+	for (size_t i = 0; i < *nd; i++)
+		if (d[i].ino == ino)
+			return i;
+	memset(&d[*nd], 0, sizeof(d[*nd]));
+	d[*nd].ino = ino;
+	return (*nd)++;
+}
+
+static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			      struct rb_dir *d, struct rb_item *it, redisReply **rp, bool *aborted,
+			      bool *one_by_one, struct jo_err *err)
+{
+	size_t nd = 0, nr = 0, ap = 0, q = 0, ndone = 0;
+	struct timespec now;
+	struct jo_err e2 = { 0 };
+	int rc = 0;
+
+	*aborted = *one_by_one = false;
+	for (size_t i = 0; i < n; i++) {
+		memset(&v[i].res, 0, sizeof(v[i].res));
+		memset(&it[i], 0, sizeof(it[i]));
+		it[i].parent = rb_dir_of(d, &nd, v[i].parent);
+		d[it[i].parent].parent = true;
+		it[i].tdir = rb_dir_of(d, &nd, v[i].tdir);
+	}
+	/* the parents first, as juicefs swaps the keys when the source is the trash */
+	for (size_t i = 0; i < nd; i++, ap++)
+		if (jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, d[i].ino, d[i].ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	for (size_t i = 0; i < n; i++, ap += 2)
+		if (jo_rd_append(m, "HGET %Kd%" PRIu64 " %b", v[i].tdir, v[i].src, v[i].src_len) !=
+			    REDIS_OK ||
+		    jo_rd_append(m, "HEXISTS %Kd%" PRIu64 " %b", v[i].parent, v[i].name,
+				 v[i].name_len) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	for (size_t i = 0; dir_stats && i < nd; i++, ap++)
+		if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, d[i].ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	nr = ap;
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
+		return rc;
+	for (size_t i = 0; i < nr; i++) {
+		bool hget = i >= nd && i < nd + 2 * n && (i - nd) % 2 == 0;
+
+		if (rp[i]->type == REDIS_REPLY_ERROR ||
+		    (i >= nd && !hget && rp[i]->type != REDIS_REPLY_INTEGER)) {
+			rc = jo_rd_fail(m, rp[i], err, i < nd ? "WATCH" : hget ? "HGET trash entry" :
+						 "HEXISTS");
+			rp[i] = NULL;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		redisReply *h = rp[nd + 2 * i], *x = rp[nd + 2 * i + 1];
+
+		if (h->type == REDIS_REPLY_NIL) {
+			v[i].res.status = JO_RS_GONE;
+			continue;
+		}
+		if (parse_entry(h, &v[i].res.type, &v[i].res.ino) != 0) {
+			rc = jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
+					(int)(v[i].src_len > 80 ? 80 : v[i].src_len), v[i].src);
+			goto out;
+		}
+		if (x->integer) {
+			v[i].res.status = JO_RS_EXISTS;
+			continue;
+		}
+		it[i].cand = true;
+		for (size_t j = 0; j < nd; j++)
+			if (d[j].ino == v[i].res.ino)
+				*one_by_one = true;
+		/* a directory twice, or two entries for one name: one by one */
+		for (size_t j = 0; j < i; j++)
+			if (it[j].cand && ((v[j].res.ino == v[i].res.ino &&
+					    v[i].res.type == JO_TYPE_DIR) ||
+					   (v[j].parent == v[i].parent &&
+					    v[j].name_len == v[i].name_len &&
+					    !memcmp(v[j].name, v[i].name, v[i].name_len))))
+				*one_by_one = true;
+	}
+	for (size_t i = 0; dir_stats && i < nd; i++)
+		d[i].stat = rp[nd + 2 * n + i]->integer == 1;
+	free_replies(rp, nr);
+	nr = 0;
+	if (*one_by_one)
+		goto out;
+
+	/* the entries' keys watched, then every attr and the new directories' statistics */
+	ap = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (!it[i].cand)
+			continue;
+		if ((v[i].res.type == JO_TYPE_DIR ?
+		     jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, v[i].res.ino, v[i].res.ino) :
+		     jo_rd_append(m, "WATCH %Ki%" PRIu64, v[i].res.ino)) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+		ap++;
+	}
+	for (size_t i = 0; i < nd; i++, ap++)
+		if (jo_rd_append(m, "GET %Ki%" PRIu64, d[i].ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+	for (size_t i = 0; i < n; i++) {
+		if (!it[i].cand)
+			continue;
+		if (jo_rd_append(m, "GET %Ki%" PRIu64, v[i].res.ino) != REDIS_OK)
+			return jo_rd_append_failed(m, ap, err, "restore reads");
+		ap++;
+		if (dir_stats && v[i].res.type == JO_TYPE_DIR) {
+			if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, v[i].res.ino) != REDIS_OK)
+				return jo_rd_append_failed(m, ap, err, "restore reads");
+			ap++;
+			if (jo_rd_append(m, "HLEN %Kd%" PRIu64, v[i].res.ino) != REDIS_OK)
+				return jo_rd_append_failed(m, ap, err, "restore reads");
+			ap++;
+		}
+	}
+	nr = ap;
+	if ((rc = read_replies(m, rp, nr, err)) != 0)
+		return rc;
+	for (size_t i = 0; i < nr; i++)
+		if (rp[i]->type == REDIS_REPLY_ERROR) {
+			rc = jo_rd_fail(m, rp[i], err, "restore reads");
+			rp[i] = NULL;
+			goto out;
+		}
+	{
+		size_t at = 0;
+
+		for (size_t i = 0; i < n; i++)
+			at += it[i].cand;
+		for (size_t i = 0; i < nd; i++, at++)
+			d[i].attr = rp[at];
+		for (size_t i = 0; i < n; i++) {
+			if (!it[i].cand)
+				continue;
+			it[i].attr = rp[at++];
+			if (dir_stats && v[i].res.type == JO_TYPE_DIR) {
+				redisReply *h = rp[at++], *l = rp[at++];
+
+				if (h->type != REDIS_REPLY_INTEGER || l->type != REDIS_REPLY_INTEGER) {
+					rc = jo_err_set(err, JO_EPROTO, "redis %s: directory statistics: "
+							"unexpected reply", m->url.redacted);
+					goto out;
+				}
+				it[i].fresh = h->integer == 0 && l->integer == 0;
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct jo_rs_res *res = &v[i].res;
+		redisReply *at[3];
+		struct jo_attr pa = { 0 };
+
+		if (!it[i].cand)
+			continue;
+		it[i].cand = false;
+		at[0] = d[it[i].tdir].attr;
+		at[1] = d[it[i].parent].attr;
+		at[2] = it[i].attr;
+		for (size_t k = 0; k < 3 && res->status == JO_RS_DONE; k++) {
+			if (at[k]->type != REDIS_REPLY_STRING) {
+				res->status = k == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
+				break;
+			}
+			if (at[k]->len < ATTR_MIN) {
+				rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+						"left alone", k == 0 ? v[i].tdir : k == 1 ? v[i].parent :
+						res->ino, at[k]->len);
+				goto out;
+			}
+		}
+		if (res->status != JO_RS_DONE)
+			continue;
+		(void)jo_meta_decode_attr((uint8_t *)at[1]->str, at[1]->len, &pa, &e2);
+		(void)jo_meta_decode_attr((uint8_t *)at[2]->str, at[2]->len, &it[i].a, &e2);
+		if (pa.type != JO_TYPE_DIR) {
+			res->status = JO_RS_NOPARENT;
+			continue;
+		}
+		if ((pa.flags & FLAG_IMMUTABLE) || (it[i].a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+		    res->ino == v[i].parent || res->ino == pa.parent) {
+			res->status = JO_RS_PERM;
+			continue;
+		}
+		res->length = res->type == JO_TYPE_FILE ? it[i].a.length : 0;
+		it[i].cand = true; /* goes back */
+		ndone++;
+	}
+	if (!ndone) {
+		unwatch(m);
+		goto ran;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	jo_rd_append(m, "MULTI");
+	for (size_t i = 0; i < n; i++) {
+		struct jo_rs_res *res = &v[i].res;
+		uint8_t *ia, ebuf[9];
+
+		if (!it[i].cand)
+			continue;
+		ia = (uint8_t *)it[i].attr->str;
+		stamp(ia, AT_CTIME, &now);
+		if (it[i].attr->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || it[i].a.parent > 0))
+			jo_put_be64(ia + AT_PARENT, v[i].parent);
+		jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", v[i].tdir, v[i].src, v[i].src_len), q++;
+		if (it[i].a.parent == 0 && res->type != JO_TYPE_DIR) {
+			jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, v[i].parent), q++;
+			jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, v[i].tdir), q++;
+		}
+		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, it[i].attr->len), q++;
+		ebuf[0] = res->type;
+		jo_put_be64(ebuf + 1, res->ino);
+		jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", v[i].parent, v[i].name, v[i].name_len,
+			     ebuf, sizeof(ebuf)), q++;
+		d[it[i].parent].dirs += res->type == JO_TYPE_DIR;
+		d[it[i].parent].written = true;
+		for (int k = 0; k < 2; k++) {
+			const struct rb_dir *dd = &d[k ? it[i].parent : it[i].tdir];
+			int64_t sign = k ? 1 : -1;
+
+			if (!dir_stats || !dd->stat)
+				continue;
+			if (res->length)
+				jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dd->ino,
+					     sign * (int64_t)res->length), q++;
+			jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dd->ino,
+				     sign * jo_align4k(res->length)), q++;
+			jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dd->ino, sign), q++;
+		}
+		if (dir_stats && it[i].fresh) {
+			jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
+			jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
+			jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
+		}
+	}
+	for (size_t i = 0; i < nd; i++) {
+		struct jo_attr pa = { 0 };
+		uint8_t *da;
+
+		if (!d[i].written)
+			continue;
+		da = (uint8_t *)d[i].attr->str;
+		(void)jo_meta_decode_attr(da, d[i].attr->len, &pa, &e2);
+		if (d[i].dirs)
+			jo_put_be32(da + AT_NLINK, pa.nlink + (uint32_t)d[i].dirs);
+		stamp(da, AT_MTIME, &now);
+		stamp(da, AT_CTIME, &now);
+		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", d[i].ino, da, d[i].attr->len), q++;
+	}
+	jo_rd_append(m, "EXEC");
+	if ((rc = exec_block(m, q, aborted, err)) != 0 || *aborted)
+		goto out;
+ran:
+	for (size_t i = 0; i < n; i++) {
+		v[i].ran = true;
+		v[i].dst_stat_missing = v[i].res.status == JO_RS_DONE && dir_stats &&
+					!d[it[i].parent].stat;
+	}
+out:
+	free_replies(rp, nr);
+	if ((rc && rc != JO_ECONNECT) || (!rc && *one_by_one))
+		unwatch(m); /* no EXEC follows */
+	return rc;
+}
+
+int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+		       struct jo_err *err)
+{
+	struct rb_dir *d = calloc(2 * n, sizeof(*d));
+	struct rb_item *it = calloc(n, sizeof(*it));
+	redisReply **rp = calloc(4 * n + 2 * n + 2, sizeof(*rp));
+	bool one_by_one = false;
+	int rc = 0, lost = 0, attempt;
+
+	if (!d || !it || !rp) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (attempt = 0; attempt < TXN_RETRIES; attempt++) {
+		bool aborted = false;
+
+		rc = restore_batch_once(m, v, n, dir_stats, d, it, rp, &aborted, &one_by_one, err);
+		if (rc && jo_rd_retryable(m, rc) && ++lost <= 3)
+			continue; /* nothing ran, or a lost EXEC the next attempt finds done */
+		if (rc || one_by_one || !aborted)
+			break;
+		backoff(attempt);
+	}
+	if (!rc && !one_by_one && attempt == TXN_RETRIES)
+		rc = jo_err_set(err, JO_EIO, "restore of %zu entries: the transaction kept "
+				"conflicting; retry later", n);
+	if (!rc && one_by_one) {
+		for (size_t i = 0; i < n && rc == 0; i++) {
+			rc = jo_rd_restore(m, v[i].tdir, v[i].src, v[i].src_len, v[i].parent, v[i].name,
+					   v[i].name_len, dir_stats, &v[i].res, &v[i].dst_stat_missing,
+					   err);
+			v[i].ran = rc == 0;
+		}
+	}
+out:
+	free(d);
+	free(it);
+	free(rp);
+	return rc;
 }

@@ -173,6 +173,8 @@ extern const struct jo_mut_ops jo_sql_mut_ops;
 extern const struct jo_compact_ops jo_sql_compact_ops;
 int jo_sql_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
 		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+int jo_sql_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			struct jo_err *err);
 int jo_sql_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
 		   const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
 		   bool *dst_stat_missing, struct jo_err *err);

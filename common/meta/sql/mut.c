@@ -445,6 +445,7 @@ const struct jo_mut_ops jo_sql_mut_ops = {
 	.unlink = jo_sql_unlink,
 	.rmdir = jo_sql_rmdir,
 	.restore = jo_sql_restore,
+	.restore_many = jo_sql_restore_many,
 	.dir_stat_init = jo_sql_dir_stat_init,
 	.dir_quota_add = jo_sql_dir_quota_add,
 	.task_init = jo_sql_task_init,

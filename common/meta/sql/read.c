@@ -461,6 +461,49 @@ static int s_getattr(struct jo_meta *m, uint64_t ino, struct jo_attr *out, struc
 	return rc;
 }
 
+/* getattr_many: IN lists of up to 16 inodes (the drivers bind at most 16
+ * parameters; a repeated inode gets each of its slots). */
+#define ATTR_IN_MAX 16
+static int s_getattr_many(struct jo_meta *m, const uint64_t *inos, size_t n, struct jo_attr *out,
+			  bool *found, struct jo_err *err)
+{
+	char sql[sizeof("SELECT " NODE_COLS " FROM @node WHERE inode IN ()") + 2 * ATTR_IN_MAX];
+
+	for (size_t base = 0; base < n; base += ATTR_IN_MAX) {
+		size_t k = n - base < ATTR_IN_MAX ? n - base : ATTR_IN_MAX, len;
+		struct jo_sqls *st;
+		int rc;
+
+		len = (size_t)snprintf(sql, sizeof(sql), "SELECT " NODE_COLS " FROM @node WHERE inode IN (");
+		for (size_t i = 0; i < k; i++) {
+			sql[len++] = i ? ',' : '?';
+			if (i)
+				sql[len++] = '?';
+		}
+		sql[len++] = ')';
+		sql[len] = '\0';
+		if ((rc = jo_sql_prep(m, NULL, &st, err, sql)) != 0)
+			return rc;
+		for (size_t i = 0; i < k; i++)
+			jo_sql_i64(m, st, (int)i + 1, (int64_t)inos[base + i]);
+		while ((rc = jo_sql_step(m, st, err)) == 1) {
+			uint64_t ino = (uint64_t)jo_sql_col_i64(m, st, 0);
+			struct jo_attr a;
+
+			row_attr(m, st, &a);
+			for (size_t i = 0; i < k; i++)
+				if (inos[base + i] == ino) {
+					out[base + i] = a;
+					found[base + i] = true;
+				}
+		}
+		jo_sql_free(m, st);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
 /*
  * Page through a query in key order. tmpl selects the key as column 0 and
  * takes the last key seen (and then the arguments pre[0..npre)) as its
@@ -831,6 +874,7 @@ const struct jo_meta_ops jo_meta_sql_ops = {
 	.get_setting = s_get_setting,
 	.lookup = s_lookup,
 	.getattr = s_getattr,
+	.getattr_many = s_getattr_many,
 	.readdir = s_readdir,
 	.read_chunk = s_read_chunk,
 	.list_chunks = s_list_chunks,
