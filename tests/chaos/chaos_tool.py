@@ -54,9 +54,10 @@ def plant(dump, keys_path, seed, n):
     name, hp = st["Name"], bool(st.get("HashPrefix"))
     bs = int(st.get("BlockSize", 4096)) * 1024
     counter = int(d["Counters"]["nextChunk"])
-    live = set()
+    live = []
     walk(d.get("FSTree", {}), live)
     walk(d.get("Trash", {}) or {}, live)
+    live = set(live)  # a slice listed under two names counts once
     used = set(i for i, _ in live)
     for line in open(keys_path):
         k = line.split()[0] if line.strip() else ""
