@@ -454,9 +454,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	}
 	cmd_scrub_url_password(argv[1]);
 
-	rc = cmd_meta_open(url, &m, &err);
-	if (!rc)
-		rc = jo_meta_load_format(m, &f, &err);
+	rc = cmd_meta_open_format(url, &m, &f, &err);
 	if (rc) {
 		report(&d, "metadata", FAIL, rc == JO_EAUTH ? DOCTOR_EXIT_META_AUTH : rc, err.msg,
 		       jo_meta_hint(url, rc));

@@ -299,13 +299,10 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 	if (n != 1)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	/* info needs no object store: open the metadata only */
-	url = strdup(argv[1]);
+	url = cmd_take_url(argv[1]);
 	if (!url)
 		return JO_EXIT_FAIL;
-	cmd_scrub_url_password(argv[1]);
-	rc = cmd_meta_open(url, &m, &err);
-	if (!rc)
-		rc = jo_meta_load_format(m, &fmt, &err);
+	rc = cmd_meta_open_format(url, &m, &fmt, &err);
 	if (!rc)
 		rc = gather(m, &in, &err);
 	if (rc) {

@@ -19,6 +19,7 @@
 
 #include "common/cancel.h"
 #include "common/err.h"
+#include "common/strfree.h"
 
 #define TEMP_TRIES 100
 #define TEMP_RAND 6 /* as mkstemp's XXXXXX */
@@ -310,10 +311,7 @@ void jo_file_abort(struct jo_file *f)
 		(void)unlinkat(f->dfd, f->tmp, 0); /* an incomplete file must not look complete */
 	if (f->dfd >= 0)
 		close(f->dfd);
-	free(f->path);
-	free(f->base);
-	free(f->tmp);
-	free(f->tmp_path);
+	jo_free_strs(&f->path, &f->base, &f->tmp, &f->tmp_path);
 	free(f);
 }
 

@@ -62,6 +62,16 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err)
 	return cmd_meta_open_mode(url, true, out, err);
 }
 
+int cmd_meta_open_format(const char *url, struct jo_meta **out, struct jo_format *fmt,
+			 struct jo_err *err)
+{
+	int rc = cmd_meta_open(url, out, err);
+
+	if (!rc)
+		rc = jo_meta_load_format(*out, fmt, err);
+	return rc;
+}
+
 int cmd_meta_open_mode(const char *url, bool read_only, struct jo_meta **out, struct jo_err *err)
 {
 	struct jo_meta_open_opts mo = { .read_only = read_only };
@@ -113,6 +123,15 @@ void cmd_scrub_url_password(char *url)
 	colon = memchr(scheme, ':', (size_t)(at - scheme));
 	if (colon)
 		scrub_span(colon + 1, (size_t)(at - colon - 1), strlen(at));
+}
+
+char *cmd_take_url(char *arg)
+{
+	char *url = strdup(arg);
+
+	if (url)
+		cmd_scrub_url_password(arg);
+	return url;
 }
 
 int cmd_opt_exit(struct jo_ctx *ctx, int n)

@@ -13,6 +13,7 @@
 
 struct jo_ctx;
 struct jo_err;
+struct jo_format;
 struct jo_meta;
 struct jo_vol;
 struct jo_cfg;
@@ -103,7 +104,17 @@ int cmd_meta_open(const char *url, struct jo_meta **out, struct jo_err *err);
 /* The same, for writing when read_only is false (a command that changes metadata). */
 int cmd_meta_open_mode(const char *url, bool read_only, struct jo_meta **out, struct jo_err *err);
 
+/* jo_meta_open as cmd_meta_open does, then the volume's format into *fmt. */
+int cmd_meta_open_format(const char *url, struct jo_meta **out, struct jo_format *fmt,
+			 struct jo_err *err);
+
 void cmd_scrub_arg(char *arg);
 void cmd_scrub_url_password(char *url);
+/*
+ * A copy of the META-URL word of argv to open the volume with, and that word's
+ * password scrubbed in place (ps no longer shows it). NULL: out of memory, the
+ * word left as it was.
+ */
+char *cmd_take_url(char *arg);
 
 #endif

@@ -358,6 +358,18 @@ static int scan_rc(struct planner *p, int rc, struct jo_err *err, const char *wh
 	return jo_err_wrap(err, "plan: %s", what);
 }
 
+/* The end of one scan: its last batch emitted, its error told (scan_rc), what
+ * it staged committed. */
+static int scan_done(struct planner *p, int rc, int kind, const char *what, struct jo_err *err)
+{
+	if (rc == 0)
+		rc = emit(p, kind);
+	rc = scan_rc(p, rc, err, what);
+	if (rc == 0)
+		rc = commit_staged(p, err);
+	return rc;
+}
+
 int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 {
 	struct jo_meta *m = r->vol->meta;
@@ -385,28 +397,20 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 			jo_err_clear(err); /* no trash directory (yet) */
 			rc = 0;
 		}
-		if (rc == 0)
-			rc = emit(&p, GC_TRASH);
-		if ((rc = scan_rc(&p, rc, err, "trash")) != 0 || (rc = commit_staged(&p, err)) != 0)
+		if ((rc = scan_done(&p, rc, GC_TRASH, "trash", err)) != 0)
 			goto out;
 	}
 
 	rc = jo_meta_scan_delfiles(m, on_delfile, &p, err);
-	if (rc == 0)
-		rc = emit(&p, GC_FILE);
-	if ((rc = scan_rc(&p, rc, err, "removed files")) != 0 || (rc = commit_staged(&p, err)) != 0)
+	if ((rc = scan_done(&p, rc, GC_FILE, "removed files", err)) != 0)
 		goto out;
 
 	rc = jo_meta_scan_slice_refs(m, on_ref, &p, err);
-	if (rc == 0)
-		rc = emit(&p, GC_SLICE);
-	if ((rc = scan_rc(&p, rc, err, "slice references")) != 0 || (rc = commit_staged(&p, err)) != 0)
+	if ((rc = scan_done(&p, rc, GC_SLICE, "slice references", err)) != 0)
 		goto out;
 
 	rc = jo_meta_scan_delslices(m, on_delslices, &p, err);
-	if (rc == 0)
-		rc = emit(&p, GC_DELSLICE);
-	if ((rc = scan_rc(&p, rc, err, "delayed slices")) != 0 || (rc = commit_staged(&p, err)) != 0)
+	if ((rc = scan_done(&p, rc, GC_DELSLICE, "delayed slices", err)) != 0)
 		goto out;
 
 	if (jo_meta_has(m, JO_META_HAS_ORPHAN_CHUNKS)) {
@@ -418,10 +422,7 @@ int gc_plan(struct gc_run *r, bool evaluate, struct jo_err *err)
 		if (p.nexcl)
 			qsort(p.excl, p.nexcl, sizeof(*p.excl), cmp_u64);
 		rc = jo_mut_scan_orphan_chunks(m, on_orphan, &p, err);
-		if (rc == 0)
-			rc = emit(&p, GC_CHUNK);
-		if ((rc = scan_rc(&p, rc, err, "leaked chunks")) != 0 ||
-		    (rc = commit_staged(&p, err)) != 0)
+		if ((rc = scan_done(&p, rc, GC_CHUNK, "leaked chunks", err)) != 0)
 			goto out;
 	}
 	if (evaluate && !r->o.delete_) {

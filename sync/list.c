@@ -27,6 +27,7 @@
 #include "common/extsort.h"
 #include "common/log.h"
 #include "common/object/object.h"
+#include "common/strfree.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -983,11 +984,7 @@ int jo_sync_stream_start(struct jo_sync_stream **out, struct jo_obj *o, const ch
 		int rrc = range_setup(s, so);
 
 		if (rrc) {
-			free(s->rlo);
-			free(s->rhi);
-			free(s->lprefix);
-			free(s->after);
-			free(s->prefix);
+			jo_free_strs(&s->rlo, &s->rhi, &s->lprefix, &s->after, &s->prefix);
 			free(s);
 			return jo_err_set(err, rrc, rrc == JO_EINVAL ? "range bounds are not boundaries"
 								   : "out of memory");
@@ -1142,12 +1139,7 @@ void jo_sync_stream_free(struct jo_sync_stream *s)
 	free(s->ranges);
 	jo_xsort_free(s->xs);
 	qent_free(&s->curent);
-	free(s->last);
-	free(s->prefix);
-	free(s->after);
-	free(s->rlo);
-	free(s->rhi);
-	free(s->lprefix);
+	jo_free_strs(&s->last, &s->prefix, &s->after, &s->rlo, &s->rhi, &s->lprefix);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv);
 	free(s);

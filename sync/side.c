@@ -17,6 +17,7 @@
 #include "common/config.h"
 #include "common/err.h"
 #include "common/object/object.h"
+#include "common/strfree.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -157,15 +158,8 @@ void jo_sync_side_free(struct jo_sync_side *s)
 {
 	if (!s)
 		return;
-	free(s->url);
-	free(s->profile);
-	free(s->endpoint);
-	free(s->bucket);
-	free(s->prefix);
-	free(s->region);
-	free(s->access_key);
-	free(s->secret_key);
-	free(s->session_token);
+	jo_free_strs(&s->url, &s->profile, &s->endpoint, &s->bucket, &s->prefix, &s->region,
+		     &s->access_key, &s->secret_key, &s->session_token);
 	memset(s, 0, sizeof(*s));
 }
 

@@ -131,14 +131,11 @@ int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 		return cmd_usage_error(ctx, "expected one META-URL");
 	if (!o.out || !*o.out)
 		return cmd_usage_error(ctx, "--out DIR is required");
-	url = strdup(argv[1]);
+	url = cmd_take_url(argv[1]);
 	if (!url)
 		return JO_EXIT_FAIL;
-	cmd_scrub_url_password(argv[1]);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = cmd_meta_open(url, &m, &err);
-	if (!rc)
-		rc = jo_meta_load_format(m, &fmt, &err);
+	rc = cmd_meta_open_format(url, &m, &fmt, &err);
 	if (!rc)
 		cmd_metrics_volume(ctx, fmt.name); /* the summary's volume */
 	if (!rc)

@@ -510,14 +510,11 @@ int cmd_usage(int argc, char **argv, struct jo_ctx *ctx)
 	if (n < 1 || n > 2)
 		return cmd_usage_error(ctx, "expected META-URL [PATH]");
 	o.root = n == 2 ? argv[2] : "/";
-	url = strdup(argv[1]);
+	url = cmd_take_url(argv[1]);
 	if (!url)
 		return JO_EXIT_FAIL;
-	cmd_scrub_url_password(argv[1]);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	rc = cmd_meta_open(url, &m, &err);
-	if (!rc)
-		rc = jo_meta_load_format(m, &fmt, &err);
+	rc = cmd_meta_open_format(url, &m, &fmt, &err);
 	if (!rc && since_path)
 		rc = since_load(&sn, since_path, &o, &err);
 	if (!rc && html_path)

@@ -208,6 +208,72 @@ static bool ranks_before(uint64_t ab, const char *ap, size_t al, uint64_t bb, co
 	return usage_path_cmp(ap, al, bp, bl) < 0;
 }
 
+/* The key an entry of a top list ranks by. */
+struct top_key {
+	uint64_t bytes;
+	const char *path;
+	size_t path_len;
+};
+
+typedef struct top_key (*top_key_fn)(const void *list, size_t i);
+
+static bool key_before(struct top_key a, struct top_key b)
+{
+	return ranks_before(a.bytes, a.path, a.path_len, b.bytes, b.path, b.path_len);
+}
+
+static struct top_key file_key(const void *list, size_t i)
+{
+	const struct usage_file *e = (const struct usage_file *)list + i;
+
+	return (struct top_key){ e->bytes, e->path, e->path_len };
+}
+
+static struct top_key dir_key(const void *list, size_t i)
+{
+	const struct usage_dir *e = (const struct usage_dir *)list + i;
+
+	return (struct top_key){ e->t.bytes, e->path, e->path_len };
+}
+
+/*
+ * Keep the k best in a small array (k is --top: a linear scan is enough).
+ * Where cand goes in a list of *n entries: the next slot while there are
+ * fewer than k (*n grows), else the slot of the entry that ranks last when
+ * cand ranks before it. false: cand stays out.
+ */
+static bool top_slot(const void *list, size_t *n, size_t k, top_key_fn key, struct top_key cand,
+		     size_t *at)
+{
+	if (k == 0)
+		return false;
+	if (*n < k) {
+		*at = (*n)++;
+		return true;
+	}
+	*at = 0;
+	for (size_t i = 1; i < *n; i++)
+		if (key_before(key(list, *at), key(list, i)))
+			*at = i;
+	return key_before(cand, key(list, *at));
+}
+
+/* Sort a top list of n entries, esz bytes each, first rank first. */
+static void top_sort(void *list, size_t n, size_t esz, top_key_fn key)
+{
+	unsigned char *b = list;
+
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = i + 1; j < n; j++)
+			if (key_before(key(list, j), key(list, i)))
+				for (size_t x = 0; x < esz; x++) {
+					unsigned char c = b[i * esz + x];
+
+					b[i * esz + x] = b[j * esz + x];
+					b[j * esz + x] = c;
+				}
+}
+
 /* A top entry's own NUL-terminated copy of path (n bytes): 0, or -1 (out of
  * memory: *out NULL). */
 static int top_path(char **out, size_t *out_len, const char *path, size_t n)
@@ -221,30 +287,17 @@ static int top_path(char **out, size_t *out_len, const char *path, size_t n)
 	return 0;
 }
 
-/* Keep the k best in a small array (k is --top: a linear scan is enough). */
 static int top_file(struct fold *f, const struct jo_walk_row *row)
 {
 	struct usage_report *r = f->r;
+	struct top_key cand = { row->attr.length, row->path, row->path_len };
 	struct usage_file *t;
-	size_t at = r->ntop_files;
+	size_t at;
 
-	if (f->o->top == 0)
+	if (!top_slot(r->top_files, &r->ntop_files, f->o->top, file_key, cand, &at))
 		return 0;
-	if (r->ntop_files == f->o->top) {
-		at = 0;
-		for (size_t i = 1; i < r->ntop_files; i++)
-			if (ranks_before(r->top_files[at].bytes, r->top_files[at].path,
-					 r->top_files[at].path_len, r->top_files[i].bytes,
-					 r->top_files[i].path, r->top_files[i].path_len))
-				at = i;
-		if (!ranks_before(row->attr.length, row->path, row->path_len, r->top_files[at].bytes,
-				  r->top_files[at].path, r->top_files[at].path_len))
-			return 0;
-		free(r->top_files[at].path);
-	} else {
-		r->ntop_files++;
-	}
 	t = &r->top_files[at];
+	free(t->path); /* NULL in a slot not used yet (calloc) */
 	if (top_path(&t->path, &t->path_len, row->path, row->path_len))
 		return jo_err_set(f->err, JO_ENOMEM, "out of memory");
 	t->ino = row->ino;
@@ -403,26 +456,14 @@ struct pend {
 static int top_dir(struct fold *f, const struct pend *d)
 {
 	struct usage_report *r = f->r;
+	struct top_key cand = { d->t.bytes, d->path, d->path_len };
 	struct usage_dir *t;
-	size_t at = r->ntop_dirs;
+	size_t at;
 
-	if (f->o->top == 0)
+	if (!top_slot(r->top_dirs, &r->ntop_dirs, f->o->top, dir_key, cand, &at))
 		return 0;
-	if (r->ntop_dirs == f->o->top) {
-		at = 0;
-		for (size_t i = 1; i < r->ntop_dirs; i++)
-			if (ranks_before(r->top_dirs[at].t.bytes, r->top_dirs[at].path,
-					 r->top_dirs[at].path_len, r->top_dirs[i].t.bytes,
-					 r->top_dirs[i].path, r->top_dirs[i].path_len))
-				at = i;
-		if (!ranks_before(d->t.bytes, d->path, d->path_len, r->top_dirs[at].t.bytes,
-				  r->top_dirs[at].path, r->top_dirs[at].path_len))
-			return 0;
-		free(r->top_dirs[at].path);
-	} else {
-		r->ntop_dirs++;
-	}
 	t = &r->top_dirs[at];
+	free(t->path); /* NULL in a slot not used yet (calloc) */
 	if (top_path(&t->path, &t->path_len, d->path, d->path_len))
 		return jo_err_set(f->err, JO_ENOMEM, "out of memory");
 	t->depth = d->depth;
@@ -596,26 +637,10 @@ int usage_run(struct jo_meta *m, const struct usage_opts *o, struct usage_report
 	if (rc == 0)
 		rc = jo_xsort_finish(out->out, err);
 	/* sort the top lists, largest first */
-	for (size_t i = 0; rc == 0 && i < out->ntop_files; i++)
-		for (size_t j = i + 1; j < out->ntop_files; j++)
-			if (ranks_before(out->top_files[j].bytes, out->top_files[j].path,
-					 out->top_files[j].path_len, out->top_files[i].bytes,
-					 out->top_files[i].path, out->top_files[i].path_len)) {
-				struct usage_file t = out->top_files[i];
-
-				out->top_files[i] = out->top_files[j];
-				out->top_files[j] = t;
-			}
-	for (size_t i = 0; rc == 0 && i < out->ntop_dirs; i++)
-		for (size_t j = i + 1; j < out->ntop_dirs; j++)
-			if (ranks_before(out->top_dirs[j].t.bytes, out->top_dirs[j].path,
-					 out->top_dirs[j].path_len, out->top_dirs[i].t.bytes,
-					 out->top_dirs[i].path, out->top_dirs[i].path_len)) {
-				struct usage_dir t = out->top_dirs[i];
-
-				out->top_dirs[i] = out->top_dirs[j];
-				out->top_dirs[j] = t;
-			}
+	if (rc == 0) {
+		top_sort(out->top_files, out->ntop_files, sizeof(*out->top_files), file_key);
+		top_sort(out->top_dirs, out->ntop_dirs, sizeof(*out->top_dirs), dir_key);
+	}
 out:
 	jo_xsort_free(f.s1);
 	free(f.buf);

@@ -5,6 +5,7 @@
 #include "common/meta/meta_internal.h"
 
 #include "common/err.h"
+#include "common/strfree.h"
 #include "common/utc.h"
 
 #include <ctype.h>
@@ -82,25 +83,11 @@ void jo_format_release(struct jo_format *f)
 {
 	if (!f)
 		return;
-	free(f->name);
-	free(f->uuid);
-	free(f->storage);
-	free(f->bucket);
-	free(f->access_key);
-	if (f->secret_key) {
-		memset(f->secret_key, 0, strlen(f->secret_key));
-		free(f->secret_key);
-	}
-	if (f->session_token) {
-		memset(f->session_token, 0, strlen(f->session_token));
-		free(f->session_token);
-	}
-	free(f->compression);
-	free(f->encrypt_algo);
-	if (f->raw_json) {
-		memset(f->raw_json, 0, strlen(f->raw_json));
-		free(f->raw_json);
-	}
+	jo_free_strs(&f->name, &f->uuid, &f->storage, &f->bucket, &f->access_key);
+	jo_free_secret(&f->secret_key);
+	jo_free_secret(&f->session_token);
+	jo_free_strs(&f->compression, &f->encrypt_algo);
+	jo_free_secret(&f->raw_json);
 	memset(f, 0, sizeof(*f));
 }
 

@@ -7,6 +7,7 @@
 #include "common/err.h"
 #include "common/opt.h"
 #include "common/pct.h"
+#include "common/strfree.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -29,25 +30,10 @@ void jo_meta_url_release(struct jo_meta_url *u)
 {
 	if (!u)
 		return;
-	free(u->engine);
-	free(u->user);
-	free(u->password);
-	free(u->host);
-	free(u->dbname);
-	free(u->path);
-	free(u->query);
-	free(u->table_prefix);
-	free(u->redacted);
-	free(u->hosts);
-	free(u->master_name);
-	free(u->tls_ca);
-	free(u->tls_cert);
-	free(u->tls_key);
-	free(u->tls_server_name);
-	free(u->route_read);
-	if (u->sentinel_password)
-		memset(u->sentinel_password, 0, strlen(u->sentinel_password));
-	free(u->sentinel_password);
+	jo_free_strs(&u->engine, &u->user, &u->password, &u->host, &u->dbname, &u->path,
+		     &u->query, &u->table_prefix, &u->redacted, &u->hosts, &u->master_name,
+		     &u->tls_ca, &u->tls_cert, &u->tls_key, &u->tls_server_name, &u->route_read);
+	jo_free_secret(&u->sentinel_password);
 	memset(u, 0, sizeof(*u));
 }
 

@@ -24,6 +24,7 @@
 #include "common/err.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
+#include "common/strfree.h"
 
 /* ------------------------------------------------------------------ lines */
 
@@ -611,12 +612,8 @@ void jo_warmup_mount_release(struct jo_warmup_mount *m)
 {
 	if (!m)
 		return;
-	free(m->uuid);
-	free(m->name);
-	free(m->subdir);
-	free(m->stats_path);
-	free(m->control_path);
-	free(m->cache_dir);
+	jo_free_strs(&m->uuid, &m->name, &m->subdir, &m->stats_path, &m->control_path,
+		     &m->cache_dir);
 	memset(m, 0, sizeof(*m));
 }
 

@@ -26,6 +26,7 @@
  */
 #include "common/meta/tkv/kv.h"
 #include "common/meta/tkv/etcd_internal.h"
+#include "common/strfree.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -171,10 +172,7 @@ void jo_etcd_tls_release(struct jo_etcd_tls *t)
 {
 	if (!t)
 		return;
-	free(t->cacert);
-	free(t->cert);
-	free(t->key);
-	free(t->server_name);
+	jo_free_strs(&t->cacert, &t->cert, &t->key, &t->server_name);
 	memset(t, 0, sizeof(*t));
 }
 
