@@ -15,24 +15,6 @@
 
 /* ---- the grammars ---- */
 
-int jo_parse_digits(const char *s, size_t n, uint64_t *out)
-{
-	uint64_t v = 0;
-
-	if (n == 0 || n > 20)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		uint64_t d = (uint64_t)(s[i] - '0');
-		if (v > (UINT64_MAX - d) / 10)
-			return -1;
-		v = v * 10 + d;
-	}
-	*out = v;
-	return 0;
-}
-
 int jo_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	uint64_t v = 0;

@@ -153,7 +153,23 @@ void jo_opt_dump_json(const struct jo_opt_cmd *c, FILE *f);
 /* The grammars; each 0, or -1 with *out untouched. */
 int jo_parse_uint(const char *s, uint64_t lo, uint64_t hi, uint64_t *out);
 /* n bytes of decimal digits (1 to 20 of them: no sign, no blank), not NUL-terminated */
-int jo_parse_digits(const char *s, size_t n, uint64_t *out);
+static inline int jo_parse_digits(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (n == 0 || n > 20)
+		return -1;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		uint64_t d = (uint64_t)(s[i] - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -1;
+		v = v * 10 + d;
+	}
+	*out = v;
+	return 0;
+}
 int jo_parse_size(const char *s, uint64_t *out);
 int jo_parse_duration_ms(const char *s, int64_t *out);
 int jo_parse_decimal(const char *s, double *out);
