@@ -420,32 +420,114 @@ static int read_replies(struct jo_meta *m, redisReply **rp, size_t n, struct jo_
 	return 0;
 }
 
-/* One attempt: 0 with *aborted when a watched key changed. */
-static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
+/* What the reads found about the statistics of the directories written. */
+struct rs_stat {
+	bool src, dst;      /* the hour directory, the parent have statistics */
+	bool fresh;         /* the entry is a directory without statistics or entries */
+};
+
+/*
+ * The checks of one entry on the attrs of its hour directory, its parent
+ * and itself (at[0..2]), as restore and a batch make them: 0 with
+ * res->status JO_RS_DONE, *pa and *a decoded and res->length set when it
+ * can go back; 0 with JO_RS_NOPARENT, JO_RS_GONE or JO_RS_PERM when not;
+ * an error on an attr too short to patch.
+ */
+static int rs_check(const struct rs *x, redisReply *const at[3], struct jo_attr *pa,
+		    struct jo_attr *a, struct jo_err *err)
 {
 	struct jo_rs_res *res = x->res;
-	redisReply *r, *mg = NULL;
-	uint8_t *da, *ia;
-	struct jo_attr d = { 0 }, a = { 0 };
 	struct jo_err e2 = { 0 };
-	struct timespec now;
-	bool fresh_stat = false, src_stat = false, dst_stat = false, isdir;
-	redisReply *rp[5] = { 0 };
-	uint8_t ebuf[9];
-	size_t q = 0, nr;
-	int rc = 0;
 
-	*aborted = false;
-	/*
-	 * Two pipelines of reads, then the MULTI block: the fewer round trips
-	 * between WATCH and EXEC, the fewer EXECs another writer of the hour
-	 * directory (a worker restoring beside this one) aborts. The parent
-	 * first, as juicefs swaps the keys when the source is the trash. The
-	 * statistics' presence is read unwatched, as a juicefs client's flush
-	 * reads it (rename's updateDirStat of both directories, in the same
-	 * MULTI: a process killed after EXEC cannot lose it).
-	 */
-	nr = x->dir_stats ? 5 : 3;
+	for (size_t k = 0; k < 3; k++) {
+		if (at[k]->type != REDIS_REPLY_STRING) {
+			res->status = k == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
+			return 0;
+		}
+		if (at[k]->len < ATTR_MIN)
+			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
+					  "left alone", k == 0 ? x->tdir : k == 1 ? x->parent :
+					  res->ino, at[k]->len);
+	}
+	(void)jo_meta_decode_attr((uint8_t *)at[1]->str, at[1]->len, pa, &e2);
+	(void)jo_meta_decode_attr((uint8_t *)at[2]->str, at[2]->len, a, &e2);
+	if (pa->type != JO_TYPE_DIR) {
+		res->status = JO_RS_NOPARENT;
+		return 0;
+	}
+	if ((pa->flags & FLAG_IMMUTABLE) || (a->flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+	    res->ino == x->parent || res->ino == pa->parent) {
+		res->status = JO_RS_PERM;
+		return 0;
+	}
+	res->length = res->type == JO_TYPE_FILE ? a->length : 0;
+	return 0;
+}
+
+/*
+ * Queue one entry's commands of the MULTI block: the entry's attr (attr,
+ * patched here: ctime, parent) moved from the hour directory to its parent,
+ * the parent's attr when pattr (a batch writes each parent's once, after its
+ * entries), the statistics st says are there. Returns how many were queued.
+ */
+static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct jo_attr *a,
+		       const redisReply *attr, const redisReply *pattr, const struct rs_stat *st,
+		       const struct timespec *now)
+{
+	const struct jo_rs_res *res = x->res;
+	uint8_t *ia = (uint8_t *)attr->str, ebuf[9];
+	size_t q = 0;
+
+	stamp(ia, AT_CTIME, now);
+	if (attr->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a->parent > 0))
+		jo_put_be64(ia + AT_PARENT, x->parent);
+	jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen), q++;
+	if (a->parent == 0 && res->type != JO_TYPE_DIR) {
+		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, x->parent), q++;
+		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, x->tdir), q++;
+	}
+	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, attr->len), q++;
+	ebuf[0] = res->type;
+	jo_put_be64(ebuf + 1, res->ino);
+	jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", x->parent, x->name, x->nlen, ebuf,
+		     sizeof(ebuf)), q++;
+	if (pattr)
+		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, pattr->str, pattr->len), q++;
+	for (int i = 0; i < 2; i++) {
+		uint64_t dir = i ? x->parent : x->tdir;
+		int64_t sign = i ? 1 : -1;
+
+		if (!(i ? st->dst : st->src))
+			continue;
+		if (res->length)
+			jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir,
+				     sign * (int64_t)res->length), q++;
+		jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir,
+			     sign * jo_align4k(res->length)), q++;
+		jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, sign), q++;
+	}
+	if (st->fresh) {
+		jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
+		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
+		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
+	}
+	return q;
+}
+
+/*
+ * The first pipeline of a restore: WATCH both directories, the trash entry,
+ * the target name, the statistics' presence (unwatched, as a juicefs
+ * client's flush reads it). 0 with res->status JO_RS_DONE, res->type and
+ * res->ino and st->src, st->dst set: go on, the keys watched; 0 with
+ * JO_RS_GONE or JO_RS_EXISTS, unwatched; or an error.
+ */
+static int rs_read_entry(struct jo_meta *m, struct rs *x, struct rs_stat *st, struct jo_err *err)
+{
+	struct jo_rs_res *res = x->res;
+	redisReply *r, *rp[5] = { 0 };
+	size_t nr = x->dir_stats ? 5 : 3;
+	int rc;
+
 	if (jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64 " %Ki%" PRIu64 " %Kd%" PRIu64,
 			 x->parent, x->parent, x->tdir, x->tdir) != REDIS_OK)
 		return jo_rd_append_failed(m, 0, err, "restore reads");
@@ -490,12 +572,27 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		res->status = JO_RS_EXISTS;
 		return 0;
 	}
-	src_stat = x->dir_stats && rp[3]->integer == 1;
-	dst_stat = x->dir_stats && rp[4]->integer == 1;
+	st->src = x->dir_stats && rp[3]->integer == 1;
+	st->dst = x->dir_stats && rp[4]->integer == 1;
 	free_replies(rp, nr);
+	return 0;
+}
 
-	isdir = res->type == JO_TYPE_DIR;
-	nr = x->dir_stats && isdir ? 4 : 2;
+/*
+ * The second pipeline: WATCH the entry (and its entries for a directory),
+ * MGET the three attrs, and for a directory when statistics are kept
+ * whether it has statistics or entries. 0 with *mg (the MGET reply, the
+ * caller's) and st->fresh set, or an error (the keys still watched).
+ */
+static int rs_read_attrs(struct jo_meta *m, struct rs *x, redisReply **mg, struct rs_stat *st,
+			 struct jo_err *err)
+{
+	struct jo_rs_res *res = x->res;
+	bool isdir = res->type == JO_TYPE_DIR;
+	size_t nr = x->dir_stats && isdir ? 4 : 2;
+	redisReply *rp[4] = { 0 };
+	int rc;
+
 	if ((isdir ? jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, res->ino, res->ino)
 		 : jo_rd_append(m, "WATCH %Ki%" PRIu64, res->ino)) != REDIS_OK)
 		return jo_rd_append_failed(m, 0, err, "restore reads");
@@ -521,85 +618,56 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 			free_replies(rp, nr);
 			return rc;
 		}
-	mg = rp[1];
+	*mg = rp[1];
 	rp[1] = NULL;
-	fresh_stat = nr == 4 && rp[2]->integer == 0 && rp[3]->integer == 0;
+	st->fresh = nr == 4 && rp[2]->integer == 0 && rp[3]->integer == 0;
 	free_replies(rp, nr);
-	for (size_t i = 0; i < 3; i++) {
-		redisReply *e = mg->element[i];
+	return 0;
+}
 
-		if (e->type != REDIS_REPLY_STRING) {
-			res->status = i == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
-			goto skip;
-		}
-		if (e->len < ATTR_MIN) {
-			rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
-					"left alone", i == 0 ? x->tdir : i == 1 ? x->parent : res->ino,
-					e->len);
-			goto skip;
-		}
+/* One attempt: 0 with *aborted when a watched key changed. */
+static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
+{
+	struct jo_rs_res *res = x->res;
+	redisReply *mg = NULL;
+	uint8_t *da;
+	struct jo_attr d = { 0 }, a = { 0 };
+	struct timespec now;
+	struct rs_stat st = { 0 };
+	size_t q;
+	int rc;
+
+	*aborted = false;
+	/*
+	 * Two pipelines of reads, then the MULTI block: the fewer round trips
+	 * between WATCH and EXEC, the fewer EXECs another writer of the hour
+	 * directory (a worker restoring beside this one) aborts. The parent
+	 * first, as juicefs swaps the keys when the source is the trash. The
+	 * statistics' presence is read unwatched, as a juicefs client's flush
+	 * reads it (rename's updateDirStat of both directories, in the same
+	 * MULTI: a process killed after EXEC cannot lose it).
+	 */
+	if ((rc = rs_read_entry(m, x, &st, err)) != 0 || res->status != JO_RS_DONE)
+		return rc;
+	if ((rc = rs_read_attrs(m, x, &mg, &st, err)) != 0)
+		return rc;
+	if ((rc = rs_check(x, mg->element, &d, &a, err)) != 0 || res->status != JO_RS_DONE) {
+		freeReplyObject(mg);
+		unwatch(m);
+		return rc;
 	}
-	da = (uint8_t *)mg->element[1]->str;
-	ia = (uint8_t *)mg->element[2]->str;
-	(void)jo_meta_decode_attr(da, mg->element[1]->len, &d, &e2);
-	(void)jo_meta_decode_attr(ia, mg->element[2]->len, &a, &e2);
-	if (d.type != JO_TYPE_DIR) {
-		res->status = JO_RS_NOPARENT;
-		goto skip;
-	}
-	if ((d.flags & FLAG_IMMUTABLE) || (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
-	    res->ino == x->parent || res->ino == d.parent) {
-		res->status = JO_RS_PERM;
-		goto skip;
-	}
-	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
-	x->dst_missing = x->dir_stats && !dst_stat;
+	x->dst_missing = x->dir_stats && !st.dst;
 	clock_gettime(CLOCK_REALTIME, &now);
-	stamp(ia, AT_CTIME, &now);
-	if (mg->element[2]->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a.parent > 0))
-		jo_put_be64(ia + AT_PARENT, x->parent);
+	da = (uint8_t *)mg->element[1]->str;
 	if (res->type == JO_TYPE_DIR)
 		jo_put_be32(da + AT_NLINK, d.nlink + 1);
 	stamp(da, AT_MTIME, &now);
 	stamp(da, AT_CTIME, &now);
-
 	jo_rd_append(m, "MULTI");
-	jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen), q++;
-	if (a.parent == 0 && res->type != JO_TYPE_DIR) {
-		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, x->parent), q++;
-		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, x->tdir), q++;
-	}
-	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, mg->element[2]->len), q++;
-	ebuf[0] = res->type;
-	jo_put_be64(ebuf + 1, res->ino);
-	jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", x->parent, x->name, x->nlen, ebuf,
-		     sizeof(ebuf)), q++;
-	jo_rd_append(m, "SET %Ki%" PRIu64 " %b", x->parent, da, mg->element[1]->len), q++;
-	for (int i = 0; i < 2; i++) {
-		uint64_t dir = i ? x->parent : x->tdir;
-		int64_t sign = i ? 1 : -1;
-
-		if (!(i ? dst_stat : src_stat))
-			continue;
-		if (res->length)
-			jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dir,
-				     sign * (int64_t)res->length), q++;
-		jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dir,
-			     sign * jo_align4k(res->length)), q++;
-		jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dir, sign), q++;
-	}
-	if (fresh_stat) {
-		jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
-		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
-		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
-	}
+	q = rs_queue(m, x, &a, mg->element[2], mg->element[1], &st, &now);
 	jo_rd_append(m, "EXEC");
 	freeReplyObject(mg);
 	return exec_block(m, q, aborted, err);
-skip:
-	freeReplyObject(mg);
-	unwatch(m);
-	return rc;
 }
 
 /*
@@ -743,23 +811,89 @@ static size_t rb_dir_of(struct rb_dir *d, size_t *nd, uint64_t ino)
 	return (*nd)++;
 }
 
-static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
-			      struct rb_dir *d, struct rb_item *it, redisReply **rp, bool *aborted,
-			      bool *one_by_one, struct jo_err *err)
-{
-	size_t nd = 0, nr = 0, ap = 0, q = 0, ndone = 0;
-	struct timespec now;
-	struct jo_err e2 = { 0 };
-	int rc = 0;
+/* One batch attempt's state: its entries, their directories, the replies. */
+struct rb {
+	struct jo_meta *m;
+	struct jo_rs_item *v;
+	size_t n;
+	bool dir_stats;
+	struct rb_dir *d;
+	size_t nd;
+	struct rb_item *it;
+	redisReply **rp;    /* the replies held (nr of them) */
+	size_t nr;
+};
 
-	*aborted = *one_by_one = false;
-	for (size_t i = 0; i < n; i++) {
-		memset(&v[i].res, 0, sizeof(v[i].res));
-		memset(&it[i], 0, sizeof(it[i]));
-		it[i].parent = rb_dir_of(d, &nd, v[i].parent);
-		d[it[i].parent].parent = true;
-		it[i].tdir = rb_dir_of(d, &nd, v[i].tdir);
+/* Entry i of a batch as one restore sees it. */
+static struct rs rb_rs(const struct rb *b, size_t i)
+{
+	struct jo_rs_item *e = &b->v[i];
+	struct rs x = { e->tdir, e->parent, e->src, e->name, e->src_len, e->name_len,
+			b->dir_stats, &e->res, false };
+
+	return x;
+}
+
+/* Free the replies held and UNWATCH when no EXEC follows; returns rc. */
+static int rb_out(struct rb *b, int rc, bool one_by_one)
+{
+	free_replies(b->rp, b->nr);
+	b->nr = 0;
+	if ((rc && rc != JO_ECONNECT) || (!rc && one_by_one))
+		unwatch(b->m); /* no EXEC follows */
+	return rc;
+}
+
+/*
+ * Entry i's first checks on its trash entry (h) and its target name (x):
+ * 0 with it[i].cand when it goes on (*one_by_one when the batch cannot
+ * take it), 0 with JO_RS_GONE or JO_RS_EXISTS, or an error.
+ */
+static int rb_check_entry(struct rb *b, size_t i, const redisReply *h, const redisReply *x,
+			  bool *one_by_one, struct jo_err *err)
+{
+	struct jo_rs_item *v = b->v;
+
+	if (h->type == REDIS_REPLY_NIL) {
+		v[i].res.status = JO_RS_GONE;
+		return 0;
 	}
+	if (parse_entry(h, &v[i].res.type, &v[i].res.ino) != 0)
+		return jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
+				  (int)(v[i].src_len > 80 ? 80 : v[i].src_len), v[i].src);
+	if (x->integer) {
+		v[i].res.status = JO_RS_EXISTS;
+		return 0;
+	}
+	b->it[i].cand = true;
+	for (size_t j = 0; j < b->nd; j++)
+		if (b->d[j].ino == v[i].res.ino)
+			*one_by_one = true;
+	/* a directory twice, or two entries for one name: one by one */
+	for (size_t j = 0; j < i; j++)
+		if (b->it[j].cand && ((v[j].res.ino == v[i].res.ino &&
+				       v[i].res.type == JO_TYPE_DIR) ||
+				      (v[j].parent == v[i].parent &&
+				       v[j].name_len == v[i].name_len &&
+				       !memcmp(v[j].name, v[i].name, v[i].name_len))))
+			*one_by_one = true;
+	return 0;
+}
+
+/*
+ * The first pipeline of a batch: WATCH every directory, each entry and its
+ * target name, the directories' statistics' presence. 0 with the entries'
+ * first checks made (replies freed; unwatched when *one_by_one), or an error.
+ */
+static int rb_read_entries(struct rb *b, bool *one_by_one, struct jo_err *err)
+{
+	struct jo_meta *m = b->m;
+	struct jo_rs_item *v = b->v;
+	struct rb_dir *d = b->d;
+	redisReply **rp = b->rp;
+	size_t n = b->n, nd = b->nd, ap = 0;
+	int rc;
+
 	/* the parents first, as juicefs swaps the keys when the source is the trash */
 	for (size_t i = 0; i < nd; i++, ap++)
 		if (jo_rd_append(m, "WATCH %Ki%" PRIu64 " %Kd%" PRIu64, d[i].ino, d[i].ino) != REDIS_OK)
@@ -770,13 +904,13 @@ static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n,
 		    jo_rd_append(m, "HEXISTS %Kd%" PRIu64 " %b", v[i].parent, v[i].name,
 				 v[i].name_len) != REDIS_OK)
 			return jo_rd_append_failed(m, ap, err, "restore reads");
-	for (size_t i = 0; dir_stats && i < nd; i++, ap++)
+	for (size_t i = 0; b->dir_stats && i < nd; i++, ap++)
 		if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, d[i].ino) != REDIS_OK)
 			return jo_rd_append_failed(m, ap, err, "restore reads");
-	nr = ap;
-	if ((rc = read_replies(m, rp, nr, err)) != 0)
+	if ((rc = read_replies(m, rp, ap, err)) != 0)
 		return rc;
-	for (size_t i = 0; i < nr; i++) {
+	b->nr = ap;
+	for (size_t i = 0; i < b->nr; i++) {
 		bool hget = i >= nd && i < nd + 2 * n && (i - nd) % 2 == 0;
 
 		if (rp[i]->type == REDIS_REPLY_ERROR ||
@@ -784,47 +918,33 @@ static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n,
 			rc = jo_rd_fail(m, rp[i], err, i < nd ? "WATCH" : hget ? "HGET trash entry" :
 						 "HEXISTS");
 			rp[i] = NULL;
-			goto out;
+			return rb_out(b, rc, *one_by_one);
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		redisReply *h = rp[nd + 2 * i], *x = rp[nd + 2 * i + 1];
-
-		if (h->type == REDIS_REPLY_NIL) {
-			v[i].res.status = JO_RS_GONE;
-			continue;
-		}
-		if (parse_entry(h, &v[i].res.type, &v[i].res.ino) != 0) {
-			rc = jo_err_set(err, JO_EPROTO, "trash entry %.*s is malformed: left alone",
-					(int)(v[i].src_len > 80 ? 80 : v[i].src_len), v[i].src);
-			goto out;
-		}
-		if (x->integer) {
-			v[i].res.status = JO_RS_EXISTS;
-			continue;
-		}
-		it[i].cand = true;
-		for (size_t j = 0; j < nd; j++)
-			if (d[j].ino == v[i].res.ino)
-				*one_by_one = true;
-		/* a directory twice, or two entries for one name: one by one */
-		for (size_t j = 0; j < i; j++)
-			if (it[j].cand && ((v[j].res.ino == v[i].res.ino &&
-					    v[i].res.type == JO_TYPE_DIR) ||
-					   (v[j].parent == v[i].parent &&
-					    v[j].name_len == v[i].name_len &&
-					    !memcmp(v[j].name, v[i].name, v[i].name_len))))
-				*one_by_one = true;
-	}
-	for (size_t i = 0; dir_stats && i < nd; i++)
+	for (size_t i = 0; i < n; i++)
+		if ((rc = rb_check_entry(b, i, rp[nd + 2 * i], rp[nd + 2 * i + 1], one_by_one,
+					 err)) != 0)
+			return rb_out(b, rc, *one_by_one);
+	for (size_t i = 0; b->dir_stats && i < nd; i++)
 		d[i].stat = rp[nd + 2 * n + i]->integer == 1;
-	free_replies(rp, nr);
-	nr = 0;
-	if (*one_by_one)
-		goto out;
+	return rb_out(b, 0, *one_by_one);
+}
 
-	/* the entries' keys watched, then every attr and the new directories' statistics */
-	ap = 0;
+/*
+ * The second pipeline: WATCH the candidates' keys, GET every directory's
+ * attr and every candidate's, and for a directory when statistics are kept
+ * whether it has statistics or entries. 0 with the replies held (b->nr) and
+ * borrowed by d[].attr and it[].attr, or an error (replies freed).
+ */
+static int rb_read_attrs(struct rb *b, struct jo_err *err)
+{
+	struct jo_meta *m = b->m;
+	struct jo_rs_item *v = b->v;
+	struct rb_item *it = b->it;
+	redisReply **rp = b->rp;
+	size_t n = b->n, ap = 0, at = 0;
+	int rc;
+
 	for (size_t i = 0; i < n; i++) {
 		if (!it[i].cand)
 			continue;
@@ -834,8 +954,8 @@ static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n,
 			return jo_rd_append_failed(m, ap, err, "restore reads");
 		ap++;
 	}
-	for (size_t i = 0; i < nd; i++, ap++)
-		if (jo_rd_append(m, "GET %Ki%" PRIu64, d[i].ino) != REDIS_OK)
+	for (size_t i = 0; i < b->nd; i++, ap++)
+		if (jo_rd_append(m, "GET %Ki%" PRIu64, b->d[i].ino) != REDIS_OK)
 			return jo_rd_append_failed(m, ap, err, "restore reads");
 	for (size_t i = 0; i < n; i++) {
 		if (!it[i].cand)
@@ -843,7 +963,7 @@ static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n,
 		if (jo_rd_append(m, "GET %Ki%" PRIu64, v[i].res.ino) != REDIS_OK)
 			return jo_rd_append_failed(m, ap, err, "restore reads");
 		ap++;
-		if (dir_stats && v[i].res.type == JO_TYPE_DIR) {
+		if (b->dir_stats && v[i].res.type == JO_TYPE_DIR) {
 			if (jo_rd_append(m, "HEXISTS %KdirUsedSpace %" PRIu64, v[i].res.ino) != REDIS_OK)
 				return jo_rd_append_failed(m, ap, err, "restore reads");
 			ap++;
@@ -852,126 +972,63 @@ static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n,
 			ap++;
 		}
 	}
-	nr = ap;
-	if ((rc = read_replies(m, rp, nr, err)) != 0)
+	if ((rc = read_replies(m, rp, ap, err)) != 0)
 		return rc;
-	for (size_t i = 0; i < nr; i++)
+	b->nr = ap;
+	for (size_t i = 0; i < b->nr; i++)
 		if (rp[i]->type == REDIS_REPLY_ERROR) {
 			rc = jo_rd_fail(m, rp[i], err, "restore reads");
 			rp[i] = NULL;
-			goto out;
+			return rb_out(b, rc, false);
 		}
-	{
-		size_t at = 0;
+	for (size_t i = 0; i < n; i++)
+		at += it[i].cand;
+	for (size_t i = 0; i < b->nd; i++, at++)
+		b->d[i].attr = rp[at];
+	for (size_t i = 0; i < n; i++) {
+		if (!it[i].cand)
+			continue;
+		it[i].attr = rp[at++];
+		if (b->dir_stats && v[i].res.type == JO_TYPE_DIR) {
+			redisReply *h = rp[at++], *l = rp[at++];
 
-		for (size_t i = 0; i < n; i++)
-			at += it[i].cand;
-		for (size_t i = 0; i < nd; i++, at++)
-			d[i].attr = rp[at];
-		for (size_t i = 0; i < n; i++) {
-			if (!it[i].cand)
-				continue;
-			it[i].attr = rp[at++];
-			if (dir_stats && v[i].res.type == JO_TYPE_DIR) {
-				redisReply *h = rp[at++], *l = rp[at++];
-
-				if (h->type != REDIS_REPLY_INTEGER || l->type != REDIS_REPLY_INTEGER) {
-					rc = jo_err_set(err, JO_EPROTO, "redis %s: directory statistics: "
-							"unexpected reply", m->url.redacted);
-					goto out;
-				}
-				it[i].fresh = h->integer == 0 && l->integer == 0;
+			if (h->type != REDIS_REPLY_INTEGER || l->type != REDIS_REPLY_INTEGER) {
+				rc = jo_err_set(err, JO_EPROTO, "redis %s: directory statistics: "
+						"unexpected reply", m->url.redacted);
+				return rb_out(b, rc, false);
 			}
+			it[i].fresh = h->integer == 0 && l->integer == 0;
 		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct jo_rs_res *res = &v[i].res;
-		redisReply *at[3];
-		struct jo_attr pa = { 0 };
+	return 0;
+}
+
+/*
+ * The MULTI block of a batch: each entry that passed its checks
+ * (it[].cand), then each parent's attr once (nlink, times). Returns how
+ * many commands were queued.
+ */
+static size_t rb_queue(struct rb *b, const struct timespec *now)
+{
+	struct rb_dir *d = b->d;
+	struct rb_item *it = b->it;
+	struct jo_err e2 = { 0 };
+	size_t q = 0;
+
+	jo_rd_append(b->m, "MULTI");
+	for (size_t i = 0; i < b->n; i++) {
+		struct rs x = rb_rs(b, i);
+		struct rs_stat st = { b->dir_stats && d[it[i].tdir].stat,
+				      b->dir_stats && d[it[i].parent].stat,
+				      b->dir_stats && it[i].fresh };
 
 		if (!it[i].cand)
 			continue;
-		it[i].cand = false;
-		at[0] = d[it[i].tdir].attr;
-		at[1] = d[it[i].parent].attr;
-		at[2] = it[i].attr;
-		for (size_t k = 0; k < 3 && res->status == JO_RS_DONE; k++) {
-			if (at[k]->type != REDIS_REPLY_STRING) {
-				res->status = k == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
-				break;
-			}
-			if (at[k]->len < ATTR_MIN) {
-				rc = jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
-						"left alone", k == 0 ? v[i].tdir : k == 1 ? v[i].parent :
-						res->ino, at[k]->len);
-				goto out;
-			}
-		}
-		if (res->status != JO_RS_DONE)
-			continue;
-		(void)jo_meta_decode_attr((uint8_t *)at[1]->str, at[1]->len, &pa, &e2);
-		(void)jo_meta_decode_attr((uint8_t *)at[2]->str, at[2]->len, &it[i].a, &e2);
-		if (pa.type != JO_TYPE_DIR) {
-			res->status = JO_RS_NOPARENT;
-			continue;
-		}
-		if ((pa.flags & FLAG_IMMUTABLE) || (it[i].a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
-		    res->ino == v[i].parent || res->ino == pa.parent) {
-			res->status = JO_RS_PERM;
-			continue;
-		}
-		res->length = res->type == JO_TYPE_FILE ? it[i].a.length : 0;
-		it[i].cand = true; /* goes back */
-		ndone++;
-	}
-	if (!ndone) {
-		unwatch(m);
-		goto ran;
-	}
-	clock_gettime(CLOCK_REALTIME, &now);
-	jo_rd_append(m, "MULTI");
-	for (size_t i = 0; i < n; i++) {
-		struct jo_rs_res *res = &v[i].res;
-		uint8_t *ia, ebuf[9];
-
-		if (!it[i].cand)
-			continue;
-		ia = (uint8_t *)it[i].attr->str;
-		stamp(ia, AT_CTIME, &now);
-		if (it[i].attr->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || it[i].a.parent > 0))
-			jo_put_be64(ia + AT_PARENT, v[i].parent);
-		jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", v[i].tdir, v[i].src, v[i].src_len), q++;
-		if (it[i].a.parent == 0 && res->type != JO_TYPE_DIR) {
-			jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, v[i].parent), q++;
-			jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " -1", res->ino, v[i].tdir), q++;
-		}
-		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", res->ino, ia, it[i].attr->len), q++;
-		ebuf[0] = res->type;
-		jo_put_be64(ebuf + 1, res->ino);
-		jo_rd_append(m, "HSET %Kd%" PRIu64 " %b %b", v[i].parent, v[i].name, v[i].name_len,
-			     ebuf, sizeof(ebuf)), q++;
-		d[it[i].parent].dirs += res->type == JO_TYPE_DIR;
+		q += rs_queue(b->m, &x, &it[i].a, it[i].attr, NULL, &st, now);
+		d[it[i].parent].dirs += b->v[i].res.type == JO_TYPE_DIR;
 		d[it[i].parent].written = true;
-		for (int k = 0; k < 2; k++) {
-			const struct rb_dir *dd = &d[k ? it[i].parent : it[i].tdir];
-			int64_t sign = k ? 1 : -1;
-
-			if (!dir_stats || !dd->stat)
-				continue;
-			if (res->length)
-				jo_rd_append(m, "HINCRBY %KdirDataLength %" PRIu64 " %" PRId64, dd->ino,
-					     sign * (int64_t)res->length), q++;
-			jo_rd_append(m, "HINCRBY %KdirUsedSpace %" PRIu64 " %" PRId64, dd->ino,
-				     sign * jo_align4k(res->length)), q++;
-			jo_rd_append(m, "HINCRBY %KdirUsedInodes %" PRIu64 " %" PRId64, dd->ino, sign), q++;
-		}
-		if (dir_stats && it[i].fresh) {
-			jo_rd_append(m, "HSET %KdirDataLength %" PRIu64 " 0", res->ino), q++;
-			jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
-			jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
-		}
 	}
-	for (size_t i = 0; i < nd; i++) {
+	for (size_t i = 0; i < b->nd; i++) {
 		struct jo_attr pa = { 0 };
 		uint8_t *da;
 
@@ -981,24 +1038,68 @@ static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n,
 		(void)jo_meta_decode_attr(da, d[i].attr->len, &pa, &e2);
 		if (d[i].dirs)
 			jo_put_be32(da + AT_NLINK, pa.nlink + (uint32_t)d[i].dirs);
-		stamp(da, AT_MTIME, &now);
-		stamp(da, AT_CTIME, &now);
-		jo_rd_append(m, "SET %Ki%" PRIu64 " %b", d[i].ino, da, d[i].attr->len), q++;
+		stamp(da, AT_MTIME, now);
+		stamp(da, AT_CTIME, now);
+		jo_rd_append(b->m, "SET %Ki%" PRIu64 " %b", d[i].ino, da, d[i].attr->len), q++;
 	}
-	jo_rd_append(m, "EXEC");
-	if ((rc = exec_block(m, q, aborted, err)) != 0 || *aborted)
-		goto out;
+	jo_rd_append(b->m, "EXEC");
+	return q;
+}
+
+static int restore_batch_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			      struct rb_dir *d, struct rb_item *it, redisReply **rp, bool *aborted,
+			      bool *one_by_one, struct jo_err *err)
+{
+	struct rb b = { m, v, n, dir_stats, d, 0, it, rp, 0 };
+	size_t ndone = 0;
+	struct timespec now;
+	int rc;
+
+	*aborted = *one_by_one = false;
+	for (size_t i = 0; i < n; i++) {
+		memset(&v[i].res, 0, sizeof(v[i].res));
+		memset(&it[i], 0, sizeof(it[i]));
+		it[i].parent = rb_dir_of(d, &b.nd, v[i].parent);
+		d[it[i].parent].parent = true;
+		it[i].tdir = rb_dir_of(d, &b.nd, v[i].tdir);
+	}
+	if ((rc = rb_read_entries(&b, one_by_one, err)) != 0 || *one_by_one)
+		return rc;
+	/* the entries' keys watched, then every attr and the new directories' statistics */
+	if ((rc = rb_read_attrs(&b, err)) != 0)
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		struct rs x = rb_rs(&b, i);
+		redisReply *at[3];
+		struct jo_attr pa = { 0 };
+
+		if (!it[i].cand)
+			continue;
+		it[i].cand = false;
+		at[0] = d[it[i].tdir].attr;
+		at[1] = d[it[i].parent].attr;
+		at[2] = it[i].attr;
+		if ((rc = rs_check(&x, at, &pa, &it[i].a, err)) != 0)
+			return rb_out(&b, rc, false);
+		if (v[i].res.status != JO_RS_DONE)
+			continue;
+		it[i].cand = true; /* goes back */
+		ndone++;
+	}
+	if (!ndone) {
+		unwatch(m);
+		goto ran;
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	if ((rc = exec_block(m, rb_queue(&b, &now), aborted, err)) != 0 || *aborted)
+		return rb_out(&b, rc, false);
 ran:
 	for (size_t i = 0; i < n; i++) {
 		v[i].ran = true;
 		v[i].dst_stat_missing = v[i].res.status == JO_RS_DONE && dir_stats &&
 					!d[it[i].parent].stat;
 	}
-out:
-	free_replies(rp, nr);
-	if ((rc && rc != JO_ECONNECT) || (!rc && *one_by_one))
-		unwatch(m); /* no EXEC follows */
-	return rc;
+	return rb_out(&b, 0, false);
 }
 
 int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
