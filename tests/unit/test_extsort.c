@@ -451,22 +451,24 @@ static void extsort_bad_tmp_dir_fails_cleanly(void **state)
 	jo_xsort_free(s);
 }
 
+/* A test that runs between setup_dir and teardown_dir, like most here. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup_dir, teardown_dir)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(extsort_empty_input_yields_nothing, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_single_record, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_in_memory_with_duplicates, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_many_runs_under_tiny_memory_limit, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_threaded_run_sorting_matches, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_memory_follows_input_under_large_budget, setup_dir,
-						teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_property_random_against_qsort, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_uses_comparator_callback, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_rejects_bad_calls, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_cancel_stops_and_removes_temp_files, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_truncated_run_is_an_error, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_bad_tmp_dir_fails_cleanly, setup_dir, teardown_dir),
+		FIXTURE_TEST(extsort_empty_input_yields_nothing),
+		FIXTURE_TEST(extsort_single_record),
+		FIXTURE_TEST(extsort_in_memory_with_duplicates),
+		FIXTURE_TEST(extsort_many_runs_under_tiny_memory_limit),
+		FIXTURE_TEST(extsort_threaded_run_sorting_matches),
+		FIXTURE_TEST(extsort_memory_follows_input_under_large_budget),
+		FIXTURE_TEST(extsort_property_random_against_qsort),
+		FIXTURE_TEST(extsort_uses_comparator_callback),
+		FIXTURE_TEST(extsort_rejects_bad_calls),
+		FIXTURE_TEST(extsort_cancel_stops_and_removes_temp_files),
+		FIXTURE_TEST(extsort_truncated_run_is_an_error),
+		FIXTURE_TEST(extsort_bad_tmp_dir_fails_cleanly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -513,25 +513,25 @@ static void replace_in_sticky_dir_says_why(void **state)
 	}
 }
 
+/* A test that runs between setup and teardown, like most here. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(file_commit_publishes_the_target, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_abort_leaves_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_ignores_planted_temp_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_replaces_a_symlink_at_the_target, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_noreplace_keeps_what_is_there, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_refuses_bad_targets, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_modes_follow_umask_or_are_private, setup, teardown),
-		cmocka_unit_test_setup_teardown(append_creates_then_appends, setup, teardown),
-		cmocka_unit_test_setup_teardown(append_refuses_symlinks_fifos_and_links, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(append_refuses_another_users_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(prepare_checks_the_file_and_its_sidecars, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(temp_removed_at_exit_and_second_sigint, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(replace_in_sticky_dir_says_why, setup, teardown),
+		FIXTURE_TEST(file_commit_publishes_the_target),
+		FIXTURE_TEST(file_abort_leaves_nothing),
+		FIXTURE_TEST(file_ignores_planted_temp_names),
+		FIXTURE_TEST(file_replaces_a_symlink_at_the_target),
+		FIXTURE_TEST(file_noreplace_keeps_what_is_there),
+		FIXTURE_TEST(file_refuses_bad_targets),
+		FIXTURE_TEST(file_modes_follow_umask_or_are_private),
+		FIXTURE_TEST(append_creates_then_appends),
+		FIXTURE_TEST(append_refuses_symlinks_fifos_and_links),
+		FIXTURE_TEST(append_refuses_another_users_file),
+		FIXTURE_TEST(prepare_checks_the_file_and_its_sidecars),
+		FIXTURE_TEST(temp_removed_at_exit_and_second_sigint),
+		FIXTURE_TEST(replace_in_sticky_dir_says_why),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
