@@ -114,6 +114,17 @@ def lance_ranges(dataset, columns, jfsops="jfsops", version=None, extra_args=())
     return LanceRanges(json.loads(line) for line in p.stdout.splitlines() if line.strip())
 
 
+def _read_line(s):
+    """What socket s sends up to its first newline (or its end); bytes, the newline kept."""
+    buf = b""
+    while b"\n" not in buf:
+        chunk = s.recv(65536)
+        if not chunk:
+            break
+        buf += chunk
+    return buf
+
+
 def _ask(path, line, timeout=10.0):
     """One request on the control socket; the reply as a dict."""
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -121,12 +132,7 @@ def _ask(path, line, timeout=10.0):
     try:
         s.connect(path)
         s.sendall((line + "\n").encode())
-        buf = b""
-        while b"\n" not in buf:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            buf += chunk
+        buf = _read_line(s)
     finally:
         s.close()
     if not buf.strip():

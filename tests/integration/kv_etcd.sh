@@ -229,28 +229,23 @@ for k in c2 c3 c4; do ! present $k || fail "$k written by a conflicting transact
 ctl put "$(K p/a)" 1 >/dev/null
 ctl put "$(K p/b)" 2 >/dev/null
 ctl put "$(K p/c)" 3 >/dev/null
-probe "$URL" phantom <<EOF
+# range_conflict N SCAN CHANGE: a transaction that scans p/ (SCAN: limit and
+# mode), has etcdctl make CHANGE inside the range, then writes outN.
+range_conflict() {
+	cat <<EOF
 begin
-scan /t\xfdp/ /t\xfdp0 0
-sh $CTL put \$(printf '/t\375p/new') x >/dev/null
-put /t\xfdout1 y
-commit
-begin
-scan /t\xfdp/ /t\xfdp0 0 keys
-sh $CTL del \$(printf '/t\375p/new') >/dev/null
-put /t\xfdout2 y
-commit
-begin
-scan /t\xfdp/ /t\xfdp0 0
-sh $CTL put \$(printf '/t\375p/b') 22 >/dev/null
-put /t\xfdout3 y
-commit
-begin
-scan /t\xfdp/ /t\xfdp0 2
-sh $CTL put \$(printf '/t\375p/aa') x >/dev/null
-put /t\xfdout4 y
+scan /t\xfdp/ /t\xfdp0 $2
+sh $CTL $3 >/dev/null
+put /t\xfdout$1 y
 commit
 EOF
+}
+probe "$URL" phantom < <(
+	range_conflict 1 0 "put \$(printf '/t\375p/new') x"
+	range_conflict 2 "0 keys" "del \$(printf '/t\375p/new')"
+	range_conflict 3 0 "put \$(printf '/t\375p/b') 22"
+	range_conflict 4 2 "put \$(printf '/t\375p/aa') x"
+)
 [ "$(grep -c '^ERR ECONFLICT ' "$OUT")" = 4 ] || { fail "four range conflicts (insert, delete, update, insert below a limit)"; cat "$OUT" >&2; }
 for k in out1 out2 out3 out4; do ! present $k || fail "$k written by a conflicting transaction"; done
 

@@ -33,6 +33,22 @@ def load(name):
     return jsonschema.Draft202012Validator(s)
 
 
+CANDIDATE_TYPES = ("leaked", "missing", "skipped", "foreign")
+
+
+def check_record(summary, cand, path, i, rec):
+    """Check one record against its schema; None if its type has none, else the problem count."""
+    t = rec.get("type")
+    v = summary if t == "summary" else cand if t in CANDIDATE_TYPES else None
+    if v is None:
+        return None
+    problems = 0
+    for e in v.iter_errors(rec):
+        print("FAIL %s:%d: %s at %s" % (path, i, e.message, "/".join(map(str, e.absolute_path)) or "."))
+        problems += 1
+    return problems
+
+
 def outputs(paths):
     """--outputs: check the --json output among the files a script kept."""
     summary = load("summary.schema.json")
@@ -60,14 +76,11 @@ def outputs(paths):
             continue
         files += 1
         for i, rec in recs:
-            t = rec.get("type")
-            v = summary if t == "summary" else cand if t in ("leaked", "missing", "skipped", "foreign") else None
-            if v is None:
+            bad = check_record(summary, cand, path, i, rec)
+            if bad is None:
                 continue
             lines += 1
-            for e in v.iter_errors(rec):
-                print("FAIL %s:%d: %s at %s" % (path, i, e.message, "/".join(map(str, e.absolute_path)) or "."))
-                problems += 1
+            problems += bad
     if not problems:
         print("ok   %d output file(s), %d records valid" % (files, lines))
     return 1 if problems else 0
@@ -101,15 +114,14 @@ def main(argv):
                 print("FAIL %s:%d: not JSON: %s" % (path, i, e))
                 problems += 1
                 continue
-            t = rec.get("type") if isinstance(rec, dict) else None
-            v = summary if t == "summary" else cand if t in ("leaked", "missing", "skipped", "foreign") else None
-            if v is None:
+            if not isinstance(rec, dict):
+                continue
+            bad = check_record(summary, cand, path, i, rec)
+            if bad is None:
                 continue
             n += 1
-            for e in v.iter_errors(rec):
-                print("FAIL %s:%d: %s at %s" % (path, i, e.message, "/".join(map(str, e.absolute_path)) or "."))
-                problems += 1
-            if t == "summary":
+            problems += bad
+            if rec.get("type") == "summary":
                 last = rec
         if last is None:
             print("FAIL %s: no summary line" % path)

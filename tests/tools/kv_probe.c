@@ -90,6 +90,15 @@ static void fail(const struct jo_err *err, int rc)
 	printf("ERR %s %s\n", jo_err_name(rc), err->msg);
 }
 
+/* The answer to a command: its error, or "WHAT ok". */
+static void answer(int rc, const struct jo_err *err, const char *what)
+{
+	if (rc)
+		fail(err, rc);
+	else
+		printf("%s ok\n", what);
+}
+
 struct scan_pl {
 	const char *tag;
 	size_t n;
@@ -144,10 +153,7 @@ static void do_connect(const char *url)
 	}
 	rc = kv->connect(&conn, &u, &err);
 	jo_meta_url_release(&u);
-	if (rc)
-		fail(&err, rc);
-	else
-		printf("connect ok\n");
+	answer(rc, &err, "connect");
 }
 
 /* prefix + i in 5 digits into buf; its length */
@@ -197,10 +203,7 @@ static void run(char *line)
 	} else if (strcmp(argv[0], "begin") == 0) {
 		kv->abort(txn);
 		txn = NULL;
-		if ((rc = kv->begin(conn, &txn, &err)) != 0)
-			fail(&err, rc);
-		else
-			printf("begin ok\n");
+		answer(kv->begin(conn, &txn, &err), &err, "begin");
 	} else if (strcmp(argv[0], "get") == 0 && argc == 2) {
 		struct bytes k = word(argv[1]);
 		uint8_t *v = NULL;
@@ -242,10 +245,7 @@ static void run(char *line)
 		struct bytes k = word(argv[1]), v = word(argv[2]);
 
 		if (need_txn() == 0) {
-			if ((rc = kv->put(txn, k.p, k.n, v.p, v.n, &err)) != 0)
-				fail(&err, rc);
-			else
-				printf("put ok\n");
+			answer(kv->put(txn, k.p, k.n, v.p, v.n, &err), &err, "put");
 		}
 		free(k.p);
 		free(v.p);
@@ -253,10 +253,7 @@ static void run(char *line)
 		struct bytes k = word(argv[1]);
 
 		if (need_txn() == 0) {
-			if ((rc = kv->del(txn, k.p, k.n, &err)) != 0)
-				fail(&err, rc);
-			else
-				printf("del ok\n");
+			answer(kv->del(txn, k.p, k.n, &err), &err, "del");
 		}
 		free(k.p);
 	} else if (strcmp(argv[0], "delrange") == 0 && argc == 3) {
@@ -264,10 +261,7 @@ static void run(char *line)
 		struct bytes e = strcmp(argv[2], "-") == 0 ? (struct bytes){ 0 } : word(argv[2]);
 
 		if (need_txn() == 0) {
-			if ((rc = kv->del_range(txn, s.p, s.n, e.p, e.n, &err)) != 0)
-				fail(&err, rc);
-			else
-				printf("delrange ok\n");
+			answer(kv->del_range(txn, s.p, s.n, e.p, e.n, &err), &err, "delrange");
 		}
 		free(s.p);
 		free(e.p);
@@ -293,10 +287,7 @@ static void run(char *line)
 					rc = kv->get(txn, key, kl, &got, &gl, &err);
 				free(got);
 			}
-			if (rc)
-				fail(&err, rc);
-			else
-				printf("%s ok\n", argv[0]);
+			answer(rc, &err, argv[0]);
 		}
 		free(v.p);
 		free(pre.p);
@@ -304,10 +295,7 @@ static void run(char *line)
 		if (need_txn() == 0) {
 			rc = kv->commit(txn, &err);
 			txn = NULL;
-			if (rc)
-				fail(&err, rc);
-			else
-				printf("commit ok\n");
+			answer(rc, &err, "commit");
 		}
 	} else if (strcmp(argv[0], "abort") == 0) {
 		kv->abort(txn);

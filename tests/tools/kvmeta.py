@@ -140,26 +140,25 @@ def gc_items(kv, kind):
     return len(kv.scan(b"jfsops/gc/i/" + kind.encode() + b":"))
 
 
+# command -> (what it does given the store and the arguments after it, print its result)
+COMMANDS = {
+    "age-delslices": (lambda kv, a: age_delslices(kv, int(a[0])), False),
+    "age-trash": (lambda kv, a: age_trash(kv, int(a[0])), False),
+    "trash-entries": (lambda kv, a: trash_entries(kv), True),
+    "digest": (lambda kv, a: digest(kv), True),
+    "gc-items": (lambda kv, a: gc_items(kv, a[0]), True),
+    "pad": (lambda kv, a: pad(kv, int(a[0])), False),
+    "unpad": (lambda kv, a: unpad(kv), False),
+}
+
+
 def main():
-    if len(sys.argv) < 3:
+    if len(sys.argv) < 3 or sys.argv[1] not in COMMANDS:
         raise SystemExit(__doc__)
-    cmd, kv = sys.argv[1], KV(sys.argv[2])
-    if cmd == "age-delslices":
-        age_delslices(kv, int(sys.argv[3]))
-    elif cmd == "age-trash":
-        age_trash(kv, int(sys.argv[3]))
-    elif cmd == "trash-entries":
-        print(trash_entries(kv))
-    elif cmd == "digest":
-        print(digest(kv))
-    elif cmd == "gc-items":
-        print(gc_items(kv, sys.argv[3]))
-    elif cmd == "pad":
-        pad(kv, int(sys.argv[3]))
-    elif cmd == "unpad":
-        unpad(kv)
-    else:
-        raise SystemExit(__doc__)
+    run, show = COMMANDS[sys.argv[1]]
+    out = run(KV(sys.argv[2]), sys.argv[3:])
+    if show:
+        print(out)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,21 @@ static int fail(struct ctx *c, const char *what)
 	exit(1);
 }
 
+/* Exits through fail() unless the call named what returned 0. */
+static void check(struct ctx *c, int rc, const char *what)
+{
+	if (rc != 0)
+		fail(c, what);
+}
+
+/* A new array stored in obj under key (obj keeps it alive), for a scan to fill. */
+static json_t *put_array(json_t *obj, const char *key)
+{
+	json_t *arr = json_array();
+	json_object_set_new(obj, key, arr);
+	return arr;
+}
+
 static void walk(struct ctx *c, uint64_t dir, const char *path);
 
 struct ent {
@@ -301,26 +316,16 @@ int main(int argc, char **argv)
 			}
 	}
 	json_object_set_new(out, "get_slice_ref", arr);
-	arr = json_array();
-	if (jo_meta_scan_delfiles(c.m, delfile_cb, arr, &c.err) != 0)
-		fail(&c, "scan_delfiles");
-	json_object_set_new(out, "delfiles", arr);
-	arr = json_array();
-	if (jo_meta_scan_delslices(c.m, delslices_cb, arr, &c.err) != 0)
-		fail(&c, "scan_delslices");
-	json_object_set_new(out, "delslices", arr);
-	arr = json_array();
-	if (jo_meta_scan_sessions(c.m, session_cb, arr, &c.err) != 0)
-		fail(&c, "scan_sessions");
-	json_object_set_new(out, "sessions", arr);
-	arr = json_array();
-	if (jo_meta_scan_sustained(c.m, sustained_cb, arr, &c.err) != 0)
-		fail(&c, "scan_sustained");
-	json_object_set_new(out, "sustained", arr);
-	arr = json_array();
-	if (jo_meta_scan_detached(c.m, detached_cb, arr, &c.err) != 0)
-		fail(&c, "scan_detached");
-	json_object_set_new(out, "detached", arr);
+	check(&c, jo_meta_scan_delfiles(c.m, delfile_cb, put_array(out, "delfiles"), &c.err),
+	      "scan_delfiles");
+	check(&c, jo_meta_scan_delslices(c.m, delslices_cb, put_array(out, "delslices"), &c.err),
+	      "scan_delslices");
+	check(&c, jo_meta_scan_sessions(c.m, session_cb, put_array(out, "sessions"), &c.err),
+	      "scan_sessions");
+	check(&c, jo_meta_scan_sustained(c.m, sustained_cb, put_array(out, "sustained"), &c.err),
+	      "scan_sustained");
+	check(&c, jo_meta_scan_detached(c.m, detached_cb, put_array(out, "detached"), &c.err),
+	      "scan_detached");
 	json_dumpf(out, stdout, JSON_INDENT(1) | JSON_SORT_KEYS);
 	putchar('\n');
 	json_decref(out);

@@ -23,6 +23,7 @@
  */
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -446,21 +447,29 @@ static int count_sink(const void *d, size_t n, void *p)
 	return 0;
 }
 
-static void *get_worker(void *arg)
+/* Gets, or puts body under, the keys it takes from k until none is left; counts the failures. */
+static void take_keys(struct keyset *k, bool put, const char *body, size_t size)
 {
-	struct keyset *k = arg;
 	struct jo_err err;
 
 	for (;;) {
 		size_t i = atomic_fetch_add(&k->next, 1);
+		int rc;
 
 		if (i >= k->n)
 			break;
-		if (jo_obj_get(k->o, k->keys[i], NULL, count_sink, k, &err) != 0) {
-			fprintf(stderr, "get %s: %s\n", k->keys[i], err.msg);
+		rc = put ? jo_obj_put(k->o, k->keys[i], body, size, NULL, &err)
+			 : jo_obj_get(k->o, k->keys[i], NULL, count_sink, k, &err);
+		if (rc != 0) {
+			fprintf(stderr, "%s %s: %s\n", put ? "put" : "get", k->keys[i], err.msg);
 			atomic_fetch_add(&k->errors, 1);
 		}
 	}
+}
+
+static void *get_worker(void *arg)
+{
+	take_keys(arg, false, NULL, 0);
 	return NULL;
 }
 
@@ -469,20 +478,10 @@ static void *put_worker(void *arg)
 	struct keyset *k = arg;
 	size_t size = (size_t)atomic_load(&k->bytes);
 	char *body = malloc(size ? size : 1);
-	struct jo_err err;
 
 	for (size_t j = 0; j < size; j++)
 		body[j] = (char)(j * 31 + 7);
-	for (;;) {
-		size_t i = atomic_fetch_add(&k->next, 1);
-
-		if (i >= k->n)
-			break;
-		if (jo_obj_put(k->o, k->keys[i], body, size, NULL, &err) != 0) {
-			fprintf(stderr, "put %s: %s\n", k->keys[i], err.msg);
-			atomic_fetch_add(&k->errors, 1);
-		}
-	}
+	take_keys(k, true, body, size);
 	free(body);
 	return NULL;
 }

@@ -141,30 +141,37 @@ def gc_items(db, kind):
     return db.q("SELECT COUNT(*) FROM %s WHERE item LIKE ?" % t, (kind + ":%",)).fetchone()[0]
 
 
+def sql(db, args):
+    cur = db.q(args[0], tuple(args[1:]))
+    if cur.description:
+        for r in cur.fetchall():
+            print("\t".join(as_bytes(c).decode(errors="replace") if isinstance(c, (bytes, memoryview))
+                            else str(c) for c in r))
+    db.commit()
+
+
+# command -> (what it does given the database and the arguments after it, print its result, read-only)
+COMMANDS = {
+    "age-delslices": (lambda db, a: age_delslices(db, int(a[0])), False, False),
+    "age-trash": (lambda db, a: age_trash(db, int(a[0])), False, False),
+    "trash-entries": (lambda db, a: trash_entries(db), True, True),
+    "digest": (lambda db, a: digest(db), True, True),
+    "gc-items": (lambda db, a: gc_items(db, a[0]), True, True),
+    "sql": (sql, False, False),
+}
+
+
 def main():
     if len(sys.argv) < 3:
         raise SystemExit(__doc__)
     cmd, meta = sys.argv[1], sys.argv[2]
-    db = DB(meta, readonly=cmd in ("trash-entries", "digest", "gc-items"))
-    if cmd == "age-delslices":
-        age_delslices(db, int(sys.argv[3]))
-    elif cmd == "age-trash":
-        age_trash(db, int(sys.argv[3]))
-    elif cmd == "trash-entries":
-        print(trash_entries(db))
-    elif cmd == "digest":
-        print(digest(db))
-    elif cmd == "gc-items":
-        print(gc_items(db, sys.argv[3]))
-    elif cmd == "sql":
-        cur = db.q(sys.argv[3], tuple(sys.argv[4:]))
-        if cur.description:
-            for r in cur.fetchall():
-                print("\t".join(as_bytes(c).decode(errors="replace") if isinstance(c, (bytes, memoryview))
-                                else str(c) for c in r))
-        db.commit()
-    else:
+    if cmd not in COMMANDS:
         raise SystemExit(__doc__)
+    run, show, readonly = COMMANDS[cmd]
+    db = DB(meta, readonly=readonly)
+    out = run(db, sys.argv[3:])
+    if show:
+        print(out)
 
 
 if __name__ == "__main__":

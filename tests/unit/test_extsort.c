@@ -156,6 +156,24 @@ static void check_sorted(struct rec *recs, size_t n, size_t mem, int threads,
 	jo_xsort_free(s);
 }
 
+/*
+ * Sorts n random records (from seed; lengths 1..maxlen over alphabet) in
+ * mem bytes with threads, checks the order against qsort's and returns
+ * the sort's stats.
+ */
+static struct jo_xsort_stats sort_random(uint64_t seed, size_t n, size_t maxlen, unsigned alphabet,
+					 size_t mem, int threads)
+{
+	struct jo_xsort_stats st;
+	struct rec *r;
+
+	rng_state = seed;
+	r = make_records(n, maxlen, alphabet);
+	check_sorted(r, n, mem, threads, &st);
+	free_records(r, n);
+	return st;
+}
+
 static void extsort_empty_input_yields_nothing(void **state)
 {
 	(void)state;
@@ -180,45 +198,31 @@ static void extsort_single_record(void **state)
 static void extsort_in_memory_with_duplicates(void **state)
 {
 	(void)state;
-	rng_state = 42;
 	/* 10,000 records and their index fit in the first 1 MiB buffer */
 	size_t n = 10000;
-	struct rec *r = make_records(n, 20, 4);
-	struct jo_xsort_stats st;
+	struct jo_xsort_stats st = sort_random(42, n, 20, 4, 64u << 20, 1);
 
-	check_sorted(r, n, 64u << 20, 1, &st);
 	assert_int_equal(st.runs, 0); /* fits: no temp file */
 	assert_int_equal(st.records, n);
-	free_records(r, n);
 }
 
 static void extsort_many_runs_under_tiny_memory_limit(void **state)
 {
 	(void)state;
-	rng_state = 7;
-	size_t n = 300000;
-	struct rec *r = make_records(n, 60, 256);
-	struct jo_xsort_stats st;
+	struct jo_xsort_stats st = sort_random(7, 300000, 60, 256, 1u << 20, 1);
 
-	check_sorted(r, n, 1u << 20, 1, &st);
 	assert_true(st.runs > 10);
 	/* 1 MiB cannot hold all readers at once: intermediate passes happen */
 	assert_true(st.merge_passes > 0);
 	assert_true(st.peak_mem <= (1u << 20));
-	free_records(r, n);
 }
 
 static void extsort_threaded_run_sorting_matches(void **state)
 {
 	(void)state;
-	rng_state = 99;
-	size_t n = 200000;
-	struct rec *r = make_records(n, 40, 3);
-	struct jo_xsort_stats st;
+	struct jo_xsort_stats st = sort_random(99, 200000, 40, 3, 2u << 20, 2);
 
-	check_sorted(r, n, 2u << 20, 2, &st);
 	assert_true(st.runs > 2);
-	free_records(r, n);
 }
 
 static uint64_t mix64(uint64_t x)
@@ -363,19 +367,28 @@ static void extsort_rejects_bad_calls(void **state)
 	jo_xsort_free(NULL);
 }
 
-static void extsort_cancel_stops_and_removes_temp_files(void **state)
+/* A new sort in mem bytes with its temp files under dir; fails the test if it cannot be made. */
+static struct jo_xsort *new_sort(size_t mem, const char *dir)
 {
-	(void)state;
 	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
 	struct jo_xsort *s = NULL;
 	struct jo_err err = { 0 };
+
+	o.mem_limit = mem;
+	o.tmp_dir = dir;
+	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
+	return s;
+}
+
+static void extsort_cancel_stops_and_removes_temp_files(void **state)
+{
+	(void)state;
+	struct jo_err err = { 0 };
+	struct jo_xsort *s = new_sort(1u << 20, tmpdir);
 	char rec[32];
 	int rc = 0;
 	size_t i;
 
-	o.mem_limit = 1u << 20;
-	o.tmp_dir = tmpdir;
-	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
 	for (i = 0; i < 200000; i++) {
 		snprintf(rec, sizeof(rec), "%08zu-record", (i * 7919) % 200000);
 		rc = jo_xsort_add(s, rec, strlen(rec), &err);
@@ -399,17 +412,13 @@ static void extsort_cancel_stops_and_removes_temp_files(void **state)
 static void extsort_truncated_run_is_an_error(void **state)
 {
 	(void)state;
-	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
-	struct jo_xsort *s = NULL;
 	struct jo_err err = { 0 };
+	struct jo_xsort *s = new_sort(1u << 20, tmpdir);
 	char rec[64], path[512];
 	const void *p;
 	size_t len;
 	int rc;
 
-	o.mem_limit = 1u << 20;
-	o.tmp_dir = tmpdir;
-	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
 	rng_state = 3;
 	for (size_t i = 0; i < 60000; i++) {
 		/* incompressible-ish text so the run file is large */
@@ -433,15 +442,11 @@ static void extsort_truncated_run_is_an_error(void **state)
 static void extsort_bad_tmp_dir_fails_cleanly(void **state)
 {
 	(void)state;
-	struct jo_xsort_opts o = JO_XSORT_OPTS_INIT;
-	struct jo_xsort *s = NULL;
 	struct jo_err err = { 0 };
+	struct jo_xsort *s = new_sort(1u << 20, "/nonexistent/dir/for/extsort");
 	char rec[40];
 	int rc = 0;
 
-	o.mem_limit = 1u << 20;
-	o.tmp_dir = "/nonexistent/dir/for/extsort";
-	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
 	for (size_t i = 0; i < 200000 && !rc; i++) {
 		snprintf(rec, sizeof(rec), "%zu", i);
 		rc = jo_xsort_add(s, rec, strlen(rec), &err);
@@ -451,22 +456,24 @@ static void extsort_bad_tmp_dir_fails_cleanly(void **state)
 	jo_xsort_free(s);
 }
 
+/* A test that runs between setup_dir and teardown_dir, like most here. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup_dir, teardown_dir)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(extsort_empty_input_yields_nothing, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_single_record, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_in_memory_with_duplicates, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_many_runs_under_tiny_memory_limit, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_threaded_run_sorting_matches, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_memory_follows_input_under_large_budget, setup_dir,
-						teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_property_random_against_qsort, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_uses_comparator_callback, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_rejects_bad_calls, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_cancel_stops_and_removes_temp_files, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_truncated_run_is_an_error, setup_dir, teardown_dir),
-		cmocka_unit_test_setup_teardown(extsort_bad_tmp_dir_fails_cleanly, setup_dir, teardown_dir),
+		FIXTURE_TEST(extsort_empty_input_yields_nothing),
+		FIXTURE_TEST(extsort_single_record),
+		FIXTURE_TEST(extsort_in_memory_with_duplicates),
+		FIXTURE_TEST(extsort_many_runs_under_tiny_memory_limit),
+		FIXTURE_TEST(extsort_threaded_run_sorting_matches),
+		FIXTURE_TEST(extsort_memory_follows_input_under_large_budget),
+		FIXTURE_TEST(extsort_property_random_against_qsort),
+		FIXTURE_TEST(extsort_uses_comparator_callback),
+		FIXTURE_TEST(extsort_rejects_bad_calls),
+		FIXTURE_TEST(extsort_cancel_stops_and_removes_temp_files),
+		FIXTURE_TEST(extsort_truncated_run_is_an_error),
+		FIXTURE_TEST(extsort_bad_tmp_dir_fails_cleanly),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

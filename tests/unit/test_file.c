@@ -108,6 +108,26 @@ static mode_t mode_of(const char *path)
 	return st.st_mode & 07777;
 }
 
+/*
+ * Creates target (no stdio: fd only), writes text, commits and releases;
+ * the target then holds text and the directory has entries entries.
+ */
+static void commit_through_fd(const struct fx *fx, const char *target, unsigned mode, unsigned flags,
+			      const char *text, int entries)
+{
+	struct jo_file *f = NULL;
+	struct jo_err err = { 0 };
+	size_t n = strlen(text);
+
+	assert_int_equal(jo_file_create(&f, target, mode, flags, &err), 0);
+	assert_null(f->fp);
+	assert_int_equal(write(f->fd, text, n), n);
+	assert_int_equal(jo_file_commit(f, &err), 0);
+	jo_file_abort(f);
+	assert_string_equal(slurp(target), text);
+	assert_int_equal(count_entries(fx, NULL, 0), entries);
+}
+
 static void file_commit_publishes_the_target(void **state)
 {
 	struct fx *fx = *state;
@@ -133,13 +153,7 @@ static void file_commit_publishes_the_target(void **state)
 	assert_int_equal(count_entries(fx, NULL, 0), 1);
 
 	/* a second run replaces it; fd without stdio */
-	assert_int_equal(jo_file_create(&f, target, JO_FILE_PUBLIC, 0, &err), 0);
-	assert_null(f->fp);
-	assert_int_equal(write(f->fd, "two\n", 4), 4);
-	assert_int_equal(jo_file_commit(f, &err), 0);
-	jo_file_abort(f);
-	assert_string_equal(slurp(target), "two\n");
-	assert_int_equal(count_entries(fx, NULL, 0), 1);
+	commit_through_fd(fx, target, JO_FILE_PUBLIC, 0, "two\n", 1);
 }
 
 static void file_abort_leaves_nothing(void **state)
@@ -244,12 +258,7 @@ static void file_noreplace_keeps_what_is_there(void **state)
 	assert_int_equal(count_entries(fx, NULL, 0), 2);
 	/* absent: created */
 	assert_int_equal(unlink(target), 0);
-	assert_int_equal(jo_file_create(&f, target, JO_FILE_PRIVATE, JO_FILE_NOREPLACE, &err), 0);
-	assert_int_equal(write(f->fd, "archive 1\n", 10), 10);
-	assert_int_equal(jo_file_commit(f, &err), 0);
-	jo_file_abort(f);
-	assert_string_equal(slurp(target), "archive 1\n");
-	assert_int_equal(count_entries(fx, NULL, 0), 2);
+	commit_through_fd(fx, target, JO_FILE_PRIVATE, JO_FILE_NOREPLACE, "archive 1\n", 2);
 }
 
 static void file_refuses_bad_targets(void **state)
@@ -513,25 +522,25 @@ static void replace_in_sticky_dir_says_why(void **state)
 	}
 }
 
+/* A test that runs between setup and teardown, like most here. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(file_commit_publishes_the_target, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_abort_leaves_nothing, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_ignores_planted_temp_names, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_replaces_a_symlink_at_the_target, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_noreplace_keeps_what_is_there, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_refuses_bad_targets, setup, teardown),
-		cmocka_unit_test_setup_teardown(file_modes_follow_umask_or_are_private, setup, teardown),
-		cmocka_unit_test_setup_teardown(append_creates_then_appends, setup, teardown),
-		cmocka_unit_test_setup_teardown(append_refuses_symlinks_fifos_and_links, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(append_refuses_another_users_file, setup, teardown),
-		cmocka_unit_test_setup_teardown(prepare_checks_the_file_and_its_sidecars, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(temp_removed_at_exit_and_second_sigint, setup,
-						teardown),
-		cmocka_unit_test_setup_teardown(replace_in_sticky_dir_says_why, setup, teardown),
+		FIXTURE_TEST(file_commit_publishes_the_target),
+		FIXTURE_TEST(file_abort_leaves_nothing),
+		FIXTURE_TEST(file_ignores_planted_temp_names),
+		FIXTURE_TEST(file_replaces_a_symlink_at_the_target),
+		FIXTURE_TEST(file_noreplace_keeps_what_is_there),
+		FIXTURE_TEST(file_refuses_bad_targets),
+		FIXTURE_TEST(file_modes_follow_umask_or_are_private),
+		FIXTURE_TEST(append_creates_then_appends),
+		FIXTURE_TEST(append_refuses_symlinks_fifos_and_links),
+		FIXTURE_TEST(append_refuses_another_users_file),
+		FIXTURE_TEST(prepare_checks_the_file_and_its_sidecars),
+		FIXTURE_TEST(temp_removed_at_exit_and_second_sigint),
+		FIXTURE_TEST(replace_in_sticky_dir_says_why),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

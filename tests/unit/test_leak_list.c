@@ -631,21 +631,24 @@ static void leaf_listed_out_of_order_fails(void **state)
 	assert_non_null(strstr(err.msg, "byte order"));
 }
 
+/* A test that runs between setup and teardown, like most here. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(list_plain_layout_sorted_and_foreign_reported, setup, teardown),
-		cmocka_unit_test_setup_teardown(list_hash_prefix_layout, setup, teardown),
-		cmocka_unit_test_setup_teardown(list_empty_volume, setup, teardown),
-		cmocka_unit_test_setup_teardown(list_error_midway_fails_the_whole_listing, setup, teardown),
+		FIXTURE_TEST(list_plain_layout_sorted_and_foreign_reported),
+		FIXTURE_TEST(list_hash_prefix_layout),
+		FIXTURE_TEST(list_empty_volume),
+		FIXTURE_TEST(list_error_midway_fails_the_whole_listing),
 		cmocka_unit_test(key_split_cuts_between_its_ends),
 		cmocka_unit_test(key_split_random_ranges_hold_their_keys),
-		cmocka_unit_test_setup_teardown(long_flat_leaf_is_cut_into_ranges, setup, teardown),
-		cmocka_unit_test_setup_teardown(store_ignoring_start_after_lists_each_key_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(density_cuts_a_leaf_before_it_is_listed, setup, teardown),
-		cmocka_unit_test_setup_teardown(density_cuts_a_leaf_of_high_ids, setup, teardown),
-		cmocka_unit_test_setup_teardown(wrong_density_still_lists_each_key_once, setup, teardown),
-		cmocka_unit_test_setup_teardown(leaf_listed_out_of_order_fails, setup, teardown),
+		FIXTURE_TEST(long_flat_leaf_is_cut_into_ranges),
+		FIXTURE_TEST(store_ignoring_start_after_lists_each_key_once),
+		FIXTURE_TEST(density_cuts_a_leaf_before_it_is_listed),
+		FIXTURE_TEST(density_cuts_a_leaf_of_high_ids),
+		FIXTURE_TEST(wrong_density_still_lists_each_key_once),
+		FIXTURE_TEST(leaf_listed_out_of_order_fails),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

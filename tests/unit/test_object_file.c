@@ -790,22 +790,25 @@ static void create_only_put_through_shards(void **state)
 	jo_obj_close(s);
 }
 
+/* A test that runs between setup and teardown, like most here. */
+#define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(round_trip_get_range_head, setup, teardown),
-		cmocka_unit_test_setup_teardown(listing_is_in_byte_order, setup, teardown),
-		cmocka_unit_test_setup_teardown(listing_prefix_start_after_delimiter, setup, teardown),
-		cmocka_unit_test_setup_teardown(batch_delete_and_delete, setup, teardown),
-		cmocka_unit_test_setup_teardown(copy_and_multipart, setup, teardown),
-		cmocka_unit_test_setup_teardown(put_mode, setup, teardown),
-		cmocka_unit_test_setup_teardown(sharded_file_stores_merge_listings, setup, teardown),
-		cmocka_unit_test_setup_teardown(shard_placement_is_fnv1a_of_full_key, setup, teardown),
-		cmocka_unit_test_setup_teardown(symlinks_are_never_followed, setup, teardown),
-		cmocka_unit_test_setup_teardown(bucket_path_through_a_symlink, setup, teardown),
-		cmocka_unit_test_setup_teardown(missing_bucket_directory_is_an_error, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_only_put_never_replaces, setup, teardown),
-		cmocka_unit_test_setup_teardown(create_only_put_through_shards, setup, teardown),
+		FIXTURE_TEST(round_trip_get_range_head),
+		FIXTURE_TEST(listing_is_in_byte_order),
+		FIXTURE_TEST(listing_prefix_start_after_delimiter),
+		FIXTURE_TEST(batch_delete_and_delete),
+		FIXTURE_TEST(copy_and_multipart),
+		FIXTURE_TEST(put_mode),
+		FIXTURE_TEST(sharded_file_stores_merge_listings),
+		FIXTURE_TEST(shard_placement_is_fnv1a_of_full_key),
+		FIXTURE_TEST(symlinks_are_never_followed),
+		FIXTURE_TEST(bucket_path_through_a_symlink),
+		FIXTURE_TEST(missing_bucket_directory_is_an_error),
+		FIXTURE_TEST(create_only_put_never_replaces),
+		FIXTURE_TEST(create_only_put_through_shards),
 		cmocka_unit_test(proc_self_does_not_wander),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

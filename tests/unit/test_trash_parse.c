@@ -1,6 +1,7 @@
 /* trash/trash_parse.c: entry names, RFC 3339 times and path prefixes of `jfsops trash`. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -63,15 +64,24 @@ static int64_t tp(const char *s)
 
 static void rfc3339_times(void **state)
 {
+	/* each time, and the Unix seconds it stands for */
+	static const struct {
+		const char *in;
+		int64_t want;
+	} times[] = {
+		{ "1970-01-01T00:00:00Z", 0 },
+		{ "2026-12-03T17:00:00Z", 1796317200 },
+		{ "2026-12-03t17:00:00z", 1796317200 },
+		{ "2026-12-03 17:00:00Z", 1796317200 },
+		{ "2026-12-03T17:00:00.999999999Z", 1796317200 },
+		{ "2026-12-03T18:00:00+01:00", 1796317200 },
+		{ "2026-12-03T11:30:00-05:30", 1796317200 },
+		{ "2024-02-29T00:00:00Z", 1709164800 }, /* a leap day */
+	};
+
 	(void)state;
-	assert_int_equal(tp("1970-01-01T00:00:00Z"), 0);
-	assert_int_equal(tp("2026-12-03T17:00:00Z"), 1796317200);
-	assert_int_equal(tp("2026-12-03t17:00:00z"), 1796317200);
-	assert_int_equal(tp("2026-12-03 17:00:00Z"), 1796317200);
-	assert_int_equal(tp("2026-12-03T17:00:00.999999999Z"), 1796317200);
-	assert_int_equal(tp("2026-12-03T18:00:00+01:00"), 1796317200);
-	assert_int_equal(tp("2026-12-03T11:30:00-05:30"), 1796317200);
-	assert_int_equal(tp("2024-02-29T00:00:00Z"), 1709164800); /* a leap day */
+	for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++)
+		assert_int_equal(tp(times[i].in), times[i].want);
 }
 
 static void malformed_times_are_refused(void **state)
@@ -98,14 +108,23 @@ static void malformed_times_are_refused(void **state)
 
 static void path_prefixes_match_whole_components(void **state)
 {
+	/* path, prefix, whether the path is under the prefix */
+	static const struct {
+		const char *path, *prefix;
+		bool under;
+	} cases[] = {
+		{ "/a/b", "", true },
+		{ "/a/b", "/a", true },
+		{ "/a/b", "/a/b", true },
+		{ "/a/b/c", "/a/b", true },
+		{ "/a/bb", "/a/b", false },
+		{ "/a", "/a/b", false },
+		{ "/ab", "/a", false },
+	};
+
 	(void)state;
-	assert_true(jo_trash_path_under("/a/b", ""));
-	assert_true(jo_trash_path_under("/a/b", "/a"));
-	assert_true(jo_trash_path_under("/a/b", "/a/b"));
-	assert_true(jo_trash_path_under("/a/b/c", "/a/b"));
-	assert_false(jo_trash_path_under("/a/bb", "/a/b"));
-	assert_false(jo_trash_path_under("/a", "/a/b"));
-	assert_false(jo_trash_path_under("/ab", "/a"));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		assert_int_equal(!!jo_trash_path_under(cases[i].path, cases[i].prefix), cases[i].under);
 }
 
 int main(void)

@@ -17,6 +17,9 @@ import socket
 import sys
 import threading
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from jfsops_warmup import _read_line  # noqa: E402  the client's own line reader
+
 
 def lance():
     with open(os.environ["FAKE_LANCE_JSONL"]) as f:
@@ -108,12 +111,7 @@ def warmup(argv):
         except socket.timeout:
             continue
         with c:
-            buf = b""
-            while b"\n" not in buf:
-                d = c.recv(4096)
-                if not d:
-                    break
-                buf += d
+            buf = _read_line(c)
             if buf.strip():
                 c.sendall((json.dumps(answer(buf.decode().strip())) + "\n").encode())
     emit({"type": "summary", "batches": len(st["batches"]), "position": st["pos"]})

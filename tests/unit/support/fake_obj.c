@@ -101,18 +101,32 @@ struct fake_obj *fake_set(struct fake_store *m, const char *key, const void *dat
 	return &m->o[i];
 }
 
+/*
+ * Locks m, counts the call in *calls and finds key: its index, m left
+ * locked; or -1 with JO_ENOTFOUND in err, m unlocked.
+ */
+static ssize_t lock_and_find(struct fake_store *m, int *calls, const char *key, struct jo_err *err)
+{
+	ssize_t i;
+
+	pthread_mutex_lock(&m->mu);
+	(*calls)++;
+	i = fake_find(m, key);
+	if (i < 0) {
+		pthread_mutex_unlock(&m->mu);
+		jo_err_set(err, JO_ENOTFOUND, "no %s", key);
+	}
+	return i;
+}
+
 static int f_get(struct jo_obj *o, const char *key, const struct jo_obj_get_opts *go,
 		 jo_obj_write_cb cb, void *payload, struct jo_err *err)
 {
 	struct fake_store *m = fake_store(o);
 
-	pthread_mutex_lock(&m->mu);
-	m->gets++;
-	ssize_t i = fake_find(m, key);
-	if (i < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
-	}
+	ssize_t i = lock_and_find(m, &m->gets, key, err);
+	if (i < 0)
+		return JO_ENOTFOUND;
 	if (m->fail_keys && strstr(key, "FAIL")) {
 		pthread_mutex_unlock(&m->mu);
 		return jo_err_set(err, JO_EIO, "injected failure for %s", key);
@@ -161,13 +175,9 @@ static int f_head(struct jo_obj *o, const char *key, struct jo_obj_info *info, c
 {
 	struct fake_store *m = fake_store(o);
 
-	pthread_mutex_lock(&m->mu);
-	m->heads++;
-	ssize_t i = fake_find(m, key);
-	if (i < 0) {
-		pthread_mutex_unlock(&m->mu);
-		return jo_err_set(err, JO_ENOTFOUND, "no %s", key);
-	}
+	ssize_t i = lock_and_find(m, &m->heads, key, err);
+	if (i < 0)
+		return JO_ENOTFOUND;
 	info->size = m->o[i].len;
 	info->mtime = m->o[i].mtime;
 	snprintf(info->etag, sizeof(info->etag), "%s", m->o[i].etag);
