@@ -56,6 +56,6 @@ kill_when_saved
 pos=$(listpos)
 "$JO_BIN" sync -q --json --state "$ST" --resume "$S" "$D" >"$JO_T/resume.json" || jo_die "--resume failed"
 grep -q '"resumed_listing":true' "$JO_T/resume.json" || jo_die "--resume did not use the position $pos"
-same || jo_die "after a genuine --resume DST != SRC"
+same || { diff -rq "$S" "$D" | head -n 10 >&2; jo_die "after a genuine --resume DST != SRC (the killed run saved $pos)"; }
 [ -z "$(listpos)" ] || jo_die "a completed --resume left a position"
 echo "sync_resume: ok"
