@@ -277,6 +277,7 @@ int wu_evict(struct wu_state *st, const struct jo_warmup_mount *mi,
 		rc = jo_warmup_fetcher_new(&f, threads, mi->prefetch, rewarm_fail, st, err);
 		if (rc)
 			goto out;
+		jo_warmup_fetcher_watch_cache(f, cd);
 		for (size_t i = 0; i < l.n && !rc; i++) {
 			struct fblock *fb = &l.v[i];
 			struct jo_warmup_read rd;

@@ -1318,6 +1318,8 @@ static int follow_open(struct follow *f)
 	if (rc)
 		return rc;
 	jo_warmup_fetcher_on_done(f->fetcher, on_read_done, f);
+	if (f->have_cd)
+		jo_warmup_fetcher_watch_cache(f->fetcher, &f->cd);
 	return 0;
 }
 

@@ -136,6 +136,8 @@ static int warm_summary(struct wu_state *st, const struct jo_warmup_fetch_stats 
 			json_object_set_new(o, "failed", json_integer((json_int_t)st->failed));
 			json_object_set_new(o, "prefetch_waits",
 					    json_integer((json_int_t)fs->confirm_reads));
+			json_object_set_new(o, "prefetch_cache_seen",
+					    json_integer((json_int_t)fs->cache_seen));
 			if (mg->have) {
 				json_object_set_new(o, "mount_gets",
 						    json_integer((json_int_t)(mg->c1.gets - mg->c0.gets)));
@@ -251,20 +253,26 @@ int wu_run_warm(struct wu_state *st, const struct jo_warmup_mount *mi, const cha
 	struct jo_warmup_fetcher *fetcher = NULL;
 	struct jo_warmup_fetch_stats fs = { 0 };
 	struct mount_gets mg = { 0 };
+	struct jo_warmup_cachedirs cd = { 0 };
+	struct jo_err cerr = { 0 };
+	/* a memory cache cannot be watched: prefetched blocks are read twice */
+	bool have_cd = !jo_warmup_cachedirs_init(&cd, mi->cache_dir, &cerr);
 	int rc;
 
 	mg.have = !jo_warmup_mount_stats(mi->stats_path, &mg.c0, &st->err);
 	rc = wu_map_ranges(st, ranges, mem_limit);
 	if (!rc)
 		rc = jo_warmup_fetcher_new(&fetcher, threads, mi->prefetch, on_fail, &fc, &st->err);
+	if (!rc && have_cd)
+		jo_warmup_fetcher_watch_cache(fetcher, &cd);
 	if (!rc)
 		rc = warm_all(st, mi, fetcher, &fc);
-	if (rc) {
-		jo_warmup_fetcher_free(fetcher);
-		return cmd_fail(st->ctx, &st->err);
-	}
-	jo_warmup_fetcher_stats(fetcher, &fs);
+	if (!rc)
+		jo_warmup_fetcher_stats(fetcher, &fs);
 	jo_warmup_fetcher_free(fetcher);
+	jo_warmup_cachedirs_release(&cd);
+	if (rc)
+		return cmd_fail(st->ctx, &st->err);
 	st->failed += fs.failed;
 	st->warmed = fs.done;
 	st->warmed_bytes = fs.bytes_done;

@@ -25,6 +25,7 @@
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/strfree.h"
+#include "common/warmup/cache.h"
 
 /* ------------------------------------------------------------------ lines */
 
@@ -923,11 +924,36 @@ struct jo_warmup_fetcher {
 	void *payload;
 	jo_warmup_done_cb done;
 	void *done_payload;
+	const struct jo_warmup_cachedirs *cd; /* watched by confirm reads, or NULL */
 	struct jo_warmup_fetch_stats st;
 };
 
+/*
+ * Poll the disk cache for key for up to 2 s (1 ms, doubling up to 50 ms
+ * between looks): true once its file is there. A stat error other than "not
+ * there" ends the watch (the caller reads again).
+ */
+static bool await_cached(const struct jo_warmup_cachedirs *cd, const char *key)
+{
+	struct jo_err e = { 0 };
+	long waited = 0, step = 1;
+
+	for (;;) {
+		int has = jo_warmup_cache_has(cd, key, NULL, &e);
+
+		if (has)
+			return has > 0;
+		if (waited >= 2000 || jo_cancelled())
+			return false;
+		usleep((useconds_t)step * 1000);
+		waited += step;
+		step = step * 2 > 50 ? 50 : step * 2;
+	}
+}
+
 static int fetch_one(struct jo_warmup_fetcher *f, const struct fetch_item *it, struct jo_err *err)
 {
+	bool seen = false;
 	int rc;
 
 	if (it->confirm) {
@@ -940,16 +966,20 @@ static int fetch_one(struct jo_warmup_fetcher *f, const struct fetch_item *it, s
 	rc = jo_warmup_read_byte(it->path, it->off, err);
 	/*
 	 * The first read was a ranged GET that queued the whole block on the
-	 * client's prefetcher; the same read again joins that full load (or
-	 * hits the cache), so when it returns the block is resident and the
-	 * prefetch queue has room again.
+	 * client's prefetcher. Either its file shows up in the disk cache, or
+	 * the same read again joins that full load (or hits the cache); then
+	 * the block is resident and the prefetch queue has room again.
 	 */
-	if (!rc && it->confirm)
-		rc = jo_warmup_read_byte(it->path, it->off, err);
+	if (!rc && it->confirm) {
+		seen = f->cd && await_cached(f->cd, it->key);
+		if (!seen)
+			rc = jo_warmup_read_byte(it->path, it->off, err);
+	}
 	if (it->confirm) {
 		pthread_mutex_lock(&f->mu);
 		f->confirm_busy--;
 		f->st.confirm_reads++;
+		f->st.cache_seen += seen;
 		pthread_cond_signal(&f->confirm_free);
 		pthread_mutex_unlock(&f->mu);
 	}
@@ -1094,6 +1124,14 @@ int jo_warmup_fetcher_add(struct jo_warmup_fetcher *f, const char *path, const c
 	item_enqueue(f, &it);
 	pthread_mutex_unlock(&f->mu);
 	return 0;
+}
+
+void jo_warmup_fetcher_watch_cache(struct jo_warmup_fetcher *f,
+				   const struct jo_warmup_cachedirs *cd)
+{
+	pthread_mutex_lock(&f->mu);
+	f->cd = cd;
+	pthread_mutex_unlock(&f->mu);
 }
 
 void jo_warmup_fetcher_on_done(struct jo_warmup_fetcher *f, jo_warmup_done_cb cb, void *payload)

@@ -32,7 +32,9 @@
  * the client's background prefetcher, --prefetch N > 0, then fetches the
  * whole block). A read at file offset 0 turns the client's readahead on at
  * once (one block ahead), so a block that starts at file offset 0 is read
- * at offset 1 when the mount prefetches. Writing into the client's cache
+ * at offset 1 when the mount prefetches. A block left to the prefetcher is
+ * waited for: until its file shows in the disk cache, or (memory cache) by a
+ * second read that joins the full load. Writing into the client's cache
  * directory is never done: its files carry version-dependent checksums
  * (spec §2.6).
  */
@@ -191,7 +193,7 @@ int jo_warmup_read_byte(const char *path, uint64_t off, struct jo_err *err);
 /* How to read one block through a mount. */
 struct jo_warmup_read {
 	uint64_t off;         /* file offset of the one-byte read */
-	bool confirm;         /* read again: waits for the client's prefetch */
+	bool confirm;         /* wait for the client's prefetch (read again, or watch the cache) */
 };
 /*
  * Choose the read for block b on mount mi (the rules in the header comment).
@@ -214,7 +216,8 @@ struct jo_warmup_fetcher;
 struct jo_warmup_fetch_stats {
 	uint64_t queued, done, failed;
 	uint64_t bytes_done;       /* sum of bsize of warmed blocks */
-	uint64_t confirm_reads;    /* blocks read twice (prefetch path) */
+	uint64_t confirm_reads;    /* blocks waited for through the prefetcher */
+	uint64_t cache_seen;       /* of these: seen arrive in the disk cache (no second read) */
 };
 /* Called from a worker (serialised) for each block that failed. */
 typedef void (*jo_warmup_fail_cb)(const char *key, const char *path, uint64_t off,
@@ -242,6 +245,18 @@ void jo_warmup_fetcher_on_done(struct jo_warmup_fetcher *f, jo_warmup_done_cb cb
 int jo_warmup_fetcher_try_add(struct jo_warmup_fetcher *f, const char *path, const char *key,
 			      uint32_t bsize, const struct jo_warmup_read *rd, void *tag,
 			      struct jo_err *err);
+/*
+ * Let a read that waits for the client's prefetch (confirm) watch the disk
+ * cache cd (borrowed; set before the first add) for the block instead of
+ * reading again. The mount publishes a prefetched block in its cache a moment
+ * after the full GET ends; a read again inside that moment finds neither and
+ * starts a second full GET. The block's file appears only after it is
+ * published, so seeing it ends the wait; when it has not appeared within 2 s
+ * (cache full, write queue behind) the read is repeated as without a watch.
+ */
+struct jo_warmup_cachedirs;
+void jo_warmup_fetcher_watch_cache(struct jo_warmup_fetcher *f,
+				   const struct jo_warmup_cachedirs *cd);
 /* Wait until every queued read finished; stops the threads. */
 void jo_warmup_fetcher_finish(struct jo_warmup_fetcher *f);
 void jo_warmup_fetcher_stats(struct jo_warmup_fetcher *f, struct jo_warmup_fetch_stats *out);
