@@ -259,16 +259,19 @@ run_midway() {
 	[ -z "${MIDWAY_CLEAN:-}" ] || rm -f "$MIDWAY_CLEAN"
 	[ "${at:-0}" -ge 1 ] && [ "${total:-0}" -ge 10 ] ||
 		jo_die "calibration: no stop point in a whole run of $name ($sc ${at:-0} of ${total:-0}, mark '${MIDWAY_MARK:-}')"
-	strace -f -o /dev/null -e trace="$sc" -e inject="$sc":signal=SIGSTOP:when="$at" -- \
+	strace -f -o "$JO_T/$name.strace" -e trace="$sc" -e inject="$sc":signal=SIGSTOP:when="$at" -- \
 		"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
 	sp=$!
 	pid=
-	local held=0
+	local held=0 state states=
 	# stopped: in a tracing stop for 0.3 s on end (strace stops it for a
 	# moment at every traced call too; the injected SIGSTOP lasts)
 	for i in $(seq 1 1200); do
 		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1 || true) # none yet: strace has not started it
-		if [ -n "$pid" ] && [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = t ]; then
+		state=
+		[ -z "$pid" ] || state=$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null || true)
+		case " $states " in *" ${state:--} "*) ;; *) states="$states ${state:--}" ;; esac
+		if [ "$state" = t ]; then
 			held=$((held + 1))
 			[ "$held" -ge 6 ] && break
 		else
@@ -277,7 +280,17 @@ run_midway() {
 		kill -0 "$sp" 2>/dev/null || jo_die "$name finished before its $sc call $at of $total"
 		sleep 0.05
 	done
-	[ "$held" -ge 6 ] || jo_die "$name: not stopped at its $sc call $at of $total"
+	if [ "$held" -lt 6 ]; then
+		# what it was doing: the states seen, its threads' wait channels, its last calls
+		echo "$name: pid ${pid:-none}, states seen:$states" >&2
+		[ -z "$pid" ] || for t in /proc/"$pid"/task/*; do
+			echo "  thread ${t##*/}: $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" >&2
+		done
+		grep -c " $sc(" "$JO_T/$name.strace" >&2 || true
+		tail -n 15 "$JO_T/$name.strace" >&2 || true
+		tail -n 5 "$JO_T/$name.err" >&2 || true
+		jo_die "$name: not stopped at its $sc call $at of $total"
+	fi
 	[ -n "$pid" ] || jo_die "$name: no process under strace"
 	echo "$name: stopped at $sc call $at of $total" >&2
 	sqlite_lock "$pid"
