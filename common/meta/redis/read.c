@@ -759,21 +759,98 @@ static int r_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb, void
 }
 
 /* ---- readdir_attr: a pipeline of HSCAN pages of the directories, then one of
- * GET i{ino} for every entry; directories with more pages go round again */
+ * MGET i{ino}... per page (one command for all its entries: Redis parses and
+ * dispatches one command, not one per entry); directories with more pages go
+ * round again. MGET answers nil for a key that is not a string where GET
+ * fails (WRONGTYPE): every nil is read again with GET, so a corrupt inode
+ * key is still an error, never a missing inode. */
 
 struct dira {
 	uint64_t *dirs;          /* the directories still being read */
 	size_t *idx;             /* their index in the caller's array */
 	char (*cursor)[32];
 	redisReply **hs;         /* this round's HSCAN replies */
-	redisReply **gets;       /* this round's GET replies */
-	size_t gcap;
+	redisReply **mg;         /* this round's MGET replies, one per page with entries */
+	/* one MGET's arguments: the keys packed in kbuf, argv/lens into it */
+	char *kbuf;
+	size_t kcap;
+	const char **argv;
+	size_t *lens, acap;
+	/* the entries MGET answered nil for, read again with GET */
+	uint64_t *nil;
+	struct jo_attr *nattr;
+	bool *nfound;
+	size_t ncap;
 };
+
+/* Room for the MGET of a page of up to n entries. */
+static int mget_reserve(struct jo_meta *m, struct dira *d, size_t n, struct jo_err *err)
+{
+	size_t plen;
+
+	(void)jo_rd_prefix(m, &plen);
+	if (jo_grow_array(&d->kbuf, &d->kcap, n * (plen + 22), 1))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return keys_reserve(&d->argv, sizeof(*d->argv), &d->lens, sizeof(*d->lens), &d->acap,
+			    n + 1, err);
+}
+
+/* Append "MGET <prefix>i<ino>..." for the n entries of one HSCAN page (room
+ * reserved by mget_reserve). */
+static int append_mget(struct jo_meta *m, struct dira *d, const redisReply *el, size_t n)
+{
+	size_t plen, kl = 0;
+	const char *pfx = jo_rd_prefix(m, &plen);
+
+	d->argv[0] = "MGET";
+	d->lens[0] = 4;
+	for (size_t j = 0; j < n; j++) {
+		char *k = d->kbuf + kl;
+
+		memcpy(k, pfx, plen);
+		d->lens[j + 1] = plen + (size_t)sprintf(k + plen, "i%llu", (unsigned long long)
+				 jo_be64((const uint8_t *)el->element[2 * j + 1]->str + 1));
+		d->argv[j + 1] = k;
+		kl += d->lens[j + 1];
+	}
+	return jo_rd_append_argv(m, (int)n + 1, d->argv, d->lens);
+}
+
+/* Check the MGET replies of the pages, then read their nil entries again. */
+static int dira_nils(struct jo_meta *m, struct dira *d, size_t n, struct jo_err *err)
+{
+	size_t k = 0, nn = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const redisReply *el = d->hs[i]->element[1], *r;
+
+		if (el->elements < 2)
+			continue;
+		r = d->mg[k++];
+		if (r->type != REDIS_REPLY_ARRAY || r->elements != el->elements / 2)
+			return jo_err_set(err, JO_EPROTO, "redis %s: unexpected MGET reply",
+					  m->url.redacted);
+		for (size_t j = 0; j < r->elements; j++) {
+			if (r->element[j]->type == REDIS_REPLY_STRING)
+				continue;
+			if (keys_reserve(&d->nil, sizeof(*d->nil), &d->nattr, sizeof(*d->nattr),
+					 &d->ncap, nn + 1, err))
+				return JO_ENOMEM;
+			d->nil[nn++] = jo_be64((const uint8_t *)el->element[2 * j + 1]->str + 1);
+		}
+	}
+	if (nn == 0)
+		return 0;
+	free(d->nfound);
+	if (!(d->nfound = calloc(nn, sizeof(*d->nfound))))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	return r_getattr_many(m, d->nil, nn, d->nattr, d->nfound, err);
+}
 
 static int dira_round(struct jo_meta *m, struct dira *d, size_t n, jo_meta_dirent_attr_cb cb,
 		      void *payload, size_t *left, struct jo_err *err)
 {
-	size_t k = 0, ng = 0, got;
+	size_t k = 0, most = 0;
 	int rc = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -800,47 +877,53 @@ static int dira_round(struct jo_meta *m, struct dira *d, size_t n, jo_meta_diren
 			    el->element[j + 1]->len < 9)
 				rc = jo_err_set(err, JO_EPROTO, "dir %llu: entry value is not 9 bytes",
 						(unsigned long long)d->dirs[i]);
-		ng += el->elements / 2;
+		if (el->elements / 2 > most)
+			most = el->elements / 2;
 	}
 	if (rc == 0)
-		rc = rs_reserve(&d->gets, &d->gcap, ng, err);
+		rc = mget_reserve(m, d, most, err);
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		redisReply *el = d->hs[i]->element[1];
 
-		for (size_t j = 0; j + 1 < el->elements; j += 2) {
-			if (jo_rd_append(m, "GET %Ki%llu", (unsigned long long)
-					 jo_be64((const uint8_t *)el->element[j + 1]->str + 1)) != REDIS_OK) {
-				rc = jo_rd_append_failed(m, k, err, "GET pipeline");
-				break;
-			}
+		if (el->elements < 2)
+			continue;
+		if (append_mget(m, d, el, el->elements / 2) != REDIS_OK)
+			rc = jo_rd_append_failed(m, k, err, "MGET pipeline");
+		else
 			k++;
-		}
 	}
-	if (rc == 0)
-		rc = rget_all(m, d->gets, k, err);
-	if (rc != 0) {
-		rfree_from(d->hs, 0, n);
-		return rc;
-	}
-	got = 0;
-	for (size_t i = 0; i < n; i++) {
-		redisReply *el = d->hs[i]->element[1];
+	if (rc == 0 && (rc = rget_all(m, d->mg, k, err)) == 0)
+		rc = dira_nils(m, d, n, err);
+	else
+		k = 0; /* none read, or freed by rget_all */
+	for (size_t i = 0, mi = 0, ni = 0; i < n && rc == 0; i++) {
+		redisReply *el = d->hs[i]->element[1], *mr;
 
-		for (size_t j = 0; j + 1 < el->elements; j += 2, got++) {
-			redisReply *name = el->element[j], *v = el->element[j + 1], *a1 = d->gets[got];
+		if (el->elements < 2)
+			continue;
+		mr = d->mg[mi++];
+		for (size_t j = 0; j + 1 < el->elements && rc == 0; j += 2) {
+			redisReply *name = el->element[j], *v = el->element[j + 1];
+			redisReply *a1 = mr->element[j / 2];
 			uint64_t ino = jo_be64((const uint8_t *)v->str + 1);
+			const struct jo_attr *ap = NULL;
 			struct jo_attr a;
-			bool have = a1->type == REDIS_REPLY_STRING;
 
-			if (rc == 0 && have &&
-			    (rc = jo_meta_decode_attr((const uint8_t *)a1->str, a1->len, &a, err)) != 0)
-				jo_err_wrap(err, "inode %llu", (unsigned long long)ino);
+			if (a1->type == REDIS_REPLY_STRING) {
+				ap = &a;
+				if ((rc = jo_meta_decode_attr((const uint8_t *)a1->str, a1->len, &a,
+							      err)) != 0)
+					jo_err_wrap(err, "inode %llu", (unsigned long long)ino);
+			} else if (d->nfound[ni++]) {
+				/* a nil read again: present now, or gone (no attributes) */
+				ap = &d->nattr[ni - 1];
+			}
 			if (rc == 0)
-				rc = cb(d->idx[i], name->str, name->len, ino, (uint8_t)v->str[0],
-					have ? &a : NULL, payload);
-			freeReplyObject(a1);
+				rc = cb(d->idx[i], name->str, name->len, ino, (uint8_t)v->str[0], ap,
+					payload);
 		}
 	}
+	rfree_from(d->mg, 0, k);
 	/* the directories with more pages stay, in order */
 	*left = 0;
 	for (size_t i = 0; i < n; i++) {
@@ -871,7 +954,8 @@ static int r_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
 	d.idx = malloc(n * sizeof(*d.idx));
 	d.cursor = malloc(n * sizeof(*d.cursor));
 	d.hs = malloc(n * sizeof(*d.hs));
-	if (!d.dirs || !d.idx || !d.cursor || !d.hs)
+	d.mg = malloc(n * sizeof(*d.mg));
+	if (!d.dirs || !d.idx || !d.cursor || !d.hs || !d.mg)
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 	for (size_t i = 0; rc == 0 && i < n; i++) {
 		d.dirs[i] = dirs[i];
@@ -893,7 +977,13 @@ static int r_readdir_attr(struct jo_meta *m, const uint64_t *dirs, size_t n,
 	free(d.idx);
 	free(d.cursor);
 	free(d.hs);
-	free(d.gets);
+	free(d.mg);
+	free(d.kbuf);
+	free(d.argv);
+	free(d.lens);
+	free(d.nil);
+	free(d.nattr);
+	free(d.nfound);
 	return rc;
 }
 
