@@ -281,7 +281,8 @@ int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
  * The chunks of many files at once: for each request, every chunk among
  * indexes 0 .. nidx-1 that exists, through cb (in request order, then index
  * order; raw borrowed for the call). Redis pipelines one LRANGE per index,
- * 4,096 at a time; other families read chunk by chunk. A file is read as
+ * 4,096 at a time, each reply passed on as it comes (cb must not use m:
+ * replies may be in flight); other families read chunk by chunk. A file is read as
  * juicefs dump reads it (indexes below its length), not its chunks past EOF.
  */
 struct jo_meta_chunk_req {

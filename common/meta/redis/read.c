@@ -612,10 +612,35 @@ static int r_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 
 #define READ_CHUNKS_PIPE 4096
 
+/* One LRANGE reply of chunk c{ino}_{indx} through cb (buf: scratch). */
+static int chunk_reply(const redisReply *a, uint64_t ino, uint32_t indx, uint8_t **buf,
+		       size_t *cap, jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
+{
+	size_t len = a->type == REDIS_REPLY_ARRAY ? a->elements * JO_SLICE_REC_LEN : 0;
+
+	if (len > *cap) {
+		uint8_t *b = realloc(*buf, len);
+
+		if (!b)
+			return jo_err_set(err, JO_ENOMEM, "out of memory");
+		*buf = b;
+		*cap = len;
+	}
+	for (size_t j = 0; j < len / JO_SLICE_REC_LEN; j++) {
+		const redisReply *e = a->element[j];
+
+		if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN)
+			return jo_err_set(err, JO_EPROTO, "chunk c%llu_%u: element %zu is %zu bytes, "
+					  "not 24", (unsigned long long)ino, indx, j, e->len);
+		memcpy(*buf + j * JO_SLICE_REC_LEN, e->str, JO_SLICE_REC_LEN);
+	}
+	/* a chunk that does not exist (a sparse file) is an empty list */
+	return len > 0 ? cb(ino, indx, *buf, len, payload) : 0;
+}
+
 static int r_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
 			 jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
 {
-	redisReply **rs = malloc(READ_CHUNKS_PIPE * sizeof(*rs));
 	uint64_t *ino = malloc(READ_CHUNKS_PIPE * sizeof(*ino));
 	uint32_t *indx = malloc(READ_CHUNKS_PIPE * sizeof(*indx));
 	uint8_t *buf = NULL;
@@ -625,7 +650,7 @@ static int r_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs
 	const char *pfx = jo_rd_prefix(m, &plen);
 	int rc = 0;
 
-	if (!rs || !ino || !indx)
+	if (!ino || !indx)
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 	while (rc == 0 && r < n) {
 		size_t k = 0, got;
@@ -652,40 +677,26 @@ static int r_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs
 			ino[k] = reqs[r].ino;
 			indx[k++] = next++;
 		}
-		if (rc != 0 || (rc = rget_all(m, rs, k, err)) != 0)
+		if (rc != 0)
 			break;
-		for (got = 0; got < k && rc == 0; got++) {
-			redisReply *a = rs[got];
-			size_t len = a->type == REDIS_REPLY_ARRAY ? a->elements * JO_SLICE_REC_LEN : 0;
+		/* each reply as it comes, while Redis answers the rest; after a
+		 * failure the rest is still read (and dropped) unless the
+		 * connection went, and with it every reply */
+		for (got = 0; got < k; got++) {
+			redisReply *a = NULL;
 
-			if (len > cap) {
-				uint8_t *b = realloc(buf, len);
-
-				if (!b) {
-					rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-					break;
-				}
-				buf = b;
-				cap = len;
+			if (jo_rd_get_reply(m, &a) != REDIS_OK || !a) {
+				if (rc == 0)
+					rc = jo_rd_conn_error(m, err, "pipelined reply");
+				break;
 			}
-			for (size_t j = 0; j < len / JO_SLICE_REC_LEN && rc == 0; j++) {
-				redisReply *e = a->element[j];
-
-				if (e->type != REDIS_REPLY_STRING || e->len != JO_SLICE_REC_LEN)
-					rc = jo_err_set(err, JO_EPROTO, "chunk c%llu_%u: element %zu is "
-							"%zu bytes, not 24", (unsigned long long)ino[got],
-							indx[got], j, e->len);
-				else
-					memcpy(buf + j * JO_SLICE_REC_LEN, e->str, JO_SLICE_REC_LEN);
-			}
+			if (rc == 0 && a->type == REDIS_REPLY_ERROR)
+				rc = reply_error(m, a, err, "pipelined command");
+			if (rc == 0)
+				rc = chunk_reply(a, ino[got], indx[got], &buf, &cap, cb, payload, err);
 			freeReplyObject(a);
-			/* a chunk that does not exist (a sparse file) is an empty list */
-			if (rc == 0 && len > 0)
-				rc = cb(ino[got], indx[got], buf, len, payload);
 		}
-		rfree_from(rs, got, k);
 	}
-	free(rs);
 	free(ino);
 	free(indx);
 	free(buf);
