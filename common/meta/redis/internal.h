@@ -31,6 +31,8 @@ struct redisReply *jo_rd_vcommand(struct jo_meta *m, const char *fmt, va_list ap
 struct redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **argv,
 				      const size_t *lens);
 int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
+/* jo_rd_append of a command given as argv (keys carry the prefix already). */
+int jo_rd_append_argv(struct jo_meta *m, int argc, const char **argv, const size_t *lens);
 int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
 /*
  * A jo_rd_append failed after `appended` others of its pipeline: drop the
