@@ -652,13 +652,7 @@ static void print_summary(struct run *r, int exit_code)
 		       s->chunks, s->records, (double)s->hidden / 1048576.0);
 		printf("worth compacting:  %" PRIu64 " chunks (%" PRIu64 " records, %.1f MiB hidden)\n",
 		       s->candidates, s->candidate_records, (double)s->candidate_hidden / 1048576.0);
-		printf("records per chunk:\n");
-		for (int b = 0; b < JO_HIST_BUCKETS; b++) {
-			if (!s->hist[b])
-				continue;
-			jo_hist_label(b, label, sizeof(label));
-			printf("  %-10s %" PRIu64 "\n", label, s->hist[b]);
-		}
+		jo_hist_print(s->hist);
 		if (!r->incomplete)
 			print_top(r);
 	}
