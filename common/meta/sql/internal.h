@@ -164,6 +164,8 @@ int jo_sql_begin(struct jo_meta *m, struct jo_err *err);
 int jo_sql_begin_snapshot(struct jo_meta *m, struct jo_err *err);
 int jo_sql_commit(struct jo_meta *m, struct jo_err *err);
 void jo_sql_rollback(struct jo_meta *m);
+/* A failed transaction step: free st (may be NULL), roll back, return rc. */
+int jo_sql_undo(struct jo_meta *m, struct jo_sqls *st, int rc);
 /* Was the last error one a new attempt of the transaction may clear?
  * If so, sleeps a little (attempt i: i*i ms plus jitter, as juicefs). */
 bool jo_sql_retry(struct jo_meta *m, int attempt);

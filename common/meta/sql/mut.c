@@ -147,9 +147,7 @@ static int delete_chunk_once(struct jo_meta *m, uint64_t ino, uint32_t indx, str
 	}
 	return jo_sql_commit(m, err);
 fail:
-	jo_sql_free(m, st);
-	jo_sql_rollback(m);
-	return rc;
+	return jo_sql_undo(m, st, rc);
 }
 
 static int s_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
@@ -283,9 +281,7 @@ static int cleanup_delslice_once(struct jo_meta *m, uint64_t new_id, int64_t edg
 		goto fail;
 	return jo_sql_commit(m, err);
 fail:
-	jo_sql_free(m, st);
-	jo_sql_rollback(m);
-	return rc;
+	return jo_sql_undo(m, st, rc);
 }
 
 static int s_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, int64_t edge,
