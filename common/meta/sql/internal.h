@@ -175,6 +175,9 @@ bool jo_sql_retry(struct jo_meta *m, int attempt);
 extern const struct jo_mut_ops jo_sql_mut_ops;
 extern const struct jo_compact_ops jo_sql_compact_ops;
 JO_MUT_FAMILY_DECLS(jo_sql);
+/* refs of slice id (its chunk_ref row; sql/mut.c); *exists false when no row. */
+int jo_sql_slice_refs(struct jo_meta *m, uint64_t id, int64_t *refs, bool *exists,
+		      struct jo_err *err);
 int jo_sql_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
 			struct jo_err *err);
 
