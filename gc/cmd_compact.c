@@ -701,23 +701,6 @@ static void record_metrics(struct run *r)
 		(void)cmd_metric(r->ctx, m[i].what, m[i].help, NULL, m[i].v);
 }
 
-static void default_owner(struct run *r)
-{
-	char host[64] = "localhost";
-
-	if (r->o.id) {
-		snprintf(r->owner, sizeof(r->owner), "%s", r->o.id);
-	} else {
-		if (gethostname(host, sizeof(host) - 1) != 0)
-			snprintf(host, sizeof(host), "localhost");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(r->owner, sizeof(r->owner), "%s:%ld", host, (long)getpid());
-	}
-	for (char *p = r->owner; *p; p++)
-		if (*p <= ' ' || *p > '~')
-			*p = '_';
-}
-
 enum { MODE_DEFAULT, MODE_PLAN, MODE_WORKER, MODE_STATUS };
 
 /* Parse and check the flags: true (META-URL in argv[1]), or false with the exit code. */
@@ -927,7 +910,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	r.started_ms = jo_lease_mono_ms();
 	if (r.o.max_time_ms)
 		r.deadline_ms = r.started_ms + r.o.max_time_ms;
-	default_owner(&r);
+	jo_lease_owner(r.owner, sizeof(r.owner), r.o.id);
 	pthread_mutex_init(&r.mu, NULL);
 	va.read_only = !r.o.apply && !r.o.status;
 	rc = cmd_open_volume(ctx, &va, argv[1], &r.vol);

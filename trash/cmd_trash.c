@@ -1505,15 +1505,10 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 {
 	struct worker_stats ws = { 0 };
 	struct jo_lease *lease = NULL;
-	char host[64] = "host", owner[128];
+	char owner[128];
 	int rc;
 
-	(void)gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = '\0';
-	snprintf(owner, sizeof(owner), "%s:%ld", host, (long)getpid());
-	for (char *q = owner; *q; q++)
-		if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e)
-			*q = '_';
+	jo_lease_owner(owner, sizeof(owner), NULL);
 	{
 		struct jo_lease_opts lo = { .ns = TRASH_NS, .owner = owner,
 					    .lease_ms = ro->lease_ms };
