@@ -436,7 +436,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_vol *v = NULL;
 	struct jo_err err = { 0 };
 	char detail[768], *url;
-	int n, rc;
+	int rc;
 	struct jo_option opts[] = {
 		OPT_BOOL(0, "json", &ctx->json, "one JSON line per check, then a summary"),
 		OPT_HELP(),
@@ -445,10 +445,9 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, doctor_usage, doctor_tail, opts };
 
-	n = jo_opt_parse(&cmd, argc, argv);
-	if (n != 1) {
+	if (!cmd_parse_operands(ctx, &cmd, argc, argv, 1, "expected one META-URL", &rc)) {
 		cmd_vol_args_release(&va);
-		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected one META-URL");
+		return rc;
 	}
 	url = strdup(argv[1]);
 	if (!url) {

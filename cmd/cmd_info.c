@@ -279,7 +279,7 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_err err = { 0 };
 	struct info in = { 0 };
 	char *url;
-	int n, rc;
+	int rc;
 	struct jo_option opts[] = {
 		OPT_BOOL(0, "json", &ctx->json, "one JSON object on stdout instead of the table"),
 		OPT_HELP(),
@@ -287,11 +287,8 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, info_usage, info_tail, opts };
 
-	n = jo_opt_parse(&cmd, argc, argv);
-	if (n < 0)
-		return cmd_opt_exit(ctx, n);
-	if (n != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
+	if (!cmd_parse_operands(ctx, &cmd, argc, argv, 1, "expected one META-URL", &rc))
+		return rc;
 	/* info needs no object store: open the metadata only */
 	url = cmd_take_url(argv[1]);
 	if (!url)
