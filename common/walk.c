@@ -398,18 +398,8 @@ struct group {
 
 static int grow(uint8_t **b, size_t *cap, size_t need, struct jo_err *err)
 {
-	size_t c = *cap ? *cap : 256;
-	uint8_t *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	p = realloc(*b, c);
-	if (!p)
+	if (jo_grow_array_from(b, cap, need, 1, 256))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	*b = p;
-	*cap = c;
 	return 0;
 }
 
