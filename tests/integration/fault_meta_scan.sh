@@ -171,6 +171,9 @@ cut_at_half() { # CMD...
 # then PID goes on, and its next read finds the database locked.
 sqlite_lock() {
 	local cont=${1:-}
+	# the last lock's "locked" must not be read for this one's: the new
+	# locker's output file may not be opened (truncated) yet when we look
+	rm -f "$JO_T/locker.out"
 	mkfifo "$JO_T/lockctl"
 	(
 		exec 3<"$JO_T/lockctl"
