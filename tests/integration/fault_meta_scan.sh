@@ -290,11 +290,14 @@ run_midway() {
 		"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
 	sp=$!
 	pid=
-	local held=0 state states=
+	local held=0 state states= comm
+	comm=$(basename "$1" | cut -c1-15) # the kernel's comm: 15 bytes
 	# stopped: in a tracing stop for 0.3 s on end (strace stops it for a
 	# moment at every traced call too; the injected SIGSTOP lasts)
 	for i in $(seq 1 1200); do
-		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1 || true) # none yet: strace has not started it
+		# the command, by name: strace's first child is a probe of its own
+		# that stops itself and exits at once
+		[ -n "$pid" ] || pid=$(pgrep -P "$sp" -x "$comm" | head -n 1 || true)
 		state=
 		[ -z "$pid" ] || state=$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null || true)
 		case " $states " in *" ${state:--} "*) ;; *) states="$states ${state:--}" ;; esac
