@@ -92,6 +92,10 @@ int jo_rd_fail(struct jo_meta *m, struct redisReply *r, struct jo_err *err, cons
  * NOAUTH/WRONGPASS as JO_EAUTH, others JO_EIO). */
 int jo_rd_conn_error(struct jo_meta *m, struct jo_err *err, const char *what);
 struct redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char *fmt, ...);
+/* r as a command's reply: NULL (the connection failed) or an error reply
+ * (freed) fails as jo_rd_cmd's do, with what in the message. */
+struct redisReply *jo_rd_checked(struct jo_meta *m, struct redisReply *r, const char *what,
+				 int *rc, struct jo_err *err);
 /* After MULTI, nq queued commands and EXEC were appended (pipelined),
  * read their replies; *exec gets EXEC's (type NIL: a watched key changed). */
 int jo_rd_exec(struct jo_meta *m, size_t nq, struct redisReply **exec, struct jo_err *err);

@@ -43,12 +43,18 @@ redisReply *jo_rd_cmd(struct jo_meta *m, struct jo_err *err, int *rc, const char
 	va_start(ap, fmt);
 	r = jo_rd_vcommand(m, fmt, ap);
 	va_end(ap);
+	return jo_rd_checked(m, r, fmt, rc, err);
+}
+
+redisReply *jo_rd_checked(struct jo_meta *m, redisReply *r, const char *what, int *rc,
+			  struct jo_err *err)
+{
 	if (!r) {
-		*rc = jo_rd_conn_error(m, err, fmt);
+		*rc = jo_rd_conn_error(m, err, what);
 		return NULL;
 	}
 	if (r->type == REDIS_REPLY_ERROR) {
-		*rc = reply_error(m, r, err, fmt);
+		*rc = reply_error(m, r, err, what);
 		freeReplyObject(r);
 		return NULL;
 	}
@@ -1168,6 +1174,17 @@ struct cb_ctx {
 	void *payload;
 };
 
+/*
+ * One scan of a pair collection (HSCAN/ZSCAN verb of key), each pair given
+ * to pair() with the caller's callback in a cb_ctx's field.
+ */
+#define SCAN_PAIRS_FN(fn, cbtype, field, verb, key, pair)                              \
+	static int fn(struct jo_meta *m, cbtype cb, void *payload, struct jo_err *err) \
+	{                                                                              \
+		struct cb_ctx c = { .cb.field = cb, .payload = payload };              \
+		return r_scan_pairs(m, verb, key, pair, &c, err);                      \
+	}
+
 /* ---- sliceRef: HSCAN, field "k{id}_{size}", value the refs less one */
 
 static int ref_pair(const redisReply *k, const redisReply *v, void *p, struct jo_err *err)
@@ -1184,13 +1201,7 @@ static int ref_pair(const redisReply *k, const redisReply *v, void *p, struct jo
 	return c->cb.ref(id, (uint32_t)size, refs + 1, c->payload);
 }
 
-static int r_scan_slice_refs(struct jo_meta *m, jo_meta_ref_cb cb, void *payload,
-			     struct jo_err *err)
-{
-	struct cb_ctx c = { .cb.ref = cb, .payload = payload };
-
-	return r_scan_pairs(m, "HSCAN", "sliceRef", ref_pair, &c, err);
-}
+SCAN_PAIRS_FN(r_scan_slice_refs, jo_meta_ref_cb, ref, "HSCAN", "sliceRef", ref_pair)
 
 /* ---- delfiles: ZSCAN delfiles, member "{ino}:{len}" */
 
@@ -1216,13 +1227,7 @@ static int delf_pair(const redisReply *k, const redisReply *v, void *p, struct j
 	return c->cb.delf(ino, flen, parse_score(v), c->payload);
 }
 
-static int r_scan_delfiles(struct jo_meta *m, jo_meta_delfile_cb cb, void *payload,
-			   struct jo_err *err)
-{
-	struct cb_ctx c = { .cb.delf = cb, .payload = payload };
-
-	return r_scan_pairs(m, "ZSCAN", "delfiles", delf_pair, &c, err);
-}
+SCAN_PAIRS_FN(r_scan_delfiles, jo_meta_delfile_cb, delf, "ZSCAN", "delfiles", delf_pair)
 
 /* ---- delSlices: HSCAN, field "{newId}_{ts}" */
 
@@ -1243,13 +1248,7 @@ static int dels_pair(const redisReply *k, const redisReply *v, void *p, struct j
 	return c->cb.dels(id, (int64_t)ts, (const uint8_t *)v->str, v->len, c->payload);
 }
 
-static int r_scan_delslices(struct jo_meta *m, jo_meta_delslices_cb cb, void *payload,
-			    struct jo_err *err)
-{
-	struct cb_ctx c = { .cb.dels = cb, .payload = payload };
-
-	return r_scan_pairs(m, "HSCAN", "delSlices", dels_pair, &c, err);
-}
+SCAN_PAIRS_FN(r_scan_delslices, jo_meta_delslices_cb, dels, "HSCAN", "delSlices", dels_pair)
 
 /* ---- sessions: ZSCAN allSessions + pipelined HGET sessionInfos */
 
@@ -1437,13 +1436,7 @@ static int det_pair(const redisReply *k, const redisReply *v, void *p, struct jo
 	return c->cb.det(ino, parse_score(v), c->payload);
 }
 
-static int r_scan_detached(struct jo_meta *m, jo_meta_detached_cb cb, void *payload,
-			   struct jo_err *err)
-{
-	struct cb_ctx c = { .cb.det = cb, .payload = payload };
-
-	return r_scan_pairs(m, "ZSCAN", "detachedNodes", det_pair, &c, err);
-}
+SCAN_PAIRS_FN(r_scan_detached, jo_meta_detached_cb, det, "ZSCAN", "detachedNodes", det_pair)
 
 /* ---- counters */
 

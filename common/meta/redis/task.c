@@ -145,17 +145,7 @@ static redisReply *eval(struct jo_meta *m, struct jo_err *err, int *rc, const ch
 	r = jo_rd_command_argv(m, argc, argv, lens);
 	free(argv);
 	free(lens);
-	if (!r) {
-		*rc = jo_rd_conn_error(m, err, "EVAL");
-		return NULL;
-	}
-	if (r->type == REDIS_REPLY_ERROR) {
-		*rc = jo_err_set(err, JO_EIO, "redis %s: task script: %.300s", m->url.redacted, r->str);
-		freeReplyObject(r);
-		return NULL;
-	}
-	*rc = 0;
-	return r;
+	return jo_rd_checked(m, r, "EVAL (task script)", rc, err);
 }
 
 int jo_rd_task_init(struct jo_meta *m, const char *ns, struct jo_err *err)
