@@ -427,3 +427,17 @@ int jo_file_prepare(const char *path, unsigned mode, unsigned flags, const char 
 		close(fd); /* before the library opens it: a close drops its POSIX locks */
 	return rc < 0 ? rc : 0;
 }
+
+char *jo_path_join(const char *dir, const char *name)
+{
+	size_t dl = strlen(dir), nl = strlen(name);
+	char *p = malloc(dl + nl + 2);
+
+	if (!p)
+		return NULL;
+	memcpy(p, dir, dl);
+	if (!dl || dir[dl - 1] != '/')
+		p[dl++] = '/';
+	memcpy(p + dl, name, nl + 1);
+	return p;
+}

@@ -115,6 +115,10 @@ int jo_file_append_open(int *out, const char *path, unsigned mode, struct jo_err
 int jo_file_prepare(const char *path, unsigned mode, unsigned flags, const char *const *sidecars,
 		    struct jo_err *err);
 
+/* dir + "/" + name, malloc'd (no second '/' when dir ends with one; "" is
+ * the root: "/name"). NULL when out of memory. */
+char *jo_path_join(const char *dir, const char *name);
+
 /*
  * Write all n bytes to fd, again after EINTR: 0, or -1 with errno set.
  * Inline, so that the object store's sources still build on their own

@@ -31,6 +31,7 @@
 #include "common/audit.h"
 #include "common/cancel.h"
 #include "common/esc.h"
+#include "common/file.h"
 #include "common/lease.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
@@ -283,20 +284,6 @@ static int trash_load(struct trash_ls *t, struct jo_err *err)
 	return index_build(t, err);
 }
 
-/* "a" + "/" + "b", malloc'd. */
-static char *path_join(const char *dir, const char *name)
-{
-	size_t dl = strlen(dir), nl = strlen(name);
-	char *p = malloc(dl + nl + 2);
-
-	if (!p)
-		return NULL;
-	memcpy(p, dir, dl);
-	p[dl] = '/';
-	memcpy(p + dl + 1, name, nl + 1);
-	return p;
-}
-
 /*
  * The original path of entry e ("" stands for the root in the recursion), into
  * e->path. Parents in the trash are climbed through their own entries, the
@@ -336,7 +323,7 @@ static int orig_path(struct trash_ls *t, struct trash_entry *e, size_t depth, st
 		}
 		d = dir;
 	}
-	e->path = path_join(d, e->name);
+	e->path = jo_path_join(d, e->name);
 	free(dir);
 	if (!e->path)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -761,7 +748,7 @@ static int plan_one(struct trash_ls *t, const struct trash_restore_opts *ro, str
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	if (!(e->to_path = path_join(to_dir, name))) {
+	if (!(e->to_path = jo_path_join(to_dir, name))) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}

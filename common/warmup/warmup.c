@@ -22,6 +22,7 @@
 #include "common/cancel.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/file.h"
 #include "common/jfs/jfs.h"
 #include "common/meta/meta.h"
 #include "common/strfree.h"
@@ -618,20 +619,6 @@ void jo_warmup_mount_release(struct jo_warmup_mount *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static char *path_join(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	char *s = malloc(la + lb + 2);
-
-	if (!s)
-		return NULL;
-	memcpy(s, a, la);
-	if (!la || a[la - 1] != '/')
-		s[la++] = '/';
-	memcpy(s + la, b, lb + 1);
-	return s;
-}
-
 /* Read a small file whole (max bytes); *out malloc'd and NUL-terminated. */
 static int slurp(const char *path, size_t max, char **out, size_t *outlen, struct jo_err *err)
 {
@@ -705,7 +692,7 @@ int jo_warmup_mount_probe(const char *mp, struct jo_warmup_mount *out, struct jo
 	memset(out, 0, sizeof(*out));
 	for (which = 0; which < 2; which++) {
 		free(path);
-		path = path_join(mp, names[which][0]);
+		path = jo_path_join(mp, names[which][0]);
 		if (!path)
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 		rc = slurp(path, 4u << 20, &text, NULL, err);
@@ -738,8 +725,8 @@ int jo_warmup_mount_probe(const char *mp, struct jo_warmup_mount *out, struct jo
 	if (!json_is_string(v) && json_is_object(meta))
 		v = json_object_get(meta, "Subdir");
 	out->subdir = strdup(json_is_string(v) ? json_string_value(v) : "");
-	out->stats_path = path_join(mp, names[which][1]);
-	out->control_path = path_join(mp, names[which][2]);
+	out->stats_path = jo_path_join(mp, names[which][1]);
+	out->control_path = jo_path_join(mp, names[which][2]);
 	out->cache_dir = json_strdup(chunk, "CacheDir");
 	if (!out->uuid || !out->name || !out->subdir || !out->stats_path || !out->control_path ||
 	    !out->cache_dir) {
