@@ -24,7 +24,7 @@ int jo_meta_decode_attr(const uint8_t *b, size_t len, struct jo_attr *a, struct 
 	uint16_t tm;
 
 	memset(a, 0, sizeof(*a));
-	if (len < 63)
+	if (len < JO_ATTR_PARENT_OFF)
 		return jo_err_set(err, JO_EPROTO, "attr record is %zu bytes, need at least 63", len);
 	a->flags = b[0];
 	tm = (uint16_t)((b[1] << 8) | b[2]);
@@ -41,8 +41,8 @@ int jo_meta_decode_attr(const uint8_t *b, size_t len, struct jo_attr *a, struct 
 	a->nlink = jo_be32(b + 47);
 	a->length = jo_be64(b + 51);
 	a->rdev = jo_be32(b + 59);
-	if (len >= 71)
-		a->parent = jo_be64(b + 63);
+	if (len >= JO_ATTR_PARENT_OFF + 8)
+		a->parent = jo_be64(b + JO_ATTR_PARENT_OFF);
 	return 0;
 }
 

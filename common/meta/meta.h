@@ -144,6 +144,16 @@ int jo_meta_open_with(struct jo_meta **out, const char *url,
  */
 int jo_format_parse(const char *json, struct jo_format *out, struct jo_err *err);
 
+/* A binary attr (Redis i{ino}, tkv A{ino}I; spec §3.2): offsets of the
+ * fields the removal and restore code rewrites, and the flag bits. The parent
+ * inode (8 bytes, big-endian) follows the fixed 63-byte part. */
+#define JO_ATTR_MTIME_OFF 23
+#define JO_ATTR_CTIME_OFF 35
+#define JO_ATTR_NLINK_OFF 47
+#define JO_ATTR_PARENT_OFF 63
+#define JO_ATTR_FLAG_IMMUTABLE 1
+#define JO_ATTR_FLAG_APPEND 2
+
 /* Decode a Redis binary attr (i{ino} value), leniently by length (>= 63
  * bytes needed; parent read when >= 8 more bytes remain). JO_EPROTO if short. */
 int jo_meta_decode_attr(const uint8_t *buf, size_t len, struct jo_attr *out,

@@ -8,6 +8,16 @@
 #include "common/mem.h"
 #include "common/meta/meta.h"
 
+#include <time.h>
+
+/* Set the time at offset off of a binary attr (JO_ATTR_*_OFF: seconds, then
+ * nanoseconds, big-endian) to now. */
+static inline void jo_attr_stamp(uint8_t *attr, size_t off, const struct timespec *now)
+{
+	jo_put_be64(attr + off, (uint64_t)now->tv_sec);
+	jo_put_be32(attr + off + 8, (uint32_t)now->tv_nsec);
+}
+
 /* A parsed META-URL. All strings owned (NULL when absent). */
 struct jo_meta_url {
 	char *engine;       /* the scheme's engine: "redis", "sqlite3", "postgres", "mysql" */

@@ -24,20 +24,6 @@
 #include "common/meta/meta_internal.h"
 
 #define TXN_RETRIES 50
-#define FLAG_IMMUTABLE 1
-#define FLAG_APPEND 2
-/* offsets in the binary attr (spec §3.2) */
-#define AT_MTIME 23
-#define AT_CTIME 35
-#define AT_NLINK 47
-#define ATTR_MIN 63
-
-/* Set the time at offset off (seconds then nanoseconds) to now. */
-static void stamp(uint8_t *attr, size_t off, const struct timespec *now)
-{
-	jo_put_be64(attr + off, (uint64_t)now->tv_sec);
-	jo_put_be32(attr + off + 8, (uint32_t)now->tv_nsec);
-}
 
 /* WATCH keys (a command whose reply is only checked). */
 static int watch(struct jo_meta *m, struct jo_err *err, uint64_t a, uint64_t b, bool two)
@@ -115,7 +101,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 	for (int i = 0; i < 2; i++) {
 		redisReply *e = mg->element[i];
 
-		if (e->type == REDIS_REPLY_STRING && e->len < ATTR_MIN) {
+		if (e->type == REDIS_REPLY_STRING && e->len < JO_ATTR_PARENT_OFF) {
 			freeReplyObject(mg);
 			unwatch(m);
 			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
@@ -141,7 +127,7 @@ static int begin_rm(struct jo_meta *m, uint64_t parent, const char *name, size_t
 
 		if ((p[1] >> 4) != JO_TYPE_DIR) {
 			res->status = JO_RM_WRONGTYPE;
-		} else if (p[0] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+		} else if (p[0] & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 			res->status = JO_RM_PERM;
 		}
 	}
@@ -246,7 +232,7 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 			uint8_t *b = (uint8_t *)attr->str;
 
 			(void)jo_meta_decode_attr(b, attr->len, &a, &e2);
-			if (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+			if (a.flags & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 				res->status = JO_RM_PERM;
 			} else if (a.nlink == 0) {
 				res->status = JO_RM_PERM;
@@ -259,15 +245,15 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 				unwatch(m);
 				return rc;
 			}
-			stamp(b, AT_CTIME, &now);
+			jo_attr_stamp(b, JO_ATTR_CTIME_OFF, &now);
 			a.nlink--;
-			jo_put_be32(b + AT_NLINK, a.nlink);
+			jo_put_be32(b + JO_ATTR_NLINK_OFF, a.nlink);
 		}
 		/* no attr: JuiceFS warns and drops the entry and the inode's keys */
 		update_parent = !jo_ino_is_trash(parent);
 		if (update_parent) {
-			stamp((uint8_t *)pattr->str, AT_MTIME, &now);
-			stamp((uint8_t *)pattr->str, AT_CTIME, &now);
+			jo_attr_stamp((uint8_t *)pattr->str, JO_ATTR_MTIME_OFF, &now);
+			jo_attr_stamp((uint8_t *)pattr->str, JO_ATTR_CTIME_OFF, &now);
 		}
 		last = a.nlink == 0;
 		res->length = a.length;
@@ -354,9 +340,9 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		freeReplyObject(r);
 		clock_gettime(CLOCK_REALTIME, &now);
 		(void)jo_meta_decode_attr((const uint8_t *)pattr->str, pattr->len, &pa, &e2);
-		jo_put_be32((uint8_t *)pattr->str + AT_NLINK, pa.nlink - 1);
-		stamp((uint8_t *)pattr->str, AT_MTIME, &now);
-		stamp((uint8_t *)pattr->str, AT_CTIME, &now);
+		jo_put_be32((uint8_t *)pattr->str + JO_ATTR_NLINK_OFF, pa.nlink - 1);
+		jo_attr_stamp((uint8_t *)pattr->str, JO_ATTR_MTIME_OFF, &now);
+		jo_attr_stamp((uint8_t *)pattr->str, JO_ATTR_CTIME_OFF, &now);
 
 		jo_rd_append(m, "MULTI");
 		jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", parent, name, nlen), q++;
@@ -387,8 +373,6 @@ int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 }
 
 /* ---- restore (doRename with RenameNoReplace|RenameRestore, as root) ---- */
-
-#define AT_PARENT 63
 
 struct rs {
 	uint64_t tdir, parent;
@@ -444,7 +428,7 @@ static int rs_check(const struct rs *x, redisReply *const at[3], struct jo_attr 
 			res->status = k == 1 ? JO_RS_NOPARENT : JO_RS_GONE;
 			return 0;
 		}
-		if (at[k]->len < ATTR_MIN)
+		if (at[k]->len < JO_ATTR_PARENT_OFF)
 			return jo_err_set(err, JO_EPROTO, "attr of inode %" PRIu64 " is %zu bytes: "
 					  "left alone", k == 0 ? x->tdir : k == 1 ? x->parent :
 					  res->ino, at[k]->len);
@@ -455,7 +439,7 @@ static int rs_check(const struct rs *x, redisReply *const at[3], struct jo_attr 
 		res->status = JO_RS_NOPARENT;
 		return 0;
 	}
-	if ((pa->flags & FLAG_IMMUTABLE) || (a->flags & (FLAG_IMMUTABLE | FLAG_APPEND)) ||
+	if ((pa->flags & JO_ATTR_FLAG_IMMUTABLE) || (a->flags & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) ||
 	    res->ino == x->parent || res->ino == pa->parent) {
 		res->status = JO_RS_PERM;
 		return 0;
@@ -478,9 +462,9 @@ static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct jo_at
 	uint8_t *ia = (uint8_t *)attr->str, ebuf[9];
 	size_t q = 0;
 
-	stamp(ia, AT_CTIME, now);
-	if (attr->len >= AT_PARENT + 8 && (res->type == JO_TYPE_DIR || a->parent > 0))
-		jo_put_be64(ia + AT_PARENT, x->parent);
+	jo_attr_stamp(ia, JO_ATTR_CTIME_OFF, now);
+	if (attr->len >= JO_ATTR_PARENT_OFF + 8 && (res->type == JO_TYPE_DIR || a->parent > 0))
+		jo_put_be64(ia + JO_ATTR_PARENT_OFF, x->parent);
 	jo_rd_append(m, "HDEL %Kd%" PRIu64 " %b", x->tdir, x->src, x->slen), q++;
 	if (a->parent == 0 && res->type != JO_TYPE_DIR) {
 		jo_rd_append(m, "HINCRBY %Kp%" PRIu64 " %" PRIu64 " 1", res->ino, x->parent), q++;
@@ -660,9 +644,9 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 	clock_gettime(CLOCK_REALTIME, &now);
 	da = (uint8_t *)mg->element[1]->str;
 	if (res->type == JO_TYPE_DIR)
-		jo_put_be32(da + AT_NLINK, d.nlink + 1);
-	stamp(da, AT_MTIME, &now);
-	stamp(da, AT_CTIME, &now);
+		jo_put_be32(da + JO_ATTR_NLINK_OFF, d.nlink + 1);
+	jo_attr_stamp(da, JO_ATTR_MTIME_OFF, &now);
+	jo_attr_stamp(da, JO_ATTR_CTIME_OFF, &now);
 	jo_rd_append(m, "MULTI");
 	q = rs_queue(m, x, &a, mg->element[2], mg->element[1], &st, &now);
 	jo_rd_append(m, "EXEC");
@@ -1037,9 +1021,9 @@ static size_t rb_queue(struct rb *b, const struct timespec *now)
 		da = (uint8_t *)d[i].attr->str;
 		(void)jo_meta_decode_attr(da, d[i].attr->len, &pa, &e2);
 		if (d[i].dirs)
-			jo_put_be32(da + AT_NLINK, pa.nlink + (uint32_t)d[i].dirs);
-		stamp(da, AT_MTIME, now);
-		stamp(da, AT_CTIME, now);
+			jo_put_be32(da + JO_ATTR_NLINK_OFF, pa.nlink + (uint32_t)d[i].dirs);
+		jo_attr_stamp(da, JO_ATTR_MTIME_OFF, now);
+		jo_attr_stamp(da, JO_ATTR_CTIME_OFF, now);
 		jo_rd_append(b->m, "SET %Ki%" PRIu64 " %b", d[i].ino, da, d[i].attr->len), q++;
 	}
 	jo_rd_append(b->m, "EXEC");

@@ -20,9 +20,6 @@
 #include "common/meta/meta_internal.h"
 #include "common/meta/sql/internal.h"
 
-#define FLAG_IMMUTABLE 1
-#define FLAG_APPEND 2
-
 static int run(struct jo_meta *m, const char *sql, const int64_t *v, int n, const char *name,
 	       size_t nlen, int64_t *row, int ncol, bool *found, struct jo_err *err)
 {
@@ -51,7 +48,7 @@ static int look(struct jo_meta *m, uint64_t parent, const char *name, size_t nle
 		res->status = JO_RM_WRONGTYPE;
 		return 0;
 	}
-	if (row[1] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+	if (row[1] & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 		res->status = JO_RM_PERM;
 		return 0;
 	}
@@ -171,7 +168,7 @@ static int unlink_once(struct jo_meta *m, uint64_t parent, const char *name, siz
 	if (rc)
 		goto out;
 	if (found) {
-		if (row[0] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+		if (row[0] & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 			res->status = JO_RM_PERM;
 			goto out;
 		}
@@ -439,7 +436,7 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 		res->status = JO_RS_NOPARENT;
 		return 0;
 	}
-	if ((pc->row[1] & FLAG_IMMUTABLE) || (uint64_t)pc->row[2] == res->ino ||
+	if ((pc->row[1] & JO_ATTR_FLAG_IMMUTABLE) || (uint64_t)pc->row[2] == res->ino ||
 	    it->parent == res->ino) {
 		res->status = JO_RS_PERM;
 		return 0;
@@ -458,7 +455,7 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 		res->status = JO_RS_GONE;
 		return 0;
 	}
-	if (row[2] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+	if (row[2] & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 		res->status = JO_RS_PERM;
 		return 0;
 	}

@@ -24,13 +24,6 @@
 #include "common/meta/meta_internal.h"
 #include "common/meta/tkv/internal.h"
 
-#define FLAG_IMMUTABLE 1
-#define FLAG_APPEND 2
-#define AT_MTIME 23
-#define AT_CTIME 35
-#define AT_NLINK 47
-#define ATTR_MIN 63
-
 struct rm {
 	uint64_t parent;
 	const char *name;
@@ -40,12 +33,6 @@ struct rm {
 	struct jo_rm_res *res;
 	struct timespec now;
 };
-
-static void stamp(uint8_t *attr, size_t off, const struct timespec *now)
-{
-	jo_put_be64(attr + off, (uint64_t)now->tv_sec);
-	jo_put_be32(attr + off + 8, (uint32_t)now->tv_nsec);
-}
 
 /* A directory's statistics (doUpdateDirStat: only a key that exists is
  * updated); *have (may be NULL) whether it exists. */
@@ -132,9 +119,9 @@ static int look(struct jo_tx *tx, struct rm *r, uint8_t **pattr, size_t *plen, s
 		r->res->status = JO_RM_GONE;
 		return 1;
 	}
-	if (*plen < ATTR_MIN || ((*pattr)[1] >> 4) != JO_TYPE_DIR ||
-	    ((*pattr)[0] & (FLAG_IMMUTABLE | FLAG_APPEND))) {
-		r->res->status = *plen < ATTR_MIN || ((*pattr)[1] >> 4) != JO_TYPE_DIR ?
+	if (*plen < JO_ATTR_PARENT_OFF || ((*pattr)[1] >> 4) != JO_TYPE_DIR ||
+	    ((*pattr)[0] & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND))) {
+		r->res->status = *plen < JO_ATTR_PARENT_OFF || ((*pattr)[1] >> 4) != JO_TYPE_DIR ?
 				 JO_RM_WRONGTYPE : JO_RM_PERM;
 		free(*pattr);
 		*pattr = NULL;
@@ -177,7 +164,7 @@ static int unlink_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		if ((rc = jo_meta_decode_attr(attr, alen, &a, err)) != 0)
 			goto out;
 		have = true;
-		if (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+		if (a.flags & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 			res->status = JO_RM_PERM;
 			rc = 1;
 			goto out;
@@ -189,8 +176,8 @@ static int unlink_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 			goto out;
 		}
 		a.nlink--;
-		jo_put_be32(attr + AT_NLINK, a.nlink);
-		stamp(attr, AT_CTIME, &r->now);
+		jo_put_be32(attr + JO_ATTR_NLINK_OFF, a.nlink);
+		jo_attr_stamp(attr, JO_ATTR_CTIME_OFF, &r->now);
 		res->nlink = a.nlink;
 		res->length = a.length;
 	}
@@ -199,8 +186,8 @@ static int unlink_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	if ((rc = jo_tx_del(tx, &k, err)) != 0)
 		goto out;
 	if (!jo_ino_is_trash(r->parent)) {
-		stamp(pattr, AT_MTIME, &r->now);
-		stamp(pattr, AT_CTIME, &r->now);
+		jo_attr_stamp(pattr, JO_ATTR_MTIME_OFF, &r->now);
+		jo_attr_stamp(pattr, JO_ATTR_CTIME_OFF, &r->now);
 		jo_tkv_attr_key(&k, tx->m, r->parent);
 		if ((rc = jo_tx_put(tx, &k, pattr, plen, err)) != 0)
 			goto out;
@@ -281,9 +268,9 @@ static int rmdir_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		goto out;
 	}
 	if (!jo_ino_is_trash(r->parent)) {
-		jo_put_be32(pattr + AT_NLINK, jo_be32(pattr + AT_NLINK) - 1);
-		stamp(pattr, AT_MTIME, &r->now);
-		stamp(pattr, AT_CTIME, &r->now);
+		jo_put_be32(pattr + JO_ATTR_NLINK_OFF, jo_be32(pattr + JO_ATTR_NLINK_OFF) - 1);
+		jo_attr_stamp(pattr, JO_ATTR_MTIME_OFF, &r->now);
+		jo_attr_stamp(pattr, JO_ATTR_CTIME_OFF, &r->now);
 		jo_tkv_attr_key(&k, tx->m, r->parent);
 		if ((rc = jo_tx_put(tx, &k, pattr, plen, err)) != 0)
 			goto out;
@@ -338,8 +325,6 @@ int jo_tkv_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 
 /* ---- restore (doRename with RenameNoReplace|RenameRestore, as root) ---- */
 
-#define AT_PARENT 63
-
 struct rs {
 	uint64_t tdir, parent;
 	const char *src, *name;
@@ -377,13 +362,13 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	jo_tkv_attr_key(&k, tx->m, x->parent);
 	if ((rc = jo_tx_get(tx, &k, &da, &dl, err)) != 0)
 		goto out;
-	if (!da || dl < ATTR_MIN || jo_meta_decode_attr(da, dl, &d, err) != 0 ||
+	if (!da || dl < JO_ATTR_PARENT_OFF || jo_meta_decode_attr(da, dl, &d, err) != 0 ||
 	    d.type != JO_TYPE_DIR) {
 		res->status = JO_RS_NOPARENT;
 		rc = 1;
 		goto out;
 	}
-	if ((d.flags & FLAG_IMMUTABLE) || d.parent == res->ino || x->parent == res->ino) {
+	if ((d.flags & JO_ATTR_FLAG_IMMUTABLE) || d.parent == res->ino || x->parent == res->ino) {
 		res->status = JO_RS_PERM;
 		rc = 1;
 		goto out;
@@ -399,14 +384,14 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	jo_tkv_attr_key(&k, tx->m, res->ino);
 	if ((rc = jo_tx_get(tx, &k, &ia, &il, err)) != 0)
 		goto out;
-	if (!ia || il < ATTR_MIN) {
+	if (!ia || il < JO_ATTR_PARENT_OFF) {
 		res->status = JO_RS_GONE;
 		rc = 1;
 		goto out;
 	}
 	if ((rc = jo_meta_decode_attr(ia, il, &a, err)) != 0)
 		goto out;
-	if (a.flags & (FLAG_IMMUTABLE | FLAG_APPEND)) {
+	if (a.flags & (JO_ATTR_FLAG_IMMUTABLE | JO_ATTR_FLAG_APPEND)) {
 		res->status = JO_RS_PERM;
 		rc = 1;
 		goto out;
@@ -425,10 +410,10 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		jo_key_le64(&k, x->tdir);
 		if ((rc = jo_tx_incr(tx, &k, -1, NULL, err)) != 0)
 			goto out;
-	} else if (il >= AT_PARENT + 8) {
-		jo_put_be64(ia + AT_PARENT, x->parent);
+	} else if (il >= JO_ATTR_PARENT_OFF + 8) {
+		jo_put_be64(ia + JO_ATTR_PARENT_OFF, x->parent);
 	}
-	stamp(ia, AT_CTIME, &x->now);
+	jo_attr_stamp(ia, JO_ATTR_CTIME_OFF, &x->now);
 	jo_tkv_attr_key(&k, tx->m, res->ino);
 	if ((rc = jo_tx_put(tx, &k, ia, il, err)) != 0)
 		goto out;
@@ -438,9 +423,9 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	if ((rc = jo_tx_put(tx, &k, ebuf, sizeof(ebuf), err)) != 0)
 		goto out;
 	if (dir)
-		jo_put_be32(da + AT_NLINK, d.nlink + 1);
-	stamp(da, AT_MTIME, &x->now);
-	stamp(da, AT_CTIME, &x->now);
+		jo_put_be32(da + JO_ATTR_NLINK_OFF, d.nlink + 1);
+	jo_attr_stamp(da, JO_ATTR_MTIME_OFF, &x->now);
+	jo_attr_stamp(da, JO_ATTR_CTIME_OFF, &x->now);
 	jo_tkv_attr_key(&k, tx->m, x->parent);
 	if ((rc = jo_tx_put(tx, &k, da, dl, err)) != 0)
 		goto out;
