@@ -843,24 +843,33 @@ static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
 }
 
 /*
- * updateDirQuota: every directory from dir up to the root that has a quota
- * gets (space, inodes). A directory in the trash counts under no quota: the
- * walk stops there. With space < 0 nothing is added: *any tells whether
- * some directory on the way has a quota.
+ * updateDirQuota's walk: the directories from dir up to the root that have a
+ * quota, into *dirs (*n of them, the caller frees). A directory in the trash
+ * counts under no quota: the walk stops there. Each level is probed with an
+ * increment of zero (it writes nothing that changes).
  */
-static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t inodes, bool *any,
+static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *n,
 		      struct jo_err *err)
 {
-	*any = false;
+	size_t cap = 0;
+
+	*n = 0;
 	for (int depth = 0; depth < 4096 && !jo_ino_is_trash(dir); depth++) {
 		struct jo_attr a;
 		bool had;
-		int rc = jo_mut_dir_quota_add(m, dir, space < 0 ? 0 : space, space < 0 ? 0 : inodes,
-					      &had, err);
+		int rc = jo_mut_dir_quota_add(m, dir, 0, 0, &had, err);
 
 		if (rc)
 			return rc;
-		*any |= had;
+		if (had && *n == cap) {
+			uint64_t *d = realloc(*dirs, (cap = cap ? 2 * cap : 4) * sizeof(*d));
+
+			if (!d)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			*dirs = d;
+		}
+		if (had)
+			(*dirs)[(*n)++] = dir;
 		if (dir == JO_ROOT_INODE)
 			return 0;
 		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
@@ -876,10 +885,9 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t in
  * Directories whose way up to the root had no quota when last walked, and
  * when (monotonic ms). The walk costs two round trips per level; entries of
  * one parent come in runs, so a parent found without a quota is not walked
- * again for QUOTA_NONE_MS. The quota update is not part of the restore's
- * transaction anyway: a quota set while the restore runs is counted from at
- * most that long after. A directory with a quota on its way is walked every
- * time.
+ * again for QUOTA_NONE_MS: an entry restored into it in that time is charged
+ * to no quota, even one set on its way meanwhile (docs/trash.md). A
+ * directory with a quota on its way is walked every batch.
  */
 #define QUOTA_NONE_MS 1000
 #define QUOTA_NONE_SLOTS 64
@@ -896,35 +904,52 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Rename's quota update for an entry restored into dir: a file's space, a
- * directory's whole tree (what was put back into it while it was in the
- * trash comes with it), when some directory on the way has a quota. */
-static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res,
-		    struct jo_err *err)
+/*
+ * Rename's quota update for entry e restored into e->to_parent, read before
+ * its restore and charged in the restore's transaction (struct
+ * jo_rs_quota): the directories with a quota on the way up (*dirs, the
+ * caller frees; none when *dirs stays NULL, or q->dirs is prev's when prev
+ * walked the same parent) and, for a directory, its whole tree (what was put
+ * back into it while it was in the trash comes with it).
+ */
+static int quota_plan(struct jo_meta *m, const struct trash_entry *e,
+		      const struct jo_rs_item *prev, struct jo_rs_quota *q, uint64_t **dirs,
+		      struct jo_err *err)
 {
-	struct usage u = { m, 0, 0, 0, true, 0, err };
+	uint64_t dir = e->to_parent;
 	size_t slot = (size_t)(dir * 0x9e3779b97f4a7c15ULL >> 58) % QUOTA_NONE_SLOTS;
+	struct usage u = { m, 0, 0, 0, true, 0, err };
 	int64_t now = mono_ms();
-	bool any;
+	struct jo_attr a = e->attr;
 	int rc;
 
+	memset(q, 0, sizeof(*q));
 	if (quota_none[slot].dir == dir && dir && now - quota_none[slot].at < QUOTA_NONE_MS)
 		return 0;
-	if ((rc = quota_walk(m, dir, -1, 0, &any, err)) != 0)
+	if (prev && prev->parent == dir && prev->quota) {
+		q->dirs = prev->quota->dirs;
+		q->ndirs = prev->quota->ndirs;
+	} else if ((rc = quota_walk(m, dir, dirs, &q->ndirs, err)) != 0) {
 		return rc;
-	if (!any) {
+	} else {
+		q->dirs = *dirs;
+	}
+	if (!q->ndirs) {
 		quota_none[slot].dir = dir;
 		quota_none[slot].at = now;
 		return 0;
 	}
-	if (res->type == JO_TYPE_DIR) {
-		if ((rc = dir_usage(&u, res->ino)) != 0)
-			return rc;
-	} else {
-		u.space = res->type == JO_TYPE_FILE ? align4k(res->length) : 4096;
-		u.inodes = 1;
+	if (!e->have_attr && (rc = jo_meta_getattr(m, e->ino, &a, err)) != 0) {
+		q->ndirs = 0; /* gone: the restore finds it so */
+		return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
 	}
-	return quota_walk(m, dir, u.space, u.inodes, &any, err);
+	if (a.type == JO_TYPE_DIR) {
+		if ((rc = dir_usage(&u, e->ino)) != 0)
+			return rc;
+		q->dir_space = u.space;
+		q->dir_inodes = u.inodes;
+	}
+	return 0;
 }
 
 static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
@@ -961,24 +986,35 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		       struct jo_err *err)
 {
 	struct jo_rs_item *v = calloc(n ? n : 1, sizeof(*v));
-	bool *redone = calloc(n ? n : 1, sizeof(*redone));
+	struct jo_rs_quota *q = calloc(n ? n : 1, sizeof(*q));
+	uint64_t **qdirs = calloc(n ? n : 1, sizeof(*qdirs));
 	struct jo_err e2 = { 0 };
 	size_t nran = 0;
-	int rc;
+	int rc = 0;
 
 	*ndone = 0;
-	if (!v || !redone) {
+	if (!v || !q || !qdirs) {
 		free(v);
-		free(redone);
+		free(q);
+		free(qdirs);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		v[i].tdir = hinos[i];
 		v[i].parent = es[i]->to_parent;
 		v[i].src = es[i]->tname;
 		v[i].src_len = strlen(es[i]->tname);
 		v[i].name = es[i]->to_name;
 		v[i].name_len = strlen(es[i]->to_name);
+		/* the quotas are charged in the restore's transaction: a worker
+		 * killed after its commit leaves none short, a rerun charges none twice */
+		if (ro->dir_stats)
+			rc = quota_plan(m, es[i], i ? &v[i - 1] : NULL, &q[i], &qdirs[i], err);
+		v[i].quota = q[i].ndirs ? &q[i] : NULL;
+	}
+	if (rc) {
+		audit_entry(ro, es[0], "error", err->msg, "restore");
+		goto out;
 	}
 	rc = jo_mut_restore_many(m, v, n, ro->dir_stats, err);
 	while (nran < n && v[nran].ran)
@@ -1004,9 +1040,8 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		if (ino == es[i]->ino) {
 			v[i].res.status = JO_RS_DONE;
 			/* what followed its transaction may not have run: the parent's
-			 * statistics are made if missing (its quota cannot be told) */
+			 * statistics are made if missing (its quota was charged in it) */
 			v[i].dst_stat_missing = true;
-			redone[i] = true;
 		}
 	}
 	if (rc && nran < n)
@@ -1055,8 +1090,6 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 			if (!seen)
 				prc = sync_dir_stat(m, e->to_parent, &e2);
 		}
-		if (!prc && ro->dir_stats && !redone[i])
-			prc = quota_up(m, e->to_parent, &v[i].res, &e2);
 		if (prc) {
 			if (!rc)
 				*err = e2;
@@ -1065,8 +1098,12 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		}
 		*ndone = i + 1;
 	}
+out:
+	for (size_t i = 0; i < n; i++)
+		free(qdirs[i]);
 	free(v);
-	free(redone);
+	free(q);
+	free(qdirs);
 	return rc;
 }
 

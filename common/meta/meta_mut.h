@@ -231,20 +231,44 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
 		   uint64_t parent, const char *name, size_t name_len, bool dir_stats,
 		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
 
+/*
+ * Rename's updateDirQuota for one restored entry, made in the restore's own
+ * transaction (a process killed after it commits cannot leave a quota
+ * short, nor charge it twice): each of dirs[0..ndirs) (the directories with
+ * a quota from the target parent up to the root, found by the caller before
+ * the restore) gets the entry's space and inodes added to its used ones
+ * where it still has a quota. A file counts align4K(length) and 1 inode as
+ * the restore reads its length, another non-directory 4096 and 1; a
+ * directory (dir_space, dir_inodes): its whole tree, summed by the caller
+ * before the restore (GetSummary). Nothing is charged unless the entry goes
+ * back (JO_RS_DONE).
+ */
+struct jo_rs_quota {
+	const uint64_t *dirs;
+	size_t ndirs;
+	int64_t dir_space, dir_inodes;
+};
+
+/* What entry res charges each quota of q (see struct jo_rs_quota). */
+void jo_rs_quota_delta(const struct jo_rs_quota *q, const struct jo_rs_res *res, int64_t *space,
+		       int64_t *inodes);
+
 /* One entry of jo_mut_restore_many: what jo_mut_restore takes, and its outcome. */
 struct jo_rs_item {
 	uint64_t tdir, parent;
 	const char *src, *name;
 	size_t src_len, name_len;
+	const struct jo_rs_quota *quota; /* in, may be NULL: no quota charged */
 	struct jo_rs_res res;        /* out */
 	bool dst_stat_missing;       /* out */
 	bool ran;                    /* out: res is the entry's outcome */
 };
 /*
  * jo_mut_restore of v[0..n), in order (a directory before the entries put
- * into it). SQL engines run them in one transaction, writing each
- * directory's shared rows (the hour directory's statistics, a parent's
- * nlink, times and statistics) once, summed; the others one by one. On an
+ * into it), each with its quota charge (v[i].quota) in its transaction. SQL
+ * engines run them in one transaction, writing each directory's shared rows
+ * (the hour directory's statistics, a parent's nlink, times and statistics,
+ * a quota's usage) once, summed; Redis in one MULTI; the others one by one. On an
  * error, the items with `ran` set are done (their res is final, as after
  * jo_mut_restore), the others were not: in one transaction, none.
  */

@@ -863,6 +863,77 @@ static void restore_entries(void **state)
 	close_vol(m);
 }
 
+/* QD{ino}: a directory quota (max space, max inodes, used space, used inodes) */
+static void quota_put(uint64_t ino, int64_t used_space, int64_t used_inodes)
+{
+	uint8_t k[16] = { 'Q', 'D' }, v[32] = { 0 };
+
+	jo_put_le64(k + 2, ino);
+	jo_put_be64(v, 1 << 30);
+	jo_put_be64(v + 8, 1000);
+	jo_put_be64(v + 16, (uint64_t)used_space);
+	jo_put_be64(v + 24, (uint64_t)used_inodes);
+	raw_put(k, 10, v, sizeof(v));
+}
+
+static void quota_is(uint64_t ino, int64_t used_space, int64_t used_inodes)
+{
+	uint8_t k[16] = { 'Q', 'D' }, v[64];
+	size_t vl = 0;
+
+	jo_put_le64(k + 2, ino);
+	assert_true(raw_get(k, 10, v, &vl));
+	assert_int_equal(vl, 32);
+	assert_int_equal((int64_t)jo_be64(v + 16), used_space);
+	assert_int_equal((int64_t)jo_be64(v + 24), used_inodes);
+}
+
+/* the quota charge of a restore is made in its transaction, for the entries
+ * that go back only; a directory on the way without a quota is skipped */
+static void restore_charges_quota(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	const uint64_t H = JO_TRASH_INODE + 1;
+	const uint64_t qd[2] = { 601, 1 }, none[1] = { 5 };
+	struct jo_rs_quota q = { qd, 2, 0, 0 }, qdir = { qd + 1, 1, 12288, 3 }, qnone = { none, 1, 0, 0 };
+	struct jo_rs_item v[4] = {
+		{ .tdir = H, .parent = 601, .src = "601-600-a", .src_len = 9, .name = "a", .name_len = 1,
+		  .quota = &q },
+		{ .tdir = H, .parent = 601, .src = "601-604-y", .src_len = 9, .name = "y", .name_len = 1,
+		  .quota = &q },
+		{ .tdir = H, .parent = 1, .src = "1-605-d", .src_len = 7, .name = "d", .name_len = 1,
+		  .quota = &qdir },
+		{ .tdir = H, .parent = 1, .src = "1-606-z", .src_len = 7, .name = "z", .name_len = 1,
+		  .quota = &qnone },
+	};
+
+	(void)state;
+	attr_put(1, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(601, JO_TYPE_DIR, 2, 4096, 1);
+	entry_put(1, "q", JO_TYPE_DIR, 601);
+	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
+	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
+	entry_put(H, "601-600-a", JO_TYPE_FILE, 600);
+	attr_put(605, JO_TYPE_DIR, 2, 4096, H);
+	entry_put(H, "1-605-d", JO_TYPE_DIR, 605);
+	attr_put(606, JO_TYPE_SYMLINK, 1, 3, H);
+	entry_put(H, "1-606-z", JO_TYPE_SYMLINK, 606);
+	quota_put(1, 4096, 1);
+	quota_put(601, 0, 0);
+	assert_int_equal(jo_mut_restore_many(m, v, 4, true, &err), 0);
+	assert_int_equal(v[0].res.status, JO_RS_DONE);
+	assert_int_equal(v[1].res.status, JO_RS_GONE);
+	assert_int_equal(v[2].res.status, JO_RS_DONE);
+	assert_int_equal(v[3].res.status, JO_RS_DONE);
+	/* the file: align4K(5000) and one inode on both; the directory: its tree on the root's */
+	quota_is(601, 8192, 1);
+	quota_is(1, 4096 + 8192 + 12288, 1 + 1 + 3);
+	close_vol(m);
+}
+
 /* restore_many where the engine has no batch: one by one, each with its outcome */
 static void restore_many_entries(void **state)
 {
@@ -1139,6 +1210,7 @@ int main(void)
 		cmocka_unit_test(unlink_and_rmdir),
 		cmocka_unit_test(restore_entries),
 		cmocka_unit_test(restore_many_entries),
+		cmocka_unit_test(restore_charges_quota),
 		cmocka_unit_test(tasks_and_leases),
 		cmocka_unit_test(records_of_a_coordinator),
 		cmocka_unit_test(compaction_commit),

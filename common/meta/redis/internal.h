@@ -143,8 +143,8 @@ int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nl
 int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
 		       struct jo_err *err);
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
-		  bool *dst_stat_missing, struct jo_err *err);
+		  const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
+		  struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
 int jo_rd_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
 			int64_t inodes, bool *written, struct jo_err *err);
 int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,

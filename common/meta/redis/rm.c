@@ -397,6 +397,7 @@ struct rs {
 	bool dir_stats;
 	struct jo_rs_res *res;
 	bool dst_missing;   /* the parent has no statistics recorded */
+	const struct jo_rs_quota *quota; /* charged in the MULTI block (may be NULL) */
 };
 
 static void free_replies(redisReply **rp, size_t n)
@@ -464,11 +465,29 @@ static int rs_check(const struct rs *x, redisReply *const at[3], struct jo_attr 
 	return 0;
 }
 
+/* Queue the quota charge of entry x (see rs_queue); returns how many. */
+static size_t quota_queue(struct jo_meta *m, const struct rs *x)
+{
+	int64_t space, inodes;
+	size_t q = 0;
+
+	jo_rs_quota_delta(x->quota, x->res, &space, &inodes);
+	for (size_t i = 0; inodes && i < x->quota->ndirs; i++) {
+		jo_rd_append(m, "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64,
+			     x->quota->dirs[i], space), q++;
+		jo_rd_append(m, "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64,
+			     x->quota->dirs[i], inodes), q++;
+	}
+	return q;
+}
+
 /*
  * Queue one entry's commands of the MULTI block: the entry's attr (attr,
  * patched here: ctime, parent) moved from the hour directory to its parent,
  * the parent's attr when pattr (a batch writes each parent's once, after its
- * entries), the statistics st says are there. Returns how many were queued.
+ * entries), the statistics st says are there, the quotas' usage (x->quota:
+ * doFlushQuotas's increments, in the same block as the rename they count).
+ * Returns how many were queued.
  */
 static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct jo_attr *a,
 		       const redisReply *attr, const redisReply *pattr, const struct rs_stat *st,
@@ -511,6 +530,7 @@ static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct jo_at
 		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
 	}
+	q += quota_queue(m, x);
 	return q;
 }
 
@@ -697,10 +717,10 @@ static void backoff(int attempt)
 }
 
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
-		  bool *dst_stat_missing, struct jo_err *err)
+		  const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
+		  struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
 {
-	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, false };
+	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, false, quota };
 	int lost = 0;
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
@@ -829,7 +849,7 @@ static struct rs rb_rs(const struct rb *b, size_t i)
 {
 	struct jo_rs_item *e = &b->v[i];
 	struct rs x = { e->tdir, e->parent, e->src, e->name, e->src_len, e->name_len,
-			b->dir_stats, &e->res, false };
+			b->dir_stats, &e->res, false, e->quota };
 
 	return x;
 }
@@ -1131,8 +1151,8 @@ int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool d
 	if (!rc && one_by_one) {
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			rc = jo_rd_restore(m, v[i].tdir, v[i].src, v[i].src_len, v[i].parent, v[i].name,
-					   v[i].name_len, dir_stats, &v[i].res, &v[i].dst_stat_missing,
-					   err);
+					   v[i].name_len, dir_stats, v[i].quota, &v[i].res,
+					   &v[i].dst_stat_missing, err);
 			v[i].ran = rc == 0;
 		}
 	}

@@ -348,7 +348,11 @@ struct rs {
 	struct jo_rs_res *res;
 	bool *dst_missing;
 	struct timespec now;
+	const struct jo_rs_quota *quota; /* charged in the same transaction (may be NULL) */
 };
+
+static int quota_add_tx(struct jo_tx *tx, uint64_t ino, int64_t space, int64_t inodes, bool *had,
+			struct jo_err *err);
 
 static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
@@ -469,6 +473,14 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 			}
 		}
 	}
+	if (rc == 0 && x->quota) {
+		int64_t space, inodes;
+		bool had;
+
+		jo_rs_quota_delta(x->quota, res, &space, &inodes);
+		for (size_t i = 0; rc == 0 && inodes && i < x->quota->ndirs; i++)
+			rc = quota_add_tx(tx, x->quota->dirs[i], space, inodes, &had, err);
+	}
 out:
 	free(e);
 	free(da);
@@ -478,11 +490,11 @@ out:
 }
 
 int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		   const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
-		   bool *dst_stat_missing, struct jo_err *err)
+		   const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
+		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
 {
 	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, dst_stat_missing,
-			{ 0, 0 } };
+			{ 0, 0 }, quota };
 	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &x.now);
@@ -533,32 +545,41 @@ struct quota_add {
 	bool *had;
 };
 
-/* doFlushQuotas for a directory quota: QD{ino} = max space, max inodes,
- * used space, used inodes (BE 64-bit each). */
-static int quota_add_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+/* doFlushQuotas for a directory quota, in transaction tx: QD{ino} = max
+ * space, max inodes, used space, used inodes (BE 64-bit each); *had tells
+ * whether ino has one (nothing written when not). */
+static int quota_add_tx(struct jo_tx *tx, uint64_t ino, int64_t space, int64_t inodes, bool *had,
+			struct jo_err *err)
 {
-	struct quota_add *q = p;
 	struct jo_key k;
 	uint8_t *v = NULL;
 	size_t vl;
 	int rc;
 
-	*q->had = false;
+	*had = false;
 	jo_key_init(&k, tx->m);
 	jo_key_str(&k, "QD");
-	jo_key_le64(&k, q->ino);
+	jo_key_le64(&k, ino);
 	if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
 		return rc;
 	if (!v || vl != 32) {
 		free(v);
-		return 1;
+		return 0;
 	}
-	jo_put_be64(v + 16, jo_be64(v + 16) + (uint64_t)q->space);
-	jo_put_be64(v + 24, jo_be64(v + 24) + (uint64_t)q->inodes);
-	*q->had = true;
+	jo_put_be64(v + 16, jo_be64(v + 16) + (uint64_t)space);
+	jo_put_be64(v + 24, jo_be64(v + 24) + (uint64_t)inodes);
+	*had = true;
 	rc = jo_tx_put(tx, &k, v, vl, err);
 	free(v);
 	return rc;
+}
+
+static int quota_add_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct quota_add *q = p;
+	int rc = quota_add_tx(tx, q->ino, q->space, q->inodes, q->had, err);
+
+	return rc ? rc : *q->had ? 0 : 1;
 }
 
 int jo_tkv_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
