@@ -845,15 +845,17 @@ static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
 /*
  * updateDirQuota's walk: the directories from dir up to the root that have a
  * quota, into *dirs (*n of them, the caller frees). A directory in the trash
- * counts under no quota: the walk stops there. Each level is probed with an
- * increment of zero (it writes nothing that changes).
+ * counts under no quota: the walk stops there (*in_trash; such a directory
+ * may be restored any time, so that is not remembered). Each level is
+ * probed with an increment of zero (it writes nothing that changes).
  */
 static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *n,
-		      struct jo_err *err)
+		      bool *in_trash, struct jo_err *err)
 {
 	size_t cap = 0;
 
 	*n = 0;
+	*in_trash = true;
 	for (int depth = 0; depth < 4096 && !jo_ino_is_trash(dir); depth++) {
 		struct jo_attr a;
 		bool had;
@@ -870,8 +872,10 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *
 		}
 		if (had)
 			(*dirs)[(*n)++] = dir;
-		if (dir == JO_ROOT_INODE)
+		if (dir == JO_ROOT_INODE) {
+			*in_trash = false;
 			return 0;
+		}
 		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
 			return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
 		if (!a.parent || a.parent == dir)
@@ -884,10 +888,11 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *
 /*
  * Directories whose way up to the root had no quota when last walked, and
  * when (monotonic ms). The walk costs two round trips per level; entries of
- * one parent come in runs, so a parent found without a quota is not walked
- * again for QUOTA_NONE_MS: an entry restored into it in that time is charged
- * to no quota, even one set on its way meanwhile (docs/trash.md). A
- * directory with a quota on its way is walked every batch.
+ * one parent come in runs, so a parent found without a quota on its way up
+ * to the root is not walked again for QUOTA_NONE_MS: an entry restored into
+ * it in that time is charged to no quota, even one set on its way meanwhile
+ * (docs/trash.md). A directory with a quota on its way, or in the trash, is
+ * walked every batch.
  */
 #define QUOTA_NONE_MS 1000
 #define QUOTA_NONE_SLOTS 64
@@ -921,6 +926,7 @@ static int quota_plan(struct jo_meta *m, const struct trash_entry *e,
 	struct usage u = { m, 0, 0, 0, true, 0, err };
 	int64_t now = mono_ms();
 	struct jo_attr a = e->attr;
+	bool in_trash = false;
 	int rc;
 
 	memset(q, 0, sizeof(*q));
@@ -929,16 +935,17 @@ static int quota_plan(struct jo_meta *m, const struct trash_entry *e,
 	if (prev && prev->parent == dir && prev->quota) {
 		q->dirs = prev->quota->dirs;
 		q->ndirs = prev->quota->ndirs;
-	} else if ((rc = quota_walk(m, dir, dirs, &q->ndirs, err)) != 0) {
+	} else if ((rc = quota_walk(m, dir, dirs, &q->ndirs, &in_trash, err)) != 0) {
 		return rc;
 	} else {
 		q->dirs = *dirs;
 	}
-	if (!q->ndirs) {
+	if (!q->ndirs && !in_trash) {
 		quota_none[slot].dir = dir;
 		quota_none[slot].at = now;
-		return 0;
 	}
+	if (!q->ndirs)
+		return 0;
 	if (!e->have_attr && (rc = jo_meta_getattr(m, e->ino, &a, err)) != 0) {
 		q->ndirs = 0; /* gone: the restore finds it so */
 		return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
