@@ -7,12 +7,12 @@
 # (/s/same.txt) removed at both hours, /r at the new hour. Restores: a
 # window and a path (--until 90m --path /p), a tree split over both hours
 # (--path /q, by --plan and workers, one SIGKILLed mid-restore, after which
-# the quota on /q is exact without any repair: `juicefs quota check`), the
+# the quota on / is exact without any repair: `juicefs quota check`), the
 # twice-removed name (skip, then --conflict rename). After
 # them, through a fresh mount, every restored file's sha256 and the tree
 # equal the state before the removal, /r is still in the trash, juicefs
 # fsck is clean (also --path / --recursive), `juicefs info -r` equals
-# `info -r --strict` on the restored directories, the quotas on /s and /q
+# `info -r --strict` on the restored directories, the quotas on /s and /
 # are consistent (juicefs quota check), juicefs gc finds nothing
 # leaked or pending, the hard link still has two names, and a second run
 # restores nothing. Then `trash purge --path /r --apply` removes /r from the
@@ -130,7 +130,7 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 		jo_die "$e: tasks were left after the workers"
 	"$JO_BIN" trash ls "$meta" --json --path /q >"$JO_T/lsq-$e.json" || jo_die "$e: trash ls failed"
 	[ "$(summary "$JO_T/lsq-$e.json" entries)" = 0 ] || jo_die "$e: the workers left /q entries in the trash"
-	# every batch charged /q's quota in its own transaction: the SIGKILLed
+	# every batch charged the root's quota in its own transaction: the SIGKILLed
 	# worker's last commit left it exact, with nothing to repair
 	quota_exact / "after the SIGKILLed worker"
 	# the name removed twice: the older goes back, the newer conflicts
@@ -172,7 +172,7 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	jfs_umount "$mp"
 	fsck_clean
 	fsck_clean --path / --recursive --sync-dir-stat
-	# the quota on /s counts the two names restored into it, /q its tree
+	# the quota on /s counts the two names restored into it, / everything
 	quota_exact /s
 	quota_exact /
 	gc_juicefs_gc "$meta" "$JO_T/gc-$e.log"
