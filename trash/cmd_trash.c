@@ -787,7 +787,33 @@ struct usage {
 	bool recursive;     /* GetSummary (the whole tree), else one directory's entries */
 	int depth;
 	struct jo_err *err;
+	/* with want_tree: the tree's directories and their mtimes before their
+	 * entries were read (struct jo_rs_quota's tree) */
+	bool want_tree;
+	uint64_t *tree;
+	int64_t *tree_mtime;
+	size_t ntree, cap;
 };
+
+/* Directory dir (attr a) into u's tree. */
+static int tree_add(struct usage *u, uint64_t dir, const struct jo_attr *a)
+{
+	if (u->ntree == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 8;
+		uint64_t *t = realloc(u->tree, cap * sizeof(*t));
+		int64_t *tm;
+
+		if (t)
+			u->tree = t;
+		if (!t || !(tm = realloc(u->tree_mtime, cap * sizeof(*tm))))
+			return jo_err_set(u->err, JO_ENOMEM, "out of memory");
+		u->tree_mtime = tm;
+		u->cap = cap;
+	}
+	u->tree[u->ntree] = dir;
+	u->tree_mtime[u->ntree++] = jo_rs_mtime_ns(a->mtime, a->mtimensec);
+	return 0;
+}
 
 static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload);
 
@@ -798,6 +824,15 @@ static int dir_usage(struct usage *u, uint64_t dir)
 	u->inodes++;
 	if (u->depth++ > 4096)
 		return jo_err_set(u->err, JO_EPROTO, "directories nested deeper than 4096");
+	if (u->want_tree) {
+		struct jo_attr a;
+		int rc = jo_meta_getattr(u->m, dir, &a, u->err);
+
+		if (rc == JO_ENOTFOUND) /* gone meanwhile: the restore tells */
+			return jo_err_clear(u->err), 0;
+		if (rc || (rc = tree_add(u, dir, &a)) != 0)
+			return rc;
+	}
 	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
 }
 
@@ -909,52 +944,73 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* The quota charge of one entry and what it holds (see quota_plan). */
+struct qplan {
+	struct jo_rs_quota q;
+	uint64_t *dirs, *tree;   /* owned */
+	int64_t *tree_mtime;     /* owned */
+};
+
+static void qplan_free(struct qplan *p)
+{
+	free(p->dirs);
+	free(p->tree);
+	free(p->tree_mtime);
+	memset(p, 0, sizeof(*p));
+}
+
 /*
  * Rename's quota update for entry e restored into e->to_parent, read before
  * its restore and charged in the restore's transaction (struct
- * jo_rs_quota): the directories with a quota on the way up (*dirs, the
- * caller frees; none when *dirs stays NULL, or q->dirs is prev's when prev
- * walked the same parent) and, for a directory, its whole tree (what was put
- * back into it while it was in the trash comes with it).
+ * jo_rs_quota): the directories with a quota on the way up (prev's: an
+ * entry planned just before for the same parent) and, for a directory, its whole tree (what
+ * was put back into it while it was in the trash comes with it) with the
+ * mtimes of the tree's directories, which the transaction finds unchanged
+ * or refuses (JO_RS_CHANGED).
  */
-static int quota_plan(struct jo_meta *m, const struct trash_entry *e,
-		      const struct jo_rs_item *prev, struct jo_rs_quota *q, uint64_t **dirs,
-		      struct jo_err *err)
+static int quota_plan(struct jo_meta *m, const struct trash_entry *e, const struct qplan *prev,
+		      struct qplan *p, struct jo_err *err)
 {
 	uint64_t dir = e->to_parent;
 	size_t slot = (size_t)(dir * 0x9e3779b97f4a7c15ULL >> 58) % QUOTA_NONE_SLOTS;
-	struct usage u = { m, 0, 0, 0, true, 0, err };
+	struct usage u = { m, 0, 0, 0, true, 0, err, true, NULL, NULL, 0, 0 };
 	int64_t now = mono_ms();
 	struct jo_attr a = e->attr;
 	bool in_trash = false;
 	int rc;
 
-	memset(q, 0, sizeof(*q));
+	qplan_free(p);
 	if (quota_none[slot].dir == dir && dir && now - quota_none[slot].at < QUOTA_NONE_MS)
 		return 0;
-	if (prev && prev->parent == dir && prev->quota) {
-		q->dirs = prev->quota->dirs;
-		q->ndirs = prev->quota->ndirs;
-	} else if ((rc = quota_walk(m, dir, dirs, &q->ndirs, &in_trash, err)) != 0) {
+	if (prev && prev->q.ndirs) {
+		p->q.dirs = prev->q.dirs;
+		p->q.ndirs = prev->q.ndirs;
+	} else if ((rc = quota_walk(m, dir, &p->dirs, &p->q.ndirs, &in_trash, err)) != 0) {
 		return rc;
 	} else {
-		q->dirs = *dirs;
+		p->q.dirs = p->dirs;
 	}
-	if (!q->ndirs && !in_trash) {
+	if (!p->q.ndirs && !in_trash) {
 		quota_none[slot].dir = dir;
 		quota_none[slot].at = now;
 	}
-	if (!q->ndirs)
+	if (!p->q.ndirs)
 		return 0;
 	if (!e->have_attr && (rc = jo_meta_getattr(m, e->ino, &a, err)) != 0) {
-		q->ndirs = 0; /* gone: the restore finds it so */
+		p->q.ndirs = 0; /* gone: the restore finds it so */
 		return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
 	}
 	if (a.type == JO_TYPE_DIR) {
-		if ((rc = dir_usage(&u, e->ino)) != 0)
+		rc = dir_usage(&u, e->ino);
+		p->tree = u.tree;
+		p->tree_mtime = u.tree_mtime;
+		if (rc)
 			return rc;
-		q->dir_space = u.space;
-		q->dir_inodes = u.inodes;
+		p->q.dir_space = u.space;
+		p->q.dir_inodes = u.inodes;
+		p->q.tree = u.tree;
+		p->q.tree_mtime = u.tree_mtime;
+		p->q.ntree = u.ntree;
 	}
 	return 0;
 }
@@ -993,17 +1049,15 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		       struct jo_err *err)
 {
 	struct jo_rs_item *v = calloc(n ? n : 1, sizeof(*v));
-	struct jo_rs_quota *q = calloc(n ? n : 1, sizeof(*q));
-	uint64_t **qdirs = calloc(n ? n : 1, sizeof(*qdirs));
+	struct qplan *qp = calloc(n ? n : 1, sizeof(*qp));
 	struct jo_err e2 = { 0 };
 	size_t nran = 0;
 	int rc = 0;
 
 	*ndone = 0;
-	if (!v || !q || !qdirs) {
+	if (!v || !qp) {
 		free(v);
-		free(q);
-		free(qdirs);
+		free(qp);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < n && rc == 0; i++) {
@@ -1016,8 +1070,9 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		/* the quotas are charged in the restore's transaction: a worker
 		 * killed after its commit leaves none short, a rerun charges none twice */
 		if (ro->dir_stats)
-			rc = quota_plan(m, es[i], i ? &v[i - 1] : NULL, &q[i], &qdirs[i], err);
-		v[i].quota = q[i].ndirs ? &q[i] : NULL;
+			rc = quota_plan(m, es[i], i && es[i - 1]->to_parent == es[i]->to_parent ?
+					&qp[i - 1] : NULL, &qp[i], err);
+		v[i].quota = qp[i].q.ndirs ? &qp[i].q : NULL;
 	}
 	if (rc) {
 		audit_entry(ro, es[0], "error", err->msg, "restore");
@@ -1026,6 +1081,17 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 	rc = jo_mut_restore_many(m, v, n, ro->dir_stats, err);
 	while (nran < n && v[nran].ran)
 		nran++;
+	/* a directory whose tree grew since it was summed: summed and restored again */
+	for (size_t i = 0; i < nran && !rc; i++) {
+		for (int t = 0; t < 10 && v[i].res.status == JO_RS_CHANGED && !rc; t++) {
+			if ((rc = quota_plan(m, es[i], NULL, &qp[i], err)) == 0) {
+				v[i].quota = qp[i].q.ndirs ? &qp[i].q : NULL;
+				rc = jo_mut_restore_many(m, &v[i], 1, ro->dir_stats, err);
+			}
+		}
+		if (rc)
+			nran = i;
+	}
 	for (size_t i = 0; i < nran; i++) {
 		/* a lost reply of a transaction that did run: the entry is in place */
 		uint64_t ino = 0;
@@ -1078,6 +1144,9 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		case JO_RS_NOPARENT:
 			e->skip = "its parent directory went away meanwhile";
 			break;
+		case JO_RS_CHANGED:
+			e->skip = "entries kept being restored into it meanwhile: run again";
+			break;
 		default:
 			e->skip = "append-only or immutable, or a loop (EPERM)";
 			break;
@@ -1107,10 +1176,9 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 	}
 out:
 	for (size_t i = 0; i < n; i++)
-		free(qdirs[i]);
+		qplan_free(&qp[i]);
 	free(v);
-	free(q);
-	free(qdirs);
+	free(qp);
 	return rc;
 }
 

@@ -198,6 +198,7 @@ enum jo_rs_status {
 	JO_RS_EXISTS,        /* the name is taken in the target directory (RenameNoReplace) */
 	JO_RS_NOPARENT,      /* the target is not a directory any more */
 	JO_RS_PERM,          /* append-only/immutable flags, or a loop (EPERM): left alone */
+	JO_RS_CHANGED,       /* its quota's tree (jo_rs_quota.tree) changed: nothing done */
 };
 
 struct jo_rs_res {
@@ -241,13 +242,26 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
  * the restore reads its length, another non-directory 4096 and 1; a
  * directory (dir_space, dir_inodes): its whole tree, summed by the caller
  * before the restore (GetSummary). Nothing is charged unless the entry goes
- * back (JO_RS_DONE).
+ * back (JO_RS_DONE). A directory's tree can grow between the sum and the
+ * transaction (another process restoring into it while it is in the trash):
+ * tree[0..ntree) are the directories of that tree and tree_mtime their
+ * mtimes (unix ns) when summed; where one differs in the transaction the
+ * entry is left alone with JO_RS_CHANGED, to be summed and restored again.
  */
 struct jo_rs_quota {
 	const uint64_t *dirs;
 	size_t ndirs;
 	int64_t dir_space, dir_inodes;
+	const uint64_t *tree;
+	const int64_t *tree_mtime;
+	size_t ntree;
 };
+
+/* An attr's mtime as jo_rs_quota.tree_mtime holds it. */
+static inline int64_t jo_rs_mtime_ns(int64_t sec, uint32_t nsec)
+{
+	return sec * 1000000000 + (int64_t)nsec;
+}
 
 /* What entry res charges each quota of q (see struct jo_rs_quota). */
 void jo_rs_quota_delta(const struct jo_rs_quota *q, const struct jo_rs_res *res, int64_t *space,

@@ -645,6 +645,36 @@ static int rs_read_attrs(struct jo_meta *m, struct rs *x, redisReply **mg, struc
 	return 0;
 }
 
+/*
+ * Whether the directories of the tree x->quota summed (a directory entry's)
+ * still have the mtimes it was summed at: each watched, then read, so that
+ * a restore into one of them after this aborts the EXEC. 0 with *same set,
+ * or an error (the keys still watched).
+ */
+static int rs_tree_same(struct jo_meta *m, const struct rs *x, bool *same, struct jo_err *err)
+{
+	const struct jo_rs_quota *q = x->quota;
+
+	*same = true;
+	for (size_t i = 0; q && x->res->type == JO_TYPE_DIR && i < q->ntree && *same; i++) {
+		struct jo_attr t = { 0 };
+		struct jo_err e2 = { 0 };
+		int rc;
+		redisReply *r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64, q->tree[i]);
+
+		if (!r)
+			return rc;
+		freeReplyObject(r);
+		if (!(r = jo_rd_cmd(m, err, &rc, "GET %Ki%" PRIu64, q->tree[i])))
+			return rc;
+		*same = r->type == REDIS_REPLY_STRING && r->len >= ATTR_MIN &&
+			jo_meta_decode_attr((uint8_t *)r->str, r->len, &t, &e2) == 0 &&
+			jo_rs_mtime_ns(t.mtime, t.mtimensec) == q->tree_mtime[i];
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
 /* One attempt: 0 with *aborted when a watched key changed. */
 static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
 {
@@ -654,6 +684,7 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 	struct jo_attr d = { 0 }, a = { 0 };
 	struct timespec now;
 	struct rs_stat st = { 0 };
+	bool same = true;
 	size_t q;
 	int rc;
 
@@ -671,7 +702,10 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		return rc;
 	if ((rc = rs_read_attrs(m, x, &mg, &st, err)) != 0)
 		return rc;
-	if ((rc = rs_check(x, mg->element, &d, &a, err)) != 0 || res->status != JO_RS_DONE) {
+	if ((rc = rs_check(x, mg->element, &d, &a, err)) != 0 || res->status != JO_RS_DONE ||
+	    (rc = rs_tree_same(m, x, &same, err)) != 0 || !same) {
+		if (!rc && !same)
+			res->status = JO_RS_CHANGED;
 		freeReplyObject(mg);
 		unwatch(m);
 		return rc;
@@ -1135,7 +1169,10 @@ int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool d
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (attempt = 0; attempt < TXN_RETRIES; attempt++) {
+	/* a directory whose tree the quota charge must find unchanged: one by one */
+	for (size_t i = 0; i < n && !one_by_one; i++)
+		one_by_one = v[i].quota && v[i].quota->ntree;
+	for (attempt = 0; attempt < TXN_RETRIES && !one_by_one; attempt++) {
 		bool aborted = false;
 
 		rc = restore_batch_once(m, v, n, dir_stats, d, it, rp, &aborted, &one_by_one, err);

@@ -389,6 +389,25 @@ static int prefetch(struct jo_meta *m, const struct jo_rs_item *v, size_t k, str
 	return 0;
 }
 
+/* Whether the directories of q's tree still have the mtimes it was summed
+ * at (read locked: a restore into one of them waits for this transaction). */
+static int tree_same(struct jo_meta *m, const struct jo_rs_quota *q, bool *same,
+		     struct jo_err *err)
+{
+	*same = true;
+	for (size_t i = 0; q && i < q->ntree && *same; i++) {
+		int64_t row[2] = { 0, 0 };
+		bool found = false;
+		int rc = run(m, "SELECT mtime, mtimensec FROM @node WHERE inode=?~",
+			     (const int64_t[]){ (int64_t)q->tree[i] }, 1, NULL, 0, row, 2, &found, err);
+
+		if (rc)
+			return rc;
+		*same = found && row[0] * 1000 + row[1] == q->tree_mtime[i];
+	}
+	return 0;
+}
+
 /* One entry's reads and its own rows (the directories' rows come at the
  * end). The parent is read (and locked) first, then the entry's edge and
  * node in one statement; the refusals are judged in juicefs's order. */
@@ -460,6 +479,12 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 	}
 	if (row[2] & (FLAG_IMMUTABLE | FLAG_APPEND)) {
 		res->status = JO_RS_PERM;
+		return 0;
+	}
+	if (dir && (rc = tree_same(m, it->quota, &found, err)) != 0)
+		return rc;
+	if (dir && !found) {
+		res->status = JO_RS_CHANGED;
 		return 0;
 	}
 	/* row[1..2] as the entry's node read them: flags, length, parent */
