@@ -863,6 +863,14 @@ static void restore_entries(void **state)
 	close_vol(m);
 }
 
+/* The trash and its hour directory h */
+static void hour_put(uint64_t h)
+{
+	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(h, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
+	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, h);
+}
+
 /* QD{ino}: a directory quota (max space, max inodes, used space, used inodes) */
 static void quota_put(uint64_t ino, int64_t used_space, int64_t used_inodes)
 {
@@ -915,9 +923,7 @@ static void restore_charges_quota(void **state)
 	attr_put(1, JO_TYPE_DIR, 3, 4096, 1);
 	attr_put(601, JO_TYPE_DIR, 2, 4096, 1);
 	entry_put(1, "q", JO_TYPE_DIR, 601);
-	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
-	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
-	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	hour_put(H);
 	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
 	entry_put(H, "601-600-a", JO_TYPE_FILE, 600);
 	attr_put(605, JO_TYPE_DIR, 2, 4096, H);
@@ -958,9 +964,7 @@ static void restore_many_entries(void **state)
 
 	(void)state;
 	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
-	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
-	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
-	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	hour_put(H);
 	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
 	entry_put(H, "1-600-a", JO_TYPE_FILE, 600);
 	attr_put(602, JO_TYPE_FILE, 1, 10, H);
