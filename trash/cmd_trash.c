@@ -787,31 +787,35 @@ struct usage {
 	bool recursive;     /* GetSummary (the whole tree), else one directory's entries */
 	int depth;
 	struct jo_err *err;
-	/* with want_tree: the tree's directories and their mtimes before their
-	 * entries were read (struct jo_rs_quota's tree) */
+	/* with want_tree: the directories the quota charge read, each before its
+	 * entries (struct jo_rs_quota's check) */
 	bool want_tree;
-	uint64_t *tree;
-	int64_t *tree_mtime;
-	size_t ntree, cap;
+	uint64_t *check, *check_parent;
+	int64_t *check_ctime;
+	size_t ncheck, cap;
 };
 
-/* Directory dir (attr a) into u's tree. */
-static int tree_add(struct usage *u, uint64_t dir, const struct jo_attr *a)
+/* Directory dir (attr a) into u's directories to check: its parent when
+ * by_parent, else its ctime. */
+static int check_add(struct usage *u, uint64_t dir, const struct jo_attr *a, bool by_parent)
 {
-	if (u->ntree == u->cap) {
+	if (u->ncheck == u->cap) {
 		size_t cap = u->cap ? 2 * u->cap : 8;
-		uint64_t *t = realloc(u->tree, cap * sizeof(*t));
-		int64_t *tm;
+		uint64_t *t = realloc(u->check, cap * sizeof(*t)), *tp = NULL;
+		int64_t *tm = NULL;
 
 		if (t)
-			u->tree = t;
-		if (!t || !(tm = realloc(u->tree_mtime, cap * sizeof(*tm))))
+			u->check = t;
+		if (t && (tp = realloc(u->check_parent, cap * sizeof(*tp))) != NULL)
+			u->check_parent = tp;
+		if (!t || !tp || !(tm = realloc(u->check_ctime, cap * sizeof(*tm))))
 			return jo_err_set(u->err, JO_ENOMEM, "out of memory");
-		u->tree_mtime = tm;
+		u->check_ctime = tm;
 		u->cap = cap;
 	}
-	u->tree[u->ntree] = dir;
-	u->tree_mtime[u->ntree++] = jo_rs_mtime_ns(a->mtime, a->mtimensec);
+	u->check[u->ncheck] = dir;
+	u->check_parent[u->ncheck] = by_parent ? a->parent : 0;
+	u->check_ctime[u->ncheck++] = jo_rs_ctime_ns(a->ctime, a->ctimensec);
 	return 0;
 }
 
@@ -830,7 +834,7 @@ static int dir_usage(struct usage *u, uint64_t dir)
 
 		if (rc == JO_ENOTFOUND) /* gone meanwhile: the restore tells */
 			return jo_err_clear(u->err), 0;
-		if (rc || (rc = tree_add(u, dir, &a)) != 0)
+		if (rc || (rc = check_add(u, dir, &a, false)) != 0)
 			return rc;
 	}
 	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
@@ -881,11 +885,12 @@ static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
  * updateDirQuota's walk: the directories from dir up to the root that have a
  * quota, into *dirs (*n of them, the caller frees). A directory in the trash
  * counts under no quota: the walk stops there (*in_trash; such a directory
- * may be restored any time, so that is not remembered). Each level is
- * probed with an increment of zero (it writes nothing that changes).
+ * may be restored any time, so that is not remembered, and the directories
+ * walked go into u's to check). Each level is probed with an increment of
+ * zero (it writes nothing that changes).
  */
 static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *n,
-		      bool *in_trash, struct jo_err *err)
+		      bool *in_trash, struct usage *u, struct jo_err *err)
 {
 	size_t cap = 0;
 
@@ -913,6 +918,8 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *
 		}
 		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
 			return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
+		if ((rc = check_add(u, dir, &a, true)) != 0)
+			return rc;
 		if (!a.parent || a.parent == dir)
 			return 0;
 		dir = a.parent;
@@ -947,15 +954,17 @@ static int64_t mono_ms(void)
 /* The quota charge of one entry and what it holds (see quota_plan). */
 struct qplan {
 	struct jo_rs_quota q;
-	uint64_t *dirs, *tree;   /* owned */
-	int64_t *tree_mtime;     /* owned */
+	uint64_t *dirs, *check, *check_parent; /* owned */
+	int64_t *check_ctime;    /* owned */
+	bool in_trash;           /* the walk stopped in the trash */
 };
 
 static void qplan_free(struct qplan *p)
 {
 	free(p->dirs);
-	free(p->tree);
-	free(p->tree_mtime);
+	free(p->check);
+	free(p->check_parent);
+	free(p->check_ctime);
 	memset(p, 0, sizeof(*p));
 }
 
@@ -963,17 +972,18 @@ static void qplan_free(struct qplan *p)
  * Rename's quota update for entry e restored into e->to_parent, read before
  * its restore and charged in the restore's transaction (struct
  * jo_rs_quota): the directories with a quota on the way up (prev's: an
- * entry planned just before for the same parent) and, for a directory, its whole tree (what
- * was put back into it while it was in the trash comes with it) with the
- * mtimes of the tree's directories, which the transaction finds unchanged
- * or refuses (JO_RS_CHANGED).
+ * entry planned just before for the same parent) and, for a directory, its
+ * whole tree (what was put back into it while it was in the trash comes
+ * with it); the ctimes of the tree's directories, and the parents of those
+ * walked when the walk stopped in the trash, which the transaction finds
+ * unchanged or refuses (JO_RS_CHANGED).
  */
 static int quota_plan(struct jo_meta *m, const struct trash_entry *e, const struct qplan *prev,
 		      struct qplan *p, struct jo_err *err)
 {
 	uint64_t dir = e->to_parent;
 	size_t slot = (size_t)(dir * 0x9e3779b97f4a7c15ULL >> 58) % QUOTA_NONE_SLOTS;
-	struct usage u = { m, 0, 0, 0, true, 0, err, true, NULL, NULL, 0, 0 };
+	struct usage u = { m, 0, 0, 0, true, 0, err, true, NULL, NULL, NULL, 0, 0 };
 	int64_t now = mono_ms();
 	struct jo_attr a = e->attr;
 	bool in_trash = false;
@@ -982,37 +992,42 @@ static int quota_plan(struct jo_meta *m, const struct trash_entry *e, const stru
 	qplan_free(p);
 	if (quota_none[slot].dir == dir && dir && now - quota_none[slot].at < QUOTA_NONE_MS)
 		return 0;
-	if (prev && prev->q.ndirs) {
+	if (prev && prev->q.ndirs && !prev->in_trash) {
 		p->q.dirs = prev->q.dirs;
 		p->q.ndirs = prev->q.ndirs;
-	} else if ((rc = quota_walk(m, dir, &p->dirs, &p->q.ndirs, &in_trash, err)) != 0) {
-		return rc;
+	} else if ((rc = quota_walk(m, dir, &p->dirs, &p->q.ndirs, &in_trash, &u, err)) != 0) {
+		goto out;
 	} else {
 		p->q.dirs = p->dirs;
 	}
+	p->in_trash = in_trash;
+	if (!in_trash)
+		u.ncheck = 0; /* a walk to the root is juicefs's own (renames move no quota) */
 	if (!p->q.ndirs && !in_trash) {
 		quota_none[slot].dir = dir;
 		quota_none[slot].at = now;
 	}
 	if (!p->q.ndirs)
-		return 0;
+		goto out;
 	if (!e->have_attr && (rc = jo_meta_getattr(m, e->ino, &a, err)) != 0) {
 		p->q.ndirs = 0; /* gone: the restore finds it so */
-		return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
+		if (rc == JO_ENOTFOUND)
+			jo_err_clear(err), rc = 0;
+		goto out;
 	}
-	if (a.type == JO_TYPE_DIR) {
-		rc = dir_usage(&u, e->ino);
-		p->tree = u.tree;
-		p->tree_mtime = u.tree_mtime;
-		if (rc)
-			return rc;
+	if (a.type == JO_TYPE_DIR && (rc = dir_usage(&u, e->ino)) == 0) {
 		p->q.dir_space = u.space;
 		p->q.dir_inodes = u.inodes;
-		p->q.tree = u.tree;
-		p->q.tree_mtime = u.tree_mtime;
-		p->q.ntree = u.ntree;
 	}
-	return 0;
+out:
+	p->check = u.check;
+	p->check_parent = u.check_parent;
+	p->check_ctime = u.check_ctime;
+	p->q.check = u.check;
+	p->q.check_parent = u.check_parent;
+	p->q.check_ctime = u.check_ctime;
+	p->q.ncheck = rc ? 0 : u.ncheck;
+	return rc;
 }
 
 static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
@@ -1072,7 +1087,7 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		if (ro->dir_stats)
 			rc = quota_plan(m, es[i], i && es[i - 1]->to_parent == es[i]->to_parent ?
 					&qp[i - 1] : NULL, &qp[i], err);
-		v[i].quota = qp[i].q.ndirs ? &qp[i].q : NULL;
+		v[i].quota = qp[i].q.ndirs || qp[i].q.ncheck ? &qp[i].q : NULL;
 	}
 	if (rc) {
 		audit_entry(ro, es[0], "error", err->msg, "restore");
@@ -1085,7 +1100,7 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 	for (size_t i = 0; i < nran && !rc; i++) {
 		for (int t = 0; t < 10 && v[i].res.status == JO_RS_CHANGED && !rc; t++) {
 			if ((rc = quota_plan(m, es[i], NULL, &qp[i], err)) == 0) {
-				v[i].quota = qp[i].q.ndirs ? &qp[i].q : NULL;
+				v[i].quota = qp[i].q.ndirs || qp[i].q.ncheck ? &qp[i].q : NULL;
 				rc = jo_mut_restore_many(m, &v[i], 1, ro->dir_stats, err);
 			}
 		}

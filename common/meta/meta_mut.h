@@ -198,7 +198,7 @@ enum jo_rs_status {
 	JO_RS_EXISTS,        /* the name is taken in the target directory (RenameNoReplace) */
 	JO_RS_NOPARENT,      /* the target is not a directory any more */
 	JO_RS_PERM,          /* append-only/immutable flags, or a loop (EPERM): left alone */
-	JO_RS_CHANGED,       /* its quota's tree (jo_rs_quota.tree) changed: nothing done */
+	JO_RS_CHANGED,       /* what its quota charge was read from changed: nothing done */
 };
 
 struct jo_rs_res {
@@ -242,25 +242,36 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
  * the restore reads its length, another non-directory 4096 and 1; a
  * directory (dir_space, dir_inodes): its whole tree, summed by the caller
  * before the restore (GetSummary). Nothing is charged unless the entry goes
- * back (JO_RS_DONE). A directory's tree can grow between the sum and the
- * transaction (another process restoring into it while it is in the trash):
- * tree[0..ntree) are the directories of that tree and tree_mtime their
- * mtimes (unix ns) when summed; where one differs in the transaction the
- * entry is left alone with JO_RS_CHANGED, to be summed and restored again.
+ * back (JO_RS_DONE). What the charge was read from can change before the
+ * transaction: a directory's tree grows (another process restores into it
+ * while it is in the trash), a target found in the trash leaves it (an
+ * ancestor restored). check[0..ncheck) are those directories: the tree's
+ * with check_parent 0 and check_ctime their ctimes (unix ns) as read, the
+ * walk's up to the trash with check_parent their parents as read; where one
+ * differs in the transaction the entry is left alone with JO_RS_CHANGED, to
+ * be read and restored again (with ndirs 0, only checked).
  */
 struct jo_rs_quota {
 	const uint64_t *dirs;
 	size_t ndirs;
 	int64_t dir_space, dir_inodes;
-	const uint64_t *tree;
-	const int64_t *tree_mtime;
-	size_t ntree;
+	const uint64_t *check;
+	const int64_t *check_ctime;
+	const uint64_t *check_parent;
+	size_t ncheck;
 };
 
-/* An attr's mtime as jo_rs_quota.tree_mtime holds it. */
-static inline int64_t jo_rs_mtime_ns(int64_t sec, uint32_t nsec)
+/* An attr's ctime as jo_rs_quota.check_ctime holds it. */
+static inline int64_t jo_rs_ctime_ns(int64_t sec, uint32_t nsec)
 {
 	return sec * 1000000000 + (int64_t)nsec;
+}
+
+/* Whether check i of q finds a directory with (ctime ns, parent) unchanged. */
+static inline bool jo_rs_check_same(const struct jo_rs_quota *q, size_t i, int64_t ctime,
+				    uint64_t parent)
+{
+	return q->check_parent[i] ? parent == q->check_parent[i] : ctime == q->check_ctime[i];
 }
 
 /* What entry res charges each quota of q (see struct jo_rs_quota). */

@@ -904,10 +904,11 @@ static void restore_charges_quota(void **state)
 	struct jo_err err = { 0 };
 	const uint64_t H = JO_TRASH_INODE + 1;
 	const uint64_t qd[2] = { 601, 1 }, none[1] = { 5 }, tree[1] = { 605 };
-	int64_t mtime[1] = { 1 };
-	struct jo_rs_quota q = { qd, 2, 0, 0, NULL, NULL, 0 };
-	struct jo_rs_quota qdir = { qd + 1, 1, 12288, 3, tree, mtime, 1 };
-	struct jo_rs_quota qnone = { none, 1, 0, 0, NULL, NULL, 0 };
+	int64_t ctime[1] = { 1 };
+	const uint64_t by_ctime[1] = { 0 };
+	struct jo_rs_quota q = { qd, 2, 0, 0, NULL, NULL, NULL, 0 };
+	struct jo_rs_quota qdir = { qd + 1, 1, 12288, 3, tree, ctime, by_ctime, 1 };
+	struct jo_rs_quota qnone = { none, 1, 0, 0, NULL, NULL, NULL, 0 };
 	struct jo_rs_item v[4] = {
 		{ .tdir = H, .parent = 601, .src = "601-600-a", .src_len = 9, .name = "a", .name_len = 1,
 		  .quota = &q },
@@ -932,11 +933,11 @@ static void restore_charges_quota(void **state)
 	entry_put(H, "1-606-z", JO_TYPE_SYMLINK, 606);
 	quota_put(1, 4096, 1);
 	quota_put(601, 0, 0);
-	/* the directory's tree changed since it was summed (its mtime): left alone */
+	/* a directory of its tree changed since it was summed (its ctime): left alone */
 	assert_int_equal(jo_mut_restore_many(m, v + 2, 1, true, &err), 0);
 	assert_int_equal(v[2].res.status, JO_RS_CHANGED);
 	quota_is(1, 4096, 1);
-	mtime[0] = 0;
+	ctime[0] = 0;
 	assert_int_equal(jo_mut_restore_many(m, v, 4, true, &err), 0);
 	assert_int_equal(v[0].res.status, JO_RS_DONE);
 	assert_int_equal(v[1].res.status, JO_RS_GONE);

@@ -646,9 +646,9 @@ static int rs_read_attrs(struct jo_meta *m, struct rs *x, redisReply **mg, struc
 }
 
 /*
- * Whether the directories of the tree x->quota summed (a directory entry's)
- * still have the mtimes it was summed at: each watched, then read, so that
- * a restore into one of them after this aborts the EXEC. 0 with *same set,
+ * Whether x->quota's directories to check still have the ctimes read: each
+ * watched, then read, so that a restore into or of one of them after this
+ * aborts the EXEC. 0 with *same set,
  * or an error (the keys still watched).
  */
 static int rs_tree_same(struct jo_meta *m, const struct rs *x, bool *same, struct jo_err *err)
@@ -656,20 +656,20 @@ static int rs_tree_same(struct jo_meta *m, const struct rs *x, bool *same, struc
 	const struct jo_rs_quota *q = x->quota;
 
 	*same = true;
-	for (size_t i = 0; q && x->res->type == JO_TYPE_DIR && i < q->ntree && *same; i++) {
+	for (size_t i = 0; q && i < q->ncheck && *same; i++) {
 		struct jo_attr t = { 0 };
 		struct jo_err e2 = { 0 };
 		int rc;
-		redisReply *r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64, q->tree[i]);
+		redisReply *r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64, q->check[i]);
 
 		if (!r)
 			return rc;
 		freeReplyObject(r);
-		if (!(r = jo_rd_cmd(m, err, &rc, "GET %Ki%" PRIu64, q->tree[i])))
+		if (!(r = jo_rd_cmd(m, err, &rc, "GET %Ki%" PRIu64, q->check[i])))
 			return rc;
 		*same = r->type == REDIS_REPLY_STRING && r->len >= ATTR_MIN &&
 			jo_meta_decode_attr((uint8_t *)r->str, r->len, &t, &e2) == 0 &&
-			jo_rs_mtime_ns(t.mtime, t.mtimensec) == q->tree_mtime[i];
+			jo_rs_check_same(q, i, jo_rs_ctime_ns(t.ctime, t.ctimensec), t.parent);
 		freeReplyObject(r);
 	}
 	return 0;
@@ -1169,9 +1169,9 @@ int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool d
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	/* a directory whose tree the quota charge must find unchanged: one by one */
+	/* an entry whose quota charge must find directories unchanged: one by one */
 	for (size_t i = 0; i < n && !one_by_one; i++)
-		one_by_one = v[i].quota && v[i].quota->ntree;
+		one_by_one = v[i].quota && v[i].quota->ncheck;
 	for (attempt = 0; attempt < TXN_RETRIES && !one_by_one; attempt++) {
 		bool aborted = false;
 

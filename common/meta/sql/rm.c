@@ -389,21 +389,21 @@ static int prefetch(struct jo_meta *m, const struct jo_rs_item *v, size_t k, str
 	return 0;
 }
 
-/* Whether the directories of q's tree still have the mtimes it was summed
- * at (read locked: a restore into one of them waits for this transaction). */
+/* Whether q's directories to check still have the ctimes read (read
+ * locked: a restore into or of one of them waits for this transaction). */
 static int tree_same(struct jo_meta *m, const struct jo_rs_quota *q, bool *same,
 		     struct jo_err *err)
 {
 	*same = true;
-	for (size_t i = 0; q && i < q->ntree && *same; i++) {
-		int64_t row[2] = { 0, 0 };
+	for (size_t i = 0; q && i < q->ncheck && *same; i++) {
+		int64_t row[3] = { 0, 0, 0 };
 		bool found = false;
-		int rc = run(m, "SELECT mtime, mtimensec FROM @node WHERE inode=?~",
-			     (const int64_t[]){ (int64_t)q->tree[i] }, 1, NULL, 0, row, 2, &found, err);
+		int rc = run(m, "SELECT ctime, ctimensec, parent FROM @node WHERE inode=?~",
+			     (const int64_t[]){ (int64_t)q->check[i] }, 1, NULL, 0, row, 3, &found, err);
 
 		if (rc)
 			return rc;
-		*same = found && row[0] * 1000 + row[1] == q->tree_mtime[i];
+		*same = found && jo_rs_check_same(q, i, row[0] * 1000 + row[1], (uint64_t)row[2]);
 	}
 	return 0;
 }
@@ -481,9 +481,9 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 		res->status = JO_RS_PERM;
 		return 0;
 	}
-	if (dir && (rc = tree_same(m, it->quota, &found, err)) != 0)
+	if ((rc = tree_same(m, it->quota, &found, err)) != 0)
 		return rc;
-	if (dir && !found) {
+	if (!found) {
 		res->status = JO_RS_CHANGED;
 		return 0;
 	}

@@ -354,24 +354,24 @@ struct rs {
 static int quota_add_tx(struct jo_tx *tx, uint64_t ino, int64_t space, int64_t inodes, bool *had,
 			struct jo_err *err);
 
-/* Whether the directories of q's tree still have the mtimes it was summed
- * at (read in the transaction: a change conflicts with it). */
+/* Whether q's directories to check still have the ctimes read (read in
+ * the transaction: a change conflicts with it). */
 static int tree_same(struct jo_tx *tx, const struct jo_rs_quota *q, bool *same,
 		     struct jo_err *err)
 {
 	*same = true;
-	for (size_t i = 0; i < q->ntree && *same; i++) {
+	for (size_t i = 0; i < q->ncheck && *same; i++) {
 		struct jo_attr t = { 0 };
 		struct jo_key k;
 		uint8_t *ta = NULL;
 		size_t tl = 0;
 		int rc;
 
-		jo_tkv_attr_key(&k, tx->m, q->tree[i]);
+		jo_tkv_attr_key(&k, tx->m, q->check[i]);
 		if ((rc = jo_tx_get(tx, &k, &ta, &tl, err)) != 0)
 			return rc;
 		*same = ta && tl >= ATTR_MIN && jo_meta_decode_attr(ta, tl, &t, err) == 0 &&
-			jo_rs_mtime_ns(t.mtime, t.mtimensec) == q->tree_mtime[i];
+			jo_rs_check_same(q, i, jo_rs_ctime_ns(t.ctime, t.ctimensec), t.parent);
 		jo_err_clear(err);
 		free(ta);
 	}
@@ -439,7 +439,7 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		rc = 1;
 		goto out;
 	}
-	if (dir && x->quota) {
+	if (x->quota) {
 		bool same = true;
 
 		if ((rc = tree_same(tx, x->quota, &same, err)) != 0)
