@@ -45,7 +45,7 @@ int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_vol *vol = NULL;
 	struct jo_err err = { 0 };
 	uint64_t off = 0, len = UINT64_MAX, ino;
-	int n, rc, werr = 0;
+	int rc, werr = 0;
 	struct jo_option opts[] = {
 		OPT_SIZE(0, "offset", &off, "N", "first byte to print (default 0; a size: 64M, "
 			 "1.5G)", 0, 0),
@@ -57,11 +57,8 @@ int cmd_cat(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, cat_usage, cat_tail, opts };
 
-	n = jo_opt_parse(&cmd, argc, argv);
-	if (n < 0)
-		return cmd_opt_exit(ctx, n);
-	if (n != 2)
-		return cmd_usage_error(ctx, "expected META-URL and PATH");
+	if (!cmd_parse_operands(ctx, &cmd, argc, argv, 2, "expected META-URL and PATH", &rc))
+		return rc;
 	va.read_only = true;
 	rc = cmd_open_volume(ctx, &va, argv[1], &vol);
 	if (rc)

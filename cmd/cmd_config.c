@@ -119,7 +119,7 @@ static int show(struct jo_ctx *ctx, const struct cmd_vol_args *va)
 int cmd_config(int argc, char **argv, struct jo_ctx *ctx)
 {
 	struct cmd_vol_args va = { 0 };
-	int n, rc;
+	int rc;
 	struct jo_option opts[] = {
 		OPT_BOOL(0, "json", &ctx->json, "one JSON object instead of the table (show)"),
 		OPT_HELP(),
@@ -128,10 +128,9 @@ int cmd_config(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, config_usage, config_tail, opts };
 
-	n = jo_opt_parse(&cmd, argc, argv);
-	if (n != 1) {
+	if (!cmd_parse_operands(ctx, &cmd, argc, argv, 1, "expected 'show' or 'path'", &rc)) {
 		cmd_vol_args_release(&va);
-		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected 'show' or 'path'");
+		return rc;
 	}
 	if (!strcmp(argv[1], "path")) {
 		char path[4096];

@@ -351,6 +351,17 @@ struct backlog {
 	int64_t oldest_hour, oldest_file;
 };
 
+/* One more item stamped ts: counted, due when it is older than edge by
+ * more than OVERDUE, and the oldest so far. */
+static void age_count(int64_t ts, int64_t edge, uint64_t *n, uint64_t *due, int64_t *oldest)
+{
+	(*n)++;
+	if (ts < edge - OVERDUE)
+		(*due)++;
+	if (!*oldest || ts < *oldest)
+		*oldest = ts;
+}
+
 static int on_trash_hour(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload)
 {
 	struct backlog *b = payload;
@@ -359,11 +370,7 @@ static int on_trash_hour(const char *name, size_t len, uint64_t ino, uint8_t typ
 	(void)ino;
 	if (type != JO_TYPE_DIR || jo_trash_hour_parse(name, len, &ts) != 0)
 		return 0;
-	b->hours++;
-	if (ts < b->trash_edge - OVERDUE)
-		b->hours_due++;
-	if (!b->oldest_hour || ts < b->oldest_hour)
-		b->oldest_hour = ts;
+	age_count(ts, b->trash_edge, &b->hours, &b->hours_due, &b->oldest_hour);
 	return 0;
 }
 
@@ -373,11 +380,7 @@ static int on_delfile_age(uint64_t ino, uint64_t length, int64_t deleted_at, voi
 
 	(void)ino;
 	(void)length;
-	b->files++;
-	if (deleted_at < b->now - OVERDUE)
-		b->files_due++;
-	if (!b->oldest_file || deleted_at < b->oldest_file)
-		b->oldest_file = deleted_at;
+	age_count(deleted_at, b->now, &b->files, &b->files_due, &b->oldest_file);
 	return 0;
 }
 
@@ -433,7 +436,7 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_vol *v = NULL;
 	struct jo_err err = { 0 };
 	char detail[768], *url;
-	int n, rc;
+	int rc;
 	struct jo_option opts[] = {
 		OPT_BOOL(0, "json", &ctx->json, "one JSON line per check, then a summary"),
 		OPT_HELP(),
@@ -442,10 +445,9 @@ int cmd_doctor(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, doctor_usage, doctor_tail, opts };
 
-	n = jo_opt_parse(&cmd, argc, argv);
-	if (n != 1) {
+	if (!cmd_parse_operands(ctx, &cmd, argc, argv, 1, "expected one META-URL", &rc)) {
 		cmd_vol_args_release(&va);
-		return n < 0 ? cmd_opt_exit(ctx, n) : cmd_usage_error(ctx, "expected one META-URL");
+		return rc;
 	}
 	url = strdup(argv[1]);
 	if (!url) {

@@ -236,7 +236,7 @@ static int print_json(const struct jo_format *f, const struct info *in)
 
 static void print_human(const struct jo_format *f, const struct info *in)
 {
-	char a[32], b[32], label[32];
+	char a[32], b[32];
 
 	jo_fmt_bytes((double)f->block_size_kib * 1024, 2, a, sizeof(a));
 	/* the format record is the volume's: printed escaped */
@@ -268,13 +268,7 @@ static void print_human(const struct jo_format *f, const struct info *in)
 	printf("next slice id:   %" PRId64 "\n", in->next_chunk);
 	if (in->corrupt_chunks)
 		printf("corrupt chunks:  %d\n", in->corrupt_chunks);
-	printf("records per chunk:\n");
-	for (int k = 0; k < JO_HIST_BUCKETS; k++) {
-		if (!in->hist[k])
-			continue;
-		jo_hist_label(k, label, sizeof(label));
-		printf("  %-10s %" PRIu64 "\n", label, in->hist[k]);
-	}
+	jo_hist_print(in->hist);
 }
 
 int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
@@ -285,7 +279,7 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 	struct jo_err err = { 0 };
 	struct info in = { 0 };
 	char *url;
-	int n, rc;
+	int rc;
 	struct jo_option opts[] = {
 		OPT_BOOL(0, "json", &ctx->json, "one JSON object on stdout instead of the table"),
 		OPT_HELP(),
@@ -293,11 +287,8 @@ int cmd_info(int argc, char **argv, struct jo_ctx *ctx)
 	};
 	struct jo_opt_cmd cmd = { ctx->prefix, info_usage, info_tail, opts };
 
-	n = jo_opt_parse(&cmd, argc, argv);
-	if (n < 0)
-		return cmd_opt_exit(ctx, n);
-	if (n != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
+	if (!cmd_parse_operands(ctx, &cmd, argc, argv, 1, "expected one META-URL", &rc))
+		return rc;
 	/* info needs no object store: open the metadata only */
 	url = cmd_take_url(argv[1]);
 	if (!url)

@@ -126,12 +126,17 @@ char *jo_dynbuf_detach(struct jo_dynbuf *b, size_t *len_out)
 
 int jo_grow_array(void *arrp, size_t *cap, size_t need, size_t elsize)
 {
+	return jo_grow_array_from(arrp, cap, need, elsize, 16);
+}
+
+int jo_grow_array_from(void *arrp, size_t *cap, size_t need, size_t elsize, size_t first)
+{
 	size_t nc;
 	void *old, *p;
 
 	if (need <= *cap)
 		return 0;
-	nc = *cap ? *cap : 16;
+	nc = *cap ? *cap : first;
 	while (nc < need) {
 		if (nc > SIZE_MAX / 2)
 			return JO_ENOMEM;

@@ -74,5 +74,8 @@ char *jo_dynbuf_detach(struct jo_dynbuf *b, size_t *len_out);
  * jo_grow_array(&v->items, &v->cap, v->n + 1, sizeof(*v->items)).
  */
 int jo_grow_array(void *arrp, size_t *cap, size_t need, size_t elsize);
+/* The same, from first elements (> 0) instead of 16 when *cap is 0: for
+ * byte buffers that want a larger first allocation. */
+int jo_grow_array_from(void *arrp, size_t *cap, size_t need, size_t elsize, size_t first);
 
 #endif

@@ -503,18 +503,8 @@ static int reader_fill(struct xs_reader *r, size_t want, struct jo_err *err)
 		r->end -= r->pos;
 		r->pos = 0;
 	}
-	if (want > r->cap) {
-		size_t nc = r->cap;
-
-		while (nc < want)
-			nc *= 2;
-		uint8_t *p = realloc(r->buf, nc);
-
-		if (!p)
-			return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
-		r->buf = p;
-		r->cap = nc;
-	}
+	if (jo_grow_array(&r->buf, &r->cap, want, 1))
+		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
 	while (r->end < want) {
 		if (r->zin.pos == r->zin.size) {
 			if (r->file_eof)
@@ -837,18 +827,8 @@ static int spill(struct jo_xsort *s, struct jo_err *err)
 
 static int buf_reserve(struct xs_buf *b, size_t len, struct jo_err *err)
 {
-	if (b->used + len > b->cap) {
-		size_t nc = b->cap ? b->cap * 2 : (64u << 10);
-
-		while (nc < b->used + len)
-			nc *= 2;
-		uint8_t *p = realloc(b->arena, nc);
-
-		if (!p)
-			return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
-		b->arena = p;
-		b->cap = nc;
-	}
+	if (jo_grow_array_from(&b->arena, &b->cap, b->used + len, 1, 64u << 10))
+		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
 	if (b->n == b->ecap) {
 		size_t nc = b->ecap ? b->ecap * 2 : 1024;
 		struct xs_ent *e = realloc(b->ent, nc * sizeof(*e));

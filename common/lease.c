@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/cancel.h"
 #include "common/err.h"
@@ -254,4 +255,21 @@ void jo_lease_stats(struct jo_lease *l, uint64_t *renewals, uint64_t *lost)
 	*renewals = l->renewals;
 	*lost = l->nlost;
 	pthread_mutex_unlock(&l->mu);
+}
+
+void jo_lease_owner(char *buf, size_t cap, const char *id)
+{
+	char host[64] = "localhost";
+
+	if (id) {
+		snprintf(buf, cap, "%s", id);
+	} else {
+		if (gethostname(host, sizeof(host) - 1) != 0)
+			snprintf(host, sizeof(host), "localhost");
+		host[sizeof(host) - 1] = '\0';
+		snprintf(buf, cap, "%s:%ld", host, (long)getpid());
+	}
+	for (char *p = buf; *p; p++)
+		if ((unsigned char)*p <= ' ' || (unsigned char)*p > '~')
+			*p = '_';
 }

@@ -20,6 +20,7 @@
 #define JO_LEASE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 struct jo_err;
@@ -32,6 +33,13 @@ struct jo_lease_opts {
 	const char *owner;   /* unique per worker: "host:pid/thread" */
 	int64_t lease_ms;    /* lease length (default 60000) */
 };
+
+/*
+ * A worker's owner id (jo_lease_opts.owner) into buf: id, or "host:pid" of
+ * this process when id is NULL; every byte but printable ASCII other than
+ * the space becomes '_'.
+ */
+void jo_lease_owner(char *buf, size_t cap, const char *id);
 
 /*
  * A keeper for one worker. m is duplicated (jo_meta_dup) for the renewal

@@ -1,7 +1,8 @@
 /*
  * utc.h: seconds since the epoch of a UTC calendar time, the one step every
- * timestamp grammar ends with (trash hour names, restore times, S3 dates).
- * The grammars check the fields' ranges themselves. Inline, so that the
+ * timestamp grammar ends with (trash hour names, restore times, S3 dates),
+ * and their fixed-width numeric fields. The grammars check the fields'
+ * ranges themselves. Inline, so that the
  * object store's sources still build on their own (tests/tools/objtool.c).
  */
 #ifndef JO_UTC_H
@@ -10,6 +11,20 @@
 #include <stdint.h>
 #include <string.h>
 #include <time.h>
+
+/* Exactly n ASCII digits at p -> *out (0); -1 otherwise (nothing written). */
+static inline int jo_utc_digits(const char *p, int n, int *out)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -1;
+		v = v * 10 + (p[i] - '0');
+	}
+	*out = v;
+	return 0;
+}
 
 static inline time_t jo_utc_timegm(int y, int mo, int d, int h, int mi, int s)
 {

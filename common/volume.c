@@ -140,6 +140,18 @@ int cmd_opt_exit(struct jo_ctx *ctx, int n)
 	return n == JO_OPT_SHOWN ? JO_EXIT_OK : JO_EXIT_USAGE;
 }
 
+bool cmd_parse_operands(struct jo_ctx *ctx, const struct jo_opt_cmd *cmd, int argc, char **argv,
+			int want, const char *what, int *exit_code)
+{
+	int n = jo_opt_parse(cmd, argc, argv);
+
+	if (n < 0)
+		*exit_code = cmd_opt_exit(ctx, n);
+	else if (n != want)
+		*exit_code = cmd_usage_error(ctx, "%s", what);
+	return n >= 0 && n == want;
+}
+
 int cmd_vol_secret_cb(const struct jo_option *o, const char *arg, char *want, size_t cap)
 {
 	struct cmd_vol_args *a = o->value;

@@ -67,6 +67,13 @@ int cmd_vol_secret_cb(const struct jo_option *o, const char *arg, char *want, si
  * when --metrics-file came before --help.
  */
 int cmd_opt_exit(struct jo_ctx *ctx, int n);
+/*
+ * jo_opt_parse() for a command that takes exactly want operands: true with
+ * them in argv[1..want]; else false and *exit_code is what the command
+ * returns (cmd_opt_exit's, or a usage error saying what).
+ */
+bool cmd_parse_operands(struct jo_ctx *ctx, const struct jo_opt_cmd *cmd, int argc, char **argv,
+			int want, const char *what, int *exit_code);
 
 /* --retries N: 0..100, else JO_EINVAL with err set. */
 int cmd_parse_retries(const char *arg, int *out, struct jo_err *err);

@@ -26,7 +26,7 @@ enum { S_EDGE, S_ATTR, S_CHUNK, S_SUS, S_N };
 #define EDGE_HDR (8 + 1 + 8 + 4 + 1)
 /* directories listed in one jo_meta_readdir_attr() call */
 #define WALK_BATCH 32
-/* files whose chunks are read in one jo_meta_read_chunks() call */
+/* room for this many chunk requests at first (it grows with a batch) */
 #define CHUNK_BATCH 4096
 #define CHUNK_HDR (8 + 4 + 4 + 8)
 
@@ -55,9 +55,11 @@ struct walk {
 	uint8_t *bpaths;
 	size_t bplen, bpcap;
 	/* with_attr and JO_WALK_CHUNKS: the regular files met, whose chunks are
-	 * read in pipelined batches (no scan of every chunk of the volume) */
+	 * read in pipelined batches (no scan of every chunk of the volume) once
+	 * their directories' listing returned (its callbacks may not use the
+	 * handle): 16 bytes for each file of a batch of directories */
 	struct jo_meta_chunk_req *creq;
-	size_t ncreq;
+	size_t ncreq, ccap;
 	/* slices of one chunk, sorted for the distinct count */
 	struct jo_slice *recs;
 	size_t nrecs;
@@ -146,9 +148,9 @@ static int on_dirent_attr(size_t di, const char *name, size_t nlen, uint64_t ino
 	if (a && (rc = add_attr(w, ino, a)) != 0)
 		return rc;
 	if (a && a->type == JO_TYPE_FILE && (w->o->flags & JO_WALK_CHUNKS)) {
-		/* callbacks run with nothing in flight: reading here is allowed */
-		if (w->ncreq == CHUNK_BATCH && (rc = read_chunks(w)) != 0)
-			return rc;
+		/* replies may be in flight: the chunks are read after the listing */
+		if (jo_grow_array(&w->creq, &w->ccap, w->ncreq + 1, sizeof(*w->creq)))
+			return jo_err_set(w->err, JO_ENOMEM, "out of memory");
 		w->creq[w->ncreq].ino = ino;
 		w->creq[w->ncreq].nidx = (uint32_t)((a->length + JO_CHUNK_SIZE - 1) >> JO_CHUNK_BITS);
 		w->ncreq++;
@@ -396,18 +398,8 @@ struct group {
 
 static int grow(uint8_t **b, size_t *cap, size_t need, struct jo_err *err)
 {
-	size_t c = *cap ? *cap : 256;
-	uint8_t *p;
-
-	if (need <= *cap)
-		return 0;
-	while (c < need)
-		c *= 2;
-	p = realloc(*b, c);
-	if (!p)
+	if (jo_grow_array_from(b, cap, need, 1, 256))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	*b = p;
-	*cap = c;
 	return 0;
 }
 
@@ -653,6 +645,7 @@ int jo_walk_run(struct jo_meta *m, const struct jo_walk_opts *opts, struct jo_wa
 	w.xo = xo;
 	root = clean_path(o.root);
 	w.creq = (o.flags & JO_WALK_CHUNKS) ? malloc(CHUNK_BATCH * sizeof(*w.creq)) : NULL;
+	w.ccap = w.creq ? CHUNK_BATCH : 0;
 	if (!root || ((o.flags & JO_WALK_CHUNKS) && !w.creq)) {
 		free(root);
 		free(w.creq);

@@ -652,13 +652,7 @@ static void print_summary(struct run *r, int exit_code)
 		       s->chunks, s->records, (double)s->hidden / 1048576.0);
 		printf("worth compacting:  %" PRIu64 " chunks (%" PRIu64 " records, %.1f MiB hidden)\n",
 		       s->candidates, s->candidate_records, (double)s->candidate_hidden / 1048576.0);
-		printf("records per chunk:\n");
-		for (int b = 0; b < JO_HIST_BUCKETS; b++) {
-			if (!s->hist[b])
-				continue;
-			jo_hist_label(b, label, sizeof(label));
-			printf("  %-10s %" PRIu64 "\n", label, s->hist[b]);
-		}
+		jo_hist_print(s->hist);
 		if (!r->incomplete)
 			print_top(r);
 	}
@@ -705,23 +699,6 @@ static void record_metrics(struct run *r)
 	/* a sample that cannot be recorded (out of memory) is left out */
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++)
 		(void)cmd_metric(r->ctx, m[i].what, m[i].help, NULL, m[i].v);
-}
-
-static void default_owner(struct run *r)
-{
-	char host[64] = "localhost";
-
-	if (r->o.id) {
-		snprintf(r->owner, sizeof(r->owner), "%s", r->o.id);
-	} else {
-		if (gethostname(host, sizeof(host) - 1) != 0)
-			snprintf(host, sizeof(host), "localhost");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(r->owner, sizeof(r->owner), "%s:%ld", host, (long)getpid());
-	}
-	for (char *p = r->owner; *p; p++)
-		if (*p <= ' ' || *p > '~')
-			*p = '_';
 }
 
 enum { MODE_DEFAULT, MODE_PLAN, MODE_WORKER, MODE_STATUS };
@@ -933,7 +910,7 @@ int cmd_compact(int argc, char **argv, struct jo_ctx *ctx)
 	r.started_ms = jo_lease_mono_ms();
 	if (r.o.max_time_ms)
 		r.deadline_ms = r.started_ms + r.o.max_time_ms;
-	default_owner(&r);
+	jo_lease_owner(r.owner, sizeof(r.owner), r.o.id);
 	pthread_mutex_init(&r.mu, NULL);
 	va.read_only = !r.o.apply && !r.o.status;
 	rc = cmd_open_volume(ctx, &va, argv[1], &r.vol);

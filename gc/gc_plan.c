@@ -25,7 +25,6 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 	       struct jo_err *err)
 {
 	struct gc_run *r = calloc(1, sizeof(*r));
-	char host[64] = "host";
 
 	*out = NULL;
 	if (!r)
@@ -43,18 +42,9 @@ int gc_run_new(struct gc_run **out, struct jo_vol *vol, const struct gc_opts *o,
 	/* an engine that records a task in one small transaction (etcd) */
 	if (jo_mut_task_max_items(vol->meta) && (size_t)r->o.task_size > jo_mut_task_max_items(vol->meta))
 		r->o.task_size = (long)jo_mut_task_max_items(vol->meta);
-	if (o->worker_id && *o->worker_id) {
-		snprintf(r->owner, sizeof(r->owner), "%s", o->worker_id);
-	} else {
-		if (gethostname(host, sizeof(host) - 1) != 0)
-			snprintf(host, sizeof(host), "host");
-		host[sizeof(host) - 1] = '\0';
-		snprintf(r->owner, sizeof(r->owner), "%s:%ld", host, (long)getpid());
-	}
 	/* owners are printable ASCII without spaces */
-	for (char *p = r->owner; *p; p++)
-		if ((unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
-			*p = '_';
+	jo_lease_owner(r->owner, sizeof(r->owner),
+		       o->worker_id && *o->worker_id ? o->worker_id : NULL);
 	/* TrashDays as the format says right now (re-read at every run) */
 	r->edge = gc_now_s() - (int64_t)vol->fmt.trash_days * 86400;
 	r->trash_edge = jo_trash_edge(gc_now_s(), vol->fmt.trash_days);

@@ -142,11 +142,20 @@ static const struct lance_io_ops local_ops = {
 	.size = local_size, .pread = local_pread, .list = local_list, .close = local_close,
 };
 
+char *lance_root_dup(const char *dir)
+{
+	char *r = strdup(dir);
+	size_t n = r ? strlen(r) : 0;
+
+	while (n > 1 && r[n - 1] == '/')
+		r[--n] = '\0';
+	return r;
+}
+
 int lance_io_open_local(struct lance_io **out, const char *dir, struct jo_err *err)
 {
 	struct local_io *l;
 	struct stat st;
-	size_t n;
 
 	*out = NULL;
 	if (stat(dir, &st) < 0)
@@ -154,13 +163,10 @@ int lance_io_open_local(struct lance_io **out, const char *dir, struct jo_err *e
 				  "dataset '%s': %s", dir, strerror(errno));
 	if (!S_ISDIR(st.st_mode))
 		return jo_err_set(err, JO_ENOTFOUND, "dataset '%s' is not a directory", dir);
-	if (!(l = calloc(1, sizeof(*l))) || !(l->root = strdup(dir))) {
+	if (!(l = calloc(1, sizeof(*l))) || !(l->root = lance_root_dup(dir))) {
 		free(l);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	n = strlen(l->root);
-	while (n > 1 && l->root[n - 1] == '/')
-		l->root[--n] = '\0';
 	l->io.ops = &local_ops;
 	l->cur_fd = -1;
 	*out = &l->io;

@@ -131,6 +131,9 @@ int lance_io_open_jfs(struct lance_io **out, struct jo_vol *vol, const char *roo
 int lance_io_open_obj(struct lance_io **out, struct jo_obj *obj, const char *prefix,
 		      struct jo_err *err);
 int lance_io_open_local(struct lance_io **out, const char *dir, struct jo_err *err);
+/* A copy of a dataset's directory path without trailing '/' ("/" stays);
+ * NULL when out of memory. For the readers' roots. */
+char *lance_root_dup(const char *dir);
 void lance_io_close(struct lance_io *io);
 int lance_io_size(struct lance_io *io, const char *rel, uint64_t *out, struct jo_err *err);
 int lance_io_pread(struct lance_io *io, const char *rel, void *buf, size_t len, uint64_t off,

@@ -169,7 +169,6 @@ int lance_io_open_jfs(struct lance_io **out, struct jo_vol *vol, const char *roo
 	struct jfs_io *j;
 	struct jo_attr attr;
 	uint64_t ino;
-	size_t n;
 	int rc;
 
 	*out = NULL;
@@ -181,13 +180,10 @@ int lance_io_open_jfs(struct lance_io **out, struct jo_vol *vol, const char *roo
 	}
 	if (attr.type != JO_TYPE_DIR)
 		return jo_err_set(err, JO_ENOTFOUND, "dataset '%s' is not a directory", root);
-	if (!(j = calloc(1, sizeof(*j))) || !(j->root = strdup(root))) {
+	if (!(j = calloc(1, sizeof(*j))) || !(j->root = lance_root_dup(root))) {
 		free(j);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	n = strlen(j->root);
-	while (n > 1 && j->root[n - 1] == '/')
-		j->root[--n] = '\0';
 	j->io.ops = &jfs_ops;
 	j->vol = vol;
 	*out = &j->io;

@@ -290,6 +290,19 @@ static int recheck_meta(struct delctx *d, struct cand *c, size_t n, struct jo_er
 	return 0;
 }
 
+/* The verdict on c when reading its object (the step what) ended with rc:
+ * true when that settles it (gone: kept; any other error: failed). */
+static bool settled_by(struct cand *c, int rc, const char *what, const struct jo_err *e)
+{
+	if (rc == JO_ENOTFOUND) {
+		c->result = "kept: already gone";
+	} else if (rc) {
+		c->result = "failed";
+		snprintf(c->fail, sizeof(c->fail), "failed: %s: %.120s", what, e->msg);
+	}
+	return rc != 0;
+}
+
 static int recheck_object(struct delctx *d, struct cand *c)
 {
 	struct jo_obj_info info;
@@ -297,15 +310,8 @@ static int recheck_object(struct delctx *d, struct cand *c)
 	int rc = jo_obj_head(d->v->obj, c->key, &info, &e);
 	int64_t now = (int64_t)time(NULL);
 
-	if (rc == JO_ENOTFOUND) {
-		c->result = "kept: already gone";
+	if (settled_by(c, rc, "head", &e))
 		return 0;
-	}
-	if (rc) {
-		c->result = "failed";
-		snprintf(c->fail, sizeof(c->fail), "failed: head: %.120s", e.msg);
-		return 0;
-	}
 	if (info.mtime > now - d->o->min_age)
 		c->result = "kept: too young";
 	else if (info.size != c->size || (c->mtime && info.mtime != c->mtime))
@@ -383,15 +389,8 @@ static int quarantine_one(struct delctx *d, struct cand *c, struct jo_err *err)
 	struct archive_entry *ae;
 	int rc = jo_obj_get_buf(d->v->obj, c->key, 0, -1, DEL_MAX_OBJECT, &data, &len, &e);
 
-	if (rc == JO_ENOTFOUND) {
-		c->result = "kept: already gone";
+	if (settled_by(c, rc, "quarantine get", &e))
 		return 0;
-	}
-	if (rc) {
-		c->result = "failed";
-		snprintf(c->fail, sizeof(c->fail), "failed: quarantine get: %.120s", e.msg);
-		return 0;
-	}
 	ae = d->la->archive_entry_new();
 	if (!ae) {
 		free(data);

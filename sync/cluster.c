@@ -294,6 +294,20 @@ static struct rview *view_range(struct view *v, long i)
 	return &v->r[i];
 }
 
+struct named_slot {
+	const char *name;
+	json_t **slot;
+};
+
+/* The slot in t named by the kl bytes at key; NULL when none is. */
+static json_t **named_slot(const struct named_slot *t, size_t n, const char *key, size_t kl)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strlen(t[i].name) == kl && !memcmp(t[i].name, key, kl))
+			return t[i].slot;
+	return NULL;
+}
+
 static int view_cb(const char *key, const char *val, void *p)
 {
 	struct view *v = p;
@@ -307,24 +321,17 @@ static int view_cb(const char *key, const char *val, void *p)
 		v->bad = true;
 		return 0;
 	}
-	if (!strcmp(key, "job"))
-		slot = &v->job;
-	else if (!strcmp(key, "plan"))
-		slot = &v->plan;
-	else if (!strcmp(key, "cuts"))
-		slot = &v->cuts;
-	else if (!strcmp(key, "gate"))
-		slot = &v->gate;
-	else if (!strcmp(key, "end"))
-		slot = &v->end;
-	else if (!strcmp(key, "order:src"))
-		slot = &v->order_src;
-	else if (!strcmp(key, "order:dst"))
-		slot = &v->order_dst;
-	else if (colon && !strncmp(key, "w:", 2)) {
+	const struct named_slot top[] = {
+		{ "job", &v->job }, { "plan", &v->plan }, { "cuts", &v->cuts },
+		{ "gate", &v->gate }, { "end", &v->end }, { "order:src", &v->order_src },
+		{ "order:dst", &v->order_dst },
+	};
+
+	slot = named_slot(top, sizeof(top) / sizeof(top[0]), key, strlen(key));
+	if (!slot && colon && !strncmp(key, "w:", 2)) {
 		json_object_set_new(v->workers, colon + 1, j);
 		return 0;
-	} else if (colon) {
+	} else if (!slot && colon) {
 		char *end;
 		long i = strtol(colon + 1, &end, 10);
 		struct rview *r = *end ? NULL : view_range(v, i);
@@ -333,19 +340,11 @@ static int view_cb(const char *key, const char *val, void *p)
 			json_decref(j);
 			return 0;
 		}
-		size_t kl = (size_t)(colon - key);
-		if (kl == 3 && !strncmp(key, "def", 3))
-			slot = &r->def;
-		else if (kl == 3 && !strncmp(key, "pos", 3))
-			slot = &r->pos;
-		else if (kl == 4 && !strncmp(key, "done", 4))
-			slot = &r->done;
-		else if (kl == 4 && !strncmp(key, "fail", 4))
-			slot = &r->fail;
-		else if (kl == 5 && !strncmp(key, "ddone", 5))
-			slot = &r->ddone;
-		else if (kl == 5 && !strncmp(key, "dfail", 5))
-			slot = &r->dfail;
+		const struct named_slot per[] = {
+			{ "def", &r->def }, { "pos", &r->pos }, { "done", &r->done },
+			{ "fail", &r->fail }, { "ddone", &r->ddone }, { "dfail", &r->dfail },
+		};
+		slot = named_slot(per, sizeof(per) / sizeof(per[0]), key, (size_t)(colon - key));
 	}
 	if (!slot) {
 		json_decref(j);

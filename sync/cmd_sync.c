@@ -15,6 +15,7 @@
 #include "common/volume.h"
 #include "common/err.h"
 #include "common/esc.h"
+#include "common/lease.h"
 #include "common/log.h"
 #include "common/metrics.h"
 #include "common/object/object.h"
@@ -1004,20 +1005,6 @@ static int sync_connect(struct sync_cmd *c, struct jo_ctx *ctx)
 	return 0;
 }
 
-/* host:pid, with anything but printable ASCII as '_' */
-static void default_worker_id(char *buf, size_t cap)
-{
-	char host[64] = "localhost";
-
-	if (gethostname(host, sizeof(host) - 1) != 0)
-		snprintf(host, sizeof(host), "localhost");
-	host[sizeof(host) - 1] = '\0';
-	snprintf(buf, cap, "%s:%ld", host, (long)getpid());
-	for (char *q = buf; *q; q++)
-		if ((unsigned char)*q <= ' ' || (unsigned char)*q > '~')
-			*q = '_';
-}
-
 /* This host's part of the cluster job, and its summary: the exit code. */
 static int sync_run_cluster(struct sync_cmd *c, struct jo_ctx *ctx)
 {
@@ -1025,7 +1012,7 @@ static int sync_run_cluster(struct sync_cmd *c, struct jo_ctx *ctx)
 	int rc;
 
 	if (!c->worker_id) {
-		default_worker_id(c->worker_buf, sizeof(c->worker_buf));
+		jo_lease_owner(c->worker_buf, sizeof(c->worker_buf), NULL);
 		c->worker_id = c->worker_buf;
 	}
 	co->url = c->cluster;

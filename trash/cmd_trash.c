@@ -1619,20 +1619,23 @@ static int task_record(struct jo_meta *m, const char *items, char *key, size_t c
 	return 0;
 }
 
+/* The JSON summary o of a run that ends with rc: rc, or JO_EIO when stdout failed. */
+static int summary_out(const struct jo_ctx *ctx, int rc, json_t *o, struct jo_err *err)
+{
+	if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
+		return jo_err_set(err, JO_EIO, "cannot write to stdout");
+	return rc;
+}
+
 static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *ro,
 			    const struct jo_ctx *ctx, struct jo_err *err)
 {
 	struct worker_stats ws = { 0 };
 	struct jo_lease *lease = NULL;
-	char host[64] = "host", owner[128];
+	char owner[128];
 	int rc;
 
-	(void)gethostname(host, sizeof(host) - 1);
-	host[sizeof(host) - 1] = '\0';
-	snprintf(owner, sizeof(owner), "%s:%ld", host, (long)getpid());
-	for (char *q = owner; *q; q++)
-		if ((unsigned char)*q < 0x21 || (unsigned char)*q > 0x7e)
-			*q = '_';
+	jo_lease_owner(owner, sizeof(owner), NULL);
 	{
 		struct jo_lease_opts lo = { .ns = TRASH_NS, .owner = owner,
 					    .lease_ms = ro->lease_ms };
@@ -1716,13 +1719,12 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 	if (rc)
 		return rc;
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I}", "action", "restore", "mode", "worker",
-				      "dry_run", 0, "tasks", (json_int_t)ws.tasks,
-				      "restored", (json_int_t)ws.restored,
-				      "skipped", (json_int_t)ws.skipped);
-
-		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
-			return jo_err_set(err, JO_EIO, "cannot write to stdout");
+		if (summary_out(ctx, 0, json_pack("{s:s,s:s,s:b,s:I,s:I,s:I}", "action", "restore",
+						  "mode", "worker", "dry_run", 0,
+						  "tasks", (json_int_t)ws.tasks,
+						  "restored", (json_int_t)ws.restored,
+						  "skipped", (json_int_t)ws.skipped), err))
+			return JO_EIO;
 	} else {
 		printf("worker: %" PRIu64 " tasks, %" PRIu64 " entries restored, %" PRIu64
 		       " skipped\n", ws.tasks, ws.restored, ws.skipped);
@@ -1823,14 +1825,13 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		if ((rc = record_tasks(t, plan, nplan, &tasks, err)) != 0)
 			goto out;
 		if (ctx->json) {
-			json_t *o = json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
-					      "mode", "plan", "dry_run", 0, "selected", (json_int_t)nplan,
-					      "planned", (json_int_t)restored, "tasks", (json_int_t)tasks,
-					      "skipped", (json_int_t)skipped, "conflicts",
-					      (json_int_t)conflicts);
-
-			if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
-				rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+			rc = summary_out(ctx, rc, json_pack("{s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I}",
+							    "action", "restore", "mode", "plan",
+							    "dry_run", 0, "selected", (json_int_t)nplan,
+							    "planned", (json_int_t)restored,
+							    "tasks", (json_int_t)tasks,
+							    "skipped", (json_int_t)skipped,
+							    "conflicts", (json_int_t)conflicts), err);
 		} else {
 			printf("planned %" PRIu64 " of %" PRIu64 " entries in %" PRIu64 " tasks, %" PRIu64
 			       " skipped: run `jfsops trash restore META-URL --worker --apply`\n",
@@ -1839,14 +1840,14 @@ static int trash_restore_run(struct trash_ls *t, const struct trash_filter *f,
 		goto out;
 	}
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I}", "action", "restore",
-				      "dry_run", !ro->apply, "selected", (json_int_t)nplan,
-				      ro->apply ? "restored" : "would_restore", (json_int_t)restored,
-				      "skipped", (json_int_t)skipped, "conflicts", (json_int_t)conflicts,
-				      "renamed", (json_int_t)renamed, "bytes", (json_int_t)bytes);
-
-		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
-			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+		rc = summary_out(ctx, rc, json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I}",
+						    "action", "restore", "dry_run", !ro->apply,
+						    "selected", (json_int_t)nplan,
+						    ro->apply ? "restored" : "would_restore",
+						    (json_int_t)restored, "skipped", (json_int_t)skipped,
+						    "conflicts", (json_int_t)conflicts,
+						    "renamed", (json_int_t)renamed,
+						    "bytes", (json_int_t)bytes), err);
 	} else {
 		printf("%s %" PRIu64 " of %" PRIu64 " entries (%" PRIu64
 		       " bytes), %" PRIu64 " skipped, %" PRIu64 " name conflicts (%" PRIu64
@@ -2007,14 +2008,11 @@ static int trash_purge_run(struct trash_ls *t, const struct trash_filter *f,
 	if (ro->apply && (rc = purge_hours(t, left, err)) != 0)
 		goto out;
 	if (ctx->json) {
-		json_t *o = json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "purge",
-				      "dry_run", !ro->apply, "selected", (json_int_t)nplan,
-				      ro->apply ? "purged" : "would_purge", (json_int_t)purged,
-				      "skipped", (json_int_t)skipped, "bytes", (json_int_t)bytes,
-				      "bytes_freed", (json_int_t)freed_total);
-
-		if (cmd_summary_emit(ctx, o, true, JO_EXIT_OK))
-			rc = jo_err_set(err, JO_EIO, "cannot write to stdout");
+		rc = summary_out(ctx, rc, json_pack("{s:s,s:b,s:I,s:I,s:I,s:I,s:I}", "action", "purge",
+						    "dry_run", !ro->apply, "selected", (json_int_t)nplan,
+						    ro->apply ? "purged" : "would_purge", (json_int_t)purged,
+						    "skipped", (json_int_t)skipped, "bytes", (json_int_t)bytes,
+						    "bytes_freed", (json_int_t)freed_total), err);
 	} else {
 		printf("%s %" PRIu64 " of %" PRIu64 " entries, %" PRIu64 " skipped; %" PRIu64
 		       " bytes of file data handed to gc\n", ro->apply ? "purged" :

@@ -35,35 +35,21 @@ int jo_trash_entry_parse(const char *name, size_t len, uint64_t *parent, uint64_
 	return 0;
 }
 
-/* Exactly n ASCII digits at p -> *out; -1 otherwise. */
-static int digits(const char *p, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return -1;
-		v = v * 10 + (p[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 int jo_trash_time_parse(const char *s, int64_t *out)
 {
 	int y, mo, d, h, mi, sec, oh, om;
 	const char *p = s;
 	int64_t t;
 
-	if (digits(p, 4, &y) || p[4] != '-' || digits(p + 5, 2, &mo) || p[7] != '-' ||
-	    digits(p + 8, 2, &d))
+	if (jo_utc_digits(p, 4, &y) || p[4] != '-' || jo_utc_digits(p + 5, 2, &mo) || p[7] != '-' ||
+	    jo_utc_digits(p + 8, 2, &d))
 		return -1;
 	p += 10;
 	if (*p != 'T' && *p != 't' && *p != ' ')
 		return -1;
 	p++;
-	if (digits(p, 2, &h) || p[2] != ':' || digits(p + 3, 2, &mi) || p[5] != ':' ||
-	    digits(p + 6, 2, &sec))
+	if (jo_utc_digits(p, 2, &h) || p[2] != ':' || jo_utc_digits(p + 3, 2, &mi) || p[5] != ':' ||
+	    jo_utc_digits(p + 6, 2, &sec))
 		return -1;
 	p += 8;
 	if (*p == '.') {
@@ -80,8 +66,8 @@ int jo_trash_time_parse(const char *s, int64_t *out)
 	if (*p == 'Z' || *p == 'z') {
 		p++;
 	} else if (*p == '+' || *p == '-') {
-		if (digits(p + 1, 2, &oh) || p[3] != ':' || digits(p + 4, 2, &om) || oh > 23 ||
-		    om > 59)
+		if (jo_utc_digits(p + 1, 2, &oh) || p[3] != ':' || jo_utc_digits(p + 4, 2, &om) ||
+		    oh > 23 || om > 59)
 			return -1;
 		t += (*p == '+' ? -1 : 1) * (int64_t)(oh * 3600 + om * 60);
 		p += 6;

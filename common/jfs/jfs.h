@@ -56,6 +56,9 @@ int jo_chunk_hidden(const struct jo_slice *recs, size_t n, uint64_t *written,
 #define JO_HIST_BUCKETS 12
 int jo_hist_bucket(uint64_t n);
 void jo_hist_label(int bucket, char *buf, size_t cap);
+/* The text report's "records per chunk:" table on stdout: one line per
+ * bucket that is not empty. */
+void jo_hist_print(const uint64_t hist[JO_HIST_BUCKETS]);
 
 /* Block layout of a slice. bs = block size in bytes. */
 static inline uint32_t jo_slice_nblocks(uint32_t size, uint32_t bs)

@@ -1,6 +1,7 @@
 /* Slice records and overlap resolution (spec §3.5, §3.6). */
 #include "common/jfs/jfs.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -205,4 +206,17 @@ void jo_hist_label(int b, char *buf, size_t cap)
 		snprintf(buf, cap, ">%u", 1u << (b - 1));
 	else
 		snprintf(buf, cap, "%u-%u", (1u << (b - 1)) + 1, 1u << b);
+}
+
+void jo_hist_print(const uint64_t hist[JO_HIST_BUCKETS])
+{
+	char label[32];
+
+	printf("records per chunk:\n");
+	for (int b = 0; b < JO_HIST_BUCKETS; b++) {
+		if (!hist[b])
+			continue;
+		jo_hist_label(b, label, sizeof(label));
+		printf("  %-10s %" PRIu64 "\n", label, hist[b]);
+	}
 }

@@ -97,6 +97,51 @@ struct jo_compact_ops {
 	size_t max_records;
 };
 
+/*
+ * The entries of struct jo_mut_ops that every family defines under its own
+ * prefix (JO_MUT_FAMILY_DECLS(jo_sql) declares jo_sql_unlink ...
+ * jo_sql_rec_scan): trash removal (the family's rm.c; restore_many, which is
+ * optional, stays apart) and task records and leases with the records beside
+ * them (meta_mut.h jo_mut_task_*, jo_mut_rec_*).
+ */
+#define JO_MUT_FAMILY_DECLS(pfx)                                                            \
+	int pfx##_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,    \
+			 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);            \
+	int pfx##_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,     \
+			bool dir_stats, struct jo_rm_res *res, struct jo_err *err);             \
+	int pfx##_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen,      \
+			  uint64_t parent, const char *name, size_t nlen, bool dir_stats,       \
+			  const struct jo_rs_quota *quota, struct jo_rs_res *res,               \
+			  bool *dst_stat_missing, struct jo_err *err);                          \
+	int pfx##_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length,               \
+				int64_t space, int64_t inodes, bool *written,                   \
+				struct jo_err *err);                                            \
+	int pfx##_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space,                \
+				int64_t inodes, bool *had, struct jo_err *err);                 \
+	int pfx##_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);            \
+	int pfx##_task_add(struct jo_meta *m, const char *ns, const char *kind,                \
+			   const char *const *items, size_t n, int64_t *task_id,               \
+			   size_t *added, struct jo_err *err);                                  \
+	int pfx##_task_claim(struct jo_meta *m, const char *ns, const char *owner,             \
+			     int64_t lease_ms, struct jo_mut_task *out, struct jo_err *err);    \
+	int pfx##_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner, \
+			     int64_t lease_ms, int64_t *expire_ms, struct jo_err *err);        \
+	int pfx##_task_release(struct jo_meta *m, const char *ns, int64_t id,                  \
+			       const char *owner, struct jo_err *err);                          \
+	int pfx##_task_complete(struct jo_meta *m, const char *ns, int64_t id,                 \
+				const char *owner, struct jo_err *err);                         \
+	int pfx##_task_count(struct jo_meta *m, const char *ns, int64_t *total,                \
+			     int64_t *leased, struct jo_err *err);                              \
+	int pfx##_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb,              \
+			    void *payload, struct jo_err *err);                                 \
+	int pfx##_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);           \
+	int pfx##_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val, \
+			  const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);  \
+	int pfx##_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,      \
+			  struct jo_err *err);                                                  \
+	int pfx##_rec_scan(struct jo_meta *m, const char *ns, const char *prefix,              \
+			   jo_mut_rec_cb cb, void *payload, struct jo_err *err)
+
 /* Slice lists of the refcount-decrementing transactions (mut.c):
  * append (JO_ENOMEM on failure); at the end free recs and, on error,
  * *freed (reset to empty). Returns rc. */

@@ -229,11 +229,13 @@ int jo_meta_readdir(struct jo_meta *m, uint64_t dir, jo_meta_dirent_cb cb,
  * The entries of the directories dirs[0..n) with each entry's attributes,
  * for families that read both cheaper than a readdir per directory plus a
  * scan of every inode (Redis: one pipeline of HSCAN pages for all n
- * directories, then one of GET i{ino} for every entry returned; big
- * directories go on page by page). cb gets the index in dirs of the
- * directory an entry is in; entries of different directories may come
- * interleaved. attr is NULL for an entry whose inode is gone by the time it
- * is read (a concurrent unlink). Memory: the pages of the n directories.
+ * directories, then one MGET i{ino}... per page, each page's entries passed
+ * on while the next pages are being answered; big directories go on page by
+ * page). cb gets the index in dirs of the directory an entry is in; entries
+ * of different directories may come interleaved. cb must not use m (replies
+ * may be in flight while it runs). attr is NULL for an entry whose inode is
+ * gone by the time it is read (a concurrent unlink). Memory: the pages of
+ * the n directories.
  * JO_EUNSUPPORTED when the family has no such read: use jo_meta_readdir()
  * and jo_meta_scan_inodes() then.
  */
@@ -279,7 +281,8 @@ int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
  * The chunks of many files at once: for each request, every chunk among
  * indexes 0 .. nidx-1 that exists, through cb (in request order, then index
  * order; raw borrowed for the call). Redis pipelines one LRANGE per index,
- * 4,096 at a time; other families read chunk by chunk. A file is read as
+ * 4,096 at a time, each reply passed on as it comes (cb must not use m:
+ * replies may be in flight); other families read chunk by chunk. A file is read as
  * juicefs dump reads it (indexes below its length), not its chunks past EOF.
  */
 struct jo_meta_chunk_req {

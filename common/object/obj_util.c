@@ -55,19 +55,6 @@ int jo_obj_xml_escape(struct jo_dynbuf *b, const char *s)
 	return b->failed ? JO_ENOMEM : 0;
 }
 
-static int digits(const char *s, int n, int *out)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	*out = v;
-	return 0;
-}
-
 int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 {
 	int y, mo, d, h, mi, se;
@@ -77,8 +64,9 @@ int jo_obj_parse_iso8601(const char *s, int64_t *sec, int32_t *nsec)
 	if (strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
 	    s[16] != ':')
 		return -1;
-	if (digits(s, 4, &y) || digits(s + 5, 2, &mo) || digits(s + 8, 2, &d) ||
-	    digits(s + 11, 2, &h) || digits(s + 14, 2, &mi) || digits(s + 17, 2, &se))
+	if (jo_utc_digits(s, 4, &y) || jo_utc_digits(s + 5, 2, &mo) ||
+	    jo_utc_digits(s + 8, 2, &d) || jo_utc_digits(s + 11, 2, &h) ||
+	    jo_utc_digits(s + 14, 2, &mi) || jo_utc_digits(s + 17, 2, &se))
 		return -1;
 	if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
 		return -1;

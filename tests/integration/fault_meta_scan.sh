@@ -171,6 +171,9 @@ cut_at_half() { # CMD...
 # then PID goes on, and its next read finds the database locked.
 sqlite_lock() {
 	local cont=${1:-}
+	# the last lock's "locked" must not be read for this one's: the new
+	# locker's output file may not be opened (truncated) yet when we look
+	rm -f "$JO_T/locker.out"
 	mkfifo "$JO_T/lockctl"
 	(
 		exec 3<"$JO_T/lockctl"
@@ -243,6 +246,31 @@ stop_point() {
 	fi
 }
 
+# rollback_journal: the SQLite database in the rollback journal mode, where
+# sqlite_lock's lock keeps every other connection out.
+rollback_journal() {
+	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
+		jo_die "cannot switch $META to the rollback journal"
+}
+
+# unlock_after NAME HOLD PID: with the lock taken while PID (the run NAME)
+# goes on, release it at the run's end (HOLD=end, checking that it held) or
+# HOLD seconds later; the run's exit code goes to $JO_T/NAME.rc.
+unlock_after() {
+	local name=$1 hold=$2 pid=$3 rc=0
+	if [ "$hold" = end ]; then
+		wait "$pid" || rc=$?
+		sqlite_is_locked && ok "$name: the database was still locked when the run ended" ||
+			bad "$name: the lock did not hold for the whole run"
+		sqlite_unlock
+	else
+		sleep "$hold"
+		sqlite_unlock
+		wait "$pid" || rc=$?
+	fi
+	echo "$rc" >"$JO_T/$name.rc"
+}
+
 # run_midway NAME HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc) under
 # strace, which stops it (SIGSTOP) at the call stop_point finds; the lock is
 # taken there and the command goes on; the lock is released at its end
@@ -253,22 +281,27 @@ stop_point() {
 run_midway() {
 	local name=$1 hold=$2 sc at total sp pid i
 	shift 2
-	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
-		jo_die "cannot switch $META to the rollback journal"
+	rollback_journal
 	read -r sc at total < <(stop_point "$@")
 	[ -z "${MIDWAY_CLEAN:-}" ] || rm -f "$MIDWAY_CLEAN"
 	[ "${at:-0}" -ge 1 ] && [ "${total:-0}" -ge 10 ] ||
 		jo_die "calibration: no stop point in a whole run of $name ($sc ${at:-0} of ${total:-0}, mark '${MIDWAY_MARK:-}')"
-	strace -f -o /dev/null -e trace="$sc" -e inject="$sc":signal=SIGSTOP:when="$at" -- \
+	strace -f -o "$JO_T/$name.strace" -e trace="$sc" -e inject="$sc":signal=SIGSTOP:when="$at" -- \
 		"$@" >"$JO_T/$name.out" 2>"$JO_T/$name.err" &
 	sp=$!
 	pid=
-	local held=0
+	local held=0 state states= comm
+	comm=$(basename "$1" | cut -c1-15) # the kernel's comm: 15 bytes
 	# stopped: in a tracing stop for 0.3 s on end (strace stops it for a
 	# moment at every traced call too; the injected SIGSTOP lasts)
 	for i in $(seq 1 1200); do
-		[ -n "$pid" ] || pid=$(pgrep -P "$sp" | head -n 1 || true) # none yet: strace has not started it
-		if [ -n "$pid" ] && [ "$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null)" = t ]; then
+		# the command, by name: strace's first child is a probe of its own
+		# that stops itself and exits at once
+		[ -n "$pid" ] || pid=$(pgrep -P "$sp" -x "$comm" | head -n 1 || true)
+		state=
+		[ -z "$pid" ] || state=$(awk '{print $3}' /proc/"$pid"/stat 2>/dev/null || true)
+		case " $states " in *" ${state:--} "*) ;; *) states="$states ${state:--}" ;; esac
+		if [ "$state" = t ]; then
 			held=$((held + 1))
 			[ "$held" -ge 6 ] && break
 		else
@@ -277,22 +310,21 @@ run_midway() {
 		kill -0 "$sp" 2>/dev/null || jo_die "$name finished before its $sc call $at of $total"
 		sleep 0.05
 	done
-	[ "$held" -ge 6 ] || jo_die "$name: not stopped at its $sc call $at of $total"
+	if [ "$held" -lt 6 ]; then
+		# what it was doing: the states seen, its threads' wait channels, its last calls
+		echo "$name: pid ${pid:-none}, states seen:$states" >&2
+		[ -z "$pid" ] || for t in /proc/"$pid"/task/*; do
+			echo "  thread ${t##*/}: $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)" >&2
+		done
+		grep -c " $sc(" "$JO_T/$name.strace" >&2 || true
+		tail -n 15 "$JO_T/$name.strace" >&2 || true
+		tail -n 5 "$JO_T/$name.err" >&2 || true
+		jo_die "$name: not stopped at its $sc call $at of $total"
+	fi
 	[ -n "$pid" ] || jo_die "$name: no process under strace"
 	echo "$name: stopped at $sc call $at of $total" >&2
 	sqlite_lock "$pid"
-	local rc=0
-	if [ "$hold" = end ]; then
-		wait "$sp" || rc=$?
-		sqlite_is_locked && ok "$name: the database was still locked when the run ended" ||
-			bad "$name: the lock did not hold for the whole run"
-		sqlite_unlock
-	else
-		sleep "$hold"
-		sqlite_unlock
-		wait "$sp" || rc=$?
-	fi
-	echo "$rc" >"$JO_T/$name.rc"
+	unlock_after "$name" "$hold" "$sp"
 }
 
 # run_parked NAME MODE FIFO HOLD CMD...: run CMD (exit code in $JO_T/NAME.rc)
@@ -306,8 +338,7 @@ run_parked() {
 	local name=$1 mode=$2 fifo=$3 hold=$4 feeder=
 	shift 4
 	# juicefs (gc, fsck) puts the database back into WAL mode when it opens it
-	[ "$(sqlite3 "${META#sqlite3://}" 'PRAGMA journal_mode=DELETE;')" = delete ] ||
-		jo_die "cannot switch $META to the rollback journal"
+	rollback_journal
 	mkfifo "$fifo"
 	if [ "$mode" = write ]; then
 		"$PY" - "$fifo" "$JO_T/$name.ctl" <<'PY' &
@@ -341,18 +372,7 @@ PY
 	open-read:*) cat "${mode#open-read:}" >"$fifo" & feeder=$! ;;
 	write) touch "$JO_T/$name.ctl.drain" ;;
 	esac
-	local rc=0
-	if [ "$hold" = end ]; then
-		wait "$pid" || rc=$?
-		sqlite_is_locked && ok "$name: the database was still locked when the run ended" ||
-			bad "$name: the lock did not hold for the whole run"
-		sqlite_unlock
-	else
-		sleep "$hold"
-		sqlite_unlock
-		wait "$pid" || rc=$?
-	fi
-	echo "$rc" >"$JO_T/$name.rc"
+	unlock_after "$name" "$hold" "$pid"
 	touch "$JO_T/$name.ctl.stop"
 	wait "$feeder" 2>/dev/null || true
 	rm -f "$fifo"
@@ -505,8 +525,31 @@ in_scan() {
 		bad "$1: did not fail inside a scan: $(head -c 300 "$2")"
 }
 
+# disturbed_scan N PID: leakcheck's slowed scan (lkN.out, lkN.err, repN.jsonl)
+# while the background job PID disturbs it; then the proxy is clean again.
+# Sets RC to leakcheck's exit code.
+disturbed_scan() {
+	RC=0
+	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep$1.jsonl" >"$JO_T/lk$1.out" 2>"$JO_T/lk$1.err" || RC=$?
+	wait "$2" || true
+	toxi_clear "$PROXY"
+}
+
+# failed_in_scan WHAT N TAG: the disturbed run N failed as a cut scan must,
+# from inside the scan, and left no report.
+failed_in_scan() {
+	expect_incomplete "leakcheck, $1" "$RC" 5 "$JO_T/lk$2.out" "$JO_T/lk$2.err"
+	in_scan "$3" "$JO_T/lk$2.err"
+	[ ! -e "$JO_T/rep$2.jsonl" ] || bad "$3: a report was left"
+}
+
+# server_reply N REPLY: the real server's REPLY reached the disturbed run N.
+server_reply() {
+	grep -q "$2" "$JO_T/lk$1.err" && ok "$2: the real server answered $2 mid-scan" ||
+		bad "$2: no $2 reply seen: $(head -c 300 "$JO_T/lk$1.err")"
+}
+
 redis_busy_loading_stall() {
-	local rc
 	# BUSY: a script runs on the real server while the scan is slowed down
 	slow_scan
 	gc_redis_cli "$META" CONFIG SET busy-reply-threshold 100 >/dev/null
@@ -514,16 +557,9 @@ redis_busy_loading_stall() {
 	  gc_redis_cli "$META" EVAL "local t = redis.call('TIME')[1]
 while tonumber(redis.call('TIME')[1]) < t + 4 do end
 return 1" 0 >/dev/null ) &
-	local busy=$!
-	rc=0
-	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep2.jsonl" >"$JO_T/lk2.out" 2>"$JO_T/lk2.err" || rc=$?
-	wait "$busy" || true
-	toxi_clear redis
-	grep -q BUSY "$JO_T/lk2.err" && ok "BUSY: the real server answered BUSY mid-scan" ||
-		bad "BUSY: no BUSY reply seen: $(head -c 300 "$JO_T/lk2.err")"
-	expect_incomplete "leakcheck, Redis BUSY" "$rc" 5 "$JO_T/lk2.out" "$JO_T/lk2.err"
-	in_scan "BUSY" "$JO_T/lk2.err"
-	[ ! -e "$JO_T/rep2.jsonl" ] || bad "BUSY: a report was left"
+	disturbed_scan 2 $!
+	server_reply 2 BUSY
+	failed_in_scan "Redis BUSY" 2 BUSY
 
 	# LOADING: DEBUG RELOAD of a dataset loaded slowly (1 ms per key)
 	slow_scan
@@ -532,28 +568,15 @@ return 1" 0 >/dev/null ) &
 	  gc_redis_cli "$META" CONFIG SET key-load-delay 3000 >/dev/null
 	  gc_redis_cli "$META" DEBUG RELOAD >/dev/null
 	  gc_redis_cli "$META" CONFIG SET key-load-delay 0 >/dev/null ) &
-	local loading=$!
-	rc=0
-	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep3.jsonl" >"$JO_T/lk3.out" 2>"$JO_T/lk3.err" || rc=$?
-	wait "$loading" || true
-	toxi_clear redis
-	grep -q LOADING "$JO_T/lk3.err" && ok "LOADING: the real server answered LOADING mid-scan" ||
-		bad "LOADING: no LOADING reply seen: $(head -c 300 "$JO_T/lk3.err")"
-	expect_incomplete "leakcheck, Redis LOADING" "$rc" 5 "$JO_T/lk3.out" "$JO_T/lk3.err"
-	in_scan "LOADING" "$JO_T/lk3.err"
-	[ ! -e "$JO_T/rep3.jsonl" ] || bad "LOADING: a report was left"
+	disturbed_scan 3 $!
+	server_reply 3 LOADING
+	failed_in_scan "Redis LOADING" 3 LOADING
 
 	# a stall: data stops mid-scan, the proxy closes the connection after 3 s
 	slow_scan
 	( sleep 2; toxi_timeout redis stall 3000 ) &
-	local stall=$!
-	rc=0
-	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep4.jsonl" >"$JO_T/lk4.out" 2>"$JO_T/lk4.err" || rc=$?
-	wait "$stall" || true
-	toxi_clear redis
-	expect_incomplete "leakcheck, Redis stalled mid-scan" "$rc" 5 "$JO_T/lk4.out" "$JO_T/lk4.err"
-	in_scan "stall" "$JO_T/lk4.err"
-	[ ! -e "$JO_T/rep4.jsonl" ] || bad "stall: a report was left"
+	disturbed_scan 4 $!
+	failed_in_scan "Redis stalled mid-scan" 4 stall
 }
 
 # proxy_reset_stall (postgres, mysql, etcd): leakcheck's reference scan,
@@ -567,15 +590,9 @@ proxy_reset_stall() {
 	local rc t0 t1 el lim
 	slow_scan
 	( sleep 2; toxi_reset_peer "$PROXY" rst 0 ) &
-	local rst=$!
-	rc=0
-	"$J" leakcheck "$FMETA" --min-age 1h --json --out "$JO_T/rep5.jsonl" >"$JO_T/lk5.out" 2>"$JO_T/lk5.err" || rc=$?
-	wait "$rst" || true
-	toxi_clear "$PROXY"
-	expect_incomplete "leakcheck, $E connection reset mid-scan" "$rc" 5 "$JO_T/lk5.out" "$JO_T/lk5.err"
-	in_scan "reset" "$JO_T/lk5.err"
+	disturbed_scan 5 $!
+	failed_in_scan "$E connection reset mid-scan" 5 reset
 	at_the_cut "reset" "$JO_T/lk5.err"
-	[ ! -e "$JO_T/rep5.jsonl" ] || bad "reset: a report was left"
 
 	slow_scan
 	( sleep 2; toxi_timeout "$PROXY" stall 0; date +%s >"$JO_T/stall.t" ) &
@@ -696,6 +713,19 @@ need_toxiproxy() {
 	[ -n "${JO_TOXI_API:-}" ] || start_toxiproxy $((JO_PORT_BASE + 1))
 }
 
+# proxied ENGINE PROXY N PORTVAR: ENGINE started with a database for this
+# script (META), and the toxiproxy PROXY on port base+N (lp, engine_up's)
+# in front of the port ENGINE listens on (the variable named PORTVAR).
+proxied() {
+	engine_start "$1"
+	engine_meta "$1" "$NAME"
+	META=$JO_META
+	need_toxiproxy
+	PROXY=$2
+	lp=$((JO_PORT_BASE + $3))
+	toxi_proxy "$PROXY" "$lp" "${!4}"
+}
+
 # engine_up E: E's server started, an empty volume database on it and a
 # proxy in front of it. Sets META (direct: juicefs and the test's readers),
 # FMETA (what jfsops is given: through the proxy), PROXY (the proxy's name)
@@ -717,36 +747,18 @@ engine_up() {
 		PROXY=
 		;;
 	postgres)
-		engine_start postgres
-		engine_meta postgres "$NAME"
-		META=$JO_META
-		need_toxiproxy
-		PROXY=pg
-		lp=$((JO_PORT_BASE + 3))
-		toxi_proxy "$PROXY" "$lp" "$JO_PG_PORT"
+		proxied postgres pg 3 JO_PG_PORT
 		FMETA=${META/@127.0.0.1:$JO_PG_PORT\//@127.0.0.1:$lp/}
 		STALL_S=60 # libpq reply wait (common/meta/sql/drv_pg.c)
 		;;
 	mysql)
-		engine_start mysql
-		engine_meta mysql "$NAME"
-		META=$JO_META
-		need_toxiproxy
-		PROXY=my
-		lp=$((JO_PORT_BASE + 4))
-		toxi_proxy "$PROXY" "$lp" "$JO_MY_PORT"
+		proxied mysql my 4 JO_MY_PORT
 		# go-sql-driver's readTimeout: 5 s per read instead of 30 s
 		FMETA="${META/(127.0.0.1:$JO_MY_PORT)/(127.0.0.1:$lp)}?readTimeout=5s"
 		STALL_S=5
 		;;
 	etcd)
-		engine_start etcd
-		engine_meta etcd "$NAME"
-		META=$JO_META
-		need_toxiproxy
-		PROXY=etcd
-		lp=$((JO_PORT_BASE + 5))
-		toxi_proxy "$PROXY" "$lp" "$JO_ETCD_ENGINE_PORT"
+		proxied etcd etcd 5 JO_ETCD_ENGINE_PORT
 		FMETA=${META/127.0.0.1:$JO_ETCD_ENGINE_PORT\//127.0.0.1:$lp/}
 		STALL_S=60 # the request timeout (common/meta/tkv/etcd.c)
 		;;

@@ -26,7 +26,8 @@ bad() { echo "FAIL $*"; fails=$((fails + 1)); }
 has_metrics=()
 for c in $("$B" --list-commands); do
 	# no "| grep -q" here: with pipefail, grep quitting early can fail the writer (SIGPIPE)
-	opts=$(python3 "$JO_REPO/tests/tools/optables.py" --bin "$B" "$JO_REPO" "$c" 2>/dev/null) || opts=
+	opts=$("$B" help --options-json "$c" 2>/dev/null | python3 -c 'import json, sys
+print("\n".join("--" + o["long"] for o in json.load(sys.stdin)["options"] if not o["hidden"]))') || opts=
 	grep -qx -- --metrics-file <<<"$opts" && has_metrics+=("$c")
 done
 echo "commands with --metrics-file: ${has_metrics[*]:-(none)}"

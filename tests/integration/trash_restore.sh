@@ -110,7 +110,7 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 		grep -q '"key":"/q' "$JO_T/audit-$e.jsonl" 2>/dev/null && break
 		sleep 0.01
 	done
-	kpid=$(pgrep -P "$spid" | head -n 1 || true)
+	kpid=$(pgrep -P "$spid" -x "$(basename "$JO_BIN" | cut -c1-15)" | head -n 1 || true)
 	[ -n "$kpid" ] || jo_die "$e: the worker ended before its first audit line was seen"
 	kill -9 "$kpid" 2>/dev/null || true
 	wait "$spid" 2>/dev/null || true

@@ -165,11 +165,12 @@ jfs_umount "$MP"
 jfs_mount "$META" "$MP" "${MOPTS[@]}" --download-limit 16
 S=$(cache_sampler "$MP" "$JO_T/cache3.txt")
 JO_KILL_PIDS+=("$S")
-"$PY" - "$JO_REPO/contrib/python" "$JO_T/plan.jsonl" "$META" "$MP" "$JO_T/ctl3.sock" "$JO_BIN" \
+PYTHONPATH=$HERE "$PY" - "$JO_REPO/contrib/python" "$JO_T/plan.jsonl" "$META" "$MP" "$JO_T/ctl3.sock" "$JO_BIN" \
 	"$JO_T/events3.jsonl" <<'EOF' || fail "fast consumer failed"
 import json, sys, time
 sys.path.insert(0, sys.argv[1])
 from jfsops_warmup import Pipeline
+from warmup_follow_check import close_and_log
 plan = [json.loads(l) for l in open(sys.argv[2])]
 p = Pipeline(sys.argv[3], sys.argv[4], sys.argv[5], ahead=2, prefix="/ds", jfsops=sys.argv[6],
              evict_done=True, threads=2)
@@ -177,11 +178,7 @@ p.feed((b["batch"], [tuple(r) for r in b["ranges"]]) for b in plan)
 for b in plan:
     time.sleep(0.03)          # faster than the pipeline can warm a batch
     p.done(b["batch"])
-rc = p.close(120)
-with open(sys.argv[7], "w") as f:
-    for e in p.events:
-        f.write(json.dumps(e) + "\n")
-sys.exit(rc)
+sys.exit(close_and_log(p, 120, sys.argv[7]))
 EOF
 sleep 0.5
 kill "$S" 2>/dev/null || true
@@ -262,6 +259,18 @@ wait $FP || rc=$?
 jo_log "phase 4: status answered in $ms ms while waiting; SIGINT -> 130, socket removed"
 
 # ---------------------------------------------------------------- 5. --state
+# consume_batches FROM TO: as a consumer of the pipeline at ctl6.sock, wait
+# for each batch sFROM..sTO to be ready (up to 5 s) and say it is done.
+consume_batches() {
+	local i k
+	for i in $(seq "$1" "$2"); do
+		for k in $(seq 1 100); do
+			"$JO_BIN" warmup --control "$JO_T/ctl6.sock" --status "s$i" >/dev/null && break
+			sleep 0.05
+		done
+		"$JO_BIN" warmup --control "$JO_T/ctl6.sock" --done "s$i" >/dev/null
+	done
+}
 : >"$JO_T/stream6"
 for i in $(seq 0 9); do
 	"${CHK[@]}" blocks "$JO_T/plan.jsonl" "$i" >>"$JO_T/stream6"
@@ -273,13 +282,7 @@ F6=("$JO_BIN" warmup "$META" --prefix /ds --mount "$MP" --follow --control "$JO_
 FP=$!
 JO_KILL_PIDS+=("$FP") # stopped by jo_cleanup if the script dies first
 for i in $(seq 1 100); do [ -S "$JO_T/ctl6.sock" ] && break; sleep 0.05; done
-for i in 0 1 2 3; do
-	for k in $(seq 1 100); do
-		"$JO_BIN" warmup --control "$JO_T/ctl6.sock" --status "s$i" >/dev/null && break
-		sleep 0.05
-	done
-	"$JO_BIN" warmup --control "$JO_T/ctl6.sock" --done "s$i" >/dev/null
-done
+consume_batches 0 3
 grep -q '"done":"s3","done_index":3' "$JO_T/state6.json" || fail "state: $(cat "$JO_T/state6.json")"
 kill -KILL $FP
 { wait $FP; } 2>/dev/null || true
@@ -291,13 +294,7 @@ first=$(grep -m1 '"type":"admit"' "$JO_T/out6b.jsonl" | sed 's/.*"batch":"\([^"]
 [ "$first" = s4 ] || fail "the resumed pipeline began at '$first', not s4: $(head -5 "$JO_T/out6b.jsonl")"
 ! grep -q '"type":"admit","batch":"s[0-3]"' "$JO_T/out6b.jsonl" ||
 	fail "the resumed pipeline warmed a passed batch"
-for i in $(seq 4 9); do
-	for k in $(seq 1 100); do
-		"$JO_BIN" warmup --control "$JO_T/ctl6.sock" --status "s$i" >/dev/null && break
-		sleep 0.05
-	done
-	"$JO_BIN" warmup --control "$JO_T/ctl6.sock" --done "s$i" >/dev/null
-done
+consume_batches 4 9
 rc=0
 wait $FP || rc=$?
 [ $rc = 0 ] || fail "resumed pipeline: exit $rc: $(cat "$JO_T/err6b")"
@@ -310,11 +307,12 @@ head -c $((8 * BS)) /dev/urandom >"$MP/one.bin"
 sync
 jfs_umount "$MP"
 jfs_mount "$META" "$MP" "${MOPTS[@]}"
-"$PY" - "$JO_REPO/contrib/python" "$META" "$MP" "$JO_T/ctl7.sock" "$JO_BIN" "$BS" \
+PYTHONPATH=$HERE "$PY" - "$JO_REPO/contrib/python" "$META" "$MP" "$JO_T/ctl7.sock" "$JO_BIN" "$BS" \
 	"$JO_T/events7.jsonl" "$JO_T/reads7.jsonl" <<'EOF' || fail "one-file consumer failed"
 import json, mmap, os, sys
 sys.path.insert(0, sys.argv[1])
 from jfsops_warmup import Pipeline
+from warmup_follow_check import close_and_log
 meta, mp, ctl, jfsops, bs = sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6])
 
 def counters():
@@ -340,11 +338,7 @@ for i in range(8):
     out.write(json.dumps({"batch": str(i), "miss_bytes": m1 - m0, "misses": n1 - n0,
                           "hit_bytes": h1 - h0, "rows": 1}) + "\n")
     p.done(str(i))
-rc = p.close(60)
-with open(sys.argv[7], "w") as f:
-    for e in p.events:
-        f.write(json.dumps(e) + "\n")
-sys.exit(rc)
+sys.exit(close_and_log(p, 60, sys.argv[7]))
 EOF
 "${CHK[@]}" hits "$JO_T/reads7.jsonl" 0
 "${CHK[@]}" window "$JO_T/events7.jsonl" 2

@@ -39,6 +39,16 @@ def die(msg):
     sys.exit(1)
 
 
+def close_and_log(p, timeout, path):
+    """For a consumer script: close the pipeline p (waiting up to timeout
+    seconds), write its events to path as JSON lines; the exit code."""
+    rc = p.close(timeout)
+    with open(path, "w") as f:
+        for e in p.events:
+            f.write(json.dumps(e) + "\n")
+    return rc
+
+
 def hits(path, first):
     recs = [r for r in load(path) if "batch" in r and r.get("type") != "summary"]
     if not recs:

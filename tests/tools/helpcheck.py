@@ -8,7 +8,7 @@ For each command of `jfsops --list-commands`:
   - its first line is "jfsops CMD - SUMMARY" with the summary that
     `jfsops --help` lists for CMD (one line, from the command table);
   - every long option of the command's option table (its own dump:
-    optables.py) is on an option line of the help, and every flag
+    `jfsops help --options-json`) is on an option line of the help, and every flag
     on an option line is in the table;
   - every option that takes a value says its default ("default" or
     "required" in its description);
@@ -18,14 +18,23 @@ For each command of `jfsops --list-commands`:
     those examples give to a jfsops command is one that command accepts.
 Prints one line per problem, grouped by command; exit 1 if any.
 """
+import json
 import os
 import re
 import subprocess
 import sys
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, here)
-import optables  # noqa: E402
+
+def command_options(binary, cmd):
+    """{name: 1 takes a value, 0 not} of cmd, from the table the binary dumps
+    (`jfsops help --options-json CMD`, hidden rows left out); {} for none."""
+    p = subprocess.run([binary, "help", "--options-json", cmd], capture_output=True,
+                       text=True, timeout=30)
+    if p.returncode != 0 or not p.stdout.strip():
+        return {}
+    t = json.loads(p.stdout)
+    return {o["long"]: 1 if o["takes_value"] else 0 for o in t["options"] if not o["hidden"]}
+
 
 OPT_LINE = re.compile(r"^( {1,8})(-[A-Za-z0-9], )?--[a-z0-9]")
 FLAG = re.compile(r"(?:^|[\s,\[|(])(--[a-z0-9][a-z0-9-]*)")
@@ -115,7 +124,7 @@ def main():
     cmds = cmds.split()
     tables = {}
     for c in cmds:
-        tables[c] = optables.command_options(repo, c, binary)
+        tables[c] = command_options(binary, c)
     _, help_all, _ = run(binary, "help")
     problems = {}
 

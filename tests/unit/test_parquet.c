@@ -672,7 +672,7 @@ static void parquet_random_tables_read_back_equal(void **state)
 	for (int f = 0; f < NFILES; f++) {
 		struct jo_pq_column cols[MAXCOLS];
 		int nullpct[MAXCOLS], kind[MAXCOLS];
-		char names[MAXCOLS][16], name[32];
+		char names[MAXCOLS][24], name[32]; /* "c" and any size_t */
 		size_t ncols, order[MAXCOLS];
 		int nrows;
 		struct jo_pq_opts o = JO_PQ_OPTS_INIT;

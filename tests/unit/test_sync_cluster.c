@@ -400,15 +400,6 @@ static void coord_url(char *buf, size_t n)
 	snprintf(buf, n, "sqlite3://%s/coord-%d.db", g_dir, ++g_seq);
 }
 
-static void mkside(struct jo_sync_side *s, const char *ep, const char *prefix)
-{
-	memset(s, 0, sizeof(*s));
-	s->endpoint = strdup(ep);
-	s->bucket = strdup("b");
-	s->prefix = strdup(prefix);
-	snprintf(s->desc, sizeof(s->desc), "s3:%s/b/%s", ep, prefix);
-}
-
 static struct jo_sync_opts job_opts(void)
 {
 	struct jo_sync_opts o = { .transfers = 4, .list_threads = 1, .part_concurrency = 1,
@@ -494,8 +485,8 @@ static void job_start(struct job *j)
 {
 	j->so = fake_new();
 	j->dobj = fake_new();
-	mkside(&j->src, "mem://a", "src/");
-	mkside(&j->dst, "mem://b", "dst/");
+	fake_side(&j->src, "s3:", "mem://a", "src/");
+	fake_side(&j->dst, "s3:", "mem://b", "dst/");
 	coord_url(j->url, sizeof(j->url));
 }
 

@@ -172,15 +172,6 @@ static void test_stream_empty(void **state)
 
 /* ---- engine tests -------------------------------------------------------- */
 
-static void mkside(struct jo_sync_side *s, const char *ep, const char *prefix)
-{
-	memset(s, 0, sizeof(*s));
-	s->endpoint = strdup(ep);
-	s->bucket = strdup("b");
-	s->prefix = strdup(prefix);
-	snprintf(s->desc, sizeof(s->desc), "%s/b/%s", ep, prefix);
-}
-
 static struct jo_sync_opts base_opts(void)
 {
 	struct jo_sync_opts o = { .transfers = 4, .list_threads = 3, .part_concurrency = 2,
@@ -193,8 +184,8 @@ static int run(struct jo_obj *a, struct jo_obj *b, const struct jo_sync_opts *o,
 	       struct jo_sync_summary *sum)
 {
 	struct jo_sync_side sa, sb;
-	mkside(&sa, "mem://a", "src/");
-	mkside(&sb, "mem://b", "dst/");
+	fake_side(&sa, "", "mem://a", "src/");
+	fake_side(&sb, "", "mem://b", "dst/");
 	struct jo_err err = { 0 };
 	int rc = jo_sync_run(&sa, a, &sb, b, o, sum, &err);
 	if (rc)

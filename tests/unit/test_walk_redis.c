@@ -1,11 +1,13 @@
 /*
  * test_walk_redis: the walker on the Redis family, which lists directories
  * in batches with their entries' attributes (jo_meta_readdir_attr: pipelined
- * HSCAN pages, then pipelined GETs), on a real redis-server child:
+ * HSCAN pages, then one MGET per page), on a real redis-server child:
  *   - a directory of 2,500 entries (hashtable encoding: HSCAN takes several
  *     rounds) beside 40 small directories (more than one batch), a chain 300
  *     deep, a hard link, a trash file and a sustained inode;
  *   - an entry whose inode is gone is dropped and counted as vanished;
+ *   - an inode key that is not a string (MGET answers nil for it as for a
+ *     missing one) fails the listing: never read as a vanished inode;
  *   - files removed while open: the sets of sessions in allSessions and in
  *     the legacy sessions zset, read without a SCAN of the keyspace;
  *   - a key-prefixed (cluster-style) volume is not read: db isolation;
@@ -271,11 +273,31 @@ static void test_readdir_attr_batch(void **state)
 	jo_meta_close(m);
 }
 
+/* A directory (not below the root) whose one entry's inode key is a list. */
+static void test_readdir_attr_wrong_type(void **state)
+{
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	uint64_t dirs[2] = { 10, 4343 }, n[2] = { 0, 0 };
+
+	(void)state;
+	if (!g_have_redis)
+		skip();
+	put_entry(4343, "bad", 4344, JO_TYPE_FILE);
+	freeReplyObject(redisCommand(g_c, "RPUSH i4344 x"));
+	m = meta_open_ok(g_url);
+	assert_int_not_equal(jo_meta_readdir_attr(m, dirs, 2, batch_cb, n, &err), 0);
+	assert_non_null(strstr(err.msg, "WRONGTYPE"));
+	jo_meta_close(m);
+	freeReplyObject(redisCommand(g_c, "DEL d4343 i4344"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_walk_redis_batches),
 		cmocka_unit_test(test_readdir_attr_batch),
+		cmocka_unit_test(test_readdir_attr_wrong_type),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -1441,13 +1441,10 @@ redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **argv, c
 	return r;
 }
 
-int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
+/* A command joins the pipeline: the first of one starts it afresh. */
+static void append_start(struct jo_meta *m)
 {
 	struct rd *d = RD(m);
-	char kb[640], *cmd = NULL;
-	const char *f = kfmt(d, fmt, kb, sizeof(kb));
-	va_list ap;
-	int n = -1;
 
 	if (d->pending == 0) {
 		d->exec_sent = d->unsafe_sent = d->stale = d->pipe_broken = false;
@@ -1459,20 +1456,20 @@ int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
 	 * then fails to read, and no later command of this pipeline can start on
 	 * a new connection (a MULTI block would lose its MULTI). */
 	d->pending++;
-	if (!f) {
-		set_err(d, false, "internal: command format too long");
+}
+
+/* Queue the formatted command cmd (n bytes, n < 0: formatting failed; cmd
+ * is freed here) whose format or verb is fmt. */
+static int append_end(struct jo_meta *m, const char *fmt, char *cmd, int n)
+{
+	struct rd *d = RD(m);
+
+	if (n < 0 || (!d->pipe_broken && rc_append(&d->c, cmd, (size_t)n) != 0)) {
+		set_err(d, false, "out of memory");
+		d->err_code = JO_ENOMEM;
 		d->pipe_broken = true;
-	} else {
-		va_start(ap, fmt);
-		n = redisvFormatCommand(&cmd, f, ap);
-		va_end(ap);
-		if (n < 0 || (!d->pipe_broken && rc_append(&d->c, cmd, (size_t)n) != 0)) {
-			set_err(d, false, "out of memory");
-			d->err_code = JO_ENOMEM;
-			d->pipe_broken = true;
-		}
-		redisFreeCommand(cmd);
 	}
+	redisFreeCommand(cmd);
 	if (d->pipe_broken) {
 		rc_close(&d->c);
 		return REDIS_ERR;
@@ -1483,6 +1480,37 @@ int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
 		d->unsafe_sent = true;
 	tx_track(d, fmt);
 	return REDIS_OK;
+}
+
+int jo_rd_append(struct jo_meta *m, const char *fmt, ...)
+{
+	struct rd *d = RD(m);
+	char kb[640], *cmd = NULL;
+	const char *f = kfmt(d, fmt, kb, sizeof(kb));
+	va_list ap;
+	int n;
+
+	append_start(m);
+	if (!f) {
+		set_err(d, false, "internal: command format too long");
+		d->pipe_broken = true;
+		rc_close(&d->c);
+		return REDIS_ERR;
+	}
+	va_start(ap, fmt);
+	n = redisvFormatCommand(&cmd, f, ap);
+	va_end(ap);
+	return append_end(m, fmt, cmd, n);
+}
+
+int jo_rd_append_argv(struct jo_meta *m, int argc, const char **argv, const size_t *lens)
+{
+	char *cmd = NULL;
+	int n;
+
+	append_start(m);
+	n = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	return append_end(m, argv[0], cmd, n);
 }
 
 int jo_rd_get_reply(struct jo_meta *m, redisReply **out)

@@ -31,6 +31,8 @@ struct redisReply *jo_rd_vcommand(struct jo_meta *m, const char *fmt, va_list ap
 struct redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **argv,
 				      const size_t *lens);
 int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
+/* jo_rd_append of a command given as argv (keys carry the prefix already). */
+int jo_rd_append_argv(struct jo_meta *m, int argc, const char **argv, const size_t *lens);
 int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
 /*
  * A jo_rd_append failed after `appended` others of its pipeline: drop the
@@ -107,49 +109,10 @@ struct redisReply *jo_rd_scan_page(struct jo_meta *m, struct redisReply *r, cons
 				   char *cursor, struct jo_err *err);
 int jo_rd_reply_i64(const struct redisReply *r, int64_t *out);
 
-/* Task records and leases, records beside them (redis/task.c): the
- * meta_mut.h jo_mut_task_* and jo_mut_rec_* of the family. */
-struct jo_mut_task;
-struct jo_mut_rec_cond;
-int jo_rd_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
-int jo_rd_task_add(struct jo_meta *m, const char *ns, const char *kind,
-		   const char *const *items, size_t n, int64_t *task_id, size_t *added,
-		   struct jo_err *err);
-int jo_rd_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
-		     struct jo_mut_task *out, struct jo_err *err);
-int jo_rd_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-		     int64_t lease_ms, int64_t *expire_ms, struct jo_err *err);
-int jo_rd_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-		       struct jo_err *err);
-int jo_rd_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-			struct jo_err *err);
-int jo_rd_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
-		     struct jo_err *err);
-int jo_rd_task_scan(struct jo_meta *m, const char *ns,
-		    int (*cb)(const struct jo_mut_task *t, void *payload), void *payload,
-		    struct jo_err *err);
-int jo_rd_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
-int jo_rd_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
-		  const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
-int jo_rd_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
-		  struct jo_err *err);
-int jo_rd_rec_scan(struct jo_meta *m, const char *ns, const char *prefix,
-		   int (*cb)(const char *key, const char *val, void *payload), void *payload,
-		   struct jo_err *err);
-
-/* Trash-entry removal (redis/rm.c). */
-int jo_rd_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+/* Task records and leases, records beside them (redis/task.c)
+ * and trash-entry removal (redis/rm.c). */
+JO_MUT_FAMILY_DECLS(jo_rd);
 int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
 		       struct jo_err *err);
-int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		  const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
-		  struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
-int jo_rd_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
-			int64_t inodes, bool *written, struct jo_err *err);
-int jo_rd_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
-			bool *had, struct jo_err *err);
-int jo_rd_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-		bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
 
 #endif

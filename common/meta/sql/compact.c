@@ -58,17 +58,6 @@ static int s_alloc_slice_ids(struct jo_meta *m, uint32_t n, uint64_t *first, str
 	}
 }
 
-static int ref_count(struct jo_meta *m, uint64_t id, int64_t *refs, bool *found,
-		     struct jo_err *err)
-{
-	int64_t row[1] = { 0 };
-	int rc = jo_sql_run(m, NULL, "SELECT refs FROM @chunk_ref WHERE chunkid=?",
-			    (const int64_t[]){ (int64_t)id }, 1, NULL, 0, row, 1, found, NULL, err);
-
-	*refs = row[0];
-	return rc;
-}
-
 /* The 12-byte delayed records of the compacted slices (trash on). */
 static size_t delayed_of(const struct jo_compact_commit *c, uint8_t *out)
 {
@@ -208,7 +197,7 @@ static int s_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 		bool found = false;
 		struct jo_err e2 = { 0 };
 
-		if (ref_count(m, c->new_id, &refs, &found, &e2) || !found)
+		if (jo_sql_slice_refs(m, c->new_id, &refs, &found, &e2) || !found)
 			return rc;
 		rc = 0;
 	}
@@ -226,7 +215,7 @@ static int s_compact_commit(struct jo_meta *m, const struct jo_compact_commit *c
 		struct jo_err e2 = { 0 };
 
 		jo_slice_decode(c->origin + i * 24, &s);
-		if (!s.id || ref_count(m, s.id, &refs, &found, &e2))
+		if (!s.id || jo_sql_slice_refs(m, s.id, &refs, &found, &e2))
 			continue;
 		if (found && refs <= 0 && jo_slice_id_add(freed, nfreed, s.id, s.size))
 			return 0; /* out of memory: the rest stays pending for gc */

@@ -164,49 +164,21 @@ int jo_sql_begin(struct jo_meta *m, struct jo_err *err);
 int jo_sql_begin_snapshot(struct jo_meta *m, struct jo_err *err);
 int jo_sql_commit(struct jo_meta *m, struct jo_err *err);
 void jo_sql_rollback(struct jo_meta *m);
+/* A failed transaction step: free st (may be NULL), roll back, return rc. */
+int jo_sql_undo(struct jo_meta *m, struct jo_sqls *st, int rc);
 /* Was the last error one a new attempt of the transaction may clear?
  * If so, sleeps a little (attempt i: i*i ms plus jitter, as juicefs). */
 bool jo_sql_retry(struct jo_meta *m, int attempt);
 
-/* The family's section tables and trash removal. */
+/* The family's section tables, trash removal (sql/rm.c) and task records
+ * (sql/task.c), entries of jo_sql_mut_ops. */
 extern const struct jo_mut_ops jo_sql_mut_ops;
 extern const struct jo_compact_ops jo_sql_compact_ops;
-int jo_sql_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
+JO_MUT_FAMILY_DECLS(jo_sql);
+/* refs of slice id (its chunk_ref row; sql/mut.c); *exists false when no row. */
+int jo_sql_slice_refs(struct jo_meta *m, uint64_t id, int64_t *refs, bool *exists,
+		      struct jo_err *err);
 int jo_sql_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
 			struct jo_err *err);
-int jo_sql_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		   const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
-		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
-int jo_sql_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
-			 int64_t inodes, bool *written, struct jo_err *err);
-int jo_sql_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
-			 bool *had, struct jo_err *err);
-int jo_sql_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-/* Task records (sql/task.c), entries of jo_sql_mut_ops. */
-int jo_sql_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
-int jo_sql_task_add(struct jo_meta *m, const char *ns, const char *kind,
-		    const char *const *items, size_t n, int64_t *task_id, size_t *added,
-		    struct jo_err *err);
-int jo_sql_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
-		      struct jo_mut_task *out, struct jo_err *err);
-int jo_sql_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-		      int64_t lease_ms, int64_t *expire_ms, struct jo_err *err);
-int jo_sql_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-			struct jo_err *err);
-int jo_sql_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-			 struct jo_err *err);
-int jo_sql_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
-		      struct jo_err *err);
-int jo_sql_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
-		     struct jo_err *err);
-int jo_sql_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
-int jo_sql_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
-		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
-int jo_sql_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
-		   struct jo_err *err);
-int jo_sql_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
-		    void *payload, struct jo_err *err);
 
 #endif

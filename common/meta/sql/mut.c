@@ -16,9 +16,8 @@
 #include "common/meta/meta_internal.h"
 #include "common/meta/sql/internal.h"
 
-/* refs of slice id; *exists false when no row. */
-static int get_refs(struct jo_meta *m, uint64_t id, int64_t *refs, bool *exists,
-		    struct jo_err *err)
+int jo_sql_slice_refs(struct jo_meta *m, uint64_t id, int64_t *refs, bool *exists,
+		      struct jo_err *err)
 {
 	int64_t row[1] = { 0 };
 	int rc = jo_sql_run(m, NULL, "SELECT refs FROM @chunk_ref WHERE chunkid=?",
@@ -37,7 +36,7 @@ static int collect_freed(struct jo_meta *m, const struct jo_sref *recs, size_t n
 	for (size_t i = 0; i < nrec; i++) {
 		int64_t refs = 0;
 		bool ex;
-		int rc = get_refs(m, recs[i].id, &refs, &ex, err);
+		int rc = jo_sql_slice_refs(m, recs[i].id, &refs, &ex, err);
 
 		if (rc)
 			return rc;
@@ -147,9 +146,7 @@ static int delete_chunk_once(struct jo_meta *m, uint64_t ino, uint32_t indx, str
 	}
 	return jo_sql_commit(m, err);
 fail:
-	jo_sql_free(m, st);
-	jo_sql_rollback(m);
-	return rc;
+	return jo_sql_undo(m, st, rc);
 }
 
 static int s_delete_chunk(struct jo_meta *m, uint64_t ino, uint32_t indx, struct jo_sref **freed,
@@ -283,9 +280,7 @@ static int cleanup_delslice_once(struct jo_meta *m, uint64_t new_id, int64_t edg
 		goto fail;
 	return jo_sql_commit(m, err);
 fail:
-	jo_sql_free(m, st);
-	jo_sql_rollback(m);
-	return rc;
+	return jo_sql_undo(m, st, rc);
 }
 
 static int s_cleanup_delslice(struct jo_meta *m, uint64_t new_id, int64_t ts, int64_t edge,
@@ -318,7 +313,7 @@ static int s_slice_deletable(struct jo_meta *m, uint64_t id, uint32_t size, bool
 {
 	int64_t refs = 0;
 	bool ex;
-	int rc = get_refs(m, id, &refs, &ex, err);
+	int rc = jo_sql_slice_refs(m, id, &refs, &ex, err);
 
 	(void)size;
 	if (rc)

@@ -239,6 +239,13 @@ void jo_sql_rollback(struct jo_meta *m)
 	s->txn_depth = 0;
 }
 
+int jo_sql_undo(struct jo_meta *m, struct jo_sqls *st, int rc)
+{
+	jo_sql_free(m, st);
+	jo_sql_rollback(m);
+	return rc;
+}
+
 bool jo_sql_retry(struct jo_meta *m, int attempt)
 {
 	struct jo_sql *s = jo_sql_of(m);

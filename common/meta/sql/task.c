@@ -368,9 +368,7 @@ static int complete_once(struct jo_meta *m, const char *ns, int64_t id, const ch
 		goto fail;
 	return jo_sql_commit(m, err);
 fail:
-	jo_sql_free(m, st);
-	jo_sql_rollback(m);
-	return rc;
+	return jo_sql_undo(m, st, rc);
 }
 
 int jo_sql_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,

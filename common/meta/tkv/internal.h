@@ -128,42 +128,9 @@ int jo_tx_ref_del_if(struct jo_tx *tx, uint64_t id, uint32_t size, bool zero,
 int jo_tkv_scan_prefix(struct jo_meta *m, const struct jo_key *prefix, bool keys_only,
 		       jo_kv_cb cb, void *payload, struct jo_err *err);
 
-/* The family's section tables and trash removal. */
+/* The family's section tables, trash removal and task records. */
 extern const struct jo_mut_ops jo_tkv_mut_ops;
 extern const struct jo_compact_ops jo_tkv_compact_ops;
-int jo_tkv_unlink(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-		  bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		   const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
-		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
-int jo_tkv_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,
-			 int64_t inodes, bool *written, struct jo_err *err);
-int jo_tkv_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,
-			 bool *had, struct jo_err *err);
-int jo_tkv_rmdir(struct jo_meta *m, uint64_t parent, const char *name, size_t nlen,
-		 bool dir_stats, struct jo_rm_res *res, struct jo_err *err);
-int jo_tkv_task_init(struct jo_meta *m, const char *ns, struct jo_err *err);
-int jo_tkv_task_add(struct jo_meta *m, const char *ns, const char *kind,
-		    const char *const *items, size_t n, int64_t *task_id, size_t *added,
-		    struct jo_err *err);
-int jo_tkv_task_claim(struct jo_meta *m, const char *ns, const char *owner, int64_t lease_ms,
-		      struct jo_mut_task *out, struct jo_err *err);
-int jo_tkv_task_renew(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-		      int64_t lease_ms, int64_t *expire_ms, struct jo_err *err);
-int jo_tkv_task_release(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-			struct jo_err *err);
-int jo_tkv_task_complete(struct jo_meta *m, const char *ns, int64_t id, const char *owner,
-			 struct jo_err *err);
-int jo_tkv_task_count(struct jo_meta *m, const char *ns, int64_t *total, int64_t *leased,
-		      struct jo_err *err);
-int jo_tkv_task_scan(struct jo_meta *m, const char *ns, jo_mut_task_cb cb, void *payload,
-		     struct jo_err *err);
-int jo_tkv_task_clear(struct jo_meta *m, const char *ns, struct jo_err *err);
-int jo_tkv_rec_put(struct jo_meta *m, const char *ns, const char *key, const char *val,
-		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
-int jo_tkv_rec_get(struct jo_meta *m, const char *ns, const char *key, char **val,
-		   struct jo_err *err);
-int jo_tkv_rec_scan(struct jo_meta *m, const char *ns, const char *prefix, jo_mut_rec_cb cb,
-		    void *payload, struct jo_err *err);
+JO_MUT_FAMILY_DECLS(jo_tkv);
 
 #endif

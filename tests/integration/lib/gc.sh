@@ -52,6 +52,24 @@ sys.exit(0 if ok and s["exit"] == 0 else 1)
 PY
 }
 
+# gc_four_workers NAME OUT ID WHAT GC-ARGS...: four `gc GC-ARGS --id IDi --json`
+# at once (summary in $JO_T/OUTi-NAME.json, stderr in .err beside it); each must
+# end as gc_ok_or_tasks_left says, else the test dies naming WHAT i.
+gc_four_workers() {
+	local name=$1 out=$2 id=$3 what=$4 pids=() i rc
+	shift 4
+	for i in 1 2 3 4; do
+		"$JO_BIN" gc "$@" --id "$id$i" --json >"$JO_T/$out$i-$name.json" 2>"$JO_T/$out$i-$name.err" &
+		pids+=($!)
+	done
+	for i in 1 2 3 4; do
+		rc=0
+		wait "${pids[$((i - 1))]}" || rc=$?
+		gc_ok_or_tasks_left $rc "$JO_T/$out$i-$name.json" ||
+			{ cat "$JO_T/$out$i-$name.err" >&2; jo_die "$name: $what $i failed (exit $rc)"; }
+	done
+}
+
 # gc_bucket_keys BUCKET NAME: the block keys in the bucket, sorted.
 gc_bucket_keys() {
 	local bucket=$1 name=$2
@@ -176,20 +194,10 @@ assert a["tasks_planned"] > 0 and a["items_planned"] > 0, a
 assert b["tasks_planned"] == 0 and b["items_planned"] == 0, b
 print("planned %d tasks of %d items" % (a["tasks_planned"], a["items_planned"]), file=sys.stderr)
 PY
-	local pids=() i rc
 	# each worker is held to 200 deletes/s, so a task lasts long enough for the
 	# others to start: one fast worker cannot drain every task alone
-	for i in 1 2 3 4; do
-		"$JO_BIN" gc "$meta" --worker --delete --delete-rate 200 --id "w$i" --audit "$JO_T/audit-$name.jsonl" \
-			--json >"$JO_T/work$i-$name.json" 2>"$JO_T/work$i-$name.err" &
-		pids+=($!)
-	done
-	for i in 0 1 2 3; do
-		rc=0
-		wait "${pids[$i]}" || rc=$?
-		gc_ok_or_tasks_left $rc "$JO_T/work$((i + 1))-$name.json" ||
-			{ cat "$JO_T/work$((i + 1))-$name.err" >&2; jo_die "$name: worker $((i + 1)) failed (exit $rc)"; }
-	done
+	gc_four_workers "$name" work w "worker" "$meta" --worker --delete --delete-rate 200 \
+		--audit "$JO_T/audit-$name.jsonl"
 	python3 - "$JO_T/audit-$name.jsonl" "$JO_T"/work?-"$name".json <<'PY' || jo_die "$name: worker summaries/audit are wrong"
 import json, sys
 audit = [json.loads(l) for l in open(sys.argv[1])]
@@ -522,18 +530,8 @@ with open(mirror, "w") as m:
     for h, p in keep:
         m.write("%s %s\n" % (h, p))
 PY
-	local wpid=$! pids=() i rc
-	for i in 1 2 3 4; do
-		"$JO_BIN" gc "$meta" --delete --id "b$i" --task-size 20 \
-			--json >"$JO_T/beside$i-$name.json" 2>"$JO_T/beside$i-$name.err" &
-		pids+=($!)
-	done
-	for i in 0 1 2 3; do
-		rc=0
-		wait "${pids[$i]}" || rc=$?
-		gc_ok_or_tasks_left $rc "$JO_T/beside$((i + 1))-$name.json" ||
-			{ cat "$JO_T/beside$((i + 1))-$name.err" >&2; jo_die "$name: worker failed beside a client (exit $rc)"; }
-	done
+	local wpid=$!
+	gc_four_workers "$name" beside b "worker beside a client" "$meta" --delete --task-size 20
 	wait $wpid || jo_die "$name: the client's writer failed"
 	grep -qiE '<(ERROR|FATAL)>' "$JO_T"/mount-*.log && { grep -iE '<(ERROR|FATAL)>' "$JO_T"/mount-*.log | tail -n 5 >&2; jo_die "$name: the client logged errors"; }
 	jfs_umount "$mp"

@@ -11,6 +11,7 @@
 
 #include "common/err.h"
 #include "common/object/object.h"
+#include "sync/sync.h"
 #include "common/object/object_internal.h"
 #include "sync/sync.h"
 
@@ -418,4 +419,13 @@ struct jo_obj *fake_obj_new(void)
 	o->ctr = &o->own_ctr;
 	snprintf(o->desc, sizeof(o->desc), "fake");
 	return o;
+}
+
+void fake_side(struct jo_sync_side *s, const char *scheme, const char *ep, const char *prefix)
+{
+	memset(s, 0, sizeof(*s));
+	s->endpoint = strdup(ep);
+	s->bucket = strdup("b");
+	s->prefix = strdup(prefix);
+	snprintf(s->desc, sizeof(s->desc), "%s%s/b/%s", scheme, ep, prefix);
 }
