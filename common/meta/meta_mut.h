@@ -293,9 +293,11 @@ struct jo_rs_item {
  * into it), each with its quota charge (v[i].quota) in its transaction. SQL
  * engines run them in one transaction, writing each directory's shared rows
  * (the hour directory's statistics, a parent's nlink, times and statistics,
- * a quota's usage) once, summed; Redis in one MULTI; the others one by one. On an
- * error, the items with `ran` set are done (their res is final, as after
- * jo_mut_restore), the others were not: in one transaction, none.
+ * a quota's usage) once, summed; Redis in one MULTI; tkv in transactions of
+ * several entries (as many as stay within the transport's limits); the
+ * others one by one. On an error, the items with `ran` set are done (their
+ * res is final, as after jo_mut_restore), the others were not: in one
+ * transaction, none.
  */
 int jo_mut_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
 			struct jo_err *err);

@@ -6,7 +6,8 @@
  * logic is tested apart from any store: reads of the B.2 layout, deleteChunk
  * of a chunk with more slices than one transaction may carry (done in
  * steps, each consistent), delayed-slice cleanup, forgetting slices, unlink
- * and rmdir of trash entries, task records and leases, compaction commits,
+ * and rmdir of trash entries, their restores (batched, each transaction
+ * within the limits), task records and leases, compaction commits,
  * and a transaction retried after a concurrent writer changed what it read.
  * The real store is tested by tests/integration/kv_etcd.sh and engines_*.sh.
  */
@@ -949,7 +950,7 @@ static void restore_charges_quota(void **state)
 	close_vol(m);
 }
 
-/* restore_many where the engine has no batch: one by one, each with its outcome */
+/* restore_many: each entry with its own outcome, a refused one leaving the others to go in */
 static void restore_many_entries(void **state)
 {
 	struct jo_meta *m = open_vol();
@@ -984,6 +985,52 @@ static void restore_many_entries(void **state)
 	v[1].parent = H;
 	assert_int_not_equal(jo_mut_restore_many(m, v, 2, false, &err), 0);
 	assert_false(v[0].ran);
+	close_vol(m);
+}
+
+/* restore_many: several entries per transaction, each transaction within
+ * the transport's limits, each entry with its own outcome */
+static void restore_many_batches(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	const uint64_t H = JO_TRASH_INODE + 1;
+	const uint64_t qd[1] = { 1 };
+	struct jo_rs_quota q = { qd, 1, 0, 0, NULL, NULL, NULL, 0 };
+	struct jo_rs_item v[40];
+	char src[40][16], name[40][8];
+	uint8_t k[64], val[128];
+	size_t vl = 0;
+	int commits;
+
+	(void)state;
+	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
+	hour_put(H);
+	quota_put(1, 0, 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(src[i], sizeof(src[i]), "1-%d-f%d", 700 + i, i);
+		snprintf(name[i], sizeof(name[i]), "f%d", i);
+		attr_put(700 + i, JO_TYPE_FILE, 1, 100, H);
+		entry_put(H, src[i], JO_TYPE_FILE, 700 + i);
+		v[i] = (struct jo_rs_item){ .tdir = H, .parent = 1, .src = src[i],
+					    .src_len = strlen(src[i]), .name = name[i],
+					    .name_len = strlen(name[i]), .quota = &q };
+	}
+	entry_put(1, "f7", JO_TYPE_FILE, 699); /* a taken name: that entry alone stays */
+	S.max_reads = S.max_writes = 0;
+	commits = S.commits;
+	assert_int_equal(jo_mut_restore_many(m, v, 40, true, &err), 0);
+	for (int i = 0; i < 40; i++) {
+		assert_true(v[i].ran);
+		assert_int_equal(v[i].res.status, i == 7 ? JO_RS_EXISTS : JO_RS_DONE);
+		assert_int_equal(raw_get(k, kentry(k, H, src[i]), NULL, NULL), i == 7);
+		assert_true(raw_get(k, kentry(k, 1, name[i]), val, &vl));
+		assert_int_equal(jo_be64(val + 1), i == 7 ? 699 : 700 + i);
+	}
+	/* at most 11 reads and 10 writes an entry: 9 entries a transaction */
+	assert_int_equal(S.commits - commits, 5);
+	assert_true(S.max_reads <= JO_TKV_STEP && S.max_writes <= JO_TKV_STEP);
+	quota_is(1, 39 * 4096, 39);
 	close_vol(m);
 }
 
@@ -1223,6 +1270,7 @@ int main(void)
 		cmocka_unit_test(unlink_and_rmdir),
 		cmocka_unit_test(restore_entries),
 		cmocka_unit_test(restore_many_entries),
+		cmocka_unit_test(restore_many_batches),
 		cmocka_unit_test(restore_charges_quota),
 		cmocka_unit_test(tasks_and_leases),
 		cmocka_unit_test(records_of_a_coordinator),

@@ -539,6 +539,84 @@ int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t sle
 	return rc < 0 ? rc : 0;
 }
 
+/*
+ * At most what restore_fn reads (each read is a check at commit) and
+ * writes for one entry with quota q: its trash entry, the target's
+ * attributes and name, the entry's attributes, two hard-link counters, the
+ * statistics of the hour directory, the target and the entry, the range of
+ * a directory's entries; a quota record and a directory checked each.
+ */
+static size_t rs_reads(const struct jo_rs_quota *q)
+{
+	return 10 + (q ? q->ndirs + q->ncheck : 0);
+}
+
+static size_t rs_writes(const struct jo_rs_quota *q)
+{
+	return 9 + (q ? q->ndirs : 0);
+}
+
+struct rs_many {
+	struct jo_rs_item *v;
+	size_t n;
+	bool dir_stats;
+	struct timespec now;
+};
+
+/* Entries v[0..n) in one transaction, in order: each sees what the ones
+ * before it wrote, as after their own commits. An entry left alone
+ * (restore_fn > 0) wrote nothing, so the others still go in. */
+static int restore_many_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct rs_many *b = p;
+
+	for (size_t i = 0; i < b->n; i++) {
+		struct jo_rs_item *it = &b->v[i];
+		struct rs x = { it->tdir, it->parent, it->src, it->name, it->src_len, it->name_len,
+				b->dir_stats, &it->res, &it->dst_stat_missing, b->now, it->quota };
+		int rc = restore_fn(tx, &x, err);
+
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/*
+ * jo_mut_restore_many: as many entries per transaction as keep it within
+ * JO_TKV_STEP reads and writes counted by rs_reads/rs_writes (below every
+ * transport's limits; an entry over them alone is tried alone, as by
+ * jo_tkv_restore), each transaction all or nothing.
+ */
+int jo_tkv_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			struct jo_err *err)
+{
+	for (size_t i = 0; i < n;) {
+		struct rs_many b = { v + i, 0, dir_stats, { 0, 0 } };
+		size_t reads = 0, writes = 0;
+		int rc;
+
+		while (i + b.n < n) {
+			const struct jo_rs_quota *q = v[i + b.n].quota;
+
+			if (b.n && (reads + rs_reads(q) > JO_TKV_STEP ||
+				    writes + rs_writes(q) > JO_TKV_STEP))
+				break;
+			reads += rs_reads(q);
+			writes += rs_writes(q);
+			b.n++;
+		}
+		clock_gettime(CLOCK_REALTIME, &b.now);
+		rc = jo_tkv_txn(m, restore_many_fn, &b, err);
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < b.n; j++)
+			v[i + j].ran = true;
+		i += b.n;
+	}
+	return 0;
+}
+
 struct stat_init {
 	uint64_t ino;
 	int64_t v[3];
