@@ -1017,6 +1017,13 @@ static void restore_many_batches(void **state)
 					    .name_len = strlen(name[i]), .quota = &q };
 	}
 	entry_put(1, "f7", JO_TYPE_FILE, 699); /* a taken name: that entry alone stays */
+	/* the hour directory's statistics: the 40 files */
+	k[0] = 'U';
+	jo_put_le64(k + 1, H);
+	jo_put_be64(val, 40 * 100);
+	jo_put_be64(val + 8, 40 * 4096);
+	jo_put_be64(val + 16, 40);
+	raw_put(k, 9, val, 24);
 	S.max_reads = S.max_writes = 0;
 	commits = S.commits;
 	assert_int_equal(jo_mut_restore_many(m, v, 40, true, &err), 0);
@@ -1026,7 +1033,15 @@ static void restore_many_batches(void **state)
 		assert_int_equal(raw_get(k, kentry(k, H, src[i]), NULL, NULL), i == 7);
 		assert_true(raw_get(k, kentry(k, 1, name[i]), val, &vl));
 		assert_int_equal(jo_be64(val + 1), i == 7 ? 699 : 700 + i);
+		assert_int_equal(v[i].dst_stat_missing, i != 7); /* the root has none */
 	}
+	/* what stays in the hour directory: the one file */
+	k[0] = 'U';
+	jo_put_le64(k + 1, H);
+	assert_true(raw_get(k, 9, val, &vl));
+	assert_int_equal(jo_be64(val), 100);
+	assert_int_equal(jo_be64(val + 8), 4096);
+	assert_int_equal(jo_be64(val + 16), 1);
 	/* at most 11 reads and 10 writes an entry: 9 entries a transaction */
 	assert_int_equal(S.commits - commits, 5);
 	assert_true(S.max_reads <= JO_TKV_STEP && S.max_writes <= JO_TKV_STEP);

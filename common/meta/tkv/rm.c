@@ -349,7 +349,52 @@ struct rs {
 	bool *dst_missing;
 	struct timespec now;
 	const struct jo_rs_quota *quota; /* charged in the same transaction (may be NULL) */
+	struct rs_sums *sums;            /* NULL: the statistics and quotas written at once */
 };
+
+/*
+ * What a batch's entries add to the keys they share (the hour directory's
+ * and the targets' statistics U, the quotas QD), summed and written at the
+ * end of its transaction: read there, just before the commit, rather than
+ * at its first entry, they leave other writers (every restore changes the
+ * hour directory's U) a short window to conflict with it.
+ */
+struct rs_sum {
+	bool quota;  /* QD (v: space, inodes), else U (v: length, space, inodes) */
+	uint64_t ino;
+	int64_t v[3];
+	bool have;   /* U: the directory has statistics (after rs_sums_write) */
+};
+
+struct rs_sums {
+	struct rs_sum *s;
+	size_t n, cap;
+};
+
+static int rs_sum_add(struct rs_sums *ss, bool quota, uint64_t ino, int64_t a, int64_t b,
+		      int64_t c, struct jo_err *err)
+{
+	size_t i = 0;
+
+	while (i < ss->n && (ss->s[i].quota != quota || ss->s[i].ino != ino))
+		i++;
+	if (i == ss->n) {
+		if (ss->n == ss->cap) {
+			size_t cap = ss->cap ? 2 * ss->cap : 8;
+			struct rs_sum *n = realloc(ss->s, cap * sizeof(*n));
+
+			if (!n)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			ss->s = n;
+			ss->cap = cap;
+		}
+		ss->s[ss->n++] = (struct rs_sum){ quota, ino, { 0, 0, 0 }, false };
+	}
+	ss->s[i].v[0] += a;
+	ss->s[i].v[1] += b;
+	ss->s[i].v[2] += c;
+	return 0;
+}
 
 static int quota_add_tx(struct jo_tx *tx, uint64_t ino, int64_t space, int64_t inodes, bool *had,
 			struct jo_err *err);
@@ -486,10 +531,16 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	if (x->dir_stats) {
 		int64_t l = (int64_t)res->length, sp = jo_align4k(res->length);
 
-		if ((rc = stat_add(tx, x->tdir, -l, -sp, -1, NULL, err)) != 0 ||
-		    (rc = stat_add(tx, x->parent, l, sp, 1, &have, err)) != 0)
-			goto out;
-		*x->dst_missing = !have;
+		if (x->sums) {
+			if ((rc = rs_sum_add(x->sums, false, x->tdir, -l, -sp, -1, err)) != 0 ||
+			    (rc = rs_sum_add(x->sums, false, x->parent, l, sp, 1, err)) != 0)
+				goto out;
+		} else {
+			if ((rc = stat_add(tx, x->tdir, -l, -sp, -1, NULL, err)) != 0 ||
+			    (rc = stat_add(tx, x->parent, l, sp, 1, &have, err)) != 0)
+				goto out;
+			*x->dst_missing = !have;
+		}
 		if (dir) {
 			bool has_stat = false, full = false;
 
@@ -514,7 +565,9 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 
 		jo_rs_quota_delta(x->quota, res, &space, &inodes);
 		for (size_t i = 0; rc == 0 && inodes && i < x->quota->ndirs; i++)
-			rc = quota_add_tx(tx, x->quota->dirs[i], space, inodes, &had, err);
+			rc = x->sums ? rs_sum_add(x->sums, true, x->quota->dirs[i], space, inodes, 0,
+						  err) :
+				       quota_add_tx(tx, x->quota->dirs[i], space, inodes, &had, err);
 	}
 out:
 	free(e);
@@ -529,7 +582,7 @@ int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t sle
 		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
 {
 	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, dst_stat_missing,
-			{ 0, 0 }, quota };
+			{ 0, 0 }, quota, NULL };
 	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &x.now);
@@ -561,23 +614,45 @@ struct rs_many {
 	size_t n;
 	bool dir_stats;
 	struct timespec now;
+	struct rs_sums sums;
 };
 
-/* Entries v[0..n) in one transaction, in order: each sees what the ones
- * before it wrote, as after their own commits. An entry left alone
- * (restore_fn > 0) wrote nothing, so the others still go in. */
+/*
+ * Entries v[0..n) in one transaction, in order: each sees what the ones
+ * before it wrote, as after their own commits (its additions to the shared
+ * statistics and quotas come at the end, sums commute). An entry left
+ * alone (restore_fn > 0) wrote nothing, so the others still go in.
+ */
 static int restore_many_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
 	struct rs_many *b = p;
+	int rc = 0;
 
-	for (size_t i = 0; i < b->n; i++) {
+	b->sums.n = 0;
+	for (size_t i = 0; i < b->n && rc >= 0; i++) {
 		struct jo_rs_item *it = &b->v[i];
 		struct rs x = { it->tdir, it->parent, it->src, it->name, it->src_len, it->name_len,
-				b->dir_stats, &it->res, &it->dst_stat_missing, b->now, it->quota };
-		int rc = restore_fn(tx, &x, err);
+				b->dir_stats, &it->res, &it->dst_stat_missing, b->now, it->quota,
+				&b->sums };
 
-		if (rc < 0)
+		rc = restore_fn(tx, &x, err);
+	}
+	if (rc < 0)
+		return rc;
+	for (size_t j = 0; j < b->sums.n; j++) {
+		struct rs_sum *s = &b->sums.s[j];
+
+		rc = s->quota ? quota_add_tx(tx, s->ino, s->v[0], s->v[1], &s->have, err) :
+				stat_add(tx, s->ino, s->v[0], s->v[1], s->v[2], &s->have, err);
+		if (rc)
 			return rc;
+	}
+	for (size_t i = 0; i < b->n && b->dir_stats; i++) {
+		struct jo_rs_item *it = &b->v[i];
+
+		for (size_t j = 0; it->res.status == JO_RS_DONE && j < b->sums.n; j++)
+			if (!b->sums.s[j].quota && b->sums.s[j].ino == it->parent)
+				it->dst_stat_missing = !b->sums.s[j].have;
 	}
 	return 0;
 }
@@ -592,7 +667,7 @@ int jo_tkv_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool 
 			struct jo_err *err)
 {
 	for (size_t i = 0; i < n;) {
-		struct rs_many b = { v + i, 0, dir_stats, { 0, 0 } };
+		struct rs_many b = { v + i, 0, dir_stats, { 0, 0 }, { NULL, 0, 0 } };
 		size_t reads = 0, writes = 0;
 		int rc;
 
@@ -608,6 +683,7 @@ int jo_tkv_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool 
 		}
 		clock_gettime(CLOCK_REALTIME, &b.now);
 		rc = jo_tkv_txn(m, restore_many_fn, &b, err);
+		free(b.sums.s);
 		if (rc)
 			return rc;
 		for (size_t j = 0; j < b.n; j++)
