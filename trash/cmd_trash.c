@@ -774,7 +774,37 @@ struct usage {
 	bool recursive;     /* GetSummary (the whole tree), else one directory's entries */
 	int depth;
 	struct jo_err *err;
+	/* with want_tree: the directories the quota charge read, each before its
+	 * entries (struct jo_rs_quota's check) */
+	bool want_tree;
+	uint64_t *check, *check_parent;
+	int64_t *check_ctime;
+	size_t ncheck, cap;
 };
+
+/* Directory dir (attr a) into u's directories to check: its parent when
+ * by_parent, else its ctime. */
+static int check_add(struct usage *u, uint64_t dir, const struct jo_attr *a, bool by_parent)
+{
+	if (u->ncheck == u->cap) {
+		size_t cap = u->cap ? 2 * u->cap : 8;
+		uint64_t *t = realloc(u->check, cap * sizeof(*t)), *tp = NULL;
+		int64_t *tm = NULL;
+
+		if (t)
+			u->check = t;
+		if (t && (tp = realloc(u->check_parent, cap * sizeof(*tp))) != NULL)
+			u->check_parent = tp;
+		if (!t || !tp || !(tm = realloc(u->check_ctime, cap * sizeof(*tm))))
+			return jo_err_set(u->err, JO_ENOMEM, "out of memory");
+		u->check_ctime = tm;
+		u->cap = cap;
+	}
+	u->check[u->ncheck] = dir;
+	u->check_parent[u->ncheck] = by_parent ? a->parent : 0;
+	u->check_ctime[u->ncheck++] = jo_rs_ctime_ns(a->ctime, a->ctimensec);
+	return 0;
+}
 
 static int on_usage_entry(const char *name, size_t len, uint64_t ino, uint8_t type, void *payload);
 
@@ -785,6 +815,15 @@ static int dir_usage(struct usage *u, uint64_t dir)
 	u->inodes++;
 	if (u->depth++ > 4096)
 		return jo_err_set(u->err, JO_EPROTO, "directories nested deeper than 4096");
+	if (u->want_tree) {
+		struct jo_attr a;
+		int rc = jo_meta_getattr(u->m, dir, &a, u->err);
+
+		if (rc == JO_ENOTFOUND) /* gone meanwhile: the restore tells */
+			return jo_err_clear(u->err), 0;
+		if (rc || (rc = check_add(u, dir, &a, false)) != 0)
+			return rc;
+	}
 	return jo_meta_readdir(u->m, dir, on_usage_entry, u, u->err);
 }
 
@@ -830,28 +869,44 @@ static int sync_dir_stat(struct jo_meta *m, uint64_t dir, struct jo_err *err)
 }
 
 /*
- * updateDirQuota: every directory from dir up to the root that has a quota
- * gets (space, inodes). A directory in the trash counts under no quota: the
- * walk stops there. With space < 0 nothing is added: *any tells whether
- * some directory on the way has a quota.
+ * updateDirQuota's walk: the directories from dir up to the root that have a
+ * quota, into *dirs (*n of them, the caller frees). A directory in the trash
+ * counts under no quota: the walk stops there (*in_trash; such a directory
+ * may be restored any time, so that is not remembered, and the directories
+ * walked go into u's to check). Each level is probed with an increment of
+ * zero (it writes nothing that changes).
  */
-static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t inodes, bool *any,
-		      struct jo_err *err)
+static int quota_walk(struct jo_meta *m, uint64_t dir, uint64_t **dirs, size_t *n,
+		      bool *in_trash, struct usage *u, struct jo_err *err)
 {
-	*any = false;
+	size_t cap = 0;
+
+	*n = 0;
+	*in_trash = true;
 	for (int depth = 0; depth < 4096 && !jo_ino_is_trash(dir); depth++) {
 		struct jo_attr a;
 		bool had;
-		int rc = jo_mut_dir_quota_add(m, dir, space < 0 ? 0 : space, space < 0 ? 0 : inodes,
-					      &had, err);
+		int rc = jo_mut_dir_quota_add(m, dir, 0, 0, &had, err);
 
 		if (rc)
 			return rc;
-		*any |= had;
-		if (dir == JO_ROOT_INODE)
+		if (had && *n == cap) {
+			uint64_t *d = realloc(*dirs, (cap = cap ? 2 * cap : 4) * sizeof(*d));
+
+			if (!d)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			*dirs = d;
+		}
+		if (had)
+			(*dirs)[(*n)++] = dir;
+		if (dir == JO_ROOT_INODE) {
+			*in_trash = false;
 			return 0;
+		}
 		if ((rc = jo_meta_getattr(m, dir, &a, err)) != 0)
 			return rc == JO_ENOTFOUND ? (jo_err_clear(err), 0) : rc;
+		if ((rc = check_add(u, dir, &a, true)) != 0)
+			return rc;
 		if (!a.parent || a.parent == dir)
 			return 0;
 		dir = a.parent;
@@ -862,11 +917,11 @@ static int quota_walk(struct jo_meta *m, uint64_t dir, int64_t space, int64_t in
 /*
  * Directories whose way up to the root had no quota when last walked, and
  * when (monotonic ms). The walk costs two round trips per level; entries of
- * one parent come in runs, so a parent found without a quota is not walked
- * again for QUOTA_NONE_MS. The quota update is not part of the restore's
- * transaction anyway: a quota set while the restore runs is counted from at
- * most that long after. A directory with a quota on its way is walked every
- * time.
+ * one parent come in runs, so a parent found without a quota on its way up
+ * to the root is not walked again for QUOTA_NONE_MS: an entry restored into
+ * it in that time is charged to no quota, even one set on its way meanwhile
+ * (docs/trash.md). A directory with a quota on its way, or in the trash, is
+ * walked every batch.
  */
 #define QUOTA_NONE_MS 1000
 #define QUOTA_NONE_SLOTS 64
@@ -883,35 +938,83 @@ static int64_t mono_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Rename's quota update for an entry restored into dir: a file's space, a
- * directory's whole tree (what was put back into it while it was in the
- * trash comes with it), when some directory on the way has a quota. */
-static int quota_up(struct jo_meta *m, uint64_t dir, const struct jo_rs_res *res,
-		    struct jo_err *err)
+/* The quota charge of one entry and what it holds (see quota_plan). */
+struct qplan {
+	struct jo_rs_quota q;
+	uint64_t *dirs, *check, *check_parent; /* owned */
+	int64_t *check_ctime;    /* owned */
+	bool in_trash;           /* the walk stopped in the trash */
+};
+
+static void qplan_free(struct qplan *p)
 {
-	struct usage u = { m, 0, 0, 0, true, 0, err };
+	free(p->dirs);
+	free(p->check);
+	free(p->check_parent);
+	free(p->check_ctime);
+	memset(p, 0, sizeof(*p));
+}
+
+/*
+ * Rename's quota update for entry e restored into e->to_parent, read before
+ * its restore and charged in the restore's transaction (struct
+ * jo_rs_quota): the directories with a quota on the way up (prev's: an
+ * entry planned just before for the same parent) and, for a directory, its
+ * whole tree (what was put back into it while it was in the trash comes
+ * with it); the ctimes of the tree's directories, and the parents of those
+ * walked when the walk stopped in the trash, which the transaction finds
+ * unchanged or refuses (JO_RS_CHANGED).
+ */
+static int quota_plan(struct jo_meta *m, const struct trash_entry *e, const struct qplan *prev,
+		      struct qplan *p, struct jo_err *err)
+{
+	uint64_t dir = e->to_parent;
 	size_t slot = (size_t)(dir * 0x9e3779b97f4a7c15ULL >> 58) % QUOTA_NONE_SLOTS;
+	struct usage u = { m, 0, 0, 0, true, 0, err, true, NULL, NULL, NULL, 0, 0 };
 	int64_t now = mono_ms();
-	bool any;
+	struct jo_attr a = e->attr;
+	bool in_trash = false;
 	int rc;
 
+	qplan_free(p);
 	if (quota_none[slot].dir == dir && dir && now - quota_none[slot].at < QUOTA_NONE_MS)
 		return 0;
-	if ((rc = quota_walk(m, dir, -1, 0, &any, err)) != 0)
-		return rc;
-	if (!any) {
+	if (prev && prev->q.ndirs && !prev->in_trash) {
+		p->q.dirs = prev->q.dirs;
+		p->q.ndirs = prev->q.ndirs;
+	} else if ((rc = quota_walk(m, dir, &p->dirs, &p->q.ndirs, &in_trash, &u, err)) != 0) {
+		goto out;
+	} else {
+		p->q.dirs = p->dirs;
+	}
+	p->in_trash = in_trash;
+	if (!in_trash)
+		u.ncheck = 0; /* a walk to the root is juicefs's own (renames move no quota) */
+	if (!p->q.ndirs && !in_trash) {
 		quota_none[slot].dir = dir;
 		quota_none[slot].at = now;
-		return 0;
 	}
-	if (res->type == JO_TYPE_DIR) {
-		if ((rc = dir_usage(&u, res->ino)) != 0)
-			return rc;
-	} else {
-		u.space = res->type == JO_TYPE_FILE ? align4k(res->length) : 4096;
-		u.inodes = 1;
+	if (!p->q.ndirs)
+		goto out;
+	if (!e->have_attr && (rc = jo_meta_getattr(m, e->ino, &a, err)) != 0) {
+		p->q.ndirs = 0; /* gone: the restore finds it so */
+		if (rc == JO_ENOTFOUND)
+			jo_err_clear(err), rc = 0;
+		goto out;
 	}
-	return quota_walk(m, dir, u.space, u.inodes, &any, err);
+	if (a.type == JO_TYPE_DIR && (rc = dir_usage(&u, e->ino)) == 0) {
+		p->q.dir_space = u.space;
+		p->q.dir_inodes = u.inodes;
+	}
+out:
+	p->check = u.check;
+	p->check_parent = u.check_parent;
+	p->check_ctime = u.check_ctime;
+	p->q.check = u.check;
+	p->q.check_parent = u.check_parent;
+	p->q.check_ctime = u.check_ctime;
+	p->q.ncheck = rc ? 0 : u.ncheck;
+	return rc;
 }
 
 static void audit_entry(const struct trash_restore_opts *ro, const struct trash_entry *e,
@@ -948,28 +1051,49 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		       struct jo_err *err)
 {
 	struct jo_rs_item *v = calloc(n ? n : 1, sizeof(*v));
-	bool *redone = calloc(n ? n : 1, sizeof(*redone));
+	struct qplan *qp = calloc(n ? n : 1, sizeof(*qp));
 	struct jo_err e2 = { 0 };
 	size_t nran = 0;
-	int rc;
+	int rc = 0;
 
 	*ndone = 0;
-	if (!v || !redone) {
+	if (!v || !qp) {
 		free(v);
-		free(redone);
+		free(qp);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < n && rc == 0; i++) {
 		v[i].tdir = hinos[i];
 		v[i].parent = es[i]->to_parent;
 		v[i].src = es[i]->tname;
 		v[i].src_len = strlen(es[i]->tname);
 		v[i].name = es[i]->to_name;
 		v[i].name_len = strlen(es[i]->to_name);
+		/* the quotas are charged in the restore's transaction: a worker
+		 * killed after its commit leaves none short, a rerun charges none twice */
+		if (ro->dir_stats)
+			rc = quota_plan(m, es[i], i && es[i - 1]->to_parent == es[i]->to_parent ?
+					&qp[i - 1] : NULL, &qp[i], err);
+		v[i].quota = qp[i].q.ndirs || qp[i].q.ncheck ? &qp[i].q : NULL;
+	}
+	if (rc) {
+		audit_entry(ro, es[0], "error", err->msg, "restore");
+		goto out;
 	}
 	rc = jo_mut_restore_many(m, v, n, ro->dir_stats, err);
 	while (nran < n && v[nran].ran)
 		nran++;
+	/* a directory whose tree grew since it was summed: summed and restored again */
+	for (size_t i = 0; i < nran && !rc; i++) {
+		for (int t = 0; t < 10 && v[i].res.status == JO_RS_CHANGED && !rc; t++) {
+			if ((rc = quota_plan(m, es[i], NULL, &qp[i], err)) == 0) {
+				v[i].quota = qp[i].q.ndirs || qp[i].q.ncheck ? &qp[i].q : NULL;
+				rc = jo_mut_restore_many(m, &v[i], 1, ro->dir_stats, err);
+			}
+		}
+		if (rc)
+			nran = i;
+	}
 	for (size_t i = 0; i < nran; i++) {
 		/* a lost reply of a transaction that did run: the entry is in place */
 		uint64_t ino = 0;
@@ -991,9 +1115,8 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		if (ino == es[i]->ino) {
 			v[i].res.status = JO_RS_DONE;
 			/* what followed its transaction may not have run: the parent's
-			 * statistics are made if missing (its quota cannot be told) */
+			 * statistics are made if missing (its quota was charged in it) */
 			v[i].dst_stat_missing = true;
-			redone[i] = true;
 		}
 	}
 	if (rc && nran < n)
@@ -1023,6 +1146,9 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		case JO_RS_NOPARENT:
 			e->skip = "its parent directory went away meanwhile";
 			break;
+		case JO_RS_CHANGED:
+			e->skip = "entries kept being restored into it meanwhile: run again";
+			break;
 		default:
 			e->skip = "append-only or immutable, or a loop (EPERM)";
 			break;
@@ -1042,8 +1168,6 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 			if (!seen)
 				prc = sync_dir_stat(m, e->to_parent, &e2);
 		}
-		if (!prc && ro->dir_stats && !redone[i])
-			prc = quota_up(m, e->to_parent, &v[i].res, &e2);
 		if (prc) {
 			if (!rc)
 				*err = e2;
@@ -1052,8 +1176,11 @@ static int apply_batch(struct jo_meta *m, const struct trash_restore_opts *ro,
 		}
 		*ndone = i + 1;
 	}
+out:
+	for (size_t i = 0; i < n; i++)
+		qplan_free(&qp[i]);
 	free(v);
-	free(redone);
+	free(qp);
 	return rc;
 }
 

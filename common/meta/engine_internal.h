@@ -46,8 +46,10 @@ struct jo_mut_ops {
 		      struct jo_err *);
 	int (*rmdir)(struct jo_meta *, uint64_t, const char *, size_t, bool, struct jo_rm_res *,
 		     struct jo_err *);
+	/* the quota (may be NULL) charged in the restore's transaction */
 	int (*restore)(struct jo_meta *, uint64_t, const char *, size_t, uint64_t, const char *,
-		       size_t, bool, struct jo_rs_res *, bool *, struct jo_err *);
+		       size_t, bool, const struct jo_rs_quota *, struct jo_rs_res *, bool *,
+		       struct jo_err *);
 	/* optional: jo_mut_restore_many in one transaction */
 	int (*restore_many)(struct jo_meta *, struct jo_rs_item *, size_t, bool, struct jo_err *);
 	int (*dir_stat_init)(struct jo_meta *, uint64_t, int64_t, int64_t, int64_t, bool *,
@@ -109,7 +111,8 @@ struct jo_compact_ops {
 			bool dir_stats, struct jo_rm_res *res, struct jo_err *err);             \
 	int pfx##_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen,      \
 			  uint64_t parent, const char *name, size_t nlen, bool dir_stats,       \
-			  struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);   \
+			  const struct jo_rs_quota *quota, struct jo_rs_res *res,               \
+			  bool *dst_stat_missing, struct jo_err *err);                          \
 	int pfx##_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length,               \
 				int64_t space, int64_t inodes, bool *written,                   \
 				struct jo_err *err);                                            \

@@ -198,6 +198,7 @@ enum jo_rs_status {
 	JO_RS_EXISTS,        /* the name is taken in the target directory (RenameNoReplace) */
 	JO_RS_NOPARENT,      /* the target is not a directory any more */
 	JO_RS_PERM,          /* append-only/immutable flags, or a loop (EPERM): left alone */
+	JO_RS_CHANGED,       /* what its quota charge was read from changed: nothing done */
 };
 
 struct jo_rs_res {
@@ -231,22 +232,72 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
 		   uint64_t parent, const char *name, size_t name_len, bool dir_stats,
 		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err);
 
+/*
+ * Rename's updateDirQuota for one restored entry, made in the restore's own
+ * transaction (a process killed after it commits cannot leave a quota
+ * short, nor charge it twice): each of dirs[0..ndirs) (the directories with
+ * a quota from the target parent up to the root, found by the caller before
+ * the restore) gets the entry's space and inodes added to its used ones
+ * where it still has a quota. A file counts align4K(length) and 1 inode as
+ * the restore reads its length, another non-directory 4096 and 1; a
+ * directory (dir_space, dir_inodes): its whole tree, summed by the caller
+ * before the restore (GetSummary). Nothing is charged unless the entry goes
+ * back (JO_RS_DONE). What the charge was read from can change before the
+ * transaction: a directory's tree grows (another process restores into it
+ * while it is in the trash), a target found in the trash leaves it (an
+ * ancestor restored). check[0..ncheck) are those directories: the tree's
+ * with check_parent 0 and check_ctime their ctimes (unix ns) as read, the
+ * walk's up to the trash with check_parent their parents as read; where one
+ * differs in the transaction the entry is left alone with JO_RS_CHANGED, to
+ * be read and restored again (with ndirs 0, only checked).
+ */
+struct jo_rs_quota {
+	const uint64_t *dirs;
+	size_t ndirs;
+	int64_t dir_space, dir_inodes;
+	const uint64_t *check;
+	const int64_t *check_ctime;
+	const uint64_t *check_parent;
+	size_t ncheck;
+};
+
+/* An attr's ctime as jo_rs_quota.check_ctime holds it. */
+static inline int64_t jo_rs_ctime_ns(int64_t sec, uint32_t nsec)
+{
+	return sec * 1000000000 + (int64_t)nsec;
+}
+
+/* Whether check i of q finds a directory with (ctime ns, parent) unchanged. */
+static inline bool jo_rs_check_same(const struct jo_rs_quota *q, size_t i, int64_t ctime,
+				    uint64_t parent)
+{
+	return q->check_parent[i] ? parent == q->check_parent[i] : ctime == q->check_ctime[i];
+}
+
+/* What entry res charges each quota of q (see struct jo_rs_quota). */
+void jo_rs_quota_delta(const struct jo_rs_quota *q, const struct jo_rs_res *res, int64_t *space,
+		       int64_t *inodes);
+
 /* One entry of jo_mut_restore_many: what jo_mut_restore takes, and its outcome. */
 struct jo_rs_item {
 	uint64_t tdir, parent;
 	const char *src, *name;
 	size_t src_len, name_len;
+	const struct jo_rs_quota *quota; /* in, may be NULL: no quota charged */
 	struct jo_rs_res res;        /* out */
 	bool dst_stat_missing;       /* out */
 	bool ran;                    /* out: res is the entry's outcome */
 };
 /*
  * jo_mut_restore of v[0..n), in order (a directory before the entries put
- * into it). SQL engines run them in one transaction, writing each
- * directory's shared rows (the hour directory's statistics, a parent's
- * nlink, times and statistics) once, summed; the others one by one. On an
- * error, the items with `ran` set are done (their res is final, as after
- * jo_mut_restore), the others were not: in one transaction, none.
+ * into it), each with its quota charge (v[i].quota) in its transaction. SQL
+ * engines run them in one transaction, writing each directory's shared rows
+ * (the hour directory's statistics, a parent's nlink, times and statistics,
+ * a quota's usage) once, summed; Redis in one MULTI; tkv in transactions of
+ * several entries (as many as stay within the transport's limits); the
+ * others one by one. On an error, the items with `ran` set are done (their
+ * res is final, as after jo_mut_restore), the others were not: in one
+ * transaction, none.
  */
 int jo_mut_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
 			struct jo_err *err);

@@ -252,7 +252,8 @@ int jo_mut_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t src
 				  "to a directory outside it only");
 	if (!o->restore)
 		return jo_err_set(err, JO_EUNSUPPORTED, "restore: not on this engine");
-	rc = o->restore(m, tdir, src, src_len, parent, name, name_len, dir_stats, res, &miss, err);
+	rc = o->restore(m, tdir, src, src_len, parent, name, name_len, dir_stats, NULL, res, &miss,
+			err);
 	if (dst_stat_missing)
 		*dst_stat_missing = miss;
 	return rc;
@@ -283,13 +284,29 @@ int jo_mut_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool 
 		return n ? o->restore_many(m, v, n, dir_stats, err) : 0;
 	for (size_t i = 0; i < n; i++) {
 		int rc = o->restore(m, v[i].tdir, v[i].src, v[i].src_len, v[i].parent, v[i].name,
-				    v[i].name_len, dir_stats, &v[i].res, &v[i].dst_stat_missing, err);
+				    v[i].name_len, dir_stats, v[i].quota, &v[i].res,
+				    &v[i].dst_stat_missing, err);
 
 		if (rc)
 			return rc;
 		v[i].ran = true;
 	}
 	return 0;
+}
+
+void jo_rs_quota_delta(const struct jo_rs_quota *q, const struct jo_rs_res *res, int64_t *space,
+		       int64_t *inodes)
+{
+	*space = *inodes = 0;
+	if (!q || !q->ndirs || res->status != JO_RS_DONE)
+		return;
+	if (res->type == JO_TYPE_DIR) {
+		*space = q->dir_space;
+		*inodes = q->dir_inodes;
+		return;
+	}
+	*space = res->type == JO_TYPE_FILE ? jo_align4k(res->length) : 4096;
+	*inodes = 1;
 }
 
 int jo_mut_dir_stat_init(struct jo_meta *m, uint64_t ino, int64_t length, int64_t space,

@@ -6,13 +6,14 @@
 # hour, /q/d/e/f4 at the old hour and its parents at the new one, a name
 # (/s/same.txt) removed at both hours, /r at the new hour. Restores: a
 # window and a path (--until 90m --path /p), a tree split over both hours
-# (--path /q, by --plan and workers, one SIGKILLed mid-restore), the
+# (--path /q, by --plan and workers, one SIGKILLed mid-restore, after which
+# the quota on / is exact without any repair: `juicefs quota check`), the
 # twice-removed name (skip, then --conflict rename). After
 # them, through a fresh mount, every restored file's sha256 and the tree
 # equal the state before the removal, /r is still in the trash, juicefs
 # fsck is clean (also --path / --recursive), `juicefs info -r` equals
-# `info -r --strict` on the restored directories, the quota on /s is
-# consistent (juicefs quota check), juicefs gc finds nothing
+# `info -r --strict` on the restored directories, the quotas on /s and /
+# are consistent (juicefs quota check), juicefs gc finds nothing
 # leaked or pending, the hard link still has two names, and a second run
 # restores nothing. Then `trash purge --path /r --apply` removes /r from the
 # trash (refused without a filter; a dry run changes nothing), and after
@@ -36,6 +37,12 @@ state() {
 		(cd "$mp" && find "$d" -printf '%p %y %s\n' | sort)
 		(cd "$mp" && find "$d" -type f -print0 | sort -z | xargs -0 -r sha256sum)
 	done
+}
+# quota_exact DIR: `juicefs quota check --strict` (no --repair) finds DIR's quota consistent
+quota_exact() {
+	"$JUICEFS" quota check --no-agent "$meta" --path "$1" --strict >"$JO_T/qcheck-$e.log" 2>&1 &&
+		grep -q "is consistent" "$JO_T/qcheck-$e.log" ||
+		{ cat "$JO_T/qcheck-$e.log" >&2; jo_die "$e: the quota of $1 is not consistent${2:+ $2}"; }
 }
 fsck_clean() {
 	"$JUICEFS" fsck --no-agent "$meta" "$@" >"$JO_T/fsck-$e.log" 2>&1 ||
@@ -65,8 +72,10 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	# the quota is set while no client runs: a mount loads quotas when it
 	# starts, and one it does not know of yet is not charged by its removals
 	jfs_umount "$mp"
-	"$JUICEFS" quota set --no-agent "$meta" --path /s --inodes 1000 >"$JO_T/quota-$e.log" 2>&1 ||
-		{ cat "$JO_T/quota-$e.log" >&2; jo_die "$e: juicefs quota set failed"; }
+	for d in /s /; do
+		"$JUICEFS" quota set --no-agent "$meta" --path $d --inodes 1000 >"$JO_T/quota-$e.log" 2>&1 ||
+			{ cat "$JO_T/quota-$e.log" >&2; jo_die "$e: juicefs quota set $d failed"; }
+	done
 	jfs_mount "$meta" "$mp" --no-bgjob
 	rm -rf "$mp/p"
 	rm "$mp/q/d/e/f4" "$mp/s/same.txt"
@@ -121,6 +130,9 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 		jo_die "$e: tasks were left after the workers"
 	"$JO_BIN" trash ls "$meta" --json --path /q >"$JO_T/lsq-$e.json" || jo_die "$e: trash ls failed"
 	[ "$(summary "$JO_T/lsq-$e.json" entries)" = 0 ] || jo_die "$e: the workers left /q entries in the trash"
+	# every batch charged the root's quota in its own transaction: the SIGKILLed
+	# worker's last commit left it exact, with nothing to repair
+	quota_exact / "after the SIGKILLed worker"
 	# the name removed twice: the older goes back, the newer conflicts
 	restore "$JO_T/r3-$e.json" --path /s/same.txt
 	[ "$(summary "$JO_T/r3-$e.json" restored)/$(summary "$JO_T/r3-$e.json" conflicts)" = 1/1 ] ||
@@ -160,10 +172,9 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	jfs_umount "$mp"
 	fsck_clean
 	fsck_clean --path / --recursive --sync-dir-stat
-	# the quota on /s counts the two names restored into it
-	"$JUICEFS" quota check --no-agent "$meta" --path /s --strict >"$JO_T/qcheck-$e.log" 2>&1 &&
-		grep -q "is consistent" "$JO_T/qcheck-$e.log" ||
-		{ cat "$JO_T/qcheck-$e.log" >&2; jo_die "$e: the quota of /s is not consistent"; }
+	# the quota on /s counts the two names restored into it, / everything
+	quota_exact /s
+	quota_exact /
 	gc_juicefs_gc "$meta" "$JO_T/gc-$e.log"
 	[ "$(gc_count "$JO_T/gc-$e.log" leaked)" = 0 ] || jo_die "$e: juicefs gc finds leaked objects"
 

@@ -6,7 +6,8 @@
  * logic is tested apart from any store: reads of the B.2 layout, deleteChunk
  * of a chunk with more slices than one transaction may carry (done in
  * steps, each consistent), delayed-slice cleanup, forgetting slices, unlink
- * and rmdir of trash entries, task records and leases, compaction commits,
+ * and rmdir of trash entries, their restores (batched, each transaction
+ * within the limits), task records and leases, compaction commits,
  * and a transaction retried after a concurrent writer changed what it read.
  * The real store is tested by tests/integration/kv_etcd.sh and engines_*.sh.
  */
@@ -863,7 +864,93 @@ static void restore_entries(void **state)
 	close_vol(m);
 }
 
-/* restore_many where the engine has no batch: one by one, each with its outcome */
+/* The trash and its hour directory h */
+static void hour_put(uint64_t h)
+{
+	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(h, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
+	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, h);
+}
+
+/* QD{ino}: a directory quota (max space, max inodes, used space, used inodes) */
+static void quota_put(uint64_t ino, int64_t used_space, int64_t used_inodes)
+{
+	uint8_t k[16] = { 'Q', 'D' }, v[32] = { 0 };
+
+	jo_put_le64(k + 2, ino);
+	jo_put_be64(v, 1 << 30);
+	jo_put_be64(v + 8, 1000);
+	jo_put_be64(v + 16, (uint64_t)used_space);
+	jo_put_be64(v + 24, (uint64_t)used_inodes);
+	raw_put(k, 10, v, sizeof(v));
+}
+
+static void quota_is(uint64_t ino, int64_t used_space, int64_t used_inodes)
+{
+	uint8_t k[16] = { 'Q', 'D' }, v[64];
+	size_t vl = 0;
+
+	jo_put_le64(k + 2, ino);
+	assert_true(raw_get(k, 10, v, &vl));
+	assert_int_equal(vl, 32);
+	assert_int_equal((int64_t)jo_be64(v + 16), used_space);
+	assert_int_equal((int64_t)jo_be64(v + 24), used_inodes);
+}
+
+/* the quota charge of a restore is made in its transaction, for the entries
+ * that go back only; a directory on the way without a quota is skipped */
+static void restore_charges_quota(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	const uint64_t H = JO_TRASH_INODE + 1;
+	const uint64_t qd[2] = { 601, 1 }, none[1] = { 5 }, tree[1] = { 605 };
+	int64_t ctime[1] = { 1 };
+	const uint64_t by_ctime[1] = { 0 };
+	struct jo_rs_quota q = { qd, 2, 0, 0, NULL, NULL, NULL, 0 };
+	struct jo_rs_quota qdir = { qd + 1, 1, 12288, 3, tree, ctime, by_ctime, 1 };
+	struct jo_rs_quota qnone = { none, 1, 0, 0, NULL, NULL, NULL, 0 };
+	struct jo_rs_item v[4] = {
+		{ .tdir = H, .parent = 601, .src = "601-600-a", .src_len = 9, .name = "a", .name_len = 1,
+		  .quota = &q },
+		{ .tdir = H, .parent = 601, .src = "601-604-y", .src_len = 9, .name = "y", .name_len = 1,
+		  .quota = &q },
+		{ .tdir = H, .parent = 1, .src = "1-605-d", .src_len = 7, .name = "d", .name_len = 1,
+		  .quota = &qdir },
+		{ .tdir = H, .parent = 1, .src = "1-606-z", .src_len = 7, .name = "z", .name_len = 1,
+		  .quota = &qnone },
+	};
+
+	(void)state;
+	attr_put(1, JO_TYPE_DIR, 3, 4096, 1);
+	attr_put(601, JO_TYPE_DIR, 2, 4096, 1);
+	entry_put(1, "q", JO_TYPE_DIR, 601);
+	hour_put(H);
+	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
+	entry_put(H, "601-600-a", JO_TYPE_FILE, 600);
+	attr_put(605, JO_TYPE_DIR, 2, 4096, H);
+	entry_put(H, "1-605-d", JO_TYPE_DIR, 605);
+	attr_put(606, JO_TYPE_SYMLINK, 1, 3, H);
+	entry_put(H, "1-606-z", JO_TYPE_SYMLINK, 606);
+	quota_put(1, 4096, 1);
+	quota_put(601, 0, 0);
+	/* a directory of its tree changed since it was summed (its ctime): left alone */
+	assert_int_equal(jo_mut_restore_many(m, v + 2, 1, true, &err), 0);
+	assert_int_equal(v[2].res.status, JO_RS_CHANGED);
+	quota_is(1, 4096, 1);
+	ctime[0] = 0;
+	assert_int_equal(jo_mut_restore_many(m, v, 4, true, &err), 0);
+	assert_int_equal(v[0].res.status, JO_RS_DONE);
+	assert_int_equal(v[1].res.status, JO_RS_GONE);
+	assert_int_equal(v[2].res.status, JO_RS_DONE);
+	assert_int_equal(v[3].res.status, JO_RS_DONE);
+	/* the file: align4K(5000) and one inode on both; the directory: its tree on the root's */
+	quota_is(601, 8192, 1);
+	quota_is(1, 4096 + 8192 + 12288, 1 + 1 + 3);
+	close_vol(m);
+}
+
+/* restore_many: each entry with its own outcome, a refused one leaving the others to go in */
 static void restore_many_entries(void **state)
 {
 	struct jo_meta *m = open_vol();
@@ -879,9 +966,7 @@ static void restore_many_entries(void **state)
 
 	(void)state;
 	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
-	attr_put(JO_TRASH_INODE, JO_TYPE_DIR, 3, 4096, 1);
-	attr_put(H, JO_TYPE_DIR, 3, 4096, JO_TRASH_INODE);
-	entry_put(JO_TRASH_INODE, "2026-11-26-10", JO_TYPE_DIR, H);
+	hour_put(H);
 	attr_put(600, JO_TYPE_FILE, 1, 5000, H);
 	entry_put(H, "1-600-a", JO_TYPE_FILE, 600);
 	attr_put(602, JO_TYPE_FILE, 1, 10, H);
@@ -900,6 +985,67 @@ static void restore_many_entries(void **state)
 	v[1].parent = H;
 	assert_int_not_equal(jo_mut_restore_many(m, v, 2, false, &err), 0);
 	assert_false(v[0].ran);
+	close_vol(m);
+}
+
+/* restore_many: several entries per transaction, each transaction within
+ * the transport's limits, each entry with its own outcome */
+static void restore_many_batches(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	const uint64_t H = JO_TRASH_INODE + 1;
+	const uint64_t qd[1] = { 1 };
+	struct jo_rs_quota q = { qd, 1, 0, 0, NULL, NULL, NULL, 0 };
+	struct jo_rs_item v[40];
+	char src[40][16], name[40][8];
+	uint8_t k[64], val[128];
+	size_t vl = 0;
+	int commits;
+
+	(void)state;
+	attr_put(1, JO_TYPE_DIR, 2, 4096, 1);
+	hour_put(H);
+	quota_put(1, 0, 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(src[i], sizeof(src[i]), "1-%d-f%d", 700 + i, i);
+		snprintf(name[i], sizeof(name[i]), "f%d", i);
+		attr_put(700 + i, JO_TYPE_FILE, 1, 100, H);
+		entry_put(H, src[i], JO_TYPE_FILE, 700 + i);
+		v[i] = (struct jo_rs_item){ .tdir = H, .parent = 1, .src = src[i],
+					    .src_len = strlen(src[i]), .name = name[i],
+					    .name_len = strlen(name[i]), .quota = &q };
+	}
+	entry_put(1, "f7", JO_TYPE_FILE, 699); /* a taken name: that entry alone stays */
+	/* the hour directory's statistics: the 40 files */
+	k[0] = 'U';
+	jo_put_le64(k + 1, H);
+	jo_put_be64(val, 40 * 100);
+	jo_put_be64(val + 8, 40 * 4096);
+	jo_put_be64(val + 16, 40);
+	raw_put(k, 9, val, 24);
+	S.max_reads = S.max_writes = 0;
+	commits = S.commits;
+	assert_int_equal(jo_mut_restore_many(m, v, 40, true, &err), 0);
+	for (int i = 0; i < 40; i++) {
+		assert_true(v[i].ran);
+		assert_int_equal(v[i].res.status, i == 7 ? JO_RS_EXISTS : JO_RS_DONE);
+		assert_int_equal(raw_get(k, kentry(k, H, src[i]), NULL, NULL), i == 7);
+		assert_true(raw_get(k, kentry(k, 1, name[i]), val, &vl));
+		assert_int_equal(jo_be64(val + 1), i == 7 ? 699 : 700 + i);
+		assert_int_equal(v[i].dst_stat_missing, i != 7); /* the root has none */
+	}
+	/* what stays in the hour directory: the one file */
+	k[0] = 'U';
+	jo_put_le64(k + 1, H);
+	assert_true(raw_get(k, 9, val, &vl));
+	assert_int_equal(jo_be64(val), 100);
+	assert_int_equal(jo_be64(val + 8), 4096);
+	assert_int_equal(jo_be64(val + 16), 1);
+	/* at most 11 reads and 10 writes an entry: 9 entries a transaction */
+	assert_int_equal(S.commits - commits, 5);
+	assert_true(S.max_reads <= JO_TKV_STEP && S.max_writes <= JO_TKV_STEP);
+	quota_is(1, 39 * 4096, 39);
 	close_vol(m);
 }
 
@@ -1139,6 +1285,8 @@ int main(void)
 		cmocka_unit_test(unlink_and_rmdir),
 		cmocka_unit_test(restore_entries),
 		cmocka_unit_test(restore_many_entries),
+		cmocka_unit_test(restore_many_batches),
+		cmocka_unit_test(restore_charges_quota),
 		cmocka_unit_test(tasks_and_leases),
 		cmocka_unit_test(records_of_a_coordinator),
 		cmocka_unit_test(compaction_commit),

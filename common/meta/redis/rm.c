@@ -381,6 +381,7 @@ struct rs {
 	bool dir_stats;
 	struct jo_rs_res *res;
 	bool dst_missing;   /* the parent has no statistics recorded */
+	const struct jo_rs_quota *quota; /* charged in the MULTI block (may be NULL) */
 };
 
 static void free_replies(redisReply **rp, size_t n)
@@ -448,11 +449,29 @@ static int rs_check(const struct rs *x, redisReply *const at[3], struct jo_attr 
 	return 0;
 }
 
+/* Queue the quota charge of entry x (see rs_queue); returns how many. */
+static size_t quota_queue(struct jo_meta *m, const struct rs *x)
+{
+	int64_t space, inodes;
+	size_t q = 0;
+
+	jo_rs_quota_delta(x->quota, x->res, &space, &inodes);
+	for (size_t i = 0; inodes && i < x->quota->ndirs; i++) {
+		jo_rd_append(m, "HINCRBY %KdirQuotaUsedSpace %" PRIu64 " %" PRId64,
+			     x->quota->dirs[i], space), q++;
+		jo_rd_append(m, "HINCRBY %KdirQuotaUsedInodes %" PRIu64 " %" PRId64,
+			     x->quota->dirs[i], inodes), q++;
+	}
+	return q;
+}
+
 /*
  * Queue one entry's commands of the MULTI block: the entry's attr (attr,
  * patched here: ctime, parent) moved from the hour directory to its parent,
  * the parent's attr when pattr (a batch writes each parent's once, after its
- * entries), the statistics st says are there. Returns how many were queued.
+ * entries), the statistics st says are there, the quotas' usage (x->quota:
+ * doFlushQuotas's increments, in the same block as the rename they count).
+ * Returns how many were queued.
  */
 static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct jo_attr *a,
 		       const redisReply *attr, const redisReply *pattr, const struct rs_stat *st,
@@ -495,6 +514,7 @@ static size_t rs_queue(struct jo_meta *m, const struct rs *x, const struct jo_at
 		jo_rd_append(m, "HSET %KdirUsedSpace %" PRIu64 " 0", res->ino), q++;
 		jo_rd_append(m, "HSET %KdirUsedInodes %" PRIu64 " 0", res->ino), q++;
 	}
+	q += quota_queue(m, x);
 	return q;
 }
 
@@ -609,6 +629,36 @@ static int rs_read_attrs(struct jo_meta *m, struct rs *x, redisReply **mg, struc
 	return 0;
 }
 
+/*
+ * Whether x->quota's directories to check still have the ctimes read: each
+ * watched, then read, so that a restore into or of one of them after this
+ * aborts the EXEC. 0 with *same set,
+ * or an error (the keys still watched).
+ */
+static int rs_tree_same(struct jo_meta *m, const struct rs *x, bool *same, struct jo_err *err)
+{
+	const struct jo_rs_quota *q = x->quota;
+
+	*same = true;
+	for (size_t i = 0; q && i < q->ncheck && *same; i++) {
+		struct jo_attr t = { 0 };
+		struct jo_err e2 = { 0 };
+		int rc;
+		redisReply *r = jo_rd_cmd(m, err, &rc, "WATCH %Ki%" PRIu64, q->check[i]);
+
+		if (!r)
+			return rc;
+		freeReplyObject(r);
+		if (!(r = jo_rd_cmd(m, err, &rc, "GET %Ki%" PRIu64, q->check[i])))
+			return rc;
+		*same = r->type == REDIS_REPLY_STRING && r->len >= JO_ATTR_PARENT_OFF &&
+			jo_meta_decode_attr((uint8_t *)r->str, r->len, &t, &e2) == 0 &&
+			jo_rs_check_same(q, i, jo_rs_ctime_ns(t.ctime, t.ctimensec), t.parent);
+		freeReplyObject(r);
+	}
+	return 0;
+}
+
 /* One attempt: 0 with *aborted when a watched key changed. */
 static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct jo_err *err)
 {
@@ -618,6 +668,7 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 	struct jo_attr d = { 0 }, a = { 0 };
 	struct timespec now;
 	struct rs_stat st = { 0 };
+	bool same = true;
 	size_t q;
 	int rc;
 
@@ -635,7 +686,10 @@ static int restore_once(struct jo_meta *m, struct rs *x, bool *aborted, struct j
 		return rc;
 	if ((rc = rs_read_attrs(m, x, &mg, &st, err)) != 0)
 		return rc;
-	if ((rc = rs_check(x, mg->element, &d, &a, err)) != 0 || res->status != JO_RS_DONE) {
+	if ((rc = rs_check(x, mg->element, &d, &a, err)) != 0 || res->status != JO_RS_DONE ||
+	    (rc = rs_tree_same(m, x, &same, err)) != 0 || !same) {
+		if (!rc && !same)
+			res->status = JO_RS_CHANGED;
 		freeReplyObject(mg);
 		unwatch(m);
 		return rc;
@@ -681,10 +735,10 @@ static void backoff(int attempt)
 }
 
 int jo_rd_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		  const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
-		  bool *dst_stat_missing, struct jo_err *err)
+		  const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
+		  struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
 {
-	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, false };
+	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, false, quota };
 	int lost = 0;
 
 	for (int attempt = 0; attempt < TXN_RETRIES; attempt++) {
@@ -813,7 +867,7 @@ static struct rs rb_rs(const struct rb *b, size_t i)
 {
 	struct jo_rs_item *e = &b->v[i];
 	struct rs x = { e->tdir, e->parent, e->src, e->name, e->src_len, e->name_len,
-			b->dir_stats, &e->res, false };
+			b->dir_stats, &e->res, false, e->quota };
 
 	return x;
 }
@@ -1099,7 +1153,10 @@ int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool d
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	for (attempt = 0; attempt < TXN_RETRIES; attempt++) {
+	/* an entry whose quota charge must find directories unchanged: one by one */
+	for (size_t i = 0; i < n && !one_by_one; i++)
+		one_by_one = v[i].quota && v[i].quota->ncheck;
+	for (attempt = 0; attempt < TXN_RETRIES && !one_by_one; attempt++) {
 		bool aborted = false;
 
 		rc = restore_batch_once(m, v, n, dir_stats, d, it, rp, &aborted, &one_by_one, err);
@@ -1115,8 +1172,8 @@ int jo_rd_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool d
 	if (!rc && one_by_one) {
 		for (size_t i = 0; i < n && rc == 0; i++) {
 			rc = jo_rd_restore(m, v[i].tdir, v[i].src, v[i].src_len, v[i].parent, v[i].name,
-					   v[i].name_len, dir_stats, &v[i].res, &v[i].dst_stat_missing,
-					   err);
+					   v[i].name_len, dir_stats, v[i].quota, &v[i].res,
+					   &v[i].dst_stat_missing, err);
 			v[i].ran = rc == 0;
 		}
 	}

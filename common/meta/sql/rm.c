@@ -386,6 +386,25 @@ static int prefetch(struct jo_meta *m, const struct jo_rs_item *v, size_t k, str
 	return 0;
 }
 
+/* Whether q's directories to check still have the ctimes read (read
+ * locked: a restore into or of one of them waits for this transaction). */
+static int tree_same(struct jo_meta *m, const struct jo_rs_quota *q, bool *same,
+		     struct jo_err *err)
+{
+	*same = true;
+	for (size_t i = 0; q && i < q->ncheck && *same; i++) {
+		int64_t row[3] = { 0, 0, 0 };
+		bool found = false;
+		int rc = run(m, "SELECT ctime, ctimensec, parent FROM @node WHERE inode=?~",
+			     (const int64_t[]){ (int64_t)q->check[i] }, 1, NULL, 0, row, 3, &found, err);
+
+		if (rc)
+			return rc;
+		*same = found && jo_rs_check_same(q, i, row[0] * 1000 + row[1], (uint64_t)row[2]);
+	}
+	return 0;
+}
+
 /* One entry's reads and its own rows (the directories' rows come at the
  * end). The parent is read (and locked) first, then the entry's edge and
  * node in one statement; the refusals are judged in juicefs's order. */
@@ -459,6 +478,12 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 		res->status = JO_RS_PERM;
 		return 0;
 	}
+	if ((rc = tree_same(m, it->quota, &found, err)) != 0)
+		return rc;
+	if (!found) {
+		res->status = JO_RS_CHANGED;
+		return 0;
+	}
 	/* row[1..2] as the entry's node read them: flags, length, parent */
 	row[1] = row[3];
 	row[2] = row[4];
@@ -501,17 +526,19 @@ static int restore_item(struct jo_meta *m, struct jo_rs_item *it, bool dir_stats
 /*
  * The batch in one transaction: each entry's reads and rows in order, then
  * the hour directories' statistics and the parents' nlink, times and
- * statistics once each, in inode order. Those rows are the ones concurrent
- * workers share (every restore of an hour writes its statistics): written
- * last, their locks are held for the commit only, not for the whole batch.
+ * statistics once each, then the quotas' usage (jfs_dir_quota) once each,
+ * in inode order. Those rows are the ones concurrent workers share (every
+ * restore of an hour writes its statistics): written last, their locks are
+ * held for the commit only, not for the whole batch. qd has room for every
+ * v[].quota's directories.
  */
 static int restore_many_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
-			     struct rs_dir *src, struct rs_dir *dst, struct rs_pre *pre,
-			     struct jo_err *err)
+			     struct rs_dir *src, struct rs_dir *dst, struct rs_dir *qd,
+			     struct rs_pre *pre, struct jo_err *err)
 {
 	int64_t now = now_ns(), us = now / 1000, ns = now % 1000, changes = 0;
 	struct rs_parent pc = { 0 };
-	size_t nsrc = 0, ndst = 0;
+	size_t nsrc = 0, ndst = 0, nqd = 0;
 	int rc;
 
 	for (size_t i = 0; i < n; i++) {
@@ -523,7 +550,7 @@ static int restore_many_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, 
 	memset(pre, 0, n * sizeof(*pre));
 	for (size_t i = 0; i < n && rc == 0; i++) {
 		struct rs_dir *s, *d;
-		int64_t l, sp;
+		int64_t l, sp, qs, qi;
 		bool dup = false;
 
 		if (!pre[i].valid && i + 1 < n && v[i + 1].tdir == v[i].tdir &&
@@ -561,9 +588,16 @@ static int restore_many_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, 
 		s->length += l, s->space += sp, s->inodes++;
 		d->length += l, d->space += sp, d->inodes++;
 		d->dirs += v[i].res.type == JO_TYPE_DIR;
+		jo_rs_quota_delta(v[i].quota, &v[i].res, &qs, &qi);
+		for (size_t j = 0; qi && j < v[i].quota->ndirs; j++) {
+			struct rs_dir *q = rs_dir_of(qd, &nqd, v[i].quota->dirs[j]);
+
+			q->space += qs, q->inodes += qi;
+		}
 	}
 	qsort(src, nsrc, sizeof(*src), cmp_rs_dir);
 	qsort(dst, ndst, sizeof(*dst), cmp_rs_dir);
+	qsort(qd, nqd, sizeof(*qd), cmp_rs_dir);
 	for (size_t i = 0; i < ndst && rc == 0; i++)
 		rc = RUN("UPDATE @node SET nlink=nlink+?, mtime=?, ctime=?, mtimensec=?, ctimensec=? "
 			 "WHERE inode=?", dst[i].dirs, us, us, ns, ns, (int64_t)dst[i].ino);
@@ -579,6 +613,10 @@ static int restore_many_once(struct jo_meta *m, struct jo_rs_item *v, size_t n, 
 				&changes, err);
 		dst[i].missing = rc == 0 && changes == 0;
 	}
+	/* a quota removed since the caller's walk has no row: nothing charged */
+	for (size_t i = 0; i < nqd && rc == 0; i++)
+		rc = RUN("UPDATE @dir_quota SET used_space=used_space+?, used_inodes=used_inodes+? "
+			 "WHERE inode=?", qd[i].space, qd[i].inodes, (int64_t)qd[i].ino);
 	if (rc) {
 		jo_sql_rollback(m);
 		return rc;
@@ -600,31 +638,38 @@ int jo_sql_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool 
 {
 	struct rs_dir *src = calloc(n ? n : 1, sizeof(*src)), *dst = calloc(n ? n : 1, sizeof(*dst));
 	struct rs_pre *pre = calloc(n ? n : 1, sizeof(*pre));
+	struct rs_dir *qd;
+	size_t nq = 1;
 	int rc = 0;
 
-	if (!src || !dst || !pre) {
+	for (size_t i = 0; i < n; i++)
+		nq += v[i].quota ? v[i].quota->ndirs : 0;
+	qd = calloc(nq, sizeof(*qd));
+	if (!src || !dst || !pre || !qd) {
 		free(src);
 		free(dst);
 		free(pre);
+		free(qd);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	for (int attempt = 0;; attempt++) {
-		rc = restore_many_once(m, v, n, dir_stats, src, dst, pre, err);
+		rc = restore_many_once(m, v, n, dir_stats, src, dst, qd, pre, err);
 		if (!try_again(m, rc, attempt))
 			break;
 	}
 	free(src);
 	free(dst);
 	free(pre);
+	free(qd);
 	return rc;
 }
 
 int jo_sql_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		   const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
-		   bool *dst_stat_missing, struct jo_err *err)
+		   const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
+		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
 {
 	struct jo_rs_item it = { .tdir = tdir, .parent = parent, .src = src, .name = name,
-				 .src_len = slen, .name_len = nlen };
+				 .src_len = slen, .name_len = nlen, .quota = quota };
 	int rc = jo_sql_restore_many(m, &it, 1, dir_stats, err);
 
 	*res = it.res;

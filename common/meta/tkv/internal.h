@@ -33,8 +33,9 @@ struct jo_meta;
 
 #define JO_TKV_TXN_TRIES 50
 #define JO_TKV_KEY_MAX 512
-/* Records one transaction may decrement references for, and records a
- * compaction may replace, below every transport's limits (etcd: 128). */
+/* Records one transaction may decrement references for, records a
+ * compaction may replace, and the reads and writes a batch of restores
+ * may count up to: below every transport's limits (etcd: 128). */
 #define JO_TKV_STEP 100
 
 struct jo_tkv {
@@ -132,5 +133,7 @@ int jo_tkv_scan_prefix(struct jo_meta *m, const struct jo_key *prefix, bool keys
 extern const struct jo_mut_ops jo_tkv_mut_ops;
 extern const struct jo_compact_ops jo_tkv_compact_ops;
 JO_MUT_FAMILY_DECLS(jo_tkv);
+int jo_tkv_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			struct jo_err *err);
 
 #endif

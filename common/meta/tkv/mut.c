@@ -334,6 +334,7 @@ const struct jo_mut_ops jo_tkv_mut_ops = {
 	.unlink = jo_tkv_unlink,
 	.rmdir = jo_tkv_rmdir,
 	.restore = jo_tkv_restore,
+	.restore_many = jo_tkv_restore_many,
 	.dir_stat_init = jo_tkv_dir_stat_init,
 	.dir_quota_add = jo_tkv_dir_quota_add,
 	.task_init = jo_tkv_task_init,

@@ -333,7 +333,80 @@ struct rs {
 	struct jo_rs_res *res;
 	bool *dst_missing;
 	struct timespec now;
+	const struct jo_rs_quota *quota; /* charged in the same transaction (may be NULL) */
+	struct rs_sums *sums;            /* NULL: the statistics and quotas written at once */
 };
+
+/*
+ * What a batch's entries add to the keys they share (the hour directory's
+ * and the targets' statistics U, the quotas QD), summed and written at the
+ * end of its transaction: read there, just before the commit, rather than
+ * at its first entry, they leave other writers (every restore changes the
+ * hour directory's U) a short window to conflict with it.
+ */
+struct rs_sum {
+	bool quota;  /* QD (v: space, inodes), else U (v: length, space, inodes) */
+	uint64_t ino;
+	int64_t v[3];
+	bool have;   /* U: the directory has statistics (after rs_sums_write) */
+};
+
+struct rs_sums {
+	struct rs_sum *s;
+	size_t n, cap;
+};
+
+static int rs_sum_add(struct rs_sums *ss, bool quota, uint64_t ino, int64_t a, int64_t b,
+		      int64_t c, struct jo_err *err)
+{
+	size_t i = 0;
+
+	while (i < ss->n && (ss->s[i].quota != quota || ss->s[i].ino != ino))
+		i++;
+	if (i == ss->n) {
+		if (ss->n == ss->cap) {
+			size_t cap = ss->cap ? 2 * ss->cap : 8;
+			struct rs_sum *n = realloc(ss->s, cap * sizeof(*n));
+
+			if (!n)
+				return jo_err_set(err, JO_ENOMEM, "out of memory");
+			ss->s = n;
+			ss->cap = cap;
+		}
+		ss->s[ss->n++] = (struct rs_sum){ quota, ino, { 0, 0, 0 }, false };
+	}
+	ss->s[i].v[0] += a;
+	ss->s[i].v[1] += b;
+	ss->s[i].v[2] += c;
+	return 0;
+}
+
+static int quota_add_tx(struct jo_tx *tx, uint64_t ino, int64_t space, int64_t inodes, bool *had,
+			struct jo_err *err);
+
+/* Whether q's directories to check still have the ctimes read (read in
+ * the transaction: a change conflicts with it). */
+static int tree_same(struct jo_tx *tx, const struct jo_rs_quota *q, bool *same,
+		     struct jo_err *err)
+{
+	*same = true;
+	for (size_t i = 0; i < q->ncheck && *same; i++) {
+		struct jo_attr t = { 0 };
+		struct jo_key k;
+		uint8_t *ta = NULL;
+		size_t tl = 0;
+		int rc;
+
+		jo_tkv_attr_key(&k, tx->m, q->check[i]);
+		if ((rc = jo_tx_get(tx, &k, &ta, &tl, err)) != 0)
+			return rc;
+		*same = ta && tl >= JO_ATTR_PARENT_OFF && jo_meta_decode_attr(ta, tl, &t, err) == 0 &&
+			jo_rs_check_same(q, i, jo_rs_ctime_ns(t.ctime, t.ctimensec), t.parent);
+		jo_err_clear(err);
+		free(ta);
+	}
+	return 0;
+}
 
 static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
@@ -396,6 +469,17 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 		rc = 1;
 		goto out;
 	}
+	if (x->quota) {
+		bool same = true;
+
+		if ((rc = tree_same(tx, x->quota, &same, err)) != 0)
+			goto out;
+		if (!same) {
+			res->status = JO_RS_CHANGED;
+			rc = 1;
+			goto out;
+		}
+	}
 	res->length = res->type == JO_TYPE_FILE ? a.length : 0;
 	jo_tkv_entry_key(&k, tx->m, x->tdir, x->src, x->slen);
 	if ((rc = jo_tx_del(tx, &k, err)) != 0)
@@ -432,10 +516,16 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 	if (x->dir_stats) {
 		int64_t l = (int64_t)res->length, sp = jo_align4k(res->length);
 
-		if ((rc = stat_add(tx, x->tdir, -l, -sp, -1, NULL, err)) != 0 ||
-		    (rc = stat_add(tx, x->parent, l, sp, 1, &have, err)) != 0)
-			goto out;
-		*x->dst_missing = !have;
+		if (x->sums) {
+			if ((rc = rs_sum_add(x->sums, false, x->tdir, -l, -sp, -1, err)) != 0 ||
+			    (rc = rs_sum_add(x->sums, false, x->parent, l, sp, 1, err)) != 0)
+				goto out;
+		} else {
+			if ((rc = stat_add(tx, x->tdir, -l, -sp, -1, NULL, err)) != 0 ||
+			    (rc = stat_add(tx, x->parent, l, sp, 1, &have, err)) != 0)
+				goto out;
+			*x->dst_missing = !have;
+		}
 		if (dir) {
 			bool has_stat = false, full = false;
 
@@ -454,6 +544,16 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 			}
 		}
 	}
+	if (rc == 0 && x->quota) {
+		int64_t space, inodes;
+		bool had;
+
+		jo_rs_quota_delta(x->quota, res, &space, &inodes);
+		for (size_t i = 0; rc == 0 && inodes && i < x->quota->ndirs; i++)
+			rc = x->sums ? rs_sum_add(x->sums, true, x->quota->dirs[i], space, inodes, 0,
+						  err) :
+				       quota_add_tx(tx, x->quota->dirs[i], space, inodes, &had, err);
+	}
 out:
 	free(e);
 	free(da);
@@ -463,11 +563,11 @@ out:
 }
 
 int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t slen, uint64_t parent,
-		   const char *name, size_t nlen, bool dir_stats, struct jo_rs_res *res,
-		   bool *dst_stat_missing, struct jo_err *err)
+		   const char *name, size_t nlen, bool dir_stats, const struct jo_rs_quota *quota,
+		   struct jo_rs_res *res, bool *dst_stat_missing, struct jo_err *err)
 {
 	struct rs x = { tdir, parent, src, name, slen, nlen, dir_stats, res, dst_stat_missing,
-			{ 0, 0 } };
+			{ 0, 0 }, quota, NULL };
 	int rc;
 
 	clock_gettime(CLOCK_REALTIME, &x.now);
@@ -475,6 +575,107 @@ int jo_tkv_restore(struct jo_meta *m, uint64_t tdir, const char *src, size_t sle
 	if (rc > 0)
 		*dst_stat_missing = false;
 	return rc < 0 ? rc : 0;
+}
+
+/*
+ * At most what restore_fn reads (each read is a check at commit) and
+ * writes for one entry with quota q: its trash entry, the target's
+ * attributes and name, the entry's attributes, two hard-link counters, the
+ * statistics of the hour directory, the target and the entry, the range of
+ * a directory's entries; a quota record and a directory checked each.
+ */
+static size_t rs_reads(const struct jo_rs_quota *q)
+{
+	return 10 + (q ? q->ndirs + q->ncheck : 0);
+}
+
+static size_t rs_writes(const struct jo_rs_quota *q)
+{
+	return 9 + (q ? q->ndirs : 0);
+}
+
+struct rs_many {
+	struct jo_rs_item *v;
+	size_t n;
+	bool dir_stats;
+	struct timespec now;
+	struct rs_sums sums;
+};
+
+/*
+ * Entries v[0..n) in one transaction, in order: each sees what the ones
+ * before it wrote, as after their own commits (its additions to the shared
+ * statistics and quotas come at the end, sums commute). An entry left
+ * alone (restore_fn > 0) wrote nothing, so the others still go in.
+ */
+static int restore_many_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct rs_many *b = p;
+	int rc = 0;
+
+	b->sums.n = 0;
+	for (size_t i = 0; i < b->n && rc >= 0; i++) {
+		struct jo_rs_item *it = &b->v[i];
+		struct rs x = { it->tdir, it->parent, it->src, it->name, it->src_len, it->name_len,
+				b->dir_stats, &it->res, &it->dst_stat_missing, b->now, it->quota,
+				&b->sums };
+
+		rc = restore_fn(tx, &x, err);
+	}
+	if (rc < 0)
+		return rc;
+	for (size_t j = 0; j < b->sums.n; j++) {
+		struct rs_sum *s = &b->sums.s[j];
+
+		rc = s->quota ? quota_add_tx(tx, s->ino, s->v[0], s->v[1], &s->have, err) :
+				stat_add(tx, s->ino, s->v[0], s->v[1], s->v[2], &s->have, err);
+		if (rc)
+			return rc;
+	}
+	for (size_t i = 0; i < b->n && b->dir_stats; i++) {
+		struct jo_rs_item *it = &b->v[i];
+
+		for (size_t j = 0; it->res.status == JO_RS_DONE && j < b->sums.n; j++)
+			if (!b->sums.s[j].quota && b->sums.s[j].ino == it->parent)
+				it->dst_stat_missing = !b->sums.s[j].have;
+	}
+	return 0;
+}
+
+/*
+ * jo_mut_restore_many: as many entries per transaction as keep it within
+ * JO_TKV_STEP reads and writes counted by rs_reads/rs_writes (below every
+ * transport's limits; an entry over them alone is tried alone, as by
+ * jo_tkv_restore), each transaction all or nothing.
+ */
+int jo_tkv_restore_many(struct jo_meta *m, struct jo_rs_item *v, size_t n, bool dir_stats,
+			struct jo_err *err)
+{
+	for (size_t i = 0; i < n;) {
+		struct rs_many b = { v + i, 0, dir_stats, { 0, 0 }, { NULL, 0, 0 } };
+		size_t reads = 0, writes = 0;
+		int rc;
+
+		while (i + b.n < n) {
+			const struct jo_rs_quota *q = v[i + b.n].quota;
+
+			if (b.n && (reads + rs_reads(q) > JO_TKV_STEP ||
+				    writes + rs_writes(q) > JO_TKV_STEP))
+				break;
+			reads += rs_reads(q);
+			writes += rs_writes(q);
+			b.n++;
+		}
+		clock_gettime(CLOCK_REALTIME, &b.now);
+		rc = jo_tkv_txn(m, restore_many_fn, &b, err);
+		free(b.sums.s);
+		if (rc)
+			return rc;
+		for (size_t j = 0; j < b.n; j++)
+			v[i + j].ran = true;
+		i += b.n;
+	}
+	return 0;
 }
 
 struct stat_init {
@@ -518,32 +719,41 @@ struct quota_add {
 	bool *had;
 };
 
-/* doFlushQuotas for a directory quota: QD{ino} = max space, max inodes,
- * used space, used inodes (BE 64-bit each). */
-static int quota_add_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+/* doFlushQuotas for a directory quota, in transaction tx: QD{ino} = max
+ * space, max inodes, used space, used inodes (BE 64-bit each); *had tells
+ * whether ino has one (nothing written when not). */
+static int quota_add_tx(struct jo_tx *tx, uint64_t ino, int64_t space, int64_t inodes, bool *had,
+			struct jo_err *err)
 {
-	struct quota_add *q = p;
 	struct jo_key k;
 	uint8_t *v = NULL;
 	size_t vl;
 	int rc;
 
-	*q->had = false;
+	*had = false;
 	jo_key_init(&k, tx->m);
 	jo_key_str(&k, "QD");
-	jo_key_le64(&k, q->ino);
+	jo_key_le64(&k, ino);
 	if ((rc = jo_tx_get(tx, &k, &v, &vl, err)) != 0)
 		return rc;
 	if (!v || vl != 32) {
 		free(v);
-		return 1;
+		return 0;
 	}
-	jo_put_be64(v + 16, jo_be64(v + 16) + (uint64_t)q->space);
-	jo_put_be64(v + 24, jo_be64(v + 24) + (uint64_t)q->inodes);
-	*q->had = true;
+	jo_put_be64(v + 16, jo_be64(v + 16) + (uint64_t)space);
+	jo_put_be64(v + 24, jo_be64(v + 24) + (uint64_t)inodes);
+	*had = true;
 	rc = jo_tx_put(tx, &k, v, vl, err);
 	free(v);
 	return rc;
+}
+
+static int quota_add_fn(struct jo_tx *tx, void *p, struct jo_err *err)
+{
+	struct quota_add *q = p;
+	int rc = quota_add_tx(tx, q->ino, q->space, q->inodes, q->had, err);
+
+	return rc ? rc : *q->had ? 0 : 1;
 }
 
 int jo_tkv_dir_quota_add(struct jo_meta *m, uint64_t ino, int64_t space, int64_t inodes,

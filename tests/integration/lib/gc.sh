@@ -265,14 +265,58 @@ gc_run_killed() {
 	gc_check_end "$meta" "$bucket" "$name" "$mp"
 }
 
-# gc_redis_cli META ARGS...: redis-cli against the db of a redis:// META.
+# gc_redis_mode META: standalone, sentinel or cluster, as juicefs reads a
+# redis:// META (a comma-separated host list is a Sentinel set when its first
+# item, the master's name, has no port; a Cluster's nodes otherwise).
+gc_redis_mode() {
+	local hp=${1#redis://}
+	hp=${hp%/*}
+	hp=${hp##*@}
+	case $hp in
+	*,*) case ${hp%%,*} in *:*) echo cluster ;; *) echo sentinel ;; esac ;;
+	*) echo standalone ;;
+	esac
+}
+
+# gc_redis_key META KEY: KEY as the volume names it (juicefs prefixes every
+# key with {DB} on a Cluster).
+gc_redis_key() {
+	if [ "$(gc_redis_mode "$1")" = cluster ]; then echo "{${1##*/}}$2"; else echo "$2"; fi
+}
+
+# gc_redis_cli META ARGS...: redis-cli against the db of a redis:// META:
+# a standalone server, the master a Sentinel set names now (its sentinels
+# asked with SENTINEL_PASSWORD, as juicefs does) or a Cluster (redirections
+# followed; keys named by gc_redis_key). A password in META goes in
+# REDISCLI_AUTH; without one, the caller's REDISCLI_AUTH (if any) is used.
 gc_redis_cli() {
-	local meta=$1 hp db
+	local meta=$1 hp db mode s addr=
+	local -a env=() sauth=()
 	shift
+	mode=$(gc_redis_mode "$meta")
 	hp=${meta#redis://}
-	db=${hp#*/}
-	hp=${hp%%/*}
-	redis-cli -h "${hp%:*}" -p "${hp#*:}" -n "$db" "$@"
+	db=${hp##*/}
+	hp=${hp%/*}
+	case $hp in *@*) s=${hp%@*} && env=(env "REDISCLI_AUTH=${s#*:}") ;; esac
+	hp=${hp##*@}
+	case $mode in
+	cluster)
+		s=${hp%%,*}
+		"${env[@]}" redis-cli -c -h "${s%:*}" -p "${s##*:}" "$@"
+		return
+		;;
+	sentinel)
+		[ -z "${SENTINEL_PASSWORD:-}" ] || sauth=(-a "$SENTINEL_PASSWORD" --no-auth-warning)
+		for s in $(echo "${hp#*,}" | tr , ' '); do
+			case $s in *:*) ;; *) s=$s:26379 ;; esac
+			addr=$(redis-cli -h "${s%:*}" -p "${s##*:}" "${sauth[@]}" \
+				sentinel get-master-addr-by-name "${hp%%,*}" 2>/dev/null | paste -sd:) || true
+			case $addr in *:[0-9]*) break ;; esac
+		done
+		case $addr in *:[0-9]*) hp=$addr ;; *) jo_die "gc_redis_cli: no sentinel of $hp names the master" ;; esac
+		;;
+	esac
+	"${env[@]}" redis-cli -h "${hp%:*}" -p "${hp##*:}" -n "$db" "$@"
 }
 
 # gc_age_delslices META SECONDS: move every delayed-slice timestamp back.
@@ -287,13 +331,13 @@ gc_age_delslices() {
 		;;
 	redis://*)
 		gc_redis_cli "$meta" EVAL "
-for _, f in ipairs(redis.call('HKEYS', 'delSlices')) do
-  local v = redis.call('HGET', 'delSlices', f)
+for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+  local v = redis.call('HGET', KEYS[1], f)
   local id, ts = string.match(f, '^(%d+)_(%d+)$')
-  redis.call('HDEL', 'delSlices', f)
-  redis.call('HSET', 'delSlices', id .. '_' .. (tonumber(ts) - $secs), v)
+  redis.call('HDEL', KEYS[1], f)
+  redis.call('HSET', KEYS[1], id .. '_' .. (tonumber(ts) - $secs), v)
 end
-return 1" 0 >/dev/null
+return 1" 1 "$(gc_redis_key "$meta" delSlices)" >/dev/null
 		;;
 	esac
 }
@@ -315,8 +359,8 @@ gc_trash_entries() {
 for _, v in ipairs(redis.call('HVALS', KEYS[1])) do
   r[#r + 1] = string.format(string.rep('%02x', 8), string.byte(v, 2, 9))
 end
-return r" 1 d$((0x7FFFFFFF10000000))); do
-			n=$((n + $(gc_redis_cli "$meta" HLEN "d$((16#$h))")))
+return r" 1 "$(gc_redis_key "$meta" d$((0x7FFFFFFF10000000)))"); do
+			n=$((n + $(gc_redis_cli "$meta" HLEN "$(gc_redis_key "$meta" "d$((16#$h))")")))
 		done
 		echo "$n"
 		;;
@@ -354,13 +398,15 @@ gc_age_trash() {
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" age-trash "$meta" "$secs"
 		;;
 	redis://*)
-		for old in $(gc_redis_cli "$meta" HKEYS d$((0x7FFFFFFF10000000))); do
+		local trash
+		trash=$(gc_redis_key "$meta" d$((0x7FFFFFFF10000000)))
+		for old in $(gc_redis_cli "$meta" HKEYS "$trash"); do
 			new=$(python3 -c 'import datetime as dt, sys
 t = dt.datetime.strptime(sys.argv[1], "%Y-%m-%d-%H") - dt.timedelta(seconds=int(sys.argv[2]))
 print(t.strftime("%Y-%m-%d-%H"))' "$old" "$secs")
 			gc_redis_cli "$meta" EVAL "local v = redis.call('HGET', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[1], ARGV[1]); redis.call('HSET', KEYS[1], ARGV[2], v); return 1" \
-				1 d$((0x7FFFFFFF10000000)) "$old" "$new" >/dev/null
+				1 "$trash" "$old" "$new" >/dev/null
 		done
 		;;
 	esac
