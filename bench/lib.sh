@@ -43,15 +43,18 @@ bench_counters() {
 	echo "{\"requests\": {${reqs%, }}, \"conns\": {${conns%, }}, \"bytes\": {${bytes%, }}}"
 }
 
-# bench_cpu_ticks: "NAME:TICKS ..." of the servers (utime + stime, clock ticks).
+# bench_cpu_ticks: "NAME:TICKS ..." of the servers (utime + stime, clock ticks;
+# a NAME ending in "+" also counts the children it has reaped: PostgreSQL's
+# backends, one per connection, end with their connection).
 bench_cpu_ticks() {
 	local x name pid t out=""
 	for x in ${JO_SEAWEED_PID:+seaweedfs:$JO_SEAWEED_PID} ${JO_TOXI_PID:+toxiproxy:$JO_TOXI_PID} \
 		${BENCH_CPU_PIDS:-}; do
 		name=${x%%:*} pid=${x#*:}
-		# fields 14 and 15 of /proc/PID/stat, counted after the ")" of the name
-		t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | awk '{print $12 + $13}') || t=
-		[ -n "$t" ] && out+="$name:$t "
+		# fields 14 to 17 of /proc/PID/stat, counted after the ")" of the name
+		t=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null |
+			awk -v all="${name: -1}" '{print $12 + $13 + (all == "+" ? $14 + $15 : 0)}') || t=
+		[ -n "$t" ] && out+="${name%+}:$t "
 	done
 	echo "$out"
 }
@@ -60,6 +63,21 @@ bench_cpu_ticks() {
 bench_redis_cpu() {
 	local pf=${JO_REDIS_PIDS[0]:-}
 	[ -n "$pf" ] && [ -s "$pf" ] && BENCH_CPU_PIDS="${BENCH_CPU_PIDS:-} redis:$(cat "$pf")"
+	return 0
+}
+
+# bench_engine_cpu E: count engine E's server, and only it, from now on (redis:
+# the first Redis server; postgres: the postmaster with its ended backends;
+# others: none).
+bench_engine_cpu() {
+	BENCH_CPU_PIDS=
+	case $1 in
+	redis) bench_redis_cpu ;;
+	postgres)
+		[ -s "${JO_PG_DATA:-}/postmaster.pid" ] &&
+			BENCH_CPU_PIDS="postgres+:$(head -1 "$JO_PG_DATA/postmaster.pid")"
+		;;
+	esac
 	return 0
 }
 
