@@ -122,6 +122,48 @@ void leak_density_add(struct leak_density *d, uint64_t id, uint64_t size);
 double leak_density_est(const struct leak_density *d, uint64_t lo, uint64_t hi);
 void leak_density_free(struct leak_density *d);
 
+/* ---- the id ranges of a cluster job (range.c) ---- */
+
+/*
+ * Range i holds the slice ids [b[i], b[i+1]): b[0] = 0, b[n] = UINT64_MAX
+ * (the last range runs on past the counter), the cuts between are
+ * multiples of 1000. Every key under NAME/chunks/ belongs to exactly one
+ * range (range.c says which); a lister given a range lists its keys only.
+ */
+struct leak_ranges {
+	uint64_t *b;      /* n + 1 bounds */
+	size_t n;
+};
+/*
+ * Cut [0, next_chunk) into at most want ranges of about equal expected
+ * blocks (d; NULL or empty: equal id spans). out->b is malloc'd.
+ */
+int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t want,
+		   struct leak_ranges *out);
+void leak_ranges_free(struct leak_ranges *r);
+/* The range of slice id `id`. */
+size_t leak_range_find(const struct leak_ranges *r, uint64_t id);
+/* The range a key under NAME/chunks/ belongs to (block keys: their id's). */
+size_t leak_range_of_key(const struct leak_ranges *r, const char *volname, bool hash_prefix,
+			 const char *key);
+
+/* How range ri's lister takes a prefix it found (leak_range_prefix). */
+enum leak_pfx_how {
+	LEAK_PFX_SKIP = 0,  /* another range's: not listed */
+	LEAK_PFX_LIST,      /* listed: a layout directory, or a leaf (within after/upto) */
+	LEAK_PFX_WHOLE,     /* everything under it is this range's */
+	LEAK_PFX_FILTER,    /* a leaf listed whole, of which this range keeps its own keys */
+};
+/*
+ * A prefix "ROOT/X/" (depth 1) or "ROOT/X/Y/" (depth 2, under a depth-1
+ * prefix that was LEAK_PFX_LIST) found by range ri's lister: *how, and for
+ * a leaf listed in part its key window (*after, *upto], malloc'd full keys
+ * (NULL: open). JO_ENOMEM.
+ */
+int leak_range_prefix(const struct leak_ranges *r, size_t ri, bool hash_prefix,
+		      const char *prefix, size_t root_len, int depth, int *how, char **after,
+		      char **upto);
+
 /* ---- who owns the missing blocks (owners.c) ---- */
 
 /*
@@ -193,6 +235,9 @@ struct leak_list_opts {
 	void *payload;
 	/* progress: called from the calling thread about once a second */
 	void (*progress)(uint64_t listed, uint64_t prefixes_done, uint64_t prefixes, void *payload);
+	/* a cluster job's range: list only the keys of range `range` (NULL: all) */
+	const struct leak_ranges *ranges;
+	size_t range;
 };
 struct leak_list_stats {
 	uint64_t listed, blocks, foreign;
