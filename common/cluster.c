@@ -11,6 +11,7 @@
 #include "common/cancel.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
 
 int64_t jo_cl_now_ms(void)
@@ -150,6 +151,21 @@ int jo_cl_add_tasks(struct jo_meta *m, const char *ns, const char *kind, char le
 			return jo_err_wrap(err, "coordinator: add task %s", item);
 	}
 	return 0;
+}
+
+int jo_cl_open(struct jo_meta **m, const char *url, const char *password,
+	       const char *redis_password, const char *ns, const char *registry,
+	       struct jo_err *err)
+{
+	struct jo_meta_open_opts mo = { .password = password, .redis_password = redis_password,
+					.coordinator_only = true };
+	int rc = jo_meta_open_with(m, url, &mo, err);
+
+	if (!rc)
+		rc = jo_mut_task_init(*m, ns, err);
+	if (!rc)
+		rc = jo_mut_task_init(*m, registry, err);
+	return rc ? jo_err_wrap(err, "coordinator") : 0;
 }
 
 void jo_cl_fmt_time(int64_t ms, char *buf, size_t n)

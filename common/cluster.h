@@ -49,6 +49,15 @@ int jo_cl_task_index(const char *items, char letter);
 int jo_cl_add_tasks(struct jo_meta *m, const char *ns, const char *kind, char letter,
 		    const int *idx, int n, struct jo_err *err);
 
+/*
+ * Open the coordinator at url (a jfsops coordinator: no volume needed) and
+ * make the task tables of namespace ns and of the job registry; errors say
+ * "coordinator: ...".
+ */
+int jo_cl_open(struct jo_meta **m, const char *url, const char *password,
+	       const char *redis_password, const char *ns, const char *registry,
+	       struct jo_err *err);
+
 /* Local time of unix ms as "YYYY-MM-DD HH:MM:SS". */
 void jo_cl_fmt_time(int64_t ms, char *buf, size_t n);
 

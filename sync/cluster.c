@@ -1427,9 +1427,6 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 {
 	struct job j = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = o, .co = co,
 			 .res = res, .cur_range = -1 };
-	struct jo_meta_open_opts mo = { .password = co->password,
-					.redis_password = co->redis_password,
-					.coordinator_only = true };
 	struct jo_lease_opts lo = { .owner = co->worker, .lease_ms = co->lease_ms };
 	struct view v = { 0 };
 	int rc;
@@ -1439,16 +1436,10 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 	j.started_ms = jo_cl_now_ms();
 	snprintf(j.ns, sizeof(j.ns), "%s", co->ns);
 	snprintf(res->ns, sizeof(res->ns), "%s", co->ns);
-	rc = jo_meta_open_with(&j.m, co->url, &mo, err);
-	if (rc) {
-		jo_err_wrap(err, "coordinator");
+	rc = jo_cl_open(&j.m, co->url, co->password, co->redis_password, j.ns, REGISTRY, err);
+	if (rc)
 		goto out;
-	}
 	rc = jo_meta_dup(j.m, &j.mw, err);
-	if (!rc)
-		rc = jo_mut_task_init(j.m, j.ns, err);
-	if (!rc)
-		rc = jo_mut_task_init(j.m, REGISTRY, err);
 	if (rc) {
 		jo_err_wrap(err, "coordinator");
 		goto out;
