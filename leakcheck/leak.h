@@ -317,6 +317,63 @@ int leak_synth_run(uint64_t n, size_t mem, const char *tmp, struct leak_synth_re
 /* The same keys as "ID_INDX" text lines, in generation (unsorted) order. */
 int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, struct jo_err *err);
 
+/* ---- cluster jobs (cluster.c) ---- */
+
+#include <stdio.h>
+
+/*
+ * Check range ri of rs: list its keys, merge them with the references of
+ * refs (its sorted records) under the plan's counter and age cutoff, and
+ * write its report lines (JSON, as --out) to out: the command's own check
+ * (cmd_leakcheck.c), given to the job.
+ */
+struct leak_range_check {
+	int (*run)(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
+		   leak_next_fn refs_next, void *refs_src, uint64_t next_chunk, int64_t cutoff,
+		   struct leak_counts *c, struct leak_list_stats *ls, struct jo_err *err);
+	void *p;
+};
+
+enum leak_cluster_mode {
+	LEAK_CL_REPORT = 0,   /* the job's report, if it is complete */
+	LEAK_CL_PLAN,
+	LEAK_CL_WORKER,
+	LEAK_CL_STATUS,
+};
+
+struct leak_cluster_opts {
+	const char *url;              /* the coordinator's META-URL */
+	const char *password, *redis_password;
+	const char *work;             /* a directory every worker reaches */
+	const char *worker;           /* this worker's owner id */
+	const char *out;              /* the job's report (NULL: stdout in LEAK_CL_REPORT) */
+	int mode;                     /* enum leak_cluster_mode */
+	int64_t lease_ms;
+	unsigned ranges;              /* planned ranges wanted (0: one per ~200k blocks) */
+	unsigned max_attempts;        /* failures before a range is given up */
+	bool json;                    /* --status as JSON */
+	int64_t min_age;              /* s */
+	size_t mem;                   /* the planner's sort */
+	const char *tmp;
+	struct leak_range_check check;
+};
+
+struct leak_cluster_result {
+	char ns[17];
+	bool planned, complete, report_written;
+	size_t ranges, done, failed, mine;
+	struct leak_counts c;         /* the job's, from its done ranges */
+	uint64_t listed, foreign, next_chunk;
+};
+
+/*
+ * Run the mode of o against the job of volume v and o->work. 0 also when
+ * the job is not complete (res says how it stands); an error when this
+ * process's own part failed.
+ */
+int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
+		     struct leak_cluster_result *res, struct jo_err *err);
+
 struct jo_ctx;
 /* `jfsops leakcheck` (leakcheck/cmd_leakcheck.c), an entry of cmd/main.c's command table. */
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx);
