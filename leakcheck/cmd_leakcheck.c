@@ -1005,6 +1005,9 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 	if (o.cluster && !o.work)
 		return cmd_usage_error(ctx, "--cluster needs --work DIR, a directory every worker "
 				       "reaches");
+	if (o.work && strstr(o.work, "://"))
+		return cmd_usage_error(ctx, "--work takes a directory every worker reaches (a shared "
+				       "file system); an object store URL is not supported yet");
 	if (o.status && o.cmode)
 		return cmd_usage_error(ctx, "--status excludes --plan and --worker");
 	if (o.out && (o.cmode == LEAK_CL_PLAN || o.status))

@@ -169,7 +169,8 @@ job() { # E L
 	kill -9 $w1 2>/dev/null || true
 	wait $w1 2>/dev/null || true
 	[ $held = 1 ] && ok "$e/$l: w1 killed while it held a range" || bad "$e/$l: w1 never seen holding a range"
-	"${W[@]}" --worker --worker-id w2 --out "$d/w2.jsonl" >"$d/w2.json" 2>"$d/w2.err" &
+	"${W[@]}" --worker --worker-id w2 --out "$d/w2.jsonl" --metrics-file "$d/w2.prom" >"$d/w2.json" \
+		2>"$d/w2.err" &
 	w2=$!
 	"${W[@]}" --worker --worker-id w1b >"$d/w1b.json" 2>"$d/w1b.err" &
 	w1b=$!
@@ -189,10 +190,23 @@ job() { # E L
 		{ head -20 "$d/diff"; bad "$e/$l: the job's report differs from the one-host report"; }
 	cmp -s "$d/report.jsonl" "$d/w2.jsonl" && ok "$e/$l: the worker's --out is the job's report" ||
 		bad "$e/$l: w2's --out differs from the job's report"
+	grep -q '^jfsops_leakcheck_last_run_leaked_objects{.*worker="w2"' "$d/w2.prom" &&
+		grep -q '^jfsops_leakcheck_job_ranges{.*worker="w2".*state="done"' "$d/w2.prom" &&
+		ok "$e/$l: w2's metrics: the job's counters and ranges, labelled worker=\"w2\"" ||
+		bad "$e/$l: w2's metrics file"
 	for f in objects leaked leaked_bytes missing skipped foreign slices skipped_new_slice; do
 		[ "$(field "$JO_T/$l/one.json" $f)" = "$(field "$d/report.json" $f)" ] ||
 			bad "$e/$l: $f: one host $(field "$JO_T/$l/one.json" $f), job $(field "$d/report.json" $f)"
 	done
+	if [ "$e/$l" = "$FE/$FL" ]; then
+		# --delete-from takes the job's report as a one-host report
+		rc=0
+		"$J" leakcheck "${META[$l]}" --delete-from "$d/report.jsonl" --dry-run --min-age "${AGE}s" \
+			--json >"$d/del.json" 2>"$d/del.err" || rc=$?
+		[ $rc = 0 ] && [ "$(field "$d/del.json" would_delete)" = "$(field "$d/report.json" leaked)" ] &&
+			ok "$e/$l: --delete-from --dry-run of the job's report: every leaked line would go" ||
+			{ cat "$d/del.err"; bad "$e/$l: --delete-from of the job's report: exit $rc"; }
+	fi
 	status_json "$e" "$l" >"$d/status.json"
 	"$PY" - "$d/status.json" <<'PY' && ok "$e/$l: --status: every range done once, none failed" || bad "$e/$l: --status"
 import json, sys
