@@ -190,7 +190,9 @@ job() { # E L
 		{ head -20 "$d/diff"; bad "$e/$l: the job's report differs from the one-host report"; }
 	cmp -s "$d/report.jsonl" "$d/w2.jsonl" && ok "$e/$l: the worker's --out is the job's report" ||
 		bad "$e/$l: w2's --out differs from the job's report"
-	grep -q '^jfsops_leakcheck_last_run_leaked_objects{.*worker="w2"' "$d/w2.prom" &&
+	"$PY" "$JO_REPO/tests/tools/promcheck.py" leakcheck "$d/w2.prom" exit=1 success=1 \
+		"volume=${NAME[$l]}" >&2 &&
+		grep -q '^jfsops_leakcheck_last_run_leaked_objects{.*worker="w2"' "$d/w2.prom" &&
 		grep -q '^jfsops_leakcheck_job_ranges{.*worker="w2".*state="done"' "$d/w2.prom" &&
 		ok "$e/$l: w2's metrics: the job's counters and ranges, labelled worker=\"w2\"" ||
 		bad "$e/$l: w2's metrics file"
