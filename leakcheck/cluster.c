@@ -608,6 +608,7 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	char path[PATH_MAX + 64], name[96];
 	double t0 = jo_cl_mono_s();
 	json_t *d = NULL;
+	long sect[2] = { -1, -1 };
 	int rc;
 
 	rc = plan_ranges(plan, &rs, err);
@@ -637,7 +638,8 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	}
 	if (!rc)
 		rc = o->check.run(o->check.p, f->fp, &rs, idx, run_r_next, &rr,
-				  jo_cl_ju(plan, "next_chunk"), jo_cl_ji(plan, "cutoff"), &c, &ls, &e);
+				  jo_cl_ju(plan, "next_chunk"), jo_cl_ji(plan, "cutoff"), &c, &ls, sect,
+				  &e);
 	/* the run must have been read to its end, whatever the merge needed of it */
 	while (!rc) {
 		const void *rec;
@@ -672,6 +674,8 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	if (d) {
 		json_object_set_new(d, "file", json_string(name));
 		json_object_set_new(d, "file_bytes", json_integer((json_int_t)bytes));
+		json_object_set_new(d, "sect", json_pack("[I,I]", (json_int_t)sect[0],
+							 (json_int_t)sect[1]));
 		json_object_set_new(d, "by", json_string(o->worker));
 		json_object_set_new(d, "at", json_integer(jo_cl_now_ms()));
 		json_object_set_new(d, "seconds", json_real(jo_cl_mono_s() - t0));
@@ -785,55 +789,89 @@ static int work_loop(struct job *j, struct jo_err *err)
 
 /* ---- the report ------------------------------------------------------------------ */
 
-/* The job's report: the ranges' lines in range order, each file as its done record says. */
+/* Copy bytes [from, to) of a range's file to dst. */
+static int copy_part(const char *path, int64_t from, int64_t to, FILE *dst, struct jo_err *err)
+{
+	char buf[1 << 16];
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return jo_err_set(err, JO_EIO, "a range's report %s: %s", path, strerror(errno));
+	if (lseek(fd, (off_t)from, SEEK_SET) != (off_t)from)
+		rc = jo_err_set(err, JO_EIO, "seek %s: %s", path, strerror(errno));
+	while (!rc && from < to) {
+		size_t want = to - from < (int64_t)sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+		ssize_t n = read(fd, buf, want);
+
+		if (n < 0)
+			rc = jo_err_set(err, JO_EIO, "read %s: %s", path, strerror(errno));
+		else if (n == 0)
+			rc = jo_err_set(err, JO_EPROTO, "%s is shorter than its done record says", path);
+		else if (fwrite(buf, 1, (size_t)n, dst) != (size_t)n)
+			rc = jo_err_set(err, JO_EIO, "write the report: %s", strerror(errno));
+		from += n > 0 ? n : 0;
+	}
+	close(fd);
+	return rc;
+}
+
+/*
+ * The job's report, in the one-host report's order: every range's foreign
+ * lines, then every range's merge lines, then every range's missing blocks
+ * with their files (each part in range order, so in id order), each file
+ * checked against the size its done record gives.
+ */
 static int write_report(struct job *j, const struct view *v, struct jo_err *err)
 {
 	const char *out = j->o->out;
 	struct jo_file *f = NULL;
 	FILE *dst = stdout;
-	char buf[1 << 16];
 	int rc = 0;
 
+	for (size_t i = 0; i < v->n && !rc; i++) {
+		const json_t *sect = json_object_get(v->done[i], "sect");
+		char path[PATH_MAX + 128];
+		struct stat st;
+		int64_t a = json_integer_value(json_array_get(sect, 0));
+		int64_t b = json_integer_value(json_array_get(sect, 1));
+		int64_t n = jo_cl_ji(v->done[i], "file_bytes");
+
+		rc = job_path(j, jo_cl_js(v->plan, "dir"), jo_cl_js(v->done[i], "file"), path,
+			      sizeof(path), err);
+		if (!rc && (json_array_size(sect) != 2 || a < 0 || b < a || n < b))
+			rc = jo_err_set(err, JO_EPROTO, "coordinator: range %06zu's done record is "
+					"malformed", i);
+		if (!rc && lstat(path, &st) != 0)
+			rc = jo_err_set(err, JO_EIO, "range %06zu's report %s: %s", i, path,
+					strerror(errno));
+		if (!rc && (!S_ISREG(st.st_mode) || st.st_size != n))
+			rc = jo_err_set(err, JO_EPROTO, "range %06zu's report %s holds %lld bytes, its "
+					"done record says %" PRId64, i, path, (long long)st.st_size, n);
+	}
+	if (rc)
+		return rc;
 	if (out) {
 		rc = jo_file_create(&f, out, JO_FILE_PUBLIC, JO_FILE_STDIO, err);
 		if (rc)
 			return rc;
 		dst = f->fp;
 	}
-	for (size_t i = 0; i < v->n && !rc; i++) {
-		char path[PATH_MAX + 128];
-		int64_t want = jo_cl_ji(v->done[i], "file_bytes"), got = 0;
-		int fd;
+	for (int part = 0; part < 3 && !rc; part++) {
+		for (size_t i = 0; i < v->n && !rc; i++) {
+			const json_t *sect = json_object_get(v->done[i], "sect");
+			int64_t bound[4] = { 0, json_integer_value(json_array_get(sect, 0)),
+					     json_integer_value(json_array_get(sect, 1)),
+					     jo_cl_ji(v->done[i], "file_bytes") };
+			char path[PATH_MAX + 128];
 
-		rc = job_path(j, jo_cl_js(v->plan, "dir"), jo_cl_js(v->done[i], "file"), path,
-			      sizeof(path), err);
-		if (rc)
-			break;
-		fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0) {
-			rc = jo_err_set(err, JO_EIO, "range %06zu's report %s: %s", i, path,
-					strerror(errno));
-			break;
+			if (bound[part] == bound[part + 1])
+				continue;
+			rc = job_path(j, jo_cl_js(v->plan, "dir"), jo_cl_js(v->done[i], "file"), path,
+				      sizeof(path), err);
+			if (!rc)
+				rc = copy_part(path, bound[part], bound[part + 1], dst, err);
 		}
-		for (;;) {
-			ssize_t n = read(fd, buf, sizeof(buf));
-
-			if (n < 0) {
-				rc = jo_err_set(err, JO_EIO, "read %s: %s", path, strerror(errno));
-				break;
-			}
-			if (n == 0)
-				break;
-			got += n;
-			if (fwrite(buf, 1, (size_t)n, dst) != (size_t)n) {
-				rc = jo_err_set(err, JO_EIO, "write the report: %s", strerror(errno));
-				break;
-			}
-		}
-		close(fd);
-		if (!rc && got != want)
-			rc = jo_err_set(err, JO_EPROTO, "range %06zu's report %s holds %" PRId64
-					" bytes, its done record says %" PRId64, i, path, got, want);
 	}
 	if (!rc && fflush(dst) != 0)
 		rc = jo_err_set(err, JO_EIO, "write the report: %s", strerror(errno));

@@ -81,9 +81,9 @@ static const char leakcheck_tail[] =
 	"is recorded done in the transaction that completes its lease (never counted\n"
 	"twice); a killed worker's range goes to another one when its lease runs out;\n"
 	"a range whose listing or run was not read whole is retried and, after\n"
-	"--max-attempts, failed. The job's report (the ranges' lines in id order) is\n"
-	"published only when every range is done: by a --worker given --out, or by\n"
-	"the command without --plan/--worker, which lists nothing. A job with a\n"
+	"--max-attempts, failed. The job's report (the one-host report, line for line)\n"
+	"is published only when every range is done: by a --worker given --out, or\n"
+	"by the command without --plan/--worker, which lists nothing. A job with a\n"
 	"failed range, or not done yet, says INCOMPLETE and exits 3.\n"
 	"\n"
 	"Examples:\n"
@@ -150,6 +150,7 @@ struct lc_run {
 	int werr;                 /* errno of a failed write */
 	const char *stage;        /* what the run was doing (for an incomplete run) */
 	struct leak_owners *owners; /* missing items held back to name their files */
+	long *sect;               /* a cluster range: where the merge's and the owned lines begin */
 	struct lc_mx mx;
 };
 
@@ -452,9 +453,13 @@ static int check_objects(struct lc_run *r, const struct leak_density *density,
 	if (rc)
 		goto out;
 	r->stage = "the merge";
+	if (r->sect)
+		r->sect[0] = ftell(r->out);
 	rc = leak_owners_new(&r->owners, LC_OWNERS_MAX, err);
 	if (!rc)
 		rc = leak_merge(&mo, refs_next, refs_src, leak_xsort_next, xobjs, counts, err);
+	if (!rc && r->sect)
+		r->sect[1] = ftell(r->out);
 	if (!rc)
 		rc = write_owned(r, err);
 	if (!rc && so)
@@ -553,7 +558,8 @@ out:
 /* One range of a cluster job (leak_range_check): its lines as JSON, to out. */
 static int check_range(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
 		       leak_next_fn refs_next, void *refs_src, uint64_t next_chunk, int64_t cutoff,
-		       struct leak_counts *c, struct leak_list_stats *ls, struct jo_err *err)
+		       struct leak_counts *c, struct leak_list_stats *ls, long sect[2],
+		       struct jo_err *err)
 {
 	struct lc_run *r = p;
 	int rc;
@@ -561,11 +567,15 @@ static int check_range(void *p, FILE *out, const struct leak_ranges *rs, size_t 
 	r->out = out;
 	r->out_json = true;
 	r->werr = 0;
+	r->sect = sect;
 	rc = check_objects(r, NULL, rs, ri, refs_next, refs_src, next_chunk, cutoff, c, ls, NULL,
 			   err);
 	if (!rc && r->werr)
 		rc = jo_err_set(err, JO_EIO, "write the range's report: %s", strerror(r->werr));
+	if (!rc && (sect[0] < 0 || sect[1] < sect[0]))
+		rc = jo_err_set(err, JO_EIO, "the range's report: ftell: %s", strerror(errno));
 	r->out = NULL;
+	r->sect = NULL;
 	return rc;
 }
 

@@ -188,6 +188,13 @@ job() { # E L
 	diff <(sorted_lines "$JO_T/$l/one.jsonl") <(sorted_lines "$d/report.jsonl") >"$d/diff" &&
 		ok "$e/$l: the job's report has the one-host report's lines" ||
 		{ head -20 "$d/diff"; bad "$e/$l: the job's report differs from the one-host report"; }
+	# and in its order, but for the foreign lines (listed by many threads, on one host too)
+	diff <(grep -v '"type":"foreign"' "$JO_T/$l/one.jsonl") <(grep -v '"type":"foreign"' "$d/report.jsonl") \
+		>"$d/diff-order" && [ "$(grep -c . "$d/diff-order" || true)" = 0 ] &&
+		[ "$(grep -n '"type":"foreign"' "$d/report.jsonl" | tail -1 | cut -d: -f1)" = \
+		  "$(grep -c '"type":"foreign"' "$d/report.jsonl")" ] &&
+		ok "$e/$l: line for line in the one-host order (foreign lines first)" ||
+		{ head -20 "$d/diff-order"; bad "$e/$l: the job's report is not in the one-host order"; }
 	cmp -s "$d/report.jsonl" "$d/w2.jsonl" && ok "$e/$l: the worker's --out is the job's report" ||
 		bad "$e/$l: w2's --out differs from the job's report"
 	"$PY" "$JO_REPO/tests/tools/promcheck.py" leakcheck "$d/w2.prom" exit=1 success=1 \
