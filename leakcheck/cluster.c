@@ -444,10 +444,13 @@ static int do_plan(struct job *j, struct jo_err *err)
 		rc = jo_xsort_finish(xs, err);
 	if (rc)
 		goto out;
+	/* default: enough ranges for a few workers, more on a big volume */
 	want = o->ranges ? o->ranges : (size_t)(density.total / 200000 + 1);
+	if (!o->ranges && want < 16)
+		want = 16;
 	if (want > 100000)
 		want = 100000;
-	rc = leak_range_cut(&density, (uint64_t)next_chunk, want, &ranges);
+	rc = leak_range_cut(&density, (uint64_t)next_chunk, want, j->v->fmt.hash_prefix, &ranges);
 	if (rc) {
 		jo_err_set(err, rc, "out of memory");
 		goto out;
@@ -737,30 +740,34 @@ static int work_loop(struct job *j, struct jo_err *err)
 			size_t done, failed;
 
 			jo_err_clear(err);
-			rc = view_load(j->m, j->ns, &v, err);
-			if (!rc)
-				rc = jo_mut_task_count(j->m, j->ns, &total, &leased, err);
+			rc = jo_mut_task_count(j->m, j->ns, &total, &leased, err);
+			if (!rc && total == 0) {
+				/* no task left: the job is over, or a task is missing */
+				rc = view_load(j->m, j->ns, &v, err);
+				if (rc)
+					break;
+				view_counts(&v, &done, &failed);
+				if (v.plan && done + failed == v.n) {
+					view_release(&v);
+					break;
+				}
+				if (v.plan) {
+					rc = add_missing(j, &v, err);
+					view_release(&v);
+					continue;
+				}
+				view_release(&v);
+			}
 			if (rc)
 				break;
-			view_counts(&v, &done, &failed);
-			if (v.plan && done + failed == v.n) {
-				view_release(&v);
-				break;
-			}
-			if (v.plan && total == 0) {
-				rc = add_missing(j, &v, err);
-				view_release(&v);
-				continue;
-			}
-			view_release(&v);
 			if (jo_cl_mono_s() - waited_log > 60) {
 				jo_info("waiting: %s", total ? "every range is leased by another worker"
 							     : "no plan yet");
 				waited_log = jo_cl_mono_s();
 			}
 			(void)put_worker(j, "waiting");
-			jo_cl_sleep_ms(j->o->lease_ms / 8 > 2000 ? 2000 : j->o->lease_ms / 8 < 100
-										 ? 100 : j->o->lease_ms / 8);
+			jo_cl_sleep_ms(j->o->lease_ms / 8 > 500 ? 500 : j->o->lease_ms / 8 < 100
+									? 100 : j->o->lease_ms / 8);
 			continue;
 		}
 		if (rc)

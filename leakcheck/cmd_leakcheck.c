@@ -964,7 +964,8 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			   "lines go under DIR/JOB/. Never inside the volume's objects. The job is "
 			   "named by the volume and DIR: a new DIR is a new check"),
 		OPT_UINT(0, "ranges", &o.ranges, "N", "ranges to cut the slice ids into (default 0: "
-			 "one per ~200,000 referenced blocks)", 0, 100000),
+			 "one per ~200,000 referenced blocks, at least 16; never more than one per "
+			 "1000 ids below the counter)", 0, 100000),
 		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease of a range (default 30s; renewed "
 			     "every third): a killed worker's range goes to another worker after it",
 			     1000, 0),

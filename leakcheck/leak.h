@@ -136,10 +136,11 @@ struct leak_ranges {
 };
 /*
  * Cut [0, next_chunk) into at most want ranges of about equal expected
- * blocks (d; NULL or empty: equal id spans). out->b is malloc'd.
+ * blocks (d; NULL or empty: equal id spans); with hash_prefix never below
+ * 10^6. out->b is malloc'd.
  */
 int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t want,
-		   struct leak_ranges *out);
+		   bool hash_prefix, struct leak_ranges *out);
 void leak_ranges_free(struct leak_ranges *r);
 /* The range of slice id `id`. */
 size_t leak_range_find(const struct leak_ranges *r, uint64_t id);
@@ -353,7 +354,7 @@ struct leak_cluster_opts {
 	const char *out;              /* the job's report (NULL: stdout in LEAK_CL_REPORT) */
 	int mode;                     /* enum leak_cluster_mode */
 	int64_t lease_ms;
-	unsigned ranges;              /* planned ranges wanted (0: one per ~200k blocks) */
+	unsigned ranges;              /* planned ranges wanted (0: one per ~200k blocks, >= 16) */
 	unsigned max_attempts;        /* failures before a range is given up */
 	bool json;                    /* --status as JSON */
 	int64_t min_age;              /* s */

@@ -242,8 +242,14 @@ int leak_range_prefix(const struct leak_ranges *r, size_t ri, bool hash_prefix,
 }
 
 int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t want,
-		   struct leak_ranges *out)
+		   bool hash_prefix, struct leak_ranges *out)
 {
+	/*
+	 * Hash-prefix layout: no cut below 10^6, whose ids share one directory
+	 * per hash that does not sort by id (each range meeting them would
+	 * list them all); a cut there would only multiply the listing.
+	 */
+	uint64_t min_cut = hash_prefix ? A_IDS : 1000;
 	/* ids [0, top) are cut; the last range runs on past the counter */
 	uint64_t top = (next_chunk + 999) / 1000 * 1000;
 	size_t cap = want ? want : 1;
@@ -269,7 +275,7 @@ int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t wan
 		double goal = (total > 0 ? total : (double)top) * (double)out->n / (double)cap;
 
 		acc += w;
-		if (acc >= goal && end < top && end > prev) {
+		if (acc >= goal && end < top && end > prev && end >= min_cut) {
 			out->b[out->n++] = end;
 			prev = end;
 		}

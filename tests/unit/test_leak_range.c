@@ -278,7 +278,7 @@ static void cut_balances_expected_blocks(void **state)
 		leak_density_add(&d, id, 4u << 20);
 	for (uint64_t id = 9000000; id < next; id += 100)
 		leak_density_add(&d, id, 4u << 20);
-	assert_int_equal(leak_range_cut(&d, next, 4, &rs), 0);
+	assert_int_equal(leak_range_cut(&d, next, 4, false, &rs), 0);
 	check_cut(&rs, 4);
 	assert_int_equal(rs.n, 4);
 	/* two ranges in each dense part, none spent on the empty middle */
@@ -287,18 +287,26 @@ static void cut_balances_expected_blocks(void **state)
 	assert_true(rs.b[3] > 9300000 && rs.b[3] < 9700000);
 	leak_ranges_free(&rs);
 	/* more ranges wanted than thousands of ids: one per thousand at most */
-	assert_int_equal(leak_range_cut(&d, 2500, 100, &rs), 0);
+	assert_int_equal(leak_range_cut(&d, 2500, 100, false, &rs), 0);
 	check_cut(&rs, 3);
 	leak_ranges_free(&rs);
 	/* nothing referenced: equal id spans */
-	assert_int_equal(leak_range_cut(NULL, 8000, 4, &rs), 0);
+	assert_int_equal(leak_range_cut(NULL, 8000, 4, false, &rs), 0);
 	check_cut(&rs, 4);
 	assert_int_equal(rs.n, 4);
 	assert_int_equal(rs.b[1], 2000);
 	assert_int_equal(rs.b[2], 4000);
 	assert_int_equal(rs.b[3], 6000);
 	leak_ranges_free(&rs);
-	assert_int_equal(leak_range_cut(NULL, 0, 4, &rs), 0);
+	assert_int_equal(leak_range_cut(NULL, 0, 4, false, &rs), 0);
+	check_cut(&rs, 1);
+	leak_ranges_free(&rs);
+	/* hash-prefix layout: nothing cut below 10^6 */
+	assert_int_equal(leak_range_cut(&d, next, 4, true, &rs), 0);
+	check_cut(&rs, 4);
+	assert_true(rs.n >= 2 && rs.b[1] >= 1000000);
+	leak_ranges_free(&rs);
+	assert_int_equal(leak_range_cut(NULL, 900000, 8, true, &rs), 0);
 	check_cut(&rs, 1);
 	leak_ranges_free(&rs);
 	leak_density_free(&d);
