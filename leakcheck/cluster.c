@@ -217,6 +217,31 @@ static int run_r_next(void *src, const void **rec, size_t *len, struct jo_err *e
 	return 1;
 }
 
+/* The density map of a run's references (read whole: the same checks as the merge's read). */
+static int run_density(struct leak_density *d, const char *path, uint64_t want,
+		       uint64_t next_chunk, uint32_t block_size, struct jo_err *err)
+{
+	struct run_r r;
+	const void *rec;
+	size_t len;
+	int rc;
+
+	if (leak_density_init(d, next_chunk, block_size))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = run_r_open(&r, path, want, err);
+	while (!rc && (rc = run_r_next(&r, &rec, &len, err)) == 1) {
+		uint64_t id;
+		uint32_t size;
+		int cls;
+
+		leak_ref_decode(rec, &id, &size, &cls);
+		leak_density_add(d, id, size);
+		rc = 0;
+	}
+	run_r_close(&r);
+	return rc;
+}
+
 /* ---- the job --------------------------------------------------------------- */
 
 struct job {
@@ -612,6 +637,8 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	double t0 = jo_cl_mono_s();
 	json_t *d = NULL;
 	long sect[2] = { -1, -1 };
+	struct leak_density dens = { 0 };
+	char rp[PATH_MAX + 64], rn[32];
 	int rc;
 
 	rc = plan_ranges(plan, &rs, err);
@@ -631,16 +658,19 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	if (!rc)
 		rc = jo_file_create(&f, path, JO_FILE_PRIVATE, JO_FILE_STDIO, &e);
 	if (!rc) {
-		char rp[PATH_MAX + 64], rn[32];
 		json_t *want = json_array_get(json_object_get(plan, "refs"), idx);
 
 		snprintf(rn, sizeof(rn), "refs-%06zu.zst", idx);
 		rc = job_path(j, jo_cl_js(plan, "dir"), rn, rp, sizeof(rp), &e);
+		/* where the range's blocks are: its run read once before the merge reads it */
+		if (!rc)
+			rc = run_density(&dens, rp, (uint64_t)json_integer_value(want),
+					 jo_cl_ju(plan, "next_chunk"), j->v->block_size, &e);
 		if (!rc)
 			rc = run_r_open(&rr, rp, (uint64_t)json_integer_value(want), &e);
 	}
 	if (!rc)
-		rc = o->check.run(o->check.p, f->fp, &rs, idx, run_r_next, &rr,
+		rc = o->check.run(o->check.p, f->fp, &rs, idx, &dens, run_r_next, &rr,
 				  jo_cl_ju(plan, "next_chunk"), jo_cl_ji(plan, "cutoff"), &c, &ls, sect,
 				  &e);
 	/* the run must have been read to its end, whatever the merge needed of it */
@@ -654,6 +684,7 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 		rc = 0;
 	}
 	run_r_close(&rr);
+	leak_density_free(&dens);
 	if (!rc && (fflush(f->fp) != 0 || ferror(f->fp)))
 		rc = jo_err_set(&e, JO_EIO, "write %s: %s", path, strerror(errno));
 	long bytes = !rc ? ftell(f->fp) : -1;

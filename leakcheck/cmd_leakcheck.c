@@ -63,7 +63,9 @@ static const char leakcheck_tail[] =
 	"and _last_run_dry_run; with --restore _last_run_restored_objects and\n"
 	"_last_run_restore_kept_exists; always _last_run_exit_code, _last_run_success,\n"
 	"_last_run_duration_seconds, _last_run_timestamp_seconds and\n"
-	"_last_success_timestamp_seconds (a failed run keeps the one before).\n"
+	"_last_success_timestamp_seconds (a failed run keeps the one before). With\n"
+	"--cluster: every sample labelled worker= too, the check's counters the job's\n"
+	"(once complete), and _job_ranges{state=planned|done|failed|by_this_worker}.\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
 	"4 some deletions failed, 5 a server was unreachable, timed out, loading or\n"
@@ -557,9 +559,9 @@ out:
 
 /* One range of a cluster job (leak_range_check): its lines as JSON, to out. */
 static int check_range(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
-		       leak_next_fn refs_next, void *refs_src, uint64_t next_chunk, int64_t cutoff,
-		       struct leak_counts *c, struct leak_list_stats *ls, long sect[2],
-		       struct jo_err *err)
+		       const struct leak_density *density, leak_next_fn refs_next, void *refs_src,
+		       uint64_t next_chunk, int64_t cutoff, struct leak_counts *c,
+		       struct leak_list_stats *ls, long sect[2], struct jo_err *err)
 {
 	struct lc_run *r = p;
 	int rc;
@@ -568,8 +570,8 @@ static int check_range(void *p, FILE *out, const struct leak_ranges *rs, size_t 
 	r->out_json = true;
 	r->werr = 0;
 	r->sect = sect;
-	rc = check_objects(r, NULL, rs, ri, refs_next, refs_src, next_chunk, cutoff, c, ls, NULL,
-			   err);
+	rc = check_objects(r, density, rs, ri, refs_next, refs_src, next_chunk, cutoff, c, ls,
+			   NULL, err);
 	if (!rc && r->werr)
 		rc = jo_err_set(err, JO_EIO, "write the range's report: %s", strerror(r->werr));
 	if (!rc && (sect[0] < 0 || sect[1] < sect[0]))

@@ -323,8 +323,9 @@ int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, st
 #include <stdio.h>
 
 /*
- * Check range ri of rs: list its keys, merge them with the references of
- * refs (its sorted records) under the plan's counter and age cutoff, and
+ * Check range ri of rs: list its keys (leaves cut by density, the range's
+ * references), merge them with the references of refs (its sorted
+ * records) under the plan's counter and age cutoff, and
  * write its report lines (JSON, as --out) to out: the command's own check
  * (cmd_leakcheck.c), given to the job. The lines come in the one-host
  * report's three sections: foreign keys (as listed), the merge's lines
@@ -333,9 +334,9 @@ int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, st
  */
 struct leak_range_check {
 	int (*run)(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
-		   leak_next_fn refs_next, void *refs_src, uint64_t next_chunk, int64_t cutoff,
-		   struct leak_counts *c, struct leak_list_stats *ls, long sect[2],
-		   struct jo_err *err);
+		   const struct leak_density *density, leak_next_fn refs_next, void *refs_src,
+		   uint64_t next_chunk, int64_t cutoff, struct leak_counts *c,
+		   struct leak_list_stats *ls, long sect[2], struct jo_err *err);
 	void *p;
 };
 

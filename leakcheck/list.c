@@ -437,6 +437,9 @@ static int push_cluster_locked(struct worker *w, const char *prefix)
 		if (rc || how == LEAK_PFX_SKIP)
 			return rc;
 	}
+	/* a whole leaf of the plain layout: cut by the density map, as on one host */
+	if (how == LEAK_PFX_LIST && depth == l->max_depth && !after && !upto)
+		return push_leaf_locked(l, prefix, depth);
 	rc = push_range_locked(l, prefix, depth, after, upto);
 	if (!rc)
 		l->q[l->qn - 1].how = how;
