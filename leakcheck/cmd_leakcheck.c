@@ -9,12 +9,14 @@
 
 #include <jansson.h>
 
+#include "common/cluster.h"
 #include "common/command.h"
 #include "common/exit.h"
 #include "common/volume.h"
 #include "common/cancel.h"
 #include "common/err.h"
 #include "common/human.h"
+#include "common/lease.h"
 #include "common/esc.h"
 #include "common/extsort.h"
 #include "common/file.h"
@@ -27,6 +29,8 @@ static const char leakcheck_usage[] =
 	"usage: jfsops leakcheck META-URL [--out FILE] [--json] [options]\n"
 	"       jfsops leakcheck META-URL --delete-from FILE [--quarantine PATH] [--audit FILE]\n"
 	"       jfsops leakcheck META-URL --restore PATH [--audit FILE]\n"
+	"       jfsops leakcheck META-URL --cluster URL --work DIR (--plan | --worker [--out FILE])\n"
+	"       jfsops leakcheck META-URL --cluster URL --work DIR [--out FILE | --status]\n"
 	"\n"
 	"Find block objects under NAME/chunks/ that no metadata references (leaked),\n"
 	"and referenced blocks that have no object (missing), with bounded memory:\n"
@@ -59,7 +63,9 @@ static const char leakcheck_tail[] =
 	"and _last_run_dry_run; with --restore _last_run_restored_objects and\n"
 	"_last_run_restore_kept_exists; always _last_run_exit_code, _last_run_success,\n"
 	"_last_run_duration_seconds, _last_run_timestamp_seconds and\n"
-	"_last_success_timestamp_seconds (a failed run keeps the one before).\n"
+	"_last_success_timestamp_seconds (a failed run keeps the one before). With\n"
+	"--cluster: every sample labelled worker= too, the check's counters the job's\n"
+	"(once complete), and _job_ranges{state=planned|done|failed|by_this_worker}.\n"
 	"\n"
 	"Exit codes: 0 clean, 1 leaked or missing objects found, 2 usage, 3 failed,\n"
 	"4 some deletions failed, 5 a server was unreachable, timed out, loading or\n"
@@ -69,13 +75,30 @@ static const char leakcheck_tail[] =
 	"writes no report, deletes nothing more, says INCOMPLETE and prints\n"
 	"\"complete\": false in its --json summary.\n"
 	"\n"
+	"Cluster mode (--cluster URL --work DIR): --plan reads the counter and scans\n"
+	"the references once, cuts the slice ids into ranges (every key under\n"
+	"chunks/, foreign ones too, belongs to exactly one) and writes each range's\n"
+	"sorted references as a zstd run under DIR; any number of --worker processes\n"
+	"on any hosts then list and merge one range at a time, under a lease. A range\n"
+	"is recorded done in the transaction that completes its lease (never counted\n"
+	"twice); a killed worker's range goes to another one when its lease runs out;\n"
+	"a range whose listing or run was not read whole is retried and, after\n"
+	"--max-attempts, failed. The job's report (the one-host report, line for line)\n"
+	"is published only when every range is done: by a --worker given --out, or\n"
+	"by the command without --plan/--worker, which lists nothing. A job with a\n"
+	"failed range, or not done yet, says INCOMPLETE and exits 3.\n"
+	"\n"
 	"Examples:\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl \\\n"
 	"      --metrics-file /var/lib/node_exporter/textfile/jfsops_leakcheck.prom\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --delete-from leaks.jsonl --dry-run\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --delete-from leaks.jsonl \\\n"
 	"      --quarantine leaks.tar.zst --audit audit.jsonl\n"
-	"  jfsops leakcheck redis://127.0.0.1:6379/1 --restore leaks.tar.zst\n";
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --restore leaks.tar.zst\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --cluster redis://10.0.0.5:6379/5 \\\n"
+	"      --work /shared/lc --plan          # once, then on every host:\n"
+	"  jfsops leakcheck redis://127.0.0.1:6379/1 --cluster redis://10.0.0.5:6379/5 \\\n"
+	"      --work /shared/lc --worker --out leaks.jsonl\n";
 
 struct lc_opts {
 	const char *out;
@@ -90,6 +113,14 @@ struct lc_opts {
 	double rate;
 	bool dry_run;
 	const char *restore;
+	/* cluster mode */
+	const char *cluster;      /* the coordinator's URL (as given: scrubbed after parsing) */
+	const char *work;
+	const char *worker_id;
+	int cmode;                /* enum leak_cluster_mode: report, plan, worker */
+	bool status;
+	int64_t lease_ms;
+	unsigned ranges, max_attempts;
 	uint64_t synth;           /* hidden: synthetic benchmark of N slices */
 	const char *synth_keys;   /* benchmark: write its keys as text into DIR */
 };
@@ -106,6 +137,9 @@ struct lc_mx {
 	uint64_t foreign, listed;
 	struct leak_delete_stats d;
 	struct leak_restore_stats rs;
+	bool cluster;             /* a cluster run: the job's counters, this worker's label */
+	struct leak_cluster_result cl;
+	char labels[300];
 };
 
 struct lc_run {
@@ -118,6 +152,7 @@ struct lc_run {
 	int werr;                 /* errno of a failed write */
 	const char *stage;        /* what the run was doing (for an incomplete run) */
 	struct leak_owners *owners; /* missing items held back to name their files */
+	long *sect;               /* a cluster range: where the merge's and the owned lines begin */
 	struct lc_mx mx;
 };
 
@@ -291,6 +326,30 @@ static int write_owned(struct lc_run *r, struct jo_err *err)
 	return 0;
 }
 
+/* A check's counters in its JSON summary (the one-host run's and a cluster job's). */
+static json_t *counts_json(const struct leak_counts *c, uint64_t foreign, uint64_t listed,
+			   uint64_t next_chunk)
+{
+	json_t *j = json_object();
+
+	json_object_set_new(j, "objects", json_integer((json_int_t)c->objects));
+	json_object_set_new(j, "object_bytes", json_integer((json_int_t)c->object_bytes));
+	for (int k = 0; k < LEAK_NKINDS; k++) {
+		char name[48];
+		uint64_t n = k == LEAK_FOREIGN ? foreign : c->n[k];
+
+		json_object_set_new(j, leak_kind_name(k), json_integer((json_int_t)n));
+		snprintf(name, sizeof(name), "%s_bytes", leak_kind_name(k));
+		if (k != LEAK_FOREIGN)
+			json_object_set_new(j, name, json_integer((json_int_t)c->bytes[k]));
+	}
+	json_object_set_new(j, "skipped_new_slice", json_integer((json_int_t)c->skipped_new_slice));
+	json_object_set_new(j, "slices", json_integer((json_int_t)c->slices));
+	json_object_set_new(j, "listed", json_integer((json_int_t)listed));
+	json_object_set_new(j, "next_chunk", json_integer((json_int_t)next_chunk));
+	return j;
+}
+
 static void print_summary(struct lc_run *r, const struct leak_counts *c,
 			  const struct leak_ref_stats *rs, const struct leak_list_stats *ls,
 			  uint64_t next_chunk, double elapsed, const struct jo_xsort_stats *xr,
@@ -332,24 +391,9 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 				(unsigned long long)c->skipped_new_slice);
 	}
 	if (r->o->json) {
-		json_t *j = json_object();
+		json_t *j = counts_json(c, foreign, ls->listed, next_chunk);
 
-		json_object_set_new(j, "objects", json_integer((json_int_t)c->objects));
-		json_object_set_new(j, "object_bytes", json_integer((json_int_t)c->object_bytes));
-		for (int k = 0; k < LEAK_NKINDS; k++) {
-			char name[48];
-			uint64_t n = k == LEAK_FOREIGN ? foreign : c->n[k];
-
-			json_object_set_new(j, leak_kind_name(k), json_integer((json_int_t)n));
-			snprintf(name, sizeof(name), "%s_bytes", leak_kind_name(k));
-			if (k != LEAK_FOREIGN)
-				json_object_set_new(j, name, json_integer((json_int_t)c->bytes[k]));
-		}
-		json_object_set_new(j, "skipped_new_slice", json_integer((json_int_t)c->skipped_new_slice));
-		json_object_set_new(j, "slices", json_integer((json_int_t)c->slices));
 		json_object_set_new(j, "chunk_records", json_integer((json_int_t)rs->records));
-		json_object_set_new(j, "listed", json_integer((json_int_t)ls->listed));
-		json_object_set_new(j, "next_chunk", json_integer((json_int_t)next_chunk));
 		json_object_set_new(j, "peak_rss_bytes", json_integer((json_int_t)peak_rss()));
 		json_object_set_new(j, "sort_runs", json_integer((json_int_t)(xr->runs + xo->runs)));
 		json_object_set_new(j, "requests", json_integer((json_int_t)os.requests));
@@ -361,12 +405,79 @@ static void print_summary(struct lc_run *r, const struct leak_counts *c,
 	}
 }
 
+/* A sorter of one side: half the memory limit each. */
+static int lc_xsort_new(const struct lc_opts *o, struct jo_xsort **xs, struct jo_err *err)
+{
+	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+
+	xo.mem_limit = (size_t)(o->mem / 2);
+	xo.tmp_dir = o->tmp;
+	xo.threads = 2;
+	return jo_xsort_new(xs, &xo, err);
+}
+
+/*
+ * The object side and the merge, against the sorted references of
+ * refs_next: what the one-host check and one range of a cluster job (rs,
+ * ri; NULL: every key) share. Report lines go to r->out.
+ */
+static int check_objects(struct lc_run *r, const struct leak_density *density,
+			 const struct leak_ranges *rs, size_t ri, leak_next_fn refs_next,
+			 void *refs_src, uint64_t next_chunk, int64_t cutoff,
+			 struct leak_counts *counts, struct leak_list_stats *ls,
+			 struct jo_xsort_stats *so, struct jo_err *err)
+{
+	const struct lc_opts *o = r->o;
+	struct jo_vol *v = r->vol;
+	struct jo_xsort *xobjs = NULL;
+	struct leak_list_opts lo = {
+		.volname = v->fmt.name, .hash_prefix = v->fmt.hash_prefix,
+		.block_size = v->block_size, .threads = o->threads, .density = density,
+		.foreign_cb = write_item, .payload = r, .progress = on_progress,
+		.ranges = rs, .range = ri,
+	};
+	struct leak_merge_opts mo = {
+		.block_size = v->block_size, .next_chunk = next_chunk,
+		.cutoff = cutoff, .cb = write_item, .payload = r,
+	};
+	int rc = lc_xsort_new(o, &xobjs, err);
+
+	if (rc)
+		return rc;
+	r->stage = "the object listing";
+	rc = leak_list_objects(v->obj, &lo, xobjs, ls, err);
+	clear_progress(r);
+	if (rc) {
+		jo_err_wrap(err, "object listing failed, no report written");
+		goto out;
+	}
+	rc = jo_xsort_finish(xobjs, err);
+	if (rc)
+		goto out;
+	r->stage = "the merge";
+	if (r->sect)
+		r->sect[0] = ftell(r->out);
+	rc = leak_owners_new(&r->owners, LC_OWNERS_MAX, err);
+	if (!rc)
+		rc = leak_merge(&mo, refs_next, refs_src, leak_xsort_next, xobjs, counts, err);
+	if (!rc && r->sect)
+		r->sect[1] = ftell(r->out);
+	if (!rc)
+		rc = write_owned(r, err);
+	if (!rc && so)
+		jo_xsort_get_stats(xobjs, so);
+out:
+	jo_xsort_free(xobjs);
+	leak_owners_free(r->owners);
+	r->owners = NULL;
+	return rc;
+}
+
 static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 {
 	const struct lc_opts *o = r->o;
 	struct jo_vol *v = r->vol;
-	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
-	struct jo_xsort *xrefs = NULL, *xobjs = NULL;
+	struct jo_xsort *xrefs = NULL;
 	struct leak_ref_stats rs = { 0 };
 	struct leak_list_stats ls = { 0 };
 	struct leak_counts counts = { 0 };
@@ -388,12 +499,7 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
-	xo.mem_limit = (size_t)(o->mem / 2);
-	xo.tmp_dir = o->tmp;
-	xo.threads = 2;
-	rc = jo_xsort_new(&xrefs, &xo, err);
-	if (!rc)
-		rc = jo_xsort_new(&xobjs, &xo, err);
+	rc = lc_xsort_new(o, &xrefs, err);
 	if (rc)
 		goto out;
 
@@ -420,34 +526,8 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 		goto out;
 	clear_progress(r);
 
-	struct leak_list_opts lo = {
-		.volname = v->fmt.name, .hash_prefix = v->fmt.hash_prefix,
-		.block_size = v->block_size, .threads = o->threads, .density = &density,
-		.foreign_cb = write_item, .payload = r, .progress = on_progress,
-	};
-
-	r->stage = "the object listing";
-	rc = leak_list_objects(v->obj, &lo, xobjs, &ls, err);
-	clear_progress(r);
-	if (rc) {
-		jo_err_wrap(err, "object listing failed, no report written");
-		goto out;
-	}
-	rc = jo_xsort_finish(xobjs, err);
-	if (rc)
-		goto out;
-
-	struct leak_merge_opts mo = {
-		.block_size = v->block_size, .next_chunk = (uint64_t)next_chunk,
-		.cutoff = start - o->min_age, .cb = write_item, .payload = r,
-	};
-
-	r->stage = "the merge";
-	rc = leak_owners_new(&r->owners, LC_OWNERS_MAX, err);
-	if (!rc)
-		rc = leak_merge(&mo, leak_xsort_next, xrefs, leak_xsort_next, xobjs, &counts, err);
-	if (!rc)
-		rc = write_owned(r, err);
+	rc = check_objects(r, &density, NULL, 0, leak_xsort_next, xrefs, (uint64_t)next_chunk,
+			   start - o->min_age, &counts, &ls, &so, err);
 	if (rc)
 		goto out;
 	r->stage = "writing the report";
@@ -466,7 +546,6 @@ static int run_check(struct lc_run *r, struct jo_err *err, int *exit_out)
 			goto out;
 	}
 	jo_xsort_get_stats(xrefs, &sr);
-	jo_xsort_get_stats(xobjs, &so);
 	print_summary(r, &counts, &rs, &ls, (uint64_t)next_chunk, now_s() - t0, &sr, &so);
 	*exit_out = counts.n[LEAK_LEAKED] || counts.n[LEAK_MISSING] ? JO_EXIT_FOUND : JO_EXIT_OK;
 out:
@@ -474,11 +553,112 @@ out:
 	r->out = NULL;
 	jo_file_abort(outf); /* an incomplete report must not look complete */
 	jo_xsort_free(xrefs);
-	jo_xsort_free(xobjs);
 	leak_density_free(&density);
-	leak_owners_free(r->owners);
-	r->owners = NULL;
 	return rc;
+}
+
+/* One range of a cluster job (leak_range_check): its lines as JSON, to out. */
+static int check_range(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
+		       const struct leak_density *density, leak_next_fn refs_next, void *refs_src,
+		       uint64_t next_chunk, int64_t cutoff, struct leak_counts *c,
+		       struct leak_list_stats *ls, long sect[2], struct jo_err *err)
+{
+	struct lc_run *r = p;
+	int rc;
+
+	r->out = out;
+	r->out_json = true;
+	r->werr = 0;
+	r->sect = sect;
+	rc = check_objects(r, density, rs, ri, refs_next, refs_src, next_chunk, cutoff, c, ls,
+			   NULL, err);
+	if (!rc && r->werr)
+		rc = jo_err_set(err, JO_EIO, "write the range's report: %s", strerror(r->werr));
+	if (!rc && (sect[0] < 0 || sect[1] < sect[0]))
+		rc = jo_err_set(err, JO_EIO, "the range's report: ftell: %s", strerror(errno));
+	r->out = NULL;
+	r->sect = NULL;
+	return rc;
+}
+
+static const char *const cl_mode_name[] = { "report", "plan", "worker", "status" };
+
+/*
+ * --cluster: this process's part of the job (plan, ranges, status, or the
+ * report of a job that is done). A job that is not complete publishes no
+ * report: INCOMPLETE, "complete": false, exit 3.
+ */
+static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, int *exit_out)
+{
+	const struct lc_opts *o = r->o;
+	struct leak_cluster_result *res = &r->mx.cl;
+	char owner[128], b[32];
+	struct leak_cluster_opts co = {
+		.url = url, .work = o->work, .worker = owner, .out = o->out,
+		.mode = o->status ? LEAK_CL_STATUS : o->cmode, .lease_ms = o->lease_ms,
+		.ranges = o->ranges, .max_attempts = o->max_attempts, .json = o->json,
+		.min_age = o->min_age, .mem = (size_t)(o->mem / 2), .tmp = o->tmp,
+		.check = { check_range, r },
+	};
+	bool whole;
+	json_t *j;
+	int rc;
+
+	cmd_env_meta_passwords(&co.password, &co.redis_password);
+	jo_lease_owner(owner, sizeof(owner), o->worker_id);
+	r->mx.cluster = true;
+	jo_cl_worker_label(owner, r->mx.labels, sizeof(r->mx.labels));
+	r->stage = co.mode == LEAK_CL_PLAN ? "the plan (reference scan and runs)"
+		 : co.mode == LEAK_CL_WORKER ? "this worker's ranges" : "the cluster job";
+	rc = leak_cluster_run(r->vol, &co, res, err);
+	if (rc || co.mode == LEAK_CL_STATUS)
+		return rc;
+	whole = res->complete || co.mode == LEAK_CL_PLAN;
+	r->mx.checked = res->complete;
+	r->mx.c = res->c;
+	r->mx.foreign = res->foreign;
+	r->mx.listed = res->listed;
+	jo_fmt_bytes((double)res->c.bytes[LEAK_LEAKED], 2, b, sizeof(b));
+	if (co.mode == LEAK_CL_PLAN)
+		fprintf(stderr, "%s %s: job %s: %zu ranges planned (%zu done)\n", r->ctx->prog,
+			r->ctx->cmd, res->ns, res->ranges, res->done);
+	else if (res->complete)
+		fprintf(stderr, "%s %s: job %s: %zu ranges done (%zu by this worker): %llu block "
+			"objects, leaked %llu (%s), missing %llu, skipped %llu, foreign %llu%s\n",
+			r->ctx->prog, r->ctx->cmd, res->ns, res->ranges, res->mine,
+			(unsigned long long)res->c.objects,
+			(unsigned long long)res->c.n[LEAK_LEAKED], b,
+			(unsigned long long)res->c.n[LEAK_MISSING],
+			(unsigned long long)res->c.n[LEAK_SKIPPED],
+			(unsigned long long)res->foreign,
+			res->report_written ? "; report written" : "");
+	else
+		fprintf(stderr, "%s %s: INCOMPLETE: job %s: %zu of %zu ranges done, %zu failed%s: "
+			"no report, nothing is known about leaks\n", r->ctx->prog, r->ctx->cmd,
+			res->ns, res->done, res->ranges, res->failed,
+			res->planned ? "" : " (not planned)");
+	*exit_out = !whole ? JO_EXIT_FAIL
+		    : co.mode != LEAK_CL_PLAN && (res->c.n[LEAK_LEAKED] || res->c.n[LEAK_MISSING])
+		    ? JO_EXIT_FOUND : JO_EXIT_OK;
+	if (!o->json)
+		return 0;
+	j = res->complete ? counts_json(&res->c, res->foreign, res->listed, res->next_chunk)
+			  : json_object();
+	if (!whole) {
+		json_object_set_new(j, "stage", json_string("the cluster job"));
+		json_object_set_new(j, "error", json_string(res->failed ? "ranges failed"
+								       : "ranges not done yet"));
+	}
+	json_object_set_new(j, "job", json_string(res->ns));
+	json_object_set_new(j, "mode", json_string(cl_mode_name[co.mode]));
+	json_object_set_new(j, "ranges", json_pack("{s:I,s:I,s:I,s:I}", "planned",
+						   (json_int_t)res->ranges, "done",
+						   (json_int_t)res->done, "failed",
+						   (json_int_t)res->failed, "by_this_worker",
+						   (json_int_t)res->mine));
+	json_object_set_new(j, "report", json_boolean(res->report_written));
+	(void)cmd_summary_emit(r->ctx, j, whole, *exit_out); /* main checks stdout */
+	return 0;
 }
 
 static int run_delete(struct lc_run *r, struct jo_err *err, int *exit_out)
@@ -687,10 +867,26 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 		{ "dry_run", "1 if the last run was a dry run", r->o->dry_run ? 1 : 0 },
 	};
 
+	const char *lab = x->cluster ? x->labels : NULL;
+
 	/* a sample that cannot be recorded (out of memory) is left out */
 	for (size_t i = 0; !r->o->delete_from && !r->o->restore && x->checked &&
 	     i < sizeof(check) / sizeof(check[0]); i++)
-		(void)cmd_metric(ctx, check[i].what, check[i].help, NULL, check[i].v);
+		(void)cmd_metric(ctx, check[i].what, check[i].help, lab, check[i].v);
+	if (x->cluster) {
+		/* a cluster run: the job's counters (when complete), and its ranges */
+		const struct { const char *state; size_t v; } st[] = {
+			{ "planned", x->cl.ranges }, { "done", x->cl.done },
+			{ "failed", x->cl.failed }, { "by_this_worker", x->cl.mine },
+		};
+		char l2[400];
+
+		for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+			snprintf(l2, sizeof(l2), "%s,state=\"%s\"", lab, st[i].state);
+			(void)cmd_metric_state(ctx, "job_ranges", "ranges of the cluster job, by state "
+					       "(at the end of this run)", l2, (double)st[i].v);
+		}
+	}
 	for (size_t i = 0; r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)
 		(void)cmd_metric(ctx, del[i].what, del[i].help, NULL, del[i].v);
 	if (r->o->restore) {
@@ -700,13 +896,15 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 				 "archive entries whose key had an object (left as it was)", NULL,
 				 (double)x->rs.kept_exists);
 	}
-	(void)cmd_metric(ctx, "errors", "failed deletions, plus 1 when the run itself failed", NULL,
+	(void)cmd_metric(ctx, "errors", "failed deletions, plus 1 when the run itself failed", lab,
 			 (double)x->d.failed + (failed ? 1 : 0));
 }
 
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 {
-	struct lc_opts o = { .min_age = 3600, .threads = 32, .mem = 256u << 20 };
+	struct lc_opts o = { .min_age = 3600, .threads = 32, .mem = 256u << 20, .lease_ms = 30000,
+			     .max_attempts = 3 };
+	char *cluster_url = NULL;
 	struct cmd_vol_args va = { 0 };
 	struct lc_run r = { .ctx = ctx, .o = &o };
 	struct jo_err err = { 0 };
@@ -748,6 +946,36 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			   "counted as \"kept: exists\". The archive is read whole first; an entry that "
 			   "is not a block key of this volume refuses it all (exit 2) before anything "
 			   "is written"),
+		OPT_GROUP("Cluster mode (any number of hosts share one check through a coordinator):"),
+		OPT_STRING(0, "cluster", &o.cluster, "URL", "the coordinator, a META-URL of an engine "
+			   "you already run (redis://host:6379/5, postgres://..., mysql://..., "
+			   "etcd://host:2379/NAME, sqlite3:///path.db on one host; default: none, this "
+			   "host alone). It needs no JuiceFS volume; the job's records go in a "
+			   "namespace of their own. Without --plan, --worker or --status: the job's "
+			   "report (to --out or stdout), only when every range is done"),
+		OPT_CMDMODE(0, "plan", &o.cmode, "read the slice-id counter, scan the references "
+			    "once, cut the ids into ranges of about equal expected blocks, write each "
+			    "range's sorted references under --work and record the ranges", LEAK_CL_PLAN),
+		OPT_CMDMODE(0, "worker", &o.cmode, "claim ranges by lease, list and merge each, until "
+			    "none is left (waits for a plan); with --out, the job's report once it is "
+			    "complete", LEAK_CL_WORKER),
+		OPT_BOOL(0, "status", &o.status, "print the job: ranges planned, leased (by whom), "
+			 "done, failed; each worker's rate (--json: one object)"),
+		OPT_STRING(0, "work", &o.work, "DIR", "the job's scratch directory, one every host "
+			   "reaches (shared file system); the reference runs and the ranges' report "
+			   "lines go under DIR/JOB/. Never inside the volume's objects. The job is "
+			   "named by the volume and DIR: a new DIR is a new check"),
+		OPT_UINT(0, "ranges", &o.ranges, "N", "ranges to cut the slice ids into (default 0: "
+			 "one per ~200,000 referenced blocks, at least 16; never more than one per "
+			 "1000 ids below the counter)", 0, 100000),
+		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease of a range (default 30s; renewed "
+			     "every third): a killed worker's range goes to another worker after it",
+			     1000, 0),
+		OPT_UINT(0, "max-attempts", &o.max_attempts, "N", "failures before a range is given "
+			 "up (default 3): the job is then incomplete and publishes no report", 1,
+			 1000),
+		OPT_STRING(0, "worker-id", &o.worker_id, "NAME", "this worker's name in leases, "
+			   "--status and metrics (default host:pid)"),
 		OPT_GROUP("Benchmark only (bench/leakcheck; no META-URL, touches no volume):"),
 		OPT_SIZE(0, "synthetic", &o.synth, "N", "sort and merge a synthetic workload of N "
 			 "slices and print one JSON line (default: none)", 1, 0),
@@ -781,6 +1009,29 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		return cmd_usage_error(ctx, "--audit goes with --delete-from or --restore");
 	if (o.out && (o.delete_from || o.restore))
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
+	if (!o.cluster && (o.cmode || o.status || o.work || o.ranges || o.worker_id))
+		return cmd_usage_error(ctx, "--plan, --worker, --status, --work, --ranges and "
+				       "--worker-id go with --cluster");
+	if (o.cluster && (o.delete_from || o.restore))
+		return cmd_usage_error(ctx, "--cluster checks; --delete-from takes the job's report "
+				       "(written by --out) as it takes a one-host report");
+	if (o.cluster && !o.work)
+		return cmd_usage_error(ctx, "--cluster needs --work DIR, a directory every worker "
+				       "reaches");
+	if (o.work && strstr(o.work, "://"))
+		return cmd_usage_error(ctx, "--work takes a directory every worker reaches (a shared "
+				       "file system); an object store URL is not supported yet");
+	if (o.status && o.cmode)
+		return cmd_usage_error(ctx, "--status excludes --plan and --worker");
+	if (o.out && (o.cmode == LEAK_CL_PLAN || o.status))
+		return cmd_usage_error(ctx, "--out goes with a check, a --worker or the job's report");
+	if (o.cluster) {
+		/* kept, then its password hidden from ps */
+		cluster_url = strdup(o.cluster);
+		if (!cluster_url)
+			return cmd_fail(ctx, &(struct jo_err){ .code = JO_ENOMEM, .msg = "out of memory" });
+		cmd_scrub_url_password((char *)o.cluster);
+	}
 
 	va.read_only = true;  /* leakcheck never writes metadata, only deletes objects */
 	va.list_temp_files = true;  /* a crashed writer's temp files are reported (foreign) */
@@ -792,6 +1043,8 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		rc = run_restore(&r, &err);
 	} else if (o.delete_from) {
 		rc = run_delete(&r, &err, &code);
+	} else if (cluster_url) {
+		rc = run_cluster(&r, cluster_url, &err, &code);
 	} else {
 		rc = run_check(&r, &err, &code);
 	}
@@ -812,5 +1065,6 @@ out:
 					rc != JO_EXIT_PARTIAL);
 	jo_vol_close(r.vol);
 	cmd_vol_args_release(&va);
+	free(cluster_url);
 	return rc;
 }

@@ -122,6 +122,49 @@ void leak_density_add(struct leak_density *d, uint64_t id, uint64_t size);
 double leak_density_est(const struct leak_density *d, uint64_t lo, uint64_t hi);
 void leak_density_free(struct leak_density *d);
 
+/* ---- the id ranges of a cluster job (range.c) ---- */
+
+/*
+ * Range i holds the slice ids [b[i], b[i+1]): b[0] = 0, b[n] = UINT64_MAX
+ * (the last range runs on past the counter), the cuts between are
+ * multiples of 1000. Every key under NAME/chunks/ belongs to exactly one
+ * range (range.c says which); a lister given a range lists its keys only.
+ */
+struct leak_ranges {
+	uint64_t *b;      /* n + 1 bounds */
+	size_t n;
+};
+/*
+ * Cut [0, next_chunk) into at most want ranges of about equal expected
+ * blocks (d; NULL or empty: equal id spans); with hash_prefix never below
+ * 10^6. out->b is malloc'd.
+ */
+int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t want,
+		   bool hash_prefix, struct leak_ranges *out);
+void leak_ranges_free(struct leak_ranges *r);
+/* The range of slice id `id`. */
+size_t leak_range_find(const struct leak_ranges *r, uint64_t id);
+/* The range a key under NAME/chunks/ belongs to (block keys: their id's). */
+size_t leak_range_of_key(const struct leak_ranges *r, const char *volname, bool hash_prefix,
+			 const char *key);
+
+/* How range ri's lister takes a prefix it found (leak_range_prefix). */
+enum leak_pfx_how {
+	LEAK_PFX_SKIP = 0,  /* another range's: not listed */
+	LEAK_PFX_LIST,      /* listed: a layout directory, or a leaf (within after/upto) */
+	LEAK_PFX_WHOLE,     /* everything under it is this range's */
+	LEAK_PFX_FILTER,    /* a leaf listed whole, of which this range keeps its own keys */
+};
+/*
+ * A prefix "ROOT/X/" (depth 1) or "ROOT/X/Y/" (depth 2, under a depth-1
+ * prefix that was LEAK_PFX_LIST) found by range ri's lister: *how, and for
+ * a leaf listed in part its key window (*after, *upto], malloc'd full keys
+ * (NULL: open). JO_ENOMEM.
+ */
+int leak_range_prefix(const struct leak_ranges *r, size_t ri, bool hash_prefix,
+		      const char *prefix, size_t root_len, int depth, int *how, char **after,
+		      char **upto);
+
 /* ---- who owns the missing blocks (owners.c) ---- */
 
 /*
@@ -193,6 +236,9 @@ struct leak_list_opts {
 	void *payload;
 	/* progress: called from the calling thread about once a second */
 	void (*progress)(uint64_t listed, uint64_t prefixes_done, uint64_t prefixes, void *payload);
+	/* a cluster job's range: list only the keys of range `range` (NULL: all) */
+	const struct leak_ranges *ranges;
+	size_t range;
 };
 struct leak_list_stats {
 	uint64_t listed, blocks, foreign;
@@ -271,6 +317,68 @@ int leak_synth_run(uint64_t n, size_t mem, const char *tmp, struct leak_synth_re
 		   struct jo_err *err);
 /* The same keys as "ID_INDX" text lines, in generation (unsorted) order. */
 int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, struct jo_err *err);
+
+/* ---- cluster jobs (cluster.c) ---- */
+
+#include <stdio.h>
+
+/*
+ * Check range ri of rs: list its keys (leaves cut by density, the range's
+ * references), merge them with the references of refs (its sorted
+ * records) under the plan's counter and age cutoff, and
+ * write its report lines (JSON, as --out) to out: the command's own check
+ * (cmd_leakcheck.c), given to the job. The lines come in the one-host
+ * report's three sections: foreign keys (as listed), the merge's lines
+ * (id order), the missing blocks with their files (id order); sect[0] and
+ * sect[1] get the offsets in out where the second and third begin.
+ */
+struct leak_range_check {
+	int (*run)(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
+		   const struct leak_density *density, leak_next_fn refs_next, void *refs_src,
+		   uint64_t next_chunk, int64_t cutoff, struct leak_counts *c,
+		   struct leak_list_stats *ls, long sect[2], struct jo_err *err);
+	void *p;
+};
+
+enum leak_cluster_mode {
+	LEAK_CL_REPORT = 0,   /* the job's report, if it is complete */
+	LEAK_CL_PLAN,
+	LEAK_CL_WORKER,
+	LEAK_CL_STATUS,
+};
+
+struct leak_cluster_opts {
+	const char *url;              /* the coordinator's META-URL */
+	const char *password, *redis_password;
+	const char *work;             /* a directory every worker reaches */
+	const char *worker;           /* this worker's owner id */
+	const char *out;              /* the job's report (NULL: stdout in LEAK_CL_REPORT) */
+	int mode;                     /* enum leak_cluster_mode */
+	int64_t lease_ms;
+	unsigned ranges;              /* planned ranges wanted (0: one per ~200k blocks, >= 16) */
+	unsigned max_attempts;        /* failures before a range is given up */
+	bool json;                    /* --status as JSON */
+	int64_t min_age;              /* s */
+	size_t mem;                   /* the planner's sort */
+	const char *tmp;
+	struct leak_range_check check;
+};
+
+struct leak_cluster_result {
+	char ns[17];
+	bool planned, complete, report_written;
+	size_t ranges, done, failed, mine;
+	struct leak_counts c;         /* the job's, from its done ranges */
+	uint64_t listed, foreign, next_chunk;
+};
+
+/*
+ * Run the mode of o against the job of volume v and o->work. 0 also when
+ * the job is not complete (res says how it stands); an error when this
+ * process's own part failed.
+ */
+int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
+		     struct leak_cluster_result *res, struct jo_err *err);
 
 struct jo_ctx;
 /* `jfsops leakcheck` (leakcheck/cmd_leakcheck.c), an entry of cmd/main.c's command table. */

@@ -58,6 +58,7 @@ struct pfx {
 	int depth;
 	char *after, *upto;   /* leaves: the key range (after, upto]; NULL: open */
 	uint64_t expect;      /* leaves: block keys the density map expects (0: unknown) */
+	int how;              /* a cluster range's lister: enum leak_pfx_how (else LIST) */
 };
 
 struct lister {
@@ -88,6 +89,7 @@ struct worker {
 	size_t nbatch;
 	uint64_t listed;
 	int cur_depth;
+	int cur_how;              /* the prefix being listed: enum leak_pfx_how */
 	/* the range being listed (leaves) */
 	struct pfx *cur;
 	char *prev;               /* last key of the range so far (order check, split point) */
@@ -160,6 +162,7 @@ static int push_range_locked(struct lister *l, const char *prefix, int depth, ch
 	e->after = after;
 	e->upto = upto;
 	e->expect = 0;
+	e->how = LEAK_PFX_LIST;
 	l->qn++;
 	l->prefixes++;            /* work items, for the progress line */
 	if (after || upto)
@@ -306,6 +309,8 @@ static int maybe_split(struct worker *w)
 			break;
 		}
 		rc = push_range_locked(l, cur->prefix, cur->depth, after, upto);
+		if (!rc)
+			l->q[l->qn - 1].how = cur->how;   /* a piece is taken as its leaf */
 	}
 	pthread_mutex_unlock(&l->lock);
 	if (rc == 0) {
@@ -403,6 +408,44 @@ static int take(struct worker *w, const struct jo_obj_info *info)
 	return 0;
 }
 
+/*
+ * A cluster range's lister: is this key (not a prefix) of its range? Every
+ * key under a prefix that is the range's whole, or under a leaf listed in
+ * its window, is; the keys found beside the layout's directories and those
+ * of a leaf listed whole for several ranges are sorted out one by one.
+ */
+static bool ours(const struct worker *w, const char *key)
+{
+	const struct leak_list_opts *o = w->l->o;
+
+	if (!o->ranges || w->cur_how == LEAK_PFX_WHOLE ||
+	    (w->cur_depth >= w->l->max_depth && w->cur_how != LEAK_PFX_FILTER))
+		return true;
+	return leak_range_of_key(o->ranges, o->volname, o->hash_prefix, key) == o->range;
+}
+
+/* A cluster range's lister found a prefix: queue it as its range says (or not at all). */
+static int push_cluster_locked(struct worker *w, const char *prefix)
+{
+	struct lister *l = w->l;
+	int depth = w->cur_depth + 1, how = LEAK_PFX_WHOLE, rc;
+	char *after = NULL, *upto = NULL;
+
+	if (w->cur_how != LEAK_PFX_WHOLE) {
+		rc = leak_range_prefix(l->o->ranges, l->o->range, l->o->hash_prefix, prefix,
+				       l->root_len, depth, &how, &after, &upto);
+		if (rc || how == LEAK_PFX_SKIP)
+			return rc;
+	}
+	/* a whole leaf of the plain layout: cut by the density map, as on one host */
+	if (how == LEAK_PFX_LIST && depth == l->max_depth && !after && !upto)
+		return push_leaf_locked(l, prefix, depth);
+	rc = push_range_locked(l, prefix, depth, after, upto);
+	if (!rc)
+		l->q[l->qn - 1].how = how;
+	return rc;
+}
+
 static int on_entry(const struct jo_obj_info *info, void *payload)
 {
 	struct worker *w = payload;
@@ -416,8 +459,9 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 		int rc;
 
 		pthread_mutex_lock(&l->lock);
-		rc = w->cur_depth + 1 == l->max_depth ? push_leaf_locked(l, info->key, w->cur_depth + 1)
-						      : push_locked(l, info->key, w->cur_depth + 1);
+		rc = l->o->ranges ? push_cluster_locked(w, info->key)
+		     : w->cur_depth + 1 == l->max_depth ? push_leaf_locked(l, info->key, w->cur_depth + 1)
+							: push_locked(l, info->key, w->cur_depth + 1);
 		pthread_mutex_unlock(&l->lock);
 		if (rc)
 			return jo_err_set(&w->err, JO_ENOMEM, "leakcheck: out of memory");
@@ -427,7 +471,7 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 		bool last = w->page_left > 0 && --w->page_left == 0;
 		int rc = range_key(w, info->key);
 
-		if (rc == RANGE_SKIP)
+		if (rc == RANGE_SKIP || (rc == 0 && !ours(w, info->key)))
 			rc = 0;
 		else if (rc == 0)
 			rc = take(w, info);
@@ -436,7 +480,7 @@ static int on_entry(const struct jo_obj_info *info, void *payload)
 			rc = PAGE_FULL;
 		return rc;
 	}
-	return take(w, info);
+	return ours(w, info->key) ? take(w, info) : 0;
 }
 
 /*
@@ -460,6 +504,7 @@ static void list_one(struct worker *w, struct pfx *p)
 
 	jo_err_clear(&w->err);
 	w->cur_depth = p->depth;
+	w->cur_how = p->how;
 	if (p->depth < l->max_depth) {
 		/* discover the next level of the layout's own directories */
 		rc = jo_obj_list(l->obj, p->prefix, NULL, "/", on_entry, w, &w->err);
@@ -558,7 +603,8 @@ int leak_list_objects(struct jo_obj *obj, const struct leak_list_opts *o, struct
 	if (n < 0 || (size_t)n >= sizeof(l.root))
 		return jo_err_set(err, JO_EINVAL, "leakcheck: volume name too long");
 	l.root_len = (size_t)n;
-	l.max_depth = o->hash_prefix ? 1 : 2;
+	/* a cluster range looks one level deeper into the hash layout: chunks/HH/A/ */
+	l.max_depth = o->hash_prefix && !o->ranges ? 1 : 2;
 	/* pieces of a cut leaf: four per lister over the whole volume, and not short */
 	l.piece_keys = o->density ? o->density->total / ((uint64_t)nthreads * 4) : 0;
 	if (l.piece_keys < PIECE_MIN_KEYS)

@@ -32,6 +32,7 @@
 #include "sync/sync.h"
 
 #include "common/cancel.h"
+#include "common/cluster.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/human.h"
@@ -46,7 +47,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,51 +56,9 @@
 
 #define REGISTRY "syncjobs"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static double mono_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(int64_t ms)
-{
-	while (ms > 0 && !jo_cancelled()) {
-		int64_t step = ms > 200 ? 200 : ms;
-		struct timespec ts = { 0, (long)step * 1000000L };
-
-		nanosleep(&ts, NULL);
-		ms -= step;
-	}
-}
-
 void jo_sync_job_ns(const char *what, bool named, char out[17])
 {
-	unsigned char d[32];
-	unsigned int dl = 32;
-	EVP_MD_CTX *c = EVP_MD_CTX_new();
-
-	if (c && EVP_DigestInit_ex(c, EVP_sha256(), NULL) == 1) {
-		EVP_DigestUpdate(c, named ? "name\n" : "job\n", named ? 5 : 4);
-		EVP_DigestUpdate(c, what, strlen(what));
-		EVP_DigestFinal_ex(c, d, &dl);
-	} else {
-		memset(d, 0, sizeof(d));
-	}
-	EVP_MD_CTX_free(c);
-	out[0] = 's';
-	for (int i = 0; i < 15; i++)
-		out[1 + i] = "0123456789abcdef"[(d[i / 2] >> (i % 2 ? 0 : 4)) & 15];
-	out[16] = '\0';
+	jo_cl_job_ns('s', what, named, out);
 }
 
 /* ---- keys as hex, records as JSON ------------------------------------------ */
@@ -159,70 +117,6 @@ static json_t *jhex(const char *s)
 
 	free(h);
 	return j;
-}
-
-static uint64_t ju(const json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
-}
-
-static int64_t ji(const json_t *o, const char *k)
-{
-	json_t *v = json_object_get(o, k);
-
-	return json_is_integer(v) ? (int64_t)json_integer_value(v) : 0;
-}
-
-static const char *js(const json_t *o, const char *k)
-{
-	const char *s = json_string_value(json_object_get(o, k));
-
-	return s ? s : "";
-}
-
-static bool jb(const json_t *o, const char *k)
-{
-	return json_is_true(json_object_get(o, k));
-}
-
-static int rec_put(struct jo_meta *m, const char *ns, const char *key, json_t *j,
-		   const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err)
-{
-	char *txt = j ? json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-	int rc;
-
-	if (j && !txt)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = jo_mut_rec_put(m, ns, key, txt, c, written, err);
-	free(txt);
-	return rc;
-}
-
-/* *out NULL (and 0) when there is no record. */
-static int rec_get(struct jo_meta *m, const char *ns, const char *key, json_t **out,
-		   struct jo_err *err)
-{
-	char *txt = NULL;
-	json_error_t je;
-	int rc = jo_mut_rec_get(m, ns, key, &txt, err);
-
-	*out = NULL;
-	if (rc == JO_ENOTFOUND) {
-		jo_err_clear(err);
-		return 0;
-	}
-	if (rc)
-		return rc;
-	*out = json_loads(txt, 0, &je);
-	free(txt);
-	if (!*out || !json_is_object(*out)) {
-		json_decref(*out);
-		*out = NULL;
-		return jo_err_set(err, JO_EPROTO, "coordinator record '%s' is not a JSON object", key);
-	}
-	return 0;
 }
 
 static const char *order_name(enum jo_sync_order o)
@@ -375,7 +269,7 @@ static int view_load(struct jo_meta *m, const char *ns, struct view *v, struct j
 		return rc;
 	}
 	/* the ranges can be worked once recorded (cuts), before the plan record */
-	v->n = v->plan ? (int)ji(v->plan, "ranges") : v->cuts ? (int)ji(v->cuts, "n") : 0;
+	v->n = v->plan ? (int)jo_cl_ji(v->plan, "ranges") : v->cuts ? (int)jo_cl_ji(v->cuts, "n") : 0;
 	if (v->n < 0 || !view_range(v, v->n)) {
 		view_release(v);
 		return jo_err_set(err, JO_EPROTO, "coordinator: the job's plan is corrupt");
@@ -405,18 +299,18 @@ static int view_load_range(struct jo_meta *m, const char *ns, int idx, struct vi
 	json_t **rslots[] = { &v->r[0].def, &v->r[0].pos, &v->r[0].done, &v->r[0].fail,
 			      &v->r[0].ddone, &v->r[0].dfail };
 	for (size_t i = 0; !rc && i < sizeof(jobkeys) / sizeof(jobkeys[0]); i++)
-		rc = rec_get(m, ns, jobkeys[i], jobslots[i], err);
+		rc = jo_cl_rec_get(m, ns, jobkeys[i], jobslots[i], err);
 	for (size_t i = 0; !rc && i < sizeof(kinds) / sizeof(kinds[0]); i++) {
 		char key[32];
 
 		snprintf(key, sizeof(key), "%s:%06d", kinds[i], idx);
-		rc = rec_get(m, ns, key, rslots[i], err);
+		rc = jo_cl_rec_get(m, ns, key, rslots[i], err);
 	}
 	if (rc) {
 		view_release(v);
 		return rc;
 	}
-	v->n = v->plan ? (int)ji(v->plan, "ranges") : v->cuts ? (int)ji(v->cuts, "n") : 0;
+	v->n = v->plan ? (int)jo_cl_ji(v->plan, "ranges") : v->cuts ? (int)jo_cl_ji(v->cuts, "n") : 0;
 	return 0;
 }
 
@@ -433,26 +327,26 @@ static void totals_of(const struct view *v, struct totals *t)
 		const json_t *d = v->r[i].done, *p = v->r[i].pos;
 		const json_t *c = d ? d : p;
 
-		if (d && jb(d, "failed"))
+		if (d && jo_cl_jb(d, "failed"))
 			t->failed++;
 		else if (d)
 			t->done++;
 		if (c) {
-			t->copied += ju(c, "c");
-			t->bytes += ju(c, "cb");
-			t->credited += ju(c, "cr");
-			t->skipped += ju(c, "s");
-			t->extra += ju(c, "x");
-			t->excluded += ju(c, "e");
-			t->src += ju(c, "ls");
-			t->dst += ju(c, "ld");
+			t->copied += jo_cl_ju(c, "c");
+			t->bytes += jo_cl_ju(c, "cb");
+			t->credited += jo_cl_ju(c, "cr");
+			t->skipped += jo_cl_ju(c, "s");
+			t->extra += jo_cl_ju(c, "x");
+			t->excluded += jo_cl_ju(c, "e");
+			t->src += jo_cl_ju(c, "ls");
+			t->dst += jo_cl_ju(c, "ld");
 		}
 		const json_t *dd = v->r[i].ddone;
 		if (dd) {
-			t->deleted += ju(dd, "deleted");
-			if (jb(dd, "refused"))
+			t->deleted += jo_cl_ju(dd, "deleted");
+			if (jo_cl_jb(dd, "refused"))
 				t->del_refused++;
-			else if (jb(dd, "failed") || ju(dd, "fails"))
+			else if (jo_cl_jb(dd, "failed") || jo_cl_ju(dd, "fails"))
 				t->del_failed++;
 			else
 				t->deleted_ranges++;
@@ -498,34 +392,15 @@ static int put_worker(struct job *j, const char *state, struct jo_err *err)
 
 	snprintf(key, sizeof(key), "w:%s", j->co->worker);
 	w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
-		      (json_int_t)j->started_ms, "seen", (json_int_t)now_ms(), "copied",
+		      (json_int_t)j->started_ms, "seen", (json_int_t)jo_cl_now_ms(), "copied",
 		      (json_int_t)j->res->mine.copied, "bytes", (json_int_t)j->res->mine.copied_bytes,
 		      "ranges", (json_int_t)j->res->ranges_mine, "busy_s", j->busy_s, "range",
 		      j->cur_range);
 	if (!w)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = rec_put(j->m, j->ns, key, w, NULL, NULL, err);
+	rc = jo_cl_rec_put(j->m, j->ns, key, w, NULL, NULL, err);
 	json_decref(w);
 	return rc;
-}
-
-/* Add one task per item (ranges/deletions: one range each); pending ones are kept. */
-static int add_tasks(struct job *j, const char *kind, char letter, const int *idx, int n,
-		     struct jo_err *err)
-{
-	for (int k = 0; k < n; k++) {
-		char item[16];
-		const char *it = item;
-		int64_t id;
-		size_t added;
-		int rc;
-
-		snprintf(item, sizeof(item), "%c%06d", letter, idx[k]);
-		rc = jo_mut_task_add(j->m, j->ns, kind, &it, 1, &id, &added, err);
-		if (rc)
-			return jo_err_wrap(err, "coordinator: add task %s", item);
-	}
-	return 0;
 }
 
 /* ---- planning -------------------------------------------------------------- */
@@ -536,16 +411,16 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 	struct jo_sync_plan pl = { 0 };
 	json_t *plan = NULL, *cuts = NULL;
 	int rc, n;
-	double t0 = mono_s();
+	double t0 = jo_cl_mono_s();
 
-	rc = rec_get(j->m, j->ns, "plan", &plan, err);
+	rc = jo_cl_rec_get(j->m, j->ns, "plan", &plan, err);
 	if (!rc && plan) {
 		/* planned already (an earlier planner completed; this task is a late copy) */
 		json_decref(plan);
 		return jo_lease_complete(j->lease, j->m, err);
 	}
 	if (!rc)
-		rc = rec_get(j->m, j->ns, "cuts", &cuts, err);
+		rc = jo_cl_rec_get(j->m, j->ns, "cuts", &cuts, err);
 	if (rc)
 		return rc;
 	enum jo_sync_order so = j->src->unordered ? JO_SYNC_ORDER_DIRFIRST : JO_SYNC_ORDER_BYTES;
@@ -560,7 +435,7 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 		if (ur)
 			fclose(ur);
 		if (got != sizeof(rb)) {
-			int64_t x = now_ms() ^ ((int64_t)getpid() << 20);
+			int64_t x = jo_cl_now_ms() ^ ((int64_t)getpid() << 20);
 
 			memcpy(rb, &x, sizeof(rb));
 		}
@@ -569,10 +444,10 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 	}
 	if (cuts) {
 		/* an earlier planner died after recording its ranges: use them */
-		n = (int)ji(cuts, "n");
-		so = order_of(js(cuts, "src_order"));
-		dso = order_of(js(cuts, "dst_order"));
-		snprintf(nonce, sizeof(nonce), "%s", js(cuts, "nonce"));
+		n = (int)jo_cl_ji(cuts, "n");
+		so = order_of(jo_cl_js(cuts, "src_order"));
+		dso = order_of(jo_cl_js(cuts, "dst_order"));
+		snprintf(nonce, sizeof(nonce), "%s", jo_cl_js(cuts, "nonce"));
 		json_decref(cuts);
 		if (n < 1)
 			return jo_err_set(err, JO_EPROTO, "coordinator: record 'cuts' is corrupt");
@@ -596,14 +471,14 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 					      pl.weights ? pl.weights[i] : 0.0);
 
 			snprintf(key, sizeof(key), "def:%06d", i);
-			rc = d ? rec_put(j->m, j->ns, key, d, &held, NULL, err)
+			rc = d ? jo_cl_rec_put(j->m, j->ns, key, d, &held, NULL, err)
 			       : jo_err_set(err, JO_ENOMEM, "out of memory");
 			json_decref(d);
 		}
 		if (!rc) {
 			cuts = json_pack("{s:i,s:s,s:s,s:s}", "n", n, "src_order", order_name(so),
 					 "dst_order", order_name(dso), "nonce", nonce);
-			rc = cuts ? rec_put(j->m, j->ns, "cuts", cuts, &held, NULL, err)
+			rc = cuts ? jo_cl_rec_put(j->m, j->ns, "cuts", cuts, &held, NULL, err)
 				  : jo_err_set(err, JO_ENOMEM, "out of memory");
 			json_decref(cuts);
 		}
@@ -619,21 +494,21 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 	}
 	for (int i = 0; i < n; i++)
 		idx[i] = i;
-	rc = add_tasks(j, "range", 'r', idx, n, err);
+	rc = jo_cl_add_tasks(j->m, j->ns, "range", 'r', idx, n, err);
 	free(idx);
 	if (!rc) {
 		plan = json_pack("{s:i,s:s,s:I,s:s,s:s,s:s,s:I,s:I,s:b,s:i,s:f}", "ranges", n, "nonce",
-				 nonce, "at", (json_int_t)now_ms(), "by", j->co->worker, "src_order",
+				 nonce, "at", (json_int_t)jo_cl_now_ms(), "by", j->co->worker, "src_order",
 				 order_name(so), "dst_order", order_name(dso), "src_est",
 				 (json_int_t)pl.src_est, "dst_est", (json_int_t)pl.dst_est, "exact",
 				 pl.src_exact && pl.dst_exact, "probes", pl.probes, "secs",
-				 mono_s() - t0);
+				 jo_cl_mono_s() - t0);
 		struct jo_mut_rec_cond fin = held;
 		bool written = false;
 
 		fin.complete = true;
 		fin.if_absent = true;
-		rc = plan ? rec_put(j->m, j->ns, "plan", plan, &fin, &written, err)
+		rc = plan ? jo_cl_rec_put(j->m, j->ns, "plan", plan, &fin, &written, err)
 			  : jo_err_set(err, JO_ENOMEM, "out of memory");
 		json_decref(plan);
 		if (!rc && !written)
@@ -643,7 +518,7 @@ static int do_plan(struct job *j, const struct jo_mut_task *t, struct jo_err *er
 		if (!rc)
 			jo_info("planned %d ranges (%" PRIu64 " SRC, %" PRIu64 " DST objects sampled, "
 				"%d list requests, %.1fs)", n, pl.src_est, pl.dst_est, pl.probes,
-				mono_s() - t0);
+				jo_cl_mono_s() - t0);
 	}
 	jo_sync_plan_release(&pl);
 	return job_fail_wrap(rc, err, "recording the plan");
@@ -680,14 +555,14 @@ static json_t *counters_json(const struct jo_sync_ckpt *c)
 
 static void counters_from(const json_t *o, struct jo_sync_ckpt *c)
 {
-	c->copied = ju(o, "c");
-	c->copied_bytes = ju(o, "cb");
-	c->credited = ju(o, "cr");
-	c->skipped = ju(o, "s");
-	c->extra = ju(o, "x");
-	c->excluded = ju(o, "e");
-	c->src_listed = ju(o, "ls");
-	c->dst_listed = ju(o, "ld");
+	c->copied = jo_cl_ju(o, "c");
+	c->copied_bytes = jo_cl_ju(o, "cb");
+	c->credited = jo_cl_ju(o, "cr");
+	c->skipped = jo_cl_ju(o, "s");
+	c->extra = jo_cl_ju(o, "x");
+	c->excluded = jo_cl_ju(o, "e");
+	c->src_listed = jo_cl_ju(o, "ls");
+	c->dst_listed = jo_cl_ju(o, "ld");
 }
 
 /* Record pos:R (r->mu held): the checkpoint, and the uploads open now. */
@@ -710,10 +585,10 @@ static int write_pos_locked(struct rctx *r, struct jo_err *err)
 	json_object_set_new(p, "uncounted", json_boolean(r->uncounted));
 	json_object_set_new(p, "by", json_string(r->j->co->worker));
 	json_object_set_new(p, "since", json_integer(r->since));
-	json_object_set_new(p, "at", json_integer(now_ms()));
+	json_object_set_new(p, "at", json_integer(jo_cl_now_ms()));
 	json_object_set_new(p, "att", json_integer(r->attempt));
 	snprintf(key, sizeof(key), "pos:%06d", r->idx);
-	rc = rec_put(r->j->mw, r->j->ns, key, p, &held, NULL, err);
+	rc = jo_cl_rec_put(r->j->mw, r->j->ns, key, p, &held, NULL, err);
 	json_decref(p);
 	return rc;
 }
@@ -835,14 +710,14 @@ static int range_failed(struct job *j, const struct jo_mut_task *t, int idx, boo
 	struct jo_mut_rec_cond held = { .task_id = t->id, .owner = j->co->worker };
 	char key[32];
 	json_t *f = json_pack("{s:s,s:s,s:I,s:I,s:I}", "error", why, "by", j->co->worker, "at",
-			      (json_int_t)now_ms(), "att", (json_int_t)t->attempts, "n",
+			      (json_int_t)jo_cl_now_ms(), "att", (json_int_t)t->attempts, "n",
 			      (json_int_t)failures + 1);
 	int rc;
 
 	jo_warn("range %06d%s failed (failure %" PRIu64 " of at most %d): %s", idx,
 		del ? " (deletions)" : "", failures + 1, j->co->max_attempts, why);
 	snprintf(key, sizeof(key), "%s:%06d", del ? "dfail" : "fail", idx);
-	rc = f ? rec_put(j->m, j->ns, key, f, &held, NULL, err) : JO_ENOMEM;
+	rc = f ? jo_cl_rec_put(j->m, j->ns, key, f, &held, NULL, err) : JO_ENOMEM;
 	json_decref(f);
 	jo_err_clear(err);
 	(void)rc; /* a lost lease: the next holder records its own failure */
@@ -854,7 +729,7 @@ static int range_failed(struct job *j, const struct jo_mut_task *t, int idx, boo
 	int64_t ms = 1000LL << (j->fails_in_a_row < 5 ? j->fails_in_a_row : 5);
 	if (ms > j->co->lease_ms)
 		ms = j->co->lease_ms;
-	sleep_ms(ms);
+	jo_cl_sleep_ms(ms);
 	return 0;
 }
 
@@ -868,12 +743,12 @@ static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bo
 	int rc;
 
 	snprintf(key, sizeof(key), "%s:%06d", del ? "dfail" : "fail", idx);
-	rc = rec_get(j->m, j->ns, key, &last, err);
+	rc = jo_cl_rec_get(j->m, j->ns, key, &last, err);
 	if (rc)
 		return rc;
 	d = json_pack("{s:b,s:s,s:s,s:I,s:I}", "failed", true, "error",
-		      last ? js(last, "error") : "?", "by", j->co->worker, "at", (json_int_t)now_ms(),
-		      "failures", (json_int_t)ju(last, "n"));
+		      last ? jo_cl_js(last, "error") : "?", "by", j->co->worker, "at", (json_int_t)jo_cl_now_ms(),
+		      "failures", (json_int_t)jo_cl_ju(last, "n"));
 	json_decref(last);
 	if (!d)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -882,11 +757,11 @@ static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bo
 		json_t *p = NULL;
 
 		snprintf(key, sizeof(key), "pos:%06d", idx);
-		if (rec_get(j->m, j->ns, key, &p, err) == 0 && p) {
+		if (jo_cl_rec_get(j->m, j->ns, key, &p, err) == 0 && p) {
 			const char *f[] = { "c", "cb", "cr", "s", "x", "e", "ls", "ld" };
 
 			for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++)
-				json_object_set_new(d, f[i], json_integer((json_int_t)ju(p, f[i])));
+				json_object_set_new(d, f[i], json_integer((json_int_t)jo_cl_ju(p, f[i])));
 		}
 		json_decref(p);
 		jo_err_clear(err);
@@ -894,7 +769,7 @@ static int range_give_up(struct job *j, const struct jo_mut_task *t, int idx, bo
 	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
 	jo_warn("range %06d%s given up after %d failures", idx, del ? " (deletions)" : "",
 		j->co->max_attempts);
-	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
+	rc = jo_cl_rec_put(j->m, j->ns, key, d, &fin, NULL, err);
 	json_decref(d);
 	jo_lease_forget(j->lease); /* completed with the record, or lost */
 	if (rc == JO_ECONFLICT)
@@ -925,7 +800,7 @@ static int range_start(struct job *j, const struct rview *rv, int idx, bool del,
 	k->hi = unhex(json_object_get(rv->def, "hi"), &bad);
 	if (!del && rv->pos) {
 		k->after = unhex(json_object_get(rv->pos, "pos"), &bad);
-		r->uncounted = jb(rv->pos, "uncounted");
+		r->uncounted = jo_cl_jb(rv->pos, "uncounted");
 		counters_from(rv->pos, &r->ck);
 	}
 	if (bad)
@@ -952,13 +827,13 @@ static void range_opts(struct job *j, const struct view *v, const struct rview *
 {
 	rg->lo = k->lo;
 	rg->hi = k->hi;
-	rg->src_order = order_of(js(view_plan(v), "src_order"));
-	rg->dst_order = order_of(js(view_plan(v), "dst_order"));
+	rg->src_order = order_of(jo_cl_js(view_plan(v), "src_order"));
+	rg->dst_order = order_of(jo_cl_js(view_plan(v), "dst_order"));
 	/* an order break another range met: start there */
-	if (v->order_src && order_of(js(v->order_src, "order")) > rg->src_order)
-		rg->src_order = order_of(js(v->order_src, "order"));
-	if (v->order_dst && order_of(js(v->order_dst, "order")) > rg->dst_order)
-		rg->dst_order = order_of(js(v->order_dst, "order"));
+	if (v->order_src && order_of(jo_cl_js(v->order_src, "order")) > rg->src_order)
+		rg->src_order = order_of(jo_cl_js(v->order_src, "order"));
+	if (v->order_dst && order_of(jo_cl_js(v->order_dst, "order")) > rg->dst_order)
+		rg->dst_order = order_of(jo_cl_js(v->order_dst, "order"));
 	rg->after = k->after;
 	rg->base = r->ck;
 	rg->uncounted = prev_uncounted;
@@ -978,8 +853,8 @@ static void range_opts(struct job *j, const struct view *v, const struct rview *
 		o->delete_dst = true;
 		o->max_delete = -1;
 		rg->delete_only = true;
-		rg->max_extras = d ? ju(d, "x") : 0;
-		rg->expect_src = d && ju(d, "ls") > 0;
+		rg->max_extras = d ? jo_cl_ju(d, "x") : 0;
+		rg->expect_src = d && jo_cl_ju(d, "ls") > 0;
 		rg->after = NULL;
 		rg->uncounted = false;
 		memset(&rg->base, 0, sizeof(rg->base));
@@ -998,7 +873,7 @@ static void range_note_order(struct job *j, const struct jo_sync_range *rg,
 	json_t *h = json_pack("{s:s}", "order", order_name(rg->src_order > so0 ? rg->src_order
 									      : rg->dst_order));
 	if (h)
-		(void)rec_put(j->m, j->ns, rg->src_order > so0 ? "order:src" : "order:dst", h,
+		(void)jo_cl_rec_put(j->m, j->ns, rg->src_order > so0 ? "order:src" : "order:dst", h,
 			      NULL, NULL, rerr);
 	json_decref(h);
 }
@@ -1012,7 +887,7 @@ static json_t *range_done_json(struct job *j, const struct jo_mut_task *t, bool 
 				 (json_int_t)sum->deleted, "extra", (json_int_t)sum->extra, "refused",
 				 sum->delete_refused, "why", sum->delete_refused_why, "by",
 				 j->co->worker, "started", (json_int_t)r->since, "at",
-				 (json_int_t)now_ms(), "secs", sum->seconds);
+				 (json_int_t)jo_cl_now_ms(), "secs", sum->seconds);
 
 	struct jo_sync_ckpt c = { .copied = sum->copied, .copied_bytes = sum->copied_bytes,
 				  .credited = sum->credited, .skipped = sum->skipped,
@@ -1022,7 +897,7 @@ static json_t *range_done_json(struct job *j, const struct jo_mut_task *t, bool 
 
 	if (d) {
 		json_object_set_new(d, "by", json_string(j->co->worker));
-		json_object_set_new(d, "at", json_integer(now_ms()));
+		json_object_set_new(d, "at", json_integer(jo_cl_now_ms()));
 		json_object_set_new(d, "since", json_integer(r->since));
 		json_object_set_new(d, "att", json_integer(t->attempts));
 		json_object_set_new(d, "secs", json_real(sum->seconds));
@@ -1043,7 +918,7 @@ static int range_record_done(struct job *j, const struct jo_mut_task *t, int idx
 	if (!d)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	snprintf(key, sizeof(key), "%s:%06d", del ? "ddone" : "done", idx);
-	rc = rec_put(j->m, j->ns, key, d, &fin, NULL, err);
+	rc = jo_cl_rec_put(j->m, j->ns, key, d, &fin, NULL, err);
 	json_decref(d);
 	if (rc == JO_ECONFLICT) {
 		jo_warn("range %06d: the lease was lost before it was recorded done", idx);
@@ -1094,10 +969,10 @@ static int range_outcome(struct job *j, const struct jo_mut_task *t, int idx, bo
 static int range_run(struct job *j, bool del, const struct jo_sync_range *rg,
 		     const struct jo_sync_opts *o, struct jo_sync_summary *sum, struct jo_err *rerr)
 {
-	double t0 = mono_s();
+	double t0 = jo_cl_mono_s();
 	int rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, o, sum, rerr);
 
-	j->busy_s += mono_s() - t0;
+	j->busy_s += jo_cl_mono_s() - t0;
 	add_summary(&j->res->mine, sum);
 	if (!del) {
 		/* what counts for this range is its total; the process adds its own work */
@@ -1111,24 +986,24 @@ static int range_run(struct job *j, bool del, const struct jo_sync_range *rg,
 static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool del,
 		    const struct view *v, const struct rview *rv, struct jo_err *err)
 {
-	struct rctx r = { .j = j, .task = t->id, .idx = idx, .since = now_ms(),
+	struct rctx r = { .j = j, .task = t->id, .idx = idx, .since = jo_cl_now_ms(),
 			  .attempt = t->attempts, .mu = PTHREAD_MUTEX_INITIALIZER };
 	struct jo_sync_range rg = { 0 };
 	struct jo_sync_summary sum;
 	struct jo_sync_opts o = *j->o;
 	struct jo_err rerr = { 0 };
 	struct range_keys k = { 0 };
-	bool prev_uncounted;
+	bool prev_uncounted = false;
 	int rc;
 
-	if (del ? rv->ddone != NULL : (rv->done && !jb(rv->done, "failed"))) {
+	if (del ? rv->ddone != NULL : (rv->done && !jo_cl_jb(rv->done, "failed"))) {
 		/* done already: a task added again by a racing advance */
 		return jo_lease_complete(j->lease, j->m, err);
 	}
 	if (!rv->def)
 		return jo_err_set(err, JO_EPROTO, "coordinator: range %06d has no definition", idx);
 	/* failures only count (a killed worker's attempt is no failure) */
-	uint64_t failures = ju(del ? rv->dfail : rv->fail, "n");
+	uint64_t failures = jo_cl_ju(del ? rv->dfail : rv->fail, "n");
 	if (failures >= (uint64_t)j->co->max_attempts)
 		return range_give_up(j, t, idx, del, err);
 	rc = range_start(j, rv, idx, del, &r, &k, &prev_uncounted, err);
@@ -1181,14 +1056,14 @@ static int write_end(struct job *j, const struct view *v, const char *status, co
 
 	totals_of(v, &t);
 	e = json_pack("{s:s,s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i,s:i}", "status", status,
-		      "why", why, "at", (json_int_t)now_ms(), "by", j->co->worker, "copied",
+		      "why", why, "at", (json_int_t)jo_cl_now_ms(), "by", j->co->worker, "copied",
 		      (json_int_t)t.copied, "bytes", (json_int_t)t.bytes, "skipped",
 		      (json_int_t)t.skipped, "extra", (json_int_t)t.extra, "deleted",
 		      (json_int_t)t.deleted, "src", (json_int_t)t.src, "dst", (json_int_t)t.dst,
 		      "failed_ranges", t.failed, "ranges", v->n);
 	if (!e)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = rec_put(j->m, j->ns, "end", e, &once, NULL, err);
+	rc = jo_cl_rec_put(j->m, j->ns, "end", e, &once, NULL, err);
 	json_decref(e);
 	return rc;
 }
@@ -1227,7 +1102,7 @@ static int advance(struct job *j, enum adv *out, struct jo_err *err)
 			idx[n++] = i;
 	if (n) {
 		/* ranges without a task (a planner died while adding them) */
-		rc = add_tasks(j, "range", 'r', idx, n, err);
+		rc = jo_cl_add_tasks(j->m, j->ns, "range", 'r', idx, n, err);
 		*out = ADV_AGAIN;
 		goto out;
 	}
@@ -1241,14 +1116,14 @@ static int advance(struct job *j, enum adv *out, struct jo_err *err)
 		*out = ADV_FINISHED;
 		goto out;
 	}
-	if (!jb(v.job, "delete")) {
+	if (!jo_cl_jb(v.job, "delete")) {
 		rc = write_end(j, &v, "ok", "", err);
 		*out = ADV_FINISHED;
 		goto out;
 	}
 	if (!v.gate) {
 		/* every range listed and copied without failure: the whole job's brakes */
-		int64_t maxd = ji(v.job, "max_delete");
+		int64_t maxd = jo_cl_ji(v.job, "max_delete");
 		char why[200] = "";
 		bool del = true;
 		json_t *g;
@@ -1262,10 +1137,10 @@ static int advance(struct job *j, enum adv *out, struct jo_err *err)
 				 t.extra, maxd);
 		}
 		g = json_pack("{s:b,s:s,s:I,s:I,s:I,s:s}", "delete", del, "why", why, "extras",
-			      (json_int_t)t.extra, "src", (json_int_t)t.src, "at", (json_int_t)now_ms(),
+			      (json_int_t)t.extra, "src", (json_int_t)t.src, "at", (json_int_t)jo_cl_now_ms(),
 			      "by", j->co->worker);
 		struct jo_mut_rec_cond once = { .if_absent = true };
-		rc = g ? rec_put(j->m, j->ns, "gate", g, &once, NULL, err)
+		rc = g ? jo_cl_rec_put(j->m, j->ns, "gate", g, &once, NULL, err)
 		       : jo_err_set(err, JO_ENOMEM, "out of memory");
 		json_decref(g);
 		if (!rc)
@@ -1274,17 +1149,17 @@ static int advance(struct job *j, enum adv *out, struct jo_err *err)
 		*out = ADV_AGAIN;
 		goto out;
 	}
-	if (!jb(v.gate, "delete")) {
-		rc = write_end(j, &v, "refused", js(v.gate, "why"), err);
+	if (!jo_cl_jb(v.gate, "delete")) {
+		rc = write_end(j, &v, "refused", jo_cl_js(v.gate, "why"), err);
 		*out = ADV_FINISHED;
 		goto out;
 	}
 	n = 0;
 	for (int i = 0; i < v.n; i++)
-		if (ju(v.r[i].done, "x") > 0 && !v.r[i].ddone)
+		if (jo_cl_ju(v.r[i].done, "x") > 0 && !v.r[i].ddone)
 			idx[n++] = i;
 	if (n) {
-		rc = add_tasks(j, "del", 'd', idx, n, err);
+		rc = jo_cl_add_tasks(j->m, j->ns, "del", 'd', idx, n, err);
 		*out = ADV_AGAIN;
 		goto out;
 	}
@@ -1310,7 +1185,7 @@ static void *progress_main(void *p)
 	struct job *j = p;
 	struct jo_meta *m = NULL;
 	struct jo_err err = { 0 };
-	double t0 = mono_s();
+	double t0 = jo_cl_mono_s();
 
 	if (jo_meta_dup(j->m, &m, &err))
 		return NULL;
@@ -1339,7 +1214,7 @@ static void *progress_main(void *p)
 		char b1[32], b2[32], b3[32];
 		uint64_t mine = __atomic_load_n(&j->live.copied, __ATOMIC_RELAXED);
 		uint64_t mineb = __atomic_load_n(&j->live.copied_bytes, __ATOMIC_RELAXED);
-		double el = mono_s() - t0;
+		double el = jo_cl_mono_s() - t0;
 		jo_fmt_bytes((double)t.bytes, 1, b1, sizeof(b1));
 		jo_fmt_bytes((double)mineb, 1, b2, sizeof(b2));
 		jo_fmt_bytes(el > 0 ? (double)mineb / el : 0, 1, b3, sizeof(b3));
@@ -1363,27 +1238,25 @@ static int register_job(struct job *j, struct jo_err *err)
 
 	rec = json_pack("{s:i,s:s?,s:s,s:s,s:s,s:b,s:I,s:I,s:s}", "v", 1, "name", co->name, "fp",
 			co->fp, "src", j->src->desc, "dst", j->dst->desc, "delete", j->o->delete_dst,
-			"max_delete", (json_int_t)j->o->max_delete, "created", (json_int_t)now_ms(),
+			"max_delete", (json_int_t)j->o->max_delete, "created", (json_int_t)jo_cl_now_ms(),
 			"by", co->worker);
 	if (!rec)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = rec_put(j->m, j->ns, "job", rec, &once, &written, err);
+	rc = jo_cl_rec_put(j->m, j->ns, "job", rec, &once, &written, err);
 	if (!rc && !written)
-		rc = rec_get(j->m, j->ns, "job", &have, err);
-	if (!rc && have && strcmp(js(have, "fp"), co->fp) != 0)
+		rc = jo_cl_rec_get(j->m, j->ns, "job", &have, err);
+	if (!rc && have && strcmp(jo_cl_js(have, "fp"), co->fp) != 0)
 		rc = jo_err_set(err, JO_EINVAL,
 				"job %s%s%s is another sync (%s -> %s, with other filters or options): "
 				"pick another --id", co->name ? "\"" : "", co->name ? co->name : j->ns,
-				co->name ? "\"" : "", js(have, "src"), js(have, "dst"));
+				co->name ? "\"" : "", jo_cl_js(have, "src"), jo_cl_js(have, "dst"));
 	json_decref(have);
 	if (!rc) {
 		/* the registry the status reads; a job listed twice is the same job */
 		json_t *r = json_pack("{s:s,s:s?,s:s,s:s,s:I}", "ns", j->ns, "name", co->name, "src",
-				      j->src->desc, "dst", j->dst->desc, "created", (json_int_t)now_ms());
-		char key[32];
+				      j->src->desc, "dst", j->dst->desc, "created", (json_int_t)jo_cl_now_ms());
 
-		snprintf(key, sizeof(key), "job:%s", j->ns);
-		rc = r ? rec_put(j->m, REGISTRY, key, r, &once, NULL, err) : JO_ENOMEM;
+		rc = jo_cl_registry_add(j->m, REGISTRY, j->ns, r, err);
 		json_decref(r);
 	}
 	json_decref(rec);
@@ -1395,15 +1268,15 @@ static int reopen_failed(struct job *j, const struct view *v, struct jo_err *err
 {
 	int rc = 0;
 
-	jo_warn("job %s finished with failed ranges (%s): retrying them", j->ns, js(v->end, "why"));
+	jo_warn("job %s finished with failed ranges (%s): retrying them", j->ns, jo_cl_js(v->end, "why"));
 	for (int i = 0; i < v->n && !rc; i++) {
 		char key[32];
 
-		if (v->r[i].done && jb(v->r[i].done, "failed")) {
+		if (v->r[i].done && jo_cl_jb(v->r[i].done, "failed")) {
 			snprintf(key, sizeof(key), "done:%06d", i);
 			rc = jo_mut_rec_put(j->m, j->ns, key, NULL, NULL, NULL, err);
 		}
-		if (!rc && v->r[i].ddone && (jb(v->r[i].ddone, "failed"))) {
+		if (!rc && v->r[i].ddone && (jo_cl_jb(v->r[i].ddone, "failed"))) {
 			snprintf(key, sizeof(key), "ddone:%06d", i);
 			rc = jo_mut_rec_put(j->m, j->ns, key, NULL, NULL, NULL, err);
 		}
@@ -1420,17 +1293,6 @@ static int reopen_failed(struct job *j, const struct view *v, struct jo_err *err
 	if (!rc)
 		rc = jo_mut_rec_put(j->m, j->ns, "end", NULL, NULL, NULL, err);
 	return rc;
-}
-
-static int parse_item(const char *items, char letter)
-{
-	char *end;
-	long v;
-
-	if (!items || items[0] != letter)
-		return -1;
-	v = strtol(items + 1, &end, 10);
-	return *end || v < 0 || v > 10000000 ? -1 : (int)v;
 }
 
 static void fill_result(struct job *j, const struct view *v)
@@ -1453,13 +1315,13 @@ static void fill_result(struct job *j, const struct view *v)
 	res->job.deleted = t.deleted;
 	if (v->end) {
 		res->finished = true;
-		snprintf(res->status, sizeof(res->status), "%s", js(v->end, "status"));
-		snprintf(res->why, sizeof(res->why), "%s", js(v->end, "why"));
+		snprintf(res->status, sizeof(res->status), "%s", jo_cl_js(v->end, "status"));
+		snprintf(res->why, sizeof(res->why), "%s", jo_cl_js(v->end, "why"));
 	}
-	if (v->gate && !jb(v->gate, "delete")) {
+	if (v->gate && !jo_cl_jb(v->gate, "delete")) {
 		res->job.delete_refused = true;
 		snprintf(res->job.delete_refused_why, sizeof(res->job.delete_refused_why), "%s",
-			 js(v->gate, "why"));
+			 jo_cl_js(v->gate, "why"));
 	}
 }
 
@@ -1478,7 +1340,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 			/* --plan is done once the plan is recorded (by us or another) */
 			json_t *plan = NULL;
 
-			rc = rec_get(j->m, j->ns, "plan", &plan, err);
+			rc = jo_cl_rec_get(j->m, j->ns, "plan", &plan, err);
 			json_decref(plan);
 			if (rc || plan)
 				break;
@@ -1501,21 +1363,21 @@ static int work_loop(struct job *j, struct jo_err *err)
 			}
 			/* every task is leased by someone: wait for them, or for a lease
 			 * to run out (a dead worker's) */
-			if (mono_s() - waited_log > 60) {
+			if (jo_cl_mono_s() - waited_log > 60) {
 				jo_info("waiting: %" PRId64 " task%s leased by other workers", leased,
 					leased == 1 ? "" : "s");
-				waited_log = mono_s();
+				waited_log = jo_cl_mono_s();
 			}
 			(void)put_worker(j, "waiting", err);
 			jo_err_clear(err);
-			sleep_ms(co->lease_ms / 8 > 2000 ? 2000 : co->lease_ms / 8 < 100 ? 100
+			jo_cl_sleep_ms(co->lease_ms / 8 > 2000 ? 2000 : co->lease_ms / 8 < 100 ? 100
 											       : co->lease_ms / 8);
 			continue;
 		}
 		if (rc)
 			break;
 		bool del = !strcmp(t.kind, "del");
-		int idx = parse_item(t.items, del ? 'd' : 'r');
+		int idx = jo_cl_task_index(t.items, del ? 'd' : 'r');
 		struct view v;
 
 		rc = view_load_range(j->m, j->ns, idx < 0 ? 0 : idx, &v, err);
@@ -1525,7 +1387,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 			break;
 		}
 		if (!j->mark[0] && view_plan(&v))
-			snprintf(j->mark, sizeof(j->mark), "%s.%s", j->ns, js(view_plan(&v), "nonce"));
+			snprintf(j->mark, sizeof(j->mark), "%s.%s", j->ns, jo_cl_js(view_plan(&v), "nonce"));
 		bool mine_kind = true;
 		if (!strcmp(t.kind, "plan")) {
 			if (co->mode == JO_SYNC_CLUSTER_WORK) {
@@ -1552,7 +1414,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 			(void)jo_lease_release(j->lease, j->m, err);
 			jo_err_clear(err);
 			if (co->mode != JO_SYNC_CLUSTER_PLAN)
-				sleep_ms(1000);
+				jo_cl_sleep_ms(1000);
 		}
 	}
 	return rc;
@@ -1565,28 +1427,19 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 {
 	struct job j = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = o, .co = co,
 			 .res = res, .cur_range = -1 };
-	struct jo_meta_open_opts mo = { .password = co->password,
-					.redis_password = co->redis_password,
-					.coordinator_only = true };
 	struct jo_lease_opts lo = { .owner = co->worker, .lease_ms = co->lease_ms };
 	struct view v = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	pthread_mutex_init(&j.mu, NULL);
-	j.started_ms = now_ms();
+	j.started_ms = jo_cl_now_ms();
 	snprintf(j.ns, sizeof(j.ns), "%s", co->ns);
 	snprintf(res->ns, sizeof(res->ns), "%s", co->ns);
-	rc = jo_meta_open_with(&j.m, co->url, &mo, err);
-	if (rc) {
-		jo_err_wrap(err, "coordinator");
+	rc = jo_cl_open(&j.m, co->url, co->password, co->redis_password, j.ns, REGISTRY, err);
+	if (rc)
 		goto out;
-	}
 	rc = jo_meta_dup(j.m, &j.mw, err);
-	if (!rc)
-		rc = jo_mut_task_init(j.m, j.ns, err);
-	if (!rc)
-		rc = jo_mut_task_init(j.m, REGISTRY, err);
 	if (rc) {
 		jo_err_wrap(err, "coordinator");
 		goto out;
@@ -1615,7 +1468,7 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 	rc = view_load(j.m, j.ns, &v, err);
 	if (rc)
 		goto out;
-	if (v.end && !strcmp(js(v.end, "status"), "failed") && co->mode != JO_SYNC_CLUSTER_PLAN) {
+	if (v.end && !strcmp(jo_cl_js(v.end, "status"), "failed") && co->mode != JO_SYNC_CLUSTER_PLAN) {
 		rc = reopen_failed(&j, &v, err);
 		if (rc)
 			goto out;
@@ -1693,15 +1546,6 @@ static int lease_cb(const struct jo_mut_task *t, void *p)
 	return 0;
 }
 
-static void fmt_time(int64_t ms, char *buf, size_t n)
-{
-	time_t s = (time_t)(ms / 1000);
-	struct tm tm;
-
-	localtime_r(&s, &tm);
-	strftime(buf, n, "%Y-%m-%d %H:%M:%S", &tm);
-}
-
 static void short_key(const char *k, char *buf, size_t n)
 {
 	if (!k) {
@@ -1733,20 +1577,20 @@ static void status_leases(struct job_status *s)
 
 	for (size_t i = 0; i < nl; i++) {
 		const json_t *e = json_array_get(s->ls.arr, i);
-		const char *item = js(e, "item");
+		const char *item = jo_cl_js(e, "item");
 		int idx = atoi(item + 1);
 		const json_t *pos = idx >= 0 && idx < s->v.n ? s->v.r[idx].pos : NULL;
 		bool bad = false;
 		char *at = pos ? unhex(json_object_get(pos, "pos"), &bad) : NULL;
-		int64_t since = pos && !strcmp(js(pos, "by"), js(e, "owner")) ? ji(pos, "since") : 0;
+		int64_t since = pos && !strcmp(jo_cl_js(pos, "by"), jo_cl_js(e, "owner")) ? jo_cl_ji(pos, "since") : 0;
 
 		json_array_append_new(s->leases, json_pack("{s:s,s:i,s:s,s:I,s:I,s:s?,s:I,s:I}", "kind",
-							   js(e, "kind"), "range", idx, "owner",
-							   js(e, "owner"), "since", (json_int_t)since,
+							   jo_cl_js(e, "kind"), "range", idx, "owner",
+							   jo_cl_js(e, "owner"), "since", (json_int_t)since,
 							   "expires_in_ms",
-							   (json_int_t)(ji(e, "expire") - s->ls.now),
-							   "at", at, "copied", (json_int_t)ju(pos, "c"),
-							   "attempt", (json_int_t)ji(e, "attempts")));
+							   (json_int_t)(jo_cl_ji(e, "expire") - s->ls.now),
+							   "at", at, "copied", (json_int_t)jo_cl_ju(pos, "c"),
+							   "attempt", (json_int_t)jo_cl_ji(e, "attempts")));
 		free(at);
 	}
 }
@@ -1754,8 +1598,8 @@ static void status_leases(struct job_status *s)
 /* A failure row of range i from its record rec. */
 static json_t *failure_row(int i, const json_t *rec, bool given_up)
 {
-	return json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i, "error", js(rec, "error"), "by",
-			 js(rec, "by"), "given_up", given_up, "at", (json_int_t)ji(rec, "at"));
+	return json_pack("{s:i,s:s,s:s,s:b,s:I}", "range", i, "error", jo_cl_js(rec, "error"), "by",
+			 jo_cl_js(rec, "by"), "given_up", given_up, "at", (json_int_t)jo_cl_ji(rec, "at"));
 }
 
 /* The ranges that failed: given up (copy or delete phase), or failed and to be retried. */
@@ -1767,9 +1611,9 @@ static void status_failures(struct job_status *s)
 		if (s->v.r[i].dfail && !dd)
 			f = s->v.r[i].dfail;
 
-		if (d && jb(d, "failed"))
+		if (d && jo_cl_jb(d, "failed"))
 			json_array_append_new(s->fails, failure_row(i, d, true));
-		else if (dd && jb(dd, "failed"))
+		else if (dd && jo_cl_jb(dd, "failed"))
 			json_array_append_new(s->fails, failure_row(i, dd, true));
 		else if (f && (!d || f == s->v.r[i].dfail))
 			json_array_append_new(s->fails, failure_row(i, f, false));
@@ -1784,26 +1628,26 @@ static void status_workers(struct job_status *s)
 
 	json_object_foreach(s->v.workers, wk, w) {
 		double busy = json_real_value(json_object_get(w, "busy_s"));
-		double span = (double)(ji(w, "seen") - ji(w, "started")) / 1000.0;
+		double span = (double)(jo_cl_ji(w, "seen") - jo_cl_ji(w, "started")) / 1000.0;
 		double basis = busy > 0.5 ? busy : span;
-		const char *wstate = js(w, "state");
+		const char *wstate = jo_cl_js(w, "state");
 
 		/* a worker that was still at work when the job finished and has not
 		 * said since that it left was killed (or lost its coordinator) */
 		if (s->v.end && (!strcmp(wstate, "working") || !strcmp(wstate, "waiting")) &&
-		    ji(w, "seen") < ji(s->v.end, "at"))
+		    jo_cl_ji(w, "seen") < jo_cl_ji(s->v.end, "at"))
 			wstate = "gone";
 		json_array_append_new(s->workers,
 				      json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:f,s:f,s:I}",
 						"worker", wk, "state", wstate, "copied",
-						(json_int_t)ju(w, "copied"), "bytes",
-						(json_int_t)ju(w, "bytes"), "ranges",
-						(json_int_t)ju(w, "ranges"), "range",
-						(int)ji(w, "range"), "bytes_per_s",
-						basis > 0 ? (double)ju(w, "bytes") / basis : 0.0,
+						(json_int_t)jo_cl_ju(w, "copied"), "bytes",
+						(json_int_t)jo_cl_ju(w, "bytes"), "ranges",
+						(json_int_t)jo_cl_ju(w, "ranges"), "range",
+						(int)jo_cl_ji(w, "range"), "bytes_per_s",
+						basis > 0 ? (double)jo_cl_ju(w, "bytes") / basis : 0.0,
 						"objects_per_s",
-						basis > 0 ? (double)ju(w, "copied") / basis : 0.0,
-						"seen_ago_ms", (json_int_t)(s->ls.now - ji(w, "seen"))));
+						basis > 0 ? (double)jo_cl_ju(w, "copied") / basis : 0.0,
+						"seen_ago_ms", (json_int_t)(s->ls.now - jo_cl_ji(w, "seen"))));
 	}
 }
 
@@ -1811,10 +1655,10 @@ static void status_workers(struct job_status *s)
 static void status_phases(struct job_status *s)
 {
 	for (int i = 0; i < s->v.n; i++) {
-		if (s->v.r[i].done && ji(s->v.r[i].done, "at") > s->last_done)
-			s->last_done = ji(s->v.r[i].done, "at");
-		if (s->v.r[i].ddone && (!s->first_del || ji(s->v.r[i].ddone, "started") < s->first_del))
-			s->first_del = ji(s->v.r[i].ddone, "started");
+		if (s->v.r[i].done && jo_cl_ji(s->v.r[i].done, "at") > s->last_done)
+			s->last_done = jo_cl_ji(s->v.r[i].done, "at");
+		if (s->v.r[i].ddone && (!s->first_del || jo_cl_ji(s->v.r[i].ddone, "started") < s->first_del))
+			s->first_del = jo_cl_ji(s->v.r[i].ddone, "started");
 	}
 }
 
@@ -1826,9 +1670,9 @@ static void status_print_json(const struct job_status *s, const char *ns, FILE *
 	json_t *o = json_pack("{s:s,s:s,s:s?,s:s,s:s,s:s,s:s,s:s,s:{s:i,s:i,s:i,s:i,s:i},"
 			      "s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:O,s:O,s:O,s:O?,s:O?,s:O?}",
 			      "type", "job", "ns", ns, "name", json_string_value(json_object_get(v->job, "name")),
-			      "src", js(v->job, "src"), "dst", js(v->job, "dst"), "state", s->state,
-			      "status", v->end ? js(v->end, "status") : "", "why",
-			      v->end ? js(v->end, "why") : "", "ranges", "planned", v->n, "done",
+			      "src", jo_cl_js(v->job, "src"), "dst", jo_cl_js(v->job, "dst"), "state", s->state,
+			      "status", v->end ? jo_cl_js(v->end, "status") : "", "why",
+			      v->end ? jo_cl_js(v->end, "why") : "", "ranges", "planned", v->n, "done",
 			      t->done, "leased", s->leased_ranges, "failed", t->failed, "pending",
 			      s->ls.pending_range, "copied", (json_int_t)t->copied, "copied_bytes",
 			      (json_int_t)t->bytes, "credited", (json_int_t)t->credited, "skipped",
@@ -1859,20 +1703,20 @@ static void status_print_head(const struct job_status *s, const char *ns, FILE *
 
 	/* what the coordinator holds is anyone's text: escaped for the terminal */
 	fprintf(out, "job %s%s%s%s: %s -> %s\n", JO_ESC_TERM(ns), name ? " \"" : "",
-		name ? JO_ESC_TERM(name) : "", name ? "\"" : "", JO_ESC_TERM(js(v->job, "src")),
-		JO_ESC_TERM(js(v->job, "dst")));
+		name ? JO_ESC_TERM(name) : "", name ? "\"" : "", JO_ESC_TERM(jo_cl_js(v->job, "src")),
+		JO_ESC_TERM(jo_cl_js(v->job, "dst")));
 	if (v->end)
-		snprintf(buf, sizeof(buf), "finished %s%s%s", js(v->end, "status"),
-			 js(v->end, "why")[0] ? ": " : "", js(v->end, "why"));
+		snprintf(buf, sizeof(buf), "finished %s%s%s", jo_cl_js(v->end, "status"),
+			 jo_cl_js(v->end, "why")[0] ? ": " : "", jo_cl_js(v->end, "why"));
 	else
 		snprintf(buf, sizeof(buf), "%s", s->state);
 	fprintf(out, "  state:    %s\n", JO_ESC_TERM(buf));
 	if (v->plan) {
-		fmt_time(ji(v->plan, "at"), tb, sizeof(tb));
+		jo_cl_fmt_time(jo_cl_ji(v->plan, "at"), tb, sizeof(tb));
 		fprintf(out, "  planned:  %s by %s: %d ranges (%" PRIu64 " SRC / %" PRIu64
-			" DST objects sampled, %s / %s order)\n", tb, JO_ESC_TERM(js(v->plan, "by")),
-			v->n, ju(v->plan, "src_est"), ju(v->plan, "dst_est"),
-			JO_ESC_TERM(js(v->plan, "src_order")), JO_ESC_TERM(js(v->plan, "dst_order")));
+			" DST objects sampled, %s / %s order)\n", tb, JO_ESC_TERM(jo_cl_js(v->plan, "by")),
+			v->n, jo_cl_ju(v->plan, "src_est"), jo_cl_ju(v->plan, "dst_est"),
+			JO_ESC_TERM(jo_cl_js(v->plan, "src_order")), JO_ESC_TERM(jo_cl_js(v->plan, "dst_order")));
 	}
 	fprintf(out, "  ranges:   %d planned, %d done, %d leased, %d failed, %d pending\n", v->n,
 		t->done, s->leased_ranges, t->failed, s->ls.pending_range);
@@ -1882,9 +1726,9 @@ static void status_print_head(const struct job_status *s, const char *ns, FILE *
 		t->copied, tb, t->skipped, t->extra, t->deleted, t->src, t->dst);
 	if (v->gate)
 		fprintf(out, "  deletes:  %s%s%s (%" PRIu64 " due; deletions done in %d ranges)\n",
-			jb(v->gate, "delete") ? "running after the last range" : "refused",
-			js(v->gate, "why")[0] ? ": " : "", JO_ESC_TERM(js(v->gate, "why")),
-			ju(v->gate, "extras"),
+			jo_cl_jb(v->gate, "delete") ? "running after the last range" : "refused",
+			jo_cl_js(v->gate, "why")[0] ? ": " : "", JO_ESC_TERM(jo_cl_js(v->gate, "why")),
+			jo_cl_ju(v->gate, "extras"),
 			t->deleted_ranges);
 }
 
@@ -1898,15 +1742,15 @@ static void status_print_rows(const struct job_status *s, FILE *out)
 		for (size_t i = 0; i < json_array_size(s->leases); i++) {
 			const json_t *e = json_array_get(s->leases, i);
 
-			if (ji(e, "since"))
-				fmt_time(ji(e, "since"), tb, sizeof(tb));
+			if (jo_cl_ji(e, "since"))
+				jo_cl_fmt_time(jo_cl_ji(e, "since"), tb, sizeof(tb));
 			else
 				snprintf(tb, sizeof(tb), "?");
 			short_key(json_string_value(json_object_get(e, "at")), kb, sizeof(kb));
 			fprintf(out, "    %s %06d  by %s since %s (attempt %" PRId64 "), %" PRIu64
-				" copied so far, at %s\n", JO_ESC_TERM(js(e, "kind")),
-				(int)ji(e, "range"), JO_ESC_TERM(js(e, "owner")), tb,
-				ji(e, "attempt"), ju(e, "copied"), JO_ESC_TERM(kb));
+				" copied so far, at %s\n", JO_ESC_TERM(jo_cl_js(e, "kind")),
+				(int)jo_cl_ji(e, "range"), JO_ESC_TERM(jo_cl_js(e, "owner")), tb,
+				jo_cl_ji(e, "attempt"), jo_cl_ju(e, "copied"), JO_ESC_TERM(kb));
 		}
 	}
 	if (json_array_size(s->fails)) {
@@ -1914,9 +1758,9 @@ static void status_print_rows(const struct job_status *s, FILE *out)
 		for (size_t i = 0; i < json_array_size(s->fails); i++) {
 			const json_t *e = json_array_get(s->fails, i);
 
-			fprintf(out, "    range %06d%s: %s (%s)\n", (int)ji(e, "range"),
-				jb(e, "given_up") ? " (given up)" : "", JO_ESC_TERM(js(e, "error")),
-				JO_ESC_TERM(js(e, "by")));
+			fprintf(out, "    range %06d%s: %s (%s)\n", (int)jo_cl_ji(e, "range"),
+				jo_cl_jb(e, "given_up") ? " (given up)" : "", JO_ESC_TERM(jo_cl_js(e, "error")),
+				JO_ESC_TERM(jo_cl_js(e, "by")));
 		}
 	}
 	if (json_array_size(s->workers)) {
@@ -1925,14 +1769,14 @@ static void status_print_rows(const struct job_status *s, FILE *out)
 			const json_t *e = json_array_get(s->workers, i);
 			char rb[32], rr[32];
 
-			jo_fmt_bytes((double)ju(e, "bytes"), 1, rb, sizeof(rb));
+			jo_fmt_bytes((double)jo_cl_ju(e, "bytes"), 1, rb, sizeof(rb));
 			jo_fmt_bytes(json_real_value(json_object_get(e, "bytes_per_s")), 1, rr, sizeof(rr));
 			fprintf(out, "    %-28s %-8s %8" PRIu64 " objects %10s  %9s/s %7.1f obj/s  "
-				"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(js(e, "worker")),
-				JO_ESC_TERM(js(e, "state")),
-				ju(e, "copied"), rb, rr,
+				"%d ranges  seen %.0fs ago\n", JO_ESC_TERM(jo_cl_js(e, "worker")),
+				JO_ESC_TERM(jo_cl_js(e, "state")),
+				jo_cl_ju(e, "copied"), rb, rr,
 				json_real_value(json_object_get(e, "objects_per_s")),
-				(int)ji(e, "ranges"), (double)ji(e, "seen_ago_ms") / 1000.0);
+				(int)jo_cl_ji(e, "ranges"), (double)jo_cl_ji(e, "seen_ago_ms") / 1000.0);
 		}
 	}
 }
@@ -1966,7 +1810,7 @@ static int status_load(struct jo_meta *m, const char *ns, struct job_status *s,
 static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 		      struct jo_err *err)
 {
-	struct job_status s = { .ls = { .now = now_ms() } };
+	struct job_status s = { .ls = { .now = jo_cl_now_ms() } };
 	int rc = status_load(m, ns, &s, err);
 
 	if (rc)
@@ -1974,7 +1818,7 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 	totals_of(&s.v, &s.t);
 	size_t nl = json_array_size(s.ls.arr);
 	for (size_t i = 0; i < nl; i++)
-		if (!strcmp(js(json_array_get(s.ls.arr, i), "kind"), "range"))
+		if (!strcmp(jo_cl_js(json_array_get(s.ls.arr, i), "kind"), "range"))
 			s.leased_ranges++;
 	s.state = s.v.end ? "finished" : s.v.gate ? "deleting" : view_plan(&s.v) ? "copying"
 										 : "planning";
@@ -1999,36 +1843,14 @@ static int status_one(struct jo_meta *m, const char *ns, bool json, FILE *out,
 	return 0;
 }
 
-struct jobs {
-	char (*ns)[17];
-	size_t n, cap;
-};
-
-static int jobs_cb(const char *key, const char *val, void *p)
-{
-	struct jobs *js_ = p;
-
-	(void)val;
-	if (strlen(key) != 4 + 16)
-		return 0;
-	if (jo_grow_array(&js_->ns, &js_->cap, js_->n + 1, sizeof(*js_->ns)))
-		return JO_ENOMEM;
-	snprintf(js_->ns[js_->n++], 17, "%s", key + 4);
-	return 0;
-}
-
-static int cmp_ns(const void *a, const void *b)
-{
-	return strcmp((const char *)a, (const char *)b);
-}
-
 int jo_sync_cluster_status(const struct jo_sync_status_opts *so, FILE *out, struct jo_err *err)
 {
 	struct jo_meta_open_opts mo = { .password = so->password,
 					.redis_password = so->redis_password,
 					.coordinator_only = true, .read_only = false };
 	struct jo_meta *m = NULL;
-	struct jobs jl = { 0 };
+	char (*ns)[17] = NULL;
+	size_t nns = 0;
 	int rc = jo_meta_open_with(&m, so->url, &mo, err);
 
 	if (rc)
@@ -2038,24 +1860,20 @@ int jo_sync_cluster_status(const struct jo_sync_status_opts *so, FILE *out, stru
 		jo_meta_close(m);
 		return rc;
 	}
-	rc = jo_mut_task_init(m, REGISTRY, err);
-	if (!rc)
-		rc = jo_mut_rec_scan(m, REGISTRY, "job:", jobs_cb, &jl, err);
-	if (!rc && !jl.n && !so->json)
+	rc = jo_cl_registry_list(m, REGISTRY, &ns, &nns, err);
+	if (!rc && !nns && !so->json)
 		fprintf(out, "no sync jobs in this coordinator\n");
-	if (!rc)
-		qsort(jl.ns, jl.n, sizeof(*jl.ns), cmp_ns);
-	for (size_t i = 0; !rc && i < jl.n; i++) {
-		rc = status_one(m, jl.ns[i], so->json, out, err);
+	for (size_t i = 0; !rc && i < nns; i++) {
+		rc = status_one(m, ns[i], so->json, out, err);
 		if (rc == JO_ENOTFOUND) {
 			/* registered, then reset before it recorded anything */
 			jo_err_clear(err);
 			rc = 0;
 		}
-		if (!so->json && i + 1 < jl.n)
+		if (!so->json && i + 1 < nns)
 			fprintf(out, "\n");
 	}
-	free(jl.ns);
+	free(ns);
 	jo_meta_close(m);
 	return rc;
 }

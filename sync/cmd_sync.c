@@ -15,6 +15,7 @@
 #include "common/volume.h"
 #include "common/err.h"
 #include "common/esc.h"
+#include "common/cluster.h"
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/metrics.h"
@@ -390,16 +391,7 @@ static void record_metrics(struct jo_ctx *ctx, const struct jo_sync_opts *o,
 
 	if (co) {
 		/* cluster: every series is this worker's share of one job */
-		char w[260];
-		size_t k = 0;
-
-		for (const char *q = co->worker; *q && k + 3 < sizeof(w); q++) {
-			if (*q == '"' || *q == '\\')
-				w[k++] = '\\';
-			w[k++] = *q;
-		}
-		w[k] = '\0';
-		snprintf(base, sizeof(base), "worker=\"%s\"", w);
+		jo_cl_worker_label(co->worker, base, sizeof(base));
 	}
 	/* a sample that cannot be recorded (out of memory) is left out */
 	for (size_t i = 0; i < sizeof(m) / sizeof(m[0]); i++) {

@@ -1,0 +1,77 @@
+/*
+ * cluster.h: what every cluster job shares, whatever it does (sync --cluster,
+ * leakcheck --cluster): a namespace of its own in the coordinator, records
+ * as JSON objects beside the lease tasks (common/meta/meta_mut.h), range
+ * tasks named by a letter and an index, a registry of the jobs for
+ * --status, and the small clocks and readers of those records.
+ */
+#ifndef JO_CLUSTER_H
+#define JO_CLUSTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+struct jo_err;
+struct jo_meta;
+struct jo_mut_rec_cond;
+
+/* Wall clock (unix ms) and a monotonic one (s). */
+int64_t jo_cl_now_ms(void);
+double jo_cl_mono_s(void);
+/* Sleep ms, in steps that a cancellation (common/cancel.h) cuts short. */
+void jo_cl_sleep_ms(int64_t ms);
+
+/*
+ * A job's namespace: `letter` and 15 hex digits of a hash of `what` (a job
+ * named by the user hashes apart from one named by what it does).
+ */
+void jo_cl_job_ns(char letter, const char *what, bool named, char out[17]);
+
+/* Fields of a record: 0 / "" / false when absent or of another type (ju: and <= 0). */
+uint64_t jo_cl_ju(const json_t *o, const char *k);
+int64_t jo_cl_ji(const json_t *o, const char *k);
+const char *jo_cl_js(const json_t *o, const char *k);
+bool jo_cl_jb(const json_t *o, const char *k);
+
+/* jo_mut_rec_put of a JSON object (j NULL: remove the record). */
+int jo_cl_rec_put(struct jo_meta *m, const char *ns, const char *key, json_t *j,
+		  const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);
+/* A record as a JSON object: *out NULL (and 0) when there is none; JO_EPROTO if no object. */
+int jo_cl_rec_get(struct jo_meta *m, const char *ns, const char *key, json_t **out,
+		  struct jo_err *err);
+
+/* A task's item "L000123" (letter L, index 123): the index, or -1. */
+int jo_cl_task_index(const char *items, char letter);
+/* Add one task of `kind` per index ("L%06d" items); those pending already are kept. */
+int jo_cl_add_tasks(struct jo_meta *m, const char *ns, const char *kind, char letter,
+		    const int *idx, int n, struct jo_err *err);
+
+/*
+ * Open the coordinator at url (a jfsops coordinator: no volume needed) and
+ * make the task tables of namespace ns and of the job registry; errors say
+ * "coordinator: ...".
+ */
+int jo_cl_open(struct jo_meta **m, const char *url, const char *password,
+	       const char *redis_password, const char *ns, const char *registry,
+	       struct jo_err *err);
+
+/* Local time of unix ms as "YYYY-MM-DD HH:MM:SS". */
+void jo_cl_fmt_time(int64_t ms, char *buf, size_t n);
+
+/*
+ * The registry of a family of jobs (namespace `registry`): "job:NS" -> rec,
+ * written once. jo_cl_registry_list() gives the namespaces, sorted
+ * (*ns malloc'd, 17 bytes each).
+ */
+int jo_cl_registry_add(struct jo_meta *m, const char *registry, const char *ns, json_t *rec,
+		       struct jo_err *err);
+int jo_cl_registry_list(struct jo_meta *m, const char *registry, char (**ns)[17], size_t *n,
+			struct jo_err *err);
+
+/* A worker's name as a Prometheus label: worker="..." (quotes and backslashes escaped). */
+void jo_cl_worker_label(const char *worker, char *buf, size_t n);
+
+#endif
