@@ -68,6 +68,35 @@ uint64_t jo_cl_ju(const json_t *o, const char *k)
 	return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
 }
 
+json_t *jo_cl_u64_put(json_t *o, const void *s, const struct jo_cl_u64 *t, size_t n)
+{
+	json_t *r = o ? o : json_object();
+
+	for (size_t i = 0; r && i < n; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)s + t[i].off, sizeof(v));
+		if (json_object_set_new(r, t[i].key, json_integer((json_int_t)v)) != 0) {
+			if (!o)
+				json_decref(r);
+			return NULL;
+		}
+	}
+	return r;
+}
+
+void jo_cl_u64_get(const json_t *o, void *s, const struct jo_cl_u64 *t, size_t n, bool add)
+{
+	for (size_t i = 0; i < n; i++) {
+		uint64_t v = jo_cl_ju(o, t[i].key), cur = 0;
+
+		if (add)
+			memcpy(&cur, (const char *)s + t[i].off, sizeof(cur));
+		v += cur;
+		memcpy((char *)s + t[i].off, &v, sizeof(v));
+	}
+}
+
 int64_t jo_cl_ji(const json_t *o, const char *k)
 {
 	json_t *v = json_object_get(o, k);

@@ -36,6 +36,16 @@ int64_t jo_cl_ji(const json_t *o, const char *k);
 const char *jo_cl_js(const json_t *o, const char *k);
 bool jo_cl_jb(const json_t *o, const char *k);
 
+/* A record's unsigned counters: each key names the uint64_t at off in a struct. */
+struct jo_cl_u64 {
+	const char *key;
+	size_t off;
+};
+/* Set t[0..n)'s keys in o from struct s (o NULL: a new object); NULL when out of memory. */
+json_t *jo_cl_u64_put(json_t *o, const void *s, const struct jo_cl_u64 *t, size_t n);
+/* Read t[0..n)'s keys of o (jo_cl_ju) into struct s: added to it when add, else set. */
+void jo_cl_u64_get(const json_t *o, void *s, const struct jo_cl_u64 *t, size_t n, bool add);
+
 /* jo_mut_rec_put of a JSON object (j NULL: remove the record). */
 int jo_cl_rec_put(struct jo_meta *m, const char *ns, const char *key, json_t *j,
 		  const struct jo_mut_rec_cond *c, bool *written, struct jo_err *err);

@@ -36,6 +36,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,6 +404,14 @@ static void view_counts(const struct view *v, size_t *done, size_t *failed)
 	}
 }
 
+/* A range's counters in done:R besides its per-kind counts. */
+#define CF(field) { #field, offsetof(struct leak_counts, field) }
+static const struct jo_cl_u64 counts_fields[] = {
+	CF(objects), CF(object_bytes), CF(slices), CF(skipped_new_slice),
+};
+#undef CF
+#define NCOUNTS (sizeof(counts_fields) / sizeof(counts_fields[0]))
+
 /* The job's counters: the sum of its ranges'. */
 static void view_totals(const struct view *v, struct leak_cluster_result *res)
 {
@@ -418,10 +427,7 @@ static void view_totals(const struct view *v, struct leak_cluster_result *res)
 			res->c.n[k] += (uint64_t)json_integer_value(json_array_get(n, (size_t)k));
 			res->c.bytes[k] += (uint64_t)json_integer_value(json_array_get(b, (size_t)k));
 		}
-		res->c.objects += jo_cl_ju(d, "objects");
-		res->c.object_bytes += jo_cl_ju(d, "object_bytes");
-		res->c.slices += jo_cl_ju(d, "slices");
-		res->c.skipped_new_slice += jo_cl_ju(d, "skipped_new_slice");
+		jo_cl_u64_get(d, &res->c, counts_fields, NCOUNTS, true);
 		res->listed += jo_cl_ju(d, "listed");
 		res->foreign += jo_cl_ju(d, "foreign");
 	}
@@ -569,17 +575,21 @@ out:
 
 static json_t *counts_json(const struct leak_counts *c, const struct leak_list_stats *ls)
 {
-	json_t *n = json_array(), *b = json_array();
+	json_t *n = json_array(), *b = json_array(), *o;
 
 	for (int k = 0; k < LEAK_NKINDS; k++) {
 		json_array_append_new(n, json_integer((json_int_t)(k == LEAK_FOREIGN ? ls->foreign
 											: c->n[k])));
 		json_array_append_new(b, json_integer((json_int_t)c->bytes[k]));
 	}
-	return json_pack("{s:o,s:o,s:I,s:I,s:I,s:I,s:I,s:I}", "n", n, "bytes", b, "objects",
-			 (json_int_t)c->objects, "object_bytes", (json_int_t)c->object_bytes, "slices",
-			 (json_int_t)c->slices, "skipped_new_slice", (json_int_t)c->skipped_new_slice,
-			 "listed", (json_int_t)ls->listed, "foreign", (json_int_t)ls->foreign);
+	o = json_pack("{s:o,s:o,s:I,s:I}", "n", n, "bytes", b, "listed", (json_int_t)ls->listed,
+		      "foreign", (json_int_t)ls->foreign);
+
+	if (o && !jo_cl_u64_put(o, c, counts_fields, NCOUNTS)) {
+		json_decref(o);
+		o = NULL;
+	}
+	return o;
 }
 
 /*

@@ -48,6 +48,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -544,25 +545,22 @@ struct rctx {
 	const char *kind;        /* "pos" */
 };
 
+/* A checkpoint's counters in pos:R and done:R. */
+#define CK(key, field) { key, offsetof(struct jo_sync_ckpt, field) }
+static const struct jo_cl_u64 ck_fields[] = {
+	CK("c", copied),   CK("cb", copied_bytes), CK("cr", credited),   CK("s", skipped),
+	CK("x", extra),    CK("e", excluded),      CK("ls", src_listed), CK("ld", dst_listed),
+};
+#undef CK
+
 static json_t *counters_json(const struct jo_sync_ckpt *c)
 {
-	return json_pack("{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}", "c", (json_int_t)c->copied, "cb",
-			 (json_int_t)c->copied_bytes, "cr", (json_int_t)c->credited, "s",
-			 (json_int_t)c->skipped, "x", (json_int_t)c->extra, "e",
-			 (json_int_t)c->excluded, "ls", (json_int_t)c->src_listed, "ld",
-			 (json_int_t)c->dst_listed);
+	return jo_cl_u64_put(NULL, c, ck_fields, sizeof(ck_fields) / sizeof(ck_fields[0]));
 }
 
 static void counters_from(const json_t *o, struct jo_sync_ckpt *c)
 {
-	c->copied = jo_cl_ju(o, "c");
-	c->copied_bytes = jo_cl_ju(o, "cb");
-	c->credited = jo_cl_ju(o, "cr");
-	c->skipped = jo_cl_ju(o, "s");
-	c->extra = jo_cl_ju(o, "x");
-	c->excluded = jo_cl_ju(o, "e");
-	c->src_listed = jo_cl_ju(o, "ls");
-	c->dst_listed = jo_cl_ju(o, "ld");
+	jo_cl_u64_get(o, c, ck_fields, sizeof(ck_fields) / sizeof(ck_fields[0]), false);
 }
 
 /* Record pos:R (r->mu held): the checkpoint, and the uploads open now. */

@@ -414,8 +414,7 @@ static int file_put(struct jo_obj *o, const char *key, const void *data, size_t 
 
 	/* content type and metadata have no place in a plain file; po->mode and
 	 * po->create_only have */
-	rc = start_request(o, key, err);
-	if (rc)
+	if ((rc = start_request(o, key, err)) != 0)
 		return rc;
 	if (key[strlen(key) - 1] == '/') {
 		/* A directory marker, as JuiceFS stores it: just the directory. */
@@ -501,8 +500,7 @@ static int file_get(struct jo_obj *o, const char *key, const struct jo_obj_get_o
 	uint64_t pos, end;
 	int fd, rc = 0;
 
-	rc = start_request(o, key, err);
-	if (rc)
+	if ((rc = start_request(o, key, err)) != 0)
 		return rc;
 	fd = open_read(o, key, "get", &st, err);
 	if (fd < 0) {
@@ -554,8 +552,7 @@ static int file_head(struct jo_obj *o, const char *key, struct jo_obj_info *info
 	struct stat st;
 	int rc, dfd;
 
-	rc = start_request(o, key, err);
-	if (rc)
+	if ((rc = start_request(o, key, err)) != 0)
 		return rc;
 	dfd = open_parent(o, key, false, &leaf, "head", err);
 	if (dfd < 0)
@@ -621,8 +618,7 @@ static int file_del(struct jo_obj *o, const char *key, struct jo_err *err)
 	struct stat st;
 	int rc, dfd;
 
-	rc = start_request(o, key, err);
-	if (rc)
+	if ((rc = start_request(o, key, err)) != 0)
 		return rc;
 	if (key[strlen(key) - 1] == '/') {
 		rc = del_dir(o, key, err);
@@ -1018,6 +1014,23 @@ static int file_create_bucket(struct jo_obj *o, struct jo_err *err)
 }
 
 /* Stream fd `in` into a new temp file beside dst_key and rename it over. */
+
+/*
+ * Close out, the temporary file tmp in dfd written so far with result rc,
+ * and when all went well rename it to leaf; otherwise remove it. The
+ * result, with a failure of close or rename set as "file: WHAT 'KEY'".
+ */
+static int publish_tmp(int dfd, const char *tmp, int out, const char *leaf, int rc,
+		       const char *what, const char *key, struct jo_err *err)
+{
+	if (close(out) < 0 && rc == 0)
+		rc = jo_err_set(err, JO_EIO, "file: %s '%s': %s", what, key, strerror(errno));
+	if (rc == 0 && renameat(dfd, tmp, dfd, leaf) < 0)
+		rc = jo_err_set(err, JO_EIO, "file: %s '%s': %s", what, key, strerror(errno));
+	if (rc)
+		unlinkat(dfd, tmp, 0);
+	return rc;
+}
 static int copy_into(struct jo_obj *o, int in, const char *what, const char *dst_key,
 		     struct jo_err *err)
 {
@@ -1052,12 +1065,7 @@ static int copy_into(struct jo_obj *o, int in, const char *what, const char *dst
 		if (r == 0)
 			break;
 	}
-	if (close(out) < 0 && rc == 0)
-		rc = jo_err_set(err, JO_EIO, "file: copy to '%s': %s", dst_key, strerror(errno));
-	if (rc == 0 && renameat(dfd, tmp, dfd, leaf) < 0)
-		rc = jo_err_set(err, JO_EIO, "file: copy to '%s': %s", dst_key, strerror(errno));
-	if (rc)
-		unlinkat(dfd, tmp, 0);
+	rc = publish_tmp(dfd, tmp, out, leaf, rc, "copy to", dst_key, err);
 	close(dfd);
 	return rc;
 }
@@ -1118,6 +1126,14 @@ static int valid_upload_id(const char *id)
 	return 1;
 }
 
+/* An upload's id and key as a part's request takes them: 0, or the error set. */
+static int check_upload(const char *key, const char *upload_id, struct jo_err *err)
+{
+	if (!valid_upload_id(upload_id))
+		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
+	return check_path_key(key, err);
+}
+
 static int file_mpu_create(struct jo_obj *o, const char *key, const struct jo_obj_put_opts *po,
 			   char **upload_id_out, struct jo_err *err)
 {
@@ -1167,10 +1183,7 @@ static int file_mpu_put_part(struct jo_obj *o, const char *key, const char *uplo
 	char *marker, *p;
 	int rc;
 
-	if (!valid_upload_id(upload_id))
-		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	rc = check_path_key(key, err);
-	if (rc)
+	if ((rc = check_upload(key, upload_id, err)) != 0)
 		return rc;
 	marker = part_key(key, upload_id, 0);
 	p = part_key(key, upload_id, part_number);
@@ -1268,8 +1281,7 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 
 	if (!valid_upload_id(upload_id))
 		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	rc = start_request(o, key, err);
-	if (rc)
+	if ((rc = start_request(o, key, err)) != 0)
 		return rc;
 	dfd = open_parent(o, key, true, &leaf, "complete", err);
 	if (dfd < 0)
@@ -1325,13 +1337,8 @@ static int file_mpu_complete(struct jo_obj *o, const char *key, const char *uplo
 		}
 		close(in);
 	}
-	if (close(out) < 0 && rc == 0)
-		rc = jo_err_set(err, JO_EIO, "file: complete '%s': %s", key, strerror(errno));
-	if (rc == 0 && renameat(dfd, tmp, dfd, leaf) < 0)
-		rc = jo_err_set(err, JO_EIO, "file: complete '%s': %s", key, strerror(errno));
-	if (rc)
-		unlinkat(dfd, tmp, 0);
-	else
+	rc = publish_tmp(dfd, tmp, out, leaf, rc, "complete", key, err);
+	if (rc == 0)
 		remove_parts(o, key, upload_id);
 done:
 	close(dfd);
@@ -1385,10 +1392,7 @@ static int file_mpu_list_parts(struct jo_obj *o, const char *key, const char *up
 	struct part_list l = { 0 };
 	int rc;
 
-	if (!valid_upload_id(upload_id))
-		return jo_err_set(err, JO_ENOTFOUND, "file: no upload '%s'", upload_id);
-	rc = check_path_key(key, err);
-	if (rc)
+	if ((rc = check_upload(key, upload_id, err)) != 0)
 		return rc;
 	rc = each_part(o, key, upload_id, add_part, &l, err);
 	if (rc == JO_ENOMEM)
