@@ -900,6 +900,39 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 			 (double)x->d.failed + (failed ? 1 : 0));
 }
 
+/* The options' combinations: 0, or the usage error's exit code (one line said). */
+static int check_opts(struct jo_ctx *ctx, const struct lc_opts *o, int n)
+{
+	if (n != 1)
+		return cmd_usage_error(ctx, "expected one META-URL");
+	if (o->delete_from && o->restore)
+		return cmd_usage_error(ctx, "--delete-from and --restore exclude each other");
+	if ((o->quarantine || o->rate > 0 || o->dry_run) && !o->delete_from)
+		return cmd_usage_error(ctx, "--quarantine, --delete-rate and --dry-run go with "
+				       "--delete-from");
+	if (o->audit && !o->delete_from && !o->restore)
+		return cmd_usage_error(ctx, "--audit goes with --delete-from or --restore");
+	if (o->out && (o->delete_from || o->restore))
+		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
+	if (!o->cluster && (o->cmode || o->status || o->work || o->ranges || o->worker_id))
+		return cmd_usage_error(ctx, "--plan, --worker, --status, --work, --ranges and "
+				       "--worker-id go with --cluster");
+	if (o->cluster && (o->delete_from || o->restore))
+		return cmd_usage_error(ctx, "--cluster checks; --delete-from takes the job's report "
+				       "(written by --out) as it takes a one-host report");
+	if (o->cluster && !o->work)
+		return cmd_usage_error(ctx, "--cluster needs --work DIR, a directory every worker "
+				       "reaches");
+	if (o->work && strstr(o->work, "://"))
+		return cmd_usage_error(ctx, "--work takes a directory every worker reaches (a shared "
+				       "file system); an object store URL is not supported yet");
+	if (o->status && o->cmode)
+		return cmd_usage_error(ctx, "--status excludes --plan and --worker");
+	if (o->out && (o->cmode == LEAK_CL_PLAN || o->status))
+		return cmd_usage_error(ctx, "--out goes with a check, a --worker or the job's report");
+	return 0;
+}
+
 int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 {
 	struct lc_opts o = { .min_age = 3600, .threads = 32, .mem = 256u << 20, .lease_ms = 30000,
@@ -998,33 +1031,8 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			return cmd_usage_error(ctx, "--synthetic takes no META-URL");
 		return run_synthetic(ctx, &o);
 	}
-	if (n != 1)
-		return cmd_usage_error(ctx, "expected one META-URL");
-	if (o.delete_from && o.restore)
-		return cmd_usage_error(ctx, "--delete-from and --restore exclude each other");
-	if ((o.quarantine || o.rate > 0 || o.dry_run) && !o.delete_from)
-		return cmd_usage_error(ctx, "--quarantine, --delete-rate and --dry-run go with "
-				       "--delete-from");
-	if (o.audit && !o.delete_from && !o.restore)
-		return cmd_usage_error(ctx, "--audit goes with --delete-from or --restore");
-	if (o.out && (o.delete_from || o.restore))
-		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
-	if (!o.cluster && (o.cmode || o.status || o.work || o.ranges || o.worker_id))
-		return cmd_usage_error(ctx, "--plan, --worker, --status, --work, --ranges and "
-				       "--worker-id go with --cluster");
-	if (o.cluster && (o.delete_from || o.restore))
-		return cmd_usage_error(ctx, "--cluster checks; --delete-from takes the job's report "
-				       "(written by --out) as it takes a one-host report");
-	if (o.cluster && !o.work)
-		return cmd_usage_error(ctx, "--cluster needs --work DIR, a directory every worker "
-				       "reaches");
-	if (o.work && strstr(o.work, "://"))
-		return cmd_usage_error(ctx, "--work takes a directory every worker reaches (a shared "
-				       "file system); an object store URL is not supported yet");
-	if (o.status && o.cmode)
-		return cmd_usage_error(ctx, "--status excludes --plan and --worker");
-	if (o.out && (o.cmode == LEAK_CL_PLAN || o.status))
-		return cmd_usage_error(ctx, "--out goes with a check, a --worker or the job's report");
+	if ((rc = check_opts(ctx, &o, n)) != 0)
+		return rc;
 	if (o.cluster) {
 		/* kept, then its password hidden from ps */
 		cluster_url = strdup(o.cluster);

@@ -408,6 +408,29 @@ static int tree_same(struct jo_tx *tx, const struct jo_rs_quota *q, bool *same,
 	return 0;
 }
 
+/*
+ * A restored directory that has no statistics of its own and no entries
+ * gets zero ones (juicefs 1.4.2's restore leaves an empty directory
+ * without, which `fsck --path / --recursive` reports).
+ */
+static int empty_dir_stat(struct jo_tx *tx, uint64_t ino, struct jo_err *err)
+{
+	uint8_t zero[24] = { 0 };
+	bool has_stat = false, full = false;
+	struct jo_key k;
+	int rc;
+
+	if ((rc = stat_add(tx, ino, 0, 0, 0, &has_stat, err)) != 0 || has_stat)
+		return rc;
+	jo_tkv_inode_key(&k, tx->m, ino, 'D');
+	if ((rc = jo_tx_exists_prefix(tx, &k, &full, err)) != 0 || full)
+		return rc;
+	jo_key_init(&k, tx->m);
+	jo_key_ch(&k, 'U');
+	jo_key_le64(&k, ino);
+	return jo_tx_put(tx, &k, zero, sizeof(zero), err);
+}
+
 static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 {
 	struct rs *x = p;
@@ -526,23 +549,8 @@ static int restore_fn(struct jo_tx *tx, void *p, struct jo_err *err)
 				goto out;
 			*x->dst_missing = !have;
 		}
-		if (dir) {
-			bool has_stat = false, full = false;
-
-			if ((rc = stat_add(tx, res->ino, 0, 0, 0, &has_stat, err)) != 0)
-				goto out;
-			jo_tkv_inode_key(&k, tx->m, res->ino, 'D');
-			if (!has_stat && (rc = jo_tx_exists_prefix(tx, &k, &full, err)) != 0)
-				goto out;
-			if (!has_stat && !full) {
-				uint8_t zero[24] = { 0 };
-
-				jo_key_init(&k, tx->m);
-				jo_key_ch(&k, 'U');
-				jo_key_le64(&k, res->ino);
-				rc = jo_tx_put(tx, &k, zero, sizeof(zero), err);
-			}
-		}
+		if (dir && (rc = empty_dir_stat(tx, res->ino, err)) != 0)
+			goto out;
 	}
 	if (rc == 0 && x->quota) {
 		int64_t space, inodes;
