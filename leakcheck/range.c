@@ -40,6 +40,7 @@
 
 #include "common/err.h"
 #include "common/jfs/jfs.h"
+#include "common/opt.h"
 
 #define A_IDS 1000000u   /* ids per first-level directory */
 
@@ -70,19 +71,7 @@ static bool meets(const struct leak_ranges *r, size_t i, uint64_t lo, uint64_t h
  */
 static bool dec_at(const char *s, size_t len, uint64_t *v)
 {
-	uint64_t x = 0;
-
-	if (!len || len > 20 || (s[0] == '0' && len > 1))
-		return false;
-	for (size_t i = 0; i < len; i++) {
-		unsigned d = (unsigned)(s[i] - '0');
-
-		if (d > 9 || x > (UINT64_MAX - d) / 10)
-			return false;
-		x = x * 10 + d;
-	}
-	*v = x;
-	return true;
+	return !(len > 1 && s[0] == '0') && jo_parse_digits(s, len, v) == 0;
 }
 
 /* The first path component of s: its length, or -1 when s has no '/'. */
