@@ -2,6 +2,7 @@
 #include "common/lease.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,4 +273,15 @@ void jo_lease_owner(char *buf, size_t cap, const char *id)
 	for (char *p = buf; *p; p++)
 		if ((unsigned char)*p <= ' ' || (unsigned char)*p > '~')
 			*p = '_';
+}
+
+void jo_lease_print_status(const char *command, const char *what, int64_t tasks, int64_t leased,
+			   bool json)
+{
+	if (json)
+		printf("{\"type\":\"status\",\"command\":\"%s\",\"tasks\":%" PRId64
+		       ",\"leased\":%" PRId64 "}\n",
+		       command, tasks, leased);
+	else
+		printf("%s tasks: %" PRId64 " recorded, %" PRId64 " leased\n", what, tasks, leased);
 }

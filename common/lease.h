@@ -42,6 +42,14 @@ struct jo_lease_opts {
 void jo_lease_owner(char *buf, size_t cap, const char *id);
 
 /*
+ * --status of a task namespace (gc, compact) on stdout: with json one
+ * {"type":"status","command":C,"tasks":N,"leased":N} line (a status query is
+ * not a run: docs/json/README.md), else "WHAT tasks: N recorded, N leased".
+ */
+void jo_lease_print_status(const char *command, const char *what, int64_t tasks, int64_t leased,
+			   bool json);
+
+/*
  * A keeper for one worker. m is duplicated (jo_meta_dup) for the renewal
  * thread; the caller keeps using m for claims and completion.
  */

@@ -779,7 +779,7 @@ static int compact_status(struct run *r, struct jo_err *err)
 
 	if (jo_mut_task_count(r->vol->meta, COMPACT_NS, &total, &leased, err))
 		return cmd_fail(r->ctx, err);
-	printf("compaction tasks: %" PRId64 " recorded, %" PRId64 " leased\n", total, leased);
+	jo_lease_print_status("compact", "compaction", total, leased, r->ctx->json);
 	return 0;
 }
 

@@ -312,12 +312,7 @@ static int gc_show_status(struct gc_cmd *c, struct jo_ctx *ctx)
 		/* (no task table yet counts as 0 tasks: this is a real failure) */
 		return cmd_fail(ctx, &c->err);
 	}
-	if (c->json)
-		printf("{\"type\":\"status\",\"command\":\"gc\",\"tasks\":%lld,\"leased\":%lld}\n",
-		       (long long)c->left, (long long)c->leased);
-	else
-		printf("gc tasks: %lld recorded, %lld under lease\n", (long long)c->left,
-		       (long long)c->leased);
+	jo_lease_print_status("gc", "gc", c->left, c->leased, c->json);
 	return JO_EXIT_OK;
 }
 

@@ -5,7 +5,8 @@
 # counters, valid against docs/json/summary.schema.json; leakcheck's report
 # lines are valid against leakcheck-candidate.schema.json; the summary's
 # "exit" is the process's exit code and "version" is `jfsops --version`'s.
-# gc (dry, dry --plan, --delete), compact (report, --apply), leakcheck
+# gc (dry, dry --plan, --delete), compact (report, --apply), the status
+# record of gc and compact --status, leakcheck
 # (check with a planted leak, --delete-from --dry-run, --delete-from, a
 # restore of its quarantine), sync, lance,
 # warmup (--dry-run), doctor, usage, export, trash ls. A SQLite +
@@ -64,6 +65,19 @@ run gc-dry-plan 0 "$B" gc "$META" --plan --json
 run gc-delete 0 "$B" gc "$META" --delete --json
 run compact-report 0 "$B" compact "$META" --json
 run compact-apply 0 "$B" compact "$META" --apply --json
+# --status is a query, not a run: one "status" record (docs/json/README.md)
+for c in gc compact; do
+	"$B" $c "$META" --status --json >"$JO_T/status-$c.json" 2>"$JO_T/status-$c.err" ||
+		bad "$c --status --json: exit $?"
+	"$PY" - "$c" "$JO_T/status-$c.json" <<'PYEOF' || bad "$c --status --json: not one status record"
+import json, sys
+lines = open(sys.argv[2]).read().splitlines()
+assert len(lines) == 1, lines
+s = json.loads(lines[0])
+assert s == {"type": "status", "command": sys.argv[1], "tasks": s["tasks"], "leased": s["leased"]}, s
+assert all(type(s[k]) is int and s[k] >= 0 for k in ("tasks", "leased")), s
+PYEOF
+done
 run leakcheck 1 "$B" leakcheck "$META" --out "$JO_T/leaks.jsonl" --json
 $CHECK "$JO_T/leaks.jsonl" >/dev/null 2>&1 && bad "leaks.jsonl: a report has no summary line, so the check must say so"
 "$PY" - "$JO_T/leaks.jsonl" "$JO_REPO/docs/json/leakcheck-candidate.schema.json" <<'PYEOF' || bad "the report's candidate lines are not valid"
