@@ -234,13 +234,9 @@ int main(int argc, char **argv)
 	if (env && jo_log_parse_level(env) >= 0)
 		jo_log_setup(NULL, (enum jo_log_level)jo_log_parse_level(env));
 
-	/* jfsops-gc ARGS == jfsops gc ARGS */
-	if (!strncmp(base, "jfsops-", 7)) {
-		c = find_command(base + 7);
-		if (!c) {
-			fprintf(stderr, "jfsops: '%s' is not a jfsops command\n", base + 7);
-			return JO_EXIT_USAGE;
-		}
+	/* jfsops-gc ARGS == jfsops gc ARGS; any other name (a copy called
+	 * jfsops-1.4 or jfsops-old) is jfsops itself */
+	if (!strncmp(base, "jfsops-", 7) && (c = find_command(base + 7)) != NULL) {
 		argv[0] = (char *)c->name;
 		return run(c, argc, argv);
 	}
