@@ -759,7 +759,8 @@ PY
 # again, a new run finishes it and the volume ends clean.
 gc_bad_ref() {
 	local meta=$1 bucket=$2 name=$3
-	local mp=$JO_T/mnt-$name field id rc=0
+	local mp=$JO_T/mnt-$name field id rc=0 ref
+	ref=$(gc_redis_key "$meta" sliceRef)
 	jfs_format "$meta" "$bucket" "$name" --trash-days 0
 	jfs_mount "$meta" "$mp" --no-bgjob --max-deletes 0
 	python3 - "$mp" <<'PY'
@@ -772,7 +773,7 @@ PY
 	rm -f "$mp"/f*
 	jfs_umount "$mp"
 	"$JO_BIN" gc "$meta" --plan --delete --json >"$JO_T/badref-plan.json" || jo_die "$name: plan failed"
-	field=$(gc_redis_cli "$meta" HGETALL sliceRef | python3 -c '
+	field=$(gc_redis_cli "$meta" HGETALL "$ref" | python3 -c '
 import sys
 v = sys.stdin.read().split()
 neg = [k for k, c in zip(v[0::2], v[1::2]) if c.lstrip("-").isdigit() and int(c) < 0]
@@ -780,7 +781,7 @@ assert len(neg) >= 10, neg
 print(sorted(neg)[len(neg) // 2])')
 	id=${field#k}
 	id=${id%%_*}
-	gc_redis_cli "$meta" HSET sliceRef "$field" x >/dev/null
+	gc_redis_cli "$meta" HSET "$ref" "$field" x >/dev/null
 	gc_bucket_keys "$bucket" "$name" >"$JO_T/badref-before.txt"
 	"$JO_BIN" gc "$meta" --worker --delete --json >"$JO_T/badref-work.json" 2>"$JO_T/badref-work.err" || rc=$?
 	[ "$rc" = 4 ] || { cat "$JO_T/badref-work.err" >&2; jo_die "$name: expected exit 4 (partial), got $rc"; }
@@ -801,8 +802,8 @@ assert s["objects"] == len(before) - len(mine), (s["objects"], len(before), len(
 PY
 		jo_die "$name: the unreadable count did not fail its slice alone"
 	# the others' counts were forgotten; the bad one is still there
-	[ "$(gc_redis_cli "$meta" HLEN sliceRef)" = 1 ] || jo_die "$name: counts left: $(gc_redis_cli "$meta" HKEYS sliceRef)"
-	gc_redis_cli "$meta" HSET sliceRef "$field" -1 >/dev/null
+	[ "$(gc_redis_cli "$meta" HLEN "$ref")" = 1 ] || jo_die "$name: counts left: $(gc_redis_cli "$meta" HKEYS "$ref")"
+	gc_redis_cli "$meta" HSET "$ref" "$field" -1 >/dev/null
 	"$JO_BIN" gc "$meta" --delete --json >"$JO_T/badref-again.json" || jo_die "$name: the run after the repair failed"
 	[ -z "$(gc_bucket_keys "$bucket" "$name")" ] || jo_die "$name: blocks left after the repair"
 	gc_juicefs_gc "$meta" "$JO_T/gc-badref.log"
