@@ -161,9 +161,17 @@ static int survey(struct run *r, uint64_t ino, uint32_t indx, const uint8_t *raw
 		free(recs);
 		return 0;
 	}
-	if (jo_chunk_hidden(recs, n, &written, &hidden)) {
+	int hrc = jo_chunk_hidden(recs, n, &written, &hidden);
+
+	if (hrc) {
 		free(recs);
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
+		jo_chunk_err(err, hrc, ino, indx);
+		if (hrc != JO_EPROTO)
+			return hrc;
+		/* a corrupt chunk is never rewritten; the others go on */
+		jo_warn("%s: not compacted", err->msg);
+		jo_err_clear(err);
+		return 0;
 	}
 	free(recs);
 	r->st.chunks++;

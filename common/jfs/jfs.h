@@ -40,14 +40,20 @@ int jo_slices_decode(const uint8_t *raw, size_t len, struct jo_slice **out,
  * Resolve overlapping records exactly as JuiceFS does (later record wins):
  * the visible segments from chunk position 0 to the end of the last record,
  * gaps filled with id-0 segments, adjacent pieces kept separate. *out is
- * malloc'd; returns 0 or JO_ENOMEM.
+ * malloc'd; returns 0, JO_ENOMEM, or JO_EPROTO for a corrupt record (one
+ * that reaches past the chunk's 64 MiB, or whose window off+len lies past
+ * its slice's size; jo_chunk_err words the error).
  */
 int jo_chunk_visible(const struct jo_slice *recs, size_t n, struct jo_slice **out,
 		     size_t *nout);
 
+/* The error of a failed jo_chunk_visible (rc) for chunk indx of inode ino. */
+int jo_chunk_err(struct jo_err *err, int rc, uint64_t ino, uint32_t indx);
+
 /*
  * Fragmentation of one chunk: bytes written by its records (holes not
- * counted) and how many of them later records hide. 0 or JO_ENOMEM.
+ * counted) and how many of them later records hide. 0, JO_ENOMEM or
+ * JO_EPROTO (as jo_chunk_visible).
  */
 int jo_chunk_hidden(const struct jo_slice *recs, size_t n, uint64_t *written,
 		    uint64_t *hidden);

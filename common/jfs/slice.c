@@ -87,6 +87,11 @@ int jo_chunk_visible(const struct jo_slice *recs, size_t n, struct jo_slice **ou
 
 		if (r->len == 0)
 			continue;
+		/* corrupt: no chunk reaches that far, no window lies past its slice */
+		if (re > JO_CHUNK_SIZE || (r->id && (uint64_t)r->off + r->len > r->size)) {
+			rc = JO_EPROTO;
+			goto out;
+		}
 		next.n = 0;
 		for (size_t j = 0; j < cur.n && !rc; j++) {
 			struct jo_slice s = cur.v[j];
@@ -161,6 +166,15 @@ out:
 	free(cur.v);
 	free(next.v);
 	return rc;
+}
+
+int jo_chunk_err(struct jo_err *err, int rc, uint64_t ino, uint32_t indx)
+{
+	if (rc == JO_EPROTO)
+		return jo_err_set(err, rc, "inode %" PRIu64 " chunk %" PRIu32
+				  ": a slice record reaches past the chunk or its slice (corrupt metadata)",
+				  ino, indx);
+	return jo_err_set(err, rc, "out of memory");
 }
 
 int jo_chunk_hidden(const struct jo_slice *recs, size_t n, uint64_t *written,

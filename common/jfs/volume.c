@@ -386,7 +386,7 @@ static int read_chunk_range(struct reader *r, uint64_t ino, uint32_t indx, uint6
 	}
 	rc = jo_chunk_visible(recs, nrec, &segs, &nseg);
 	if (rc) {
-		jo_err_set(err, rc, "out of memory");
+		jo_chunk_err(err, rc, ino, indx);
 		goto out;
 	}
 	for (size_t i = 0; i < nseg && at < hi; i++) {

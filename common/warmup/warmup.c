@@ -489,7 +489,7 @@ static int load_chunk(struct jo_warmup_mapper *mp, uint64_t ino, uint32_t indx,
 	rc = jo_chunk_visible(recs, nrec, &mp->vis, &mp->nvis);
 	free(recs);
 	if (rc)
-		return jo_err_set(err, rc, "out of memory");
+		return jo_chunk_err(err, rc, ino, indx);
 	mp->have = true;
 	mp->ino = ino;
 	mp->indx = indx;

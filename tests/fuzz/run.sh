@@ -12,6 +12,8 @@
 #   meta_url       META-URLs (jo_meta_url_parse)
 #   sync_filter    sync's include/exclude rules and glob matching
 #   warmup_ranges  warmup's --ranges lines, every form
+#   jfs_values     what a volume stores: format record, attrs, slice records
+#                  (and their visible segments), block keys and bodies, trash names
 #
 # Environment: FUZZ_TARGETS (names, default all), FUZZ_SECONDS (per target,
 # default 20), FUZZ_OUT (work directory, kept; default a new temp dir,
@@ -25,7 +27,7 @@ out=${FUZZ_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/jo-fuzz.XXXXXX")}
 py=${JO_VENV:-$top/.venv}/bin/python
 CC=${CC_FUZZ:-clang}
 jobs=${FUZZ_JOBS:-2}
-all="lance_pb lance_manifest lance_datafile s3xml s3list_rt config meta_url sync_filter warmup_ranges"
+all="lance_pb lance_manifest lance_datafile s3xml s3list_rt config meta_url sync_filter warmup_ranges jfs_values"
 targets=${FUZZ_TARGETS:-$all}
 command -v "$CC" >/dev/null || { echo "run.sh: $CC is missing" >&2; exit 1; }
 for t in $targets; do
@@ -53,7 +55,7 @@ need_lib() {
 	lib=$out/libjo_fuzz.a
 	local srcs=() f o n=0 fail=0
 	mapfile -t srcs < <(cd "$top" && find common -name '*.c' | sort)
-	srcs+=(sync/filter.c)
+	srcs+=(sync/filter.c trash/trash_parse.c)
 	echo "fuzz: compiling ${#srcs[@]} library sources" >&2
 	for f in "${srcs[@]}"; do
 		o=$out/obj/$(echo "$f" | tr / _).o

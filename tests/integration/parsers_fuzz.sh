@@ -2,7 +2,9 @@
 # libFuzzer targets of the input parsers under ASan/UBSan, each for a
 # bounded time (FUZZ_SECONDS, default 20; FUZZ_SECONDS=600 for a long run):
 # S3 XML replies (all parsers, and a ListBucketResult round trip), the
-# config file, META-URLs, sync filter rules and warmup range lines. Each
+# config file, META-URLs, sync filter rules, warmup range lines and the
+# values a volume stores (format record, attrs, slice records, block keys
+# and bodies, trash names). Each
 # target checks invariants beyond "no crash" (see tests/fuzz/fuzz_*.c) and
 # starts from its seed corpus in tests/fuzz/corpus/<target>/ (real server
 # replies, real configs, every META-URL form, regression inputs of fixed
@@ -10,5 +12,5 @@
 # broken invariant; the failing input is kept in the printed directory.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-FUZZ_TARGETS=${FUZZ_TARGETS:-"s3xml s3list_rt config meta_url sync_filter warmup_ranges"} \
+FUZZ_TARGETS=${FUZZ_TARGETS:-"s3xml s3list_rt config meta_url sync_filter warmup_ranges jfs_values"} \
 	exec bash "$here/../fuzz/run.sh"

@@ -134,6 +134,35 @@ static void visible_fills_leading_gap_with_hole(void **state)
 	segs = visible_ok(recs, 0, 0);
 }
 
+/* Corrupt records (past the 64 MiB chunk, a window past its slice) are
+ * refused, not wrapped around 32 bits; a hole's size and offset mean nothing. */
+static void visible_refuses_records_past_chunk_or_slice(void **state)
+{
+	const struct jo_slice bad[][2] = {
+		{ { .pos = 0, .id = 1, .size = 100, .len = 100 },
+		  { .pos = (1u << 26) - 10, .id = 2, .size = 20, .len = 20 } },
+		{ { .pos = 0xfffffff0u, .id = 3, .size = 0xffffffffu, .len = 0x20 } },
+		{ { .pos = 0, .id = 4, .size = 100, .off = 90, .len = 20 } },
+		{ { .pos = 0, .id = 5, .size = 0xffffffffu, .off = 0xfffffff0u, .len = 0x100 } },
+	};
+	const struct jo_slice ok[] = { { .pos = 0, .id = 0, .size = 7, .off = 0xfffffff0u, .len = 4096 },
+				       { .pos = (1u << 26) - 8, .id = 6, .size = 8, .len = 8 } };
+	struct jo_slice *segs;
+	size_t n;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		size_t nrec = bad[i][1].len ? 2 : 1;
+
+		assert_int_equal(jo_chunk_visible(bad[i], nrec, &segs, &n), JO_EPROTO);
+		assert_null(segs);
+		assert_int_equal(n, 0);
+	}
+	segs = visible_ok(ok, 2, 3);
+	seg_is(&segs[2], 6, (1u << 26) - 8, 0, 8);
+	free(segs);
+}
+
 static void visible_matches_naive_overlay_on_random_records(void **state)
 {
 	enum { SPAN = 512, NREC = 60, ROUNDS = 300 };
@@ -262,6 +291,7 @@ int main(void)
 		cmocka_unit_test(slices_decode_rejects_partial_record),
 		cmocka_unit_test(visible_later_record_wins),
 		cmocka_unit_test(visible_fills_leading_gap_with_hole),
+		cmocka_unit_test(visible_refuses_records_past_chunk_or_slice),
 		cmocka_unit_test(visible_matches_naive_overlay_on_random_records),
 		cmocka_unit_test(block_keys_follow_every_layout),
 		cmocka_unit_test(block_parse_accepts_only_three_decimals),
