@@ -45,10 +45,12 @@ static const char usage_tail[] =
 	"Exit codes: 0 done (with --delete: no task left; --max-time stopped the\n"
 	"run: status \"max-time\"; or every task left is under another worker's\n"
 	"lease: status \"tasks-left\", a peer at work or one that died, whose lease\n"
-	"expires after at most --lease and the next run takes over), 2 usage,\n"
-	"3 failed, 4 finished but some items failed, or a task nobody holds was left\n"
-	"undone, 5 unreachable or timed out (also Redis LOADING/BUSY, SQLite\n"
-	"locked), 9 unsupported volume (ChangeLog on), 10 a lease was lost,\n"
+	"expires after at most --lease and the next run takes over, or was added\n"
+	"by a concurrent planner after this run's last claim), 2 usage, 3 failed,\n"
+	"4 finished but some items failed, or a task nobody held stayed\n"
+	"unclaimable through three more claim rounds, 5 unreachable or timed out\n"
+	"(also Redis LOADING/BUSY, SQLite locked), 9 unsupported volume (ChangeLog\n"
+	"on), 10 a lease was lost,\n"
 	"130/143 interrupted (SIGINT/SIGTERM: the delete batch in flight is finished,\n"
 	"no new one is started, the lease is released; what is left stays recorded\n"
 	"and is picked up by the next run. A second SIGINT exits at once).\n"
@@ -231,6 +233,7 @@ struct gc_cmd {
 	bool in_plan;           /* a failure stopped the plan, not the work */
 	double t0;
 	int64_t left, leased;
+	bool gave_up;           /* claim rounds ended with tasks nobody held */
 	const char *mode;
 	int which;
 };
@@ -347,9 +350,12 @@ static int gc_plan_and_work(struct gc_cmd *c)
 		 * just added: claim again rather than leave it undone, for as long
 		 * as rounds keep finding work (tasks are finite: every productive
 		 * round finishes one), and three fruitless rounds more, a little
-		 * apart. A count that fails leaves the decision to the count below.
+		 * apart: after those, the tasks nobody holds are this run's failure
+		 * (gave_up). Tasks that a concurrent planner adds after a count
+		 * that found none free are not: that planner works them. A count
+		 * that fails leaves the decision to the count below.
 		 */
-		for (int idle = 0; rc == 0 && del && idle < 3 && !jo_cancelled() &&
+		for (int idle = 0; rc == 0 && del && !jo_cancelled() &&
 				   !gc_run_deadline_passed(c->run);) {
 			struct jo_err cerr = { 0 };
 			struct gc_stats st;
@@ -358,6 +364,10 @@ static int gc_plan_and_work(struct gc_cmd *c)
 			if (gc_task_counts(c->run, &c->left, &c->leased, &cerr) != 0 ||
 			    c->left <= c->leased)
 				break;
+			if (idle == 3) {
+				c->gave_up = true;
+				break;
+			}
 			if (idle)
 				usleep((useconds_t)idle * 200000);
 			gc_run_stats(c->run, &st);
@@ -405,12 +415,13 @@ static const char *gc_outcome(struct gc_cmd *c, struct jo_ctx *ctx, int *rc, boo
 		/*
 		 * Tasks this run could not claim. Under another worker's lease
 		 * they are that worker's (a peer at work, or one that died: its
-		 * lease runs out first and the next run takes them over): this
-		 * run did all it could and exits 0, its status and tasks_leased
-		 * saying what is left. A task nobody holds and this run did not
-		 * finish is a partial run.
+		 * lease runs out first and the next run takes them over); added
+		 * by a concurrent planner after this run's last claim, they are
+		 * that planner's: this run did all it could and exits 0, its
+		 * status and tasks_leased saying what is left. Tasks nobody held
+		 * through three more claim rounds are a partial run.
 		 */
-		if (c->leased < c->left)
+		if (c->gave_up && c->leased < c->left)
 			*exit_code = JO_EXIT_PARTIAL;
 		jo_warn("%lld task(s) still recorded, %lld of them under another worker's lease "
 			"(a dead worker's lease expires after at most its --lease): not done by "
