@@ -288,6 +288,25 @@ int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 			struct jo_err *err);
 
 /*
+ * The chunk scan in parts, for work spread over processes. A family that
+ * can be scanned in parts orders its chunk records by a 64-bit position
+ * (SQL: jfs_chunk's primary key; tkv: the 8 bytes after 'A' of a chunk key,
+ * the inode's little-endian bytes, read big-endian) and cuts it into parts
+ * [cuts[i], cuts[i+1]): cuts[0] = 0, cuts[*nparts] = UINT64_MAX, strictly
+ * increasing, about equal parts of the records there now (at most n parts;
+ * records added later fall into the last one). A family without parts
+ * (Redis) gives one part. jo_meta_scan_chunks_range() streams the chunks
+ * whose position is in [from, to) (from 0: no lower bound; to UINT64_MAX:
+ * none above), so the parts of one cut together stream every chunk exactly
+ * once; [0, UINT64_MAX) is jo_meta_scan_chunks(). Other ranges of a family
+ * without parts: JO_EUNSUPPORTED. cuts: n + 1 slots.
+ */
+int jo_meta_chunk_cuts(struct jo_meta *m, size_t n, uint64_t *cuts, size_t *nparts,
+		       struct jo_err *err);
+int jo_meta_scan_chunks_range(struct jo_meta *m, uint64_t from, uint64_t to, jo_meta_chunk_cb cb,
+			      void *payload, struct jo_err *err);
+
+/*
  * The chunks of many files at once: for each request, every chunk among
  * indexes 0 .. nidx-1 that exists, through cb (in request order, then index
  * order; raw borrowed for the call). Redis pipelines one LRANGE per index,
