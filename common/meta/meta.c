@@ -498,6 +498,22 @@ int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err)
 	return m->ops->snapshot_begin ? m->ops->snapshot_begin(m, err) : 0;
 }
 
+int jo_meta_snapshot_token(struct jo_meta *m, int64_t *token, struct jo_err *err)
+{
+	*token = 0;
+	return m->ops->snapshot_token ? m->ops->snapshot_token(m, token, err) : 0;
+}
+
+int jo_meta_snapshot_begin_at(struct jo_meta *m, int64_t token, struct jo_err *err)
+{
+	if (!token)
+		return jo_meta_snapshot_begin(m, err);
+	if (!m->ops->snapshot_begin_at)
+		return jo_err_set(err, JO_EUNSUPPORTED, "%s: no shared snapshots",
+				  m->ops->engine(m));
+	return m->ops->snapshot_begin_at(m, token, err);
+}
+
 void jo_meta_snapshot_end(struct jo_meta *m)
 {
 	if (m && m->ops->snapshot_end)

@@ -183,6 +183,16 @@ bool jo_meta_has(const struct jo_meta *m, unsigned cap);
  */
 int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err);
 void jo_meta_snapshot_end(struct jo_meta *m);
+/*
+ * A snapshot shared by processes: jo_meta_snapshot_token() names the
+ * volume as it is now (tkv: a revision), and jo_meta_snapshot_begin_at()
+ * in any process reads that state again (a state the store no longer has,
+ * etcd compacted past it, fails the scans, never shortens them). *token is
+ * 0 where the family has no such snapshots (SQL, Redis); begin_at(0) is
+ * jo_meta_snapshot_begin().
+ */
+int jo_meta_snapshot_token(struct jo_meta *m, int64_t *token, struct jo_err *err);
+int jo_meta_snapshot_begin_at(struct jo_meta *m, int64_t token, struct jo_err *err);
 
 /* The server and its version ("PostgreSQL 15.18", "Redis 7.0.15"), malloc'd. */
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err);

@@ -86,6 +86,9 @@ struct jo_meta_ops {
 	/* jo_meta_snapshot_begin/end (NULL: the family has no snapshots) */
 	int (*snapshot_begin)(struct jo_meta *m, struct jo_err *err);
 	void (*snapshot_end)(struct jo_meta *m);
+	/* optional (NULL: token 0): jo_meta_snapshot_token / jo_meta_snapshot_begin_at */
+	int (*snapshot_token)(struct jo_meta *m, int64_t *token, struct jo_err *err);
+	int (*snapshot_begin_at)(struct jo_meta *m, int64_t token, struct jo_err *err);
 
 	/* ---- reads (meta.h) */
 	/* The raw format JSON (malloc'd). JO_ENOTJFS when absent. */

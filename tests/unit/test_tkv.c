@@ -42,6 +42,7 @@ static struct {
 	size_t n, cap;
 	int64_t rev;
 	int commits, conflicts, max_reads, max_writes;
+	int64_t last_pin;    /* the revision the last snapshot scan was asked for (-1: none) */
 	/* before the next commit, change this key (a concurrent writer) */
 	uint8_t meddle[64];
 	size_t meddle_len;
@@ -369,6 +370,7 @@ static int m_snapshot_scan(struct jo_kvc *c, const uint8_t *start, size_t sl, co
 
 	(void)c;
 	(void)err;
+	S.last_pin = rev ? *rev : -1;
 	/* a snapshot: what was there when the scan began, whatever callbacks do */
 	copy = calloc(S.n + 1, sizeof(*copy));
 	for (size_t i = find(start, sl, &hit); i < S.n && kcmp(S.e[i].k, S.e[i].kl, end, el) < 0; i++) {
@@ -750,6 +752,37 @@ static void chunks_in_parts(void **state)
 		assert_int_equal(all.chunks, total);
 		close_vol(m);
 	}
+}
+
+/*
+ * A snapshot shared by processes: the token is the store's revision now,
+ * and a scan begun at it asks the store for that revision (another process
+ * given the token reads the same state), while a plain snapshot asks for
+ * none (its first scan fixes one).
+ */
+static void shared_snapshot(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	int64_t token = 0;
+
+	(void)state;
+	S.rev = 4242;
+	assert_int_equal(jo_meta_snapshot_token(m, &token, &err), 0);
+	assert_int_equal(token, 4242);
+	S.rev = 5000;   /* writes since */
+	assert_int_equal(jo_meta_snapshot_begin_at(m, token, &err), 0);
+	assert_int_equal(jo_meta_scan_chunks_range(m, 0, (uint64_t)1 << 63, part_chunk_cb,
+						   &(struct part_tally){ .hi = (uint64_t)1 << 63 },
+						   &err), 0);
+	assert_int_equal(S.last_pin, 4242);
+	jo_meta_snapshot_end(m);
+	assert_int_equal(jo_meta_snapshot_begin_at(m, 0, &err), 0);
+	assert_int_equal(jo_meta_scan_chunks(m, part_chunk_cb, &(struct part_tally){ .hi = UINT64_MAX },
+					     &err), 0);
+	assert_int_equal(S.last_pin, 0);
+	jo_meta_snapshot_end(m);
+	close_vol(m);
 }
 
 /* 250 distinct slices: more than one transaction may decrement; done in steps */
@@ -1376,6 +1409,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reads_of_the_layout),
 		cmocka_unit_test(chunks_in_parts),
+		cmocka_unit_test(shared_snapshot),
 		cmocka_unit_test(delete_chunk_in_steps),
 		cmocka_unit_test(retried_after_a_conflict),
 		cmocka_unit_test(delayed_slices_and_forget),

@@ -416,6 +416,43 @@ static void t_snapshot_end(struct jo_meta *m)
 	jo_tkv_of(m)->pinned = false;
 }
 
+static int no_key(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, void *p)
+{
+	(void)k, (void)kl, (void)v, (void)vl, (void)p;
+	return 0;
+}
+
+/* The revision of now: the one a small snapshot scan reads at. */
+static int t_snapshot_token(struct jo_meta *m, int64_t *token, struct jo_err *err)
+{
+	struct jo_tkv *s = jo_tkv_of(m);
+	bool pinned = s->pinned;
+	int64_t rev = s->pin_rev;
+	struct jo_key k;
+	int rc;
+
+	jo_tkv_counter_key(&k, m, "nextChunk");
+	s->pinned = true;
+	s->pin_rev = 0;
+	rc = jo_tkv_scan_prefix(m, &k, true, no_key, NULL, err);
+	*token = rc ? 0 : s->pin_rev;
+	s->pinned = pinned;
+	s->pin_rev = rev;
+	if (!rc && *token <= 0)
+		rc = jo_err_set(err, JO_EPROTO, "%s: a scan read at no revision", s->tr->name);
+	return rc;
+}
+
+static int t_snapshot_begin_at(struct jo_meta *m, int64_t token, struct jo_err *err)
+{
+	struct jo_tkv *s = jo_tkv_of(m);
+
+	(void)err;
+	s->pinned = true;
+	s->pin_rev = token;
+	return 0;
+}
+
 static int t_describe(struct jo_meta *m, char **out, struct jo_err *err)
 {
 	struct jo_tkv *s = jo_tkv_of(m);
@@ -921,6 +958,8 @@ const struct jo_meta_ops jo_meta_tkv_ops = {
 	.describe = t_describe,
 	.snapshot_begin = t_snapshot_begin,
 	.snapshot_end = t_snapshot_end,
+	.snapshot_token = t_snapshot_token,
+	.snapshot_begin_at = t_snapshot_begin_at,
 	.get_setting = t_get_setting,
 	.lookup = t_lookup,
 	.getattr = t_getattr,
