@@ -25,7 +25,9 @@
 # is never read), every chunk part holds chunks
 # (etcd: by the inodes' low bytes), and on PostgreSQL (jfs_chunk held locked) a
 # worker SIGKILLed inside its scan part, its part redone by another after
-# its lease, and the two others each seen inside a part at once.
+# its lease, and the two others each seen inside a part at once; then a
+# chunk row of 25 bytes: its part fails, the job is incomplete (exit 3, no
+# report, no range cut).
 # And once (the first engine, the first layout): a LIST of one range's leaf
 # failing at the store (503 SlowDown after the retries): the job ends
 # incomplete (exit 3, "complete": false), no report is written, no object
@@ -349,6 +351,29 @@ assert sum(x["parts"] for x in w.values()) == 5, w
 PY
 }
 for l in $PVOLS; do parts_job "$l"; done
+# a scan part that cannot be read whole (a chunk row of 25 bytes): the job is incomplete
+if [ -n "${META[vpostgres]:-}" ]; then
+	l=vpostgres
+	mkdir -p "$JO_T/work-badpart"
+	P=("${LKC[@]}" "${META[$l]}" --bucket "${SHB[$l]}" --cluster "${CO[redis/$l]}"
+		--work "$JO_T/work-badpart" --json)
+	"${P[@]}" --plan --scan-parts 4 2>"$JO_T/badpart-plan.err" ||
+		{ cat "$JO_T/badpart-plan.err"; jo_die "badpart: --plan failed"; }
+	pg_sql "${NAME[$l]}" "UPDATE jfs_chunk SET slices = slices || '\\x00'::bytea WHERE id = (SELECT max(id) FROM jfs_chunk)"
+	rc=0
+	"${P[@]}" --worker --max-attempts 1 --out "$JO_T/badpart.jsonl" >"$JO_T/badpart.json" \
+		2>"$JO_T/badpart.err" || rc=$?
+	pg_sql "${NAME[$l]}" "UPDATE jfs_chunk SET slices = substring(slices from 1 for length(slices) - 1) WHERE id = (SELECT max(id) FROM jfs_chunk)"
+	[ $rc = 3 ] && [ ! -e "$JO_T/badpart.jsonl" ] && grep -q '"complete":false' "$JO_T/badpart.json" &&
+		grep -q 'INCOMPLETE' "$JO_T/badpart.err" &&
+		ok "badpart: a scan part not read whole: exit 3, complete false, no report" ||
+		{ cat "$JO_T/badpart.err"; bad "badpart: worker exit $rc"; }
+	"${LKC[@]}" "${META[$l]}" --cluster "${CO[redis/$l]}" --work "$JO_T/work-badpart" --status --json \
+		>"$JO_T/badpart-status.json"
+	"$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["state"]=="incomplete" and s["parts"]["failed"]==1 and s["ranges"]["planned"]==0, s' \
+		"$JO_T/badpart-status.json" && ok "badpart: --status: incomplete, one part failed, no range cut" ||
+		bad "badpart: --status"
+fi
 [ -z "$PVOLS" ] || echo "leakcheck_cluster: scan parts ok" >&2
 
 # ---- a range's listing cut at the store: the job stays incomplete
