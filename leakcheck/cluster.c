@@ -1336,8 +1336,10 @@ static int work_loop(struct job *j, struct jo_err *err)
 
 		snprintf(key, sizeof(key), "%sdone:%06d", scan ? "s" : "", idx);
 		rc = view_load(j->m, j->ns, &v, err);
-		if (rc)
+		if (rc) {
+			jo_mut_task_release_mem(&t);
 			break;
+		}
 		if (idx < 0 || !v.plan || (!scan && strcmp(t.kind, "range") != 0) ||
 		    (size_t)idx >= (scan ? v.np : v.n))
 			rc = jo_err_set(err, JO_EPROTO, "coordinator: task '%s' (%s) names no planned "
@@ -1655,6 +1657,10 @@ int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
 		goto out;
 	}
 	rc = view_load(j.m, j.ns, &vw, err);
+	if (!rc && vw.plan && jo_cl_ji(vw.plan, "v") != 2)
+		rc = jo_err_set(err, JO_EPROTO, "coordinator: job %s was planned by another version "
+				"of jfsops (plan v%" PRId64 "): give this check a new --work", j.ns,
+				jo_cl_ji(vw.plan, "v"));
 	if (rc)
 		goto out;
 	if (o->mode == LEAK_CL_PLAN) {
