@@ -886,17 +886,23 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 	     i < sizeof(check) / sizeof(check[0]); i++)
 		(void)cmd_metric(ctx, check[i].what, check[i].help, lab, check[i].v);
 	if (x->cluster) {
-		/* a cluster run: the job's counters (when complete), and its ranges */
-		const struct { const char *state; size_t v; } st[] = {
-			{ "planned", x->cl.ranges }, { "done", x->cl.done },
-			{ "failed", x->cl.failed }, { "by_this_worker", x->cl.mine },
+		/* a cluster run: the job's counters (when complete), its scan parts and ranges */
+		const struct { bool part; const char *state; size_t v; } st[] = {
+			{ false, "planned", x->cl.ranges }, { false, "done", x->cl.done },
+			{ false, "failed", x->cl.failed }, { false, "by_this_worker", x->cl.mine },
+			{ true, "planned", x->cl.parts }, { true, "done", x->cl.parts_done },
+			{ true, "failed", x->cl.parts_failed },
+			{ true, "by_this_worker", x->cl.parts_mine },
 		};
 		char l2[400];
 
 		for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
 			snprintf(l2, sizeof(l2), "%s,state=\"%s\"", lab, st[i].state);
-			(void)cmd_metric_state(ctx, "job_ranges", "ranges of the cluster job, by state "
-					       "(at the end of this run)", l2, (double)st[i].v);
+			(void)cmd_metric_state(ctx, st[i].part ? "job_scan_parts" : "job_ranges",
+					       st[i].part ? "reference scan parts of the cluster job, "
+					       "by state (at the end of this run)"
+					       : "ranges of the cluster job, by state (at the end of "
+					       "this run)", l2, (double)st[i].v);
 		}
 	}
 	for (size_t i = 0; r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)

@@ -254,6 +254,7 @@ job() { # E L
 		"volume=${NAME[$l]}" >&2 &&
 		grep -q '^jfsops_leakcheck_last_run_leaked_objects{.*worker="w2"' "$d/w2.prom" &&
 		grep -q '^jfsops_leakcheck_job_ranges{.*worker="w2".*state="done"' "$d/w2.prom" &&
+		grep -q '^jfsops_leakcheck_job_scan_parts{.*worker="w2".*state="planned"} 1$' "$d/w2.prom" &&
 		ok "$e/$l: w2's metrics: the job's counters and ranges, labelled worker=\"w2\"" ||
 		bad "$e/$l: w2's metrics file"
 	if [ "$e/$l" = "$FE/$FL" ]; then
