@@ -4,26 +4,39 @@
  * (common/cluster.h, meta_mut.h's tasks and records), with the guarantees
  * of the one-host run.
  *
- * --plan reads the slice-id counter before anything else, scans the
- * references once (leak_refs_scan, the one-host scan), cuts the ids into
- * ranges of about equal expected blocks (range.c: every key under chunks/
- * belongs to exactly one range) and writes each range's sorted references
- * as a zstd run under --work (a directory every worker reaches), then
- * records the plan and one task per range. A --worker claims a range by
- * lease, lists that range's keys only, merges them with its run (the merge
- * of the one-host run, with the plan's counter and age cutoff) and writes
- * the range's report lines under --work; the record done:R (its counters,
- * the file and its size) is written in the transaction that completes the
- * range's task, so a range is done once, by the holder of its lease. A
- * range whose listing or run was not read whole is retried, and after
+ * --plan reads the slice-id counter before anything else, then names the
+ * snapshot the parts share where the engine has one (etcd: a revision),
+ * and cuts the metadata's chunks into scan parts (jo_meta_chunk_cuts: SQL
+ * primary-key ranges, etcd key ranges, Redis one part), one task each;
+ * with more than one, one more part reads the slice references and
+ * delayed slices (do_plan says when). A --worker claims a part by lease,
+ * scans it (leak_refs_scan_part) and writes its sorted references as a run
+ * of its own name (exclusive create, renamed into place), one zstd frame
+ * per cell of ids and an index (part_write); sdone:P names it, in the
+ * transaction that completes the part's task, so a killed worker's file is
+ * never read. Once every part is done, a worker cuts the ids into ranges
+ * of about equal expected blocks from the sum of the parts' density maps
+ * (do_cut; range.c: every key under chunks/ belongs to exactly one range;
+ * every cut is a cell boundary) and records one task per range. A worker
+ * then claims a range, lists that range's keys only, merges them with the
+ * frames of its ids of every part (the merge of the one-host run, with the
+ * plan's counter and age cutoff) and writes the range's report lines under
+ * --work; the record done:R (its counters, the file and its size) is
+ * written in the transaction that completes the range's task, so a range
+ * is done once, by the holder of its lease. A part not scanned whole, or a
+ * range whose listing or runs were not read whole, is retried, and after
  * --max-attempts recorded as failed: the job is then incomplete for good,
  * and no report is ever published from it.
  *
  * Records of the job's namespace ("l" + 15 hex digits of the volume's UUID
  * and --work):
  *   job          what the job is (volume, work directory)
- *   plan         the counter, the age cutoff, the ranges' bounds, the run
- *                directory and each run's record count
+ *   plan         the counter, the shared snapshot (0: none), the age
+ *                cutoff, the chunk parts' bounds, the run directory
+ *   sdone:P      scan part P done (its run: file, size, index), or
+ *                {"failed": true} after --max-attempts
+ *   sfail:P      scan part P's last failure
+ *   cut          the ranges' bounds, once every part is done
  *   done:R       range R done (counters, report file, lines, bytes), or
  *                {"failed": true} after --max-attempts
  *   fail:R       range R's last failure
@@ -49,6 +62,7 @@
 
 #include "common/cancel.h"
 #include "common/cluster.h"
+#include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/esc.h"
 #include "common/extsort.h"
@@ -58,6 +72,7 @@
 #include "common/lease.h"
 #include "common/log.h"
 #include "common/mem.h"
+#include "common/opt.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
 
@@ -70,7 +85,7 @@ struct run_w {
 	struct jo_file *f;
 	ZSTD_CCtx *z;
 	uint8_t *buf;
-	size_t used;
+	uint64_t off;            /* bytes written */
 	uint64_t n;
 };
 
@@ -88,6 +103,7 @@ static int run_w_flush(struct run_w *w, const void *src, size_t len, ZSTD_EndDir
 			return jo_err_set(err, JO_EIO, "zstd: %s", ZSTD_getErrorName(left));
 		if (out.pos && jo_write_all(w->f->fd, w->buf, out.pos) != 0)
 			return jo_err_set(err, JO_EIO, "write %s: %s", w->f->path, strerror(errno));
+		w->off += out.pos;
 	} while (end == ZSTD_e_end ? left != 0 : in.pos < in.size);
 	return 0;
 }
@@ -110,16 +126,28 @@ static int run_w_add(struct run_w *w, const uint8_t rec[LEAK_REF_REC_LEN], struc
 	return run_w_flush(w, rec, LEAK_REF_REC_LEN, ZSTD_e_continue, err);
 }
 
-/* Finish the frame and publish the file (exclusive temp file, renamed into place). */
+/* End the frame under way (the next record starts a new one). */
+static int run_w_end_frame(struct run_w *w, struct jo_err *err)
+{
+	return run_w_flush(w, NULL, 0, ZSTD_e_end, err);
+}
+
+/* Bytes as they are (the run's index). */
+static int run_w_raw(struct run_w *w, const void *p, size_t len, struct jo_err *err)
+{
+	if (jo_write_all(w->f->fd, p, len) != 0)
+		return jo_err_set(err, JO_EIO, "write %s: %s", w->f->path, strerror(errno));
+	w->off += len;
+	return 0;
+}
+
+/* Publish the file (exclusive temp file, renamed into place) when commit, else drop it. */
 static int run_w_close(struct run_w *w, bool commit, struct jo_err *err)
 {
 	int rc = 0;
 
-	if (commit && w->f) {
-		rc = run_w_flush(w, NULL, 0, ZSTD_e_end, err);
-		if (!rc)
-			rc = jo_file_commit(w->f, err);
-	}
+	if (commit && w->f)
+		rc = jo_file_commit(w->f, err);
 	jo_file_abort(w->f);
 	ZSTD_freeCCtx(w->z);
 	free(w->buf);
@@ -136,19 +164,25 @@ struct run_r {
 	size_t out_len, out_pos;
 	size_t last;             /* ZSTD_decompressStream's last answer (0: frame ended) */
 	bool eof;
+	uint64_t left;           /* bytes of the window not read yet */
 	uint64_t n, want;
 	uint8_t rec[LEAK_REF_REC_LEN];
 };
 
-static int run_r_open(struct run_r *r, const char *path, uint64_t want, struct jo_err *err)
+/* The records of bytes [off, off + len) of a run: whole frames, want records. */
+static int run_r_open(struct run_r *r, const char *path, uint64_t off, uint64_t len,
+		      uint64_t want, struct jo_err *err)
 {
 	memset(r, 0, sizeof(*r));
 	r->path = path;
 	r->want = want;
+	r->left = len;
 	r->fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->fd < 0)
 		return jo_err_set(err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
 				  "reference run %s: %s", path, strerror(errno));
+	if (lseek(r->fd, (off_t)off, SEEK_SET) != (off_t)off)
+		return jo_err_set(err, JO_EIO, "seek %s: %s", path, strerror(errno));
 	r->z = ZSTD_createDCtx();
 	r->in = malloc(RUN_BUF);
 	r->out = malloc(ZSTD_DStreamOutSize());
@@ -186,12 +220,17 @@ static int run_r_next(void *src, const void **rec, size_t *len, struct jo_err *e
 			continue;
 		}
 		if (r->ib.pos == r->ib.size && !r->eof) {
-			ssize_t n = read(r->fd, r->in, RUN_BUF);
+			ssize_t n = r->left ? read(r->fd, r->in, r->left < RUN_BUF ? r->left
+										 : RUN_BUF) : 0;
 
 			if (n < 0)
 				return jo_err_set(err, JO_EIO, "read %s: %s", r->path, strerror(errno));
+			if (n == 0 && r->left)
+				return jo_err_set(err, JO_EPROTO, "reference run %s is shorter than its "
+						  "record says", r->path);
 			if (n == 0)
 				r->eof = true;
+			r->left -= (uint64_t)n;
 			r->ib.size = (size_t)n;
 			r->ib.pos = 0;
 		}
@@ -218,29 +257,255 @@ static int run_r_next(void *src, const void **rec, size_t *len, struct jo_err *e
 	return 1;
 }
 
-/* The density map of a run's references (read whole: the same checks as the merge's read). */
-static int run_density(struct leak_density *d, const char *path, uint64_t want,
-		       uint64_t next_chunk, uint32_t block_size, struct jo_err *err)
+/*
+ * ---- a scan part's run ---------------------------------------------------
+ *
+ * The part's references, sorted, one zstd frame per cell of ids (cell c:
+ * ids [c * step, (c + 1) * step), step = leak_range_step() of the plan's
+ * density, so every range cut is a cell boundary), then its index, raw:
+ * per frame (cell, offset, records) and per non-empty density bucket
+ * (bucket, blocks), little-endian u64s. The done record sdone:P gives the
+ * file's size, where the index starts and its counts: a range reads the
+ * frames of its cells, and the cut sums the parts' density maps (the
+ * one-host planner's map, bucket for bucket).
+ */
+struct part_idx {
+	uint64_t (*fr)[3];       /* cell, offset, records */
+	size_t nfr;
+	uint64_t idx_off;        /* where the frames end */
+};
+
+static void put_le64(uint8_t *p, uint64_t v)
 {
-	struct run_r r;
-	const void *rec;
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* Close the frame of cell `cell` (records n0.. of w) and note it in the index *fr. */
+static int part_frame(struct run_w *w, uint8_t **fr, size_t *nfr, size_t *cap, uint64_t cell,
+		      uint64_t start, uint64_t n0, struct jo_err *err)
+{
+	int rc = run_w_end_frame(w, err);
+
+	if (rc)
+		return rc;
+	if (jo_grow_array(fr, cap, (*nfr + 1) * 24, 1))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	put_le64(*fr + *nfr * 24, cell);
+	put_le64(*fr + *nfr * 24 + 8, start);
+	put_le64(*fr + *nfr * 24 + 16, w->n - n0);
+	(*nfr)++;
+	return 0;
+}
+
+/* Write the sorted references of xs as a part's run; rec gets the index's counts. */
+static int part_write(struct run_w *w, struct jo_xsort *xs, const struct leak_density *d,
+		      json_t *rec, struct jo_err *err)
+{
+	uint64_t step = leak_range_step(d), cell = 0, start = 0, n0 = 0, ndens = 0, idx_off;
+	uint8_t *fr = NULL, e[16];
+	size_t nfr = 0, cap = 0;
+	const void *r;
 	size_t len;
 	int rc;
 
-	if (leak_density_init(d, next_chunk, block_size))
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	rc = run_r_open(&r, path, want, err);
-	while (!rc && (rc = run_r_next(&r, &rec, &len, err)) == 1) {
+	while ((rc = jo_xsort_next(xs, &r, &len, err)) == 1) {
 		uint64_t id;
 		uint32_t size;
 		int cls;
 
-		leak_ref_decode(rec, &id, &size, &cls);
-		leak_density_add(d, id, size);
+		leak_ref_decode(r, &id, &size, &cls);
 		rc = 0;
+		if (w->n > n0 && id / step != cell) {
+			rc = part_frame(w, &fr, &nfr, &cap, cell, start, n0, err);
+			n0 = w->n;
+		}
+		if (!rc && w->n == n0) {
+			cell = id / step;
+			start = w->off;
+		}
+		if (!rc)
+			rc = run_w_add(w, r, err);
+		if (rc)
+			break;
 	}
-	run_r_close(&r);
+	if (!rc && w->n > n0)
+		rc = part_frame(w, &fr, &nfr, &cap, cell, start, n0, err);
+	idx_off = w->off;
+	if (!rc && nfr)
+		rc = run_w_raw(w, fr, nfr * 24, err);
+	for (size_t b = 0; !rc && b < LEAK_DENSITY_BUCKETS; b++) {
+		if (!d->n[b])
+			continue;
+		put_le64(e, b);
+		put_le64(e + 8, d->n[b]);
+		rc = run_w_raw(w, e, 16, err);
+		ndens++;
+	}
+	free(fr);
+	if (rc)
+		return rc;
+	json_object_set_new(rec, "bytes", json_integer((json_int_t)w->off));
+	json_object_set_new(rec, "idx", json_integer((json_int_t)idx_off));
+	json_object_set_new(rec, "frames", json_integer((json_int_t)nfr));
+	json_object_set_new(rec, "dens", json_integer((json_int_t)ndens));
+	json_object_set_new(rec, "records", json_integer((json_int_t)w->n));
+	return 0;
+}
+
+/*
+ * A part's index (its file checked against its done record sd), its density
+ * added into d (NULL: not read).
+ */
+static int part_load(const char *path, const json_t *sd, struct part_idx *pi,
+		     struct leak_density *d, struct jo_err *err)
+{
+	uint64_t bytes = jo_cl_ju(sd, "bytes"), idx = jo_cl_ju(sd, "idx");
+	uint64_t nfr = jo_cl_ju(sd, "frames"), nd = jo_cl_ju(sd, "dens");
+	uint64_t recs = jo_cl_ju(sd, "records"), sum = 0;
+	uint8_t *buf = NULL;
+	struct stat st;
+	int rc = 0, fd;
+
+	memset(pi, 0, sizeof(*pi));
+	if (idx > bytes || nfr > (bytes - idx) / 24 || nd > LEAK_DENSITY_BUCKETS ||
+	    nfr * 24 + nd * 16 != bytes - idx)
+		return jo_err_set(err, JO_EPROTO, "coordinator: a scan part's done record is "
+				  "malformed");
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return jo_err_set(err, JO_EIO, "reference run %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes)
+		rc = jo_err_set(err, JO_EPROTO, "reference run %s is not the %" PRIu64 " bytes its "
+				"done record says", path, bytes);
+	if (!rc && !(buf = malloc(bytes - idx + 1)))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!rc && pread(fd, buf, bytes - idx, (off_t)idx) != (ssize_t)(bytes - idx))
+		rc = jo_err_set(err, JO_EIO, "read %s: %s", path, strerror(errno));
+	close(fd);
+	if (!rc && nfr && !(pi->fr = malloc(nfr * sizeof(*pi->fr))))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (uint64_t i = 0; !rc && i < nfr; i++) {
+		for (int k = 0; k < 3; k++)
+			pi->fr[i][k] = get_le64(buf + i * 24 + k * 8);
+		sum += pi->fr[i][2];
+		/* cells ascending, frames in file order, each non-empty, within the frames */
+		if (!pi->fr[i][2] || pi->fr[i][1] >= idx || (i == 0 && pi->fr[0][1] != 0) ||
+		    (i && (pi->fr[i][0] <= pi->fr[i - 1][0] || pi->fr[i][1] <= pi->fr[i - 1][1])))
+			rc = jo_err_set(err, JO_EPROTO, "reference run %s: a malformed index", path);
+	}
+	if (!rc && (sum != recs || (!nfr && idx)))
+		rc = jo_err_set(err, JO_EPROTO, "reference run %s: its index counts %" PRIu64
+				" records, its done record %" PRIu64, path, sum, recs);
+	for (uint64_t i = 0; !rc && d && i < nd; i++) {
+		uint64_t b = get_le64(buf + nfr * 24 + i * 16), c = get_le64(buf + nfr * 24 + i * 16 + 8);
+
+		if (b >= LEAK_DENSITY_BUCKETS)
+			rc = jo_err_set(err, JO_EPROTO, "reference run %s: a malformed index", path);
+		else {
+			d->n[b] += c;
+			d->total += c;
+		}
+	}
+	free(buf);
+	pi->nfr = (size_t)nfr;
+	pi->idx_off = idx;
+	if (rc) {
+		free(pi->fr);
+		pi->fr = NULL;
+	}
 	return rc;
+}
+
+/* The window of part pi holding the ids [lo, hi) (cell boundaries): bytes, records. */
+static void part_window(const struct part_idx *pi, uint64_t step, uint64_t lo, uint64_t hi,
+			uint64_t *off, uint64_t *len, uint64_t *recs)
+{
+	size_t a = 0, b;
+
+	while (a < pi->nfr && pi->fr[a][0] < lo / step)
+		a++;
+	b = a;
+	*recs = 0;
+	while (b < pi->nfr && (hi == UINT64_MAX || pi->fr[b][0] < hi / step))
+		*recs += pi->fr[b++][2];
+	*off = a < pi->nfr ? pi->fr[a][1] : pi->idx_off;
+	*len = (b < pi->nfr ? pi->fr[b][1] : pi->idx_off) - *off;
+}
+
+/* A range's references: the merge of every part's window (leak_next_fn). */
+struct parts_src {
+	struct run_r *r;
+	bool *have;
+	const uint8_t **cur;
+	size_t n;
+	bool primed;
+	uint64_t lo, hi;         /* the range's ids */
+	uint8_t rec[LEAK_REF_REC_LEN];
+};
+
+static int parts_advance(struct parts_src *p, size_t i, struct jo_err *err)
+{
+	const void *rec = NULL;
+	size_t len;
+	int rc = run_r_next(&p->r[i], &rec, &len, err);
+	uint64_t id;
+	uint32_t size;
+	int cls;
+
+	p->have[i] = rc == 1;
+	if (rc != 1)
+		return rc;
+	p->cur[i] = rec;
+	leak_ref_decode(rec, &id, &size, &cls);
+	if (id < p->lo || id >= p->hi)
+		return jo_err_set(err, JO_EPROTO, "reference run %s: slice %" PRIu64 " is outside "
+				  "its range", p->r[i].path, id);
+	return 0;
+}
+
+static int parts_next(void *src, const void **rec, size_t *len, struct jo_err *err)
+{
+	struct parts_src *p = src;
+	size_t best = SIZE_MAX;
+	int rc;
+
+	for (size_t i = 0; !p->primed && i < p->n; i++)
+		if ((rc = parts_advance(p, i, err)) < 0)
+			return rc;
+	p->primed = true;
+	for (size_t i = 0; i < p->n; i++)
+		if (p->have[i] && (best == SIZE_MAX ||
+				   memcmp(p->cur[i], p->cur[best], LEAK_REF_REC_LEN) < 0))
+			best = i;
+	if (best == SIZE_MAX)
+		return 0;
+	memcpy(p->rec, p->cur[best], LEAK_REF_REC_LEN);
+	rc = parts_advance(p, best, err);
+	if (rc < 0)
+		return rc;
+	*rec = p->rec;
+	*len = LEAK_REF_REC_LEN;
+	return 1;
+}
+
+static void parts_free(struct parts_src *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		run_r_close(&p->r[i]);
+	free(p->r);
+	free(p->have);
+	free(p->cur);
+	memset(p, 0, sizeof(*p));
 }
 
 /* ---- the job --------------------------------------------------------------- */
@@ -255,7 +520,7 @@ struct job {
 	char dir[PATH_MAX + 32]; /* WORK/NS */
 	int64_t started_ms;
 	double busy_s;
-	uint64_t listed, objects;
+	uint64_t listed, objects, parts;
 	int cur;
 };
 
@@ -263,10 +528,11 @@ static int put_worker(struct job *j, const char *state)
 {
 	char key[160];
 	struct jo_err e = { 0 };
-	json_t *w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
+	json_t *w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
 			      (json_int_t)j->started_ms, "seen", (json_int_t)jo_cl_now_ms(),
 			      "listed", (json_int_t)j->listed, "objects", (json_int_t)j->objects,
-			      "ranges", (json_int_t)j->res->mine, "busy_s", j->busy_s, "range", j->cur);
+			      "ranges", (json_int_t)j->res->mine, "parts", (json_int_t)j->parts,
+			      "busy_s", j->busy_s, "range", j->cur);
 
 	snprintf(key, sizeof(key), "w:%s", j->o->worker);
 	if (w)
@@ -275,10 +541,10 @@ static int put_worker(struct job *j, const char *state)
 	return 0;
 }
 
-/* The plan's bounds as ranges. */
-static int plan_ranges(const json_t *plan, struct leak_ranges *rs, struct jo_err *err)
+/* The cut's bounds as ranges. */
+static int plan_ranges(const json_t *cut, struct leak_ranges *rs, struct jo_err *err)
 {
-	const json_t *b = json_object_get(plan, "bounds");
+	const json_t *b = json_object_get(cut, "bounds");
 	size_t n = json_array_size(b);
 
 	rs->n = 0;
@@ -323,9 +589,13 @@ static int job_path(const struct job *j, const char *plandir, const char *name, 
 /* ---- the job's records at once ------------------------------------------------ */
 
 struct view {
-	json_t *plan;
+	json_t *plan, *cut;      /* cut: the ranges, once every scan part is done */
 	json_t **done, **fail;   /* per range (NULL: none) */
 	size_t n;
+	json_t **sdone, **sfail; /* per scan part */
+	size_t np;
+	size_t nchunk;           /* of which chunk parts; with more than one, part nchunk
+				  * is the extras (slice references, delayed slices) */
 	json_t *workers;
 };
 
@@ -335,19 +605,43 @@ static void view_release(struct view *v)
 		json_decref(v->done[i]);
 		json_decref(v->fail[i]);
 	}
+	for (size_t i = 0; i < v->np; i++) {
+		json_decref(v->sdone[i]);
+		json_decref(v->sfail[i]);
+	}
 	free(v->done);
 	free(v->fail);
+	free(v->sdone);
+	free(v->sfail);
 	json_decref(v->plan);
+	json_decref(v->cut);
 	json_decref(v->workers);
 	memset(v, 0, sizeof(*v));
+}
+
+/* The slot of a "done:R", "fail:R", "sdone:P" or "sfail:P" record (NULL: none). */
+static json_t **view_slot(struct view *v, const char *key)
+{
+	bool part = key[0] == 's';
+	const char *k = key + part;
+	char *end;
+	unsigned long i;
+
+	if (strncmp(k, "done:", 5) && strncmp(k, "fail:", 5))
+		return NULL;
+	i = strtoul(k + 5, &end, 10);
+	if (*end || i >= (part ? v->np : v->n))
+		return NULL;
+	if (part)
+		return k[0] == 'd' ? &v->sdone[i] : &v->sfail[i];
+	return k[0] == 'd' ? &v->done[i] : &v->fail[i];
 }
 
 static int view_cb(const char *key, const char *val, void *p)
 {
 	struct view *v = p;
 	json_t *j = json_loads(val, 0, NULL);
-	json_t **slot = NULL;
-	char *end;
+	json_t **slot;
 
 	if (!j)
 		return 0;
@@ -355,12 +649,7 @@ static int view_cb(const char *key, const char *val, void *p)
 		json_object_set_new(v->workers, key + 2, j);
 		return 0;
 	}
-	if (!strncmp(key, "done:", 5) || !strncmp(key, "fail:", 5)) {
-		unsigned long i = strtoul(key + 5, &end, 10);
-
-		if (!*end && i < v->n)
-			slot = key[0] == 'd' ? &v->done[i] : &v->fail[i];
-	}
+	slot = view_slot(v, key);
 	if (slot) {
 		json_decref(*slot);
 		*slot = j;
@@ -372,17 +661,25 @@ static int view_cb(const char *key, const char *val, void *p)
 
 static int view_load(struct jo_meta *m, const char *ns, struct view *v, struct jo_err *err)
 {
+	size_t np;
 	int rc;
 
 	memset(v, 0, sizeof(*v));
 	rc = jo_cl_rec_get(m, ns, "plan", &v->plan, err);
+	if (!rc)
+		rc = jo_cl_rec_get(m, ns, "cut", &v->cut, err);
 	if (rc)
 		return rc;
 	v->workers = json_object();
-	v->n = v->plan ? json_array_size(json_object_get(v->plan, "bounds")) : 0;
-	v->done = calloc(v->n ? v->n : 1, sizeof(*v->done));
-	v->fail = calloc(v->n ? v->n : 1, sizeof(*v->fail));
-	if (!v->workers || !v->done || !v->fail) {
+	np = json_array_size(json_object_get(v->plan, "parts"));
+	v->nchunk = np > 1 ? np - 1 : 0;
+	v->np = v->nchunk + (v->nchunk > 1);
+	v->n = json_array_size(json_object_get(v->cut, "bounds"));
+	v->done = calloc(v->n + 1, sizeof(*v->done));
+	v->fail = calloc(v->n + 1, sizeof(*v->fail));
+	v->sdone = calloc(v->np + 1, sizeof(*v->sdone));
+	v->sfail = calloc(v->np + 1, sizeof(*v->sfail));
+	if (!v->workers || !v->done || !v->fail || !v->sdone || !v->sfail) {
 		view_release(v);
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
@@ -392,16 +689,41 @@ static int view_load(struct jo_meta *m, const char *ns, struct view *v, struct j
 	return rc;
 }
 
+/* Of n done records: those done, those failed (given up). */
+static void count_done(json_t *const *d, size_t n, size_t *done, size_t *failed)
+{
+	*done = *failed = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (d[i] && jo_cl_jb(d[i], "failed"))
+			(*failed)++;
+		else if (d[i])
+			(*done)++;
+	}
+}
+
 /* Ranges done, failed (given up). */
 static void view_counts(const struct view *v, size_t *done, size_t *failed)
 {
-	*done = *failed = 0;
-	for (size_t i = 0; i < v->n; i++) {
-		if (v->done[i] && jo_cl_jb(v->done[i], "failed"))
-			(*failed)++;
-		else if (v->done[i])
-			(*done)++;
-	}
+	count_done(v->done, v->n, done, failed);
+}
+
+/* Every scan part done (none given up). */
+static bool view_scanned(const struct view *v)
+{
+	size_t done, failed;
+
+	count_done(v->sdone, v->np, &done, &failed);
+	return v->plan && v->np && done == v->np;
+}
+
+/* Nothing more can happen: every range done or given up, or a scan part given up. */
+static bool view_over(const struct view *v)
+{
+	size_t done, failed, sdone, sfailed;
+
+	count_done(v->sdone, v->np, &sdone, &sfailed);
+	view_counts(v, &done, &failed);
+	return v->plan && (sfailed || (v->cut && done + failed == v->n));
 }
 
 /* A range's counters in done:R besides its per-kind counts. */
@@ -432,60 +754,54 @@ static void view_totals(const struct view *v, struct leak_cluster_result *res)
 		res->foreign += jo_cl_ju(d, "foreign");
 	}
 	view_counts(v, &res->done, &res->failed);
+	count_done(v->sdone, v->np, &res->parts_done, &res->parts_failed);
 	res->ranges = v->n;
+	res->parts = v->np;
 	res->planned = v->plan != NULL;
-	res->complete = v->plan && res->done == v->n;
+	res->complete = v->plan && v->cut && !res->parts_failed && res->done == v->n;
 	res->next_chunk = jo_cl_ju(v->plan, "next_chunk");
 }
 
 /* ---- planning ----------------------------------------------------------------- */
 
+/*
+ * The plan: the counter first (anything allocated after it is in flight),
+ * then the snapshot the parts share where the engine has one (etcd: a
+ * revision), then the cut of the metadata's chunks into scan parts (one
+ * with Redis), recorded with one task per part. With more than one chunk
+ * part, one more part scans the slice references and delayed slices: at
+ * the shared snapshot as soon as planned, else once every chunk part is
+ * done (references move from chunks to them, never back: such a move
+ * while the parts are scanned is seen on one side or the other). The
+ * workers scan the parts; the ranges are cut once every part is done
+ * (do_cut).
+ */
 static int do_plan(struct job *j, struct jo_err *err)
 {
 	const struct leak_cluster_opts *o = j->o;
-	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
-	struct jo_xsort *xs = NULL;
-	struct leak_density density = { 0 };
-	struct leak_ref_stats rs = { 0 };
-	struct leak_ranges ranges = { 0 };
-	struct run_w w = { 0 };
 	struct jo_mut_rec_cond once = { .if_absent = true };
-	json_t *plan = NULL, *bounds = NULL, *counts = NULL;
-	int64_t next_chunk = 0, start = (int64_t)time(NULL);
+	size_t want = o->scan_parts ? o->scan_parts : 8, np = 0;
+	uint64_t *cuts = calloc(want + 1, sizeof(*cuts));
+	json_t *plan = NULL, *parts = json_array();
+	int64_t next_chunk = 0, start = (int64_t)time(NULL), token = 0;
 	char sub[32], path[PATH_MAX + 64];
-	size_t cur = 0, want;
-	bool written = false, have;
-	const void *rec;
-	size_t len;
+	bool written = false;
 	int rc;
 
-	/* the counter first: anything allocated after it is in flight */
-	rc = jo_meta_get_counter(j->v->meta, "nextChunk", &next_chunk, err);
-	if (rc)
-		return jo_err_wrap(err, "read nextChunk");
-	if (leak_density_init(&density, (uint64_t)next_chunk, j->v->block_size))
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	xo.mem_limit = o->mem;
-	xo.tmp_dir = o->tmp;
-	xo.threads = 2;
-	rc = jo_xsort_new(&xs, &xo, err);
-	if (!rc)
-		rc = leak_refs_scan(j->v->meta, xs, &density, &rs, err);
-	if (!rc)
-		rc = jo_xsort_finish(xs, err);
-	if (rc)
-		goto out;
-	/* default: enough ranges for a few workers, more on a big volume */
-	want = o->ranges ? o->ranges : (size_t)(density.total / 200000 + 1);
-	if (!o->ranges && want < 16)
-		want = 16;
-	if (want > 100000)
-		want = 100000;
-	rc = leak_range_cut(&density, (uint64_t)next_chunk, want, j->v->fmt.hash_prefix, &ranges);
-	if (rc) {
-		jo_err_set(err, rc, "out of memory");
+	if (!cuts || !parts) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
 	}
+	rc = jo_meta_get_counter(j->v->meta, "nextChunk", &next_chunk, err);
+	if (rc) {
+		jo_err_wrap(err, "read nextChunk");
+		goto out;
+	}
+	rc = jo_meta_snapshot_token(j->v->meta, &token, err);
+	if (!rc)
+		rc = jo_meta_chunk_cuts(j->v->meta, want, cuts, &np, err);
+	if (rc)
+		goto out;
 	/* this planner's own directory: a second planner never writes into it */
 	snprintf(sub, sizeof(sub), "p%08lx%04x", (unsigned long)start, (unsigned)getpid() & 0xffff);
 	rc = job_path(j, sub, "", path, sizeof(path), err);
@@ -495,52 +811,18 @@ static int do_plan(struct job *j, struct jo_err *err)
 		rc = jo_err_set(err, JO_EIO, "mkdir %s: %s", path, strerror(errno));
 		goto out;
 	}
-	counts = json_array();
-	bounds = json_array();
-	if (!counts || !bounds) {
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-		goto out;
-	}
-	/* the sorted references, cut by the ranges: one run after the other */
-	rc = jo_xsort_next(xs, &rec, &len, err);
-	have = rc == 1;
-	rc = rc < 0 ? rc : 0;
-	for (cur = 0; cur < ranges.n && !rc; cur++) {
-		char rn[32];
+	/* positions as decimal strings: they may pass a JSON integer's range */
+	for (size_t i = 0; i <= np; i++) {
+		char b[24];
 
-		snprintf(rn, sizeof(rn), "refs-%06zu.zst", cur);
-		rc = job_path(j, sub, rn, path, sizeof(path), err);
-		if (!rc)
-			rc = run_w_open(&w, path, err);
-		while (!rc && have) {
-			uint64_t id;
-			uint32_t size;
-			int cls;
-
-			leak_ref_decode(rec, &id, &size, &cls);
-			if (id >= ranges.b[cur + 1])
-				break;
-			rc = run_w_add(&w, rec, err);
-			if (!rc) {
-				rc = jo_xsort_next(xs, &rec, &len, err);
-				have = rc == 1;
-				rc = rc < 0 ? rc : 0;
-			}
-		}
-		json_array_append_new(counts, json_integer((json_int_t)w.n));
-		json_array_append_new(bounds, json_integer((json_int_t)ranges.b[cur]));
-		if (!rc)
-			rc = run_w_close(&w, true, err);
-		else
-			run_w_close(&w, false, err);
+		snprintf(b, sizeof(b), "%" PRIu64, cuts[i]);
+		json_array_append_new(parts, json_string(b));
 	}
-	if (rc)
-		goto out;
-	plan = json_pack("{s:i,s:I,s:I,s:I,s:s,s:s,s:I,s:O,s:O,s:b,s:I}", "v", 1, "next_chunk",
+	plan = json_pack("{s:i,s:I,s:I,s:I,s:s,s:s,s:I,s:O,s:I,s:b,s:I}", "v", 2, "next_chunk",
 			 (json_int_t)next_chunk, "start", (json_int_t)start, "cutoff",
 			 (json_int_t)(start - o->min_age), "dir", sub, "by", o->worker, "at",
-			 (json_int_t)jo_cl_now_ms(), "bounds", bounds, "refs", counts, "hash_prefix",
-			 j->v->fmt.hash_prefix, "references", (json_int_t)rs.records);
+			 (json_int_t)jo_cl_now_ms(), "parts", parts, "snapshot", (json_int_t)token,
+			 "hash_prefix", j->v->fmt.hash_prefix, "want_ranges", (json_int_t)o->ranges);
 	if (!plan) {
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
@@ -552,23 +834,34 @@ static int do_plan(struct job *j, struct jo_err *err)
 		jo_info("job %s: another planner recorded its plan first; ours is dropped", j->ns);
 		goto out;
 	}
-	for (size_t i = 0; i < ranges.n && !rc; i++) {
+	for (size_t i = 0; i < np + (np > 1 && token) && !rc; i++) {
 		int idx = (int)i;
 
-		rc = jo_cl_add_tasks(j->m, j->ns, "range", 'r', &idx, 1, err);
+		rc = jo_cl_add_tasks(j->m, j->ns, "scan", 's', &idx, 1, err);
 	}
 	if (!rc)
-		jo_info("job %s: %zu ranges planned below slice id %" PRId64 " (%" PRIu64
-			" references, runs in %s/%s)", j->ns, ranges.n, next_chunk, rs.records,
+		jo_info("job %s: the references in %zu scan parts%s below slice id %" PRId64 " (runs "
+			"in %s/%s)", j->ns, np + (np > 1), token ? " of one snapshot" : "", next_chunk,
 			j->dir, sub);
 out:
 	json_decref(plan);
-	json_decref(bounds);
-	json_decref(counts);
-	jo_xsort_free(xs);
-	leak_density_free(&density);
-	leak_ranges_free(&ranges);
+	json_decref(parts);
+	free(cuts);
 	return rc;
+}
+
+/* A chunk part's bounds from the plan: [*from, *to). */
+static int plan_part(const json_t *plan, size_t idx, uint64_t *from, uint64_t *to,
+		     struct jo_err *err)
+{
+	const json_t *p = json_object_get(plan, "parts");
+	const char *a = json_string_value(json_array_get(p, idx));
+	const char *b = json_string_value(json_array_get(p, idx + 1));
+
+	if (!a || !b || jo_parse_digits(a, strlen(a), from) || jo_parse_digits(b, strlen(b), to) ||
+	    *from >= *to)
+		return jo_err_set(err, JO_EPROTO, "coordinator: scan part %06zu is malformed", idx);
+	return 0;
 }
 
 /* ---- one range ------------------------------------------------------------------ */
@@ -597,22 +890,23 @@ static json_t *counts_json(const struct leak_counts *c, const struct leak_list_s
  * worker's attempt is not one); below --max-attempts the task goes back,
  * else the range is recorded failed in the transaction that completes it.
  */
-static int range_fail(struct job *j, const struct jo_mut_task *t, size_t idx,
+static int range_fail(struct job *j, const struct jo_mut_task *t, size_t idx, bool part,
 		      const struct jo_err *why, struct jo_err *err)
 {
+	const char *pfx = part ? "s" : "";
 	char key[32];
 	json_t *prev = NULL, *f;
 	int64_t fails;
 	int rc;
 
-	snprintf(key, sizeof(key), "fail:%06zu", idx);
+	snprintf(key, sizeof(key), "%sfail:%06zu", pfx, idx);
 	rc = jo_cl_rec_get(j->m, j->ns, key, &prev, err);
 	if (rc)
 		return rc;
 	fails = jo_cl_ji(prev, "fails") + 1;
 	json_decref(prev);
-	jo_warn("range %06zu failed (%" PRId64 " of %u): %s", idx, fails, j->o->max_attempts,
-		why->msg);
+	jo_warn("%s %06zu failed (%" PRId64 " of %u): %s", part ? "scan part" : "range", idx, fails,
+		j->o->max_attempts, why->msg);
 	f = json_pack("{s:s,s:s,s:I,s:I}", "error", why->msg[0] ? why->msg : jo_err_name(why->code),
 		      "by", j->o->worker, "at", (json_int_t)jo_cl_now_ms(), "fails", (json_int_t)fails);
 	rc = f ? jo_cl_rec_put(j->m, j->ns, key, f, NULL, NULL, err) : JO_ENOMEM;
@@ -626,38 +920,89 @@ static int range_fail(struct job *j, const struct jo_mut_task *t, size_t idx,
 	json_t *d = json_pack("{s:b,s:s,s:s,s:I}", "failed", 1, "error", why->msg, "by",
 			      j->o->worker, "at", (json_int_t)jo_cl_now_ms());
 
-	snprintf(key, sizeof(key), "done:%06zu", idx);
+	snprintf(key, sizeof(key), "%sdone:%06zu", pfx, idx);
 	rc = d ? jo_cl_rec_put(j->m, j->ns, key, d, &c, NULL, err) : JO_ENOMEM;
 	json_decref(d);
 	jo_lease_forget(j->lease);
 	return rc == JO_ECONFLICT ? (jo_err_clear(err), 0) : rc;
 }
 
-static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, const json_t *plan,
+/* The path of scan part i's run (from its done record). */
+static int part_path(const struct job *j, const struct view *v, size_t i, char *buf, size_t cap,
+		     struct jo_err *err)
+{
+	if (!v->sdone[i] || jo_cl_jb(v->sdone[i], "failed"))
+		return jo_err_set(err, JO_EPROTO, "coordinator: scan part %06zu is not done", i);
+	return job_path(j, jo_cl_js(v->plan, "dir"), jo_cl_js(v->sdone[i], "file"), buf, cap, err);
+}
+
+/*
+ * Range idx's references: every scan part's window of its ids, merged (src),
+ * and the parts' density maps summed into dens (where the blocks are).
+ */
+static int range_refs(const struct job *j, const struct view *v, const struct leak_ranges *rs,
+		      size_t idx, struct parts_src *src, struct leak_density *dens,
+		      char (*paths)[PATH_MAX + 64], struct jo_err *err)
+{
+	uint64_t lo = rs->b[idx], hi = rs->b[idx + 1];
+	int rc;
+
+	memset(src, 0, sizeof(*src));
+	if (leak_density_init(dens, jo_cl_ju(v->plan, "next_chunk"), j->v->block_size))
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	src->r = calloc(v->np + 1, sizeof(*src->r));
+	src->have = calloc(v->np + 1, sizeof(*src->have));
+	src->cur = calloc(v->np + 1, sizeof(*src->cur));
+	if (!src->r || !src->have || !src->cur)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	src->lo = lo;
+	src->hi = hi;
+	for (size_t i = 0; i < v->np; i++) {
+		struct part_idx pi;
+		uint64_t off, len, recs;
+
+		rc = part_path(j, v, i, paths[i], sizeof(paths[i]), err);
+		if (!rc)
+			rc = part_load(paths[i], v->sdone[i], &pi, dens, err);
+		if (rc)
+			return rc;
+		part_window(&pi, leak_range_step(dens), lo, hi, &off, &len, &recs);
+		free(pi.fr);
+		src->n = i + 1;
+		rc = run_r_open(&src->r[i], paths[i], off, len, recs, err);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, const struct view *v,
 		    struct jo_err *err)
 {
 	const struct leak_cluster_opts *o = j->o;
 	struct leak_ranges rs = { 0 };
 	struct leak_counts c = { 0 };
 	struct leak_list_stats ls = { 0 };
-	struct run_r rr = { 0 };
+	struct parts_src src = { 0 };
 	struct jo_file *f = NULL;
 	struct jo_err e = { 0 };
 	char path[PATH_MAX + 64], name[96];
+	char (*paths)[PATH_MAX + 64] = calloc(v->np + 1, sizeof(*paths));
 	double t0 = jo_cl_mono_s();
 	json_t *d = NULL;
+	const json_t *plan = v->plan;
 	long sect[2] = { -1, -1 };
 	struct leak_density dens = { 0 };
-	char rp[PATH_MAX + 64], rn[32];
 	int rc;
 
-	rc = plan_ranges(plan, &rs, err);
-	if (rc)
-		return rc;
-	if (idx >= rs.n) {
+	rc = paths ? plan_ranges(v->cut, &rs, err) : jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!rc && (idx >= rs.n || !view_scanned(v)))
+		rc = jo_err_set(err, JO_EPROTO, "coordinator: task r%06zu names no planned range",
+				idx);
+	if (rc) {
+		free(paths);
 		leak_ranges_free(&rs);
-		return jo_err_set(err, JO_EPROTO, "coordinator: task r%06zu names no planned range",
-				  idx);
+		return rc;
 	}
 	j->cur = (int)idx;
 	(void)put_worker(j, "working");
@@ -667,33 +1012,24 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	rc = job_path(j, jo_cl_js(plan, "dir"), name, path, sizeof(path), &e);
 	if (!rc)
 		rc = jo_file_create(&f, path, JO_FILE_PRIVATE, JO_FILE_STDIO, &e);
-	if (!rc) {
-		json_t *want = json_array_get(json_object_get(plan, "refs"), idx);
-
-		snprintf(rn, sizeof(rn), "refs-%06zu.zst", idx);
-		rc = job_path(j, jo_cl_js(plan, "dir"), rn, rp, sizeof(rp), &e);
-		/* where the range's blocks are: its run read once before the merge reads it */
-		if (!rc)
-			rc = run_density(&dens, rp, (uint64_t)json_integer_value(want),
-					 jo_cl_ju(plan, "next_chunk"), j->v->block_size, &e);
-		if (!rc)
-			rc = run_r_open(&rr, rp, (uint64_t)json_integer_value(want), &e);
-	}
 	if (!rc)
-		rc = o->check.run(o->check.p, f->fp, &rs, idx, &dens, run_r_next, &rr,
+		rc = range_refs(j, v, &rs, idx, &src, &dens, paths, &e);
+	if (!rc)
+		rc = o->check.run(o->check.p, f->fp, &rs, idx, &dens, parts_next, &src,
 				  jo_cl_ju(plan, "next_chunk"), jo_cl_ji(plan, "cutoff"), &c, &ls, sect,
 				  &e);
-	/* the run must have been read to its end, whatever the merge needed of it */
+	/* every part's window must have been read to its end, whatever the merge needed */
 	while (!rc) {
 		const void *rec;
 		size_t len;
 
-		rc = run_r_next(&rr, &rec, &len, &e);
+		rc = parts_next(&src, &rec, &len, &e);
 		if (rc != 1)
 			break;
 		rc = 0;
 	}
-	run_r_close(&rr);
+	parts_free(&src);
+	free(paths);
 	leak_density_free(&dens);
 	if (!rc && (fflush(f->fp) != 0 || ferror(f->fp)))
 		rc = jo_err_set(&e, JO_EIO, "write %s: %s", path, strerror(errno));
@@ -710,7 +1046,7 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 			(void)jo_lease_release(j->lease, j->m, &e);
 			return rc;
 		}
-		return range_fail(j, t, idx, &e, err);
+		return range_fail(j, t, idx, false, &e, err);
 	}
 	if (!jo_lease_valid(j->lease))
 		return jo_err_set(err, JO_ECONFLICT, "range %06zu: the lease was lost", idx);
@@ -747,17 +1083,200 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	return rc;
 }
 
-/* Tasks for the ranges that have neither a done record nor a pending task (a planner
- * that died after its plan, a range whose task was lost). */
+/*
+ * Scan part idx (its chunks, or the extras, or with one part both) at the
+ * plan's shared snapshot if any, sorted into a run of its own name under
+ * the plan's directory, published by rename and recorded in sdone:P in the
+ * transaction that completes the part's task. A killed worker's run is
+ * never renamed into place, or never recorded: only the run a done record
+ * names is read.
+ */
+static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const struct view *v,
+		   struct jo_err *err)
+{
+	const struct leak_cluster_opts *o = j->o;
+	struct jo_xsort_opts xo = JO_XSORT_OPTS_INIT;
+	struct jo_mut_rec_cond cond = { .task_id = t->id, .owner = o->worker, .complete = true };
+	struct jo_xsort *xs = NULL;
+	struct leak_density dens = { 0 };
+	struct leak_ref_stats st = { 0 };
+	struct run_w w = { 0 };
+	struct jo_err e = { 0 };
+	uint64_t from = 0, to = 0;
+	char name[96], path[PATH_MAX + 64], key[32];
+	double t0 = jo_cl_mono_s();
+	json_t *d = json_object();
+	/* one part: everything; else the chunk parts, then the extras */
+	unsigned what = v->np == 1 ? LEAK_SCAN_CHUNKS | LEAK_SCAN_EXTRAS
+			: idx < v->nchunk ? LEAK_SCAN_CHUNKS : LEAK_SCAN_EXTRAS;
+	int rc;
+
+	rc = !d ? jo_err_set(err, JO_ENOMEM, "out of memory")
+		: (what & LEAK_SCAN_CHUNKS) ? plan_part(v->plan, idx, &from, &to, err) : 0;
+	if (rc) {
+		json_decref(d);
+		return rc;
+	}
+	j->cur = -1;
+	(void)put_worker(j, "scanning");
+	snprintf(name, sizeof(name), "scan-%06zu-%" PRId64 "-%08lx.run", idx, t->attempts,
+		 (unsigned long)jo_cl_now_ms() ^ (unsigned long)getpid());
+	xo.mem_limit = o->mem;
+	xo.tmp_dir = o->tmp;
+	xo.threads = 2;
+	rc = job_path(j, jo_cl_js(v->plan, "dir"), name, path, sizeof(path), &e);
+	if (!rc && leak_density_init(&dens, jo_cl_ju(v->plan, "next_chunk"), j->v->block_size))
+		rc = jo_err_set(&e, JO_ENOMEM, "out of memory");
+	if (!rc)
+		rc = jo_xsort_new(&xs, &xo, &e);
+	if (!rc)
+		rc = leak_refs_scan_part(j->v->meta, jo_cl_ji(v->plan, "snapshot"), from, to, what,
+					 xs, &dens, &st, &e);
+	if (!rc)
+		rc = jo_xsort_finish(xs, &e);
+	if (!rc)
+		rc = run_w_open(&w, path, &e);
+	if (!rc)
+		rc = part_write(&w, xs, &dens, d, &e);
+	rc = run_w_close(&w, rc == 0, rc ? NULL : &e) ? (rc ? rc : e.code) : rc;
+	jo_xsort_free(xs);
+	leak_density_free(&dens);
+	j->busy_s += jo_cl_mono_s() - t0;
+	if (rc == JO_ECANCELED) {
+		json_decref(d);
+		*err = e;
+		(void)jo_lease_release(j->lease, j->m, &e);
+		return rc;
+	}
+	if (rc) {
+		json_decref(d);
+		return range_fail(j, t, idx, true, &e, err);
+	}
+	if (!jo_lease_valid(j->lease)) {
+		json_decref(d);
+		return jo_err_set(err, JO_ECONFLICT, "scan part %06zu: the lease was lost", idx);
+	}
+	json_object_set_new(d, "file", json_string(name));
+	json_object_set_new(d, "chunks", json_integer((json_int_t)st.chunks));
+	json_object_set_new(d, "by", json_string(o->worker));
+	json_object_set_new(d, "at", json_integer(jo_cl_now_ms()));
+	json_object_set_new(d, "seconds", json_real(jo_cl_mono_s() - t0));
+	snprintf(key, sizeof(key), "sdone:%06zu", idx);
+	rc = jo_cl_rec_put(j->m, j->ns, key, d, &cond, NULL, err);
+	json_decref(d);
+	jo_lease_forget(j->lease);
+	if (rc == JO_ECONFLICT) {
+		jo_warn("scan part %06zu: the lease was lost before it was recorded; left to its "
+			"holder", idx);
+		jo_err_clear(err);
+		return 0;
+	}
+	if (!rc) {
+		j->parts++;
+		j->res->parts_mine++;
+	}
+	return rc;
+}
+
+/*
+ * Every scan part is done: cut the ids into ranges from the parts' density
+ * maps (their sum is the one-host planner's map) and record them once
+ * ("cut", written if absent: every worker that gets here cuts the same), then
+ * one task per range.
+ */
+static int do_cut(struct job *j, const struct view *v, struct jo_err *err)
+{
+	struct jo_mut_rec_cond once = { .if_absent = true };
+	struct leak_density dens = { 0 };
+	struct leak_ranges ranges = { 0 };
+	uint64_t next_chunk = jo_cl_ju(v->plan, "next_chunk"), refs = 0, step;
+	json_t *cut = NULL, *bounds = json_array();
+	char path[PATH_MAX + 64];
+	bool written = false;
+	size_t want;
+	int rc = 0;
+
+	if (!bounds || leak_density_init(&dens, next_chunk, j->v->block_size))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	for (size_t i = 0; i < v->np && !rc; i++) {
+		struct part_idx pi;
+
+		rc = part_path(j, v, i, path, sizeof(path), err);
+		if (!rc)
+			rc = part_load(path, v->sdone[i], &pi, &dens, err);
+		if (!rc)
+			free(pi.fr);
+		refs += jo_cl_ju(v->sdone[i], "records");
+	}
+	if (rc)
+		goto out;
+	/* default: enough ranges for a few workers, more on a big volume */
+	want = jo_cl_ju(v->plan, "want_ranges") ? (size_t)jo_cl_ju(v->plan, "want_ranges")
+						 : (size_t)(dens.total / 200000 + 1);
+	if (!jo_cl_ju(v->plan, "want_ranges") && want < 16)
+		want = 16;
+	if (want > 100000)
+		want = 100000;
+	rc = leak_range_cut(&dens, next_chunk, want, jo_cl_jb(v->plan, "hash_prefix"), &ranges);
+	if (rc) {
+		rc = jo_err_set(err, rc, "out of memory");
+		goto out;
+	}
+	step = leak_range_step(&dens);
+	for (size_t i = 0; i < ranges.n && !rc; i++) {
+		if (ranges.b[i] % step)
+			rc = jo_err_set(err, JO_EPROTO, "a range cut at %" PRIu64 " is not a cell "
+					"boundary", ranges.b[i]);
+		json_array_append_new(bounds, json_integer((json_int_t)ranges.b[i]));
+	}
+	if (!rc && !(cut = json_pack("{s:O,s:I,s:s,s:I}", "bounds", bounds, "references",
+				     (json_int_t)refs, "by", j->o->worker, "at",
+				     (json_int_t)jo_cl_now_ms())))
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
+	if (!rc)
+		rc = jo_cl_rec_put(j->m, j->ns, "cut", cut, &once, &written, err);
+	for (size_t i = 0; written && i < ranges.n && !rc; i++) {
+		int idx = (int)i;
+
+		rc = jo_cl_add_tasks(j->m, j->ns, "range", 'r', &idx, 1, err);
+	}
+	if (!rc && written)
+		jo_info("job %s: %zu scan parts done (%" PRIu64 " references): %zu ranges", j->ns,
+			v->np, refs, ranges.n);
+out:
+	json_decref(cut);
+	json_decref(bounds);
+	leak_density_free(&dens);
+	leak_ranges_free(&ranges);
+	return rc;
+}
+
+/*
+ * No task is pending: tasks for the scan parts, or once they are done the
+ * cut, or for the ranges, that have neither a done record nor a task (a
+ * planner or a cutter that died half-way, a task that was lost; the
+ * extras part, whose task waits for the chunk parts).
+ */
 static int add_missing(struct job *j, const struct view *v, struct jo_err *err)
 {
-	for (size_t i = 0; i < v->n; i++) {
+	bool cut = v->cut != NULL;
+	size_t n = cut ? v->n : v->np, cdone = 0, cfailed = 0;
+
+	if (!cut && view_scanned(v))
+		return do_cut(j, v, err);
+	count_done(v->sdone, v->nchunk, &cdone, &cfailed);
+	for (size_t i = 0; i < n; i++) {
 		int idx = (int)i;
 		int rc;
 
-		if (v->done[i])
+		if (cut ? v->done[i] != NULL : v->sdone[i] != NULL)
 			continue;
-		rc = jo_cl_add_tasks(j->m, j->ns, "range", 'r', &idx, 1, err);
+		/* the extras after every chunk part, when each part reads a snapshot of its own */
+		if (!cut && v->np > 1 && i == v->nchunk && !jo_cl_ji(v->plan, "snapshot") &&
+		    cdone < v->nchunk)
+			continue;
+		rc = jo_cl_add_tasks(j->m, j->ns, cut ? "range" : "scan", cut ? 'r' : 's', &idx, 1,
+				     err);
 		if (rc)
 			return rc;
 	}
@@ -778,7 +1297,6 @@ static int work_loop(struct job *j, struct jo_err *err)
 		rc = jo_lease_claim(j->lease, j->m, &t, err);
 		if (rc == JO_ENOTFOUND) {
 			int64_t total = 0, leased = 0;
-			size_t done, failed;
 
 			jo_err_clear(err);
 			rc = jo_mut_task_count(j->m, j->ns, &total, &leased, err);
@@ -787,8 +1305,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 				rc = view_load(j->m, j->ns, &v, err);
 				if (rc)
 					break;
-				view_counts(&v, &done, &failed);
-				if (v.plan && done + failed == v.n) {
+				if (view_over(&v)) {
 					view_release(&v);
 					break;
 				}
@@ -802,7 +1319,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 			if (rc)
 				break;
 			if (jo_cl_mono_s() - waited_log > 60) {
-				jo_info("waiting: %s", total ? "every range is leased by another worker"
+				jo_info("waiting: %s", total ? "every task is leased by another worker"
 							     : "no plan yet");
 				waited_log = jo_cl_mono_s();
 			}
@@ -813,23 +1330,27 @@ static int work_loop(struct job *j, struct jo_err *err)
 		}
 		if (rc)
 			break;
-		int idx = jo_cl_task_index(t.items, 'r');
-		json_t *plan = NULL, *done = NULL;
+		bool scan = strcmp(t.kind, "scan") == 0;
+		int idx = jo_cl_task_index(t.items, scan ? 's' : 'r');
 		char key[32];
 
-		snprintf(key, sizeof(key), "done:%06d", idx);
-		rc = jo_cl_rec_get(j->m, j->ns, "plan", &plan, err);
-		if (!rc)
-			rc = jo_cl_rec_get(j->m, j->ns, key, &done, err);
-		if (!rc && (idx < 0 || !plan || strcmp(t.kind, "range") != 0))
+		snprintf(key, sizeof(key), "%sdone:%06d", scan ? "s" : "", idx);
+		rc = view_load(j->m, j->ns, &v, err);
+		if (rc) {
+			jo_mut_task_release_mem(&t);
+			break;
+		}
+		if (idx < 0 || !v.plan || (!scan && strcmp(t.kind, "range") != 0) ||
+		    (size_t)idx >= (scan ? v.np : v.n))
 			rc = jo_err_set(err, JO_EPROTO, "coordinator: task '%s' (%s) names no planned "
-					"range", t.items ? t.items : "", t.kind);
-		if (!rc && done)
+					"%s", t.items ? t.items : "", t.kind, scan ? "scan part" : "range");
+		else if (*view_slot(&v, key))
 			rc = jo_lease_complete(j->lease, j->m, err);  /* a task added twice */
-		else if (!rc)
-			rc = do_range(j, &t, (size_t)idx, plan, err);
-		json_decref(plan);
-		json_decref(done);
+		else if (scan)
+			rc = do_scan(j, &t, (size_t)idx, &v, err);
+		else
+			rc = do_range(j, &t, (size_t)idx, &v, err);
+		view_release(&v);
 		jo_mut_task_release_mem(&t);
 	}
 	return rc;
@@ -943,9 +1464,12 @@ static int lease_cb(const struct jo_mut_task *t, void *p)
 {
 	struct leases *l = p;
 
+	bool scan = strcmp(t->kind, "scan") == 0;
+
 	if (t->expire_ms > l->now && t->owner[0])
-		json_array_append_new(l->arr, json_pack("{s:i,s:s,s:I,s:I}", "range",
-							jo_cl_task_index(t->items, 'r'), "owner",
+		json_array_append_new(l->arr, json_pack("{s:i,s:s,s:s,s:I,s:I}", scan ? "part" : "range",
+							jo_cl_task_index(t->items, scan ? 's' : 'r'),
+							"kind", t->kind, "owner",
 							t->owner, "expires_in_ms",
 							(json_int_t)(t->expire_ms - l->now), "attempt",
 							(json_int_t)t->attempts));
@@ -958,10 +1482,10 @@ static int print_status(struct job *j, FILE *out, struct jo_err *err)
 {
 	struct leases ls = { .arr = json_array(), .now = jo_cl_now_ms() };
 	struct view v = { 0 };
-	json_t *o = NULL, *workers = json_array(), *fails = json_array();
+	json_t *o = NULL, *workers = json_array(), *fails = json_array(), *scanned = json_array();
 	const char *wk;
 	json_t *w;
-	size_t done, failed;
+	size_t done, failed, sdone, sfailed;
 	int rc = view_load(j->m, j->ns, &v, err);
 
 	if (!rc)
@@ -969,12 +1493,15 @@ static int print_status(struct job *j, FILE *out, struct jo_err *err)
 	if (rc)
 		goto out;
 	view_counts(&v, &done, &failed);
+	count_done(v.sdone, v.np, &sdone, &sfailed);
 	json_object_foreach(v.workers, wk, w) {
 		double busy = json_real_value(json_object_get(w, "busy_s"));
 
-		json_array_append_new(workers, json_pack("{s:s,s:s,s:I,s:I,s:I,s:i,s:f,s:I}", "worker",
-							 wk, "state", jo_cl_js(w, "state"), "ranges",
-							 (json_int_t)jo_cl_ju(w, "ranges"), "listed",
+		json_array_append_new(workers, json_pack("{s:s,s:s,s:I,s:I,s:I,s:I,s:i,s:f,s:I}",
+							 "worker", wk, "state", jo_cl_js(w, "state"),
+							 "parts", (json_int_t)jo_cl_ju(w, "parts"),
+							 "ranges", (json_int_t)jo_cl_ju(w, "ranges"),
+							 "listed",
 							 (json_int_t)jo_cl_ju(w, "listed"), "objects",
 							 (json_int_t)jo_cl_ju(w, "objects"), "range",
 							 (int)jo_cl_ji(w, "range"), "objects_per_s",
@@ -983,17 +1510,36 @@ static int print_status(struct job *j, FILE *out, struct jo_err *err)
 							 "seen_ago_ms",
 							 (json_int_t)(ls.now - jo_cl_ji(w, "seen"))));
 	}
-	for (size_t i = 0; i < v.n; i++)
-		if (v.fail[i] || (v.done[i] && jo_cl_jb(v.done[i], "failed")))
-			json_array_append_new(fails, json_pack("{s:i,s:s,s:b}", "range", (int)i,
-							       "error", jo_cl_js(v.fail[i] ? v.fail[i]
-											 : v.done[i],
+	for (int part = 1; part >= 0; part--) {
+		json_t **fl = part ? v.sfail : v.fail, **dn = part ? v.sdone : v.done;
+
+		for (size_t i = 0; i < (part ? v.np : v.n); i++)
+			if (fl[i] || (dn[i] && jo_cl_jb(dn[i], "failed")))
+				json_array_append_new(fails, json_pack("{s:i,s:s,s:s,s:b}",
+								       part ? "part" : "range", (int)i,
+								       "error", jo_cl_js(fl[i] ? fl[i]
+											 : dn[i],
 										 "error"),
-							       "given_up", v.done[i] != NULL));
-	const char *state = !v.plan ? "planning" : done + failed < v.n ? "checking"
-				 : failed ? "incomplete" : "complete";
-	o = json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I,s:I,s:I},s:I,s:O,s:O,s:O}", "type", "job", "ns",
-		      j->ns, "state", state, "ranges", "planned", (json_int_t)v.n, "done",
+								       "what", part ? "scan part" : "range",
+								       "given_up", dn[i] != NULL));
+	}
+	for (size_t i = 0; i < v.np; i++)
+		if (v.sdone[i] && !jo_cl_jb(v.sdone[i], "failed"))
+			json_array_append_new(scanned, json_pack("{s:i,s:s,s:I,s:I}", "part", (int)i,
+								 "by", jo_cl_js(v.sdone[i], "by"),
+								 "chunks",
+								 (json_int_t)jo_cl_ju(v.sdone[i], "chunks"),
+								 "references",
+								 (json_int_t)jo_cl_ju(v.sdone[i],
+										      "records")));
+	const char *state = !v.plan ? "planning" : sfailed ? "incomplete"
+			  : !v.cut ? "scanning" : done + failed < v.n ? "checking"
+			  : failed ? "incomplete" : "complete";
+	o = json_pack("{s:s,s:s,s:s,s:{s:I,s:I,s:I,s:O},s:{s:I,s:I,s:I,s:I,s:I},s:I,s:O,s:O,s:O}",
+		      "type", "job", "ns", j->ns, "state", state, "parts", "planned",
+		      (json_int_t)v.np, "done", (json_int_t)sdone, "failed", (json_int_t)sfailed,
+		      "scanned", scanned,
+		      "ranges", "planned", (json_int_t)v.n, "done",
 		      (json_int_t)done, "leased", (json_int_t)json_array_size(ls.arr), "failed",
 		      (json_int_t)failed, "pending", (json_int_t)ls.pending, "next_chunk",
 		      (json_int_t)jo_cl_ju(v.plan, "next_chunk"), "leases", ls.arr, "failures", fails,
@@ -1011,28 +1557,33 @@ static int print_status(struct job *j, FILE *out, struct jo_err *err)
 		goto out;
 	}
 	fprintf(out, "leakcheck job %s: %s\n", j->ns, state);
+	fprintf(out, "  scan:     %zu parts, %zu done, %zu failed\n", v.np, sdone, sfailed);
 	fprintf(out, "  ranges:   %zu planned, %zu done, %zu leased, %zu failed, %zu pending\n",
 		v.n, done, json_array_size(ls.arr), failed, ls.pending);
 	for (size_t i = 0; i < json_array_size(ls.arr); i++) {
 		const json_t *e = json_array_get(ls.arr, i);
+		bool part = json_object_get(e, "part") != NULL;
 
-		fprintf(out, "  leased:   range %06d by %s (attempt %" PRId64 ", %.0fs left)\n",
-			(int)jo_cl_ji(e, "range"), JO_ESC_TERM(jo_cl_js(e, "owner")),
-			jo_cl_ji(e, "attempt"), (double)jo_cl_ji(e, "expires_in_ms") / 1000.0);
+		fprintf(out, "  leased:   %s %06d by %s (attempt %" PRId64 ", %.0fs left)\n",
+			part ? "scan part" : "range", (int)jo_cl_ji(e, part ? "part" : "range"),
+			JO_ESC_TERM(jo_cl_js(e, "owner")), jo_cl_ji(e, "attempt"),
+			(double)jo_cl_ji(e, "expires_in_ms") / 1000.0);
 	}
 	for (size_t i = 0; i < json_array_size(fails); i++) {
 		const json_t *e = json_array_get(fails, i);
+		bool part = json_object_get(e, "part") != NULL;
 
-		fprintf(out, "  failed:   range %06d%s: %s\n", (int)jo_cl_ji(e, "range"),
+		fprintf(out, "  failed:   %s %06d%s: %s\n", jo_cl_js(e, "what"),
+			(int)jo_cl_ji(e, part ? "part" : "range"),
 			jo_cl_jb(e, "given_up") ? " (given up)" : "",
 			JO_ESC_TERM(jo_cl_js(e, "error")));
 	}
 	for (size_t i = 0; i < json_array_size(workers); i++) {
 		const json_t *e = json_array_get(workers, i);
 
-		fprintf(out, "  worker:   %-28s %-8s %" PRIu64 " ranges, %" PRIu64 " listed, "
-			"%.0f keys/s, seen %.0fs ago\n", JO_ESC_TERM(jo_cl_js(e, "worker")),
-			JO_ESC_TERM(jo_cl_js(e, "state")), jo_cl_ju(e, "ranges"),
+		fprintf(out, "  worker:   %-28s %-8s %" PRIu64 " parts, %" PRIu64 " ranges, %" PRIu64
+			" listed, %.0f keys/s, seen %.0fs ago\n", JO_ESC_TERM(jo_cl_js(e, "worker")),
+			JO_ESC_TERM(jo_cl_js(e, "state")), jo_cl_ju(e, "parts"), jo_cl_ju(e, "ranges"),
 			jo_cl_ju(e, "listed"), json_real_value(json_object_get(e, "objects_per_s")),
 			(double)jo_cl_ji(e, "seen_ago_ms") / 1000.0);
 	}
@@ -1041,6 +1592,7 @@ out:
 	json_decref(ls.arr);
 	json_decref(workers);
 	json_decref(fails);
+	json_decref(scanned);
 	view_release(&v);
 	return rc;
 }
@@ -1105,6 +1657,10 @@ int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
 		goto out;
 	}
 	rc = view_load(j.m, j.ns, &vw, err);
+	if (!rc && vw.plan && jo_cl_ji(vw.plan, "v") != 2)
+		rc = jo_err_set(err, JO_EPROTO, "coordinator: job %s was planned by another version "
+				"of jfsops (plan v%" PRId64 "): give this check a new --work", j.ns,
+				jo_cl_ji(vw.plan, "v"));
 	if (rc)
 		goto out;
 	if (o->mode == LEAK_CL_PLAN) {

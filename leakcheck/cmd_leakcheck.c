@@ -75,18 +75,21 @@ static const char leakcheck_tail[] =
 	"writes no report, deletes nothing more, says INCOMPLETE and prints\n"
 	"\"complete\": false in its --json summary.\n"
 	"\n"
-	"Cluster mode (--cluster URL --work DIR): --plan reads the counter and scans\n"
-	"the references once, cuts the slice ids into ranges (every key under\n"
-	"chunks/, foreign ones too, belongs to exactly one) and writes each range's\n"
-	"sorted references as a zstd run under DIR; any number of --worker processes\n"
-	"on any hosts then list and merge one range at a time, under a lease. A range\n"
+	"Cluster mode (--cluster URL --work DIR): --plan reads the counter and cuts\n"
+	"the metadata's chunks into scan parts (SQL: primary-key ranges, etcd: key\n"
+	"ranges, Redis: one part). Any number of --worker processes on any hosts\n"
+	"then scan one part at a time, each a sorted zstd run of its references\n"
+	"under DIR; once every part is done, the slice ids are cut into ranges\n"
+	"(every key under chunks/, foreign ones too, belongs to exactly one) and the\n"
+	"workers list one range at a time and merge it with every part's references\n"
+	"of its ids, under a lease. A part or a range\n"
 	"is recorded done in the transaction that completes its lease (never counted\n"
 	"twice); a killed worker's range goes to another one when its lease runs out;\n"
-	"a range whose listing or run was not read whole is retried and, after\n"
-	"--max-attempts, failed. The job's report (the one-host report, line for line)\n"
+	"a part not scanned whole, or a range whose listing or runs were not read\n"
+	"whole, is retried and, after --max-attempts, failed. The job's report (the one-host report, line for line)\n"
 	"is published only when every range is done: by a --worker given --out, or\n"
 	"by the command without --plan/--worker, which lists nothing. A job with a\n"
-	"failed range, or not done yet, says INCOMPLETE and exits 3.\n"
+	"failed part or range, or not done yet, says INCOMPLETE and exits 3.\n"
 	"\n"
 	"Examples:\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --out leaks.jsonl \\\n"
@@ -120,7 +123,7 @@ struct lc_opts {
 	int cmode;                /* enum leak_cluster_mode: report, plan, worker */
 	bool status;
 	int64_t lease_ms;
-	unsigned ranges, max_attempts;
+	unsigned ranges, scan_parts, max_attempts;
 	uint64_t synth;           /* hidden: synthetic benchmark of N slices */
 	const char *synth_keys;   /* benchmark: write its keys as text into DIR */
 };
@@ -596,7 +599,8 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 	struct leak_cluster_opts co = {
 		.url = url, .work = o->work, .worker = owner, .out = o->out,
 		.mode = o->status ? LEAK_CL_STATUS : o->cmode, .lease_ms = o->lease_ms,
-		.ranges = o->ranges, .max_attempts = o->max_attempts, .json = o->json,
+		.ranges = o->ranges, .scan_parts = o->scan_parts, .max_attempts = o->max_attempts,
+		.json = o->json,
 		.min_age = o->min_age, .mem = (size_t)(o->mem / 2), .tmp = o->tmp,
 		.check = { check_range, r },
 	};
@@ -608,7 +612,7 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 	jo_lease_owner(owner, sizeof(owner), o->worker_id);
 	r->mx.cluster = true;
 	jo_cl_worker_label(owner, r->mx.labels, sizeof(r->mx.labels));
-	r->stage = co.mode == LEAK_CL_PLAN ? "the plan (reference scan and runs)"
+	r->stage = co.mode == LEAK_CL_PLAN ? "the plan (counter and scan parts)"
 		 : co.mode == LEAK_CL_WORKER ? "this worker's ranges" : "the cluster job";
 	rc = leak_cluster_run(r->vol, &co, res, err);
 	if (rc || co.mode == LEAK_CL_STATUS)
@@ -620,12 +624,13 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 	r->mx.listed = res->listed;
 	jo_fmt_bytes((double)res->c.bytes[LEAK_LEAKED], 2, b, sizeof(b));
 	if (co.mode == LEAK_CL_PLAN)
-		fprintf(stderr, "%s %s: job %s: %zu ranges planned (%zu done)\n", r->ctx->prog,
-			r->ctx->cmd, res->ns, res->ranges, res->done);
+		fprintf(stderr, "%s %s: job %s: %zu scan parts planned (%zu done), %zu ranges\n",
+			r->ctx->prog, r->ctx->cmd, res->ns, res->parts, res->parts_done, res->ranges);
 	else if (res->complete)
-		fprintf(stderr, "%s %s: job %s: %zu ranges done (%zu by this worker): %llu block "
-			"objects, leaked %llu (%s), missing %llu, skipped %llu, foreign %llu%s\n",
-			r->ctx->prog, r->ctx->cmd, res->ns, res->ranges, res->mine,
+		fprintf(stderr, "%s %s: job %s: %zu scan parts (%zu by this worker), %zu ranges done "
+			"(%zu by this worker): %llu block objects, leaked %llu (%s), missing %llu, "
+			"skipped %llu, foreign %llu%s\n", r->ctx->prog, r->ctx->cmd, res->ns,
+			res->parts, res->parts_mine, res->ranges, res->mine,
 			(unsigned long long)res->c.objects,
 			(unsigned long long)res->c.n[LEAK_LEAKED], b,
 			(unsigned long long)res->c.n[LEAK_MISSING],
@@ -633,9 +638,10 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 			(unsigned long long)res->foreign,
 			res->report_written ? "; report written" : "");
 	else
-		fprintf(stderr, "%s %s: INCOMPLETE: job %s: %zu of %zu ranges done, %zu failed%s: "
-			"no report, nothing is known about leaks\n", r->ctx->prog, r->ctx->cmd,
-			res->ns, res->done, res->ranges, res->failed,
+		fprintf(stderr, "%s %s: INCOMPLETE: job %s: %zu of %zu scan parts done, %zu failed; "
+			"%zu of %zu ranges done, %zu failed%s: no report, nothing is known about "
+			"leaks\n", r->ctx->prog, r->ctx->cmd, res->ns, res->parts_done, res->parts,
+			res->parts_failed, res->done, res->ranges, res->failed,
 			res->planned ? "" : " (not planned)");
 	*exit_out = !whole ? JO_EXIT_FAIL
 		    : co.mode != LEAK_CL_PLAN && (res->c.n[LEAK_LEAKED] || res->c.n[LEAK_MISSING])
@@ -646,8 +652,9 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 			  : json_object();
 	if (!whole) {
 		json_object_set_new(j, "stage", json_string("the cluster job"));
-		json_object_set_new(j, "error", json_string(res->failed ? "ranges failed"
-								       : "ranges not done yet"));
+		json_object_set_new(j, "error", json_string(res->parts_failed ? "scan parts failed"
+							    : res->failed ? "ranges failed"
+							    : "ranges not done yet"));
 	}
 	json_object_set_new(j, "job", json_string(res->ns));
 	json_object_set_new(j, "mode", json_string(cl_mode_name[co.mode]));
@@ -656,6 +663,11 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 						   (json_int_t)res->done, "failed",
 						   (json_int_t)res->failed, "by_this_worker",
 						   (json_int_t)res->mine));
+	json_object_set_new(j, "scan_parts", json_pack("{s:I,s:I,s:I,s:I}", "planned",
+							(json_int_t)res->parts, "done",
+							(json_int_t)res->parts_done, "failed",
+							(json_int_t)res->parts_failed, "by_this_worker",
+							(json_int_t)res->parts_mine));
 	json_object_set_new(j, "report", json_boolean(res->report_written));
 	(void)cmd_summary_emit(r->ctx, j, whole, *exit_out); /* main checks stdout */
 	return 0;
@@ -874,17 +886,23 @@ static void record_metrics(const struct lc_run *r, struct jo_ctx *ctx, bool fail
 	     i < sizeof(check) / sizeof(check[0]); i++)
 		(void)cmd_metric(ctx, check[i].what, check[i].help, lab, check[i].v);
 	if (x->cluster) {
-		/* a cluster run: the job's counters (when complete), and its ranges */
-		const struct { const char *state; size_t v; } st[] = {
-			{ "planned", x->cl.ranges }, { "done", x->cl.done },
-			{ "failed", x->cl.failed }, { "by_this_worker", x->cl.mine },
+		/* a cluster run: the job's counters (when complete), its scan parts and ranges */
+		const struct { bool part; const char *state; size_t v; } st[] = {
+			{ false, "planned", x->cl.ranges }, { false, "done", x->cl.done },
+			{ false, "failed", x->cl.failed }, { false, "by_this_worker", x->cl.mine },
+			{ true, "planned", x->cl.parts }, { true, "done", x->cl.parts_done },
+			{ true, "failed", x->cl.parts_failed },
+			{ true, "by_this_worker", x->cl.parts_mine },
 		};
 		char l2[400];
 
 		for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
 			snprintf(l2, sizeof(l2), "%s,state=\"%s\"", lab, st[i].state);
-			(void)cmd_metric_state(ctx, "job_ranges", "ranges of the cluster job, by state "
-					       "(at the end of this run)", l2, (double)st[i].v);
+			(void)cmd_metric_state(ctx, st[i].part ? "job_scan_parts" : "job_ranges",
+					       st[i].part ? "reference scan parts of the cluster job, "
+					       "by state (at the end of this run)"
+					       : "ranges of the cluster job, by state (at the end of "
+					       "this run)", l2, (double)st[i].v);
 		}
 	}
 	for (size_t i = 0; r->o->delete_from && i < sizeof(del) / sizeof(del[0]); i++)
@@ -914,9 +932,10 @@ static int check_opts(struct jo_ctx *ctx, const struct lc_opts *o, int n)
 		return cmd_usage_error(ctx, "--audit goes with --delete-from or --restore");
 	if (o->out && (o->delete_from || o->restore))
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
-	if (!o->cluster && (o->cmode || o->status || o->work || o->ranges || o->worker_id))
-		return cmd_usage_error(ctx, "--plan, --worker, --status, --work, --ranges and "
-				       "--worker-id go with --cluster");
+	if (!o->cluster && (o->cmode || o->status || o->work || o->ranges || o->scan_parts ||
+			    o->worker_id))
+		return cmd_usage_error(ctx, "--plan, --worker, --status, --work, --ranges, "
+				       "--scan-parts and --worker-id go with --cluster");
 	if (o->cluster && (o->delete_from || o->restore))
 		return cmd_usage_error(ctx, "--cluster checks; --delete-from takes the job's report "
 				       "(written by --out) as it takes a one-host report");
@@ -986,10 +1005,13 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			   "host alone). It needs no JuiceFS volume; the job's records go in a "
 			   "namespace of their own. Without --plan, --worker or --status: the job's "
 			   "report (to --out or stdout), only when every range is done"),
-		OPT_CMDMODE(0, "plan", &o.cmode, "read the slice-id counter, scan the references "
-			    "once, cut the ids into ranges of about equal expected blocks, write each "
-			    "range's sorted references under --work and record the ranges", LEAK_CL_PLAN),
-		OPT_CMDMODE(0, "worker", &o.cmode, "claim ranges by lease, list and merge each, until "
+		OPT_CMDMODE(0, "plan", &o.cmode, "read the slice-id counter, cut the metadata's "
+			    "chunks into scan parts (--scan-parts) and record one task per part; the "
+			    "workers scan the parts, and the ids are cut into ranges of about equal "
+			    "expected blocks once every part is done", LEAK_CL_PLAN),
+		OPT_CMDMODE(0, "worker", &o.cmode, "claim scan parts, then ranges, by lease (each "
+			    "part's sorted references a run under --work; each range listed and "
+			    "merged with its references from every part), until "
 			    "none is left (waits for a plan); with --out, the job's report once it is "
 			    "complete", LEAK_CL_WORKER),
 		OPT_BOOL(0, "status", &o.status, "print the job: ranges planned, leased (by whom), "
@@ -1001,12 +1023,16 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		OPT_UINT(0, "ranges", &o.ranges, "N", "ranges to cut the slice ids into (default 0: "
 			 "one per ~200,000 referenced blocks, at least 16; never more than one per "
 			 "1000 ids below the counter)", 0, 100000),
-		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease of a range (default 30s; renewed "
-			     "every third): a killed worker's range goes to another worker after it",
-			     1000, 0),
-		OPT_UINT(0, "max-attempts", &o.max_attempts, "N", "failures before a range is given "
-			 "up (default 3): the job is then incomplete and publishes no report", 1,
-			 1000),
+		OPT_UINT(0, "scan-parts", &o.scan_parts, "N", "parts of the reference scan, each "
+			 "a task for any worker (default 0: 8): SQL engines by ranges of the chunk "
+			 "table's primary key, etcd by key ranges; Redis is scanned in one part", 0,
+			 4096),
+		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease of a scan part or range "
+			     "(default 30s; renewed every third): a killed worker's part or range "
+			     "goes to another worker after it", 1000, 0),
+		OPT_UINT(0, "max-attempts", &o.max_attempts, "N", "failures before a scan part or "
+			 "range is given up (default 3): the job is then incomplete and publishes no "
+			 "report", 1, 1000),
 		OPT_STRING(0, "worker-id", &o.worker_id, "NAME", "this worker's name in leases, "
 			   "--status and metrics (default host:pid)"),
 		OPT_GROUP("Benchmark only (bench/leakcheck; no META-URL, touches no volume):"),

@@ -141,6 +141,8 @@ struct leak_ranges {
  */
 int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t want,
 		   bool hash_prefix, struct leak_ranges *out);
+/* Every cut leak_range_cut() makes with d is a multiple of this (>= 1000). */
+uint64_t leak_range_step(const struct leak_density *d);
 void leak_ranges_free(struct leak_ranges *r);
 /* The range of slice id `id`. */
 size_t leak_range_find(const struct leak_ranges *r, uint64_t id);
@@ -208,6 +210,21 @@ struct leak_ref_stats {
  */
 int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_density *density,
 		   struct leak_ref_stats *st, struct jo_err *err);
+
+/*
+ * One part of that scan (a cluster job's scan part), read at the shared
+ * snapshot token (jo_meta_snapshot_begin_at; 0: a snapshot of its own):
+ * with LEAK_SCAN_CHUNKS the chunks whose position is in [from, to)
+ * (jo_meta_scan_chunks_range), classed by the delfiles and sustained
+ * inodes read in the same snapshot; with LEAK_SCAN_EXTRAS the refcounts
+ * <= 0 and the delSlices records. The parts of one cut (jo_meta_chunk_cuts)
+ * and the extras once stream what leak_refs_scan() streams.
+ */
+#define LEAK_SCAN_CHUNKS 1u
+#define LEAK_SCAN_EXTRAS 2u
+int leak_refs_scan_part(struct jo_meta *m, int64_t token, uint64_t from, uint64_t to,
+			unsigned what, struct jo_xsort *xs, struct leak_density *density,
+			struct leak_ref_stats *st, struct jo_err *err);
 
 /*
  * The targeted re-check before deletion: the references of just these slice
@@ -356,6 +373,7 @@ struct leak_cluster_opts {
 	int mode;                     /* enum leak_cluster_mode */
 	int64_t lease_ms;
 	unsigned ranges;              /* planned ranges wanted (0: one per ~200k blocks, >= 16) */
+	unsigned scan_parts;          /* reference scan parts wanted (0: 8; Redis: 1) */
 	unsigned max_attempts;        /* failures before a range is given up */
 	bool json;                    /* --status as JSON */
 	int64_t min_age;              /* s */
@@ -368,6 +386,7 @@ struct leak_cluster_result {
 	char ns[17];
 	bool planned, complete, report_written;
 	size_t ranges, done, failed, mine;
+	size_t parts, parts_done, parts_failed, parts_mine;   /* the reference scan's parts */
 	struct leak_counts c;         /* the job's, from its done ranges */
 	uint64_t listed, foreign, next_chunk;
 };

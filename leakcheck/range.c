@@ -230,6 +230,11 @@ int leak_range_prefix(const struct leak_ranges *r, size_t ri, bool hash_prefix,
 	return 0;
 }
 
+uint64_t leak_range_step(const struct leak_density *d)
+{
+	return d && d->n && d->width > 1000 ? (d->width + 999) / 1000 * 1000 : 1000;
+}
+
 int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t want,
 		   bool hash_prefix, struct leak_ranges *out)
 {
@@ -243,7 +248,7 @@ int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t wan
 	uint64_t top = (next_chunk + 999) / 1000 * 1000;
 	size_t cap = want ? want : 1;
 	double total = d && d->n ? leak_density_est(d, 0, top ? top - 1 : 0) : 0;
-	uint64_t step = 1000, prev = 0;
+	uint64_t step, prev = 0;
 	double acc = 0;
 
 	out->n = 0;
@@ -255,8 +260,7 @@ int leak_range_cut(const struct leak_density *d, uint64_t next_chunk, size_t wan
 	if (top / 1000 < cap)
 		cap = (size_t)(top / 1000) ? (size_t)(top / 1000) : 1;
 	/* big volumes: walk in steps of the density buckets (rounded to 1000) */
-	if (d && d->n && d->width > step)
-		step = (d->width + 999) / 1000 * 1000;
+	step = leak_range_step(d);
 	for (uint64_t x = 0; x < top && out->n < cap; x += step) {
 		uint64_t end = x + step > top ? top : x + step;
 		/* nothing referenced: ids count instead (leaked objects have ids too) */

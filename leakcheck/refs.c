@@ -28,6 +28,13 @@ struct refs_ctx {
 	size_t nhits, hcap;
 	struct inoset dead;
 	struct leak_ref_stats *st;
+	/* the chunks' part [from, to) (jo_meta_scan_chunks_range) with the
+	 * delfiles and sustained inodes when LEAK_SCAN_CHUNKS, the slice
+	 * references and delayed slices when LEAK_SCAN_EXTRAS; read at the
+	 * shared snapshot token (0: a snapshot of its own) */
+	uint64_t from, to;
+	unsigned what;
+	int64_t token;
 	struct jo_err *err;      /* where xsort errors land */
 	int rc;                  /* the failure behind a callback's non-zero return */
 };
@@ -183,8 +190,10 @@ static int refs_run(struct jo_meta *m, struct refs_ctx *c0)
 
 	memset(st, 0, sizeof(*st));
 	/* every reference scan reads one snapshot, where the engine has them */
-	if ((rc = jo_meta_snapshot_begin(m, c.err)) != 0)
+	if ((rc = jo_meta_snapshot_begin_at(m, c.token, c.err)) != 0)
 		return rc;
+	if (!(c.what & LEAK_SCAN_CHUNKS))
+		goto extras;
 	rc = scan_step(&c, jo_meta_scan_delfiles(m, on_delfile, &c, c.err), "delfiles");
 	if (!rc)
 		rc = scan_step(&c, jo_meta_scan_sustained(m, on_sustained, &c, c.err), "sustained inodes");
@@ -192,10 +201,12 @@ static int refs_run(struct jo_meta *m, struct refs_ctx *c0)
 		goto out;
 	if (c.dead.n)
 		qsort(c.dead.v, c.dead.n, sizeof(*c.dead.v), u64_cmp);
-	rc = scan_step(&c, jo_meta_scan_chunks(m, on_chunk, &c, c.err), "chunks");
-	if (!rc)
+	rc = scan_step(&c, jo_meta_scan_chunks_range(m, c.from, c.to, on_chunk, &c, c.err),
+		       "chunks");
+extras:
+	if (!rc && (c.what & LEAK_SCAN_EXTRAS))
 		rc = scan_step(&c, jo_meta_scan_slice_refs(m, on_ref, &c, c.err), "slice refs");
-	if (!rc)
+	if (!rc && (c.what & LEAK_SCAN_EXTRAS))
 		rc = scan_step(&c, jo_meta_scan_delslices(m, on_delslices, &c, c.err), "delayed slices");
 out:
 	jo_meta_snapshot_end(m);
@@ -208,8 +219,16 @@ out:
 int leak_refs_scan(struct jo_meta *m, struct jo_xsort *xs, struct leak_density *density,
 		   struct leak_ref_stats *st, struct jo_err *err)
 {
+	return leak_refs_scan_part(m, 0, 0, UINT64_MAX, LEAK_SCAN_CHUNKS | LEAK_SCAN_EXTRAS, xs,
+				   density, st, err);
+}
+
+int leak_refs_scan_part(struct jo_meta *m, int64_t token, uint64_t from, uint64_t to,
+			unsigned what, struct jo_xsort *xs, struct leak_density *density,
+			struct leak_ref_stats *st, struct jo_err *err)
+{
 	struct refs_ctx c = { .sink = sink_xsort, .xs = xs, .density = density, .st = st,
-			      .err = err };
+			      .from = from, .to = to, .what = what, .token = token, .err = err };
 
 	return refs_run(m, &c);
 }
@@ -218,7 +237,9 @@ int leak_refs_lookup(struct jo_meta *m, const uint64_t *ids, size_t n,
 		     struct leak_ref_hit **hits, size_t *nhits, struct jo_err *err)
 {
 	struct leak_ref_stats st;
-	struct refs_ctx c = { .sink = sink_hits, .only = ids, .nonly = n, .st = &st, .err = err };
+	struct refs_ctx c = { .sink = sink_hits, .only = ids, .nonly = n, .st = &st,
+			      .to = UINT64_MAX, .what = LEAK_SCAN_CHUNKS | LEAK_SCAN_EXTRAS,
+			      .err = err };
 	int rc = refs_run(m, &c);
 
 	if (rc) {

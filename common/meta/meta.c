@@ -498,6 +498,22 @@ int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err)
 	return m->ops->snapshot_begin ? m->ops->snapshot_begin(m, err) : 0;
 }
 
+int jo_meta_snapshot_token(struct jo_meta *m, int64_t *token, struct jo_err *err)
+{
+	*token = 0;
+	return m->ops->snapshot_token ? m->ops->snapshot_token(m, token, err) : 0;
+}
+
+int jo_meta_snapshot_begin_at(struct jo_meta *m, int64_t token, struct jo_err *err)
+{
+	if (!token)
+		return jo_meta_snapshot_begin(m, err);
+	if (!m->ops->snapshot_begin_at)
+		return jo_err_set(err, JO_EUNSUPPORTED, "%s: no shared snapshots",
+				  m->ops->engine(m));
+	return m->ops->snapshot_begin_at(m, token, err);
+}
+
 void jo_meta_snapshot_end(struct jo_meta *m)
 {
 	if (m && m->ops->snapshot_end)
@@ -800,6 +816,56 @@ int jo_meta_list_chunks_len(struct jo_meta *m, uint64_t ino, uint64_t length, ui
 int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
 {
 	return m->ops->scan_chunks(m, cb, payload, err);
+}
+
+void jo_meta_even_cuts(uint64_t span, uint64_t unit, size_t n, uint64_t *cuts, size_t *nparts)
+{
+	size_t np = 1;
+
+	cuts[0] = 0;
+	for (size_t k = 1; k < n && span; k++) {
+		/* k * span / n without overflow */
+		uint64_t c = span / n * k + span % n * k / n;
+
+		if (c > cuts[np - 1] / unit && c < span)
+			cuts[np++] = c * unit;
+	}
+	cuts[np] = UINT64_MAX;
+	*nparts = np;
+}
+
+int jo_meta_chunk_cuts(struct jo_meta *m, size_t n, uint64_t *cuts, size_t *nparts,
+		       struct jo_err *err)
+{
+	int rc = 0;
+
+	*nparts = 1;
+	if (n > 1 && m->ops->chunk_cuts)
+		rc = m->ops->chunk_cuts(m, n, cuts, nparts, err);
+	if (rc || *nparts <= 1) {
+		*nparts = 1;
+		cuts[0] = 0;
+		cuts[1] = UINT64_MAX;
+	}
+	for (size_t i = 0; !rc && i < *nparts; i++)
+		if (cuts[i] >= cuts[i + 1] || (i == 0 && cuts[0] != 0))
+			rc = jo_err_set(err, JO_EPROTO, "chunk cuts out of order");
+	if (!rc && cuts[*nparts] != UINT64_MAX)
+		rc = jo_err_set(err, JO_EPROTO, "chunk cuts out of order");
+	return rc;
+}
+
+int jo_meta_scan_chunks_range(struct jo_meta *m, uint64_t from, uint64_t to, jo_meta_chunk_cb cb,
+			      void *payload, struct jo_err *err)
+{
+	if (from >= to)
+		return jo_err_set(err, JO_EINVAL, "an empty chunk range");
+	if (from == 0 && to == UINT64_MAX)
+		return m->ops->scan_chunks(m, cb, payload, err);
+	if (!m->ops->scan_chunks_range)
+		return jo_err_set(err, JO_EUNSUPPORTED, "%s: the chunks cannot be scanned in parts",
+				  m->ops->engine(m));
+	return m->ops->scan_chunks_range(m, from, to, cb, payload, err);
 }
 
 int jo_meta_scan_inodes(struct jo_meta *m, jo_meta_inode_cb cb, void *payload, struct jo_err *err)

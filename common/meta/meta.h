@@ -183,6 +183,16 @@ bool jo_meta_has(const struct jo_meta *m, unsigned cap);
  */
 int jo_meta_snapshot_begin(struct jo_meta *m, struct jo_err *err);
 void jo_meta_snapshot_end(struct jo_meta *m);
+/*
+ * A snapshot shared by processes: jo_meta_snapshot_token() names the
+ * volume as it is now (tkv: a revision), and jo_meta_snapshot_begin_at()
+ * in any process reads that state again (a state the store no longer has,
+ * etcd compacted past it, fails the scans, never shortens them). *token is
+ * 0 where the family has no such snapshots (SQL, Redis); begin_at(0) is
+ * jo_meta_snapshot_begin().
+ */
+int jo_meta_snapshot_token(struct jo_meta *m, int64_t *token, struct jo_err *err);
+int jo_meta_snapshot_begin_at(struct jo_meta *m, int64_t token, struct jo_err *err);
 
 /* The server and its version ("PostgreSQL 15.18", "Redis 7.0.15"), malloc'd. */
 int jo_meta_describe(struct jo_meta *m, char **out, struct jo_err *err);
@@ -286,6 +296,25 @@ typedef int (*jo_meta_chunk_cb)(uint64_t ino, uint32_t indx, const uint8_t *raw,
 				size_t len, void *payload);
 int jo_meta_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 			struct jo_err *err);
+
+/*
+ * The chunk scan in parts, for work spread over processes. A family that
+ * can be scanned in parts orders its chunk records by a 64-bit position
+ * (SQL: jfs_chunk's primary key; tkv: the 8 bytes after 'A' of a chunk key,
+ * the inode's little-endian bytes, read big-endian) and cuts it into parts
+ * [cuts[i], cuts[i+1]): cuts[0] = 0, cuts[*nparts] = UINT64_MAX, strictly
+ * increasing, about equal parts of the records there now (at most n parts;
+ * records added later fall into the last one). A family without parts
+ * (Redis) gives one part. jo_meta_scan_chunks_range() streams the chunks
+ * whose position is in [from, to) (from 0: no lower bound; to UINT64_MAX:
+ * none above), so the parts of one cut together stream every chunk exactly
+ * once; [0, UINT64_MAX) is jo_meta_scan_chunks(). Other ranges of a family
+ * without parts: JO_EUNSUPPORTED. cuts: n + 1 slots.
+ */
+int jo_meta_chunk_cuts(struct jo_meta *m, size_t n, uint64_t *cuts, size_t *nparts,
+		       struct jo_err *err);
+int jo_meta_scan_chunks_range(struct jo_meta *m, uint64_t from, uint64_t to, jo_meta_chunk_cb cb,
+			      void *payload, struct jo_err *err);
 
 /*
  * The chunks of many files at once: for each request, every chunk among

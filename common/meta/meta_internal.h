@@ -86,6 +86,9 @@ struct jo_meta_ops {
 	/* jo_meta_snapshot_begin/end (NULL: the family has no snapshots) */
 	int (*snapshot_begin)(struct jo_meta *m, struct jo_err *err);
 	void (*snapshot_end)(struct jo_meta *m);
+	/* optional (NULL: token 0): jo_meta_snapshot_token / jo_meta_snapshot_begin_at */
+	int (*snapshot_token)(struct jo_meta *m, int64_t *token, struct jo_err *err);
+	int (*snapshot_begin_at)(struct jo_meta *m, int64_t token, struct jo_err *err);
 
 	/* ---- reads (meta.h) */
 	/* The raw format JSON (malloc'd). JO_ENOTJFS when absent. */
@@ -109,6 +112,11 @@ struct jo_meta_ops {
 	int (*list_chunks_below)(struct jo_meta *m, uint64_t ino, uint32_t nidx, uint32_t **out,
 				 size_t *n, struct jo_err *err);
 	int (*scan_chunks)(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload, struct jo_err *err);
+	/* optional (NULL: one part): jo_meta_chunk_cuts / jo_meta_scan_chunks_range */
+	int (*chunk_cuts)(struct jo_meta *m, size_t n, uint64_t *cuts, size_t *nparts,
+			  struct jo_err *err);
+	int (*scan_chunks_range)(struct jo_meta *m, uint64_t from, uint64_t to, jo_meta_chunk_cb cb,
+				 void *payload, struct jo_err *err);
 	/* optional (NULL: chunk by chunk through list_chunks_below/read_chunk) */
 	int (*read_chunks)(struct jo_meta *m, const struct jo_meta_chunk_req *reqs, size_t n,
 			   jo_meta_chunk_cb cb, void *payload, struct jo_err *err);
@@ -139,6 +147,13 @@ struct jo_meta {
 	struct jo_meta_url url;
 	void *be;
 };
+
+/*
+ * Even cuts for jo_meta_chunk_cuts(): [0, span) positions in steps of unit
+ * cut into at most n parts at multiples of unit (span units at most: 0 < span),
+ * the last part open to UINT64_MAX.
+ */
+void jo_meta_even_cuts(uint64_t span, uint64_t unit, size_t n, uint64_t *cuts, size_t *nparts);
 
 /* The families. */
 extern const struct jo_meta_ops jo_meta_redis_ops;

@@ -19,6 +19,15 @@
 #     lines of the one-host report of the same volume (sorted: the one-host
 #     run writes foreign lines in listing order), and the same counters;
 #     --status says every range is done, none failed.
+# Two more volumes, plain layout, metadata on PostgreSQL and etcd
+# (LKC_PART_ENGINES), each a job of 4 chunk parts and the extras under a Redis coordinator:
+# the report equals the one-host report (a stray run in the job's directory
+# is never read), every chunk part holds chunks
+# (etcd: by the inodes' low bytes), and on PostgreSQL (jfs_chunk held locked) a
+# worker SIGKILLed inside its scan part, its part redone by another after
+# its lease, and the two others each seen inside a part at once; then a
+# chunk row of 25 bytes: its part fails, the job is incomplete (exit 3, no
+# report, no range cut).
 # And once (the first engine, the first layout): a LIST of one range's leaf
 # failing at the store (503 SlowDown after the retries): the job ends
 # incomplete (exit 3, "complete": false), no report is written, no object
@@ -45,13 +54,14 @@ declare -A META STORE NAME SHB
 
 # build LAYOUT: the volume, its files, what to plant (planted later)
 build() {
-	local l=$1 name=lkc$l d=$JO_T/$l i r
+	local l=$1 name=lkc$l d=$JO_T/$l i r eng=redis
+	case $l in v*) eng=${l#v} ;; esac
 	mkdir -p "$d/src"
-	engine_meta redis "$name"
+	engine_meta "$eng" "$name"
 	META[$l]=$JO_META
 	NAME[$l]=$name
 	case $l in
-	plain | hash)
+	plain | hash | v*)
 		s3_mkbucket "$name"
 		jfs_format "$JO_META" "$JO_S3_ENDPOINT/$name" "$name" --block-size 64K --trash-days 0 \
 			$([ "$l" = hash ] && echo --hash-prefix)
@@ -77,6 +87,13 @@ build() {
 		done
 		jfs_sync_in "$d/src" "${META[$l]}"
 	done
+	# the volumes scanned in parts: 300 small files in one session more, so
+	# that their inodes' low bytes (etcd's cut) and chunk rows spread
+	if [ "$eng" != redis ]; then
+		mkdir -p "$d/src/many"
+		for i in $(seq 1 300); do echo "$i" >"$d/src/many/m$i"; done
+		jfs_sync_in "$d/src" "${META[$l]}"
+	fi
 	rm -f "$d/src/f1-2" "$d/src/f2-3"
 	JO_SYNC_META=${META[$l]} "$JUICEFS" sync --no-agent --delete-dst "$d/src/" "jfs://JO_SYNC_META/" \
 		>"$d/sync-del.log" 2>&1 || { jo_tail "$d/sync-del.log"; jo_die "juicefs sync --delete-dst failed"; }
@@ -117,14 +134,17 @@ print("\n".join(sorted(json.dumps(json.loads(l), sort_keys=True) for l in open(s
 }
 field() { "$PY" -c 'import json,sys; print(json.loads(open(sys.argv[1]).readlines()[-1])[sys.argv[2]])' "$1" "$2"; }
 
-for l in $LAYOUTS; do build "$l"; done
-for l in $LAYOUTS; do plant "$l" old; done
+# volumes whose metadata is scanned in parts (plain layout): "v" + the engine
+PVOLS=
+for e in ${LKC_PART_ENGINES:-postgres etcd}; do engine_start "$e"; PVOLS="$PVOLS v$e"; done
+for l in $LAYOUTS $PVOLS; do build "$l"; done
+for l in $LAYOUTS $PVOLS; do plant "$l" old; done
 sleep $((AGE + 2))
-for l in $LAYOUTS; do plant "$l" recent; done
+for l in $LAYOUTS $PVOLS; do plant "$l" recent; done
 
 # the one-host reports, and every job's plan, before the recent plants grow old
 LKC=("$J" leakcheck --min-age "${AGE}s" --list-threads 4)
-for l in $LAYOUTS; do
+for l in $LAYOUTS $PVOLS; do
 	rc=0
 	"${LKC[@]}" "${META[$l]}" --out "$JO_T/$l/one.jsonl" --json >"$JO_T/$l/one.json" \
 		2>"$JO_T/$l/one.err" || rc=$?
@@ -146,6 +166,20 @@ for e in ${JO_ENGINES:-redis postgres etcd}; do
 		[ $rc = 0 ] || { cat "$JO_T/plan-$e-$l.err"; jo_die "$e/$l: --plan exit $rc"; }
 	done
 done
+# the volumes scanned in parts: a Redis coordinator, 4 scan parts
+for l in $PVOLS; do
+	engine_meta redis "lkco$l"
+	CO[redis/$l]=$JO_META
+	WORK[redis/$l]=$JO_T/work-redis-$l
+	mkdir -p "${WORK[redis/$l]}"
+	"${LKC[@]}" "${META[$l]}" --bucket "${SHB[$l]}" --cluster "${CO[redis/$l]}" \
+		--work "${WORK[redis/$l]}" --plan --ranges 4 --scan-parts 4 2>"$JO_T/plan-$l.err" ||
+		{ cat "$JO_T/plan-$l.err"; jo_die "$l: --plan failed"; }
+	# a run no done record names (as a killed worker may leave): never read
+	f=$(echo "${WORK[redis/$l]}"/*/p*)
+	[ -d "$f" ] || jo_die "$l: no plan directory under ${WORK[redis/$l]}"
+	head -c 4096 /dev/urandom >"$f/scan-000000-1-00000000.run"
+done
 # a job whose one range's listing is cut (below): planned now too
 FE=$(echo ${JO_ENGINES:-redis postgres etcd} | awk '{print $1}')
 FL=$(echo $LAYOUTS | awk '{print $1}')
@@ -156,6 +190,30 @@ mkdir -p "$JO_T/work-fault"
 status_json() { # E L: the job's --status --json
 	"${LKC[@]}" "${META[$2]}" --bucket "${SHB[$2]}" --cluster "${CO[$1/$2]}" --work "${WORK[$1/$2]}" \
 		--status --json
+}
+
+# job_end LABEL DIR L "WORKERS" CMD...: the workers (their pids in the
+# caller's variables of those names) end with exit 1 (found); the job's
+# report (CMD without --plan/--worker) has the one-host report's lines and
+# counters
+job_end() {
+	local lab=$1 d=$2 l=$3 ws=$4 i rc f
+	shift 4
+	for i in $ws; do
+		rc=0
+		wait "${!i}" || rc=$?
+		[ $rc = 1 ] || { cat "$d/$i.err"; bad "$lab: worker $i exit $rc, expected 1 (found)"; }
+	done
+	rc=0
+	"$@" --out "$d/report.jsonl" >"$d/report.json" 2>"$d/report.err" || rc=$?
+	[ $rc = 1 ] || { cat "$d/report.err"; bad "$lab: the job's report: exit $rc, expected 1"; }
+	diff <(sorted_lines "$JO_T/$l/one.jsonl") <(sorted_lines "$d/report.jsonl") >"$d/diff" &&
+		ok "$lab: the job's report has the one-host report's lines" ||
+		{ head -20 "$d/diff"; bad "$lab: the job's report differs from the one-host report"; }
+	for f in objects leaked leaked_bytes missing skipped foreign slices skipped_new_slice; do
+		[ "$(field "$JO_T/$l/one.json" $f)" = "$(field "$d/report.json" $f)" ] ||
+			bad "$lab: $f: one host $(field "$JO_T/$l/one.json" $f), job $(field "$d/report.json" $f)"
+	done
 }
 
 # every LIST takes a while: a worker is caught in the middle of a range
@@ -182,17 +240,7 @@ job() { # E L
 	sleep 1
 	"${W[@]}" --worker --worker-id w3 >"$d/w3.json" 2>"$d/w3.err" &
 	w3=$!
-	for i in w2 w1b w3; do
-		rc=0
-		wait "${!i}" || rc=$?
-		[ $rc = 1 ] || { cat "$d/$i.err"; bad "$e/$l: worker $i exit $rc, expected 1 (found)"; }
-	done
-	rc=0
-	"${W[@]}" --out "$d/report.jsonl" >"$d/report.json" 2>"$d/report.err" || rc=$?
-	[ $rc = 1 ] || { cat "$d/report.err"; bad "$e/$l: the job's report: exit $rc, expected 1"; }
-	diff <(sorted_lines "$JO_T/$l/one.jsonl") <(sorted_lines "$d/report.jsonl") >"$d/diff" &&
-		ok "$e/$l: the job's report has the one-host report's lines" ||
-		{ head -20 "$d/diff"; bad "$e/$l: the job's report differs from the one-host report"; }
+	job_end "$e/$l" "$d" "$l" "w2 w1b w3" "${W[@]}"
 	# and in its order, but for the foreign lines (listed by many threads, on one host too)
 	diff <(grep -v '"type":"foreign"' "$JO_T/$l/one.jsonl") <(grep -v '"type":"foreign"' "$d/report.jsonl") \
 		>"$d/diff-order" && [ "$(grep -c . "$d/diff-order" || true)" = 0 ] &&
@@ -206,12 +254,9 @@ job() { # E L
 		"volume=${NAME[$l]}" >&2 &&
 		grep -q '^jfsops_leakcheck_last_run_leaked_objects{.*worker="w2"' "$d/w2.prom" &&
 		grep -q '^jfsops_leakcheck_job_ranges{.*worker="w2".*state="done"' "$d/w2.prom" &&
+		grep -q '^jfsops_leakcheck_job_scan_parts{.*worker="w2".*state="planned"} 1$' "$d/w2.prom" &&
 		ok "$e/$l: w2's metrics: the job's counters and ranges, labelled worker=\"w2\"" ||
 		bad "$e/$l: w2's metrics file"
-	for f in objects leaked leaked_bytes missing skipped foreign slices skipped_new_slice; do
-		[ "$(field "$JO_T/$l/one.json" $f)" = "$(field "$d/report.json" $f)" ] ||
-			bad "$e/$l: $f: one host $(field "$JO_T/$l/one.json" $f), job $(field "$d/report.json" $f)"
-	done
 	if [ "$e/$l" = "$FE/$FL" ]; then
 		# --delete-from takes the job's report as a one-host report
 		rc=0
@@ -237,6 +282,100 @@ for e in ${JO_ENGINES:-redis postgres etcd}; do
 	for l in $LAYOUTS; do job "$e" "$l"; done
 	echo "leakcheck_cluster: $e ok" >&2
 done
+
+# ---- the reference scan spread over parts and workers (SQL, etcd volumes)
+# holds PART LIST: a worker of LIST is seen holding a scan part, each of them
+holds_parts() {
+	local l=$1 i w
+	shift
+	for i in $(seq 1 200); do
+		status_json redis "$l" 2>/dev/null >"$JO_T/hold.json" || true
+		for w in "$@"; do
+			"$PY" -c 'import json,sys; s=json.load(open(sys.argv[1]))
+sys.exit(0 if any(x.get("kind") == "scan" and x["owner"] == sys.argv[2] for x in s["leases"]) else 1)' \
+				"$JO_T/hold.json" "$w" 2>/dev/null || continue 2
+		done
+		return 0
+	done
+	return 1
+}
+parts_job() { # L: PostgreSQL: jfs_chunk locked, so that workers are caught inside their parts
+	local l=$1 d=$JO_T/job-$1 i locker=
+	local W=("${LKC[@]}" "${META[$l]}" --bucket "${SHB[$l]}" --cluster "${CO[redis/$l]}"
+		--work "${WORK[redis/$l]}" --lease 3s --json)
+	mkdir -p "$d"
+	if [ "$l" = vpostgres ]; then
+		PGAPPNAME=lkclock psql -h "$JO_PG_SOCK" -p "$JO_PG_PORT" -U postgres -Atq "${NAME[$l]}" \
+			-c "BEGIN; LOCK TABLE jfs_chunk IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(120); COMMIT;" \
+			>/dev/null 2>&1 &
+		locker=$!
+		for i in $(seq 1 100); do
+			[ "$(pg_sql "${NAME[$l]}" "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'jfs_chunk' AND l.mode = 'AccessExclusiveLock' AND l.granted")" = 1 ] && break
+			sleep 0.1
+		done
+		"${W[@]}" --worker --worker-id w1 >"$d/w1.json" 2>"$d/w1.err" &
+		i=$!
+		holds_parts "$l" w1 && ok "$l: w1 killed inside a scan part" || bad "$l: w1 never seen holding a scan part"
+		kill -9 $i 2>/dev/null || true
+		wait $i 2>/dev/null || true
+	fi
+	"${W[@]}" --worker --worker-id w2 --out "$d/w2.jsonl" >"$d/w2.json" 2>"$d/w2.err" &
+	local w2=$!
+	"${W[@]}" --worker --worker-id w3 >"$d/w3.json" 2>"$d/w3.err" &
+	local w3=$!
+	if [ -n "$locker" ]; then
+		holds_parts "$l" w2 w3 && ok "$l: w2 and w3 each inside a scan part at once" ||
+			bad "$l: w2 and w3 not seen inside scan parts together"
+		pg_sql "${NAME[$l]}" "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'lkclock'" >/dev/null
+		wait $locker 2>/dev/null || true
+	fi
+	job_end "$l" "$d" "$l" "w2 w3" "${W[@]}"
+	cmp -s "$d/report.jsonl" "$d/w2.jsonl" && ok "$l: the worker's --out is the job's report" ||
+		bad "$l: w2's --out differs from the job's report"
+	status_json redis "$l" >"$d/status.json"
+	"$PY" - "$d/status.json" "$l" <<'PY' && ok "$l: --status: the scan in 4 chunk parts and the extras, each done once, chunks in every part" || bad "$l: --status of the scan parts"
+import json, sys
+s, l = json.load(open(sys.argv[1])), sys.argv[2]
+p = s["parts"]
+assert s["state"] == "complete", s["state"]
+# 4 chunk parts and the extras (slice references, delayed slices), each done once
+assert p["planned"] == 5 and p["done"] == 5 and p["failed"] == 0, p
+assert [x["part"] for x in p["scanned"]] == [0, 1, 2, 3, 4] and p["scanned"][4]["chunks"] == 0, p
+# the chunks spread over the parts: every chunk part holds some
+assert all(x["chunks"] > 0 for x in p["scanned"][:4]), p["scanned"]
+by = {x["by"] for x in p["scanned"]}
+print(f"{l}: parts by worker: " + ", ".join(f'{x["part"]}:{x["by"]}({x["chunks"]} chunks)' for x in p["scanned"]), file=sys.stderr)
+if l == "vpostgres":
+    assert "w1" not in by and by == {"w2", "w3"}, by    # w1's part redone after its lease
+w = {x["worker"]: x for x in s["workers"]}
+assert sum(x["parts"] for x in w.values()) == 5, w
+PY
+}
+for l in $PVOLS; do parts_job "$l"; done
+# a scan part that cannot be read whole (a chunk row of 25 bytes): the job is incomplete
+if [ -n "${META[vpostgres]:-}" ]; then
+	l=vpostgres
+	mkdir -p "$JO_T/work-badpart"
+	P=("${LKC[@]}" "${META[$l]}" --bucket "${SHB[$l]}" --cluster "${CO[redis/$l]}"
+		--work "$JO_T/work-badpart" --json)
+	"${P[@]}" --plan --scan-parts 4 2>"$JO_T/badpart-plan.err" ||
+		{ cat "$JO_T/badpart-plan.err"; jo_die "badpart: --plan failed"; }
+	pg_sql "${NAME[$l]}" "UPDATE jfs_chunk SET slices = slices || '\\x00'::bytea WHERE id = (SELECT max(id) FROM jfs_chunk)"
+	rc=0
+	"${P[@]}" --worker --max-attempts 1 --out "$JO_T/badpart.jsonl" >"$JO_T/badpart.json" \
+		2>"$JO_T/badpart.err" || rc=$?
+	pg_sql "${NAME[$l]}" "UPDATE jfs_chunk SET slices = substring(slices from 1 for length(slices) - 1) WHERE id = (SELECT max(id) FROM jfs_chunk)"
+	[ $rc = 3 ] && [ ! -e "$JO_T/badpart.jsonl" ] && grep -q '"complete":false' "$JO_T/badpart.json" &&
+		grep -q 'INCOMPLETE' "$JO_T/badpart.err" &&
+		ok "badpart: a scan part not read whole: exit 3, complete false, no report" ||
+		{ cat "$JO_T/badpart.err"; bad "badpart: worker exit $rc"; }
+	"${LKC[@]}" "${META[$l]}" --cluster "${CO[redis/$l]}" --work "$JO_T/work-badpart" --status --json \
+		>"$JO_T/badpart-status.json"
+	"$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["state"]=="incomplete" and s["parts"]["failed"]==1 and s["ranges"]["planned"]==0, s' \
+		"$JO_T/badpart-status.json" && ok "badpart: --status: incomplete, one part failed, no range cut" ||
+		bad "badpart: --status"
+fi
+[ -z "$PVOLS" ] || echo "leakcheck_cluster: scan parts ok" >&2
 
 # ---- a range's listing cut at the store: the job stays incomplete
 # a leaf in the middle of the volume's live keys: its LIST always fails (after the retries)

@@ -302,6 +302,94 @@ static void test_text_slices(void **state)
 	jo_meta_close(m);
 }
 
+/* The chunks one part scan saw: inode - 1000 is the row's id (test_chunk_parts). */
+struct part_seen {
+	int seen[80];            /* ids 0..59 and the late ones, by slot */
+	uint64_t lo, hi;
+	int n;
+};
+
+static int slot_of(uint64_t id)
+{
+	return id < 70 ? (int)id : id == 1000 ? 70 : id == ((uint64_t)1 << 62) ? 71 : -1;
+}
+
+static int part_cb(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *p)
+{
+	struct part_seen *s = p;
+	uint64_t id = ino - 1000;
+
+	(void)indx, (void)raw, (void)len;
+	s->n++;
+	if (ino < 1000)
+		return 0;        /* the volume's own rows (ids 1, 2): counted only */
+	assert_true(slot_of(id) >= 0);
+	assert_true(id >= s->lo && (s->hi == UINT64_MAX || id < s->hi));
+	s->seen[slot_of(id)]++;
+	return 0;
+}
+
+/*
+ * The chunk scan in parts (jo_meta_chunk_cuts, jo_meta_scan_chunks_range):
+ * rows at every id 3..59 (so at and around every cut), one added after the
+ * cut past MAX(id) and one at 2^62: every row in exactly one part, the one
+ * its id names, and the parts together are the whole scan. On a copy of the db.
+ */
+static void test_chunk_parts(void **state)
+{
+	char cpy[512], curl[600], sql[256];
+	struct jo_meta *m = NULL;
+	struct jo_err err = { 0 };
+	struct part_seen all = { .hi = UINT64_MAX };
+	uint64_t cuts[9];
+	size_t np = 0;
+	int total = 0;
+	sqlite3 *db;
+
+	(void)state;
+	snprintf(cpy, sizeof(cpy), "%s/parts.db", dir);
+	wu_fx_sh("rm -f %s && sqlite3 %s/m.db \"VACUUM INTO '%s'\"", cpy, dir, cpy);
+	snprintf(curl, sizeof(curl), "sqlite3://%s", cpy);
+	assert_int_equal(sqlite3_open(cpy, &db), SQLITE_OK);
+	for (int id = 3; id < 60; id++) {
+		snprintf(sql, sizeof(sql), "INSERT INTO jfs_chunk(id, inode, indx, slices) VALUES "
+			 "(%d, %d, 0, zeroblob(24))", id, id + 1000);
+		assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+	}
+	assert_int_equal(jo_meta_open(&m, curl, &err), 0);
+	assert_int_equal(jo_meta_chunk_cuts(m, 8, cuts, &np, &err), 0);
+	assert_int_equal(np, 8);
+	assert_int_equal(cuts[0], 0);
+	assert_int_equal(cuts[np], UINT64_MAX);
+	for (size_t i = 1; i < np; i++)
+		assert_true(cuts[i] > cuts[i - 1] && cuts[i] > 3 && cuts[i] < 59);
+	/* after the cut: past every bound, into the last part */
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO jfs_chunk(id, inode, indx, slices) VALUES "
+				      "(1000, 2000, 0, zeroblob(24)), (4611686018427387904, "
+				      "4611686018427388904, 0, zeroblob(24))", NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	for (size_t i = 0; i < np; i++) {
+		struct part_seen s = { .lo = cuts[i], .hi = cuts[i + 1] };
+
+		assert_int_equal(jo_meta_scan_chunks_range(m, cuts[i], cuts[i + 1], part_cb, &s,
+							   &err), 0);
+		for (int k = 0; k < 80; k++)
+			all.seen[k] += s.seen[k];
+		total += s.n;
+		assert_true(s.n > 0);
+	}
+	for (int id = 3; id < 60; id++)
+		assert_int_equal(all.seen[id], 1);
+	assert_int_equal(all.seen[70], 1);
+	assert_int_equal(all.seen[71], 1);
+	all = (struct part_seen){ .hi = UINT64_MAX };
+	assert_int_equal(jo_meta_scan_chunks(m, part_cb, &all, &err), 0);
+	assert_int_equal(all.n, total);
+	assert_int_equal(jo_meta_scan_chunks_range(m, 5, 5, part_cb, &all, &err), JO_EINVAL);
+	jo_meta_close(m);
+}
+
 /*
  * The gc delete batch (jo_mut_slices_deletable / jo_mut_forget_slices): 600
  * slices, more than one statement's run, each with its own answer; an id
@@ -465,6 +553,7 @@ int main(void)
 		cmocka_unit_test(test_scans),
 		cmocka_unit_test(test_text_slices),
 		cmocka_unit_test(test_batch_slices),
+		cmocka_unit_test(test_chunk_parts),
 		cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_locked),
 	};

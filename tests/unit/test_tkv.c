@@ -42,6 +42,7 @@ static struct {
 	size_t n, cap;
 	int64_t rev;
 	int commits, conflicts, max_reads, max_writes;
+	int64_t last_pin;    /* the revision the last snapshot scan was asked for (-1: none) */
 	/* before the next commit, change this key (a concurrent writer) */
 	uint8_t meddle[64];
 	size_t meddle_len;
@@ -369,6 +370,7 @@ static int m_snapshot_scan(struct jo_kvc *c, const uint8_t *start, size_t sl, co
 
 	(void)c;
 	(void)err;
+	S.last_pin = rev ? *rev : -1;
 	/* a snapshot: what was there when the scan began, whatever callbacks do */
 	copy = calloc(S.n + 1, sizeof(*copy));
 	for (size_t i = find(start, sl, &hit); i < S.n && kcmp(S.e[i].k, S.e[i].kl, end, el) < 0; i++) {
@@ -653,6 +655,133 @@ static void reads_of_the_layout(void **state)
 		assert_int_equal(jo_meta_get_counter(m, "nextChunk", &v, &err), 0);
 		assert_int_equal(v, 1);
 	}
+	close_vol(m);
+}
+
+/* The inode whose chunk keys sit at position pos of the 'A' keys (its le64 bytes read be64). */
+static uint64_t ino_at(uint64_t pos)
+{
+	uint8_t b[8];
+
+	jo_put_be64(b, pos);
+	return jo_le64(b);
+}
+
+struct part_tally {
+	uint64_t ino[64];
+	int seen[64], n, chunks;
+	uint64_t lo, hi;
+};
+
+static int part_chunk_cb(uint64_t ino, uint32_t indx, const uint8_t *raw, size_t len, void *p)
+{
+	struct part_tally *t = p;
+	uint8_t b[8];
+	uint64_t pos;
+
+	(void)indx, (void)raw, (void)len;
+	jo_put_le64(b, ino);
+	pos = jo_be64(b);
+	assert_true(pos >= t->lo && (t->hi == UINT64_MAX || pos < t->hi));
+	for (int i = 0; i < t->n; i++)
+		if (t->ino[i] == ino)
+			t->seen[i]++;
+	t->chunks++;
+	return 0;
+}
+
+/*
+ * The chunk keys in parts (jo_meta_chunk_cuts, jo_meta_scan_chunks_range),
+ * with many inodes (cut on two bytes) and few (on the first byte up to the
+ * counter): chunks of inodes at, just below and just above every cut, at
+ * the two ends of the key space, and attrs beside them; every chunk is
+ * streamed by exactly one part, the one its position names, and the parts
+ * together are the whole scan.
+ */
+static void chunks_in_parts(void **state)
+{
+	static const int64_t next_inodes[] = { 300000, 20 };
+
+	(void)state;
+	for (size_t v = 0; v < 2; v++) {
+		struct jo_meta *m = open_vol();
+		struct jo_err err = { 0 };
+		struct part_tally all = { .hi = UINT64_MAX };
+		uint64_t cuts[8];
+		size_t np = 0;
+		int total = 0;
+
+		counter_put("nextInode", next_inodes[v]);
+		assert_int_equal(jo_meta_chunk_cuts(m, 7, cuts, &np, &err), 0);
+		assert_int_equal(np, 7);
+		assert_int_equal(cuts[0], 0);
+		assert_int_equal(cuts[np], UINT64_MAX);
+		for (size_t i = 1; i < np; i++) {
+			assert_true(cuts[i] > cuts[i - 1]);
+			for (int d = -1; d <= 1; d++)
+				all.ino[all.n++] = ino_at(cuts[i] + (uint64_t)(int64_t)d);
+		}
+		all.ino[all.n++] = ino_at(0);
+		all.ino[all.n++] = ino_at(UINT64_MAX);
+		all.ino[all.n++] = 1;
+		all.ino[all.n++] = 19;
+		for (int i = 0; i < all.n; i++) {
+			chunk_put(all.ino[i], 0, 1, 100 + (uint64_t)i, 1);
+			chunk_put(all.ino[i], 9, 1, 500 + (uint64_t)i, 1);
+			attr_put(all.ino[i], JO_TYPE_FILE, 1, 1, 1);
+		}
+		for (size_t i = 0; i < np; i++) {
+			struct part_tally t = all;
+
+			memset(t.seen, 0, sizeof(t.seen));
+			t.chunks = 0;
+			t.lo = cuts[i];
+			t.hi = cuts[i + 1];
+			assert_int_equal(jo_meta_scan_chunks_range(m, cuts[i], cuts[i + 1],
+								   part_chunk_cb, &t, &err), 0);
+			for (int k = 0; k < all.n; k++)
+				all.seen[k] += t.seen[k];
+			total += t.chunks;
+		}
+		for (int k = 0; k < all.n; k++)
+			assert_int_equal(all.seen[k], 2);   /* indexes 0 and 9, once each */
+		all.chunks = 0;
+		all.lo = 0;
+		all.hi = UINT64_MAX;
+		assert_int_equal(jo_meta_scan_chunks(m, part_chunk_cb, &all, &err), 0);
+		assert_int_equal(all.chunks, total);
+		close_vol(m);
+	}
+}
+
+/*
+ * A snapshot shared by processes: the token is the store's revision now,
+ * and a scan begun at it asks the store for that revision (another process
+ * given the token reads the same state), while a plain snapshot asks for
+ * none (its first scan fixes one).
+ */
+static void shared_snapshot(void **state)
+{
+	struct jo_meta *m = open_vol();
+	struct jo_err err = { 0 };
+	int64_t token = 0;
+
+	(void)state;
+	S.rev = 4242;
+	assert_int_equal(jo_meta_snapshot_token(m, &token, &err), 0);
+	assert_int_equal(token, 4242);
+	S.rev = 5000;   /* writes since */
+	assert_int_equal(jo_meta_snapshot_begin_at(m, token, &err), 0);
+	assert_int_equal(jo_meta_scan_chunks_range(m, 0, (uint64_t)1 << 63, part_chunk_cb,
+						   &(struct part_tally){ .hi = (uint64_t)1 << 63 },
+						   &err), 0);
+	assert_int_equal(S.last_pin, 4242);
+	jo_meta_snapshot_end(m);
+	assert_int_equal(jo_meta_snapshot_begin_at(m, 0, &err), 0);
+	assert_int_equal(jo_meta_scan_chunks(m, part_chunk_cb, &(struct part_tally){ .hi = UINT64_MAX },
+					     &err), 0);
+	assert_int_equal(S.last_pin, 0);
+	jo_meta_snapshot_end(m);
 	close_vol(m);
 }
 
@@ -1279,6 +1408,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(reads_of_the_layout),
+		cmocka_unit_test(chunks_in_parts),
+		cmocka_unit_test(shared_snapshot),
 		cmocka_unit_test(delete_chunk_in_steps),
 		cmocka_unit_test(retried_after_a_conflict),
 		cmocka_unit_test(delayed_slices_and_forget),

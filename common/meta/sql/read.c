@@ -691,6 +691,39 @@ static int s_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 	return scan(m, &p, err);
 }
 
+/* Parts of jfs_chunk by its primary key: even cuts of [0, MAX(id)]. */
+static int s_chunk_cuts(struct jo_meta *m, size_t n, uint64_t *cuts, size_t *nparts,
+			struct jo_err *err)
+{
+	int64_t row[1] = { 0 };
+	bool found = false;
+	int rc = jo_sql_run(m, NULL, "SELECT MAX(id) FROM @chunk", NULL, 0, NULL, 0, row, 1, &found,
+			    NULL, err);
+
+	if (rc)
+		return rc;
+	jo_meta_even_cuts(found && row[0] > 0 ? (uint64_t)row[0] + 1 : 1, 1, n, cuts, nparts);
+	return 0;
+}
+
+static int s_scan_chunks_range(struct jo_meta *m, uint64_t from, uint64_t to,
+			       jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
+{
+	struct cb_ctx c = { (void *)cb, payload, err };
+	/* from 0 and to UINT64_MAX: no bound (the column is signed) */
+	int64_t pre[2] = { from ? (int64_t)from : INT64_MIN, (int64_t)to };
+	struct pager p = { to == UINT64_MAX
+				   ? "SELECT id, inode, indx, slices FROM @chunk WHERE id>=? AND id>? "
+				     "ORDER BY id LIMIT ?"
+				   : "SELECT id, inode, indx, slices FROM @chunk WHERE id>=? AND id<? "
+				     "AND id>? ORDER BY id LIMIT ?",
+			   pre, to == UINT64_MAX ? 1 : 2, CHUNK_PAGE_ROWS, chunk_row, &c };
+
+	if (from > INT64_MAX || (to != UINT64_MAX && to > INT64_MAX))
+		return jo_err_set(err, JO_EINVAL, "chunk range past the primary key's values");
+	return scan(m, &p, err);
+}
+
 static int inode_row(struct jo_meta *m, struct jo_sqls *st, void *ctx)
 {
 	struct cb_ctx *c = ctx;
@@ -887,6 +920,8 @@ const struct jo_meta_ops jo_meta_sql_ops = {
 	.list_chunks = s_list_chunks,
 	.list_chunks_below = s_list_chunks_below,
 	.scan_chunks = s_scan_chunks,
+	.chunk_cuts = s_chunk_cuts,
+	.scan_chunks_range = s_scan_chunks_range,
 	.scan_inodes = s_scan_inodes,
 	.get_slice_ref = s_get_slice_ref,
 	.scan_slice_refs = s_scan_slice_refs,

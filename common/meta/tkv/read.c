@@ -416,6 +416,43 @@ static void t_snapshot_end(struct jo_meta *m)
 	jo_tkv_of(m)->pinned = false;
 }
 
+static int no_key(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, void *p)
+{
+	(void)k, (void)kl, (void)v, (void)vl, (void)p;
+	return 0;
+}
+
+/* The revision of now: the one a small snapshot scan reads at. */
+static int t_snapshot_token(struct jo_meta *m, int64_t *token, struct jo_err *err)
+{
+	struct jo_tkv *s = jo_tkv_of(m);
+	bool pinned = s->pinned;
+	int64_t rev = s->pin_rev;
+	struct jo_key k;
+	int rc;
+
+	jo_tkv_counter_key(&k, m, "nextChunk");
+	s->pinned = true;
+	s->pin_rev = 0;
+	rc = jo_tkv_scan_prefix(m, &k, true, no_key, NULL, err);
+	*token = rc ? 0 : s->pin_rev;
+	s->pinned = pinned;
+	s->pin_rev = rev;
+	if (!rc && *token <= 0)
+		rc = jo_err_set(err, JO_EPROTO, "%s: a scan read at no revision", s->tr->name);
+	return rc;
+}
+
+static int t_snapshot_begin_at(struct jo_meta *m, int64_t token, struct jo_err *err)
+{
+	struct jo_tkv *s = jo_tkv_of(m);
+
+	(void)err;
+	s->pinned = true;
+	s->pin_rev = token;
+	return 0;
+}
+
 static int t_describe(struct jo_meta *m, char **out, struct jo_err *err)
 {
 	struct jo_tkv *s = jo_tkv_of(m);
@@ -643,6 +680,51 @@ static int t_scan_chunks(struct jo_meta *m, jo_meta_chunk_cb cb, void *payload,
 	struct scanctx c = { m, jo_tkv_of(m)->plen, (void *)cb, payload, err, 0, NULL, 0, 0 };
 
 	return all_a(m, chunk_cb, &c, false, err);
+}
+
+/*
+ * Parts of the 'A' keys by the 8 bytes after 'A' (an inode's little-endian
+ * bytes): the low bytes of the inodes in use spread them evenly, cut on the
+ * first two bytes; with fewer than 256 inodes on the first byte up to the
+ * counter's.
+ */
+static int t_chunk_cuts(struct jo_meta *m, size_t n, uint64_t *cuts, size_t *nparts,
+			struct jo_err *err)
+{
+	int64_t next = 0;
+	int rc = m->ops->get_counter(m, "nextInode", &next, err);
+
+	if (rc)
+		return rc;
+	if (next > 0 && next < 256)
+		jo_meta_even_cuts((uint64_t)next, (uint64_t)1 << 56, n, cuts, nparts);
+	else
+		jo_meta_even_cuts(65536, (uint64_t)1 << 48, n, cuts, nparts);
+	return 0;
+}
+
+static int t_scan_chunks_range(struct jo_meta *m, uint64_t from, uint64_t to,
+			       jo_meta_chunk_cb cb, void *payload, struct jo_err *err)
+{
+	struct jo_tkv *s = jo_tkv_of(m);
+	struct scanctx c = { m, s->plen, (void *)cb, payload, err, 0, NULL, 0, 0 };
+	struct jo_key a, start, end;
+
+	/* a key past 'A' + be64(x) by more bytes sorts after it: [from, to) exactly */
+	jo_key_init(&a, m);
+	jo_key_ch(&a, 'A');
+	start = a;
+	jo_key_be64(&start, from);
+	if (to == UINT64_MAX) {
+		jo_key_prefix_end(&a, &end);
+	} else {
+		end = a;
+		jo_key_be64(&end, to);
+	}
+	if (key_ok(&start, err) || key_ok(&end, err))
+		return err->code;
+	return s->tr->snapshot_scan(s->c, start.b, start.n, end.b, end.n, false,
+				    s->pinned ? &s->pin_rev : NULL, chunk_cb, &c, err);
 }
 
 static int inode_cb(const uint8_t *k, size_t kl, const uint8_t *v, size_t vl, void *p)
@@ -876,6 +958,8 @@ const struct jo_meta_ops jo_meta_tkv_ops = {
 	.describe = t_describe,
 	.snapshot_begin = t_snapshot_begin,
 	.snapshot_end = t_snapshot_end,
+	.snapshot_token = t_snapshot_token,
+	.snapshot_begin_at = t_snapshot_begin_at,
 	.get_setting = t_get_setting,
 	.lookup = t_lookup,
 	.getattr = t_getattr,
@@ -884,6 +968,8 @@ const struct jo_meta_ops jo_meta_tkv_ops = {
 	.list_chunks = t_list_chunks,
 	.list_chunks_below = t_list_chunks_below,
 	.scan_chunks = t_scan_chunks,
+	.chunk_cuts = t_chunk_cuts,
+	.scan_chunks_range = t_scan_chunks_range,
 	.scan_inodes = t_scan_inodes,
 	.get_slice_ref = t_get_slice_ref,
 	.scan_slice_refs = t_scan_slice_refs,
