@@ -25,8 +25,10 @@
 	  "the operation failed (I/O, internal error, a local permission denied)") \
 	X(JO_EXIT_PARTIAL, 4, \
 	  "partly failed: finished, but some items failed", \
-	  "finished, but some items failed (see the summary); gc: a task nobody holds was left " \
-	  "undone (tasks under another worker's lease: 0, status `tasks-left`)") \
+	  "finished, but some items failed (see the summary); gc: a task nobody held stayed " \
+	  "unclaimable through three more claim rounds (status `tasks-left`; tasks under " \
+	  "another worker's lease, or added by a concurrent planner after this run's last " \
+	  "claim, exit 0)") \
 	X(JO_EXIT_CONNECT, 5, \
 	  "a server is unreachable or timed out", \
 	  "a server is unreachable (Redis, S3 endpoint) or timed out") \
