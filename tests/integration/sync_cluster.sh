@@ -409,7 +409,7 @@ if cmp -s "$JO_T/e-src.md5" "$JO_T/e-dst.md5"; then ok "job E: DST equals the fi
 # transfers; the dead worker's ranges both go to the next worker)
 DST6="s3://dst3/inflight?endpoint=$RS&path_style=1"
 JOBF=(--id inflight-f --include '/small/1*/**' --ranges 12 --ranges-in-flight 2 --lease 2s
-	--checkpoint 300ms --transfers 2 --bwlimit 200K -q)
+	--checkpoint 300ms --transfers 2 --bwlimit 100K -q)
 NF=$(cd "$D" && find small/1? -type f | wc -l)
 jo_log "job F: $NF objects, one worker with two ranges in flight, killed"
 start_workers "$CO" "$DST6" "f1" "${JOBF[@]}"
