@@ -367,6 +367,7 @@ struct job {
 	struct jo_meta *mw;      /* the range callbacks' own connection (under rctx's mu) */
 	struct jo_lease *lease;
 	struct jo_cl_slot *slot;
+	bool lists;              /* this slot's task counts in top->listing */
 	int fails_in_a_row;
 	char ns[17];
 	char mark[64];
@@ -378,6 +379,7 @@ struct job {
 	int64_t started_ms;
 	double busy_s;           /* time with at least one range running */
 	int active;              /* ranges running now */
+	int listing;             /* ranges claimed and not listed to their end yet */
 	double active_since;
 	/* progress */
 	pthread_mutex_t mu;
@@ -672,10 +674,16 @@ static void abort_left_uploads(struct job *j, const json_t *pos)
 	}
 }
 
+static void listing_done(struct job *j);
+
 static int cb_checkpoint(const struct jo_sync_ckpt *c, struct jo_err *err, void *payload)
 {
 	struct rctx *r = payload;
 	char *np = c->pos ? strdup(c->pos) : NULL;
+
+	/* a range long enough for a checkpoint leaves room for the next one: its
+	 * copies cover this range's next checkpoint drains */
+	listing_done(r->j);
 
 	if (c->pos && !np)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -691,6 +699,46 @@ static bool cb_may_mutate(void *payload)
 	struct rctx *r = payload;
 
 	return jo_lease_valid(r->j->lease) && !jo_cancelled();
+}
+
+/* This slot's range is listed to its end: another slot may claim the next. */
+static void listing_done(struct job *j)
+{
+	if (!j->lists)
+		return;
+	j->lists = false;
+	pthread_mutex_lock(&j->top->mu);
+	j->top->listing--;
+	pthread_mutex_unlock(&j->top->mu);
+	jo_cl_slot_kick(j->slot);
+}
+
+static void cb_listed(void *payload)
+{
+	struct rctx *r = payload;
+
+	listing_done(r->j);
+}
+
+/*
+ * Whether this slot may claim a task now: while no other range of the
+ * process is still being listed (it is counted from here until its listing
+ * ends), or fewer than one per 8 transfers are, so that the next range is
+ * claimed and listed while the last one's copies drain, and a worker with
+ * few transfers does not hold ranges it has no transfers for (the others
+ * would wait for them at the job's end).
+ */
+static bool listing_start(struct job *j)
+{
+	bool ok;
+
+	pthread_mutex_lock(&j->top->mu);
+	ok = j->top->listing == 0 || j->top->listing * 8 < j->o->transfers;
+	if (ok)
+		j->top->listing++;
+	pthread_mutex_unlock(&j->top->mu);
+	j->lists = ok;
+	return ok;
 }
 
 static void add_summary(struct jo_sync_summary *a, const struct jo_sync_summary *b)
@@ -850,6 +898,7 @@ static void range_opts(struct job *j, const struct view *v, const struct rview *
 	rg->checkpoint_s = j->co->checkpoint_s;
 	rg->checkpoint = cb_checkpoint;
 	rg->may_mutate = cb_may_mutate;
+	rg->listed = cb_listed;
 	rg->mpu = cb_mpu;
 	rg->payload = r;
 	o->range = rg;
@@ -1369,7 +1418,13 @@ static int work_loop(struct job *j, struct jo_err *err)
 			if (rc || plan)
 				break;
 		}
+		if (!listing_start(j)) {
+			jo_cl_slot_wait(j->slot, 1000);
+			continue;
+		}
 		rc = jo_lease_claim(j->lease, j->m, &t, err);
+		if (rc)
+			listing_done(j);
 		if (rc == JO_ENOTFOUND) {
 			int64_t total = 0, leased = 0;
 			enum adv a = ADV_WAIT;
@@ -1418,6 +1473,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 		if (rc) {
 			jo_mut_task_release_mem(&t);
 			(void)jo_lease_release(j->lease, j->m, err);
+			listing_done(j);
 			break;
 		}
 		if (!j->mark[0] && view_plan(&v))
@@ -1443,6 +1499,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 		}
 		view_release(&v);
 		jo_mut_task_release_mem(&t);
+		listing_done(j);
 		if (!mine_kind) {
 			/* --plan / --worker leave the other kind to the others */
 			(void)jo_lease_release(j->lease, j->m, err);
@@ -1469,6 +1526,7 @@ static int slot_main(struct jo_cl_slot *s, struct jo_err *err)
 		rc = jo_meta_dup(s->m, &j.mw, err);
 	if (!rc)
 		rc = work_loop(&j, err);
+	listing_done(&j);
 	if (s->index)
 		jo_meta_close(j.mw);
 	return rc;

@@ -1849,6 +1849,8 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	char *after = NULL;
 	rc = eng_listing_start(&e, &after, err);
 	rc = eng_listing_passes(&e, sort_src, sort_dst, &after, rc, err);
+	if (e.rg && e.rg->listed)
+		e.rg->listed(e.rg->payload);
 	eng_stop_workers(&e, workers, started);
 	if (e.track_pos)
 		eng_finish_position(&e, rc);

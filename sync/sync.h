@@ -361,6 +361,8 @@ struct jo_sync_range {
 	 */
 	int (*mpu)(const char *rel, const char *upload_id, bool open, struct jo_err *err,
 		   void *payload);
+	/* both listings merged: what is left are the copies in flight (may be NULL) */
+	void (*listed)(void *payload);
 	void *payload;
 };
 
