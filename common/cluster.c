@@ -1,6 +1,7 @@
 /* cluster.c: what every cluster job shares (cluster.h). */
 #include "common/cluster.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,8 @@
 #include "common/cancel.h"
 #include "common/dynbuf.h"
 #include "common/err.h"
+#include "common/lease.h"
+#include "common/log.h"
 #include "common/meta/meta.h"
 #include "common/meta/meta_mut.h"
 
@@ -270,4 +273,135 @@ void jo_cl_worker_label(const char *worker, char *buf, size_t n)
 	}
 	w[k] = '\0';
 	snprintf(buf, n, "worker=\"%s\"", w);
+}
+
+/* ---- several tasks in flight per worker ------------------------------------ */
+
+struct jo_cl_slots {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	uint64_t gen;            /* bumped by every kick */
+	bool stop;               /* a slot failed */
+	int (*fn)(struct jo_cl_slot *s, struct jo_err *err);
+};
+
+struct slot_run {
+	struct jo_cl_slot s;
+	struct jo_err err;
+	int rc;
+	pthread_t th;
+	bool started;
+};
+
+bool jo_cl_slot_stopping(const struct jo_cl_slot *s)
+{
+	bool stop;
+
+	pthread_mutex_lock(&s->all->mu);
+	stop = s->all->stop;
+	pthread_mutex_unlock(&s->all->mu);
+	return stop;
+}
+
+void jo_cl_slot_kick(struct jo_cl_slot *s)
+{
+	pthread_mutex_lock(&s->all->mu);
+	s->all->gen++;
+	pthread_cond_broadcast(&s->all->cv);
+	pthread_mutex_unlock(&s->all->mu);
+}
+
+void jo_cl_slot_wait(struct jo_cl_slot *s, int64_t ms)
+{
+	struct jo_cl_slots *a = s->all;
+	int64_t end = (int64_t)(jo_cl_mono_s() * 1000) + ms;
+
+	pthread_mutex_lock(&a->mu);
+	/* a kick since this slot last waited counts: nothing is missed between */
+	for (uint64_t gen = s->seen; gen == a->gen && !a->stop && !jo_cancelled();) {
+		int64_t left = end - (int64_t)(jo_cl_mono_s() * 1000);
+		struct timespec ts;
+
+		if (left <= 0)
+			break;
+		if (left > 200)
+			left = 200; /* a cancellation is seen within 200 ms */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(left % 1000) * 1000000L;
+		ts.tv_sec += left / 1000 + ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&a->cv, &a->mu, &ts);
+	}
+	s->seen = a->gen;
+	pthread_mutex_unlock(&a->mu);
+}
+
+/* One slot's run; a failure stops the others, its end wakes them. */
+static void slot_body(struct slot_run *r)
+{
+	struct jo_cl_slots *a = r->s.all;
+
+	r->rc = a->fn(&r->s, &r->err);
+	pthread_mutex_lock(&a->mu);
+	if (r->rc)
+		a->stop = true;
+	a->gen++;
+	pthread_cond_broadcast(&a->cv);
+	pthread_mutex_unlock(&a->mu);
+}
+
+static void *slot_main(void *p)
+{
+	slot_body(p);
+	return NULL;
+}
+
+int jo_cl_slots_run(struct jo_meta *m, const struct jo_lease_opts *lo, int n,
+		    int (*fn)(struct jo_cl_slot *s, struct jo_err *err), void *arg,
+		    struct jo_err *err)
+{
+	struct jo_cl_slots a = { .fn = fn };
+	struct slot_run *r;
+	int rc = 0;
+
+	n = n < 1 ? 1 : n;
+	r = calloc((size_t)n, sizeof(*r));
+	if (!r)
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	pthread_mutex_init(&a.mu, NULL);
+	pthread_cond_init(&a.cv, NULL);
+	for (int i = 0; i < n && !rc; i++) {
+		r[i].s = (struct jo_cl_slot){ .index = i, .arg = arg, .all = &a, .m = m };
+		if (i)
+			rc = jo_meta_dup(m, &r[i].s.m, err);
+		if (!rc)
+			rc = jo_lease_new(&r[i].s.lease, r[i].s.m, lo, err);
+	}
+	for (int i = 1; i < n && !rc; i++) {
+		int e = jo_thread_start(&r[i].th, slot_main, &r[i]);
+
+		if (e) {
+			/* fewer slots: the others still work */
+			jo_warn("coordinator: slot %d not started: %s", i, strerror(e));
+			continue;
+		}
+		r[i].started = true;
+	}
+	if (!rc)
+		slot_body(&r[0]);
+	for (int i = 0; i < n; i++) {
+		if (r[i].started)
+			pthread_join(r[i].th, NULL);
+		if (!rc && r[i].rc) {
+			rc = r[i].rc;
+			*err = r[i].err;
+		}
+		jo_lease_free(r[i].s.lease);
+		if (i)
+			jo_meta_close(r[i].s.m);
+	}
+	free(r);
+	pthread_mutex_destroy(&a.mu);
+	pthread_cond_destroy(&a.cv);
+	return rc;
 }

@@ -15,6 +15,8 @@
 #include <jansson.h>
 
 struct jo_err;
+struct jo_lease;
+struct jo_lease_opts;
 struct jo_meta;
 struct jo_mut_rec_cond;
 
@@ -83,5 +85,43 @@ int jo_cl_registry_list(struct jo_meta *m, const char *registry, char (**ns)[17]
 
 /* A worker's name as a Prometheus label: worker="..." (quotes and backslashes escaped). */
 void jo_cl_worker_label(const char *worker, char *buf, size_t n);
+
+/*
+ * Several tasks in flight in one worker process: n slots, each with a
+ * coordinator connection and a lease keeper of its own, so that each claims,
+ * works and completes (or releases) one task at a time exactly as a
+ * one-slot worker does: a task's lease, records and completion stay the
+ * task's own, and a killed process's tasks all expire and go to others.
+ * Slot 0 runs on the caller's thread with m itself, the others on threads of
+ * their own with jo_meta_dup(m). While one slot's task drains its last work
+ * another lists the next: what they share (arg) they lock themselves.
+ */
+struct jo_cl_slot {
+	int index;                   /* 0 .. n-1 */
+	struct jo_meta *m;           /* this slot's coordinator connection */
+	struct jo_lease *lease;      /* this slot's keeper (lo's namespace and owner) */
+	void *arg;
+	struct jo_cl_slots *all;
+	uint64_t seen;               /* the kicks this slot has seen */
+};
+/*
+ * Run fn in n slots (n < 1: one) until each returns: 0, or the first
+ * failing slot's code and error (the others are told to stop, see
+ * jo_cl_slot_stopping, and are waited for).
+ */
+int jo_cl_slots_run(struct jo_meta *m, const struct jo_lease_opts *lo, int n,
+		    int (*fn)(struct jo_cl_slot *s, struct jo_err *err), void *arg,
+		    struct jo_err *err);
+/* True once another slot failed: leave the loop (a held task released first). */
+bool jo_cl_slot_stopping(const struct jo_cl_slot *s);
+/*
+ * Wait up to ms (cut short by a cancellation) for something another slot
+ * did: a task finished or given back, a slot ended. A slot that found
+ * nothing to claim waits here, not a fixed sleep, so that it sees at once
+ * the next phase its peer opened (or the job's end).
+ */
+void jo_cl_slot_wait(struct jo_cl_slot *s, int64_t ms);
+/* Tell the waiting slots that something changed (a task finished or given back). */
+void jo_cl_slot_kick(struct jo_cl_slot *s);
 
 #endif

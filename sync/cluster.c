@@ -362,16 +362,25 @@ struct job {
 	struct jo_obj *so, *dobj;
 	const struct jo_sync_opts *o;
 	const struct jo_sync_cluster_opts *co;
+	/* this slot's (common/cluster.h: several ranges in flight, one lease each) */
 	struct jo_meta *m;
-	struct jo_meta *mw;      /* the range callbacks' own connection (under mu) */
+	struct jo_meta *mw;      /* the range callbacks' own connection (under rctx's mu) */
 	struct jo_lease *lease;
+	struct jo_cl_slot *slot;
+	bool lists;              /* this slot's task counts in top->listing */
+	int fails_in_a_row;
 	char ns[17];
 	char mark[64];
+	/* the process's, shared by its slots: top->mu guards what follows */
+	struct job *top;
 	struct jo_sync_cluster_result *res;
 	struct jo_sync_live live;
+	struct jo_sync_gate *gate;   /* the transfers all ranges in flight share */
 	int64_t started_ms;
-	double busy_s;
-	int fails_in_a_row;
+	double busy_s;           /* time with at least one range running */
+	int active;              /* ranges running now */
+	int listing;             /* ranges claimed and not listed to their end yet */
+	double active_since;
 	/* progress */
 	pthread_mutex_t mu;
 	int cur_range;
@@ -387,16 +396,20 @@ static int job_fail_wrap(int rc, struct jo_err *err, const char *what)
 
 static int put_worker(struct job *j, const char *state, struct jo_err *err)
 {
+	struct job *top = j->top;
 	char key[160];
 	json_t *w;
 	int rc;
 
 	snprintf(key, sizeof(key), "w:%s", j->co->worker);
+	pthread_mutex_lock(&top->mu);
+	double busy = top->busy_s + (top->active ? jo_cl_mono_s() - top->active_since : 0);
 	w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
-		      (json_int_t)j->started_ms, "seen", (json_int_t)jo_cl_now_ms(), "copied",
-		      (json_int_t)j->res->mine.copied, "bytes", (json_int_t)j->res->mine.copied_bytes,
-		      "ranges", (json_int_t)j->res->ranges_mine, "busy_s", j->busy_s, "range",
-		      j->cur_range);
+		      (json_int_t)top->started_ms, "seen", (json_int_t)jo_cl_now_ms(), "copied",
+		      (json_int_t)top->res->mine.copied, "bytes",
+		      (json_int_t)top->res->mine.copied_bytes, "ranges",
+		      (json_int_t)top->res->ranges_mine, "busy_s", busy, "range", top->cur_range);
+	pthread_mutex_unlock(&top->mu);
 	if (!w)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	rc = jo_cl_rec_put(j->m, j->ns, key, w, NULL, NULL, err);
@@ -661,10 +674,16 @@ static void abort_left_uploads(struct job *j, const json_t *pos)
 	}
 }
 
+static void listing_done(struct job *j);
+
 static int cb_checkpoint(const struct jo_sync_ckpt *c, struct jo_err *err, void *payload)
 {
 	struct rctx *r = payload;
 	char *np = c->pos ? strdup(c->pos) : NULL;
+
+	/* a range long enough for a checkpoint leaves room for the next one: its
+	 * copies cover this range's next checkpoint drains */
+	listing_done(r->j);
 
 	if (c->pos && !np)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
@@ -680,6 +699,46 @@ static bool cb_may_mutate(void *payload)
 	struct rctx *r = payload;
 
 	return jo_lease_valid(r->j->lease) && !jo_cancelled();
+}
+
+/* This slot's range is listed to its end: another slot may claim the next. */
+static void listing_done(struct job *j)
+{
+	if (!j->lists)
+		return;
+	j->lists = false;
+	pthread_mutex_lock(&j->top->mu);
+	j->top->listing--;
+	pthread_mutex_unlock(&j->top->mu);
+	jo_cl_slot_kick(j->slot);
+}
+
+static void cb_listed(void *payload)
+{
+	struct rctx *r = payload;
+
+	listing_done(r->j);
+}
+
+/*
+ * Whether this slot may claim a task now: while no other range of the
+ * process is still being listed (it is counted from here until its listing
+ * ends), or fewer than one per 8 transfers are, so that the next range is
+ * claimed and listed while the last one's copies drain, and a worker with
+ * few transfers does not hold ranges it has no transfers for (the others
+ * would wait for them at the job's end).
+ */
+static bool listing_start(struct job *j)
+{
+	bool ok;
+
+	pthread_mutex_lock(&j->top->mu);
+	ok = j->top->listing == 0 || j->top->listing * 8 < j->o->transfers;
+	if (ok)
+		j->top->listing++;
+	pthread_mutex_unlock(&j->top->mu);
+	j->lists = ok;
+	return ok;
 }
 
 static void add_summary(struct jo_sync_summary *a, const struct jo_sync_summary *b)
@@ -812,9 +871,9 @@ static int range_start(struct job *j, const struct rview *rv, int idx, bool del,
 	 */
 	*prev_uncounted = r->uncounted;
 	r->uncounted = true;
-	pthread_mutex_lock(&j->mu);
-	j->cur_range = idx;
-	pthread_mutex_unlock(&j->mu);
+	pthread_mutex_lock(&j->top->mu);
+	j->top->cur_range = idx;
+	pthread_mutex_unlock(&j->top->mu);
 	return 0;
 }
 
@@ -839,10 +898,12 @@ static void range_opts(struct job *j, const struct view *v, const struct rview *
 	rg->checkpoint_s = j->co->checkpoint_s;
 	rg->checkpoint = cb_checkpoint;
 	rg->may_mutate = cb_may_mutate;
+	rg->listed = cb_listed;
 	rg->mpu = cb_mpu;
 	rg->payload = r;
 	o->range = rg;
-	o->live = &j->live;
+	o->live = &j->top->live;
+	o->gate = j->top->gate;
 	o->state = NULL;
 	o->progress = false;
 	if (del) {
@@ -925,7 +986,9 @@ static int range_record_done(struct job *j, const struct jo_mut_task *t, int idx
 	if (rc)
 		return rc;
 	jo_lease_forget(j->lease); /* completed with the record */
+	pthread_mutex_lock(&j->top->mu);
 	j->res->ranges_mine++;
+	pthread_mutex_unlock(&j->top->mu);
 	j->fails_in_a_row = 0;
 	if (j->o->verbose)
 		jo_info("range %06d %s: %" PRIu64 " copied, %" PRIu64 " skipped, %" PRIu64
@@ -967,10 +1030,17 @@ static int range_outcome(struct job *j, const struct jo_mut_task *t, int idx, bo
 static int range_run(struct job *j, bool del, const struct jo_sync_range *rg,
 		     const struct jo_sync_opts *o, struct jo_sync_summary *sum, struct jo_err *rerr)
 {
-	double t0 = jo_cl_mono_s();
-	int rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, o, sum, rerr);
+	struct job *top = j->top;
+	int rc;
 
-	j->busy_s += jo_cl_mono_s() - t0;
+	pthread_mutex_lock(&top->mu);
+	if (top->active++ == 0)
+		top->active_since = jo_cl_mono_s();
+	pthread_mutex_unlock(&top->mu);
+	rc = jo_sync_run(j->src, j->so, j->dst, j->dobj, o, sum, rerr);
+	pthread_mutex_lock(&top->mu);
+	if (--top->active == 0)
+		top->busy_s += jo_cl_mono_s() - top->active_since;
 	add_summary(&j->res->mine, sum);
 	if (!del) {
 		/* what counts for this range is its total; the process adds its own work */
@@ -978,6 +1048,7 @@ static int range_run(struct job *j, bool del, const struct jo_sync_range *rg,
 		j->res->mine.copied_bytes -= rg->base.copied_bytes;
 		j->res->mine.credited -= rg->base.credited;
 	}
+	pthread_mutex_unlock(&top->mu);
 	return rc;
 }
 
@@ -1023,9 +1094,10 @@ static int do_range(struct job *j, const struct jo_mut_task *t, int idx, bool de
 	range_note_order(j, &rg, so0, do0, &rerr);
 	rc = range_outcome(j, t, idx, del, failures, &r, &rg, rc, &sum, &rerr, err);
 out:
-	pthread_mutex_lock(&j->mu);
-	j->cur_range = -1;
-	pthread_mutex_unlock(&j->mu);
+	pthread_mutex_lock(&j->top->mu);
+	if (j->top->cur_range == idx)
+		j->top->cur_range = -1;
+	pthread_mutex_unlock(&j->top->mu);
 	(void)put_worker(j, "working", &rerr);
 	free(k.lo);
 	free(k.hi);
@@ -1328,12 +1400,15 @@ static int work_loop(struct job *j, struct jo_err *err)
 	const struct jo_sync_cluster_opts *co = j->co;
 	int rc = 0;
 	double waited_log = 0;
+	int64_t idle_ms = 100;        /* the next wait when nothing is claimable */
 
 	while (!rc) {
 		struct jo_mut_task t = { 0 };
 
 		if (jo_cancelled())
 			return jo_err_set(err, JO_ECANCELED, "cancelled");
+		if (jo_cl_slot_stopping(j->slot))
+			break; /* another slot failed: its error is the run's */
 		if (co->mode == JO_SYNC_CLUSTER_PLAN) {
 			/* --plan is done once the plan is recorded (by us or another) */
 			json_t *plan = NULL;
@@ -1343,7 +1418,13 @@ static int work_loop(struct job *j, struct jo_err *err)
 			if (rc || plan)
 				break;
 		}
+		if (!listing_start(j)) {
+			jo_cl_slot_wait(j->slot, 1000);
+			continue;
+		}
 		rc = jo_lease_claim(j->lease, j->m, &t, err);
+		if (rc)
+			listing_done(j);
 		if (rc == JO_ENOTFOUND) {
 			int64_t total = 0, leased = 0;
 			enum adv a = ADV_WAIT;
@@ -1366,14 +1447,24 @@ static int work_loop(struct job *j, struct jo_err *err)
 					leased == 1 ? "" : "s");
 				waited_log = jo_cl_mono_s();
 			}
-			(void)put_worker(j, "waiting", err);
+			pthread_mutex_lock(&j->top->mu);
+			bool idle = j->top->active == 0;
+			pthread_mutex_unlock(&j->top->mu);
+			if (idle)
+				(void)put_worker(j, "waiting", err);
 			jo_err_clear(err);
-			jo_cl_sleep_ms(co->lease_ms / 8 > 2000 ? 2000 : co->lease_ms / 8 < 100 ? 100
-											       : co->lease_ms / 8);
+			/* a peer slot's task ending (the plan recorded, the last range
+			 * done) wakes this one at once */
+			jo_cl_slot_wait(j->slot, idle_ms);
+			/* 100 ms first (the plan, the last ranges of a short job end soon),
+			 * then longer, up to an eighth of a lease (100 ms .. 1 s) */
+			idle_ms = idle_ms * 2 > co->lease_ms / 8 ? co->lease_ms / 8 : idle_ms * 2;
+			idle_ms = idle_ms > 1000 ? 1000 : idle_ms < 100 ? 100 : idle_ms;
 			continue;
 		}
 		if (rc)
 			break;
+		idle_ms = 100;
 		bool del = !strcmp(t.kind, "del");
 		int idx = jo_cl_task_index(t.items, del ? 'd' : 'r');
 		struct view v;
@@ -1382,6 +1473,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 		if (rc) {
 			jo_mut_task_release_mem(&t);
 			(void)jo_lease_release(j->lease, j->m, err);
+			listing_done(j);
 			break;
 		}
 		if (!j->mark[0] && view_plan(&v))
@@ -1407,6 +1499,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 		}
 		view_release(&v);
 		jo_mut_task_release_mem(&t);
+		listing_done(j);
 		if (!mine_kind) {
 			/* --plan / --worker leave the other kind to the others */
 			(void)jo_lease_release(j->lease, j->m, err);
@@ -1414,7 +1507,28 @@ static int work_loop(struct job *j, struct jo_err *err)
 			if (co->mode != JO_SYNC_CLUSTER_PLAN)
 				jo_cl_sleep_ms(1000);
 		}
+		jo_cl_slot_kick(j->slot);
 	}
+	return rc;
+}
+
+/* One slot of this process (common/cluster.h): the worker loop on a lease and connections of its own. */
+static int slot_main(struct jo_cl_slot *s, struct jo_err *err)
+{
+	struct job *top = s->arg;
+	struct job j = { .src = top->src, .dst = top->dst, .so = top->so, .dobj = top->dobj,
+			 .o = top->o, .co = top->co, .m = s->m, .mw = top->mw, .lease = s->lease,
+			 .slot = s, .top = top, .res = top->res };
+	int rc = 0;
+
+	snprintf(j.ns, sizeof(j.ns), "%s", top->ns);
+	if (s->index)
+		rc = jo_meta_dup(s->m, &j.mw, err);
+	if (!rc)
+		rc = work_loop(&j, err);
+	listing_done(&j);
+	if (s->index)
+		jo_meta_close(j.mw);
 	return rc;
 }
 
@@ -1425,12 +1539,14 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 {
 	struct job j = { .src = src, .dst = dst, .so = so, .dobj = dobj, .o = o, .co = co,
 			 .res = res, .cur_range = -1 };
+	int slots = co->mode == JO_SYNC_CLUSTER_PLAN ? 1 : co->in_flight;
 	struct jo_lease_opts lo = { .owner = co->worker, .lease_ms = co->lease_ms };
 	struct view v = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	pthread_mutex_init(&j.mu, NULL);
+	j.top = &j;
 	j.started_ms = jo_cl_now_ms();
 	snprintf(j.ns, sizeof(j.ns), "%s", co->ns);
 	snprintf(res->ns, sizeof(res->ns), "%s", co->ns);
@@ -1486,16 +1602,18 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 	}
 	view_release(&v);
 	lo.ns = j.ns;
-	rc = jo_lease_new(&j.lease, j.m, &lo, err);
-	if (rc)
+	j.gate = jo_sync_gate_new(o->transfers);
+	if (!j.gate) {
+		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 		goto out;
+	}
 	(void)put_worker(&j, "working", err);
 	jo_err_clear(err);
 	if (o->progress && co->mode != JO_SYNC_CLUSTER_PLAN &&
 	    jo_thread_start(&j.progress_th, progress_main, &j) == 0)
 		j.progress_started = true;
 	if (!rc)
-		rc = work_loop(&j, err);
+		rc = jo_cl_slots_run(j.m, &lo, slots < 1 ? 1 : slots, slot_main, &j, err);
 	if (j.progress_started) {
 		pthread_mutex_lock(&j.mu);
 		j.stop_progress = true;
@@ -1511,7 +1629,7 @@ int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
 	}
 out:
 	view_release(&v);
-	jo_lease_free(j.lease);
+	jo_sync_gate_free(j.gate);
 	jo_meta_close(j.mw);
 	jo_meta_close(j.m);
 	pthread_mutex_destroy(&j.mu);

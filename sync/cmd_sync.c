@@ -664,6 +664,9 @@ static void sync_opts_cluster(struct sync_cmd *c, struct jo_opt_table *t)
 		OPT_DURATION(0, "checkpoint", &c->checkpoint_ms, "DUR", "how often a worker records its "
 			     "resume position in the coordinator (default 10s; in-flight copies finish "
 			     "first)", 100, 0),
+		OPT_UINT(0, "ranges-in-flight", &c->co.in_flight, "N", "ranges one worker works at "
+			 "once, each on a lease of its own, all sharing its --transfers: the next is "
+			 "listed while the last copies of another drain (default 3)", 1, 64),
 		OPT_UINT(0, "max-attempts", &c->co.max_attempts, "N", "failures before a range is given "
 			 "up (default 3; the job then finishes \"failed\" and a rerun retries it)", 1,
 			 1000),
@@ -969,6 +972,9 @@ static int sync_connect(struct sync_cmd *c, struct jo_ctx *ctx)
 {
 	int conns = c->o.transfers * c->o.part_concurrency + c->o.list_threads + 4;
 
+	if (c->cluster) /* each range in flight lists with its own listers */
+		conns += (c->co.in_flight - 1) * c->o.list_threads;
+
 	if (jo_sync_side_open(&c->sides[0], conns, (int)c->retries, &c->so, &c->err) ||
 	    jo_sync_side_open(&c->sides[1], conns, (int)c->retries, &c->dobj, &c->err))
 		return cmd_fail(ctx, &c->err);
@@ -1145,7 +1151,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 	c->retries = -1;
 	c->cmode = CM_BOTH;
 	c->co = (struct jo_sync_cluster_opts){ .lease_ms = 30000, .max_attempts = 3,
-					       .checkpoint_s = 10 };
+					       .checkpoint_s = 10, .in_flight = 3 };
 	c->checkpoint_ms = 10000;
 	if (jo_sync_filter_new(&c->filter)) {
 		free(c);

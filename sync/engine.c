@@ -799,6 +799,67 @@ static void inflight_remove(struct eng *e, struct task *t)
 	t->iprev = t->inext = NULL;
 }
 
+struct jo_sync_gate {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int free;
+};
+
+struct jo_sync_gate *jo_sync_gate_new(int n)
+{
+	struct jo_sync_gate *g = calloc(1, sizeof(*g));
+
+	if (!g)
+		return NULL;
+	pthread_mutex_init(&g->mu, NULL);
+	pthread_cond_init(&g->cv, NULL);
+	g->free = n < 1 ? 1 : n;
+	return g;
+}
+
+void jo_sync_gate_free(struct jo_sync_gate *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_destroy(&g->mu);
+	pthread_cond_destroy(&g->cv);
+	free(g);
+}
+
+/* A slot of the shared pool, or false once cancelled (nothing taken). */
+static bool gate_take(struct jo_sync_gate *g)
+{
+	bool ok;
+
+	if (!g)
+		return true;
+	pthread_mutex_lock(&g->mu);
+	while (g->free == 0 && !jo_cancelled()) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 200 * 1000000L;
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+	}
+	ok = g->free > 0;
+	if (ok)
+		g->free--;
+	pthread_mutex_unlock(&g->mu);
+	return ok;
+}
+
+static void gate_give(struct jo_sync_gate *g)
+{
+	if (!g)
+		return;
+	pthread_mutex_lock(&g->mu);
+	g->free++;
+	pthread_cond_signal(&g->cv);
+	pthread_mutex_unlock(&g->mu);
+}
+
 static void *worker_main(void *p)
 {
 	struct eng *e = p;
@@ -820,9 +881,12 @@ static void *worker_main(void *p)
 
 		struct jo_err err = { 0 };
 		bool ss = false, mp = false, credited = false;
-		int rc = jo_cancelled() ? jo_err_set(&err, JO_ECANCELED, "cancelled")
-			 : t->credit	? credit_one(e, t, &credited, &err)
-					: copy_one(e, t, &ss, &mp, &err);
+		bool gated = gate_take(e->o->gate);
+		int rc = !gated || jo_cancelled() ? jo_err_set(&err, JO_ECANCELED, "cancelled")
+			 : t->credit		  ? credit_one(e, t, &credited, &err)
+						  : copy_one(e, t, &ss, &mp, &err);
+		if (gated)
+			gate_give(e->o->gate);
 		if (rc && rc != JO_ECANCELED)
 			jo_warn("%s \"%s\" failed: %s", t->credit ? "checking" : "copy", t->rel, err.msg);
 		else if (!rc && e->o->verbose && !t->credit)
@@ -1785,6 +1849,8 @@ int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
 	char *after = NULL;
 	rc = eng_listing_start(&e, &after, err);
 	rc = eng_listing_passes(&e, sort_src, sort_dst, &after, rc, err);
+	if (e.rg && e.rg->listed)
+		e.rg->listed(e.rg->payload);
 	eng_stop_workers(&e, workers, started);
 	if (e.track_pos)
 		eng_finish_position(&e, rc);

@@ -361,6 +361,8 @@ struct jo_sync_range {
 	 */
 	int (*mpu)(const char *rel, const char *upload_id, bool open, struct jo_err *err,
 		   void *payload);
+	/* both listings merged: what is left are the copies in flight (may be NULL) */
+	void (*listed)(void *payload);
 	void *payload;
 };
 
@@ -395,7 +397,14 @@ struct jo_sync_opts {
 	bool perms;                        /* local SRC and DST: copies keep the source's mode bits */
 	struct jo_sync_range *range;       /* cluster mode: this range only (no state file) */
 	struct jo_sync_live *live;         /* may be NULL */
+	/* runs at once that share one pool of transfers (cluster mode's ranges in
+	 * flight): each copy holds one of its slots (NULL: transfers alone) */
+	struct jo_sync_gate *gate;
 };
+
+/* At most n copies at once across the runs that share the gate. */
+struct jo_sync_gate *jo_sync_gate_new(int n);
+void jo_sync_gate_free(struct jo_sync_gate *g);
 
 struct jo_sync_summary {
 	uint64_t src_listed, dst_listed, excluded;
@@ -444,6 +453,7 @@ struct jo_sync_cluster_opts {
 	int ranges;                  /* the planner's target (0: auto) */
 	int max_attempts;            /* a range failing this often is given up */
 	double checkpoint_s;         /* resume positions at most this far apart */
+	int in_flight;               /* ranges one worker works at once (one lease each) */
 	bool reset;                  /* drop the job's records first */
 };
 

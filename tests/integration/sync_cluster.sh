@@ -33,6 +33,9 @@
 #    records untouched; --reset runs it again.
 #  E (etcd coordinator): the awkward part of the corpus (unicode, '%',
 #    empty, multipart), 2 workers, one killed and replaced.
+#  F (Redis): one worker with two ranges in flight (--ranges-in-flight 2),
+#    SIGKILLed while it holds both leases: the next worker redoes both once
+#    they expire; every object copied and counted once.
 . "$(dirname "$0")/lib/init.sh" engines synccheck
 J=${JFSOPS_BIN:-$JO_REPO/build/jfsops}
 [ -x "$J" ] || jo_die "$J not built"
@@ -400,6 +403,43 @@ check_eq "$(jq -r .copied "$JO_T/e.json")" "$NE" "job E: every object copied onc
 tree_md5 "$RSROOT/dst3/etcd" >"$JO_T/e-dst.md5"
 if cmp -s "$JO_T/e-src.md5" "$JO_T/e-dst.md5"; then ok "job E: DST equals the filtered SRC, object by object"; else
 	bad "job E: DST differs"; diff "$JO_T/e-src.md5" "$JO_T/e-dst.md5" | head -n 5 || true; fi
+
+# ---- F: a worker SIGKILLed while it holds two ranges at once ---------------------
+# (--ranges-in-flight: each range on a lease of its own, all on one pool of
+# transfers; the dead worker's ranges both go to the next worker)
+DST6="s3://dst3/inflight?endpoint=$RS&path_style=1"
+JOBF=(--id inflight-f --include '/small/1*/**' --ranges 12 --ranges-in-flight 2 --lease 2s
+	--checkpoint 300ms --transfers 2 --bwlimit 100K -q)
+NF=$(cd "$D" && find small/1? -type f | wc -l)
+jo_log "job F: $NF objects, one worker with two ranges in flight, killed"
+start_workers "$CO" "$DST6" "f1" "${JOBF[@]}"
+pf=${WORKERS[0]}
+held=0
+for _ in $(seq 1 100); do
+	held=$(status_json "$CO" inflight-f 2>/dev/null |
+		jq '[.leases[] | select(.owner == "f1" and .kind == "range")] | length' 2>/dev/null) || held=0
+	[ "${held:-0}" -ge 2 ] && break
+	sleep 0.1
+done
+kill -KILL "$pf" 2>/dev/null || true
+wait "$pf" 2>/dev/null || true
+check_eq "$held" 2 "job F: the worker held two range leases at once when killed"
+status_json "$CO" inflight-f >"$JO_T/f-killed.json"
+fdone=$(jq '.ranges.done' "$JO_T/f-killed.json")
+[ "$fdone" -lt 12 ] && ok "job F: killed with ranges left ($fdone of 12 done)" ||
+	bad "job F: the job was done before the kill ($fdone of 12)"
+r=0
+"$J" sync "${JOBF[@]}" --cluster "$CO" --worker-id f2 --ranges-in-flight 3 "$SRC" "$DST6" \
+	2>"$JO_T/w-f2.err" || r=$?
+check_eq "$r" 0 "job F: the next worker's exit code"
+status_json "$CO" inflight-f >"$JO_T/f.json"
+check_eq "$(jq -r '"\(.state)/\(.status)/\(.ranges.done)"' "$JO_T/f.json")" "finished/ok/12" \
+	"job F finished, every range done"
+check_eq "$(jq -r .copied "$JO_T/f.json")" "$NF" "job F: every object counted once (the killed ranges' copies too)"
+(cd "$D" && find ./small/1? -type f -print0 | sort -z | xargs -0 md5sum) >"$JO_T/f-src.md5"
+tree_md5 "$RSROOT/dst3/inflight" >"$JO_T/f-dst.md5"
+if cmp -s "$JO_T/f-src.md5" "$JO_T/f-dst.md5"; then ok "job F: DST equals the filtered SRC, object by object"; else
+	bad "job F: DST differs"; diff "$JO_T/f-src.md5" "$JO_T/f-dst.md5" | head -n 5 || true; fi
 
 if [ "$FAILS" -gt 0 ]; then
 	echo "$FAILS check(s) failed"

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cluster.h"
 #include "common/err.h"
 #include "common/lease.h"
 #include "common/meta/meta.h"
@@ -593,6 +594,124 @@ static void a_namespace_never_used_has_no_task(void **state)
 	jo_meta_close(m);
 }
 
+/* ---- several tasks in flight per worker (common/cluster.h: jo_cl_slots_run) */
+
+#define SLOT_TASKS 12
+
+struct slots_seen {
+	pthread_mutex_t mu;
+	int done[SLOT_TASKS];     /* completions per task */
+	int held, most_held;      /* tasks held at once by the slots, and the most */
+	int fail_at;              /* a slot fails when claiming this many-th task (0: never) */
+	int claims;
+};
+
+static int slot_fn(struct jo_cl_slot *s, struct jo_err *err)
+{
+	struct slots_seen *v = s->arg;
+
+	while (!jo_cl_slot_stopping(s)) {
+		struct jo_mut_task t = { 0 };
+		int rc = jo_lease_claim(s->lease, s->m, &t, err);
+
+		if (rc == JO_ENOTFOUND) {
+			int64_t total = 0, leased = 0;
+
+			jo_err_clear(err);
+			assert_int_equal(jo_mut_task_count(s->m, NS, &total, &leased, err), 0);
+			if (total == 0)
+				return 0;
+			jo_cl_slot_wait(s, 1000);
+			continue;
+		}
+		if (rc)
+			return rc;
+		int i = atoi(t.items + 1);
+
+		jo_mut_task_release_mem(&t);
+		pthread_mutex_lock(&v->mu);
+		bool fail = ++v->claims == v->fail_at;
+		if (++v->held > v->most_held)
+			v->most_held = v->held;
+		pthread_mutex_unlock(&v->mu);
+		if (fail) {
+			(void)jo_lease_release(s->lease, s->m, err);
+			return jo_err_set(err, JO_EIO, "slot %d failed", s->index);
+		}
+		assert_true(jo_lease_valid(s->lease));
+		usleep(50000); /* work: the others claim meanwhile */
+		pthread_mutex_lock(&v->mu);
+		v->held--;
+		v->done[i]++;
+		pthread_mutex_unlock(&v->mu);
+		assert_int_equal(jo_lease_complete(s->lease, s->m, err), 0);
+		jo_cl_slot_kick(s);
+	}
+	return 0;
+}
+
+static void slots_add_tasks(struct jo_meta *m)
+{
+	struct jo_err err = { 0 };
+
+	for (int i = 0; i < SLOT_TASKS; i++) {
+		char item[16];
+		const char *it = item;
+		int64_t id;
+		size_t added;
+
+		snprintf(item, sizeof(item), "r%06d", i);
+		assert_int_equal(jo_mut_task_add(m, NS, "range", &it, 1, &id, &added, &err), 0);
+	}
+}
+
+/* Three slots of one worker: each task done once, several held at once, each on its own lease. */
+static void slots_work_tasks_at_once(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct jo_lease_opts lo = { .ns = NS, .owner = "w1", .lease_ms = 5000 };
+	struct slots_seen v = { .mu = PTHREAD_MUTEX_INITIALIZER };
+	int64_t total = -1, leased = -1;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	slots_add_tasks(m);
+	assert_int_equal(jo_cl_slots_run(m, &lo, 3, slot_fn, &v, &err), 0);
+	for (int i = 0; i < SLOT_TASKS; i++)
+		assert_int_equal(v.done[i], 1);
+	assert_int_equal(v.most_held, 3);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, 0);
+	jo_meta_close(m);
+}
+
+/* A failing slot ends the run with its error; the others stop, nothing is left leased. */
+static void slots_stop_on_a_failure(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	struct jo_lease_opts lo = { .ns = NS, .owner = "w1", .lease_ms = 5000 };
+	struct slots_seen v = { .mu = PTHREAD_MUTEX_INITIALIZER, .fail_at = 4 };
+	int64_t total = -1, leased = -1;
+	int done = 0;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	slots_add_tasks(m);
+	assert_int_equal(jo_cl_slots_run(m, &lo, 3, slot_fn, &v, &err), JO_EIO);
+	assert_non_null(strstr(err.msg, "failed"));
+	for (int i = 0; i < SLOT_TASKS; i++)
+		done += v.done[i];
+	assert_true(done < SLOT_TASKS);
+	assert_int_equal(jo_mut_task_count(m, NS, &total, &leased, &err), 0);
+	assert_int_equal(total, SLOT_TASKS - done);
+	assert_int_equal(leased, 0);
+	jo_meta_close(m);
+}
+
 #define BOTH(fn) \
 	cmocka_unit_test_setup(fn, redis_state), cmocka_unit_test_setup(fn, sqlite_state)
 
@@ -608,6 +727,8 @@ int main(void)
 		BOTH(records_written_under_a_lease),
 		BOTH(coordinator_needs_no_volume),
 		BOTH(a_namespace_never_used_has_no_task),
+		BOTH(slots_work_tasks_at_once),
+		BOTH(slots_stop_on_a_failure),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
