@@ -642,6 +642,8 @@ int jo_walk_run(struct jo_meta *m, const struct jo_walk_opts *opts, struct jo_wa
 	/* the two frontiers, edges, attributes and chunks may all hold memory */
 	xo.mem_limit = (o.mem_limit ? o.mem_limit : 256u << 20) / 4;
 	xo.tmp_dir = o.tmp_dir;
+	/* compressing the runs was most of the walk's own CPU */
+	xo.plain_runs = true;
 	w.xo = xo;
 	root = clean_path(o.root);
 	w.creq = (o.flags & JO_WALK_CHUNKS) ? malloc(CHUNK_BATCH * sizeof(*w.creq)) : NULL;
