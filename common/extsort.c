@@ -31,7 +31,7 @@
  * runs of a sort are many while its buffer still grows): no intermediate
  * pass writes the data again.
  */
-#define XS_PLAIN_READ (32u << 10)
+#define XS_PLAIN_READ (16u << 10)
 #define XS_PLAIN_READER_COST ((size_t)XS_PLAIN_READ + 256)
 #define XS_MAX_FANIN 512
 /* Compression context at low levels with the small window (estimate). */

@@ -55,7 +55,7 @@ struct jo_xsort_opts {
 	int threads;              /* >1: sort/write runs in a background thread */
 	/* runs written as they are, not compressed: a fraction of the CPU
 	 * (compressing and reading back a zstd run costs more than sorting
-	 * it), a few times the temp space, and a merge reader needs 128 KiB
+	 * it), a few times the temp space, and a merge reader needs 16 KiB
 	 * instead of about 600 */
 	bool plain_runs;
 };

@@ -446,7 +446,7 @@ static void extsort_truncated_run_is_an_error(void **state)
 
 /*
  * Plain runs: the same order as qsort's, threaded or not; a merge reader
- * costs 32 KiB, so the 30-odd runs of 1-2 MiB buffers meet in one merge, where
+ * costs 16 KiB, so the 30-odd runs of 1-2 MiB buffers meet in one merge, where
  * zstd runs in the same memory need intermediate passes.
  */
 static void extsort_plain_runs_sort_in_one_merge(void **state)
