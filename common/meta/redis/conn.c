@@ -420,7 +420,8 @@ static int rc_connect(struct rconn *c, struct rtls *t, const char *host, int por
 	return 0;
 }
 
-static int rc_append(struct rconn *c, const char *cmd, size_t len)
+/* Room for len more bytes in the output buffer. */
+static int rc_reserve(struct rconn *c, size_t len)
 {
 	if (c->olen + len > c->ocap) {
 		size_t nc = (c->olen + len) * 2 + 256;
@@ -431,6 +432,13 @@ static int rc_append(struct rconn *c, const char *cmd, size_t len)
 		c->obuf = nb;
 		c->ocap = nc;
 	}
+	return 0;
+}
+
+static int rc_append(struct rconn *c, const char *cmd, size_t len)
+{
+	if (rc_reserve(c, len) != 0)
+		return -1;
 	memcpy(c->obuf + c->olen, cmd, len);
 	c->olen += len;
 	return 0;
@@ -448,15 +456,8 @@ static int rc_append_argv(struct rconn *c, int argc, const char **argv, const si
 
 	for (int i = 0; i < argc; i++)
 		need += lens[i] + 25;
-	if (c->olen + need > c->ocap) {
-		size_t nc = (c->olen + need) * 2 + 256;
-		char *nb = realloc(c->obuf, nc);
-
-		if (!nb)
-			return -1;
-		c->obuf = nb;
-		c->ocap = nc;
-	}
+	if (rc_reserve(c, need) != 0)
+		return -1;
 	p = c->obuf + c->olen;
 	k = 0;
 	p[k++] = '*';
