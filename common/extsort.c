@@ -16,6 +16,7 @@
 #include "common/dynbuf.h"
 #include "common/err.h"
 #include "common/file.h"
+#include "common/mem.h"
 
 #define XS_MAX_REC (64u << 20)
 #define XS_MIN_MEM (1u << 20)
@@ -24,6 +25,14 @@
 #define XS_WINDOW_LOG 17
 /* Accounted cost of one open run during a merge (DStream + buffers). */
 #define XS_READER_COST ((size_t)(1u << XS_WINDOW_LOG) + 3 * XS_IO_BUF + (160u << 10))
+/*
+ * A plain run's reader: its read buffer (grown for a larger record) and
+ * itself. Small, so that one merge takes every run of a large input (the
+ * runs of a sort are many while its buffer still grows): no intermediate
+ * pass writes the data again.
+ */
+#define XS_PLAIN_READ (16u << 10)
+#define XS_PLAIN_READER_COST ((size_t)XS_PLAIN_READ + 256)
 #define XS_MAX_FANIN 512
 /* Compression context at low levels with the small window (estimate). */
 #define XS_CCTX_COST ((size_t)(1u << XS_WINDOW_LOG) * 3 + (256u << 10))
@@ -69,7 +78,8 @@ struct xs_reader {
 	uint8_t *in;
 	ZSTD_inBuffer zin;
 	bool file_eof;
-	size_t last_ret;          /* last ZSTD_decompressStream result (0 = frame end) */
+	size_t last_ret;          /* last ZSTD_decompressStream result (0 = frame end);
+				   * plain runs: 0 once the end mark was read */
 	uint8_t *buf;
 	size_t cap, pos, end;
 	const uint8_t *rec;
@@ -94,6 +104,8 @@ struct jo_xsort {
 	jo_xsort_cmp_fn cmp;
 	void *cmp_payload;
 	int level;
+	bool plain;               /* runs written as they are (opts.plain_runs) */
+	size_t reader_cost;       /* accounted memory of one merge reader */
 	bool threaded;
 	char *tmp_parent;
 
@@ -263,7 +275,7 @@ static void ent_sort(const struct jo_xsort *s, const uint8_t *arena, struct xs_e
 /* ---------------- temp files ---------------- */
 
 /* Append the decimal form of v; signal-safe (no stdio). */
-static size_t put_run_name(char *dst, unsigned v)
+static size_t put_run_name(char *dst, unsigned v, bool plain)
 {
 	char tmp[16];
 	size_t n = 0, k = 0;
@@ -276,7 +288,7 @@ static size_t put_run_name(char *dst, unsigned v)
 	} while (v);
 	while (n)
 		dst[k++] = tmp[--n];
-	memcpy(dst + k, ".zst", 5);
+	memcpy(dst + k, plain ? ".run" : ".zst", 5);
 	return k + 4;
 }
 
@@ -287,7 +299,7 @@ static void run_path(const struct jo_xsort *s, unsigned run, char *out, size_t c
 		return;
 	}
 	memcpy(out, s->dir, s->dir_len);
-	put_run_name(out + s->dir_len, run);
+	put_run_name(out + s->dir_len, run, s->plain);
 }
 
 /*
@@ -354,6 +366,17 @@ static int writer_compress(struct xs_writer *w, ZSTD_EndDirective mode, struct j
 	ZSTD_inBuffer in = { s->stage, w->staged, 0 };
 	size_t rem;
 
+	if (s->plain) {
+		/* a plain run ends with a zero length: a cut file is told apart */
+		if (mode == ZSTD_e_end)
+			s->stage[w->staged++] = 0;
+		if (w->staged && jo_write_all(w->fd, s->stage, w->staged) < 0)
+			return jo_err_set(err, JO_EIO, "extsort: write run %u: %s", w->run,
+					  strerror(errno));
+		w->written += w->staged;
+		w->staged = 0;
+		return 0;
+	}
 	do {
 		ZSTD_outBuffer out = { s->cout, s->cout_cap, 0 };
 
@@ -381,7 +404,8 @@ static int writer_open(struct jo_xsort *s, struct xs_writer *w, unsigned run, st
 	w->fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (w->fd < 0)
 		return jo_err_set(err, JO_EIO, "extsort: create '%s': %s", path, strerror(errno));
-	ZSTD_CCtx_reset(s->cctx, ZSTD_reset_session_only);
+	if (s->cctx)
+		ZSTD_CCtx_reset(s->cctx, ZSTD_reset_session_only);
 	return 0;
 }
 
@@ -389,15 +413,11 @@ static int writer_put(struct xs_writer *w, const uint8_t *rec, size_t len, struc
 {
 	struct jo_xsort *s = w->s;
 	uint8_t hdr[10];
-	size_t hn = 0;
-	size_t v = len;
+	size_t hn = jo_put_uvarint(hdr, len);
 	int rc;
 
-	do {
-		hdr[hn++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-		v >>= 7;
-	} while (v);
-	if (w->staged + hn > XS_IO_BUF) {
+	/* hn <= 10: the end mark of a plain run always finds its byte */
+	if (w->staged + hn >= XS_IO_BUF) {
 		rc = writer_compress(w, ZSTD_e_continue, err);
 		if (rc)
 			return rc;
@@ -469,15 +489,17 @@ static int reader_open(struct jo_xsort *s, struct xs_reader *r, unsigned run, st
 	r->fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (r->fd < 0)
 		return jo_err_set(err, JO_EIO, "extsort: open '%s': %s", path, strerror(errno));
+	r->cap = s->plain ? XS_PLAIN_READ : 2 * XS_IO_BUF;
+	r->buf = malloc(r->cap);
+	r->last_ret = 1;
+	if (s->plain)
+		return r->buf ? 0 : jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
 	r->ds = ZSTD_createDStream();
 	r->in = malloc(XS_IO_BUF);
-	r->cap = 2 * XS_IO_BUF;
-	r->buf = malloc(r->cap);
 	if (!r->ds || !r->in || !r->buf)
 		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
 	ZSTD_DCtx_setParameter(r->ds, ZSTD_d_windowLogMax, 27);
 	r->zin.src = r->in;
-	r->last_ret = 1;
 	return 0;
 }
 
@@ -505,7 +527,19 @@ static int reader_fill(struct xs_reader *r, size_t want, struct jo_err *err)
 	}
 	if (jo_grow_array(&r->buf, &r->cap, want, 1))
 		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
-	while (r->end < want) {
+	while (r->end < want && !r->ds && !r->file_eof) {
+		/* plain run: straight into the buffer, as much as it holds */
+		ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return jo_err_set(err, JO_EIO, "extsort: read run %u: %s", r->run,
+					  strerror(errno));
+		r->file_eof = n == 0;
+		r->end += (size_t)n;
+	}
+	while (r->end < want && r->ds) {
 		if (r->zin.pos == r->zin.size) {
 			if (r->file_eof)
 				break;
@@ -533,7 +567,8 @@ static int reader_fill(struct xs_reader *r, size_t want, struct jo_err *err)
 		r->end = out.pos;
 		r->last_ret = ret;
 	}
-	if (r->end < want && r->file_eof && r->last_ret != 0 && r->end > 0)
+	/* a plain run's end mark may be all that is left: reader_next judges */
+	if (r->ds && r->end < want && r->file_eof && r->last_ret != 0 && r->end > 0)
 		return jo_err_set(err, JO_EPROTO, "extsort: run %u truncated", r->run);
 	return 0;
 }
@@ -550,18 +585,15 @@ static int reader_next(struct xs_reader *r, struct jo_err *err)
 			return jo_err_set(err, JO_EPROTO, "extsort: run %u truncated", r->run);
 		return 0;
 	}
-	size_t len = 0, hn = 0;
-	unsigned shift = 0;
+	uint64_t len;
+	size_t hn = jo_get_uvarint(r->buf + r->pos, r->end - r->pos, &len);
 
-	for (;;) {
-		if (r->pos + hn >= r->end || hn >= 10)
-			return jo_err_set(err, JO_EPROTO, "extsort: run %u: bad record header", r->run);
-		uint8_t c = r->buf[r->pos + hn++];
-
-		len |= (size_t)(c & 0x7f) << shift;
-		shift += 7;
-		if (!(c & 0x80))
-			break;
+	if (!hn)
+		return jo_err_set(err, JO_EPROTO, "extsort: run %u: bad record header", r->run);
+	if (len == 0 && !r->ds && r->last_ret != 0) {
+		r->pos += hn; /* a plain run's end mark */
+		r->last_ret = 0;
+		return 0;
 	}
 	if (len == 0 || len > XS_MAX_REC)
 		return jo_err_set(err, JO_EPROTO, "extsort: run %u: bad record length", r->run);
@@ -636,7 +668,7 @@ static int merge_open(struct jo_xsort *s, size_t first, size_t n, struct xs_read
 	for (size_t i = nh / 2; i-- > 0;)
 		heap_down(s, rd, h, nh, i);
 	*nheap_out = nh;
-	size_t mem = n * XS_READER_COST;
+	size_t mem = n * s->reader_cost;
 
 	if (mem > s->st.peak_mem)
 		s->st.peak_mem = mem;
@@ -722,8 +754,10 @@ int jo_xsort_new(struct jo_xsort **out, const struct jo_xsort_opts *opts, struct
 	if (s->mem_limit < XS_MIN_MEM)
 		s->mem_limit = XS_MIN_MEM;
 	s->threaded = opts->threads > 1;
+	s->plain = opts->plain_runs;
+	s->reader_cost = s->plain ? XS_PLAIN_READER_COST : XS_READER_COST;
 	/* zstd context and staging buffers come out of the budget too */
-	size_t fixed = XS_CCTX_COST + 2 * XS_IO_BUF;
+	size_t fixed = (s->plain ? 0 : XS_CCTX_COST) + 2 * XS_IO_BUF;
 	size_t avail = s->mem_limit > fixed + XS_MIN_MEM / 2 ? s->mem_limit - fixed : XS_MIN_MEM / 2;
 
 	s->buf_max = s->threaded ? avail / 2 : avail;
@@ -733,13 +767,19 @@ int jo_xsort_new(struct jo_xsort **out, const struct jo_xsort_opts *opts, struct
 	s->level = opts->zstd_level > 0 ? opts->zstd_level : 1;
 	s->pending = -1;
 	s->tmp_parent = strdup(opts->tmp_dir && *opts->tmp_dir ? opts->tmp_dir : "/tmp");
-	s->cctx = ZSTD_createCCtx();
-	s->cout_cap = ZSTD_CStreamOutSize();
-	s->cout = malloc(s->cout_cap);
 	s->stage = malloc(XS_IO_BUF);
-	if (!s->tmp_parent || !s->cctx || !s->cout || !s->stage) {
+	if (!s->plain) {
+		s->cctx = ZSTD_createCCtx();
+		s->cout_cap = ZSTD_CStreamOutSize();
+		s->cout = malloc(s->cout_cap);
+	}
+	if (!s->tmp_parent || !s->stage || (!s->plain && (!s->cctx || !s->cout))) {
 		jo_xsort_free(s);
 		return jo_err_set(err, JO_ENOMEM, "extsort: out of memory");
+	}
+	if (s->plain) {
+		*out = s;
+		return 0;
 	}
 	ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_compressionLevel, s->level);
 	ZSTD_CCtx_setParameter(s->cctx, ZSTD_c_windowLog, XS_WINDOW_LOG);
@@ -900,8 +940,8 @@ static size_t merge_mem(const struct jo_xsort *s)
 		return s->mem_limit;
 	size_t m = (s->threaded ? 2 : 1) * s->buf_budget;
 
-	if (m < XS_MIN_FANIN * XS_READER_COST)
-		m = XS_MIN_FANIN * XS_READER_COST;
+	if (m < XS_MIN_FANIN * s->reader_cost)
+		m = XS_MIN_FANIN * s->reader_cost;
 	return m < s->mem_limit ? m : s->mem_limit;
 }
 
@@ -943,7 +983,7 @@ int jo_xsort_finish(struct jo_xsort *s, struct jo_err *err)
 	buf_release(&s->bufs[0]);
 	buf_release(&s->bufs[1]);
 
-	size_t fanin = merge_mem(s) / XS_READER_COST;
+	size_t fanin = merge_mem(s) / s->reader_cost;
 
 	if (fanin < 2)
 		fanin = 2;

@@ -4,7 +4,8 @@
  *
  * Records are opaque byte strings (1 byte .. 64 MiB). They are buffered in
  * memory until the budget is reached, then the buffer is sorted and written
- * as one zstd-compressed run file in a private temp directory (created with
+ * as one run file (zstd-compressed unless opts.plain_runs) in a private
+ * temp directory (created with
  * mkdtemp under opts.tmp_dir). After jo_xsort_finish() the runs are merged
  * with a binary heap (in several passes when there are more runs than the
  * budget allows to open at once) and the records come out one by one through
@@ -34,6 +35,7 @@
 #ifndef JO_EXTSORT_H
 #define JO_EXTSORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -51,6 +53,11 @@ struct jo_xsort_opts {
 	void *cmp_payload;
 	int zstd_level;           /* run compression level (default 1) */
 	int threads;              /* >1: sort/write runs in a background thread */
+	/* runs written as they are, not compressed: a fraction of the CPU
+	 * (compressing and reading back a zstd run costs more than sorting
+	 * it), a few times the temp space, and a merge reader needs 16 KiB
+	 * instead of about 600 */
+	bool plain_runs;
 };
 #define JO_XSORT_OPTS_INIT { .mem_limit = 256u << 20, .zstd_level = 1, .threads = 1 }
 

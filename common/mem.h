@@ -12,6 +12,7 @@
  * records this process wrote itself.
  */
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -61,6 +62,34 @@ static inline void jo_put_le64(uint8_t *p, uint64_t v)
 {
 	jo_put_le32(p, (uint32_t)v);
 	jo_put_le32(p + 4, (uint32_t)(v >> 32));
+}
+
+/* Unsigned LEB128: 7 bits a byte, low first, high bit = more; <= 10 bytes. */
+static inline size_t jo_put_uvarint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v > 0x7f) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+/* Read one from p[0..len): the bytes it took, or 0 if cut short or too long. */
+static inline size_t jo_get_uvarint(const uint8_t *p, size_t len, uint64_t *v)
+{
+	uint64_t r = 0;
+
+	for (size_t i = 0; i < len && i < 10; i++) {
+		r |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (!(p[i] & 0x80)) {
+			*v = r;
+			return i + 1;
+		}
+	}
+	return 0;
 }
 
 static inline uint64_t jo_read64(const void *p)

@@ -21,7 +21,7 @@
  *      the sets of the registered sessions (jo_meta_scan_sustained_registered);
  *   6. opts.in_snapshot, if set (more reads in the same snapshot).
  * The path rows, the attributes and the chunk figures are then each sorted
- * by inode (extsort, zstd runs under opts.tmp_dir) and merged: no map of the
+ * by inode (extsort, plain runs under opts.tmp_dir) and merged: no map of the
  * volume is held in memory.
  *
  * Rows come out in inode order, and the rows of one inode (its hard links)
@@ -113,7 +113,7 @@ struct jo_walk_stats {
 	uint64_t vanished;      /* paths whose inode had no attributes (removed mid-walk) */
 	uint64_t extra_paths;   /* paths beyond an inode's link count (moved mid-walk) */
 	uint64_t chunks_read;   /* chunk lists scanned */
-	uint64_t tmp_bytes;     /* compressed bytes the sorts wrote to disk */
+	uint64_t tmp_bytes;     /* bytes the sorts wrote to disk (plain runs) */
 	size_t peak_sort_mem;   /* the largest sort buffer use, bytes */
 };
 

@@ -95,7 +95,7 @@ static int tables_cb(const struct jo_option *opt, const char *arg, char *why, si
 int cmd_export(int argc, char **argv, struct jo_ctx *ctx)
 {
 	struct export_opts o = { .tables = EXPORT_FILES, .mem_limit = 256u << 20,
-				 .row_group_bytes = 8u << 20 };
+				 .row_group_bytes = 4u << 20 };
 	struct export_result res;
 	struct jo_meta *m = NULL;
 	struct jo_format fmt = { 0 };

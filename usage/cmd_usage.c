@@ -189,6 +189,7 @@ static int since_load(struct since *sn, const char *path, const struct usage_opt
 		return jo_err_set(err, JO_ENOTFOUND, "--since %s: cannot open it", path);
 	xo.mem_limit = o->mem_limit / 8;
 	xo.tmp_dir = o->tmp_dir;
+	xo.plain_runs = true;
 	xo.cmp = since_cmp;
 	if ((rc = jo_xsort_new(&sn->s, &xo, err)) != 0)
 		goto out;

@@ -611,6 +611,7 @@ int usage_run(struct jo_meta *m, const struct usage_opts *o, struct usage_report
 			return jo_err_set(err, JO_ENOMEM, "out of memory");
 	}
 	xo.tmp_dir = o->tmp_dir;
+	xo.plain_runs = true; /* as the walk's: CPU before temp space */
 	xo.mem_limit = mem / 4;
 	if ((rc = jo_xsort_new(&f.s1, &xo, err)) != 0)
 		goto out;

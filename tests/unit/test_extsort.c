@@ -118,6 +118,9 @@ static void free_records(struct rec *r, size_t n)
 	free(r);
 }
 
+/* Sorts made by check_sorted() and new_sort() write plain runs (opts.plain_runs). */
+static bool plain;
+
 /* Sort recs with extsort and check the output equals qsort's, record by record. */
 static void check_sorted(struct rec *recs, size_t n, size_t mem, int threads,
 			 struct jo_xsort_stats *st_out)
@@ -132,6 +135,7 @@ static void check_sorted(struct rec *recs, size_t n, size_t mem, int threads,
 	o.mem_limit = mem;
 	o.tmp_dir = tmpdir;
 	o.threads = threads;
+	o.plain_runs = plain;
 	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
 	for (size_t k = 0; k < n; k++)
 		assert_int_equal(jo_xsort_add(s, recs[k].p, recs[k].len, &err), 0);
@@ -376,6 +380,7 @@ static struct jo_xsort *new_sort(size_t mem, const char *dir)
 
 	o.mem_limit = mem;
 	o.tmp_dir = dir;
+	o.plain_runs = plain;
 	assert_int_equal(jo_xsort_new(&s, &o, &err), 0);
 	return s;
 }
@@ -439,6 +444,74 @@ static void extsort_truncated_run_is_an_error(void **state)
 	jo_xsort_free(s);
 }
 
+/*
+ * Plain runs: the same order as qsort's, threaded or not; a merge reader
+ * costs 16 KiB, so the 30-odd runs of 1-2 MiB buffers meet in one merge, where
+ * zstd runs in the same memory need intermediate passes.
+ */
+static void extsort_plain_runs_sort_in_one_merge(void **state)
+{
+	(void)state;
+	struct jo_xsort_stats zst = sort_random(7, 700000, 60, 256, 2u << 20, 1);
+
+	plain = true;
+	struct jo_xsort_stats st = sort_random(7, 700000, 60, 256, 2u << 20, 1);
+
+	assert_true(zst.merge_passes > 0);
+	assert_true(st.runs > 32);
+	assert_int_equal(st.merge_passes, 0);
+	assert_true(st.peak_mem <= (2u << 20));
+	/* plain: the temp bytes are the records and their length headers */
+	assert_true(st.tmp_bytes >= st.bytes + st.records);
+	sort_random(99, 200000, 40, 3, 2u << 20, 2);
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		rng_state = seed * 0x9E3779B97F4A7C15ULL;
+		size_t n = rnd() % 60000;
+		size_t maxlen = 1 + rnd() % 300;
+		unsigned alpha = 1 + (unsigned)(rnd() % 256);
+		struct rec *r = make_records(n, maxlen, alpha);
+
+		check_sorted(r, n, 1u << 20, 1 + (int)(seed % 2), NULL);
+		free_records(r, n);
+	}
+	plain = false;
+}
+
+/* A plain run cut anywhere, even right before its end mark, is EPROTO. */
+static void extsort_plain_run_cut_is_an_error(void **state)
+{
+	(void)state;
+	for (int cut_last = 0; cut_last <= 1; cut_last++) {
+		struct jo_err err = { 0 };
+		struct jo_xsort *s;
+		char rec[64], path[512];
+		struct stat sb;
+		const void *p;
+		size_t len;
+		int rc;
+
+		plain = true;
+		s = new_sort(1u << 20, tmpdir);
+		plain = false;
+		rng_state = 3;
+		for (size_t i = 0; i < 60000; i++) {
+			snprintf(rec, sizeof(rec), "%016llx", (unsigned long long)rnd());
+			assert_int_equal(jo_xsort_add(s, rec, strlen(rec), &err), 0);
+		}
+		snprintf(path, sizeof(path), "%s/run-0.run", jo_xsort_tmp_path(s));
+		assert_int_equal(stat(path, &sb), 0);
+		/* 16-byte records with a 1-byte header: cut after a whole record */
+		assert_int_equal(truncate(path, cut_last ? sb.st_size - 1 : 17 * 1000 + 5), 0);
+		rc = jo_xsort_finish(s, &err);
+		if (rc == 0)
+			while ((rc = jo_xsort_next(s, &p, &len, &err)) == 1)
+				;
+		assert_int_equal(rc, JO_EPROTO);
+		assert_non_null(strstr(err.msg, "run 0"));
+		jo_xsort_free(s);
+	}
+}
+
 static void extsort_bad_tmp_dir_fails_cleanly(void **state)
 {
 	(void)state;
@@ -474,6 +547,8 @@ int main(void)
 		FIXTURE_TEST(extsort_cancel_stops_and_removes_temp_files),
 		FIXTURE_TEST(extsort_truncated_run_is_an_error),
 		FIXTURE_TEST(extsort_bad_tmp_dir_fails_cleanly),
+		FIXTURE_TEST(extsort_plain_runs_sort_in_one_merge),
+		FIXTURE_TEST(extsort_plain_run_cut_is_an_error),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -33,6 +33,20 @@ struct redisReply *jo_rd_command_argv(struct jo_meta *m, int argc, const char **
 int jo_rd_append(struct jo_meta *m, const char *fmt, ...);
 /* jo_rd_append of a command given as argv (keys carry the prefix already). */
 int jo_rd_append_argv(struct jo_meta *m, int argc, const char **argv, const size_t *lens);
+
+/* v in decimal at p (no NUL, room: 20); its length. */
+static inline size_t jo_rd_put_dec(char *p, uint64_t v)
+{
+	char t[20];
+	size_t n = 0;
+
+	do
+		t[n++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	for (size_t i = 0; i < n; i++)
+		p[i] = t[n - 1 - i];
+	return n;
+}
 int jo_rd_get_reply(struct jo_meta *m, struct redisReply **out);
 /*
  * A jo_rd_append failed after `appended` others of its pipeline: drop the

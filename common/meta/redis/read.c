@@ -118,26 +118,12 @@ static int keys_reserve(void *a, size_t asz, void *b, size_t bsz, size_t *cap, s
 	return 0;
 }
 
-/* v in decimal at p (no NUL); its length. */
-static size_t put_dec(char *p, uint64_t v)
-{
-	char t[20];
-	size_t n = 0;
-
-	do
-		t[n++] = (char)('0' + v % 10);
-	while ((v /= 10) != 0);
-	for (size_t i = 0; i < n; i++)
-		p[i] = t[n - 1 - i];
-	return n;
-}
-
 /* "<prefix><c><v>" at p (room: plen + 21); its length. */
 static size_t put_key(char *p, const char *pfx, size_t plen, char c, uint64_t v)
 {
 	memcpy(p, pfx, plen);
 	p[plen] = c;
-	return plen + 1 + put_dec(p + plen + 1, v);
+	return plen + 1 + jo_rd_put_dec(p + plen + 1, v);
 }
 
 static int r_open(struct jo_meta *m, struct jo_err *err)
@@ -675,7 +661,7 @@ static int r_read_chunks(struct jo_meta *m, const struct jo_meta_chunk_req *reqs
 			size_t lens[4] = { 6, 0, 1, 2 };
 
 			key[kl++] = '_';
-			lens[1] = kl + put_dec(key + kl, next);
+			lens[1] = kl + jo_rd_put_dec(key + kl, next);
 			if (jo_rd_append_argv(m, 4, argv, lens) != REDIS_OK) {
 				rc = jo_rd_append_failed(m, k, err, "LRANGE pipeline");
 				break;
