@@ -59,6 +59,36 @@ static int gct_mkdtemp(char *buf, size_t cap, const char *tag)
 }
 
 /* 0 started, 77 no redis-server (skip), -1 failure. */
+/* Whether the server answering on port is process pid (INFO's process_id). */
+static int gct_redis_is(int port, pid_t pid)
+{
+	redisContext *c = redisConnect("127.0.0.1", port);
+	redisReply *rep;
+	char want[40];
+	int ok = 0;
+
+	if (!c || c->err) {
+		if (c)
+			redisFree(c);
+		return 0;
+	}
+	rep = redisCommand(c, "INFO server");
+	snprintf(want, sizeof(want), "\nprocess_id:%d\r", (int)pid);
+	if (rep && rep->type == REDIS_REPLY_STRING)
+		ok = strstr(rep->str, want) != NULL;
+	if (rep)
+		freeReplyObject(rep);
+	redisFree(c);
+	return ok;
+}
+
+/*
+ * A redis-server of this test on a free port from JO_TEST_REDIS_PORT (default
+ * 6404) up: 0, 77 without redis-server, -1 on failure. Tests run in parallel
+ * (ctest -j) may pick the same free port at once: only the server that
+ * answers as our own child counts, and a child that lost the port to
+ * another test's server makes us try the next one.
+ */
 static int gct_redis_start(struct gct_redis *r)
 {
 	const char *env = getenv("JO_TEST_REDIS_PORT");
@@ -67,45 +97,40 @@ static int gct_redis_start(struct gct_redis *r)
 	memset(r, 0, sizeof(*r));
 	if (system("command -v redis-server >/dev/null 2>&1") != 0)
 		return 77;
-	for (int i = 0; i < 20 && gct_port_busy(port); i++)
-		port++;
-	if (gct_port_busy(port))
-		return -1;
 	if (gct_mkdtemp(r->dir, sizeof(r->dir), "gcredis"))
 		return -1;
-	r->port = port;
-	r->pid = fork();
-	if (r->pid == 0) {
-		char ps[16];
-		int devnull = open("/dev/null", O_WRONLY);
+	for (int tries = 0; tries < 40; tries++, port++) {
+		if (gct_port_busy(port))
+			continue;
+		r->port = port;
+		r->pid = fork();
+		if (r->pid == 0) {
+			char ps[16];
+			int devnull = open("/dev/null", O_WRONLY);
 
-		if (devnull >= 0) {
-			dup2(devnull, 1);
-			dup2(devnull, 2);
+			if (devnull >= 0) {
+				dup2(devnull, 1);
+				dup2(devnull, 2);
+			}
+			snprintf(ps, sizeof(ps), "%d", port);
+			execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1",
+			       "--save", "", "--appendonly", "no", "--dir", r->dir, (char *)NULL);
+			_exit(127);
 		}
-		snprintf(ps, sizeof(ps), "%d", port);
-		execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
-		       "--appendonly", "no", "--dir", r->dir, (char *)NULL);
-		_exit(127);
-	}
-	if (r->pid < 0)
-		return -1;
-	for (int i = 0; i < 100; i++) {
-		redisContext *c = redisConnect("127.0.0.1", port);
-
-		if (c && !c->err) {
-			redisReply *rep = redisCommand(c, "PING");
-			int ok = rep && rep->type == REDIS_REPLY_STATUS;
-
-			if (rep)
-				freeReplyObject(rep);
-			redisFree(c);
-			if (ok)
+		if (r->pid < 0)
+			return -1;
+		for (int i = 0; i < 100; i++) {
+			if (gct_redis_is(port, r->pid))
 				return 0;
-		} else if (c) {
-			redisFree(c);
+			if (waitpid(r->pid, NULL, WNOHANG) == r->pid)
+				break; /* it lost the port: the next one */
+			usleep(50000);
 		}
-		usleep(50000);
+		if (r->pid > 0 && waitpid(r->pid, NULL, WNOHANG) == 0) {
+			kill(r->pid, SIGKILL);
+			waitpid(r->pid, NULL, 0);
+		}
+		r->pid = 0;
 	}
 	return -1;
 }
