@@ -271,6 +271,8 @@ gc_run_killed() {
 # item, the master's name, has no port; a Cluster's nodes otherwise).
 gc_redis_mode() {
 	local hp=${1#redis://}
+	hp=${hp#rediss://}
+	hp=${hp%%\?*}
 	hp=${hp%/*}
 	hp=${hp##*@}
 	case $hp in
@@ -290,12 +292,23 @@ gc_redis_key() {
 # asked with SENTINEL_PASSWORD, as juicefs does) or a Cluster (redirections
 # followed; keys named by gc_redis_key). A password in META goes in
 # REDISCLI_AUTH; without one, the caller's REDISCLI_AUTH (if any) is used.
+# A rediss:// META goes over TLS with the CA of its tls-ca-cert-file.
 gc_redis_cli() {
-	local meta=$1 hp db mode s addr=
-	local -a env=() sauth=()
+	local meta=$1 hp db mode s addr= q
+	local -a env=() sauth=() tls=()
 	shift
 	mode=$(gc_redis_mode "$meta")
+	case $meta in
+	rediss://*\?*)
+		q=${meta#*\?}
+		q=$(echo "$q" | tr '&' '\n' | sed -n 's/^tls-ca-cert-file=//p')
+		tls=(--tls ${q:+--cacert "$q"})
+		meta=${meta%%\?*}
+		;;
+	rediss://*) tls=(--tls) ;;
+	esac
 	hp=${meta#redis://}
+	hp=${hp#rediss://}
 	db=${hp##*/}
 	hp=${hp%/*}
 	case $hp in *@*) s=${hp%@*} && env=(env "REDISCLI_AUTH=${s#*:}") ;; esac
@@ -317,7 +330,7 @@ gc_redis_cli() {
 		case $addr in *:[0-9]*) hp=$addr ;; *) jo_die "gc_redis_cli: no sentinel of $hp names the master" ;; esac
 		;;
 	esac
-	"${env[@]}" redis-cli -h "${hp%:*}" -p "${hp##*:}" -n "$db" "$@"
+	"${env[@]}" redis-cli "${tls[@]}" -h "${hp%:*}" -p "${hp##*:}" -n "$db" "$@"
 }
 
 # gc_age_delslices META SECONDS: move every delayed-slice timestamp back.
@@ -330,7 +343,7 @@ gc_age_delslices() {
 	etcd://*)
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" age-delslices "$meta" "$secs"
 		;;
-	redis://*)
+	redis://* | rediss://*)
 		gc_redis_cli "$meta" EVAL "
 for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
   local v = redis.call('HGET', KEYS[1], f)
@@ -353,7 +366,7 @@ gc_trash_entries() {
 	etcd://*)
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" trash-entries "$meta"
 		;;
-	redis://*)
+	redis://* | rediss://*)
 		# entry values are [type u8][inode u64 BE]: hex from Lua (its numbers are doubles)
 		local n=0 h
 		for h in $(gc_redis_cli "$meta" EVAL "local r = {}
@@ -398,7 +411,7 @@ gc_age_trash() {
 	etcd://*)
 		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" age-trash "$meta" "$secs"
 		;;
-	redis://*)
+	redis://* | rediss://*)
 		local trash
 		trash=$(gc_redis_key "$meta" d$((0x7FFFFFFF10000000)))
 		for old in $(gc_redis_cli "$meta" HKEYS "$trash"); do
