@@ -174,8 +174,10 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	[ "$(summary "$JO_T/r1-$e.json" restored)" = 10 ] || { cat "$JO_T/r1-$e.json" >&2; jo_die "$e: /p: expected 10 restored"; }
 	# a tree split over two hours (the child at the old one, its parents at
 	# the new), by workers: a plan, one worker SIGKILLed once it restored
-	# something (in the middle of its work), two more once its lease (2 s)
-	# ran out; a last one finds nothing left
+	# something (in the middle of its work), two more at once, while its
+	# lease (2 s) still holds the task it had: they wait for it to run out
+	# and redo that task (they ended with it still leased, and a last worker
+	# found no task while entries were left); a last one finds nothing left
 	restore "$JO_T/r2-$e.json" --path /q --plan
 	[ "$(summary "$JO_T/r2-$e.json" planned)" = 307 ] || { tail -n 1 "$JO_T/r2-$e.json" >&2; jo_die "$e: /q: expected 307 planned"; }
 	# the worker's every write (to its engine, its audit file) held 5 ms by
@@ -199,7 +201,6 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	left=$(summary "$JO_T/lsk-$e.json" entries)
 	[ "$left" -gt 0 ] && [ "$left" -lt 307 ] || jo_die "$e: the SIGKILL did not land mid-restore ($left of 307 left)"
 	jo_log "$e: worker SIGKILLed with $left of 307 entries left"
-	sleep 3
 	for w in 1 2; do
 		restore "$JO_T/w$w-$e.json" --worker --lease 2s &
 		eval "wpid$w=\$!"
