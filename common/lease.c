@@ -189,9 +189,10 @@ int jo_lease_claim(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *ou
 int jo_lease_claim_wait(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *out,
 			struct jo_err *err)
 {
-	/* a lease's tenth, within [100 ms, 1 s]: a dead worker's task is taken
-	 * soon after its lease runs out, without a claim a few ms apart */
-	int64_t pause = l->lease_ms / 10 < 100 ? 100 : l->lease_ms / 10 > 1000 ? 1000 : l->lease_ms / 10;
+	/* a lease's twentieth, within [50, 250] ms: the last workers end soon
+	 * after the last task is done, a dead worker's task is taken soon after
+	 * its lease runs out, and the waiting costs two requests a pause */
+	int64_t pause = l->lease_ms / 20 < 50 ? 50 : l->lease_ms / 20 > 250 ? 250 : l->lease_ms / 20;
 	bool said = false;
 
 	for (;;) {

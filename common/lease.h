@@ -61,9 +61,10 @@ int jo_lease_claim(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *ou
 /*
  * jo_lease_claim, and when no task is claimable while some are still
  * recorded (leased by other workers: working, stalled, or dead and waiting
- * for their lease to run out), wait for them: claim again every so often
- * until one is claimable or none is left. JO_ENOTFOUND only when the
- * namespace holds no task at all; JO_ECANCELED when cancelled meanwhile.
+ * for their lease to run out), wait for them: claim again every twentieth
+ * of the lease (50 to 250 ms) until one is claimable or none is left.
+ * JO_ENOTFOUND only when the namespace holds no task at all; JO_ECANCELED
+ * when cancelled meanwhile.
  */
 int jo_lease_claim_wait(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *out,
 			struct jo_err *err);
