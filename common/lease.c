@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common/cancel.h"
+#include "common/cluster.h"
 #include "common/err.h"
 #include "common/log.h"
 #include "common/meta/meta.h"
@@ -184,6 +185,38 @@ int jo_lease_claim(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *ou
 	pthread_cond_broadcast(&l->cv);
 	pthread_mutex_unlock(&l->mu);
 	return 0;
+}
+
+int jo_lease_claim_wait(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *out,
+			struct jo_err *err)
+{
+	/* a lease's twentieth, within [50, 250] ms: the last workers end soon
+	 * after the last task is done, a dead worker's task is taken soon after
+	 * its lease runs out, and the waiting costs two requests a pause */
+	int64_t pause = l->lease_ms / 20 < 50 ? 50 : l->lease_ms / 20 > 250 ? 250 : l->lease_ms / 20;
+	bool said = false;
+
+	for (;;) {
+		int64_t total = 0, leased = 0;
+		int rc = jo_lease_claim(l, m, out, err);
+
+		if (rc != JO_ENOTFOUND)
+			return rc;
+		jo_err_clear(err);
+		if ((rc = jo_mut_task_count(m, l->ns, &total, &leased, err)) != 0)
+			return rc;
+		if (total == 0)
+			return jo_err_set(err, JO_ENOTFOUND, "no task left");
+		if (!said) {
+			jo_info("%s: %lld task%s leased by other workers: waiting until they are "
+				"done or their lease runs out", l->ns, (long long)total,
+				total == 1 ? "" : "s");
+			said = true;
+		}
+		jo_cl_sleep_ms(pause);
+		if (jo_cancelled())
+			return jo_err_set(err, JO_ECANCELED, "interrupted");
+	}
 }
 
 bool jo_lease_valid(struct jo_lease *l)

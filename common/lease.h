@@ -66,6 +66,16 @@ void jo_lease_free(struct jo_lease *l);
  */
 int jo_lease_claim(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *out,
 		   struct jo_err *err);
+/*
+ * jo_lease_claim, and when no task is claimable while some are still
+ * recorded (leased by other workers: working, stalled, or dead and waiting
+ * for their lease to run out), wait for them: claim again every twentieth
+ * of the lease (50 to 250 ms) until one is claimable or none is left.
+ * JO_ENOTFOUND only when the namespace holds no task at all; JO_ECANCELED
+ * when cancelled meanwhile.
+ */
+int jo_lease_claim_wait(struct jo_lease *l, struct jo_meta *m, struct jo_mut_task *out,
+			struct jo_err *err);
 /* True while the held task is certainly ours. */
 bool jo_lease_valid(struct jo_lease *l);
 /* Force a renewal now (used after a long step). JO_ECONFLICT when lost. */

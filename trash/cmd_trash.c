@@ -1636,7 +1636,9 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 		size_t rec_at = 0, nb = 0;
 		bool lost = false;
 
-		rc = jo_lease_claim(lease, m, &task, err);
+		/* until no task is left: one another worker gave up, or a dead
+		 * worker's once its lease runs out, is worked here */
+		rc = jo_lease_claim_wait(lease, m, &task, err);
 		if (rc == JO_ENOTFOUND) {
 			jo_err_clear(err);
 			rc = 0;
@@ -1684,9 +1686,13 @@ static int trash_worker_run(struct jo_meta *m, const struct trash_restore_opts *
 				lost = true;
 				rc = 0;
 			}
-		} else if (!lost) {
+		} else {
 			struct jo_err e2 = { 0 };
 
+			/* given back at once, also when its lease is no longer
+			 * certain (the release is refused if another worker has
+			 * it): left leased, no other worker would take it before
+			 * the lease runs out */
 			(void)jo_lease_release(lease, m, &e2);
 		}
 		if (lost)

@@ -44,6 +44,87 @@ quota_exact() {
 		grep -q "is consistent" "$JO_T/qcheck-$e.log" ||
 		{ cat "$JO_T/qcheck-$e.log" >&2; jo_die "$e: the quota of $1 is not consistent${2:+ $2}"; }
 }
+# trash_tasks: the tasks and records of namespace "trash" as the engine holds
+# them (and, on Sentinel, each data node's replication offsets)
+trash_tasks() {
+	local k id p
+	case $meta in
+	redis://*)
+		k=$(gc_redis_key "$meta" jfsops:trash:)
+		echo "queue (task, lease expiry on the server's clock in ms; server time: $(gc_redis_cli "$meta" TIME | paste -sd.)):"
+		gc_redis_cli "$meta" ZRANGE "${k}queue" 0 -1 WITHSCORES | paste - -
+		for id in $(gc_redis_cli "$meta" ZRANGE "${k}queue" 0 -1); do
+			echo "task $id (kind owner expire attempts created): $(gc_redis_cli "$meta" HMGET "${k}task:$id" kind owner expire attempts created | paste -sd' ')"
+			gc_redis_cli "$meta" HGET "${k}task:$id" items | head -n 5
+		done
+		echo "items held by a task: $(gc_redis_cli "$meta" HLEN "${k}items")"
+		gc_redis_cli "$meta" HGETALL "${k}items" | paste - - | head -n 20
+		echo "records: $(gc_redis_cli "$meta" HKEYS "${k}rec" | paste -sd' ')"
+		[ "$(gc_redis_mode "$meta")" != sentinel ] || for p in $JO_RS_PORTS; do
+			echo "data node $p: $(jo_rs_cli "$p" info replication | tr -d '\r' |
+				grep -E '^(role|master_link_status|slave0|master_repl_offset|slave_repl_offset)' | paste -sd' ')"
+		done
+		;;
+	sqlite3://* | postgres://* | mysql://*)
+		for k in task item rec; do
+			echo "jfsops_trash_$k:"
+			"$JO_VENV/bin/python" "$JO_REPO/tests/tools/sqlmeta.py" sql "$meta" \
+				"SELECT * FROM jfsops_trash_$k" 2>&1 | cut -c1-300 | head -n 20
+		done
+		;;
+	etcd://*)
+		"$JO_VENV/bin/python" "$JO_REPO/tests/tools/kvmeta.py" keys "$meta" jfsops/trash/ 2>&1 |
+			cut -c1-300 | head -n 40
+		;;
+	esac
+}
+# restore_postmortem WHY: what the workers of /q said and left (their
+# summaries, stderr, what they did with each entry still listed, the audit
+# lines not "ok", the task table) on stderr, then jo_die WHY
+restore_postmortem() {
+	local w f
+	set +e # all of it, whatever fails: the script dies at the end
+	{
+		echo "---- post-mortem of the /q workers ($e) ----"
+		# wk: the SIGKILLed one (its output cut where it was killed)
+		for w in wk w1 w2 w3; do
+			f=$JO_T/$w-$e.json
+			[ "$w" != wk ] || f=$JO_T/wk-$e.txt
+			[ -f "$f" ] || continue
+			echo "worker $w: $(grep -c '"type":"restore"' "$f") entry lines," \
+				"$(grep -c '"action":"skip"' "$f") skipped; summary:"
+			grep -v '"type":"restore"' "$f" | tail -n 2
+			grep '"action":"skip"' "$f" | head -n 10
+			[ ! -s "$f.err" ] || { echo "worker $w stderr:"; tail -n 20 "$f.err"; }
+		done
+		echo "audit lines of /q: $(grep -c '"key":"/q' "$JO_T/audit-$e.jsonl" || true); not ok:"
+		grep '"key":"/q' "$JO_T/audit-$e.jsonl" | grep -v '"result":"ok"' | head -n 10
+		if [ -f "$JO_T/lsq-$e.json" ]; then
+			echo "still in the trash, and what each worker printed for its inode:"
+			python3 - "$JO_T/lsq-$e.json" "$JO_T/wk-$e.txt" "$JO_T/w1-$e.json" \
+				"$JO_T/w2-$e.json" "$JO_T/w3-$e.json" <<-'EOP'
+				import json, os, sys
+				def lines(p):
+				    for l in open(p) if os.path.exists(p) else ():
+				        try:
+				            yield json.loads(l)
+				        except ValueError:
+				            pass  # the killed worker's last line may be cut
+				left = [x for x in lines(sys.argv[1]) if x.get("type") == "entry"]
+				for x in left[:20]:
+				    print(" ", json.dumps(x))
+				    for p in sys.argv[2:]:
+				        for y in lines(p):
+				            if y.get("inode") == x["inode"]:
+				                print("    %s: %s" % (os.path.basename(p), json.dumps(y)))
+			EOP
+		fi
+		echo "task table:"
+		trash_tasks
+		echo "----"
+	} >&2 2>&1
+	jo_die "$1"
+}
 fsck_clean() {
 	"$JUICEFS" fsck --no-agent "$meta" "$@" >"$JO_T/fsck-$e.log" 2>&1 ||
 		{ tail -n 20 "$JO_T/fsck-$e.log" >&2; jo_die "$e: juicefs fsck $* failed"; }
@@ -93,8 +174,10 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	[ "$(summary "$JO_T/r1-$e.json" restored)" = 10 ] || { cat "$JO_T/r1-$e.json" >&2; jo_die "$e: /p: expected 10 restored"; }
 	# a tree split over two hours (the child at the old one, its parents at
 	# the new), by workers: a plan, one worker SIGKILLed once it restored
-	# something (in the middle of its work), two more once its lease (2 s)
-	# ran out; a last one finds nothing left
+	# something (in the middle of its work), two more at once, while its
+	# lease (2 s) still holds the task it had: they wait for it to run out
+	# and redo that task (they ended with it still leased, and a last worker
+	# found no task while entries were left); a last one finds nothing left
 	restore "$JO_T/r2-$e.json" --path /q --plan
 	[ "$(summary "$JO_T/r2-$e.json" planned)" = 307 ] || { tail -n 1 "$JO_T/r2-$e.json" >&2; jo_die "$e: /q: expected 307 planned"; }
 	# the worker's every write (to its engine, its audit file) held 5 ms by
@@ -104,7 +187,7 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	strace -f -o /dev/null -e trace=write,sendto,sendmsg \
 		-e inject=write,sendto,sendmsg:delay_enter=5000 -- \
 		"$JO_BIN" trash restore "$meta" --worker --apply --lease 2s --json \
-		--audit "$JO_T/audit-$e.jsonl" >/dev/null 2>&1 &
+		--audit "$JO_T/audit-$e.jsonl" >"$JO_T/wk-$e.txt" 2>"$JO_T/wk-$e.txt.err" &
 	spid=$!
 	for i in $(seq 1000); do
 		grep -q '"key":"/q' "$JO_T/audit-$e.jsonl" 2>/dev/null && break
@@ -118,18 +201,18 @@ for e in ${JO_ENGINES:-sqlite3 redis postgres mysql etcd}; do
 	left=$(summary "$JO_T/lsk-$e.json" entries)
 	[ "$left" -gt 0 ] && [ "$left" -lt 307 ] || jo_die "$e: the SIGKILL did not land mid-restore ($left of 307 left)"
 	jo_log "$e: worker SIGKILLed with $left of 307 entries left"
-	sleep 3
 	for w in 1 2; do
 		restore "$JO_T/w$w-$e.json" --worker --lease 2s &
 		eval "wpid$w=\$!"
 	done
-	wait "$wpid1" || jo_die "$e: worker 1 failed"
-	wait "$wpid2" || jo_die "$e: worker 2 failed"
+	wait "$wpid1" || restore_postmortem "$e: worker 1 failed"
+	wait "$wpid2" || restore_postmortem "$e: worker 2 failed"
 	restore "$JO_T/w3-$e.json" --worker
 	[ "$(summary "$JO_T/w3-$e.json" tasks)/$(summary "$JO_T/w3-$e.json" restored)" = 0/0 ] ||
-		jo_die "$e: tasks were left after the workers"
+		restore_postmortem "$e: tasks were left after the workers"
 	"$JO_BIN" trash ls "$meta" --json --path /q >"$JO_T/lsq-$e.json" || jo_die "$e: trash ls failed"
-	[ "$(summary "$JO_T/lsq-$e.json" entries)" = 0 ] || jo_die "$e: the workers left /q entries in the trash"
+	[ "$(summary "$JO_T/lsq-$e.json" entries)" = 0 ] ||
+		restore_postmortem "$e: the workers left $(summary "$JO_T/lsq-$e.json" entries) /q entries in the trash"
 	# every batch charged the root's quota in its own transaction: the SIGKILLed
 	# worker's last commit left it exact, with nothing to repair
 	quota_exact / "after the SIGKILLed worker"

@@ -10,6 +10,8 @@ same commands as sqlmeta.py for the SQL engines):
     kvmeta.py digest META
     kvmeta.py gc-items META KIND   jfsops gc task items of KIND (f s d c t)
                                    recorded (keys "jfsops/gc/i/KIND:...")
+    kvmeta.py keys META PREFIX     every key under PREFIX and its value (repr),
+                                   one a line (e.g. "jfsops/trash/": the tasks)
     kvmeta.py pad META N      put N inert keys in the 'A' range (no JuiceFS kind)
     kvmeta.py unpad META      remove them
 
@@ -140,6 +142,10 @@ def gc_items(kv, kind):
     return len(kv.scan(b"jfsops/gc/i/" + kind.encode() + b":"))
 
 
+def keys(kv, prefix):
+    return "\n".join("%r %r" % (k, v) for k, v in kv.scan(prefix.encode()))
+
+
 # command -> (what it does given the store and the arguments after it, print its result)
 COMMANDS = {
     "age-delslices": (lambda kv, a: age_delslices(kv, int(a[0])), False),
@@ -147,6 +153,7 @@ COMMANDS = {
     "trash-entries": (lambda kv, a: trash_entries(kv), True),
     "digest": (lambda kv, a: digest(kv), True),
     "gc-items": (lambda kv, a: gc_items(kv, a[0]), True),
+    "keys": (lambda kv, a: keys(kv, a[0]), True),
     "pad": (lambda kv, a: pad(kv, int(a[0])), False),
     "unpad": (lambda kv, a: unpad(kv), False),
 }

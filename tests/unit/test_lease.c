@@ -712,6 +712,44 @@ static void slots_stop_on_a_failure(void **state)
 	jo_meta_close(m);
 }
 
+/* jo_lease_claim_wait: a task another worker still leases (one that died:
+ * nobody renews it) is waited for and claimed once its lease runs out; with
+ * no task left it returns "not found", at once. */
+static void claim_wait_takes_a_dead_workers_task(void **state)
+{
+	struct jo_meta *m;
+	struct jo_err err = { 0 };
+	const char *a[] = { "f:7:100" };
+	struct jo_lease *l;
+	struct jo_lease_opts lo = { .ns = NS, .owner = "waiter", .lease_ms = 10000 };
+	struct jo_mut_task t, t2;
+	int64_t id, t0;
+	size_t added;
+
+	if (!strncmp(url_of(state), "redis", 5) && !g_have_redis)
+		skip();
+	assert_int_equal(jo_meta_open(&m, url_of(state), &err), 0);
+	assert_int_equal(jo_lease_new(&l, m, &lo, &err), 0);
+	t0 = jo_lease_mono_ms();
+	assert_int_equal(jo_lease_claim_wait(l, m, &t, &err), JO_ENOTFOUND);
+	assert_true(jo_lease_mono_ms() - t0 < 1000);
+	assert_int_equal(jo_mut_task_add(m, NS, "file", a, 1, &id, &added, &err), 0);
+	assert_int_equal(jo_mut_task_claim(m, NS, "dead", 700, &t2, &err), 0);
+	jo_mut_task_release_mem(&t2);
+	/* a plain claim gives up; the waiting one gets it after the lease */
+	assert_int_equal(jo_lease_claim(l, m, &t, &err), JO_ENOTFOUND);
+	t0 = jo_lease_mono_ms();
+	assert_int_equal(jo_lease_claim_wait(l, m, &t, &err), 0);
+	assert_true(jo_lease_mono_ms() - t0 >= 400);
+	assert_int_equal(t.id, id);
+	assert_int_equal(t.attempts, 2);
+	jo_mut_task_release_mem(&t);
+	assert_int_equal(jo_lease_complete(l, m, &err), 0);
+	assert_int_equal(jo_lease_claim_wait(l, m, &t, &err), JO_ENOTFOUND);
+	jo_lease_free(l);
+	jo_meta_close(m);
+}
+
 #define BOTH(fn) \
 	cmocka_unit_test_setup(fn, redis_state), cmocka_unit_test_setup(fn, sqlite_state)
 
@@ -729,6 +767,7 @@ int main(void)
 		BOTH(a_namespace_never_used_has_no_task),
 		BOTH(slots_work_tasks_at_once),
 		BOTH(slots_stop_on_a_failure),
+		BOTH(claim_wait_takes_a_dead_workers_task),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
