@@ -263,12 +263,62 @@ static int rename_noreplace(int dfd, const char *from, const char *to)
 	return 0;
 }
 
+int jo_file_scratch(struct jo_file **out, const char *dir, unsigned flags, struct jo_err *err)
+{
+	struct jo_file *f = calloc(1, sizeof(*f));
+	int rc = 0;
+
+	*out = NULL;
+	if (!f || !(f->path = malloc(strlen(dir) + 16))) {
+		free(f);
+		return jo_err_set(err, JO_ENOMEM, "out of memory");
+	}
+	f->dfd = -1;
+	sprintf(f->path, "%s/(scratch)", dir);
+	f->tmp_path = f->path;
+	f->fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (f->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
+		/* no O_TMPFILE here: a random name, created exclusively, unlinked at once */
+		char name[TEMP_RAND + 17] = ".jfsops-scratch.";
+		int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		for (int tries = 0; dfd >= 0 && f->fd < 0 && tries <= TEMP_TRIES; tries++) {
+			random_chars(name + 16, TEMP_RAND);
+			name[16 + TEMP_RAND] = '\0';
+			f->fd = openat(dfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NOCTTY |
+				       O_CLOEXEC, 0600);
+			if (f->fd < 0 && errno != EEXIST)
+				break;
+		}
+		if (f->fd >= 0)
+			(void)unlinkat(dfd, name, 0);
+		if (dfd >= 0)
+			close(dfd);
+	}
+	if (f->fd < 0)
+		rc = jo_err_set(err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO, "cannot create a scratch "
+				"file in '%s': %s", dir, strerror(errno));
+	else if (fchmod(f->fd, 0600) != 0)
+		rc = jo_err_set(err, JO_EIO, "chmod a scratch file in '%s': %s", dir, strerror(errno));
+	else if ((flags & JO_FILE_STDIO) && !(f->fp = fdopen(f->fd, "w+")))
+		rc = jo_err_set(err, JO_ENOMEM, "a scratch file in '%s': %s", dir, strerror(errno));
+	if (rc) {
+		f->tmp_path = NULL;
+		jo_file_abort(f);
+		return rc;
+	}
+	*out = f;
+	return 0;
+}
+
 int jo_file_commit(struct jo_file *f, struct jo_err *err)
 {
 	int fd = f->fd, rc = 0;
 
 	if (fd < 0)
 		return jo_err_set(err, JO_EINVAL, "'%s' is not open", f->path);
+	if (!f->base)
+		return jo_err_set(err, JO_EINVAL, "'%s' has no name to commit", f->path);
 	if (f->fp && (fflush(f->fp) != 0 || ferror(f->fp)))
 		rc = jo_err_set(err, JO_EIO, "write '%s': %s", f->tmp_path, strerror(errno));
 	if (!rc && fsync(fd) != 0 && errno != EINVAL)
@@ -311,6 +361,8 @@ void jo_file_abort(struct jo_file *f)
 		(void)unlinkat(f->dfd, f->tmp, 0); /* an incomplete file must not look complete */
 	if (f->dfd >= 0)
 		close(f->dfd);
+	if (f->tmp_path == f->path)
+		f->tmp_path = NULL;  /* a scratch file's: one string */
 	jo_free_strs(&f->path, &f->base, &f->tmp, &f->tmp_path);
 	free(f);
 }

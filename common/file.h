@@ -81,6 +81,17 @@ int jo_file_create(struct jo_file **out, const char *path, unsigned mode, unsign
 		   struct jo_err *err);
 
 /*
+ * A scratch file in directory dir: data written, read back and dropped,
+ * never published (a file to upload). It has no name: O_TMPFILE, or where
+ * the file system has none a random name created exclusively (0600,
+ * O_NOFOLLOW) and unlinked at once. So nothing is left in dir whatever
+ * happens to the process, SIGKILL included. fd (and fp with JO_FILE_STDIO)
+ * is open for reading and writing, mode 0600; jo_file_commit() refuses it;
+ * release it with jo_file_abort().
+ */
+int jo_file_scratch(struct jo_file **out, const char *dir, unsigned flags, struct jo_err *err);
+
+/*
  * Flush and fsync the temp file, close it, rename it to the target and fsync
  * the directory. On failure the target is untouched and the temp file stays
  * until jo_file_abort(). Call once.

@@ -77,436 +77,6 @@
 #include "common/meta/meta_mut.h"
 
 #define REGISTRY "lcjobs"
-#define RUN_BUF (1u << 17)
-
-/* ---- a range's references: a zstd run of 16-byte records ------------------ */
-
-struct run_w {
-	struct jo_file *f;
-	ZSTD_CCtx *z;
-	uint8_t *buf;
-	uint64_t off;            /* bytes written */
-	uint64_t n;
-};
-
-static int run_w_flush(struct run_w *w, const void *src, size_t len, ZSTD_EndDirective end,
-		       struct jo_err *err)
-{
-	ZSTD_inBuffer in = { src, len, 0 };
-	size_t left;
-
-	do {
-		ZSTD_outBuffer out = { w->buf, RUN_BUF, 0 };
-
-		left = ZSTD_compressStream2(w->z, &out, &in, end);
-		if (ZSTD_isError(left))
-			return jo_err_set(err, JO_EIO, "zstd: %s", ZSTD_getErrorName(left));
-		if (out.pos && jo_write_all(w->f->fd, w->buf, out.pos) != 0)
-			return jo_err_set(err, JO_EIO, "write %s: %s", w->f->path, strerror(errno));
-		w->off += out.pos;
-	} while (end == ZSTD_e_end ? left != 0 : in.pos < in.size);
-	return 0;
-}
-
-static int run_w_open(struct run_w *w, const char *path, struct jo_err *err)
-{
-	memset(w, 0, sizeof(*w));
-	w->z = ZSTD_createCCtx();
-	w->buf = malloc(RUN_BUF);
-	if (!w->z || !w->buf)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	ZSTD_CCtx_setParameter(w->z, ZSTD_c_compressionLevel, 1);
-	ZSTD_CCtx_setParameter(w->z, ZSTD_c_checksumFlag, 1);
-	return jo_file_create(&w->f, path, JO_FILE_PRIVATE, 0, err);
-}
-
-static int run_w_add(struct run_w *w, const uint8_t rec[LEAK_REF_REC_LEN], struct jo_err *err)
-{
-	w->n++;
-	return run_w_flush(w, rec, LEAK_REF_REC_LEN, ZSTD_e_continue, err);
-}
-
-/* End the frame under way (the next record starts a new one). */
-static int run_w_end_frame(struct run_w *w, struct jo_err *err)
-{
-	return run_w_flush(w, NULL, 0, ZSTD_e_end, err);
-}
-
-/* Bytes as they are (the run's index). */
-static int run_w_raw(struct run_w *w, const void *p, size_t len, struct jo_err *err)
-{
-	if (jo_write_all(w->f->fd, p, len) != 0)
-		return jo_err_set(err, JO_EIO, "write %s: %s", w->f->path, strerror(errno));
-	w->off += len;
-	return 0;
-}
-
-/* Publish the file (exclusive temp file, renamed into place) when commit, else drop it. */
-static int run_w_close(struct run_w *w, bool commit, struct jo_err *err)
-{
-	int rc = 0;
-
-	if (commit && w->f)
-		rc = jo_file_commit(w->f, err);
-	jo_file_abort(w->f);
-	ZSTD_freeCCtx(w->z);
-	free(w->buf);
-	memset(w, 0, sizeof(*w));
-	return rc;
-}
-
-struct run_r {
-	int fd;
-	const char *path;
-	ZSTD_DCtx *z;
-	uint8_t *in, *out;
-	ZSTD_inBuffer ib;
-	size_t out_len, out_pos;
-	size_t last;             /* ZSTD_decompressStream's last answer (0: frame ended) */
-	bool eof;
-	uint64_t left;           /* bytes of the window not read yet */
-	uint64_t n, want;
-	uint8_t rec[LEAK_REF_REC_LEN];
-};
-
-/* The records of bytes [off, off + len) of a run: whole frames, want records. */
-static int run_r_open(struct run_r *r, const char *path, uint64_t off, uint64_t len,
-		      uint64_t want, struct jo_err *err)
-{
-	memset(r, 0, sizeof(*r));
-	r->path = path;
-	r->want = want;
-	r->left = len;
-	r->fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (r->fd < 0)
-		return jo_err_set(err, errno == ENOENT ? JO_ENOTFOUND : JO_EIO,
-				  "reference run %s: %s", path, strerror(errno));
-	if (lseek(r->fd, (off_t)off, SEEK_SET) != (off_t)off)
-		return jo_err_set(err, JO_EIO, "seek %s: %s", path, strerror(errno));
-	r->z = ZSTD_createDCtx();
-	r->in = malloc(RUN_BUF);
-	r->out = malloc(ZSTD_DStreamOutSize());
-	if (!r->z || !r->in || !r->out)
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	r->ib.src = r->in;
-	return 0;
-}
-
-static void run_r_close(struct run_r *r)
-{
-	if (r->fd > 0)
-		close(r->fd);
-	ZSTD_freeDCtx(r->z);
-	free(r->in);
-	free(r->out);
-	memset(r, 0, sizeof(*r));
-}
-
-/* leak_next_fn over a run: its records, and at its end a check that it was read whole. */
-static int run_r_next(void *src, const void **rec, size_t *len, struct jo_err *err)
-{
-	struct run_r *r = src;
-	size_t got = 0;
-
-	while (got < LEAK_REF_REC_LEN) {
-		if (r->out_pos < r->out_len) {
-			size_t k = r->out_len - r->out_pos;
-
-			if (k > LEAK_REF_REC_LEN - got)
-				k = LEAK_REF_REC_LEN - got;
-			memcpy(r->rec + got, r->out + r->out_pos, k);
-			r->out_pos += k;
-			got += k;
-			continue;
-		}
-		if (r->ib.pos == r->ib.size && !r->eof) {
-			ssize_t n = r->left ? read(r->fd, r->in, r->left < RUN_BUF ? r->left
-										 : RUN_BUF) : 0;
-
-			if (n < 0)
-				return jo_err_set(err, JO_EIO, "read %s: %s", r->path, strerror(errno));
-			if (n == 0 && r->left)
-				return jo_err_set(err, JO_EPROTO, "reference run %s is shorter than its "
-						  "record says", r->path);
-			if (n == 0)
-				r->eof = true;
-			r->left -= (uint64_t)n;
-			r->ib.size = (size_t)n;
-			r->ib.pos = 0;
-		}
-		if (r->eof && r->ib.pos == r->ib.size) {
-			/* the end: whole records, a whole frame, the planned count */
-			if (got || r->last != 0 || r->n != r->want)
-				return jo_err_set(err, JO_EPROTO, "reference run %s was not read whole "
-						  "(%" PRIu64 " of %" PRIu64 " records%s)", r->path,
-						  r->n, r->want, r->last ? ", the frame is cut" : "");
-			return 0;
-		}
-		ZSTD_outBuffer ob = { r->out, ZSTD_DStreamOutSize(), 0 };
-
-		r->last = ZSTD_decompressStream(r->z, &ob, &r->ib);
-		if (ZSTD_isError(r->last))
-			return jo_err_set(err, JO_EPROTO, "reference run %s: %s", r->path,
-					  ZSTD_getErrorName(r->last));
-		r->out_len = ob.pos;
-		r->out_pos = 0;
-	}
-	r->n++;
-	*rec = r->rec;
-	*len = LEAK_REF_REC_LEN;
-	return 1;
-}
-
-/*
- * ---- a scan part's run ---------------------------------------------------
- *
- * The part's references, sorted, one zstd frame per cell of ids (cell c:
- * ids [c * step, (c + 1) * step), step = leak_range_step() of the plan's
- * density, so every range cut is a cell boundary), then its index, raw:
- * per frame (cell, offset, records) and per non-empty density bucket
- * (bucket, blocks), little-endian u64s. The done record sdone:P gives the
- * file's size, where the index starts and its counts: a range reads the
- * frames of its cells, and the cut sums the parts' density maps (the
- * one-host planner's map, bucket for bucket).
- */
-struct part_idx {
-	uint64_t (*fr)[3];       /* cell, offset, records */
-	size_t nfr;
-	uint64_t idx_off;        /* where the frames end */
-};
-
-static void put_le64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-/* Close the frame of cell `cell` (records n0.. of w) and note it in the index *fr. */
-static int part_frame(struct run_w *w, uint8_t **fr, size_t *nfr, size_t *cap, uint64_t cell,
-		      uint64_t start, uint64_t n0, struct jo_err *err)
-{
-	int rc = run_w_end_frame(w, err);
-
-	if (rc)
-		return rc;
-	if (jo_grow_array(fr, cap, (*nfr + 1) * 24, 1))
-		return jo_err_set(err, JO_ENOMEM, "out of memory");
-	put_le64(*fr + *nfr * 24, cell);
-	put_le64(*fr + *nfr * 24 + 8, start);
-	put_le64(*fr + *nfr * 24 + 16, w->n - n0);
-	(*nfr)++;
-	return 0;
-}
-
-/* Write the sorted references of xs as a part's run; rec gets the index's counts. */
-static int part_write(struct run_w *w, struct jo_xsort *xs, const struct leak_density *d,
-		      json_t *rec, struct jo_err *err)
-{
-	uint64_t step = leak_range_step(d), cell = 0, start = 0, n0 = 0, ndens = 0, idx_off;
-	uint8_t *fr = NULL, e[16];
-	size_t nfr = 0, cap = 0;
-	const void *r;
-	size_t len;
-	int rc;
-
-	while ((rc = jo_xsort_next(xs, &r, &len, err)) == 1) {
-		uint64_t id;
-		uint32_t size;
-		int cls;
-
-		leak_ref_decode(r, &id, &size, &cls);
-		rc = 0;
-		if (w->n > n0 && id / step != cell) {
-			rc = part_frame(w, &fr, &nfr, &cap, cell, start, n0, err);
-			n0 = w->n;
-		}
-		if (!rc && w->n == n0) {
-			cell = id / step;
-			start = w->off;
-		}
-		if (!rc)
-			rc = run_w_add(w, r, err);
-		if (rc)
-			break;
-	}
-	if (!rc && w->n > n0)
-		rc = part_frame(w, &fr, &nfr, &cap, cell, start, n0, err);
-	idx_off = w->off;
-	if (!rc && nfr)
-		rc = run_w_raw(w, fr, nfr * 24, err);
-	for (size_t b = 0; !rc && b < LEAK_DENSITY_BUCKETS; b++) {
-		if (!d->n[b])
-			continue;
-		put_le64(e, b);
-		put_le64(e + 8, d->n[b]);
-		rc = run_w_raw(w, e, 16, err);
-		ndens++;
-	}
-	free(fr);
-	if (rc)
-		return rc;
-	json_object_set_new(rec, "bytes", json_integer((json_int_t)w->off));
-	json_object_set_new(rec, "idx", json_integer((json_int_t)idx_off));
-	json_object_set_new(rec, "frames", json_integer((json_int_t)nfr));
-	json_object_set_new(rec, "dens", json_integer((json_int_t)ndens));
-	json_object_set_new(rec, "records", json_integer((json_int_t)w->n));
-	return 0;
-}
-
-/*
- * A part's index (its file checked against its done record sd), its density
- * added into d (NULL: not read).
- */
-static int part_load(const char *path, const json_t *sd, struct part_idx *pi,
-		     struct leak_density *d, struct jo_err *err)
-{
-	uint64_t bytes = jo_cl_ju(sd, "bytes"), idx = jo_cl_ju(sd, "idx");
-	uint64_t nfr = jo_cl_ju(sd, "frames"), nd = jo_cl_ju(sd, "dens");
-	uint64_t recs = jo_cl_ju(sd, "records"), sum = 0;
-	uint8_t *buf = NULL;
-	struct stat st;
-	int rc = 0, fd;
-
-	memset(pi, 0, sizeof(*pi));
-	if (idx > bytes || nfr > (bytes - idx) / 24 || nd > LEAK_DENSITY_BUCKETS ||
-	    nfr * 24 + nd * 16 != bytes - idx)
-		return jo_err_set(err, JO_EPROTO, "coordinator: a scan part's done record is "
-				  "malformed");
-	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return jo_err_set(err, JO_EIO, "reference run %s: %s", path, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != bytes)
-		rc = jo_err_set(err, JO_EPROTO, "reference run %s is not the %" PRIu64 " bytes its "
-				"done record says", path, bytes);
-	if (!rc && !(buf = malloc(bytes - idx + 1)))
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-	if (!rc && pread(fd, buf, bytes - idx, (off_t)idx) != (ssize_t)(bytes - idx))
-		rc = jo_err_set(err, JO_EIO, "read %s: %s", path, strerror(errno));
-	close(fd);
-	if (!rc && nfr && !(pi->fr = malloc(nfr * sizeof(*pi->fr))))
-		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
-	for (uint64_t i = 0; !rc && i < nfr; i++) {
-		for (int k = 0; k < 3; k++)
-			pi->fr[i][k] = get_le64(buf + i * 24 + k * 8);
-		sum += pi->fr[i][2];
-		/* cells ascending, frames in file order, each non-empty, within the frames */
-		if (!pi->fr[i][2] || pi->fr[i][1] >= idx || (i == 0 && pi->fr[0][1] != 0) ||
-		    (i && (pi->fr[i][0] <= pi->fr[i - 1][0] || pi->fr[i][1] <= pi->fr[i - 1][1])))
-			rc = jo_err_set(err, JO_EPROTO, "reference run %s: a malformed index", path);
-	}
-	if (!rc && (sum != recs || (!nfr && idx)))
-		rc = jo_err_set(err, JO_EPROTO, "reference run %s: its index counts %" PRIu64
-				" records, its done record %" PRIu64, path, sum, recs);
-	for (uint64_t i = 0; !rc && d && i < nd; i++) {
-		uint64_t b = get_le64(buf + nfr * 24 + i * 16), c = get_le64(buf + nfr * 24 + i * 16 + 8);
-
-		if (b >= LEAK_DENSITY_BUCKETS)
-			rc = jo_err_set(err, JO_EPROTO, "reference run %s: a malformed index", path);
-		else {
-			d->n[b] += c;
-			d->total += c;
-		}
-	}
-	free(buf);
-	pi->nfr = (size_t)nfr;
-	pi->idx_off = idx;
-	if (rc) {
-		free(pi->fr);
-		pi->fr = NULL;
-	}
-	return rc;
-}
-
-/* The window of part pi holding the ids [lo, hi) (cell boundaries): bytes, records. */
-static void part_window(const struct part_idx *pi, uint64_t step, uint64_t lo, uint64_t hi,
-			uint64_t *off, uint64_t *len, uint64_t *recs)
-{
-	size_t a = 0, b;
-
-	while (a < pi->nfr && pi->fr[a][0] < lo / step)
-		a++;
-	b = a;
-	*recs = 0;
-	while (b < pi->nfr && (hi == UINT64_MAX || pi->fr[b][0] < hi / step))
-		*recs += pi->fr[b++][2];
-	*off = a < pi->nfr ? pi->fr[a][1] : pi->idx_off;
-	*len = (b < pi->nfr ? pi->fr[b][1] : pi->idx_off) - *off;
-}
-
-/* A range's references: the merge of every part's window (leak_next_fn). */
-struct parts_src {
-	struct run_r *r;
-	bool *have;
-	const uint8_t **cur;
-	size_t n;
-	bool primed;
-	uint64_t lo, hi;         /* the range's ids */
-	uint8_t rec[LEAK_REF_REC_LEN];
-};
-
-static int parts_advance(struct parts_src *p, size_t i, struct jo_err *err)
-{
-	const void *rec = NULL;
-	size_t len;
-	int rc = run_r_next(&p->r[i], &rec, &len, err);
-	uint64_t id;
-	uint32_t size;
-	int cls;
-
-	p->have[i] = rc == 1;
-	if (rc != 1)
-		return rc;
-	p->cur[i] = rec;
-	leak_ref_decode(rec, &id, &size, &cls);
-	if (id < p->lo || id >= p->hi)
-		return jo_err_set(err, JO_EPROTO, "reference run %s: slice %" PRIu64 " is outside "
-				  "its range", p->r[i].path, id);
-	return 0;
-}
-
-static int parts_next(void *src, const void **rec, size_t *len, struct jo_err *err)
-{
-	struct parts_src *p = src;
-	size_t best = SIZE_MAX;
-	int rc;
-
-	for (size_t i = 0; !p->primed && i < p->n; i++)
-		if ((rc = parts_advance(p, i, err)) < 0)
-			return rc;
-	p->primed = true;
-	for (size_t i = 0; i < p->n; i++)
-		if (p->have[i] && (best == SIZE_MAX ||
-				   memcmp(p->cur[i], p->cur[best], LEAK_REF_REC_LEN) < 0))
-			best = i;
-	if (best == SIZE_MAX)
-		return 0;
-	memcpy(p->rec, p->cur[best], LEAK_REF_REC_LEN);
-	rc = parts_advance(p, best, err);
-	if (rc < 0)
-		return rc;
-	*rec = p->rec;
-	*len = LEAK_REF_REC_LEN;
-	return 1;
-}
-
-static void parts_free(struct parts_src *p)
-{
-	for (size_t i = 0; i < p->n; i++)
-		run_r_close(&p->r[i]);
-	free(p->r);
-	free(p->have);
-	free(p->cur);
-	memset(p, 0, sizeof(*p));
-}
 
 /* ---- the job --------------------------------------------------------------- */
 
@@ -517,7 +87,7 @@ struct job {
 	struct jo_meta *m;
 	struct jo_lease *lease;
 	char ns[17];
-	char dir[PATH_MAX + 32]; /* WORK/NS */
+	struct leak_work *w;     /* --work: the job's files are under NS/ */
 	int64_t started_ms;
 	double busy_s;
 	uint64_t listed, objects, parts;
@@ -569,7 +139,7 @@ static int plan_ranges(const json_t *cut, struct leak_ranges *rs, struct jo_err 
 	return 0;
 }
 
-/* buf := WORK/NS/PLANDIR/name (JO_EINVAL when it does not fit). */
+/* buf := NS/PLANDIR/name, the name under --work (JO_EINVAL when it does not fit). */
 static int job_path(const struct job *j, const char *plandir, const char *name, char *buf,
 		    size_t cap, struct jo_err *err)
 {
@@ -580,7 +150,7 @@ static int job_path(const struct job *j, const char *plandir, const char *name, 
 	    strchr(name, '/'))
 		return jo_err_set(err, JO_EPROTO, "coordinator: a malformed file name in the job's "
 				  "records");
-	n = snprintf(buf, cap, "%s/%s/%s", j->dir, plandir, name);
+	n = snprintf(buf, cap, "%s/%s/%s", j->ns, plandir, name);
 	if (n < 0 || (size_t)n >= cap)
 		return jo_err_set(err, JO_EINVAL, "--work: path too long");
 	return 0;
@@ -807,10 +377,9 @@ static int do_plan(struct job *j, struct jo_err *err)
 	rc = job_path(j, sub, "", path, sizeof(path), err);
 	if (rc)
 		goto out;
-	if (mkdir(path, 0700) != 0) {
-		rc = jo_err_set(err, JO_EIO, "mkdir %s: %s", path, strerror(errno));
+	rc = leak_work_mkdir(j->w, path, false, err);
+	if (rc)
 		goto out;
-	}
 	/* positions as decimal strings: they may pass a JSON integer's range */
 	for (size_t i = 0; i <= np; i++) {
 		char b[24];
@@ -842,7 +411,7 @@ static int do_plan(struct job *j, struct jo_err *err)
 	if (!rc)
 		jo_info("job %s: the references in %zu scan parts%s below slice id %" PRId64 " (runs "
 			"in %s/%s)", j->ns, np + (np > 1), token ? " of one snapshot" : "", next_chunk,
-			j->dir, sub);
+			leak_work_desc(j->w), path);
 out:
 	json_decref(plan);
 	json_decref(parts);
@@ -927,7 +496,7 @@ static int range_fail(struct job *j, const struct jo_mut_task *t, size_t idx, bo
 	return rc == JO_ECONFLICT ? (jo_err_clear(err), 0) : rc;
 }
 
-/* The path of scan part i's run (from its done record). */
+/* The name of scan part i's run (from its done record). */
 static int part_path(const struct job *j, const struct view *v, size_t i, char *buf, size_t cap,
 		     struct jo_err *err)
 {
@@ -936,14 +505,25 @@ static int part_path(const struct job *j, const struct view *v, size_t i, char *
 	return job_path(j, jo_cl_js(v->plan, "dir"), jo_cl_js(v->sdone[i], "file"), buf, cap, err);
 }
 
+/* What part P's done record says of its run. */
+static void run_counts(const json_t *sd, struct leak_run_counts *c)
+{
+	c->bytes = jo_cl_ju(sd, "bytes");
+	c->idx = jo_cl_ju(sd, "idx");
+	c->frames = jo_cl_ju(sd, "frames");
+	c->dens = jo_cl_ju(sd, "dens");
+	c->records = jo_cl_ju(sd, "records");
+}
+
 /*
  * Range idx's references: every scan part's window of its ids, merged (src),
  * and the parts' density maps summed into dens (where the blocks are).
  */
 static int range_refs(const struct job *j, const struct view *v, const struct leak_ranges *rs,
-		      size_t idx, struct parts_src *src, struct leak_density *dens,
-		      char (*paths)[PATH_MAX + 64], struct jo_err *err)
+		      size_t idx, struct leak_parts_src *src, struct leak_density *dens,
+		      struct jo_err *err)
 {
+	char path[PATH_MAX + 64];
 	uint64_t lo = rs->b[idx], hi = rs->b[idx + 1];
 	int rc;
 
@@ -951,25 +531,30 @@ static int range_refs(const struct job *j, const struct view *v, const struct le
 	if (leak_density_init(dens, jo_cl_ju(v->plan, "next_chunk"), j->v->block_size))
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	src->r = calloc(v->np + 1, sizeof(*src->r));
+	src->rd = calloc(v->np + 1, sizeof(*src->rd));
 	src->have = calloc(v->np + 1, sizeof(*src->have));
 	src->cur = calloc(v->np + 1, sizeof(*src->cur));
-	if (!src->r || !src->have || !src->cur)
+	if (!src->r || !src->rd || !src->have || !src->cur)
 		return jo_err_set(err, JO_ENOMEM, "out of memory");
 	src->lo = lo;
 	src->hi = hi;
 	for (size_t i = 0; i < v->np; i++) {
-		struct part_idx pi;
+		struct leak_part_idx pi;
+		struct leak_run_counts c;
 		uint64_t off, len, recs;
 
-		rc = part_path(j, v, i, paths[i], sizeof(paths[i]), err);
+		src->n = i + 1;
+		run_counts(v->sdone[i], &c);
+		rc = part_path(j, v, i, path, sizeof(path), err);
 		if (!rc)
-			rc = part_load(paths[i], v->sdone[i], &pi, dens, err);
+			rc = leak_work_ropen(j->w, path, &src->rd[i], err);
+		if (!rc)
+			rc = leak_part_load(src->rd[i], &c, &pi, dens, err);
 		if (rc)
 			return rc;
-		part_window(&pi, leak_range_step(dens), lo, hi, &off, &len, &recs);
+		leak_part_window(&pi, leak_range_step(dens), lo, hi, &off, &len, &recs);
 		free(pi.fr);
-		src->n = i + 1;
-		rc = run_r_open(&src->r[i], paths[i], off, len, recs, err);
+		rc = leak_run_r_open(&src->r[i], src->rd[i], off, len, recs, err);
 		if (rc)
 			return rc;
 	}
@@ -983,11 +568,10 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	struct leak_ranges rs = { 0 };
 	struct leak_counts c = { 0 };
 	struct leak_list_stats ls = { 0 };
-	struct parts_src src = { 0 };
+	struct leak_parts_src src = { 0 };
 	struct jo_file *f = NULL;
 	struct jo_err e = { 0 };
 	char path[PATH_MAX + 64], name[96];
-	char (*paths)[PATH_MAX + 64] = calloc(v->np + 1, sizeof(*paths));
 	double t0 = jo_cl_mono_s();
 	json_t *d = NULL;
 	const json_t *plan = v->plan;
@@ -995,12 +579,11 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	struct leak_density dens = { 0 };
 	int rc;
 
-	rc = paths ? plan_ranges(v->cut, &rs, err) : jo_err_set(err, JO_ENOMEM, "out of memory");
+	rc = plan_ranges(v->cut, &rs, err);
 	if (!rc && (idx >= rs.n || !view_scanned(v)))
 		rc = jo_err_set(err, JO_EPROTO, "coordinator: task r%06zu names no planned range",
 				idx);
 	if (rc) {
-		free(paths);
 		leak_ranges_free(&rs);
 		return rc;
 	}
@@ -1011,11 +594,11 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 		 (unsigned long)jo_cl_now_ms() ^ (unsigned long)getpid());
 	rc = job_path(j, jo_cl_js(plan, "dir"), name, path, sizeof(path), &e);
 	if (!rc)
-		rc = jo_file_create(&f, path, JO_FILE_PRIVATE, JO_FILE_STDIO, &e);
+		rc = leak_work_create(j->w, path, JO_FILE_STDIO, &f, &e);
 	if (!rc)
-		rc = range_refs(j, v, &rs, idx, &src, &dens, paths, &e);
+		rc = range_refs(j, v, &rs, idx, &src, &dens, &e);
 	if (!rc)
-		rc = o->check.run(o->check.p, f->fp, &rs, idx, &dens, parts_next, &src,
+		rc = o->check.run(o->check.p, f->fp, &rs, idx, &dens, leak_parts_next, &src,
 				  jo_cl_ju(plan, "next_chunk"), jo_cl_ji(plan, "cutoff"), &c, &ls, sect,
 				  &e);
 	/* every part's window must have been read to its end, whatever the merge needed */
@@ -1023,19 +606,18 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 		const void *rec;
 		size_t len;
 
-		rc = parts_next(&src, &rec, &len, &e);
+		rc = leak_parts_next(&src, &rec, &len, &e);
 		if (rc != 1)
 			break;
 		rc = 0;
 	}
-	parts_free(&src);
-	free(paths);
+	leak_parts_free(&src);
 	leak_density_free(&dens);
 	if (!rc && (fflush(f->fp) != 0 || ferror(f->fp)))
 		rc = jo_err_set(&e, JO_EIO, "write %s: %s", path, strerror(errno));
 	long bytes = !rc ? ftell(f->fp) : -1;
 	if (!rc)
-		rc = jo_file_commit(f, &e);
+		rc = leak_work_commit(j->w, path, f, &e);
 	jo_file_abort(f);
 	leak_ranges_free(&rs);
 	j->busy_s += jo_cl_mono_s() - t0;
@@ -1100,7 +682,8 @@ static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const
 	struct jo_xsort *xs = NULL;
 	struct leak_density dens = { 0 };
 	struct leak_ref_stats st = { 0 };
-	struct run_w w = { 0 };
+	struct leak_run_w w = { 0 };
+	struct leak_run_counts rc_ = { 0 };
 	struct jo_err e = { 0 };
 	uint64_t from = 0, to = 0;
 	char name[96], path[PATH_MAX + 64], key[32];
@@ -1135,10 +718,10 @@ static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const
 	if (!rc)
 		rc = jo_xsort_finish(xs, &e);
 	if (!rc)
-		rc = run_w_open(&w, path, &e);
+		rc = leak_run_w_open(&w, j->w, path, &e);
 	if (!rc)
-		rc = part_write(&w, xs, &dens, d, &e);
-	rc = run_w_close(&w, rc == 0, rc ? NULL : &e) ? (rc ? rc : e.code) : rc;
+		rc = leak_part_write(&w, xs, &dens, &rc_, &e);
+	rc = leak_run_w_close(&w, rc == 0, rc ? NULL : &e) ? (rc ? rc : e.code) : rc;
 	jo_xsort_free(xs);
 	leak_density_free(&dens);
 	j->busy_s += jo_cl_mono_s() - t0;
@@ -1157,6 +740,11 @@ static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const
 		return jo_err_set(err, JO_ECONFLICT, "scan part %06zu: the lease was lost", idx);
 	}
 	json_object_set_new(d, "file", json_string(name));
+	json_object_set_new(d, "bytes", json_integer((json_int_t)rc_.bytes));
+	json_object_set_new(d, "idx", json_integer((json_int_t)rc_.idx));
+	json_object_set_new(d, "frames", json_integer((json_int_t)rc_.frames));
+	json_object_set_new(d, "dens", json_integer((json_int_t)rc_.dens));
+	json_object_set_new(d, "records", json_integer((json_int_t)rc_.records));
 	json_object_set_new(d, "chunks", json_integer((json_int_t)st.chunks));
 	json_object_set_new(d, "by", json_string(o->worker));
 	json_object_set_new(d, "at", json_integer(jo_cl_now_ms()));
@@ -1199,13 +787,19 @@ static int do_cut(struct job *j, const struct view *v, struct jo_err *err)
 	if (!bounds || leak_density_init(&dens, next_chunk, j->v->block_size))
 		rc = jo_err_set(err, JO_ENOMEM, "out of memory");
 	for (size_t i = 0; i < v->np && !rc; i++) {
-		struct part_idx pi;
+		struct leak_part_idx pi;
+		struct leak_run_counts c;
+		struct leak_work_rd *rd = NULL;
 
+		run_counts(v->sdone[i], &c);
 		rc = part_path(j, v, i, path, sizeof(path), err);
 		if (!rc)
-			rc = part_load(path, v->sdone[i], &pi, &dens, err);
+			rc = leak_work_ropen(j->w, path, &rd, err);
+		if (!rc)
+			rc = leak_part_load(rd, &c, &pi, &dens, err);
 		if (!rc)
 			free(pi.fr);
+		leak_work_rclose(rd);
 		refs += jo_cl_ju(v->sdone[i], "records");
 	}
 	if (rc)
@@ -1358,30 +952,28 @@ static int work_loop(struct job *j, struct jo_err *err)
 
 /* ---- the report ------------------------------------------------------------------ */
 
-/* Copy bytes [from, to) of a range's file to dst. */
-static int copy_part(const char *path, int64_t from, int64_t to, FILE *dst, struct jo_err *err)
+/* Copy bytes [from, to) of a range's file rel to dst. */
+static int copy_part(struct leak_work *w, const char *rel, uint64_t from, uint64_t to, FILE *dst,
+		     struct jo_err *err)
 {
-	char buf[1 << 16];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	int rc = 0;
+	struct leak_work_rd *rd = NULL;
+	size_t cap = 1 << 20;
+	char *buf = malloc(cap);
+	int rc = buf ? leak_work_ropen(w, rel, &rd, err) : jo_err_set(err, JO_ENOMEM, "out of memory");
 
-	if (fd < 0)
-		return jo_err_set(err, JO_EIO, "a range's report %s: %s", path, strerror(errno));
-	if (lseek(fd, (off_t)from, SEEK_SET) != (off_t)from)
-		rc = jo_err_set(err, JO_EIO, "seek %s: %s", path, strerror(errno));
 	while (!rc && from < to) {
-		size_t want = to - from < (int64_t)sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
-		ssize_t n = read(fd, buf, want);
+		size_t want = to - from < cap ? (size_t)(to - from) : cap, n = 0;
 
-		if (n < 0)
-			rc = jo_err_set(err, JO_EIO, "read %s: %s", path, strerror(errno));
-		else if (n == 0)
-			rc = jo_err_set(err, JO_EPROTO, "%s is shorter than its done record says", path);
-		else if (fwrite(buf, 1, (size_t)n, dst) != (size_t)n)
+		rc = leak_work_pread(rd, buf, want, from, &n, err);
+		if (!rc && n == 0)
+			rc = jo_err_set(err, JO_EPROTO, "%s is shorter than its done record says",
+					leak_work_rname(rd));
+		else if (!rc && fwrite(buf, 1, n, dst) != n)
 			rc = jo_err_set(err, JO_EIO, "write the report: %s", strerror(errno));
-		from += n > 0 ? n : 0;
+		from += n;
 	}
-	close(fd);
+	leak_work_rclose(rd);
+	free(buf);
 	return rc;
 }
 
@@ -1401,7 +993,7 @@ static int write_report(struct job *j, const struct view *v, struct jo_err *err)
 	for (size_t i = 0; i < v->n && !rc; i++) {
 		const json_t *sect = json_object_get(v->done[i], "sect");
 		char path[PATH_MAX + 128];
-		struct stat st;
+		struct leak_work_rd *rd = NULL;
 		int64_t a = json_integer_value(json_array_get(sect, 0));
 		int64_t b = json_integer_value(json_array_get(sect, 1));
 		int64_t n = jo_cl_ji(v->done[i], "file_bytes");
@@ -1411,12 +1003,13 @@ static int write_report(struct job *j, const struct view *v, struct jo_err *err)
 		if (!rc && (json_array_size(sect) != 2 || a < 0 || b < a || n < b))
 			rc = jo_err_set(err, JO_EPROTO, "coordinator: range %06zu's done record is "
 					"malformed", i);
-		if (!rc && lstat(path, &st) != 0)
-			rc = jo_err_set(err, JO_EIO, "range %06zu's report %s: %s", i, path,
-					strerror(errno));
-		if (!rc && (!S_ISREG(st.st_mode) || st.st_size != n))
-			rc = jo_err_set(err, JO_EPROTO, "range %06zu's report %s holds %lld bytes, its "
-					"done record says %" PRId64, i, path, (long long)st.st_size, n);
+		if (!rc)
+			rc = leak_work_ropen(j->w, path, &rd, err);
+		if (!rc && leak_work_rsize(rd) != (uint64_t)n)
+			rc = jo_err_set(err, JO_EPROTO, "range %06zu's report %s holds %" PRIu64 " bytes, "
+					"its done record says %" PRId64, i, leak_work_rname(rd),
+					leak_work_rsize(rd), n);
+		leak_work_rclose(rd);
 	}
 	if (rc)
 		return rc;
@@ -1439,7 +1032,8 @@ static int write_report(struct job *j, const struct view *v, struct jo_err *err)
 			rc = job_path(j, jo_cl_js(v->plan, "dir"), jo_cl_js(v->done[i], "file"), path,
 				      sizeof(path), err);
 			if (!rc)
-				rc = copy_part(path, bound[part], bound[part + 1], dst, err);
+				rc = copy_part(j->w, path, (uint64_t)bound[part], (uint64_t)bound[part + 1],
+					       dst, err);
 		}
 	}
 	if (!rc && fflush(dst) != 0)
@@ -1599,53 +1193,35 @@ out:
 
 /* ---- the entry point ------------------------------------------------------------- */
 
-/* --work must not be inside the volume's own objects (file storage). */
-static int check_work(struct job *j, struct jo_err *err)
-{
-	const struct jo_format *f = &j->v->fmt;
-	char wr[PATH_MAX], br[PATH_MAX], vol[PATH_MAX + 300];
-	size_t l;
-
-	if (!realpath(j->o->work, wr))
-		return jo_err_set(err, JO_ENOTFOUND, "--work %s: %s", j->o->work, strerror(errno));
-	if (strcmp(f->storage, "file") != 0 || !f->bucket || !realpath(f->bucket, br))
-		return 0;
-	snprintf(vol, sizeof(vol), "%s/%s", br, f->name);
-	l = strlen(vol);
-	if (!strncmp(wr, vol, l) && (wr[l] == '/' || wr[l] == '\0'))
-		return jo_err_set(err, JO_EINVAL, "--work %s is inside the volume's objects (%s): "
-				  "a run there would be listed as foreign, or deleted", j->o->work,
-				  vol);
-	return 0;
-}
-
 int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
 		     struct leak_cluster_result *res, struct jo_err *err)
 {
 	struct job j = { .v = v, .o = o, .res = res, .cur = -1 };
 	struct jo_lease_opts lo = { .owner = o->worker, .lease_ms = o->lease_ms };
-	char what[PATH_MAX + 200], wr[PATH_MAX];
+	char what[PATH_MAX + 900];
 	struct view vw = { 0 };
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	j.started_ms = jo_cl_now_ms();
-	rc = check_work(&j, err);
+	rc = leak_work_open(&j.w, o->work, o->config, o->tmp, err);
+	if (!rc)
+		rc = leak_work_check(j.w, v, err);
 	if (rc)
-		return rc;
-	if (!realpath(o->work, wr))
-		return jo_err_set(err, JO_ENOTFOUND, "--work %s: %s", o->work, strerror(errno));
-	snprintf(what, sizeof(what), "leakcheck\n%s\n%s", v->fmt.uuid ? v->fmt.uuid : "", wr);
+		goto out;
+	/* a directory keeps the name it always had: its real path */
+	snprintf(what, sizeof(what), "leakcheck\n%s\n%s", v->fmt.uuid ? v->fmt.uuid : "",
+		 leak_work_desc(j.w));
 	jo_cl_job_ns('l', what, false, j.ns);
 	snprintf(res->ns, sizeof(res->ns), "%s", j.ns);
-	if ((size_t)snprintf(j.dir, sizeof(j.dir), "%s/%s", wr, j.ns) >= sizeof(j.dir))
-		return jo_err_set(err, JO_EINVAL, "--work: path too long");
-	if (mkdir(j.dir, 0700) != 0 && errno != EEXIST)
-		return jo_err_set(err, JO_EIO, "mkdir %s: %s", j.dir, strerror(errno));
+	rc = leak_work_mkdir(j.w, j.ns, true, err);
+	if (rc)
+		goto out;
 	rc = jo_cl_open(&j.m, o->url, o->password, o->redis_password, j.ns, REGISTRY, err);
 	if (rc)
 		goto out;
-	json_t *reg = json_pack("{s:s,s:s,s:s,s:I}", "ns", j.ns, "volume", v->fmt.name, "work", wr,
+	json_t *reg = json_pack("{s:s,s:s,s:s,s:I}", "ns", j.ns, "volume", v->fmt.name, "work",
+				leak_work_desc(j.w),
 				"created", (json_int_t)jo_cl_now_ms());
 
 	rc = jo_cl_registry_add(j.m, REGISTRY, j.ns, reg, err);
@@ -1691,5 +1267,6 @@ out:
 	view_release(&vw);
 	jo_lease_free(j.lease);
 	jo_meta_close(j.m);
+	leak_work_close(j.w);
 	return rc;
 }

@@ -29,8 +29,8 @@ static const char leakcheck_usage[] =
 	"usage: jfsops leakcheck META-URL [--out FILE] [--json] [options]\n"
 	"       jfsops leakcheck META-URL --delete-from FILE [--quarantine PATH] [--audit FILE]\n"
 	"       jfsops leakcheck META-URL --restore PATH [--audit FILE]\n"
-	"       jfsops leakcheck META-URL --cluster URL --work DIR (--plan | --worker [--out FILE])\n"
-	"       jfsops leakcheck META-URL --cluster URL --work DIR [--out FILE | --status]\n"
+	"       jfsops leakcheck META-URL --cluster URL --work WORK (--plan | --worker [--out FILE])\n"
+	"       jfsops leakcheck META-URL --cluster URL --work WORK [--out FILE | --status]\n"
 	"\n"
 	"Find block objects under NAME/chunks/ that no metadata references (leaked),\n"
 	"and referenced blocks that have no object (missing), with bounded memory:\n"
@@ -75,11 +75,12 @@ static const char leakcheck_tail[] =
 	"writes no report, deletes nothing more, says INCOMPLETE and prints\n"
 	"\"complete\": false in its --json summary.\n"
 	"\n"
-	"Cluster mode (--cluster URL --work DIR): --plan reads the counter and cuts\n"
+	"Cluster mode (--cluster URL --work WORK, a directory every host reaches or\n"
+	"s3://[PROFILE@]BUCKET/PREFIX): --plan reads the counter and cuts\n"
 	"the metadata's chunks into scan parts (SQL: primary-key ranges, etcd: key\n"
 	"ranges, Redis: one part). Any number of --worker processes on any hosts\n"
 	"then scan one part at a time, each a sorted zstd run of its references\n"
-	"under DIR; once every part is done, the slice ids are cut into ranges\n"
+	"under WORK; once every part is done, the slice ids are cut into ranges\n"
 	"(every key under chunks/, foreign ones too, belongs to exactly one) and the\n"
 	"workers list one range at a time and merge it with every part's references\n"
 	"of its ids, under a lease. A part or a range\n"
@@ -101,7 +102,9 @@ static const char leakcheck_tail[] =
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --cluster redis://10.0.0.5:6379/5 \\\n"
 	"      --work /shared/lc --plan          # once, then on every host:\n"
 	"  jfsops leakcheck redis://127.0.0.1:6379/1 --cluster redis://10.0.0.5:6379/5 \\\n"
-	"      --work /shared/lc --worker --out leaks.jsonl\n";
+	"      --work /shared/lc --worker --out leaks.jsonl\n"
+	"  JFSOPS_WORK_ACCESS_KEY=... JFSOPS_WORK_SECRET_KEY=... jfsops leakcheck ... \\\n"
+	"      --work 's3://scratch/lc?endpoint=http://10.0.0.7:9000' --worker\n";
 
 struct lc_opts {
 	const char *out;
@@ -119,6 +122,7 @@ struct lc_opts {
 	/* cluster mode */
 	const char *cluster;      /* the coordinator's URL (as given: scrubbed after parsing) */
 	const char *work;
+	const char *config;          /* --config: also an s3:// --work's profiles */
 	const char *worker_id;
 	int cmode;                /* enum leak_cluster_mode: report, plan, worker */
 	bool status;
@@ -597,7 +601,7 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 	struct leak_cluster_result *res = &r->mx.cl;
 	char owner[128], b[32];
 	struct leak_cluster_opts co = {
-		.url = url, .work = o->work, .worker = owner, .out = o->out,
+		.url = url, .work = o->work, .config = o->config, .worker = owner, .out = o->out,
 		.mode = o->status ? LEAK_CL_STATUS : o->cmode, .lease_ms = o->lease_ms,
 		.ranges = o->ranges, .scan_parts = o->scan_parts, .max_attempts = o->max_attempts,
 		.json = o->json,
@@ -940,11 +944,11 @@ static int check_opts(struct jo_ctx *ctx, const struct lc_opts *o, int n)
 		return cmd_usage_error(ctx, "--cluster checks; --delete-from takes the job's report "
 				       "(written by --out) as it takes a one-host report");
 	if (o->cluster && !o->work)
-		return cmd_usage_error(ctx, "--cluster needs --work DIR, a directory every worker "
-				       "reaches");
-	if (o->work && strstr(o->work, "://"))
+		return cmd_usage_error(ctx, "--cluster needs --work DIR|s3://BUCKET/PREFIX, a "
+				       "place every worker reaches");
+	if (o->work && strstr(o->work, "://") && strncmp(o->work, "s3://", 5) != 0)
 		return cmd_usage_error(ctx, "--work takes a directory every worker reaches (a shared "
-				       "file system); an object store URL is not supported yet");
+				       "file system) or s3://[PROFILE@]BUCKET/PREFIX");
 	if (o->status && o->cmode)
 		return cmd_usage_error(ctx, "--status excludes --plan and --worker");
 	if (o->out && (o->cmode == LEAK_CL_PLAN || o->status))
@@ -1016,16 +1020,19 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			    "complete", LEAK_CL_WORKER),
 		OPT_BOOL(0, "status", &o.status, "print the job: ranges planned, leased (by whom), "
 			 "done, failed; each worker's rate (--json: one object)"),
-		OPT_STRING(0, "work", &o.work, "DIR", "the job's scratch directory, one every host "
-			   "reaches (shared file system); the reference runs and the ranges' report "
-			   "lines go under DIR/JOB/. Never inside the volume's objects. The job is "
-			   "named by the volume and DIR: a new DIR is a new check"),
+		OPT_STRING(0, "work", &o.work, "DIR|s3://BUCKET/PREFIX", "the job's scratch place, "
+			   "one every host reaches: a directory of a shared file system, or a bucket "
+			   "prefix (s3://[PROFILE@]BUCKET/PREFIX as sync takes it; keys from the "
+			   "profile, JFSOPS_WORK_ACCESS_KEY/_SECRET_KEY or AWS_*). The reference runs "
+			   "and the ranges' report lines go under it, in JOB/. Never inside the "
+			   "volume's objects. The job is named by the volume and this place: a new "
+			   "one is a new check"),
 		OPT_UINT(0, "ranges", &o.ranges, "N", "ranges to cut the slice ids into (default 0: "
 			 "one per ~200,000 referenced blocks, at least 16; never more than one per "
 			 "1000 ids below the counter)", 0, 100000),
 		OPT_UINT(0, "scan-parts", &o.scan_parts, "N", "parts of the reference scan, each "
-			 "a task for any worker (default 0: 8): SQL engines by ranges of the chunk "
-			 "table's primary key, etcd by key ranges; Redis is scanned in one part", 0,
+			 "a task for any worker (default 8): SQL engines by ranges of the chunk "
+			 "table's primary key, etcd by key ranges; Redis is scanned in one part", 1,
 			 4096),
 		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease of a scan part or range "
 			     "(default 30s; renewed every third): a killed worker's part or range "
@@ -1067,6 +1074,7 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		cmd_scrub_url_password((char *)o.cluster);
 	}
 
+	o.config = va.config;
 	va.read_only = true;  /* leakcheck never writes metadata, only deletes objects */
 	va.list_temp_files = true;  /* a crashed writer's temp files are reported (foreign) */
 	va.list_links = true;       /* symlinks under chunks/ too: never followed or deleted */
@@ -1086,9 +1094,10 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		rc = lc_fail(ctx, &err);
 		/*
 		 * A missing bucket (JO_ESTATE, exit 8) is bad input found before
-		 * anything was read: its one error line says it all, no summary.
+		 * anything was read, as is a refused --work (exit 2): its one
+		 * error line says it all, no summary.
 		 */
-		if (!o.restore && !(err.code == JO_ESTATE && !o.delete_from))
+		if (!o.restore && !(err.code == JO_ESTATE && !o.delete_from) && rc != JO_EXIT_USAGE)
 			print_incomplete(&r, &err, rc);
 	} else {
 		rc = code;

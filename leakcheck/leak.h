@@ -337,7 +337,10 @@ int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, st
 
 /* ---- cluster jobs (cluster.c) ---- */
 
+#include <limits.h>
 #include <stdio.h>
+
+#include <zstd.h>
 
 /*
  * Check range ri of rs: list its keys (leaves cut by density, the range's
@@ -364,10 +367,140 @@ enum leak_cluster_mode {
 	LEAK_CL_STATUS,
 };
 
+/* ---- the cluster job's scratch location (work.c) ---------------------------- */
+
+struct jo_file;
+struct leak_work;
+struct leak_work_rd;
+
+/*
+ * --work: a directory every worker reaches, or s3://[PROFILE@]BUCKET/PREFIX
+ * (profiles from config_path as common/objurl.h reads them; credentials
+ * also from JFSOPS_WORK_ACCESS_KEY/_SECRET_KEY). tmp: where a file bound
+ * for a bucket is written first (NULL: $TMPDIR, else /tmp). A bucket is
+ * listed once, so that a wrong endpoint or key fails here.
+ */
+int leak_work_open(struct leak_work **out, const char *where, const char *config_path,
+		   const char *tmp, struct jo_err *err);
+void leak_work_close(struct leak_work *w);
+/* The real path, or "s3:ENDPOINT/BUCKET/PREFIX": names the job with the volume. */
+const char *leak_work_desc(const struct leak_work *w);
+bool leak_work_local(const struct leak_work *w);
+/* JO_EINVAL when w is inside the objects of volume v (its NAME/ in its bucket). */
+int leak_work_check(const struct leak_work *w, const struct jo_vol *v, struct jo_err *err);
+/* A directory rel (local: mode 0700; a bucket: nothing to make). */
+int leak_work_mkdir(struct leak_work *w, const char *rel, bool exist_ok, struct jo_err *err);
+/*
+ * A new file rel: *out to write (fd, or fp with JO_FILE_STDIO), published
+ * whole by leak_work_commit(); release it with jo_file_abort() in any case.
+ */
+int leak_work_create(struct leak_work *w, const char *rel, unsigned flags, struct jo_file **out,
+		     struct jo_err *err);
+int leak_work_commit(struct leak_work *w, const char *rel, struct jo_file *f, struct jo_err *err);
+/* Reading file rel: its size, then byte ranges (short only at its end). */
+int leak_work_ropen(struct leak_work *w, const char *rel, struct leak_work_rd **out,
+		    struct jo_err *err);
+uint64_t leak_work_rsize(const struct leak_work_rd *r);
+/* The path or key, for messages. */
+const char *leak_work_rname(const struct leak_work_rd *r);
+/* A good size for sequential reads (a bucket: fewer, larger GETs). */
+size_t leak_work_rchunk(const struct leak_work_rd *r);
+int leak_work_pread(struct leak_work_rd *r, void *buf, size_t len, uint64_t off, size_t *got,
+		    struct jo_err *err);
+void leak_work_rclose(struct leak_work_rd *r);
+
+/* ---- a scan part's reference run (runfile.c) ---------------------------------- */
+
+/* What a part's done record says of its run. */
+struct leak_run_counts {
+	uint64_t bytes;          /* the file's size */
+	uint64_t idx;            /* where the frames end and the index starts */
+	uint64_t frames, dens, records;
+};
+
+struct leak_run_w {
+	struct leak_work *ws;
+	char rel[PATH_MAX];
+	struct jo_file *f;
+	ZSTD_CCtx *z;
+	uint8_t *buf;
+	uint64_t off;            /* bytes written */
+	uint64_t n;              /* records */
+};
+
+/* A new run rel under ws. */
+int leak_run_w_open(struct leak_run_w *w, struct leak_work *ws, const char *rel,
+		    struct jo_err *err);
+/* Write the sorted references of xs and the index (d: the part's density); out: its counts. */
+int leak_part_write(struct leak_run_w *w, struct jo_xsort *xs, const struct leak_density *d,
+		    struct leak_run_counts *out, struct jo_err *err);
+/* Publish the run whole when commit, else drop it; w is released either way. */
+int leak_run_w_close(struct leak_run_w *w, bool commit, struct jo_err *err);
+
+struct leak_part_idx {
+	uint64_t (*fr)[3];       /* per frame: cell, offset, records */
+	size_t nfr;
+	uint64_t idx_off;        /* where the frames end */
+};
+
+/*
+ * The index buf (len bytes: the file from c->idx on) checked against the
+ * done record c and against itself; pi->fr malloc'd (free it); the density
+ * buckets added into d (NULL: not kept). name for messages.
+ */
+int leak_part_index(const uint8_t *buf, size_t len, const struct leak_run_counts *c,
+		    const char *name, struct leak_part_idx *pi, struct leak_density *d,
+		    struct jo_err *err);
+/* The same, read from the run rd (its size checked first). */
+int leak_part_load(struct leak_work_rd *rd, const struct leak_run_counts *c,
+		   struct leak_part_idx *pi, struct leak_density *d, struct jo_err *err);
+/* The window of ids [lo, hi) (cell boundaries; hi UINT64_MAX: the end): bytes, records. */
+void leak_part_window(const struct leak_part_idx *pi, uint64_t step, uint64_t lo, uint64_t hi,
+		      uint64_t *off, uint64_t *len, uint64_t *recs);
+
+/* The records of one window of a run. */
+struct leak_run_r {
+	struct leak_work_rd *rd; /* borrowed */
+	ZSTD_DCtx *z;
+	uint8_t *in, *out;
+	ZSTD_inBuffer ib;
+	size_t cap, out_len, out_pos;
+	size_t last;             /* ZSTD_decompressStream's last answer (0: frame ended) */
+	bool eof;
+	uint64_t pos, left;      /* the next byte to read; bytes of the window left */
+	uint64_t n, want;
+	uint8_t rec[LEAK_REF_REC_LEN], prev[LEAK_REF_REC_LEN];
+};
+
+/* Bytes [off, off + len) of rd: whole frames holding `want` records. */
+int leak_run_r_open(struct leak_run_r *r, struct leak_work_rd *rd, uint64_t off, uint64_t len,
+		    uint64_t want, struct jo_err *err);
+/*
+ * leak_next_fn: the next record (1), or 0 at the end once the window was
+ * read whole (its frames ended, `want` records, in order); JO_EPROTO otherwise.
+ */
+int leak_run_r_next(void *src, const void **rec, size_t *len, struct jo_err *err);
+void leak_run_r_close(struct leak_run_r *r);
+
+/* A range's references: the merge of every part's window (leak_next_fn). */
+struct leak_parts_src {
+	struct leak_run_r *r;
+	struct leak_work_rd **rd;  /* owned, one per part */
+	bool *have;
+	const uint8_t **cur;
+	size_t n;
+	bool primed;
+	uint64_t lo, hi;         /* the range's ids: every record must be in them */
+	uint8_t rec[LEAK_REF_REC_LEN];
+};
+int leak_parts_next(void *src, const void **rec, size_t *len, struct jo_err *err);
+void leak_parts_free(struct leak_parts_src *p);
+
 struct leak_cluster_opts {
 	const char *url;              /* the coordinator's META-URL */
 	const char *password, *redis_password;
-	const char *work;             /* a directory every worker reaches */
+	const char *work;             /* a directory every worker reaches, or s3://BUCKET/PREFIX */
+	const char *config;           /* the config file of an s3:// --work's profile */
 	const char *worker;           /* this worker's owner id */
 	const char *out;              /* the job's report (NULL: stdout in LEAK_CL_REPORT) */
 	int mode;                     /* enum leak_cluster_mode */

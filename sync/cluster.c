@@ -358,7 +358,7 @@ static void totals_of(const struct view *v, struct totals *t)
 /* ---- the job in this process --------------------------------------------- */
 
 struct job {
-	const struct jo_sync_side *src, *dst;
+	const struct jo_objurl *src, *dst;
 	struct jo_obj *so, *dobj;
 	const struct jo_sync_opts *o;
 	const struct jo_sync_cluster_opts *co;
@@ -1532,8 +1532,8 @@ static int slot_main(struct jo_cl_slot *s, struct jo_err *err)
 	return rc;
 }
 
-int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
-			const struct jo_sync_side *dst, struct jo_obj *dobj,
+int jo_sync_cluster_run(const struct jo_objurl *src, struct jo_obj *so,
+			const struct jo_objurl *dst, struct jo_obj *dobj,
 			const struct jo_sync_opts *o, const struct jo_sync_cluster_opts *co,
 			struct jo_sync_cluster_result *res, struct jo_err *err)
 {

@@ -155,7 +155,7 @@ static int cluster_cb(const struct jo_option *o, const char *arg, char *why, siz
 /* --src-secret-key, --dst-secret-key: kept, then hidden from ps */
 static int side_secret_cb(const struct jo_option *o, const char *arg, char *why, size_t cap)
 {
-	struct jo_sync_side_flags *x = o->value;
+	struct jo_objurl_flags *x = o->value;
 	char *cp = strdup(arg);
 
 	if (!cp) {
@@ -220,7 +220,7 @@ static int stop_at_first(const struct jo_obj_info *info, void *payload)
  * SRC and DST, the name the state file has too (the same pair, the same
  * series; no URL, whose query could hold a secret, in a label).
  */
-static void default_job(const struct jo_sync_side *a, const struct jo_sync_side *b, char *out,
+static void default_job(const struct jo_objurl *a, const struct jo_objurl *b, char *out,
 			size_t n)
 {
 	unsigned char d[32];
@@ -236,7 +236,7 @@ static void default_job(const struct jo_sync_side *a, const struct jo_sync_side 
 		snprintf(out + l, n - l, "%02x", d[i]);
 }
 
-static int default_state_path(const struct jo_sync_side *a, const struct jo_sync_side *b,
+static int default_state_path(const struct jo_objurl *a, const struct jo_objurl *b,
 			      char *out, size_t n)
 {
 	unsigned char d[32];
@@ -268,12 +268,12 @@ static int default_state_path(const struct jo_sync_side *a, const struct jo_sync
 	return 0;
 }
 
-static void print_json_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
-			       const struct jo_sync_side *dst, const struct jo_sync_opts *o,
+static void print_json_summary(const struct jo_ctx *ctx, const struct jo_objurl *src,
+			       const struct jo_objurl *dst, const struct jo_sync_opts *o,
 			       const struct jo_sync_summary *s, bool complete, int exit_code);
 
-static void print_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
-			  const struct jo_sync_side *dst, const struct jo_sync_opts *o,
+static void print_summary(const struct jo_ctx *ctx, const struct jo_objurl *src,
+			  const struct jo_objurl *dst, const struct jo_sync_opts *o,
 			  const struct jo_sync_summary *s, bool json, bool complete, int exit_code)
 {
 	fprintf(stderr,
@@ -309,8 +309,8 @@ static void print_summary(const struct jo_ctx *ctx, const struct jo_sync_side *s
 		print_json_summary(ctx, src, dst, o, s, complete, exit_code);
 }
 
-static void print_json_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
-			       const struct jo_sync_side *dst, const struct jo_sync_opts *o,
+static void print_json_summary(const struct jo_ctx *ctx, const struct jo_objurl *src,
+			       const struct jo_objurl *dst, const struct jo_sync_opts *o,
 			       const struct jo_sync_summary *s, bool complete, int exit_code)
 {
 	json_t *j = json_pack("{s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,"
@@ -429,7 +429,7 @@ static void record_metrics(struct jo_ctx *ctx, const struct jo_sync_opts *o,
  * every option that changes what DST ends up holding. A job named with --id
  * must match it.
  */
-static void job_fingerprint(const struct jo_sync_side *a, const struct jo_sync_side *b,
+static void job_fingerprint(const struct jo_objurl *a, const struct jo_objurl *b,
 			    const struct jo_sync_filter *f, const struct jo_sync_opts *o, char out[65])
 {
 	char txt[5000], ff[65];
@@ -464,8 +464,8 @@ static int cluster_exit(const struct jo_sync_cluster_opts *co, const struct jo_s
 	return strcmp(r->status, "ok") ? JO_EXIT_PARTIAL : JO_EXIT_OK;
 }
 
-static void print_cluster_json(const struct jo_ctx *ctx, const struct jo_sync_side *src,
-			       const struct jo_sync_side *dst, const struct jo_sync_cluster_opts *co,
+static void print_cluster_json(const struct jo_ctx *ctx, const struct jo_objurl *src,
+			       const struct jo_objurl *dst, const struct jo_sync_cluster_opts *co,
 			       const struct jo_sync_cluster_result *r, int exit_code)
 {
 	const struct jo_sync_summary *m = &r->mine, *j = &r->job;
@@ -493,8 +493,8 @@ static void print_cluster_json(const struct jo_ctx *ctx, const struct jo_sync_si
 			       exit_code);
 }
 
-static void print_cluster_summary(const struct jo_ctx *ctx, const struct jo_sync_side *src,
-				  const struct jo_sync_side *dst,
+static void print_cluster_summary(const struct jo_ctx *ctx, const struct jo_objurl *src,
+				  const struct jo_objurl *dst,
 				  const struct jo_sync_cluster_opts *co,
 				  const struct jo_sync_cluster_result *r, bool json, int exit_code)
 {
@@ -527,8 +527,8 @@ static void print_cluster_summary(const struct jo_ctx *ctx, const struct jo_sync
 /* What one run of the command holds, from the flags to the summary. */
 struct sync_cmd {
 	struct jo_sync_opts o;
-	struct jo_sync_side_flags fl[2];
-	struct jo_sync_side sides[2];
+	struct jo_objurl_flags fl[2];
+	struct jo_objurl sides[2];
 	struct jo_sync_filter *filter;
 	const char *state_path, *config, *metrics;
 	char metrics_job[128];  /* label job= of --metrics-file */
@@ -900,7 +900,7 @@ static int sync_error(struct jo_ctx *ctx, const struct jo_err *err)
 static int sync_sides(struct sync_cmd *c, struct jo_ctx *ctx, char **argv)
 {
 	for (int i = 0; i < 2; i++)
-		if (jo_sync_side_parse(&c->sides[i], argv[1 + i], i ? "dst" : "src", &c->fl[i],
+		if (jo_objurl_parse(&c->sides[i], argv[1 + i], i ? "dst" : "src", &c->fl[i],
 				       c->config, &c->err))
 			return sync_error(ctx, &c->err);
 	/* the job label of metrics and summary (a cluster job: --id or its name, below) */
@@ -975,8 +975,8 @@ static int sync_connect(struct sync_cmd *c, struct jo_ctx *ctx)
 	if (c->cluster) /* each range in flight lists with its own listers */
 		conns += (c->co.in_flight - 1) * c->o.list_threads;
 
-	if (jo_sync_side_open(&c->sides[0], conns, (int)c->retries, &c->so, &c->err) ||
-	    jo_sync_side_open(&c->sides[1], conns, (int)c->retries, &c->dobj, &c->err))
+	if (jo_objurl_open(&c->sides[0], conns, (int)c->retries, &c->so, &c->err) ||
+	    jo_objurl_open(&c->sides[1], conns, (int)c->retries, &c->dobj, &c->err))
 		return cmd_fail(ctx, &c->err);
 	if (c->sides[1].local && !c->o.dry_run) {
 		/* A SRC that cannot be listed (missing, refused) must not leave a new DST behind. */
@@ -1130,7 +1130,7 @@ static void sync_cmd_free(struct sync_cmd *c)
 	}
 	for (int i = 0; i < 2; i++) {
 		free((char *)c->fl[i].secret_key);
-		jo_sync_side_free(&c->sides[i]);
+		jo_objurl_free(&c->sides[i]);
 	}
 }
 
@@ -1146,7 +1146,7 @@ int cmd_sync(int argc, char **argv, struct jo_ctx *ctx)
 		.part_size = 16u << 20, .multipart_threshold = 64u << 20, .max_delete = -1,
 		.server_side = true, .sort_mem = 256u << 20,
 	};
-	c->fl[0] = c->fl[1] = (struct jo_sync_side_flags)JO_SYNC_SIDE_FLAGS_INIT;
+	c->fl[0] = c->fl[1] = (struct jo_objurl_flags)JO_OBJURL_FLAGS_INIT;
 	c->json = ctx->json;
 	c->retries = -1;
 	c->cmode = CM_BOTH;

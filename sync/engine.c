@@ -64,7 +64,7 @@ struct task {
 };
 
 struct eng {
-	const struct jo_sync_side *src, *dst;
+	const struct jo_objurl *src, *dst;
 	struct jo_obj *so, *dobj;
 	const struct jo_sync_opts *o;
 	struct jo_sync_summary *sum;
@@ -1543,7 +1543,7 @@ static int abort_stale_cb(const char *key, const struct jo_sync_mpu *m, void *p)
  * back to the checkpoint, and what this pass may have copied is credited
  * (HEAD) rather than counted twice.
  */
-static int range_relist(struct eng *e, char side, const struct jo_sync_side *bad, char **after,
+static int range_relist(struct eng *e, char side, const struct jo_objurl *bad, char **after,
 			struct jo_err *err)
 {
 	enum jo_sync_order *ord = side == 's' ? &e->rg->src_order : &e->rg->dst_order;
@@ -1573,8 +1573,8 @@ static int range_relist(struct eng *e, char side, const struct jo_sync_side *bad
 }
 
 /* The engine of one run: which copies may go server-side, how much memory buffers take. */
-static void eng_init(struct eng *e, const struct jo_sync_side *src, struct jo_obj *so,
-		     const struct jo_sync_side *dst, struct jo_obj *dobj,
+static void eng_init(struct eng *e, const struct jo_objurl *src, struct jo_obj *so,
+		     const struct jo_objurl *dst, struct jo_obj *dobj,
 		     const struct jo_sync_opts *opts, struct jo_sync_summary *sum)
 {
 	*e = (struct eng){ .src = src, .dst = dst, .so = so, .dobj = dobj, .o = opts, .sum = sum };
@@ -1632,7 +1632,7 @@ static int eng_state_begin(struct eng *e, struct jo_err *err)
 }
 
 /* The side's listing goes through the external sort: asked, or found unordered before. */
-static bool sort_side(const struct jo_sync_opts *opts, const struct jo_sync_side *side,
+static bool sort_side(const struct jo_sync_opts *opts, const struct jo_objurl *side,
 		      bool sort, struct jo_err *err)
 {
 	char kvk[700];
@@ -1707,7 +1707,7 @@ static int eng_listing_passes(struct eng *e, bool sort_src, bool sort_dst, char 
 		drain(e);
 		if (rc != JO_SYNC_EORDER)
 			break;
-		const struct jo_sync_side *bad = side == 's' ? e->src : e->dst;
+		const struct jo_objurl *bad = side == 's' ? e->src : e->dst;
 		if (e->rg) {
 			rc = range_relist(e, side, bad, after, err);
 			if (rc)
@@ -1810,8 +1810,8 @@ static void eng_end(struct eng *e)
 	free(e->ck_pos);
 }
 
-int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
-		const struct jo_sync_side *dst, struct jo_obj *dobj,
+int jo_sync_run(const struct jo_objurl *src, struct jo_obj *so,
+		const struct jo_objurl *dst, struct jo_obj *dobj,
 		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
 		struct jo_err *err)
 {

@@ -132,23 +132,6 @@ out:
 	return rc;
 }
 
-/* "HTTP://Host:80/x" -> "http://host/x": scheme and host lower-cased, a default port dropped. */
-static void norm_endpoint(const char *ep, char *out, size_t n)
-{
-	const char *sep = strstr(ep, "://");
-	const char *auth = sep ? sep + 3 : ep;
-	size_t alen = strcspn(auth, "/"), k, end = (size_t)(auth - ep) + alen;
-	const char *def = !strncasecmp(ep, "https://", 8) ? ":443"
-			  : !strncasecmp(ep, "http://", 7) ? ":80" : NULL;
-
-	snprintf(out, n, "%s", ep);
-	for (k = 0; k < end && out[k]; k++)
-		if (out[k] >= 'A' && out[k] <= 'Z')
-			out[k] = (char)(out[k] + 32);
-	if (def && end < n && end > strlen(def) && !strncmp(out + end - strlen(def), def, strlen(def)))
-		memmove(out + end - strlen(def), out + end, strlen(out + end) + 1);
-}
-
 /* a and b are "" or end in '/': one inside the other (or equal). */
 static bool dir_within(const char *a, const char *b)
 {
@@ -157,7 +140,7 @@ static bool dir_within(const char *a, const char *b)
 	return al <= bl ? !strncmp(a, b, al) : !strncmp(a, b, bl);
 }
 
-int jo_sync_sides_overlap(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+int jo_sync_sides_overlap(const struct jo_objurl *src, const struct jo_objurl *dst,
 			  char *why, size_t n, struct jo_err *err)
 {
 	int rc = 0;
@@ -167,8 +150,8 @@ int jo_sync_sides_overlap(const struct jo_sync_side *src, const struct jo_sync_s
 	if (!src->local) {
 		char a[512], b[512];
 
-		norm_endpoint(src->endpoint, a, sizeof(a));
-		norm_endpoint(dst->endpoint, b, sizeof(b));
+		jo_objurl_norm_endpoint(src->endpoint, a, sizeof(a));
+		jo_objurl_norm_endpoint(dst->endpoint, b, sizeof(b));
 		if (strcmp(a, b) || strcmp(src->bucket, dst->bucket) ||
 		    !dir_within(src->prefix, dst->prefix))
 			return 0;

@@ -3,7 +3,6 @@
  * its unit tests. Nothing here speaks HTTP: every store access goes through
  * common/object.
  *
- *   side.c     parse one side (s3 URL, flags, environment, profile file)
  *   filter.c   rclone-style include/exclude rules
  *   compare.c  the copy-or-skip decision from two listings and the state row
  *   state.c    the SQLite state file (fingerprints, multipart progress)
@@ -23,51 +22,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "common/objurl.h"
+
 struct jo_err;
 struct jo_obj;
-
-/* ---- sides --------------------------------------------------------------- */
-
-/* Settings given by flags for one side; NULL/-1 = not given. */
-struct jo_sync_side_flags {
-	const char *endpoint, *region, *access_key, *secret_key;
-	int path_style;   /* -1 unset, 0/1 */
-	int list_v1;      /* -1 unset, 0/1 */
-	int unordered;    /* -1 unset, 0/1: the store does not list in byte order */
-};
-#define JO_SYNC_SIDE_FLAGS_INIT { .path_style = -1, .list_v1 = -1, .unordered = -1 }
-
-struct jo_sync_side {
-	bool local;          /* a local directory */
-	char *url;           /* as given, for messages (no secrets: URLs never carry them) */
-	char *profile;       /* s3://NAME@bucket/...: profile name, or NULL */
-	char *endpoint;      /* s3: "http://host:port" */
-	char *bucket;        /* s3: bucket name; local: the directory with a trailing '/' */
-	char *prefix;        /* key prefix inside the bucket, "" or ending in '/' */
-	char *region;
-	char *access_key, *secret_key;
-	char *session_token; /* with the credentials' source (profile or env), or NULL */
-	bool path_style, list_v1, unordered, insecure;
-	char desc[600];      /* "s3://endpoint/bucket/prefix" or "dir:/path/", no secrets */
-};
-
-/*
- * Parse `url` for side `which` ("src" or "dst": picks JFSOPS_SRC_* or
- * JFSOPS_DST_* environment variables). Precedence, highest first: flags, URL
- * query, profile, environment (JFSOPS_<SIDE>_ACCESS_KEY/_SECRET_KEY/_ENDPOINT/
- * _REGION, then AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_REGION).
- * The profile (s3://NAME@bucket) is read with common/config.h from
- * config_path, else env JFSOPS_CONFIG, else $XDG_CONFIG_HOME/jfsops/config
- * or ~/.config/jfsops/config. A missing file or profile, and a config file
- * holding a secret that is readable by group or others, are JO_EINVAL.
- */
-int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *which,
-		       const struct jo_sync_side_flags *fl, const char *config_path,
-		       struct jo_err *err);
-void jo_sync_side_free(struct jo_sync_side *s);
-/* Open an object client for the side (max_conns connections). */
-int jo_sync_side_open(const struct jo_sync_side *s, int max_conns, int retries,
-		      struct jo_obj **out, struct jo_err *err);
 
 /* ---- paths (paths.c) ----------------------------------------------------- */
 
@@ -85,7 +43,7 @@ int jo_sync_local_resolve(const char *path, char **out, struct jo_err *err);
  * "p/" holds "p/q/", not "pq/"). A local side never overlaps an s3 side.
  * 1 (why gets both places), 0, or a negative JO_E* code.
  */
-int jo_sync_sides_overlap(const struct jo_sync_side *src, const struct jo_sync_side *dst,
+int jo_sync_sides_overlap(const struct jo_objurl *src, const struct jo_objurl *dst,
 			  char *why, size_t n, struct jo_err *err);
 /*
  * Why the key rel (relative to the prefix; size: the object's) has no
@@ -428,8 +386,8 @@ struct jo_sync_summary {
  * summary->failed), or a negative JO_E* code for a fatal error (a listing
  * failed, the state file broke, cancelled).
  */
-int jo_sync_run(const struct jo_sync_side *src, struct jo_obj *so,
-		const struct jo_sync_side *dst, struct jo_obj *dobj,
+int jo_sync_run(const struct jo_objurl *src, struct jo_obj *so,
+		const struct jo_objurl *dst, struct jo_obj *dobj,
 		const struct jo_sync_opts *opts, struct jo_sync_summary *sum,
 		struct jo_err *err);
 
@@ -475,8 +433,8 @@ void jo_sync_job_ns(const char *what, bool named, char out[17]);
  * Work on the job (co->mode) until it is finished, a signal arrives or a
  * fatal error. 0 when the run ended normally: res says how the job stands.
  */
-int jo_sync_cluster_run(const struct jo_sync_side *src, struct jo_obj *so,
-			const struct jo_sync_side *dst, struct jo_obj *dobj,
+int jo_sync_cluster_run(const struct jo_objurl *src, struct jo_obj *so,
+			const struct jo_objurl *dst, struct jo_obj *dobj,
 			const struct jo_sync_opts *o, const struct jo_sync_cluster_opts *co,
 			struct jo_sync_cluster_result *res, struct jo_err *err);
 

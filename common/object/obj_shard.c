@@ -375,6 +375,13 @@ static int sh_create_used(struct jo_obj *o)
 	return m;
 }
 
+static const char *sh_bucket_desc(const struct jo_obj *o, int i)
+{
+	const struct shard_impl *h = o->impl;
+
+	return i >= 0 && i < h->n ? jo_obj_describe(h->child[i]) : NULL;
+}
+
 static const struct jo_obj_ops shard_ops = {
 	.get = sh_get,
 	.put = sh_put,
@@ -391,6 +398,7 @@ static const struct jo_obj_ops shard_ops = {
 	.mpu_list_parts = sh_mpu_list_parts,
 	.create_probe = sh_create_probe,
 	.create_used = sh_create_used,
+	.bucket_desc = sh_bucket_desc,
 	.close = sh_close,
 };
 

@@ -65,6 +65,15 @@ const char *jo_obj_describe(const struct jo_obj *o)
 	return o ? o->desc : "";
 }
 
+const char *jo_obj_describe_bucket(const struct jo_obj *o, int i)
+{
+	if (!o)
+		return NULL;
+	if (o->ops->bucket_desc)
+		return o->ops->bucket_desc(o, i);
+	return i == 0 ? o->desc : NULL;
+}
+
 static int check_key(const char *what, const char *key, struct jo_err *err)
 {
 	jo_err_clear(err);

@@ -101,6 +101,12 @@ int jo_obj_open(struct jo_obj **out, const struct jo_obj_opts *opts, struct jo_e
 void jo_obj_close(struct jo_obj *o);
 /* A human description without secrets: "http://127.0.0.1:8333/bucket", "file:///d/". Borrowed. */
 const char *jo_obj_describe(const struct jo_obj *o);
+/*
+ * The same for bucket i of the handle: a sharded handle's shard i, else the
+ * one bucket (i == 0); NULL past the last. For checks that two handles do
+ * not share a bucket. Borrowed.
+ */
+const char *jo_obj_describe_bucket(const struct jo_obj *o, int i);
 
 /* Sink for streamed bodies; return non-zero to abort (the code is returned). */
 typedef int (*jo_obj_write_cb)(const void *data, size_t len, void *payload);

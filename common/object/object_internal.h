@@ -50,6 +50,8 @@ struct jo_obj_ops {
 	int (*create_probe)(struct jo_obj *o, const char *prefix, struct jo_err *err);
 	/* the weakest enum jo_obj_create_method of the create-only puts so far */
 	int (*create_used)(struct jo_obj *o);
+	/* the description of bucket i (jo_obj_describe_bucket); NULL: one bucket */
+	const char *(*bucket_desc)(const struct jo_obj *o, int i);
 	void (*close)(struct jo_obj *o);
 };
 

@@ -14,6 +14,8 @@
 #   warmup_ranges  warmup's --ranges lines, every form
 #   jfs_values     what a volume stores: format record, attrs, slice records
 #                  (and their visible segments), block keys and bodies, trash names
+#   leak_run       a cluster leak check's reference run (its index, its
+#                  frames) as a worker reads it from --work
 #
 # Environment: FUZZ_TARGETS (names, default all), FUZZ_SECONDS (per target,
 # default 20), FUZZ_OUT (work directory, kept; default a new temp dir,
@@ -27,7 +29,7 @@ out=${FUZZ_OUT:-$(mktemp -d "${TMPDIR:-/tmp}/jo-fuzz.XXXXXX")}
 py=${JO_VENV:-$top/.venv}/bin/python
 CC=${CC_FUZZ:-clang}
 jobs=${FUZZ_JOBS:-2}
-all="lance_pb lance_manifest lance_datafile s3xml s3list_rt config meta_url sync_filter warmup_ranges jfs_values"
+all="lance_pb lance_manifest lance_datafile s3xml s3list_rt config meta_url sync_filter warmup_ranges jfs_values leak_run"
 targets=${FUZZ_TARGETS:-$all}
 command -v "$CC" >/dev/null || { echo "run.sh: $CC is missing" >&2; exit 1; }
 for t in $targets; do
@@ -55,7 +57,8 @@ need_lib() {
 	lib=$out/libjo_fuzz.a
 	local srcs=() f o n=0 fail=0
 	mapfile -t srcs < <(cd "$top" && find common -name '*.c' | sort)
-	srcs+=(sync/filter.c trash/trash_parse.c)
+	srcs+=(sync/filter.c trash/trash_parse.c leakcheck/runfile.c leakcheck/work.c
+	       leakcheck/merge.c leakcheck/density.c leakcheck/range.c)
 	echo "fuzz: compiling ${#srcs[@]} library sources" >&2
 	for f in "${srcs[@]}"; do
 		o=$out/obj/$(echo "$f" | tr / _).o

@@ -18,7 +18,10 @@
 #     command without --plan/--worker, which lists nothing) has exactly the
 #     lines of the one-host report of the same volume (sorted: the one-host
 #     run writes foreign lines in listing order), and the same counters;
-#     --status says every range is done, none failed.
+#     --status says every range is done, none failed. Every other job keeps
+#     its files in a bucket (--work s3://lkcwork/E-L on SeaweedFS, keys from
+#     JFSOPS_WORK_*), the others in a directory: the same report either way,
+#     the runs and range reports under the prefix, no staging file left.
 # Two more volumes, plain layout, metadata on PostgreSQL and etcd
 # (LKC_PART_ENGINES), each a job of 4 chunk parts and the extras under a Redis coordinator:
 # the report equals the one-host report (a stray run in the job's directory
@@ -28,6 +31,8 @@
 # its lease, and the two others each seen inside a part at once; then a
 # chunk row of 25 bytes: its part fails, the job is incomplete (exit 3, no
 # report, no range cut).
+# --work refused inside the volume's objects: a directory of its file
+# storage, a prefix under NAME/ of its bucket (exit 2, nothing written).
 # And once (the first engine, the first layout): a LIST of one range's leaf
 # failing at the store (503 SlowDown after the retries): the job ends
 # incomplete (exit 3, "complete": false), no report is written, no object
@@ -152,13 +157,22 @@ for l in $LAYOUTS $PVOLS; do
 	[ "$(grep -c '"type":"foreign"' "$JO_T/$l/one.jsonl")" -ge 4 ] || bad "$l: one-host run: foreign keys not reported"
 done
 declare -A CO WORK
+# --work in a bucket: its keys from the environment, its staging files in a directory watched here
+s3_mkbucket lkcwork
+export JFSOPS_WORK_ACCESS_KEY=$JO_S3_AK JFSOPS_WORK_SECRET_KEY=$JO_S3_SK TMPDIR=$JO_T/tmp
+mkdir -p "$TMPDIR"
+k=0
 for e in ${JO_ENGINES:-redis postgres etcd}; do
 	engine_start "$e"
 	for l in $LAYOUTS; do
 		engine_meta "$e" "lkco$l"
 		CO[$e/$l]=$JO_META
-		WORK[$e/$l]=$JO_T/work-$e-$l
-		mkdir -p "${WORK[$e/$l]}"
+		if [ $((k++ % 2)) = 1 ]; then
+			WORK[$e/$l]="s3://lkcwork/$e-$l?endpoint=$JO_S3_ENDPOINT&path_style=1"
+		else
+			WORK[$e/$l]=$JO_T/work-$e-$l
+			mkdir -p "${WORK[$e/$l]}"
+		fi
 		rc=0
 		"${LKC[@]}" "${META[$l]}" --bucket "${SHB[$l]}" --cluster "${CO[$e/$l]}" \
 			--work "${WORK[$e/$l]}" --plan --ranges 6 --json >"$JO_T/plan-$e-$l.json" \
@@ -250,6 +264,15 @@ job() { # E L
 		{ head -20 "$d/diff-order"; bad "$e/$l: the job's report is not in the one-host order"; }
 	cmp -s "$d/report.jsonl" "$d/w2.jsonl" && ok "$e/$l: the worker's --out is the job's report" ||
 		bad "$e/$l: w2's --out differs from the job's report"
+	case ${WORK[$e/$l]} in s3://*)
+		"$PY" "$JO_REPO/tests/tools/s3util.py" list "$JO_S3_ENDPOINT" "$JO_S3_AK" "$JO_S3_SK" lkcwork \
+			"$e-$l/" >"$d/work-keys.txt"
+		grep -Eq "^$e-$l/l[0-9a-f]{15}/p[0-9a-f]+/scan-[0-9]+-[0-9]+-[0-9a-f]+\.run " "$d/work-keys.txt" &&
+			grep -Eq "^$e-$l/l[0-9a-f]{15}/p[0-9a-f]+/out-[0-9]+-[0-9]+-[0-9a-f]+\.jsonl " "$d/work-keys.txt" &&
+			[ -z "$(ls -A "$TMPDIR" | grep -i jfsops || true)" ] &&
+			ok "$e/$l: --work in a bucket: the runs and range reports under its prefix, no staging file left" ||
+			{ head "$d/work-keys.txt"; ls -A "$TMPDIR"; bad "$e/$l: --work in a bucket: its keys"; } ;;
+	esac
 	"$PY" "$JO_REPO/tests/tools/promcheck.py" leakcheck "$d/w2.prom" exit=1 success=1 \
 		"volume=${NAME[$l]}" >&2 &&
 		grep -q '^jfsops_leakcheck_last_run_leaked_objects{.*worker="w2"' "$d/w2.prom" &&
@@ -417,6 +440,16 @@ rc=0
 	2>"$JO_T/inside.err" || rc=$?
 [ $rc = 2 ] && grep -q 'inside the volume' "$JO_T/inside.err" && ok "--work inside the volume refused (exit 2)" ||
 	{ cat "$JO_T/inside.err"; bad "--work inside the volume: exit $rc"; }
+# and under NAME/ of the volume's bucket (s3)
+rc=0
+"$J" leakcheck "${META[$FL]}" --cluster "${CO[$FE/$FL]}" --plan \
+	--work "s3://${NAME[$FL]}/${NAME[$FL]}/jobs?endpoint=$JO_S3_ENDPOINT&path_style=1" \
+	2>"$JO_T/inside-s3.err" || rc=$?
+"$PY" "$JO_REPO/tests/tools/s3util.py" list "$JO_S3_ENDPOINT" "$JO_S3_AK" "$JO_S3_SK" "${NAME[$FL]}" \
+	"${NAME[$FL]}/jobs/" >"$JO_T/inside-s3.keys"
+[ $rc = 2 ] && grep -q 'inside the volume' "$JO_T/inside-s3.err" && [ ! -s "$JO_T/inside-s3.keys" ] &&
+	ok "--work under the volume's NAME/ in its bucket refused (exit 2), nothing written" ||
+	{ cat "$JO_T/inside-s3.err"; bad "--work under the volume's prefix: exit $rc"; }
 
 [ $FAILS = 0 ] || { echo "leakcheck_cluster: $FAILS failure(s); data in $JO_T" >&2; JO_KEEP=1; exit 1; }
 echo "leakcheck_cluster: ok"

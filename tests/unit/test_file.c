@@ -522,6 +522,54 @@ static void replace_in_sticky_dir_says_why(void **state)
 	}
 }
 
+/*
+ * A scratch file: read back what was written, mode 0600, never a name in
+ * the directory (not while open, not after, not after a SIGKILL); commit
+ * refused; a missing directory one error.
+ */
+static void scratch_has_no_name(void **state)
+{
+	struct fx *fx = *state;
+	struct jo_file *f = NULL;
+	struct jo_err err = { 0 };
+	struct stat st;
+	char buf[8] = { 0 };
+	pid_t pid;
+	int status;
+
+	assert_int_equal(jo_file_scratch(&f, fx->dir, JO_FILE_STDIO, &err), 0);
+	assert_int_equal(fputs("scratch", f->fp) >= 0, 1);
+	assert_int_equal(fflush(f->fp), 0);
+	assert_int_equal(pread(f->fd, buf, 7, 0), 7);
+	assert_string_equal(buf, "scratch");
+	assert_int_equal(fstat(f->fd, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(count_entries(fx, NULL, 0), 0);
+	assert_int_equal(jo_file_commit(f, &err), JO_EINVAL);
+	jo_file_abort(f);
+	assert_int_equal(count_entries(fx, NULL, 0), 0);
+	/* a process killed while it writes one leaves nothing */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct jo_file *g = NULL;
+
+		if (jo_file_scratch(&g, fx->dir, 0, &err) != 0 || write(g->fd, "x", 1) != 1)
+			_exit(3);
+		kill(getpid(), SIGKILL);
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+	assert_int_equal(count_entries(fx, NULL, 0), 0);
+	char missing[160];
+
+	path_in(fx, "no/such", missing, sizeof(missing));
+	assert_int_equal(jo_file_scratch(&f, missing, 0, &err), JO_ENOTFOUND);
+	assert_null(f);
+	assert_non_null(strstr(err.msg, "no/such"));
+}
+
 /* A test that runs between setup and teardown, like most here. */
 #define FIXTURE_TEST(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
 
@@ -541,6 +589,7 @@ int main(void)
 		FIXTURE_TEST(prepare_checks_the_file_and_its_sidecars),
 		FIXTURE_TEST(temp_removed_at_exit_and_second_sigint),
 		FIXTURE_TEST(replace_in_sticky_dir_says_why),
+		FIXTURE_TEST(scratch_has_no_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

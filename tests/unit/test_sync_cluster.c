@@ -409,7 +409,7 @@ static struct jo_sync_opts job_opts(void)
 }
 
 struct worker_arg {
-	struct jo_sync_side *src, *dst;
+	struct jo_objurl *src, *dst;
 	struct jo_obj *so, *dobj;
 	struct jo_sync_opts o;
 	struct jo_sync_cluster_opts co;
@@ -477,7 +477,7 @@ static int same_tree(struct jo_obj *a, const char *pa, struct jo_obj *b, const c
  */
 struct job {
 	struct jo_obj *so, *dobj;
-	struct jo_sync_side src, dst;
+	struct jo_objurl src, dst;
 	char url[512], ns[17];
 };
 
@@ -492,8 +492,8 @@ static void job_start(struct job *j)
 
 static void job_end(struct job *j)
 {
-	jo_sync_side_free(&j->src);
-	jo_sync_side_free(&j->dst);
+	jo_objurl_free(&j->src);
+	jo_objurl_free(&j->dst);
 	jo_obj_close(j->so);
 	jo_obj_close(j->dobj);
 }

@@ -183,15 +183,15 @@ static struct jo_sync_opts base_opts(void)
 static int run(struct jo_obj *a, struct jo_obj *b, const struct jo_sync_opts *o,
 	       struct jo_sync_summary *sum)
 {
-	struct jo_sync_side sa, sb;
+	struct jo_objurl sa, sb;
 	fake_side(&sa, "", "mem://a", "src/");
 	fake_side(&sb, "", "mem://b", "dst/");
 	struct jo_err err = { 0 };
 	int rc = jo_sync_run(&sa, a, &sb, b, o, sum, &err);
 	if (rc)
 		print_message("run: %s\n", err.msg);
-	jo_sync_side_free(&sa);
-	jo_sync_side_free(&sb);
+	jo_objurl_free(&sa);
+	jo_objurl_free(&sb);
 	return rc;
 }
 

@@ -94,17 +94,17 @@ static void test_resolve(void **state)
 	assert_int_equal(chdir("/"), 0);
 }
 
-static void local_side(struct jo_sync_side *s, const char *path)
+static void local_side(struct jo_objurl *s, const char *path)
 {
 	struct jo_err err = { 0 };
 
-	assert_int_equal(jo_sync_side_parse(s, path, "src", NULL, NULL, &err), 0);
+	assert_int_equal(jo_objurl_parse(s, path, "src", NULL, NULL, &err), 0);
 	assert_true(s->local);
 }
 
 static int overlap(const char *a, const char *b)
 {
-	struct jo_sync_side x, y;
+	struct jo_objurl x, y;
 	struct jo_err err = { 0 };
 	char why[9000] = "";
 	int r;
@@ -112,19 +112,19 @@ static int overlap(const char *a, const char *b)
 	if (strncmp(a, "s3://", 5))
 		local_side(&x, a);
 	else
-		assert_int_equal(jo_sync_side_parse(&x, a, "src", NULL, NULL, &err), 0);
+		assert_int_equal(jo_objurl_parse(&x, a, "src", NULL, NULL, &err), 0);
 	if (strncmp(b, "s3://", 5))
 		local_side(&y, b);
 	else
-		assert_int_equal(jo_sync_side_parse(&y, b, "dst", NULL, NULL, &err), 0);
+		assert_int_equal(jo_objurl_parse(&y, b, "dst", NULL, NULL, &err), 0);
 	r = jo_sync_sides_overlap(&x, &y, why, sizeof(why), &err);
 	assert_true(r >= 0);
 	if (r)
 		assert_true(why[0] != '\0');
 	/* symmetric */
 	assert_int_equal(jo_sync_sides_overlap(&y, &x, why, sizeof(why), &err), r);
-	jo_sync_side_free(&x);
-	jo_sync_side_free(&y);
+	jo_objurl_free(&x);
+	jo_objurl_free(&y);
 	return r;
 }
 

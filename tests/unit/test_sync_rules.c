@@ -246,12 +246,12 @@ static void test_filter_edges(void **state)
 static void test_side_parse(void **state)
 {
 	(void)state;
-	struct jo_sync_side s;
+	struct jo_objurl s;
 	struct jo_err err = { 0 };
 	setenv("JFSOPS_SRC_ACCESS_KEY", "envak", 1);
 	setenv("JFSOPS_SRC_SECRET_KEY", "envsk", 1);
 	unsetenv("AWS_ACCESS_KEY_ID");
-	assert_int_equal(jo_sync_side_parse(&s, "s3://bkt/some/pre?endpoint=http://127.0.0.1:9/&path_style=1&list_v1=1",
+	assert_int_equal(jo_objurl_parse(&s, "s3://bkt/some/pre?endpoint=http://127.0.0.1:9/&path_style=1&list_v1=1",
 					    "src", NULL, NULL, &err), 0);
 	assert_string_equal(s.bucket, "bkt");
 	assert_string_equal(s.prefix, "some/pre/");
@@ -261,32 +261,32 @@ static void test_side_parse(void **state)
 	assert_false(s.unordered);
 	assert_string_equal(s.access_key, "envak");
 	assert_null(strstr(s.desc, "envsk"));
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	/* Flags beat the environment. */
-	struct jo_sync_side_flags fl = JO_SYNC_SIDE_FLAGS_INIT;
+	struct jo_objurl_flags fl = JO_OBJURL_FLAGS_INIT;
 	fl.access_key = "flagak";
 	fl.secret_key = "flagsk";
 	fl.unordered = 1;
-	assert_int_equal(jo_sync_side_parse(&s, "s3://bkt", "src", &fl, NULL, &err), 0);
+	assert_int_equal(jo_objurl_parse(&s, "s3://bkt", "src", &fl, NULL, &err), 0);
 	assert_string_equal(s.access_key, "flagak");
 	assert_string_equal(s.prefix, "");
 	assert_true(s.unordered);
 	assert_non_null(strstr(s.endpoint, "amazonaws.com"));
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	/* Secrets in URLs are refused. */
-	assert_int_equal(jo_sync_side_parse(&s, "s3://bkt?secret_key=x", "src", NULL, NULL, &err),
+	assert_int_equal(jo_objurl_parse(&s, "s3://bkt?secret_key=x", "src", NULL, NULL, &err),
 			 JO_EINVAL);
-	jo_sync_side_free(&s);
-	assert_int_equal(jo_sync_side_parse(&s, "s3://ak:sk@bkt/p", "src", NULL, NULL, &err),
+	jo_objurl_free(&s);
+	assert_int_equal(jo_objurl_parse(&s, "s3://ak:sk@bkt/p", "src", NULL, NULL, &err),
 			 JO_EINVAL);
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	/* Local directory. */
-	assert_int_equal(jo_sync_side_parse(&s, "/tmp/x", "dst", NULL, NULL, &err), 0);
+	assert_int_equal(jo_objurl_parse(&s, "/tmp/x", "dst", NULL, NULL, &err), 0);
 	assert_true(s.local);
 	assert_string_equal(s.bucket, "/tmp/x/");
-	jo_sync_side_free(&s);
-	assert_int_equal(jo_sync_side_parse(&s, "gs://x", "dst", NULL, NULL, &err), JO_EINVAL);
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
+	assert_int_equal(jo_objurl_parse(&s, "gs://x", "dst", NULL, NULL, &err), JO_EINVAL);
+	jo_objurl_free(&s);
 
 	/* Profiles, and the permission check. */
 	char path[] = "/tmp/jo-prof-XXXXXX";
@@ -298,31 +298,31 @@ static void test_side_parse(void **state)
 	close(fd);
 	chmod(path, 0644);
 	/* a loose file holding a secret is a usage error (exit 2), as for every command */
-	assert_int_equal(jo_sync_side_parse(&s, "s3://dc1@bkt/p", "src", NULL, path, &err), JO_EINVAL);
+	assert_int_equal(jo_objurl_parse(&s, "s3://dc1@bkt/p", "src", NULL, path, &err), JO_EINVAL);
 	assert_non_null(strstr(err.msg, "chmod 600"));
 	assert_null(strstr(err.msg, "psk"));
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	chmod(path, 0600);
-	assert_int_equal(jo_sync_side_parse(&s, "s3://dc1@bkt/p", "src", NULL, path, &err), 0);
+	assert_int_equal(jo_objurl_parse(&s, "s3://dc1@bkt/p", "src", NULL, path, &err), 0);
 	assert_string_equal(s.endpoint, "http://10.0.0.1:9000");
 	assert_string_equal(s.region, "r1");
 	assert_string_equal(s.access_key, "pak");
 	assert_string_equal(s.secret_key, "psk");
 	assert_true(s.path_style);
-	jo_sync_side_free(&s);
-	assert_int_equal(jo_sync_side_parse(&s, "s3://nope@bkt/p", "src", NULL, path, &err), JO_EINVAL);
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
+	assert_int_equal(jo_objurl_parse(&s, "s3://nope@bkt/p", "src", NULL, path, &err), JO_EINVAL);
+	jo_objurl_free(&s);
 	/* JFSOPS_CONFIG names the file when --config does not; flags > query > profile */
 	setenv("JFSOPS_CONFIG", path, 1);
-	struct jo_sync_side_flags f2 = JO_SYNC_SIDE_FLAGS_INIT;
+	struct jo_objurl_flags f2 = JO_OBJURL_FLAGS_INIT;
 	f2.region = "flagregion";
-	assert_int_equal(jo_sync_side_parse(&s, "s3://dc1@bkt/p?endpoint=http://q:2", "src", &f2, NULL,
+	assert_int_equal(jo_objurl_parse(&s, "s3://dc1@bkt/p?endpoint=http://q:2", "src", &f2, NULL,
 					    &err), 0);
 	assert_string_equal(s.endpoint, "http://q:2");
 	assert_string_equal(s.region, "flagregion");
 	assert_string_equal(s.access_key, "pak");
 	assert_null(s.session_token);
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	unsetenv("JFSOPS_CONFIG");
 	/* XDG_CONFIG_HOME/jfsops/config is the default file; session_token goes along */
 	char xdg[] = "/tmp/jo-xdg-XXXXXX";
@@ -339,19 +339,19 @@ static void test_side_parse(void **state)
 	const char *old_xdg = getenv("XDG_CONFIG_HOME");
 	char *save_xdg = old_xdg ? strdup(old_xdg) : NULL;
 	setenv("XDG_CONFIG_HOME", xdg, 1);
-	assert_int_equal(jo_sync_side_parse(&s, "s3://tok@bkt", "dst", NULL, NULL, &err), 0);
+	assert_int_equal(jo_objurl_parse(&s, "s3://tok@bkt", "dst", NULL, NULL, &err), 0);
 	assert_string_equal(s.endpoint, "http://t:3");
 	assert_string_equal(s.secret_key, "tsk");
 	assert_string_equal(s.session_token, "ttok");
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	/* credentials from a flag never pair with the profile's token */
-	struct jo_sync_side_flags f3 = JO_SYNC_SIDE_FLAGS_INIT;
+	struct jo_objurl_flags f3 = JO_OBJURL_FLAGS_INIT;
 	f3.access_key = "fak";
 	f3.secret_key = "fsk";
-	assert_int_equal(jo_sync_side_parse(&s, "s3://tok@bkt", "dst", &f3, NULL, &err), 0);
+	assert_int_equal(jo_objurl_parse(&s, "s3://tok@bkt", "dst", &f3, NULL, &err), 0);
 	assert_string_equal(s.access_key, "fak");
 	assert_null(s.session_token);
-	jo_sync_side_free(&s);
+	jo_objurl_free(&s);
 	if (save_xdg)
 		setenv("XDG_CONFIG_HOME", save_xdg, 1);
 	else

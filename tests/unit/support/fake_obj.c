@@ -421,7 +421,7 @@ struct jo_obj *fake_obj_new(void)
 	return o;
 }
 
-void fake_side(struct jo_sync_side *s, const char *scheme, const char *ep, const char *prefix)
+void fake_side(struct jo_objurl *s, const char *scheme, const char *ep, const char *prefix)
 {
 	memset(s, 0, sizeof(*s));
 	s->endpoint = strdup(ep);

@@ -66,9 +66,9 @@ struct fake_obj *fake_set(struct fake_store *s, const char *key, const void *dat
 /* A DELETE as the client sends it (counted). */
 int fake_del(struct jo_obj *o, const char *key, struct jo_err *err);
 
-struct jo_sync_side;
+struct jo_objurl;
 /* A sync side on endpoint ep, bucket "b", under prefix; its desc is
  * "<scheme>ep/b/prefix" (scheme: "" or "s3:"). Strings strdup'd. */
-void fake_side(struct jo_sync_side *s, const char *scheme, const char *ep, const char *prefix);
+void fake_side(struct jo_objurl *s, const char *scheme, const char *ep, const char *prefix);
 
 #endif

@@ -1,18 +1,15 @@
 /*
- * side.c: one side of a sync, from its URL, flags, a profile and the
- * environment.
+ * objurl.c: an object-store location from its URL, flags, a profile and the
+ * environment (objurl.h).
  *
- *   s3://[PROFILE@]BUCKET[/PREFIX][?endpoint=URL&region=R&path_style=1&list_v1=1&unordered=1&insecure=1]
- *   DIR  or  file:///DIR      a local directory
- *
- * The prefix is a "directory": "s3://b/data" syncs keys under "data/". The
- * URL never carries a secret (access_key/secret_key in the query are
+ * The prefix is a "directory": "s3://b/data" means the keys under "data/".
+ * The URL never carries a secret (access_key/secret_key in the query are
  * refused); credentials come from flags, the profile (common/config.h, the
- * one config file of every command), JFSOPS_<SIDE>_ACCESS_KEY /
- * JFSOPS_<SIDE>_SECRET_KEY (/ _SESSION_TOKEN), or AWS_ACCESS_KEY_ID /
+ * one config file of every command), JFSOPS_<WHICH>_ACCESS_KEY /
+ * JFSOPS_<WHICH>_SECRET_KEY (/ _SESSION_TOKEN), or AWS_ACCESS_KEY_ID /
  * AWS_SECRET_ACCESS_KEY (/ AWS_SESSION_TOKEN).
  */
-#include "sync/sync.h"
+#include "common/objurl.h"
 
 #include "common/config.h"
 #include "common/err.h"
@@ -62,6 +59,7 @@ static int kv_apply(struct kvset *k, const char *name, const char *val, bool fro
 		    const char *where, struct jo_err *err)
 {
 	int *flag = NULL;
+
 	if (!strcmp(name, "endpoint"))
 		return set_str(&k->endpoint, val) ? jo_err_set(err, JO_ENOMEM, "out of memory") : 0;
 	if (!strcmp(name, "region"))
@@ -70,7 +68,7 @@ static int kv_apply(struct kvset *k, const char *name, const char *val, bool fro
 		if (from_url)
 			return jo_err_set(err, JO_EINVAL,
 					  "%s: credentials do not belong in a URL; use a profile, flags or "
-					  "JFSOPS_SRC_/JFSOPS_DST_ environment variables", where);
+					  "JFSOPS_<SRC,DST,WORK>_ACCESS_KEY and _SECRET_KEY", where);
 		char **d = name[0] == 'a' ? &k->access_key : &k->secret_key;
 		return set_str(d, val) ? jo_err_set(err, JO_ENOMEM, "out of memory") : 0;
 	}
@@ -154,7 +152,7 @@ static int fill_default(char **dst, const char *v)
 	return set_str(dst, v);
 }
 
-void jo_sync_side_free(struct jo_sync_side *s)
+void jo_objurl_free(struct jo_objurl *s)
 {
 	if (!s)
 		return;
@@ -163,7 +161,7 @@ void jo_sync_side_free(struct jo_sync_side *s)
 	memset(s, 0, sizeof(*s));
 }
 
-static int parse_local(struct jo_sync_side *s, const char *url, struct jo_err *err)
+static int parse_local(struct jo_objurl *s, const char *url, struct jo_err *err)
 {
 	const char *p = url;
 	if (!strncmp(p, "file://", 7))
@@ -185,7 +183,7 @@ static int parse_local(struct jo_sync_side *s, const char *url, struct jo_err *e
 
 /* s3://[PROFILE@]BUCKET[/PREFIX][?QUERY], in rest (written into): profile, bucket, prefix;
  * *query the query's text or NULL. */
-static int side_parse_location(struct jo_sync_side *s, const char *url, const char *which,
+static int side_parse_location(struct jo_objurl *s, const char *url, const char *which,
 			       char *rest, char **query, struct jo_err *err)
 {
 	*query = strchr(rest, '?');
@@ -242,7 +240,7 @@ static int side_parse_query(struct kvset *q, char *query, const char *which, str
 
 /* Credentials as a group (key, secret, session token) from one source, when no source
  * before gave any: 0, or nonzero without memory. */
-static int side_cred_group(struct jo_sync_side *s, const char *key, const char *secret,
+static int side_cred_group(struct jo_objurl *s, const char *key, const char *secret,
 			   const char *token)
 {
 	int rc;
@@ -257,7 +255,7 @@ static int side_cred_group(struct jo_sync_side *s, const char *key, const char *
 
 /* Endpoint, region and credentials, each from the first that has it: flags > query >
  * profile (pr, pr_token) > environment. 0, or nonzero without memory. */
-static int side_merge(struct jo_sync_side *s, const struct jo_sync_side_flags *fl,
+static int side_merge(struct jo_objurl *s, const struct jo_objurl_flags *fl,
 		      const struct kvset *q, const struct kvset *pr, const char *pr_token,
 		      const char *which)
 {
@@ -287,7 +285,7 @@ static int side_merge(struct jo_sync_side *s, const struct jo_sync_side_flags *f
 
 /* The switches, the endpoint (AWS's for the region by default, checked) and the side's
  * description. */
-static int side_finish(struct jo_sync_side *s, const struct jo_sync_side_flags *fl,
+static int side_finish(struct jo_objurl *s, const struct jo_objurl_flags *fl,
 		       const struct kvset *q, const struct kvset *pr, const char *which,
 		       struct jo_err *err)
 {
@@ -319,8 +317,8 @@ static int side_finish(struct jo_sync_side *s, const struct jo_sync_side_flags *
 	return 0;
 }
 
-int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *which,
-		       const struct jo_sync_side_flags *fl, const char *config_path,
+int jo_objurl_parse(struct jo_objurl *s, const char *url, const char *which,
+		       const struct jo_objurl_flags *fl, const char *config_path,
 		       struct jo_err *err)
 {
 	memset(s, 0, sizeof(*s));
@@ -360,7 +358,7 @@ int jo_sync_side_parse(struct jo_sync_side *s, const char *url, const char *whic
 	return rc;
 }
 
-int jo_sync_side_open(const struct jo_sync_side *s, int max_conns, int retries,
+int jo_objurl_open(const struct jo_objurl *s, int max_conns, int retries,
 		      struct jo_obj **out, struct jo_err *err)
 {
 	struct jo_obj_opts oo = JO_OBJ_OPTS_INIT;
@@ -386,4 +384,21 @@ int jo_sync_side_open(const struct jo_sync_side *s, int max_conns, int retries,
 	if (retries >= 0)
 		oo.retries = retries;
 	return jo_obj_open(out, &oo, err);
+}
+
+/* "HTTP://Host:80/x" -> "http://host/x": scheme and host lower-cased, a default port dropped. */
+void jo_objurl_norm_endpoint(const char *ep, char *out, size_t n)
+{
+	const char *sep = strstr(ep, "://");
+	const char *auth = sep ? sep + 3 : ep;
+	size_t alen = strcspn(auth, "/"), k, end = (size_t)(auth - ep) + alen;
+	const char *def = !strncasecmp(ep, "https://", 8) ? ":443"
+			  : !strncasecmp(ep, "http://", 7) ? ":80" : NULL;
+
+	snprintf(out, n, "%s", ep);
+	for (k = 0; k < end && out[k]; k++)
+		if (out[k] >= 'A' && out[k] <= 'Z')
+			out[k] = (char)(out[k] + 32);
+	if (def && end < n && end > strlen(def) && !strncmp(out + end - strlen(def), def, strlen(def)))
+		memmove(out + end - strlen(def), out + end, strlen(out + end) + 1);
 }
