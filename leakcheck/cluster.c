@@ -57,8 +57,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <jansson.h>
-#include <zstd.h>
 
 #include "common/cancel.h"
 #include "common/cluster.h"
@@ -80,35 +81,101 @@
 
 /* ---- the job --------------------------------------------------------------- */
 
+/*
+ * A worker process runs --ranges-in-flight slots (common/cluster.h), each
+ * a struct job of its own (its coordinator connection, lease, volume
+ * metadata connection for scan parts) pointing at the process's one (top),
+ * whose counters its mutex guards. A slot claims a task only while no other
+ * slot of the process is listing a range: the next range is listed while
+ * the last one merges, and one listing at a time keeps --list-threads the
+ * process's listers.
+ */
 struct job {
 	struct jo_vol *v;
 	const struct leak_cluster_opts *o;
-	struct leak_cluster_result *res;
-	struct jo_meta *m;
+	struct leak_cluster_result *res;   /* top's fields: under top->mu in slots */
+	struct jo_meta *m;       /* this slot's coordinator connection */
+	struct jo_meta *vmeta;   /* this slot's volume metadata connection (scan parts) */
 	struct jo_lease *lease;
+	struct jo_cl_slot *slot; /* NULL outside a worker's slots */
+	struct job *top;
 	char ns[17];
 	struct leak_work *w;     /* --work: the job's files are under NS/ */
 	int64_t started_ms;
-	double busy_s;
+	int cur;                 /* this slot's range (-1: none) */
+	bool lists;              /* this slot counts in top->listing */
+	/* top's: */
+	pthread_mutex_t mu;
+	double busy_s, busy_since; /* wall time with a task in some slot */
+	int busy, listing;
 	uint64_t listed, objects, parts;
-	int cur;
 };
 
 static int put_worker(struct job *j, const char *state)
 {
+	struct job *t = j->top;
 	char key[160];
 	struct jo_err e = { 0 };
-	json_t *w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
-			      (json_int_t)j->started_ms, "seen", (json_int_t)jo_cl_now_ms(),
-			      "listed", (json_int_t)j->listed, "objects", (json_int_t)j->objects,
-			      "ranges", (json_int_t)j->res->mine, "parts", (json_int_t)j->parts,
-			      "busy_s", j->busy_s, "range", j->cur);
+	json_t *w;
 
+	pthread_mutex_lock(&t->mu);
+	w = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:i}", "state", state, "started",
+		      (json_int_t)t->started_ms, "seen", (json_int_t)jo_cl_now_ms(),
+		      "listed", (json_int_t)t->listed, "objects", (json_int_t)t->objects,
+		      "ranges", (json_int_t)t->res->mine, "parts", (json_int_t)t->parts,
+		      "busy_s", t->busy_s + (t->busy ? jo_cl_mono_s() - t->busy_since : 0), "range",
+		      j->cur);
+	pthread_mutex_unlock(&t->mu);
 	snprintf(key, sizeof(key), "w:%s", j->o->worker);
 	if (w)
 		(void)jo_cl_rec_put(j->m, j->ns, key, w, NULL, NULL, &e);
 	json_decref(w);
 	return 0;
+}
+
+/* A slot starts (+1) or ends (-1) a task: the process's busy time is their union. */
+static void busy_step(struct job *j, int d)
+{
+	struct job *t = j->top;
+
+	pthread_mutex_lock(&t->mu);
+	if (d > 0 && t->busy++ == 0)
+		t->busy_since = jo_cl_mono_s();
+	if (d < 0 && --t->busy == 0)
+		t->busy_s += jo_cl_mono_s() - t->busy_since;
+	pthread_mutex_unlock(&t->mu);
+}
+
+/* Whether this slot may claim now: no other slot of the process is listing a range. */
+static bool listing_start(struct job *j)
+{
+	bool ok;
+
+	pthread_mutex_lock(&j->top->mu);
+	ok = j->top->listing == 0;
+	if (ok)
+		j->top->listing++;
+	pthread_mutex_unlock(&j->top->mu);
+	j->lists = ok;
+	return ok;
+}
+
+/* This slot lists no more (its range is listed, or its task is not a range). */
+static void listing_done(struct job *j)
+{
+	if (!j->lists)
+		return;
+	j->lists = false;
+	pthread_mutex_lock(&j->top->mu);
+	j->top->listing--;
+	pthread_mutex_unlock(&j->top->mu);
+	if (j->slot)
+		jo_cl_slot_kick(j->slot);
+}
+
+static void on_listed(void *p)
+{
+	listing_done(p);
 }
 
 /* The cut's bounds as ranges. */
@@ -575,6 +642,7 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	double t0 = jo_cl_mono_s();
 	json_t *d = NULL;
 	const json_t *plan = v->plan;
+	const struct leak_range_ctx rctx = { j->vmeta, on_listed, j };
 	long sect[2] = { -1, -1 };
 	struct leak_density dens = { 0 };
 	int rc;
@@ -600,7 +668,8 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 	if (!rc)
 		rc = o->check.run(o->check.p, f->fp, &rs, idx, &dens, leak_parts_next, &src,
 				  jo_cl_ju(plan, "next_chunk"), jo_cl_ji(plan, "cutoff"), &c, &ls, sect,
-				  &e);
+				  &rctx, &e);
+	listing_done(j);
 	/* every part's window must have been read to its end, whatever the merge needed */
 	while (!rc) {
 		const void *rec;
@@ -620,7 +689,6 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 		rc = leak_work_commit(j->w, path, f, &e);
 	jo_file_abort(f);
 	leak_ranges_free(&rs);
-	j->busy_s += jo_cl_mono_s() - t0;
 	j->cur = -1;
 	if (rc) {
 		if (rc == JO_ECANCELED) {
@@ -658,9 +726,11 @@ static int do_range(struct job *j, const struct jo_mut_task *t, size_t idx, cons
 		return 0;
 	}
 	if (!rc) {
+		pthread_mutex_lock(&j->top->mu);
 		j->res->mine++;
-		j->listed += ls.listed;
-		j->objects += c.objects;
+		j->top->listed += ls.listed;
+		j->top->objects += c.objects;
+		pthread_mutex_unlock(&j->top->mu);
 	}
 	return rc;
 }
@@ -713,7 +783,7 @@ static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const
 	if (!rc)
 		rc = jo_xsort_new(&xs, &xo, &e);
 	if (!rc)
-		rc = leak_refs_scan_part(j->v->meta, jo_cl_ji(v->plan, "snapshot"), from, to, what,
+		rc = leak_refs_scan_part(j->vmeta, jo_cl_ji(v->plan, "snapshot"), from, to, what,
 					 xs, &dens, &st, &e);
 	if (!rc)
 		rc = jo_xsort_finish(xs, &e);
@@ -724,7 +794,6 @@ static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const
 	rc = leak_run_w_close(&w, rc == 0, rc ? NULL : &e) ? (rc ? rc : e.code) : rc;
 	jo_xsort_free(xs);
 	leak_density_free(&dens);
-	j->busy_s += jo_cl_mono_s() - t0;
 	if (rc == JO_ECANCELED) {
 		json_decref(d);
 		*err = e;
@@ -760,8 +829,10 @@ static int do_scan(struct job *j, const struct jo_mut_task *t, size_t idx, const
 		return 0;
 	}
 	if (!rc) {
-		j->parts++;
+		pthread_mutex_lock(&j->top->mu);
+		j->top->parts++;
 		j->res->parts_mine++;
+		pthread_mutex_unlock(&j->top->mu);
 	}
 	return rc;
 }
@@ -880,6 +951,7 @@ static int add_missing(struct job *j, const struct view *v, struct jo_err *err)
 static int work_loop(struct job *j, struct jo_err *err)
 {
 	double waited_log = 0;
+	int64_t idle_ms = 100;   /* the next wait when nothing is claimable */
 	int rc = 0;
 
 	while (!rc) {
@@ -888,7 +960,15 @@ static int work_loop(struct job *j, struct jo_err *err)
 
 		if (jo_cancelled())
 			return jo_err_set(err, JO_ECANCELED, "cancelled");
+		if (jo_cl_slot_stopping(j->slot))
+			break;  /* another slot failed: its error is the run's */
+		if (!listing_start(j)) {
+			jo_cl_slot_wait(j->slot, 1000);
+			continue;
+		}
 		rc = jo_lease_claim(j->lease, j->m, &t, err);
+		if (rc)
+			listing_done(j);
 		if (rc == JO_ENOTFOUND) {
 			int64_t total = 0, leased = 0;
 
@@ -906,6 +986,7 @@ static int work_loop(struct job *j, struct jo_err *err)
 				if (v.plan) {
 					rc = add_missing(j, &v, err);
 					view_release(&v);
+					jo_cl_slot_kick(j->slot);
 					continue;
 				}
 				view_release(&v);
@@ -917,36 +998,70 @@ static int work_loop(struct job *j, struct jo_err *err)
 							     : "no plan yet");
 				waited_log = jo_cl_mono_s();
 			}
-			(void)put_worker(j, "waiting");
-			jo_cl_sleep_ms(j->o->lease_ms / 8 > 500 ? 500 : j->o->lease_ms / 8 < 100
-									? 100 : j->o->lease_ms / 8);
+			pthread_mutex_lock(&j->top->mu);
+			bool idle = j->top->busy == 0;
+			pthread_mutex_unlock(&j->top->mu);
+			if (idle)
+				(void)put_worker(j, "waiting");
+			/* a peer slot's task ending wakes this one at once; else 100 ms
+			 * first, then longer, up to an eighth of a lease (100 ms .. 500 ms) */
+			jo_cl_slot_wait(j->slot, idle_ms);
+			idle_ms = idle_ms * 2 > j->o->lease_ms / 8 ? j->o->lease_ms / 8 : idle_ms * 2;
+			idle_ms = idle_ms > 500 ? 500 : idle_ms < 100 ? 100 : idle_ms;
 			continue;
 		}
 		if (rc)
 			break;
+		idle_ms = 100;
 		bool scan = strcmp(t.kind, "scan") == 0;
 		int idx = jo_cl_task_index(t.items, scan ? 's' : 'r');
 		char key[32];
 
+		if (scan)
+			listing_done(j);  /* a scan part lists nothing: another slot may claim */
+		busy_step(j, 1);
 		snprintf(key, sizeof(key), "%sdone:%06d", scan ? "s" : "", idx);
 		rc = view_load(j->m, j->ns, &v, err);
-		if (rc) {
-			jo_mut_task_release_mem(&t);
-			break;
+		if (!rc) {
+			if (idx < 0 || !v.plan || (!scan && strcmp(t.kind, "range") != 0) ||
+			    (size_t)idx >= (scan ? v.np : v.n))
+				rc = jo_err_set(err, JO_EPROTO, "coordinator: task '%s' (%s) names no "
+						"planned %s", t.items ? t.items : "", t.kind,
+						scan ? "scan part" : "range");
+			else if (*view_slot(&v, key))
+				rc = jo_lease_complete(j->lease, j->m, err);  /* a task added twice */
+			else if (scan)
+				rc = do_scan(j, &t, (size_t)idx, &v, err);
+			else
+				rc = do_range(j, &t, (size_t)idx, &v, err);
+			view_release(&v);
 		}
-		if (idx < 0 || !v.plan || (!scan && strcmp(t.kind, "range") != 0) ||
-		    (size_t)idx >= (scan ? v.np : v.n))
-			rc = jo_err_set(err, JO_EPROTO, "coordinator: task '%s' (%s) names no planned "
-					"%s", t.items ? t.items : "", t.kind, scan ? "scan part" : "range");
-		else if (*view_slot(&v, key))
-			rc = jo_lease_complete(j->lease, j->m, err);  /* a task added twice */
-		else if (scan)
-			rc = do_scan(j, &t, (size_t)idx, &v, err);
-		else
-			rc = do_range(j, &t, (size_t)idx, &v, err);
-		view_release(&v);
+		listing_done(j);
+		busy_step(j, -1);
 		jo_mut_task_release_mem(&t);
+		jo_cl_slot_kick(j->slot);
 	}
+	return rc;
+}
+
+/* One slot of a worker process: the work loop on connections and a lease of its own. */
+static int slot_main(struct jo_cl_slot *s, struct jo_err *err)
+{
+	struct job *top = s->arg;
+	struct job j = { .v = top->v, .o = top->o, .res = top->res, .m = s->m,
+			 .vmeta = top->v->meta, .lease = s->lease, .slot = s, .top = top,
+			 .w = top->w, .started_ms = top->started_ms, .cur = -1 };
+	int rc = 0;
+
+	snprintf(j.ns, sizeof(j.ns), "%s", top->ns);
+	/* slot 0 runs on the caller's thread: it keeps the volume's own connection */
+	if (s->index)
+		rc = jo_meta_dup(top->v->meta, &j.vmeta, err);
+	if (!rc)
+		rc = work_loop(&j, err);
+	listing_done(&j);
+	if (s->index)
+		jo_meta_close(j.vmeta);
 	return rc;
 }
 
@@ -1203,6 +1318,9 @@ int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
 	int rc;
 
 	memset(res, 0, sizeof(*res));
+	pthread_mutex_init(&j.mu, NULL);
+	j.top = &j;
+	j.vmeta = v->meta;
 	j.started_ms = jo_cl_now_ms();
 	rc = leak_work_open(&j.w, o->work, o->config, o->tmp, err);
 	if (!rc)
@@ -1246,12 +1364,10 @@ int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
 			rc = do_plan(&j, err);
 	} else if (o->mode == LEAK_CL_WORKER) {
 		lo.ns = j.ns;
-		rc = jo_lease_new(&j.lease, j.m, &lo, err);
-		if (!rc) {
-			(void)put_worker(&j, "working");
-			rc = work_loop(&j, err);
-			(void)put_worker(&j, rc == JO_ECANCELED ? "stopped" : rc ? "failed" : "done");
-		}
+		(void)put_worker(&j, "working");
+		rc = jo_cl_slots_run(j.m, &lo, o->in_flight ? (int)o->in_flight : 2, slot_main, &j,
+				     err);
+		(void)put_worker(&j, rc == JO_ECANCELED ? "stopped" : rc ? "failed" : "done");
 	}
 	view_release(&vw);
 	if (rc)
@@ -1265,8 +1381,8 @@ int leak_cluster_run(struct jo_vol *v, const struct leak_cluster_opts *o,
 		rc = write_report(&j, &vw, err);
 out:
 	view_release(&vw);
-	jo_lease_free(j.lease);
 	jo_meta_close(j.m);
 	leak_work_close(j.w);
+	pthread_mutex_destroy(&j.mu);
 	return rc;
 }

@@ -127,7 +127,7 @@ struct lc_opts {
 	int cmode;                /* enum leak_cluster_mode: report, plan, worker */
 	bool status;
 	int64_t lease_ms;
-	unsigned ranges, scan_parts, max_attempts;
+	unsigned ranges, scan_parts, max_attempts, in_flight;
 	uint64_t synth;           /* hidden: synthetic benchmark of N slices */
 	const char *synth_keys;   /* benchmark: write its keys as text into DIR */
 };
@@ -160,6 +160,7 @@ struct lc_run {
 	const char *stage;        /* what the run was doing (for an incomplete run) */
 	struct leak_owners *owners; /* missing items held back to name their files */
 	long *sect;               /* a cluster range: where the merge's and the owned lines begin */
+	const struct leak_range_ctx *rctx; /* a cluster range: its thread's meta, its hook */
 	struct lc_mx mx;
 };
 
@@ -317,7 +318,8 @@ static int write_owned(struct lc_run *r, struct jo_err *err)
 	if (!n)
 		return 0;
 	r->stage = "naming the files of missing blocks";
-	named = leak_owners_resolve(o, r->vol->meta, &e) == 0;
+	named = leak_owners_resolve(o, r->rctx && r->rctx->meta ? r->rctx->meta : r->vol->meta,
+				    &e) == 0;
 	if (!named)
 		fprintf(stderr, "%s %s: warning: the files of %zu missing blocks are not named: %s\n",
 			r->ctx->prog, r->ctx->cmd, n, e.msg);
@@ -454,6 +456,8 @@ static int check_objects(struct lc_run *r, const struct leak_density *density,
 	r->stage = "the object listing";
 	rc = leak_list_objects(v->obj, &lo, xobjs, ls, err);
 	clear_progress(r);
+	if (r->rctx && r->rctx->listed)
+		r->rctx->listed(r->rctx->arg);
 	if (rc) {
 		jo_err_wrap(err, "object listing failed, no report written");
 		goto out;
@@ -568,23 +572,26 @@ out:
 static int check_range(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
 		       const struct leak_density *density, leak_next_fn refs_next, void *refs_src,
 		       uint64_t next_chunk, int64_t cutoff, struct leak_counts *c,
-		       struct leak_list_stats *ls, long sect[2], struct jo_err *err)
+		       struct leak_list_stats *ls, long sect[2], const struct leak_range_ctx *ctx,
+		       struct jo_err *err)
 {
-	struct lc_run *r = p;
+	/* a copy of the run's state of its own: ranges may be checked on several threads */
+	struct lc_run r = *(const struct lc_run *)p;
 	int rc;
 
-	r->out = out;
-	r->out_json = true;
-	r->werr = 0;
-	r->sect = sect;
-	rc = check_objects(r, density, rs, ri, refs_next, refs_src, next_chunk, cutoff, c, ls,
+	r.out = out;
+	r.out_json = true;
+	r.werr = 0;
+	r.sect = sect;
+	r.owners = NULL;
+	r.progress_shown = false;
+	r.rctx = ctx;
+	rc = check_objects(&r, density, rs, ri, refs_next, refs_src, next_chunk, cutoff, c, ls,
 			   NULL, err);
-	if (!rc && r->werr)
-		rc = jo_err_set(err, JO_EIO, "write the range's report: %s", strerror(r->werr));
+	if (!rc && r.werr)
+		rc = jo_err_set(err, JO_EIO, "write the range's report: %s", strerror(r.werr));
 	if (!rc && (sect[0] < 0 || sect[1] < sect[0]))
 		rc = jo_err_set(err, JO_EIO, "the range's report: ftell: %s", strerror(errno));
-	r->out = NULL;
-	r->sect = NULL;
 	return rc;
 }
 
@@ -604,6 +611,7 @@ static int run_cluster(struct lc_run *r, const char *url, struct jo_err *err, in
 		.url = url, .work = o->work, .config = o->config, .worker = owner, .out = o->out,
 		.mode = o->status ? LEAK_CL_STATUS : o->cmode, .lease_ms = o->lease_ms,
 		.ranges = o->ranges, .scan_parts = o->scan_parts, .max_attempts = o->max_attempts,
+		.in_flight = o->in_flight,
 		.json = o->json,
 		.min_age = o->min_age, .mem = (size_t)(o->mem / 2), .tmp = o->tmp,
 		.check = { check_range, r },
@@ -937,9 +945,10 @@ static int check_opts(struct jo_ctx *ctx, const struct lc_opts *o, int n)
 	if (o->out && (o->delete_from || o->restore))
 		return cmd_usage_error(ctx, "--out is for the check, not with --delete-from/--restore");
 	if (!o->cluster && (o->cmode || o->status || o->work || o->ranges || o->scan_parts ||
-			    o->worker_id))
+			    o->worker_id || o->in_flight))
 		return cmd_usage_error(ctx, "--plan, --worker, --status, --work, --ranges, "
-				       "--scan-parts and --worker-id go with --cluster");
+				       "--scan-parts, --ranges-in-flight and --worker-id go with "
+				       "--cluster");
 	if (o->cluster && (o->delete_from || o->restore))
 		return cmd_usage_error(ctx, "--cluster checks; --delete-from takes the job's report "
 				       "(written by --out) as it takes a one-host report");
@@ -1037,6 +1046,10 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 		OPT_DURATION(0, "lease", &o.lease_ms, "DUR", "lease of a scan part or range "
 			     "(default 30s; renewed every third): a killed worker's part or range "
 			     "goes to another worker after it", 1000, 0),
+		OPT_UINT(0, "ranges-in-flight", &o.in_flight, "N", "tasks one --worker works at "
+			 "once, each on a lease of its own: the next range is listed while the last "
+			 "one merges, scan parts read side by side (default 2; each takes the "
+			 "memory of one, --mem-limit)", 1, 16),
 		OPT_UINT(0, "max-attempts", &o.max_attempts, "N", "failures before a scan part or "
 			 "range is given up (default 3): the job is then incomplete and publishes no "
 			 "report", 1, 1000),

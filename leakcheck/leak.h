@@ -351,12 +351,22 @@ int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, st
  * report's three sections: foreign keys (as listed), the merge's lines
  * (id order), the missing blocks with their files (id order); sect[0] and
  * sect[1] get the offsets in out where the second and third begin.
+ * Several ranges may be checked at once, on threads of their own: each
+ * with its own ctx.
  */
+struct leak_range_ctx {
+	struct jo_meta *meta;    /* this thread's volume metadata connection */
+	/* called once the listing has ended (read whole or not), before the
+	 * merge: the worker may list its next range */
+	void (*listed)(void *arg);
+	void *arg;
+};
 struct leak_range_check {
 	int (*run)(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
 		   const struct leak_density *density, leak_next_fn refs_next, void *refs_src,
 		   uint64_t next_chunk, int64_t cutoff, struct leak_counts *c,
-		   struct leak_list_stats *ls, long sect[2], struct jo_err *err);
+		   struct leak_list_stats *ls, long sect[2], const struct leak_range_ctx *ctx,
+		   struct jo_err *err);
 	void *p;
 };
 
@@ -508,6 +518,7 @@ struct leak_cluster_opts {
 	unsigned ranges;              /* planned ranges wanted (0: one per ~200k blocks, >= 16) */
 	unsigned scan_parts;          /* reference scan parts wanted (0: 8; Redis: 1) */
 	unsigned max_attempts;        /* failures before a range is given up */
+	unsigned in_flight;           /* a worker's tasks at once (0: 2) */
 	bool json;                    /* --status as JSON */
 	int64_t min_age;              /* s */
 	size_t mem;                   /* the planner's sort */

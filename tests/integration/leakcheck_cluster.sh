@@ -27,7 +27,8 @@
 # the report equals the one-host report (a stray run in the job's directory
 # is never read), every chunk part holds chunks
 # (etcd: by the inodes' low bytes), and on PostgreSQL (jfs_chunk held locked) a
-# worker SIGKILLed inside its scan part, its part redone by another after
+# worker seen inside two scan parts at once (its two tasks in flight), then
+# SIGKILLed inside them, its parts redone by others after
 # its lease, and the two others each seen inside a part at once; then a
 # chunk row of 25 bytes: its part fails, the job is incomplete (exit 3, no
 # report, no range cut).
@@ -323,7 +324,7 @@ sys.exit(0 if any(x.get("kind") == "scan" and x["owner"] == sys.argv[2] for x in
 	return 1
 }
 parts_job() { # L: PostgreSQL: jfs_chunk locked, so that workers are caught inside their parts
-	local l=$1 d=$JO_T/job-$1 i locker=
+	local l=$1 d=$JO_T/job-$1 i n locker=
 	local W=("${LKC[@]}" "${META[$l]}" --bucket "${SHB[$l]}" --cluster "${CO[redis/$l]}"
 		--work "${WORK[redis/$l]}" --lease 3s --json)
 	mkdir -p "$d"
@@ -339,6 +340,15 @@ parts_job() { # L: PostgreSQL: jfs_chunk locked, so that workers are caught insi
 		"${W[@]}" --worker --worker-id w1 >"$d/w1.json" 2>"$d/w1.err" &
 		i=$!
 		holds_parts "$l" w1 && ok "$l: w1 killed inside a scan part" || bad "$l: w1 never seen holding a scan part"
+		# two tasks in flight (the default): both of w1's slots inside a scan part
+		for n in $(seq 1 100); do
+			status_json redis "$l" 2>/dev/null >"$JO_T/hold.json" || true
+			[ "$("$PY" -c 'import json,sys; s=json.load(open(sys.argv[1]))
+print(sum(1 for x in s["leases"] if x.get("kind") == "scan" and x["owner"] == "w1"))' "$JO_T/hold.json" 2>/dev/null)" = 2 ] && break
+			sleep 0.05
+		done
+		[ "$n" -lt 100 ] && ok "$l: w1 inside two scan parts at once (--ranges-in-flight 2)" ||
+			bad "$l: w1 never seen holding two scan parts"
 		kill -9 $i 2>/dev/null || true
 		wait $i 2>/dev/null || true
 	fi
