@@ -54,6 +54,7 @@ struct leak_work_rd {
 	int fd;                 /* local */
 	char key[PATH_MAX + 700];
 	uint64_t size;
+	char etag[72];          /* s3: every range read from the object HEAD saw */
 };
 
 static int list_none(const struct jo_obj_info *info, void *p)
@@ -344,6 +345,7 @@ int leak_work_ropen(struct leak_work *w, const char *rel, struct leak_work_rd **
 		if (rc)
 			jo_err_wrap(err, "--work %s", w->desc);
 		r->size = info.size;
+		memcpy(r->etag, info.etag, sizeof(r->etag));
 	}
 	if (rc) {
 		leak_work_rclose(r);
@@ -407,7 +409,8 @@ int leak_work_pread(struct leak_work_rd *r, void *buf, size_t len, uint64_t off,
 		}
 		return 0;
 	}
-	struct jo_obj_get_opts go = { .offset = off, .length = (int64_t)len };
+	struct jo_obj_get_opts go = { .offset = off, .length = (int64_t)len,
+				      .if_match = r->etag[0] ? r->etag : NULL };
 	struct into in = { buf, len, 0 };
 	int rc = jo_obj_get(r->w->obj, r->key, &go, into_cb, &in, err);
 
