@@ -392,6 +392,7 @@ struct s3_req {
 	const char *op;            /* "GET", for messages */
 	const char *method;
 	const char *key;           /* NULL: bucket-level */
+	const char *what;          /* for messages instead of the key (a listing's prefix) */
 	const char *query;         /* canonical query (already encoded) or NULL */
 	struct s3_hdr hdrs[12];    /* extra signed headers */
 	int nhdrs;
@@ -692,7 +693,7 @@ static long backoff_ms(struct s3_impl *s, int attempt)
 
 static const char *req_what(const struct s3_req *r)
 {
-	return r->key ? r->key : "";
+	return r->what ? r->what : r->key ? r->key : "";
 }
 
 /* Set up h for one attempt and run it. */
@@ -1485,6 +1486,7 @@ static int s3_list(struct jo_obj *o, const char *prefix, const char *start_after
 		}
 		r.query = q.p;
 		r.key = NULL;
+		r.what = prefix;
 		rc = s3_do(o, &r, NULL, err);
 		if (rc == 0) {
 			rc = jo_s3xml_parse_list(r.resp.p ? r.resp.p : "", r.resp.len, &page, err);
