@@ -160,7 +160,7 @@ struct lc_run {
 	const char *stage;        /* what the run was doing (for an incomplete run) */
 	struct leak_owners *owners; /* missing items held back to name their files */
 	long *sect;               /* a cluster range: where the merge's and the owned lines begin */
-	const struct leak_range_ctx *rctx; /* a cluster range: its thread's meta, its hook */
+	const struct leak_range_ctx *rctx; /* a cluster range: its thread's meta, its listers */
 	struct lc_mx mx;
 };
 
@@ -425,6 +425,15 @@ static int lc_xsort_new(const struct lc_opts *o, struct jo_xsort **xs, struct jo
 	return jo_xsort_new(xs, &xo, err);
 }
 
+/* This listing's listers: --list-threads, or its share of them (cluster ranges listed at once). */
+static int list_threads(const struct lc_run *r)
+{
+	int n = r->o->threads > 0 ? (int)r->o->threads : 32;
+	unsigned share = r->rctx ? r->rctx->share : 0;
+
+	return share > 1 ? (n / (int)share > 0 ? n / (int)share : 1) : n;
+}
+
 /*
  * The object side and the merge, against the sorted references of
  * refs_next: what the one-host check and one range of a cluster job (rs,
@@ -441,7 +450,7 @@ static int check_objects(struct lc_run *r, const struct leak_density *density,
 	struct jo_xsort *xobjs = NULL;
 	struct leak_list_opts lo = {
 		.volname = v->fmt.name, .hash_prefix = v->fmt.hash_prefix,
-		.block_size = v->block_size, .threads = o->threads, .density = density,
+		.block_size = v->block_size, .threads = list_threads(r), .density = density,
 		.foreign_cb = write_item, .payload = r, .progress = on_progress,
 		.ranges = rs, .range = ri,
 	};
@@ -456,8 +465,6 @@ static int check_objects(struct lc_run *r, const struct leak_density *density,
 	r->stage = "the object listing";
 	rc = leak_list_objects(v->obj, &lo, xobjs, ls, err);
 	clear_progress(r);
-	if (r->rctx && r->rctx->listed)
-		r->rctx->listed(r->rctx->arg);
 	if (rc) {
 		jo_err_wrap(err, "object listing failed, no report written");
 		goto out;
@@ -1047,9 +1054,10 @@ int cmd_leakcheck(int argc, char **argv, struct jo_ctx *ctx)
 			     "(default 30s; renewed every third): a killed worker's part or range "
 			     "goes to another worker after it", 1000, 0),
 		OPT_UINT(0, "ranges-in-flight", &o.in_flight, "N", "tasks one --worker works at "
-			 "once, each on a lease of its own: the next range is listed while the last "
-			 "one merges, scan parts read side by side (default 2; each takes the "
-			 "memory of one, --mem-limit)", 1, 16),
+			 "once, each on a lease of its own: ranges listed side by side, each with "
+			 "its share of --list-threads (one range's last leaves overlap the next), "
+			 "scan parts read side by side (default 2; each takes the memory of one, "
+			 "--mem-limit)", 1, 16),
 		OPT_UINT(0, "max-attempts", &o.max_attempts, "N", "failures before a scan part or "
 			 "range is given up (default 3): the job is then incomplete and publishes no "
 			 "report", 1, 1000),

@@ -356,10 +356,8 @@ int leak_synth_keys(uint64_t n, const char *refs_path, const char *objs_path, st
  */
 struct leak_range_ctx {
 	struct jo_meta *meta;    /* this thread's volume metadata connection */
-	/* called once the listing has ended (read whole or not), before the
-	 * merge: the worker may list its next range */
-	void (*listed)(void *arg);
-	void *arg;
+	unsigned share;          /* ranges listed at once in the process: each lists with
+				  * this share of --list-threads (0 or 1: all of them) */
 };
 struct leak_range_check {
 	int (*run)(void *p, FILE *out, const struct leak_ranges *rs, size_t ri,
