@@ -225,21 +225,33 @@ int leak_work_create(struct leak_work *w, const char *rel, unsigned flags, struc
 	return rc ? rc : jo_file_create(out, path, JO_FILE_PRIVATE, flags, err);
 }
 
-/* Bytes [off, off + len) of fd into buf. */
-static int read_at(int fd, uint8_t *buf, size_t len, uint64_t off, struct jo_err *err)
+/* Up to len bytes of fd from off into buf (*got short only at the end): 0, or -1 with errno. */
+static int pread_upto(int fd, void *buf, size_t len, uint64_t off, size_t *got)
 {
-	size_t got = 0;
-
-	while (got < len) {
-		ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+	*got = 0;
+	while (*got < len) {
+		ssize_t n = pread(fd, (uint8_t *)buf + *got, len - *got, (off_t)(off + *got));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return jo_err_set(err, JO_EIO, "read the file to upload: %s",
-					  n < 0 ? strerror(errno) : "it is shorter than it was");
-		got += (size_t)n;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		*got += (size_t)n;
 	}
+	return 0;
+}
+
+/* Bytes [off, off + len) of fd into buf. */
+static int read_at(int fd, uint8_t *buf, size_t len, uint64_t off, struct jo_err *err)
+{
+	size_t got;
+
+	if (pread_upto(fd, buf, len, off, &got) != 0)
+		return jo_err_set(err, JO_EIO, "read the file to upload: %s", strerror(errno));
+	if (got != len)
+		return jo_err_set(err, JO_EIO, "read the file to upload: it is shorter than it was");
 	return 0;
 }
 
@@ -394,21 +406,9 @@ int leak_work_pread(struct leak_work_rd *r, void *buf, size_t len, uint64_t off,
 		return 0;
 	if (len > r->size - off)
 		len = (size_t)(r->size - off);
-	if (r->fd >= 0) {
-		while (*got < len) {
-			ssize_t n = pread(r->fd, (uint8_t *)buf + *got, len - *got,
-					  (off_t)(off + *got));
-
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n < 0)
-				return jo_err_set(err, JO_EIO, "read %s: %s", r->key, strerror(errno));
-			if (n == 0)
-				break;
-			*got += (size_t)n;
-		}
-		return 0;
-	}
+	if (r->fd >= 0)
+		return pread_upto(r->fd, buf, len, off, got) != 0
+			       ? jo_err_set(err, JO_EIO, "read %s: %s", r->key, strerror(errno)) : 0;
 	struct jo_obj_get_opts go = { .offset = off, .length = (int64_t)len,
 				      .if_match = r->etag[0] ? r->etag : NULL };
 	struct into in = { buf, len, 0 };
